@@ -1,0 +1,74 @@
+// Package cmd holds redeliver's commands: each turns its flags into an
+// options struct and makes one call into pkg/.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs redeliver with the process's arguments and streams and returns
+// the exit status.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, System(), os.Args[1:])
+}
+
+// Run runs redeliver with the given arguments and returns the exit status.
+func Run(ctx context.Context, s *Streams, args []string) int {
+	root := NewRoot(s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	var r *ranError
+	if err != nil && !errors.As(err, &r) {
+		// Cobra's own errors: an unknown command or flag, a wrong argument count.
+		err = &usageError{err}
+	}
+	if r != nil {
+		err = r.err
+	}
+	return exitCode(err, s.Err)
+}
+
+// ranError marks an error returned by a command's own code, as opposed to
+// one cobra raised while parsing the command line.
+type ranError struct{ err error }
+
+func (e *ranError) Error() string { return e.err.Error() }
+
+// ran wraps a command's run function so its errors are told apart from cobra's.
+func ran(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := f(cmd, args); err != nil {
+			return &ranError{err}
+		}
+		return nil
+	}
+}
+
+// NewRoot builds the command tree on the given streams.
+func NewRoot(s *Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "redeliver",
+		Short: "Prove an event consumer is idempotent",
+		Long: `redeliver replays deliveries of events — from YAML scenarios or captured logs —
+through a transactional idempotent handler, injects the faults that brokers and
+crashes produce, and checks that nothing is lost and nothing happens twice.
+
+` + exitHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetIn(s.In)
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.AddCommand(newRunCmd(s), newValidateCmd(s), newInitCmd(s), newVersionCmd(s))
+	return root
+}

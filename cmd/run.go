@@ -1,0 +1,93 @@
+package cmd
+
+import (
+	"errors"
+
+	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/suite"
+	"github.com/spf13/cobra"
+)
+
+// runOptions are the flags of redeliver run.
+type runOptions struct {
+	Paths   []string
+	DB      string
+	Format  string
+	Color   string
+	Seed    int64
+	Verbose bool
+}
+
+func newRunCmd(s *Streams) *cobra.Command {
+	o := &runOptions{}
+	c := &cobra.Command{
+		Use:   "run [PATH...]",
+		Short: "Run scenario files and folders (default ./scenarios)",
+		Long: `Run scenario files, and folders of them (walked for *.yaml and *.yml). Every
+file is validated before any runs; each file runs against a fresh database.
+
+The report has one line per check and a verdict line. A failed check says what
+was expected, what happened, and where (file:line:column).
+
+--db chooses the database: :memory: (the default: embedded SQLite in memory),
+a file path (one scenario file; the file is left for inspection), or a folder
+ending in / (one database file per scenario file).
+
+` + exitHelp,
+		Example: `  redeliver run
+  redeliver run scenarios/seed-fixture.yaml --db seed.db
+  redeliver run scenarios/ -v`,
+		RunE: ran(func(cmd *cobra.Command, args []string) error {
+			o.Paths = args
+			return runRun(cmd, s, o)
+		}),
+	}
+	f := c.Flags()
+	f.StringVar(&o.DB, "db", ":memory:", "database: :memory:, a file path, or a folder/ for one file per scenario")
+	f.StringVar(&o.Format, "format", "text", "report format: text")
+	f.StringVar(&o.Color, "color", "auto", "colour the report: auto, always or never")
+	f.Int64Var(&o.Seed, "seed", 1, "seed for every random choice")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "also print the caught violations and the counters")
+	return c
+}
+
+func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
+	if len(o.Paths) == 0 {
+		o.Paths = []string{"scenarios"}
+	}
+	if o.Format != "text" {
+		return usagef("--format must be text, not %q", o.Format)
+	}
+	color, err := s.Color(o.Color)
+	if err != nil {
+		return err
+	}
+	files, err := suite.Collect(o.Paths)
+	if err != nil {
+		return inputErr(err)
+	}
+	scenarios, err := suite.Load(files)
+	if err != nil {
+		return inputErr(err)
+	}
+	res, err := suite.Run(cmd.Context(), scenarios, suite.Options{DB: o.DB})
+	if err != nil {
+		return inputErr(err)
+	}
+	if err := report.Text(s.Out, res.Files, report.Options{Color: color, Verbose: o.Verbose}); err != nil {
+		return err
+	}
+	if !res.Passed() {
+		return errChecksFailed
+	}
+	return nil
+}
+
+// inputErr turns the suite's input errors into usage errors (exit 2).
+func inputErr(err error) error {
+	var ie *suite.InputError
+	if errors.As(err, &ie) {
+		return &usageError{err}
+	}
+	return err
+}

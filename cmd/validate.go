@@ -1,0 +1,48 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/redeliver/redeliver/pkg/suite"
+	"github.com/spf13/cobra"
+)
+
+func newValidateCmd(s *Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate [PATH...]",
+		Short: "Check scenario files without running them",
+		Long: `Check scenario files (and folders of them, default ./scenarios) without
+running them. Every mistake of every file is printed as file:line:column and
+what was expected.
+
+` + exitHelp,
+		Example: `  redeliver validate
+  redeliver validate scenarios/seed-fixture.yaml`,
+		RunE: ran(func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				args = []string{"scenarios"}
+			}
+			files, err := suite.Collect(args)
+			if err != nil {
+				return inputErr(err)
+			}
+			scenarios, err := suite.Load(files)
+			if err != nil {
+				return inputErr(err)
+			}
+			checks := 0
+			for _, sc := range scenarios {
+				checks += len(sc.Checks)
+			}
+			fmt.Fprintf(s.Out, "ok: %d %s, %d checks\n", len(scenarios), plural(len(scenarios), "file", "files"), checks)
+			return nil
+		}),
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

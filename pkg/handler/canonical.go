@@ -1,0 +1,130 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Canonical returns the canonical JSON form of the JSON document raw: object
+// keys sorted, no insignificant space, numbers spelled one way (1, 1.0 and
+// 1e0 are all "1"; 0.50 is "0.5"). Two payloads are the same event payload
+// exactly when their canonical forms are equal.
+func Canonical(raw []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("payload is not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", fmt.Errorf("payload has data after its JSON value")
+	}
+	var b strings.Builder
+	writeCanonical(&b, v)
+	return b.String(), nil
+}
+
+func writeCanonical(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case json.Number:
+		b.WriteString(CanonicalNumber(string(x)))
+	case string:
+		writeString(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonical(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, k)
+			b.WriteByte(':')
+			writeCanonical(b, x[k])
+		}
+		b.WriteByte('}')
+	default:
+		// Only the types encoding/json produces with UseNumber reach here.
+		panic(fmt.Sprintf("canonical: unexpected %T", v))
+	}
+}
+
+func writeString(b *strings.Builder, s string) {
+	enc, _ := json.Marshal(s) // a Go string always marshals
+	b.Write(enc)
+}
+
+// CanonicalNumber spells the JSON number literal s in one canonical way,
+// exactly (no rounding through float64): sign, digits without leading or
+// trailing zeros, and a decimal point or an exponent only where needed.
+// A string that is not a JSON number is returned unchanged.
+func CanonicalNumber(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	body := strings.TrimPrefix(s, "-")
+	mant, expPart, hasExp := strings.Cut(strings.ToLower(body), "e")
+	exp := 0
+	if hasExp {
+		e, err := strconv.Atoi(expPart)
+		if err != nil {
+			return s
+		}
+		exp = e
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return s
+	}
+	exp -= len(frac) // value = digits × 10^exp
+	digits = strings.TrimLeft(digits, "0")
+	if digits == "" {
+		return "0"
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	digits = trimmed
+
+	var out string
+	switch {
+	case exp >= 0 && exp <= 21:
+		out = digits + strings.Repeat("0", exp)
+	case exp < 0 && -exp < len(digits):
+		p := len(digits) + exp
+		out = digits[:p] + "." + digits[p:]
+	case exp < 0 && -exp-len(digits) <= 6:
+		out = "0." + strings.Repeat("0", -exp-len(digits)) + digits
+	default:
+		// Scientific: one digit before the point.
+		e := exp + len(digits) - 1
+		out = digits[:1]
+		if len(digits) > 1 {
+			out += "." + digits[1:]
+		}
+		out += "e" + strconv.Itoa(e)
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
+}

@@ -1,0 +1,406 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/template"
+	"github.com/tidwall/gjson"
+)
+
+// Strategy is a way a consumer can be written.
+type Strategy string
+
+// The strategies of DESIGN.md: four safe ones and three unsafe negative controls.
+const (
+	EventID           Strategy = "event-id"
+	ConsumerScoped    Strategy = "consumer-scoped"
+	BusinessKey       Strategy = "business-key"
+	ExternalKey       Strategy = "external-key"
+	None              Strategy = "none"
+	CheckThenAct      Strategy = "check-then-act"
+	MarkerAfterEffect Strategy = "marker-after-effect"
+)
+
+// Strategies lists every strategy, safe ones first.
+var Strategies = []Strategy{EventID, ConsumerScoped, BusinessKey, ExternalKey, None, CheckThenAct, MarkerAfterEffect}
+
+// Safe reports whether the strategy is one a consumer should be written with.
+func (s Strategy) Safe() bool {
+	switch s {
+	case None, CheckThenAct, MarkerAfterEffect:
+		return false
+	}
+	return true
+}
+
+// KeepsMarkers reports whether the strategy writes processed markers.
+func (s Strategy) KeepsMarkers() bool { return s != None }
+
+// UsesKey reports whether the strategy dedups on a business key.
+func (s Strategy) UsesKey() bool { return s == BusinessKey || s == ExternalKey }
+
+// CallsOut reports whether the strategy calls the external provider.
+func (s Strategy) CallsOut() bool { return s == ExternalKey }
+
+// Config is a handler as a scenario describes it.
+type Config struct {
+	Strategy Strategy
+	Consumer string // the consumer, unless the strategy is consumer-scoped and a delivery names its own
+	Effect   string // the effect table
+	Key      template.Template
+	// Identity lists the paths compared on redelivery; empty means the whole
+	// payload as canonical JSON. IdentityBySchema overrides it per schema version.
+	Identity         []string
+	IdentityBySchema map[string][]string
+	ExternalKey      template.Template
+	ExternalAmount   template.Template
+	Retention        time.Duration
+}
+
+// Gateway is the external provider an external-key handler calls. It keeps
+// its own store and does not take part in the handler's transaction.
+type Gateway interface {
+	// Charge makes a charge, or returns the earlier one for a known key.
+	Charge(ctx context.Context, key, amount, orderRef string) (chargeID int64, replayed bool, err error)
+}
+
+// Injector is called at every fault point a delivery reaches; an error
+// makes the delivery fail there. It may also block, to force an interleaving.
+type Injector func(ctx context.Context, p FaultPoint) error
+
+// FailAt returns an injector that fails at one point.
+func FailAt(p FaultPoint) Injector {
+	if p == "" {
+		return nil
+	}
+	return func(_ context.Context, at FaultPoint) error {
+		if at == p {
+			return &InjectedError{Point: p}
+		}
+		return nil
+	}
+}
+
+// Handler processes deliveries with one strategy against one store.
+type Handler struct {
+	cfg     Config
+	store   Store
+	gateway Gateway
+	now     func() time.Time
+}
+
+// New returns a handler. gateway may be nil unless the strategy calls out;
+// now is the clock markers and retention are measured by.
+func New(cfg Config, store Store, gateway Gateway, now func() time.Time) *Handler {
+	if now == nil {
+		now = time.Now
+	}
+	return &Handler{cfg: cfg, store: store, gateway: gateway, now: now}
+}
+
+// Config returns the handler's configuration.
+func (h *Handler) Config() Config { return h.cfg }
+
+// Value reads one placeholder of a key template for a delivery: "attempt",
+// "consumer", or a path into the envelope such as "data.orderId".
+func Value(d Delivery, name string) string {
+	switch name {
+	case "attempt":
+		return strconv.Itoa(d.Attempt)
+	case "consumer":
+		return d.Consumer
+	}
+	return gjson.GetBytes(d.Envelope, name).String()
+}
+
+// Identity returns what is compared when an event is redelivered.
+func (c Config) IdentityOf(d Delivery) (string, error) {
+	paths := c.Identity
+	if p, ok := c.IdentityBySchema[d.Schema]; ok && d.Schema != "" {
+		paths = p
+	}
+	if len(paths) == 0 {
+		data := gjson.GetBytes(d.Envelope, "data")
+		if !data.Exists() {
+			return "null", nil
+		}
+		return Canonical([]byte(data.Raw))
+	}
+	out := []byte{'['}
+	for i, p := range paths {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		r := gjson.GetBytes(d.Envelope, p)
+		if !r.Exists() {
+			out = append(out, "null"...)
+			continue
+		}
+		c, err := Canonical([]byte(r.Raw))
+		if err != nil {
+			return "", fmt.Errorf("identity path %s: %w", p, err)
+		}
+		out = append(out, c...)
+	}
+	return string(append(out, ']')), nil
+}
+
+// Scope is the consumer a marker and an effect are written for.
+func (h *Handler) Scope(d Delivery) string {
+	if h.cfg.Strategy == ConsumerScoped && d.Consumer != "" {
+		return d.Consumer
+	}
+	return h.cfg.Consumer
+}
+
+// Handle processes one delivery in one transaction (two for the
+// marker-after-effect strategy) and returns its outcome. inject may be nil.
+func (h *Handler) Handle(ctx context.Context, d Delivery, inject Injector) Result {
+	at := func(p FaultPoint) error {
+		if inject == nil {
+			return nil
+		}
+		return inject(ctx, p)
+	}
+	if err := at(BeforeBegin); err != nil {
+		return Result{Outcome: Failed, Err: err}
+	}
+	identity, err := h.cfg.IdentityOf(d)
+	if err != nil {
+		return Result{Outcome: Failed, Err: err}
+	}
+	var key string
+	if h.cfg.Strategy.UsesKey() {
+		key = h.cfg.Key.Expand(func(n string) string { return Value(d, n) })
+		if key == "" {
+			return Result{Outcome: Failed, Err: &KeyError{Template: h.cfg.Key.String(), EventID: d.EventID}}
+		}
+	}
+	w := &work{h: h, d: d, identity: identity, key: key, consumer: h.Scope(d), at: at}
+	res := w.run(ctx)
+	res.Key = key
+	if errors.Is(res.Err, ErrUnique) {
+		// The safety net: a racing worker inserted first and the unique
+		// constraint refused this one. What it wrote is the original.
+		res = w.afterRace(ctx, res)
+	}
+	return res
+}
+
+// work is one delivery on its way through the handler.
+type work struct {
+	h        *Handler
+	d        Delivery
+	identity string
+	key      string
+	consumer string
+	at       func(FaultPoint) error
+	external *ExternalCall
+}
+
+func (w *work) fail(tx Tx, err error) Result {
+	if tx != nil {
+		_ = tx.Rollback()
+	}
+	var injected *InjectedError
+	if !errors.As(err, &injected) && !errors.Is(err, ErrUnique) && (w.external == nil || err != w.external.Err) {
+		err = &StoreError{Err: err}
+	}
+	return Result{Outcome: Failed, Err: err, External: w.external}
+}
+
+func (w *work) run(ctx context.Context) Result {
+	cfg := w.h.cfg
+	if cfg.Strategy == CheckThenAct {
+		// The check runs on its own, outside the transaction that acts.
+		tx, err := w.h.store.Begin(ctx)
+		if err != nil {
+			return w.fail(nil, err)
+		}
+		res, done := w.check(ctx, tx)
+		if done {
+			return res
+		}
+		_ = tx.Rollback()
+		if err := w.at(AfterCheck); err != nil {
+			return w.fail(nil, err)
+		}
+	}
+	tx, err := w.h.store.Begin(ctx)
+	if err != nil {
+		return w.fail(nil, err)
+	}
+	now := w.h.now()
+	if cfg.Retention > 0 && cfg.Strategy.KeepsMarkers() {
+		if err := tx.PurgeMarkers(ctx, now.Add(-cfg.Retention)); err != nil {
+			return w.fail(tx, err)
+		}
+	}
+	switch cfg.Strategy {
+	case None:
+	case CheckThenAct:
+		if err := w.insertMarker(ctx, tx, now); err != nil {
+			return w.fail(tx, err)
+		}
+	default:
+		if res, done := w.check(ctx, tx); done {
+			return res
+		}
+		if err := w.at(AfterCheck); err != nil {
+			return w.fail(tx, err)
+		}
+		if cfg.Strategy != MarkerAfterEffect {
+			if err := w.insertMarker(ctx, tx, now); err != nil {
+				return w.fail(tx, err)
+			}
+		}
+	}
+	if cfg.Strategy.UsesKey() {
+		if id, ev, found, err := tx.EffectByKey(ctx, w.key); err != nil {
+			return w.fail(tx, err)
+		} else if found {
+			// The same business event under another event id: this id is
+			// now marked, and the original effect is returned.
+			if err := tx.Commit(); err != nil {
+				return w.fail(nil, err)
+			}
+			return Result{Outcome: Duplicate, EffectID: id, DuplicateOf: ev}
+		}
+	}
+	effectID, err := tx.InsertEffect(ctx, Effect{EventID: w.d.EventID, Consumer: w.consumer, BusinessKey: w.key, Payload: payloadOf(w.d), At: now})
+	if err != nil {
+		return w.fail(tx, err)
+	}
+	if err := w.at(AfterEffect); err != nil {
+		return w.fail(tx, err)
+	}
+	if cfg.Strategy.CallsOut() {
+		if err := w.callOut(ctx); err != nil {
+			return w.fail(tx, err)
+		}
+		if err := w.at(AfterExternal); err != nil {
+			return w.fail(tx, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return w.fail(nil, err)
+	}
+	if cfg.Strategy == MarkerAfterEffect {
+		// The unsafe part: the effect is durable before the marker exists.
+		tx, err := w.h.store.Begin(ctx)
+		if err != nil {
+			return w.fail(nil, err)
+		}
+		if err := w.insertMarker(ctx, tx, now); err != nil {
+			return w.fail(tx, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return w.fail(nil, err)
+		}
+	}
+	res := Result{Outcome: Processed, EffectID: effectID, External: w.external}
+	if err := w.at(AfterCommit); err != nil {
+		res.Outcome, res.Err = Crashed, err
+	}
+	return res
+}
+
+func (w *work) insertMarker(ctx context.Context, tx Tx, now time.Time) error {
+	m := Marker{EventID: w.d.EventID, Consumer: w.consumer, Identity: w.identity, BusinessKey: w.key, At: now}
+	if err := tx.InsertMarker(ctx, m); err != nil {
+		return err
+	}
+	return w.at(AfterMarker)
+}
+
+// check looks the marker up. On a hit it ends the transaction and returns
+// the duplicate or conflict outcome, with done set.
+func (w *work) check(ctx context.Context, tx Tx) (Result, bool) {
+	m, found, err := tx.Marker(ctx, w.d.EventID, w.consumer)
+	if err != nil {
+		return w.fail(tx, err), true
+	}
+	if !found {
+		return Result{}, false
+	}
+	defer tx.Rollback() // nothing was written
+	if m.Identity != w.identity {
+		return Result{Outcome: Conflict, Err: &ConflictError{EventID: w.d.EventID, Stored: m.Identity, Gotten: w.identity}}, true
+	}
+	return w.original(ctx, tx, m), true
+}
+
+// original returns the effect a duplicate of marker m answers with.
+func (w *work) original(ctx context.Context, tx Tx, m Marker) Result {
+	res := Result{Outcome: Duplicate}
+	var found bool
+	var err error
+	if w.h.cfg.Strategy.UsesKey() && m.BusinessKey != "" {
+		var ev string
+		res.EffectID, ev, found, err = tx.EffectByKey(ctx, m.BusinessKey)
+		if ev != w.d.EventID {
+			res.DuplicateOf = ev
+		}
+	} else {
+		res.EffectID, found, err = tx.EffectOf(ctx, w.d.EventID, w.consumer)
+	}
+	if err != nil {
+		return w.fail(nil, err)
+	}
+	if !found {
+		// A marker without its effect: report it rather than invent an id;
+		// the checker names the broken invariant.
+		res.Err = fmt.Errorf("event %s is marked processed but has no effect", w.d.EventID)
+	}
+	return res
+}
+
+// afterRace handles a unique violation: another worker committed the same
+// event first. Read what it wrote and answer as a duplicate (or conflict).
+func (w *work) afterRace(ctx context.Context, failed Result) Result {
+	tx, err := w.h.store.Begin(ctx)
+	if err != nil {
+		return failed
+	}
+	defer tx.Rollback()
+	m, found, err := tx.Marker(ctx, w.d.EventID, w.consumer)
+	switch {
+	case err != nil:
+		return failed
+	case found && m.Identity != w.identity:
+		return Result{Outcome: Conflict, Err: &ConflictError{EventID: w.d.EventID, Stored: m.Identity, Gotten: w.identity}, Key: w.key}
+	case found:
+		res := w.original(ctx, tx, m)
+		res.Key = w.key
+		return res
+	case w.h.cfg.Strategy.UsesKey():
+		id, ev, found, err := tx.EffectByKey(ctx, w.key)
+		if err == nil && found {
+			return Result{Outcome: Duplicate, EffectID: id, DuplicateOf: ev, Key: w.key}
+		}
+	}
+	return failed
+}
+
+func (w *work) callOut(ctx context.Context) error {
+	if w.h.gateway == nil {
+		return errors.New("strategy external-key needs a gateway")
+	}
+	value := func(n string) string { return Value(w.d, n) }
+	call := &ExternalCall{IdempotencyKey: w.h.cfg.ExternalKey.Expand(value), Amount: w.h.cfg.ExternalAmount.Expand(value)}
+	w.external = call
+	call.ChargeID, call.Replayed, call.Err = w.h.gateway.Charge(ctx, call.IdempotencyKey, call.Amount, w.key)
+	return call.Err
+}
+
+func payloadOf(d Delivery) string {
+	data := gjson.GetBytes(d.Envelope, "data")
+	if !data.Exists() {
+		return "null"
+	}
+	return data.Raw
+}

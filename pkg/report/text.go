@@ -1,0 +1,99 @@
+// Package report renders results: the text report a person reads, and the
+// structured formats CI systems parse. It never opens a database.
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/fatih/color"
+	"github.com/redeliver/redeliver/pkg/runner"
+)
+
+// Options shape the text report.
+type Options struct {
+	Color   bool // PASS green, FAIL red
+	Verbose bool // counters and what was tested, after each file
+	Store   string
+}
+
+type painter struct {
+	pass, fail, dim *color.Color
+}
+
+func newPainter(on bool) painter {
+	p := painter{pass: color.New(color.FgGreen, color.Bold), fail: color.New(color.FgRed, color.Bold), dim: color.New(color.Faint)}
+	for _, c := range []*color.Color{p.pass, p.fail, p.dim} {
+		if on {
+			c.EnableColor()
+		} else {
+			c.DisableColor()
+		}
+	}
+	return p
+}
+
+// Text writes the report of DESIGN.md: one line per check, then a verdict.
+// With several files, each file's lines follow a heading.
+func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
+	p := newPainter(opts.Color)
+	var b strings.Builder
+	several := len(files) > 1
+	total, failed := 0, 0
+	var names []string
+	for _, f := range files {
+		indent := ""
+		if several {
+			indent = "  "
+			fmt.Fprintf(&b, "%s (%s)\n", f.Name, f.File)
+		}
+		for _, c := range f.Checks {
+			total++
+			names = append(names, c.Name)
+			if c.Passed {
+				fmt.Fprintf(&b, "%s%s: %s\n", indent, c.Name, c.Line)
+			} else {
+				failed++
+				first := c.Failures[0]
+				fmt.Fprintf(&b, "%s%s: %s %s\n", indent, c.Name, p.fail.Sprint("FAIL:"), located(first))
+				for _, more := range c.Failures[1:] {
+					fmt.Fprintf(&b, "%s  %s\n", indent, located(more))
+				}
+			}
+			if opts.Verbose {
+				for _, v := range c.Violations {
+					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("caught: "+v.String()))
+				}
+			}
+		}
+		if opts.Verbose {
+			fmt.Fprintf(&b, "%s%s\n", indent, p.dim.Sprint(counterLine(f)))
+		}
+	}
+	switch {
+	case failed > 0 && several:
+		fmt.Fprintf(&b, "%s %d of %d checks failed in %d files\n", p.fail.Sprint("FAIL:"), failed, total, len(files))
+	case failed > 0:
+		fmt.Fprintf(&b, "%s %d of %d checks failed\n", p.fail.Sprint("FAIL:"), failed, total)
+	case several:
+		fmt.Fprintf(&b, "%s %d checks in %d files\n", p.pass.Sprint("PASS:"), total, len(files))
+	default:
+		fmt.Fprintf(&b, "%s %s\n", p.pass.Sprint("PASS:"), strings.Join(names, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func located(f runner.Failure) string {
+	if s := f.Pos.String(); s != "" {
+		return fmt.Sprintf("%s (%s)", f.Message, s)
+	}
+	return f.Message
+}
+
+func counterLine(f *runner.FileResult) string {
+	c := f.Counters
+	return fmt.Sprintf("strategy %s: %d deliveries, %d redeliveries, %d skipped duplicates, %d identity conflicts, %d key conflicts, %d failed, %d failed after an external call, %d crashed, %d effects",
+		f.Strategy, c.Deliveries, c.Redeliveries, c.Duplicates, c.Conflicts, c.KeyConflicts, c.Failed, c.FailedAfterExternal, c.Crashed, c.Effects)
+}

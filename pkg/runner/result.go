@@ -1,0 +1,89 @@
+package runner
+
+import (
+	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/handler"
+)
+
+// Counters are the figures the idempotency article says to monitor.
+type Counters struct {
+	Deliveries          int `json:"deliveries"`
+	Processed           int `json:"processed"`
+	Duplicates          int `json:"duplicates"` // skipped duplicates: the handler found the marker
+	Conflicts           int `json:"conflicts"`  // identity conflicts
+	Failed              int `json:"failed"`
+	Crashed             int `json:"crashed"`
+	Effects             int `json:"effects"`              // effects written
+	Redeliveries        int `json:"redeliveries"`         // deliveries of an event already delivered
+	KeyConflicts        int `json:"key_conflicts"`        // idempotency-key conflicts at the gateway
+	FailedAfterExternal int `json:"failed_after_external"` // failures after the external call was made
+}
+
+// Add adds o to c.
+func (c *Counters) Add(o Counters) {
+	c.Deliveries += o.Deliveries
+	c.Processed += o.Processed
+	c.Duplicates += o.Duplicates
+	c.Conflicts += o.Conflicts
+	c.Failed += o.Failed
+	c.Crashed += o.Crashed
+	c.Effects += o.Effects
+	c.Redeliveries += o.Redeliveries
+	c.KeyConflicts += o.KeyConflicts
+	c.FailedAfterExternal += o.FailedAfterExternal
+}
+
+// Failure is one way a check did not hold: an expectation or an invariant.
+type Failure struct {
+	Step     int // 1-based; 0 for the check itself
+	Pos      handler.Location
+	Message  string // one sentence, without the location
+	Expected string
+	Got      string
+	// Invariant is set when the failure is a broken invariant.
+	Invariant checker.Invariant
+}
+
+// CheckResult is the outcome of one check.
+type CheckResult struct {
+	Name     string
+	Pos      handler.Location
+	Passed   bool
+	Line     string // the report line: the check's say, or a plain summary
+	Failures []Failure
+	// Violations are the invariants this check broke (newly, in this check).
+	Violations []checker.Violation
+	Declared   []string // the violations the check declared, if it did
+	Counters   Counters
+	History    []checker.Record
+}
+
+// FileResult is the outcome of one scenario file.
+type FileResult struct {
+	File     string
+	Name     string
+	Strategy handler.Strategy
+	Checks   []CheckResult
+	Counters Counters
+}
+
+// Passed reports whether every check of the file passed.
+func (f *FileResult) Passed() bool {
+	for _, c := range f.Checks {
+		if !c.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// Failed counts the checks that failed.
+func (f *FileResult) Failed() int {
+	n := 0
+	for _, c := range f.Checks {
+		if !c.Passed {
+			n++
+		}
+	}
+	return n
+}

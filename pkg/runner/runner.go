@@ -1,0 +1,582 @@
+// Package runner runs scenario files: it hands each step's deliveries to the
+// handler, records the history, evaluates the expectations the file wrote
+// and asks the checker for broken invariants after every check.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/gateway"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// Store is a database the handler writes to and the checker reads.
+type Store interface {
+	handler.Store
+	Count(ctx context.Context, table string) (int64, error)
+	Markers(ctx context.Context) ([]handler.Marker, error)
+	Effects(ctx context.Context) ([]handler.Effect, error)
+	Close() error
+}
+
+// Opener creates a fresh store for one scenario file.
+type Opener func(ctx context.Context, s *scenario.Scenario) (Store, error)
+
+// Epoch is where the scenario clock starts.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// RuntimeError is a failure of the harness (database, I/O), not of a check.
+type RuntimeError struct {
+	File string
+	Err  error
+}
+
+func (e *RuntimeError) Error() string { return e.File + ": " + e.Err.Error() }
+func (e *RuntimeError) Unwrap() error { return e.Err }
+
+// RunFile runs every check of one scenario against a fresh store.
+func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResult, error) {
+	store, err := open(ctx, s)
+	if err != nil {
+		return nil, &RuntimeError{File: s.File, Err: err}
+	}
+	defer store.Close()
+	r := &run{s: s, store: store, now: Epoch, attempts: map[[2]string]int{}, labels: map[string]int64{}, reported: map[string]bool{}}
+	if s.Handler.Strategy.CallsOut() {
+		g, err := gateway.New()
+		if err != nil {
+			return nil, &RuntimeError{File: s.File, Err: err}
+		}
+		defer g.Close()
+		r.gateway = g
+	}
+	r.h = handler.New(s.Handler.Config, store, r.gatewayOrNil(), func() time.Time { return r.now })
+	res := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
+	for i, c := range s.Checks {
+		cr, err := r.check(ctx, i+1, c)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			return res, &RuntimeError{File: s.File, Err: err}
+		}
+		res.Checks = append(res.Checks, *cr)
+		res.Counters.Add(cr.Counters)
+	}
+	return res, nil
+}
+
+type run struct {
+	s        *scenario.Scenario
+	store    Store
+	gateway  *gateway.Gateway
+	h        *handler.Handler
+	now      time.Time
+	history  []checker.Record
+	attempts map[[2]string]int
+	labels   map[string]int64
+	reported map[string]bool // violations already reported by an earlier check
+}
+
+func (r *run) gatewayOrNil() handler.Gateway {
+	if r.gateway == nil {
+		return nil
+	}
+	return r.gateway
+}
+
+// checkRun is one check on its way.
+type checkRun struct {
+	*run
+	res   *CheckResult
+	index int
+}
+
+func (r *run) check(ctx context.Context, index int, c *scenario.Check) (*CheckResult, error) {
+	cr := &checkRun{run: r, res: &CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: index}
+	for i, st := range c.Steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var err error
+		switch st.Kind {
+		case scenario.Deliver:
+			err = cr.deliver(ctx, i+1, st)
+		case scenario.Inspect:
+			err = cr.inspect(ctx, i+1, st.State)
+		case scenario.Advance:
+			r.now = r.now.Add(st.Advance)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if c.Expect != nil {
+		if err := cr.inspect(ctx, 0, c.Expect); err != nil {
+			return nil, err
+		}
+	}
+	if err := cr.invariants(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := cr.line(ctx, c); err != nil {
+		return nil, err
+	}
+	return cr.res, nil
+}
+
+func (cr *checkRun) fail(step int, pos handler.Location, expected, got, msg string) {
+	cr.res.Failures = append(cr.res.Failures, Failure{Step: step, Pos: pos, Message: msg, Expected: expected, Got: got})
+}
+
+func stepName(step, n, of int) string {
+	s := "the check"
+	if step > 0 {
+		s = "step " + strconv.Itoa(step)
+	}
+	if of > 1 {
+		s += fmt.Sprintf(" (delivery %d of %d)", n, of)
+	}
+	return s
+}
+
+func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) error {
+	d := handler.Delivery{EventID: st.Event.ID, Source: st.Event.Source, Consumer: st.Consumer, Schema: st.Event.Schema, Envelope: st.Event.Envelope, At: st.Pos}
+	if d.Consumer == "" {
+		d.Consumer = cr.s.Handler.Consumer
+	}
+	scope := cr.h.Scope(d)
+	inject := handler.FailAt(st.Fail)
+	if st.Concurrent > 0 {
+		return cr.concurrent(ctx, step, st, d, scope, inject)
+	}
+	for n := 1; n <= st.Times; n++ {
+		rec, err := cr.one(ctx, step, st, d, scope, inject)
+		if err != nil {
+			return err
+		}
+		if n == 1 && st.Label != "" {
+			cr.labels[st.Label] = rec.Result.EffectID
+		}
+		cr.expect(step, n, st, rec)
+	}
+	return nil
+}
+
+// one delivers once and records it.
+func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector) (checker.Record, error) {
+	unit := [2]string{d.EventID, scope}
+	cr.attempts[unit]++
+	d.Attempt = cr.attempts[unit]
+	var before uint64
+	redelivery := d.Attempt > 1
+	if redelivery && cr.s.Handler.Strategy.KeepsMarkers() {
+		var err error
+		if before, err = cr.digest(ctx); err != nil {
+			return checker.Record{}, err
+		}
+	}
+	res := cr.h.Handle(ctx, d, inject)
+	rec, err := cr.record(ctx, step, st, d, scope, res)
+	if err != nil {
+		return rec, err
+	}
+	if res.Outcome == handler.Conflict && redelivery && cr.s.Handler.Strategy.KeepsMarkers() {
+		after, err := cr.digest(ctx)
+		if err != nil {
+			return rec, err
+		}
+		rec.ChangedStore = after != before
+		cr.history[len(cr.history)-1].ChangedStore = rec.ChangedStore
+	}
+	return rec, nil
+}
+
+// record appends a delivery to the history and counts it.
+func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, res handler.Result) (checker.Record, error) {
+	var se *handler.StoreError
+	if errors.As(res.Err, &se) {
+		if ctx.Err() != nil {
+			return checker.Record{}, ctx.Err()
+		}
+		return checker.Record{}, fmt.Errorf("delivering %s (%s): %w", d.EventID, st.Pos, se.Err)
+	}
+	rec := checker.Record{Seq: len(cr.history) + 1, EventID: d.EventID, Consumer: scope, Key: res.Key, Result: res, At: cr.now, Check: cr.index, Step: step, Pos: st.Pos}
+	cr.history = append(cr.history, rec)
+	cr.res.History = append(cr.res.History, rec)
+	c := &cr.res.Counters
+	c.Deliveries++
+	if d.Attempt > 1 {
+		c.Redeliveries++
+	}
+	switch res.Outcome {
+	case handler.Processed:
+		c.Processed++
+		c.Effects++
+	case handler.Duplicate:
+		c.Duplicates++
+	case handler.Conflict:
+		c.Conflicts++
+	case handler.Failed:
+		c.Failed++
+	case handler.Crashed:
+		c.Crashed++
+		c.Effects++
+	}
+	if x := res.External; x != nil {
+		var kc *gateway.KeyConflictError
+		if errors.As(x.Err, &kc) {
+			c.KeyConflicts++
+		}
+		if res.Outcome == handler.Failed && x.Err == nil {
+			c.FailedAfterExternal++
+		}
+	}
+	return rec, nil
+}
+
+func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector) error {
+	unit := [2]string{d.EventID, scope}
+	results := make([]handler.Result, st.Concurrent)
+	ds := make([]handler.Delivery, st.Concurrent)
+	for i := range ds {
+		cr.attempts[unit]++
+		ds[i] = d
+		ds[i].Attempt = cr.attempts[unit]
+	}
+	var wg sync.WaitGroup
+	for i := range ds {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i] = cr.h.Handle(ctx, ds[i], inject)
+		}(i)
+	}
+	wg.Wait()
+	for i, res := range results {
+		rec, err := cr.record(ctx, step, st, ds[i], scope, res)
+		if err != nil {
+			return err
+		}
+		if i == 0 && st.Label != "" {
+			cr.labels[st.Label] = rec.Result.EffectID
+		}
+	}
+	return nil
+}
+
+func (cr *checkRun) expect(step, n int, st *scenario.Step, rec checker.Record) {
+	e := st.Expect
+	if e == nil {
+		return
+	}
+	name := stepName(step, n, st.Times)
+	res := rec.Result
+	if e.Outcome != "" && res.Outcome != e.Outcome {
+		got := string(res.Outcome)
+		if res.Err != nil && res.Outcome == handler.Failed {
+			got += " (" + res.Err.Error() + ")"
+		}
+		cr.fail(step, st.Pos, string(e.Outcome), string(res.Outcome), fmt.Sprintf("%s expected %s, got %s", name, e.Outcome, got))
+	}
+	if e.Error != "" {
+		switch {
+		case res.Err == nil:
+			cr.fail(step, st.Pos, "error containing "+strconv.Quote(e.Error), "no error", fmt.Sprintf("%s expected an error containing %q, got no error", name, e.Error))
+		case !strings.Contains(res.Err.Error(), e.Error):
+			cr.fail(step, st.Pos, "error containing "+strconv.Quote(e.Error), res.Err.Error(), fmt.Sprintf("%s expected an error containing %q, got %q", name, e.Error, res.Err.Error()))
+		}
+	}
+	if e.SameEffectAs != "" {
+		want := cr.labels[e.SameEffectAs]
+		if res.EffectID != want || want == 0 {
+			cr.fail(step, st.Pos, fmt.Sprintf("effect %d", want), fmt.Sprintf("effect %d", res.EffectID),
+				fmt.Sprintf("%s expected the effect of %q (id %d), got effect id %d", name, e.SameEffectAs, want, res.EffectID))
+		}
+	}
+}
+
+func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) error {
+	name := stepName(step, 1, 1)
+	for _, rc := range s.Rows {
+		n, err := cr.store.Count(ctx, rc.Table)
+		if err != nil {
+			return err
+		}
+		if n != rc.N {
+			cr.fail(step, rc.Pos, fmt.Sprintf("%d", rc.N), fmt.Sprintf("%d", n), fmt.Sprintf("%s expected %s in %s, got %d", name, plural(rc.N, "row"), rc.Table, n))
+		}
+	}
+	if len(s.Processed)+len(s.NotProcessed) > 0 {
+		markers, err := cr.store.Markers(ctx)
+		if err != nil {
+			return err
+		}
+		marked := func(ref scenario.EventRef) bool {
+			for _, m := range markers {
+				if m.EventID == ref.ID && (ref.Consumer == "" || m.Consumer == ref.Consumer) {
+					return true
+				}
+			}
+			return false
+		}
+		for _, ref := range s.Processed {
+			if !marked(ref) {
+				cr.fail(step, ref.Pos, "marked processed", "not marked", fmt.Sprintf("%s expected %s to be marked processed, it is not", name, refName(ref)))
+			}
+		}
+		for _, ref := range s.NotProcessed {
+			if marked(ref) {
+				cr.fail(step, ref.Pos, "not marked", "marked processed", fmt.Sprintf("%s expected %s not to be marked processed, it is", name, refName(ref)))
+			}
+		}
+	}
+	if s.Charges != nil {
+		n, err := cr.charges(ctx)
+		if err != nil {
+			return err
+		}
+		if n != *s.Charges {
+			cr.fail(step, s.ChargesPos, fmt.Sprint(*s.Charges), fmt.Sprint(n), fmt.Sprintf("%s expected %s at the gateway, got %d", name, plural(int64(*s.Charges), "charge"), n))
+		}
+	}
+	return nil
+}
+
+func refName(ref scenario.EventRef) string {
+	if ref.Consumer != "" {
+		return ref.ID + " (consumer " + ref.Consumer + ")"
+	}
+	return ref.ID
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func (r *run) charges(ctx context.Context) (int, error) {
+	if r.gateway == nil {
+		return 0, nil
+	}
+	chs, err := r.gateway.Charges(ctx)
+	return len(chs), err
+}
+
+// state reads what the checker looks at.
+func (r *run) state(ctx context.Context) (checker.State, error) {
+	var st checker.State
+	var err error
+	if st.Markers, err = r.store.Markers(ctx); err != nil {
+		return st, err
+	}
+	if st.Effects, err = r.store.Effects(ctx); err != nil {
+		return st, err
+	}
+	if r.gateway != nil {
+		chs, err := r.gateway.Charges(ctx)
+		if err != nil {
+			return st, err
+		}
+		for _, c := range chs {
+			st.Charges = append(st.Charges, checker.Charge{ID: c.ID, IdempotencyKey: c.IdempotencyKey, OrderRef: c.OrderRef})
+		}
+	}
+	if ret := r.s.Handler.Retention; ret > 0 {
+		st.Horizon = r.now.Add(-ret)
+	}
+	return st, nil
+}
+
+// digest fingerprints what the store holds, to tell whether a conflict changed it.
+func (r *run) digest(ctx context.Context) (uint64, error) {
+	st, err := r.state(ctx)
+	if err != nil {
+		return 0, err
+	}
+	h := fnv.New64a()
+	for _, m := range st.Markers {
+		fmt.Fprintf(h, "m\x00%s\x00%s\x00%s\x00%s\x00%d\n", m.EventID, m.Consumer, m.Identity, m.BusinessKey, m.At.UnixNano())
+	}
+	for _, e := range st.Effects {
+		fmt.Fprintf(h, "e\x00%d\x00%s\x00%s\x00%s\x00%s\n", e.ID, e.EventID, e.Consumer, e.BusinessKey, e.Payload)
+	}
+	return h.Sum64(), nil
+}
+
+func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
+	st, err := cr.state(ctx)
+	if err != nil {
+		return err
+	}
+	for _, v := range checker.Check(cr.s.Handler.Strategy, cr.s.Handler.Effect, cr.history, st) {
+		if cr.reported[v.Key()] {
+			continue
+		}
+		cr.reported[v.Key()] = true
+		cr.res.Violations = append(cr.res.Violations, v)
+	}
+	got := map[string]bool{}
+	for _, v := range cr.res.Violations {
+		got[string(v.Invariant)] = true
+	}
+	if !c.ViolationsDeclared {
+		for _, v := range cr.res.Violations {
+			f := Failure{Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: string(v.Invariant), Pos: c.Pos}
+			if v.By != nil {
+				f.Step, f.Pos = v.By.Step, v.By.Pos
+			}
+			cr.res.Failures = append(cr.res.Failures, f)
+		}
+	} else {
+		want := map[string]bool{}
+		for _, w := range c.Violations {
+			want[w] = true
+		}
+		var missing, extra []string
+		for _, w := range c.Violations {
+			if !got[w] {
+				missing = append(missing, w)
+			}
+		}
+		for g := range got {
+			if !want[g] {
+				extra = append(extra, g)
+			}
+		}
+		sort.Strings(extra)
+		if len(missing) > 0 || len(extra) > 0 {
+			msg := fmt.Sprintf("expected exactly the violations %s, got %s", list(c.Violations), list(sortedKeys(got)))
+			cr.res.Failures = append(cr.res.Failures, Failure{Pos: c.ViolationsPos, Message: msg, Expected: list(c.Violations), Got: list(sortedKeys(got))})
+			for _, v := range cr.res.Violations {
+				if !want[string(v.Invariant)] {
+					f := Failure{Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: string(v.Invariant), Pos: c.Pos}
+					if v.By != nil {
+						f.Step, f.Pos = v.By.Step, v.By.Pos
+					}
+					cr.res.Failures = append(cr.res.Failures, f)
+				}
+			}
+		}
+	}
+	cr.res.Passed = len(cr.res.Failures) == 0
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for _, inv := range checker.Invariants {
+		if m[string(inv)] {
+			out = append(out, string(inv))
+		}
+	}
+	return out
+}
+
+func list(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
+	cnt := cr.res.Counters
+	if c.Say.IsZero() {
+		cr.res.Line = summary(cnt, cr.res.Violations)
+		return nil
+	}
+	values := map[string]string{
+		"deliveries": strconv.Itoa(cnt.Deliveries),
+		"effects":    strconv.Itoa(cnt.Effects),
+		"duplicates": strconv.Itoa(cnt.Duplicates),
+		"conflicts":  strconv.Itoa(cnt.Conflicts),
+		"failures":   strconv.Itoa(cnt.Failed),
+		"crashes":    strconv.Itoa(cnt.Crashed),
+	}
+	var names []string
+	for _, v := range cr.res.Violations {
+		if !contains(names, string(v.Invariant)) {
+			names = append(names, string(v.Invariant))
+		}
+	}
+	values["violations"] = list(names)
+	for _, f := range c.Say.Fields() {
+		switch {
+		case strings.HasPrefix(f, "rows."):
+			n, err := cr.store.Count(ctx, strings.TrimPrefix(f, "rows."))
+			if err != nil {
+				return err
+			}
+			values[f] = strconv.FormatInt(n, 10)
+		case f == "charges":
+			n, err := cr.charges(ctx)
+			if err != nil {
+				return err
+			}
+			values[f] = strconv.Itoa(n)
+		}
+	}
+	cr.res.Line = c.Say.Expand(func(name string) string { return values[name] })
+	return nil
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// summary is the report line of a check without say.
+func summary(c Counters, vs []checker.Violation) string {
+	parts := []string{}
+	add := func(n int, word string) {
+		if n > 0 {
+			parts = append(parts, plural(int64(n), word))
+		}
+	}
+	if c.Processed > 0 {
+		parts = append(parts, fmt.Sprintf("%d processed", c.Processed))
+	}
+	add(c.Duplicates, "duplicate")
+	add(c.Conflicts, "conflict")
+	add(c.Failed, "failure")
+	if c.Crashed > 0 {
+		parts = append(parts, fmt.Sprintf("%d crashed", c.Crashed))
+	}
+	s := "1 delivery"
+	if c.Deliveries != 1 {
+		s = fmt.Sprintf("%d deliveries", c.Deliveries)
+	}
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	if c.Deliveries == 0 {
+		s = "state as expected"
+	}
+	if len(vs) > 0 {
+		var names []string
+		for _, v := range vs {
+			if !contains(names, string(v.Invariant)) {
+				names = append(names, string(v.Invariant))
+			}
+		}
+		s += "; caught " + strings.Join(names, ", ")
+	}
+	return s
+}

@@ -1,0 +1,109 @@
+// Package scenario is the scenario file format, version 1: its types, and
+// a strict loader that names file:line:column for every mistake.
+package scenario
+
+import (
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/template"
+)
+
+// Pos is a place in a scenario file.
+type Pos = handler.Location
+
+// Scenario is one file: one story with one database.
+type Scenario struct {
+	File    string
+	Name    string
+	Handler Handler
+	Checks  []*Check
+}
+
+// Handler is the handler block.
+type Handler struct {
+	handler.Config
+	Pos Pos
+}
+
+// Check is one named check; checks run in order and share the database.
+type Check struct {
+	Name   string
+	Pos    Pos
+	Steps  []*Step
+	Expect *State // checked after the last step
+	Say    template.Template
+	// Violations are the invariants this check must break, exactly; set
+	// only when the check declares them.
+	Violations         []string
+	ViolationsDeclared bool
+	ViolationsPos      Pos
+}
+
+// StepKind tells what a step does.
+type StepKind int
+
+// The step kinds.
+const (
+	Deliver StepKind = iota // deliver one event
+	Inspect                 // check the stored state
+	Advance                 // move the scenario clock
+)
+
+// Step is one step of a check.
+type Step struct {
+	Kind       StepKind
+	Pos        Pos
+	Event      *Event             // Deliver
+	Fail       handler.FaultPoint // Deliver: where the delivery fails
+	Consumer   string             // Deliver: the consumer, for consumer-scoped handlers
+	Times      int                // Deliver: how many times in a row (default 1)
+	Concurrent int                // Deliver: how many workers at once (0: not concurrent)
+	Label      string             // Deliver: a name for the first delivery's result
+	Expect     *Expectation       // Deliver: what each delivery must return
+	State      *State             // Inspect
+	Advance    time.Duration      // Advance
+}
+
+// Event is the event a deliver step hands over.
+type Event struct {
+	ID      string
+	Source  string
+	Schema  string
+	Pos     Pos
+	// Envelope is the event as JSON: id, source, type, subject, schema,
+	// headers and data, as the handler reads it.
+	Envelope []byte
+}
+
+// Expectation is what a delivery must return.
+type Expectation struct {
+	Pos          Pos
+	Outcome      handler.Outcome // empty: any
+	Error        string          // a substring of the error
+	SameEffectAs string          // a label defined earlier
+}
+
+// State is a check of what the store holds.
+type State struct {
+	Pos          Pos
+	Rows         []RowCount
+	Processed    []EventRef
+	NotProcessed []EventRef
+	Charges      *int
+	ChargesPos   Pos
+}
+
+// RowCount expects a table to hold N rows.
+type RowCount struct {
+	Table string
+	N     int64
+	Pos   Pos
+}
+
+// EventRef names an event (and, for consumer-scoped handlers, a consumer).
+type EventRef struct {
+	ID       string
+	Consumer string
+	Pos      Pos
+}

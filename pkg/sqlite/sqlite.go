@@ -1,0 +1,314 @@
+// Package sqlite is the embedded store: the handler's tables on
+// modernc.org/sqlite, in memory or in a file (WAL).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed schema.sql
+var schemaSQL string
+
+var schema = template.Must(template.New("schema").Parse(schemaSQL))
+
+// Memory is the path that names an in-memory database.
+const Memory = ":memory:"
+
+// timeLayout is fixed-width, so stored times sort as text and stay readable.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ValidTableName reports whether name can be an effect table.
+func ValidTableName(name string) bool {
+	return identifier.MatchString(name) && !strings.EqualFold(name, "processed") &&
+		!strings.HasPrefix(strings.ToLower(name), "redeliver_") && !strings.HasPrefix(strings.ToLower(name), "sqlite_")
+}
+
+// DB is one scenario's (or one replay's) database.
+type DB struct {
+	db     *sql.DB
+	path   string
+	effect string
+	q      queries
+}
+
+type queries struct {
+	marker, insertMarker, insertEffect, effectOf, effectByKey, purge string
+}
+
+// ErrNotOurs is returned when a file to be replaced is not a redeliver database.
+var ErrNotOurs = errors.New("not a redeliver database")
+
+// Create opens a fresh database for cfg at path (":memory:" or a file). An
+// existing file is replaced only if redeliver made it.
+func Create(ctx context.Context, path string, cfg handler.Config) (*DB, error) {
+	if !ValidTableName(cfg.Effect) {
+		return nil, fmt.Errorf("effect table name %q is not a plain SQL identifier", cfg.Effect)
+	}
+	if path != Memory {
+		if err := removeOurs(ctx, path); err != nil {
+			return nil, err
+		}
+	}
+	d, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	d.effect = cfg.Effect
+	d.q = makeQueries(cfg.Effect)
+	if err := d.createSchema(ctx, cfg); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func open(path string) (*DB, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("database path %q may not contain ? or #", path)
+	}
+	dsn := path + "?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"
+	if path != Memory {
+		dsn += "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// One connection: an in-memory database lives in its connection, and the
+	// handler's transactions are serial.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &DB{db: db, path: path}, nil
+}
+
+// removeOurs deletes a database file that an earlier run left, refusing to
+// touch anything else.
+func removeOurs(ctx context.Context, path string) error {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%s is a directory, not a database file", path)
+	}
+	if st.Size() > 0 {
+		d, err := open(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, ErrNotOurs)
+		}
+		var n int
+		err = d.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'redeliver_meta'`).Scan(&n)
+		d.Close()
+		if err != nil || n == 0 {
+			return fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
+		}
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *DB) createSchema(ctx context.Context, cfg handler.Config) error {
+	s := cfg.Strategy
+	var b strings.Builder
+	err := schema.Execute(&b, map[string]any{
+		"Effect":       cfg.Effect,
+		"MarkerKey":    s != handler.CheckThenAct,
+		"EffectUnique": s.Safe(),
+		"KeyUnique":    s.Safe() && s.UsesKey(),
+		"UsesKey":      s.UsesKey(),
+	})
+	if err != nil {
+		return err
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO redeliver_meta(key, value) VALUES ('strategy', ?), ('effect', ?)`, string(s), cfg.Effect); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	return tx.Commit()
+}
+
+func makeQueries(effect string) queries {
+	t := `"` + effect + `"`
+	return queries{
+		marker:       `SELECT identity, COALESCE(business_key, ''), processed_at FROM processed WHERE event_id = ? AND consumer = ? LIMIT 1`,
+		insertMarker: `INSERT INTO processed(event_id, consumer, identity, business_key, processed_at) VALUES (?, ?, ?, NULLIF(?, ''), ?)`,
+		insertEffect: `INSERT INTO ` + t + `(event_id, consumer, business_key, payload, created_at) VALUES (?, ?, NULLIF(?, ''), ?, ?)`,
+		effectOf:     `SELECT id FROM ` + t + ` WHERE event_id = ? AND consumer = ? ORDER BY id LIMIT 1`,
+		effectByKey:  `SELECT id, event_id FROM ` + t + ` WHERE business_key = ? ORDER BY id LIMIT 1`,
+		purge:        `DELETE FROM processed WHERE processed_at < ?`,
+	}
+}
+
+// Path returns where the database lives.
+func (d *DB) Path() string { return d.path }
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Begin starts a write transaction (BEGIN IMMEDIATE).
+func (d *DB) Begin(ctx context.Context) (handler.Tx, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &txn{tx: tx, q: &d.q}, nil
+}
+
+type txn struct {
+	tx *sql.Tx
+	q  *queries
+}
+
+func (t *txn) Marker(ctx context.Context, eventID, consumer string) (handler.Marker, bool, error) {
+	m := handler.Marker{EventID: eventID, Consumer: consumer}
+	var at string
+	err := t.tx.QueryRowContext(ctx, t.q.marker, eventID, consumer).Scan(&m.Identity, &m.BusinessKey, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("look up marker: %w", err)
+	}
+	m.At, _ = time.Parse(timeLayout, at)
+	return m, true, nil
+}
+
+func (t *txn) InsertMarker(ctx context.Context, m handler.Marker) error {
+	_, err := t.tx.ExecContext(ctx, t.q.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, m.At.UTC().Format(timeLayout))
+	return wrap("insert marker", err)
+}
+
+func (t *txn) InsertEffect(ctx context.Context, e handler.Effect) (int64, error) {
+	r, err := t.tx.ExecContext(ctx, t.q.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, e.At.UTC().Format(timeLayout))
+	if err != nil {
+		return 0, wrap("insert effect", err)
+	}
+	return r.LastInsertId()
+}
+
+func (t *txn) EffectOf(ctx context.Context, eventID, consumer string) (int64, bool, error) {
+	var id int64
+	err := t.tx.QueryRowContext(ctx, t.q.effectOf, eventID, consumer).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, wrap("look up effect", err)
+}
+
+func (t *txn) EffectByKey(ctx context.Context, key string) (int64, string, bool, error) {
+	var id int64
+	var ev string
+	err := t.tx.QueryRowContext(ctx, t.q.effectByKey, key).Scan(&id, &ev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", false, nil
+	}
+	return id, ev, err == nil, wrap("look up effect by key", err)
+}
+
+func (t *txn) PurgeMarkers(ctx context.Context, before time.Time) error {
+	_, err := t.tx.ExecContext(ctx, t.q.purge, before.UTC().Format(timeLayout))
+	return wrap("purge markers", err)
+}
+
+func (t *txn) Commit() error   { return wrap("commit", t.tx.Commit()) }
+func (t *txn) Rollback() error { return t.tx.Rollback() }
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%s: %w", what, handler.ErrUnique)
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Count returns the number of rows in a table of the handler: "processed"
+// or the effect table.
+func (d *DB) Count(ctx context.Context, table string) (int64, error) {
+	if table != "processed" && table != d.effect {
+		return 0, fmt.Errorf("no table %q", table)
+	}
+	var n int64
+	err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM "`+table+`"`).Scan(&n)
+	return n, err
+}
+
+// Markers returns every marker, in insertion order.
+func (d *DB) Markers(ctx context.Context) ([]handler.Marker, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT event_id, consumer, identity, COALESCE(business_key, ''), processed_at FROM processed ORDER BY rowid`)
+	if err != nil {
+		return nil, fmt.Errorf("read markers: %w", err)
+	}
+	defer rows.Close()
+	var out []handler.Marker
+	for rows.Next() {
+		var m handler.Marker
+		var at string
+		if err := rows.Scan(&m.EventID, &m.Consumer, &m.Identity, &m.BusinessKey, &at); err != nil {
+			return nil, err
+		}
+		m.At, _ = time.Parse(timeLayout, at)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Effects returns every effect, by id.
+func (d *DB) Effects(ctx context.Context) ([]handler.Effect, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id, event_id, consumer, COALESCE(business_key, ''), payload, created_at FROM "`+d.effect+`" ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read effects: %w", err)
+	}
+	defer rows.Close()
+	var out []handler.Effect
+	for rows.Next() {
+		var e handler.Effect
+		var at string
+		if err := rows.Scan(&e.ID, &e.EventID, &e.Consumer, &e.BusinessKey, &e.Payload, &at); err != nil {
+			return nil, err
+		}
+		e.At, _ = time.Parse(timeLayout, at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

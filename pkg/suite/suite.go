@@ -1,0 +1,206 @@
+// Package suite runs a set of scenario files: it finds them, validates all
+// of them before running any, gives each a fresh store, and runs them.
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlite"
+)
+
+// InputError is a mistake in what the user asked for: a path that does not
+// exist, no scenario files, a --db that cannot serve the files given.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+func inputf(format string, args ...any) error { return &InputError{Msg: fmt.Sprintf(format, args...)} }
+
+// Collect expands files and folders into scenario files (*.yaml, *.yml),
+// folders walked in lexical order, each file once.
+func Collect(paths []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, inputf("%s: no such file or folder", p)
+			}
+			return nil, err
+		}
+		if !st.IsDir() {
+			add(p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && isScenario(path) {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, inputf("%s: no scenario files (*.yaml, *.yml) in this folder", p)
+		}
+		sort.Strings(found)
+		for _, f := range found {
+			add(f)
+		}
+	}
+	if len(out) == 0 {
+		return nil, inputf("no scenario files given")
+	}
+	return out, nil
+}
+
+func isScenario(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// Load validates every file and returns them all, or every mistake of every file.
+func Load(files []string) ([]*scenario.Scenario, error) {
+	var all scenario.Errors
+	var out []*scenario.Scenario
+	for _, f := range files {
+		s, err := scenario.LoadFile(f)
+		var errs scenario.Errors
+		switch {
+		case errors.As(err, &errs):
+			all = append(all, errs...)
+		case err != nil:
+			return nil, inputf("%s: %v", f, unwrapPath(err))
+		default:
+			out = append(out, s)
+		}
+	}
+	if len(all) > 0 {
+		return nil, all
+	}
+	return out, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Options choose where the scenarios run.
+type Options struct {
+	// DB is ":memory:" (each file its own in-memory database), a file path
+	// (one scenario file only), or a folder (one database file per scenario).
+	DB string
+}
+
+// Result is what a suite run produced.
+type Result struct {
+	Files []*runner.FileResult
+	Store string // what the checks ran on, in words
+}
+
+// Passed reports whether every check passed.
+func (r *Result) Passed() bool {
+	for _, f := range r.Files {
+		if !f.Passed() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run runs the scenarios in order, each against a fresh store.
+func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Result, error) {
+	paths, err := dbPaths(scenarios, opts.DB)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Store: "SQLite in memory"}
+	if opts.DB != "" && opts.DB != sqlite.Memory {
+		res.Store = "SQLite file"
+	}
+	for i, s := range scenarios {
+		path := paths[i]
+		open := func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+			db, err := sqlite.Create(ctx, path, s.Handler.Config)
+			if errors.Is(err, sqlite.ErrNotOurs) {
+				return nil, &InputError{Msg: err.Error()}
+			}
+			return db, err
+		}
+		fr, err := runner.RunFile(ctx, s, open)
+		if fr != nil {
+			res.Files = append(res.Files, fr)
+		}
+		if err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) {
+				return res, ie
+			}
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// dbPaths gives each scenario its database.
+func dbPaths(scenarios []*scenario.Scenario, db string) ([]string, error) {
+	out := make([]string, len(scenarios))
+	if db == "" || db == sqlite.Memory {
+		for i := range out {
+			out[i] = sqlite.Memory
+		}
+		return out, nil
+	}
+	st, err := os.Stat(db)
+	isDir := err == nil && st.IsDir()
+	if !isDir && strings.HasSuffix(db, string(filepath.Separator)) {
+		if err := os.MkdirAll(db, 0o755); err != nil {
+			return nil, err
+		}
+		isDir = true
+	}
+	if !isDir {
+		if len(scenarios) > 1 {
+			return nil, inputf("--db %s names one database file, but %d scenario files were given; run one file, or give a folder (--db %s/) for one database each", db, len(scenarios), strings.TrimSuffix(db, filepath.Ext(db)))
+		}
+		out[0] = db
+		return out, nil
+	}
+	used := map[string]string{}
+	for i, s := range scenarios {
+		name := strings.TrimSuffix(filepath.ToSlash(filepath.Clean(s.File)), filepath.Ext(s.File))
+		name = strings.NewReplacer("/", "-", "..", "_", ":", "_").Replace(strings.TrimPrefix(name, "./")) + ".db"
+		if other, dup := used[name]; dup {
+			return nil, inputf("%s and %s would share the database %s; run them separately", other, s.File, name)
+		}
+		used[name] = s.File
+		out[i] = filepath.Join(db, name)
+	}
+	return out, nil
+}

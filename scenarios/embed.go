@@ -1,0 +1,11 @@
+// Package scenarios is the scenario library: the files users run and copy.
+// The starter set that `redeliver init` writes is embedded from here, so the
+// shipped files and the starter files are the same files.
+package scenarios
+
+import "embed"
+
+// Starter is the set `redeliver init` writes.
+//
+//go:embed seed-fixture.yaml
+var Starter embed.FS
