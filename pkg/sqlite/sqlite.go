@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -116,14 +117,19 @@ func removeOurs(ctx context.Context, path string) error {
 		return fmt.Errorf("%s is a directory, not a database file", path)
 	}
 	if st.Size() > 0 {
-		d, err := open(path)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, ErrNotOurs)
+		n := 0
+		if isSQLite(path) {
+			d, err := open(path)
+			if err != nil {
+				return fmt.Errorf("open %s: %w", path, err)
+			}
+			err = d.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'redeliver_meta'`).Scan(&n)
+			d.Close()
+			if err != nil {
+				n = 0
+			}
 		}
-		var n int
-		err = d.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'redeliver_meta'`).Scan(&n)
-		d.Close()
-		if err != nil || n == 0 {
+		if n == 0 {
 			return fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
 		}
 	}
@@ -133,6 +139,19 @@ func removeOurs(ctx context.Context, path string) error {
 		}
 	}
 	return nil
+}
+
+// isSQLite reads the file header, without opening the file as a database
+// (which could leave -wal and -shm files beside something that is not one).
+func isSQLite(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	_, err = io.ReadFull(f, head)
+	return err == nil && string(head) == "SQLite format 3\x00"
 }
 
 func (d *DB) createSchema(ctx context.Context, cfg handler.Config) error {

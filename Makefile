@@ -1,0 +1,32 @@
+# redeliver — the same targets README shows.
+GO       ?= go
+BIN      ?= bin/redeliver
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION)
+
+.PHONY: build run test bench lint fuzz clean
+
+build: ## build bin/redeliver
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+run: build ## run the shipped scenarios on embedded SQLite (in memory)
+	./$(BIN) run scenarios
+
+test: ## vet, then every test with the race detector
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+bench: ## benchmarks (see README, Performance)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint: ## gofmt and vet
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+FUZZTIME ?= 30s
+fuzz: ## run each fuzz target for FUZZTIME
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/scenario
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./pkg/handler
+
+clean:
+	rm -rf bin

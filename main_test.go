@@ -1,0 +1,57 @@
+package main
+
+import (
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/redeliver/redeliver/cmd"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected output in testdata/script from what the command printed")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"redeliver": func() { os.Exit(cmd.Main()) },
+	})
+}
+
+// TestScripts runs the end-to-end scripts in testdata/script: the real
+// command, its stdout, stderr and exit status. Each script starts with the
+// shipped scenarios copied into its work folder as scenarios/.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           filepath.Join("testdata", "script"),
+		UpdateScripts: *update,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NO_COLOR", "")
+			env.Setenv("FORCE_COLOR", "")
+			env.Setenv("GITHUB_ACTIONS", "")
+			return copyTree("scenarios", filepath.Join(env.WorkDir, "scenarios"))
+		},
+	})
+}
+
+func copyTree(from, to string) error {
+	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		target := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if filepath.Ext(path) == ".go" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
