@@ -13,9 +13,9 @@ type Counters struct {
 	Conflicts           int `json:"conflicts"`  // identity conflicts
 	Failed              int `json:"failed"`
 	Crashed             int `json:"crashed"`
-	Effects             int `json:"effects"`              // effects written
-	Redeliveries        int `json:"redeliveries"`         // deliveries of an event already delivered
-	KeyConflicts        int `json:"key_conflicts"`        // idempotency-key conflicts at the gateway
+	Effects             int `json:"effects"`               // effects written
+	Redeliveries        int `json:"redeliveries"`          // deliveries of an event already delivered
+	KeyConflicts        int `json:"key_conflicts"`         // idempotency-key conflicts at the gateway
 	FailedAfterExternal int `json:"failed_after_external"` // failures after the external call was made
 }
 

@@ -67,10 +67,10 @@ type Step struct {
 
 // Event is the event a deliver step hands over.
 type Event struct {
-	ID      string
-	Source  string
-	Schema  string
-	Pos     Pos
+	ID     string
+	Source string
+	Schema string
+	Pos    Pos
 	// Envelope is the event as JSON: id, source, type, subject, schema,
 	// headers and data, as the handler reads it.
 	Envelope []byte
