@@ -841,9 +841,16 @@ func toJSON(n *yaml.Node) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// maxDataSize bounds one event's data once aliases are expanded, so that a
+// few lines of nested aliases cannot expand into gigabytes.
+const maxDataSize = 1 << 20
+
 func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 	if depth > 100 {
 		return errors.New("nested more than 100 levels deep")
+	}
+	if b.Len() > maxDataSize {
+		return fmt.Errorf("it expands to more than %d KiB (aliases included)", maxDataSize>>10)
 	}
 	n = resolve(n)
 	switch n.Kind {
