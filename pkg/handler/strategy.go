@@ -382,6 +382,13 @@ func (w *work) afterRace(ctx context.Context, failed Result) Result {
 		if err == nil && found {
 			return Result{Outcome: Duplicate, EffectID: id, DuplicateOf: ev, Key: w.key}
 		}
+	default:
+		// No marker (retention purged it), but the effect's own unique key
+		// still knows the event.
+		id, found, err := tx.EffectOf(ctx, w.d.EventID, w.consumer)
+		if err == nil && found {
+			return Result{Outcome: Duplicate, EffectID: id}
+		}
 	}
 	return failed
 }
