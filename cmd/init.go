@@ -16,7 +16,8 @@ func newInitCmd(s *Streams) *cobra.Command {
 		Use:   "init [DIR]",
 		Short: "Write a starter set of scenarios (default ./scenarios)",
 		Long: `Write a starter set of scenario files into DIR (default ./scenarios): the seed
-fixture and one scenario per safe strategy, all passing. Nothing is
+fixture, the causes of duplicates, and one scenario per safe strategy, all
+passing. Nothing is
 overwritten: if any of the files exists, nothing is written.
 
 ` + exitHelp,
@@ -34,27 +35,33 @@ overwritten: if any of the files exists, nothing is written.
 }
 
 func writeStarter(s *Streams, dir string) error {
-	names, err := fs.Glob(scenarios.Starter, "*.yaml")
+	var names []string
+	err := fs.WalkDir(scenarios.Starter, ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, path)
+		}
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
-		target := filepath.Join(dir, n)
+		target := filepath.Join(dir, filepath.FromSlash(n))
 		if _, err := os.Stat(target); err == nil {
 			return usagef("%s already exists; init writes nothing over existing files (choose another folder)", target)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	for _, n := range names {
 		data, err := fs.ReadFile(scenarios.Starter, n)
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dir, n)
+		target := filepath.Join(dir, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
 		// O_EXCL: a file that appeared since the check is still not overwritten.
 		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {

@@ -5,7 +5,8 @@ package scenarios
 
 import "embed"
 
-// Starter is the set `redeliver init` writes.
+// Starter is the set `redeliver init` writes: the seed fixture, the causes
+// of duplicates, and one scenario per safe strategy.
 //
-//go:embed seed-fixture.yaml
+//go:embed seed-fixture.yaml causes/*.yaml strategies/business-key.yaml strategies/consumer-scoped.yaml strategies/external-key.yaml
 var Starter embed.FS

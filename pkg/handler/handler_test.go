@@ -77,9 +77,9 @@ func TestStrategies(t *testing.T) {
 		charges int
 	}{
 		{
-			name:  "event-id: duplicate returns the original, conflict is rejected",
-			cfg:   handler.Config{Strategy: handler.EventID, Identity: []string{"data.orderId"}},
-			steps: []step{{id: "e1", want: handler.Processed}, {id: "e1", want: handler.Duplicate, sameAs: 1}, {id: "e1", data: `{"orderId":"other"}`, want: handler.Conflict}},
+			name:    "event-id: duplicate returns the original, conflict is rejected",
+			cfg:     handler.Config{Strategy: handler.EventID, Identity: []string{"data.orderId"}},
+			steps:   []step{{id: "e1", want: handler.Processed}, {id: "e1", want: handler.Duplicate, sameAs: 1}, {id: "e1", data: `{"orderId":"other"}`, want: handler.Conflict}},
 			effects: 1, markers: 1,
 		},
 		{

@@ -65,6 +65,9 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 				for _, v := range c.Violations {
 					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("caught: "+v.String()))
 				}
+				for _, r := range c.Reconciliation {
+					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("reconcile: "+r))
+				}
 			}
 		}
 		if opts.Verbose {
@@ -94,6 +97,10 @@ func located(f runner.Failure) string {
 
 func counterLine(f *runner.FileResult) string {
 	c := f.Counters
-	return fmt.Sprintf("strategy %s: %d deliveries, %d redeliveries, %d skipped duplicates, %d identity conflicts, %d key conflicts, %d failed, %d failed after an external call, %d crashed, %d effects",
+	s := fmt.Sprintf("counters (%s): %d deliveries, %d duplicate deliveries, %d skipped duplicates, %d identity conflicts, %d key conflicts, %d failed, %d failed after an external call, %d crashed, %d effects",
 		f.Strategy, c.Deliveries, c.Redeliveries, c.Duplicates, c.Conflicts, c.KeyConflicts, c.Failed, c.FailedAfterExternal, c.Crashed, c.Effects)
+	if f.Strategy.CallsOut() {
+		s += fmt.Sprintf(", %d charges without an effect, %d effects without a charge", c.OrphanCharges, c.UnchargedEffects)
+	}
+	return s
 }

@@ -17,6 +17,8 @@ type Counters struct {
 	Redeliveries        int `json:"redeliveries"`          // deliveries of an event already delivered
 	KeyConflicts        int `json:"key_conflicts"`         // idempotency-key conflicts at the gateway
 	FailedAfterExternal int `json:"failed_after_external"` // failures after the external call was made
+	OrphanCharges       int `json:"orphan_charges"`        // reconciliation: charges with no local effect
+	UnchargedEffects    int `json:"uncharged_effects"`     // reconciliation: effects with no charge
 }
 
 // Add adds o to c.
@@ -31,6 +33,8 @@ func (c *Counters) Add(o Counters) {
 	c.Redeliveries += o.Redeliveries
 	c.KeyConflicts += o.KeyConflicts
 	c.FailedAfterExternal += o.FailedAfterExternal
+	c.OrphanCharges += o.OrphanCharges
+	c.UnchargedEffects += o.UnchargedEffects
 }
 
 // Failure is one way a check did not hold: an expectation or an invariant.
@@ -56,6 +60,9 @@ type CheckResult struct {
 	Declared   []string // the violations the check declared, if it did
 	Counters   Counters
 	History    []checker.Record
+	// Reconciliation lists the gateway mismatches when the check ended
+	// (external-key handlers only).
+	Reconciliation []string
 }
 
 // FileResult is the outcome of one scenario file.

@@ -72,6 +72,7 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 		}
 		res.Checks = append(res.Checks, *cr)
 		res.Counters.Add(cr.Counters)
+		res.Counters.OrphanCharges, res.Counters.UnchargedEffects = cr.Counters.OrphanCharges, cr.Counters.UnchargedEffects
 	}
 	return res, nil
 }
@@ -421,6 +422,14 @@ func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
 	if err != nil {
 		return err
 	}
+	if cr.gateway != nil {
+		rec := checker.Reconcile(st)
+		cr.res.Reconciliation = rec.Findings(cr.s.Handler.Effect)
+		// Reconciliation describes the state at the end of the check; the
+		// file's totals take the last check's figures, not a sum.
+		cr.res.Counters.OrphanCharges = len(rec.OrphanCharges)
+		cr.res.Counters.UnchargedEffects = len(rec.Uncharged)
+	}
 	for _, v := range checker.Check(cr.s.Handler.Strategy, cr.s.Handler.Effect, cr.history, st) {
 		if cr.reported[v.Key()] {
 			continue
@@ -499,12 +508,15 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 		return nil
 	}
 	values := map[string]string{
-		"deliveries": strconv.Itoa(cnt.Deliveries),
-		"effects":    strconv.Itoa(cnt.Effects),
-		"duplicates": strconv.Itoa(cnt.Duplicates),
-		"conflicts":  strconv.Itoa(cnt.Conflicts),
-		"failures":   strconv.Itoa(cnt.Failed),
-		"crashes":    strconv.Itoa(cnt.Crashed),
+		"deliveries":        strconv.Itoa(cnt.Deliveries),
+		"effects":           strconv.Itoa(cnt.Effects),
+		"duplicates":        strconv.Itoa(cnt.Duplicates),
+		"conflicts":         strconv.Itoa(cnt.Conflicts),
+		"failures":          strconv.Itoa(cnt.Failed),
+		"crashes":           strconv.Itoa(cnt.Crashed),
+		"orphan_charges":    strconv.Itoa(cnt.OrphanCharges),
+		"uncharged_effects": strconv.Itoa(cnt.UnchargedEffects),
+		"key_conflicts":     strconv.Itoa(cnt.KeyConflicts),
 	}
 	var names []string
 	for _, v := range cr.res.Violations {

@@ -528,7 +528,7 @@ func (l *loader) check(n *yaml.Node) *Check {
 	return c
 }
 
-var sayCounters = []string{"deliveries", "effects", "duplicates", "conflicts", "failures", "crashes", "charges", "violations"}
+var sayCounters = []string{"deliveries", "effects", "duplicates", "conflicts", "failures", "crashes", "violations", "charges", "key_conflicts", "orphan_charges", "uncharged_effects"}
 
 func (l *loader) sayFields(n *yaml.Node, t template.Template) {
 	for _, f := range t.Fields() {
