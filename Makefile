@@ -9,7 +9,9 @@ LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION)
 build: ## build bin/redeliver
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
 
-run: build ## run the shipped scenarios on embedded SQLite (in memory)
+run: build ## the seed fixture, then the whole scenario library, on embedded SQLite in memory
+	./$(BIN) run scenarios/seed-fixture.yaml
+	@echo
 	./$(BIN) run scenarios
 
 test: ## vet, then every test with the race detector

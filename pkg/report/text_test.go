@@ -1,0 +1,51 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/runner"
+)
+
+func passing(name string) runner.CheckResult {
+	return runner.CheckResult{Name: name, Passed: true, Line: name + " ok"}
+}
+
+func failing(name string) runner.CheckResult {
+	return runner.CheckResult{Name: name, Failures: []runner.Failure{
+		{Message: "step 1 expected conflict, got processed", Pos: handler.Location{File: "s.yaml", Line: 31, Col: 9}},
+		{Message: "step 2 expected 1 row in shipments, got 2", Pos: handler.Location{File: "s.yaml", Line: 33, Col: 20}},
+	}}
+}
+
+func TestText(t *testing.T) {
+	one := &runner.FileResult{File: "a.yaml", Name: "a", Strategy: handler.EventID, Checks: []runner.CheckResult{passing("x"), passing("y")}}
+	bad := &runner.FileResult{File: "b.yaml", Name: "b", Strategy: handler.EventID, Checks: []runner.CheckResult{passing("z"), failing("w")}}
+	tests := []struct {
+		name  string
+		files []*runner.FileResult
+		opts  Options
+		want  string
+	}{
+		{"one file passes", []*runner.FileResult{one}, Options{}, "x: x ok\ny: y ok\nPASS: x, y\n"},
+		{"one file fails", []*runner.FileResult{bad}, Options{},
+			"z: z ok\nw: FAIL: step 1 expected conflict, got processed (s.yaml:31:9)\n  step 2 expected 1 row in shipments, got 2 (s.yaml:33:20)\nFAIL: 1 of 2 checks failed\n"},
+		{"several files", []*runner.FileResult{one, bad}, Options{},
+			"a (a.yaml)\n  x: x ok\n  y: y ok\nb (b.yaml)\n  z: z ok\n  w: FAIL: step 1 expected conflict, got processed (s.yaml:31:9)\n    step 2 expected 1 row in shipments, got 2 (s.yaml:33:20)\nFAIL: 1 of 4 checks failed in 2 files\n"},
+		{"colour", []*runner.FileResult{one}, Options{Color: true}, "x: x ok\ny: y ok\n\x1b[32;1mPASS:\x1b[0;22m x, y\n"},
+		{"verbose adds the counters", []*runner.FileResult{one}, Options{Verbose: true},
+			"x: x ok\ny: y ok\ncounters (event-id): 0 deliveries, 0 duplicate deliveries, 0 skipped duplicates, 0 identity conflicts, 0 key conflicts, 0 failed, 0 failed after an external call, 0 crashed, 0 effects\nPASS: x, y\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := Text(&b, tt.files, tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tt.want {
+				t.Errorf("got:\n%q\nwant:\n%q", b.String(), tt.want)
+			}
+		})
+	}
+}
