@@ -159,7 +159,9 @@ checks:
 // not a failed check.
 type brokenStore struct{ runner.Store }
 
-func (brokenStore) Begin(context.Context) (handler.Tx, error) { return nil, errors.New("disk I/O error") }
+func (brokenStore) Begin(context.Context) (handler.Tx, error) {
+	return nil, errors.New("disk I/O error")
+}
 
 func TestStoreErrorIsARuntimeError(t *testing.T) {
 	s, err := scenario.Load("s.yaml", []byte("version: 1\nchecks:\n  - name: c\n    steps:\n      - deliver: {id: e}\n"))
