@@ -173,9 +173,10 @@ func (h *Handler) Handle(ctx context.Context, d Delivery, inject Injector) Resul
 	if err != nil {
 		return Result{Outcome: Failed, Err: err}
 	}
-	var key string
+	// Every strategy records the business key when the handler names one;
+	// business-key and external-key also dedup on it, so they need one.
+	key := h.cfg.Key.Expand(func(n string) string { return Value(d, n) })
 	if h.cfg.Strategy.UsesKey() {
-		key = h.cfg.Key.Expand(func(n string) string { return Value(d, n) })
 		if key == "" {
 			return Result{Outcome: Failed, Err: &KeyError{Template: h.cfg.Key.String(), EventID: d.EventID}}
 		}

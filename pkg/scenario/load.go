@@ -365,9 +365,6 @@ func (l *loader) handler(n *yaml.Node) {
 	if h.Strategy.UsesKey() && h.Key.IsZero() && keyNode == nil {
 		l.errorf(at, "strategy %s needs a business key: add key: \"{data.orderId}\" (a template) to the handler", h.Strategy)
 	}
-	if keyNode != nil && !h.Strategy.UsesKey() {
-		l.errorf(keyNode, "key is used only by strategies business-key and external-key, not %s", h.Strategy)
-	}
 	if externalNode != nil && !h.Strategy.CallsOut() {
 		l.errorf(externalNode, "external is used only by strategy external-key, which calls a payment gateway; %s does not call out", h.Strategy)
 	}
