@@ -211,20 +211,6 @@ func (l *loader) integer(n *yaml.Node, what string, min, max int) (int, bool) {
 	return int(v), true
 }
 
-func (l *loader) strList(n *yaml.Node, what string) []string {
-	if n.Kind != yaml.SequenceNode {
-		l.errorf(n, "%s must be a list of strings, not %s", what, describe(n))
-		return nil
-	}
-	var out []string
-	for _, e := range n.Content {
-		if s, ok := l.str(resolve(e), what+" entry"); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func (l *loader) tmpl(n *yaml.Node, what string) template.Template {
 	s, ok := l.str(n, what)
 	if !ok {
