@@ -21,9 +21,11 @@ test: ## vet, then every test with the race detector
 bench: ## benchmarks (see README, Performance)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-lint: ## gofmt and vet
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint: ## gofmt, vet and staticcheck
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 FUZZTIME ?= 30s
 fuzz: ## run each fuzz target for FUZZTIME
