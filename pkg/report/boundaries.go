@@ -146,7 +146,10 @@ func boundaryLine(b Boundaries) string {
 		}
 		reached = append(reached, fmt.Sprintf("%s (%s)", fp.Point, strings.Join(parts, ", ")))
 	}
-	s := fmt.Sprintf("tested: %s, %s, %s %s", storeWords(b.Store), countOf(b.Workers, "worker"), plural(len(b.Strategies), "strategy", "strategies"), listOr(b.Strategies, "none"))
+	if len(b.Strategies) == 0 {
+		return "tested: nothing, no check ran"
+	}
+	s := fmt.Sprintf("tested: %s, %s, %s %s", storeWords(b.Store), countOf(b.Workers, "worker"), plural(len(b.Strategies), "strategy", "strategies"), strings.Join(b.Strategies, ", "))
 	s += "; fault points reached: " + listOr(reached, "none")
 	if len(missed) > 0 {
 		s += "; not reached: " + strings.Join(missed, ", ")

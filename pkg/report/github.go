@@ -65,10 +65,20 @@ func Annotations(w io.Writer, run *Run) error {
 		}
 	}
 	for _, e := range run.Errors {
-		b.WriteString(errorCommand(e.Pos, "redeliver: "+e.Kind+" error", e.Message) + "\n")
+		b.WriteString(errorCommand(e.Pos, "redeliver: "+errorWords(e.Kind), e.Message) + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func errorWords(kind string) string {
+	switch kind {
+	case ErrorInvalid:
+		return "invalid input"
+	case ErrorRuntime:
+		return "runtime error"
+	}
+	return kind
 }
 
 // StepSummary writes the run as the Markdown a job's step summary shows: a

@@ -156,6 +156,9 @@ type Options struct {
 func Render(w io.Writer, f Format, run *Run, opts Options) error {
 	switch f {
 	case FormatText:
+		if len(run.Errors) > 0 {
+			return textErrors(w, run)
+		}
 		if opts.Store == "" {
 			opts.Store = run.Store
 		}
@@ -179,6 +182,22 @@ func Render(w io.Writer, f Format, run *Run, opts Options) error {
 		return TAP(w, run)
 	}
 	return errors.New("unknown report format " + string(f))
+}
+
+// textErrors is the text report of a run the harness could not complete:
+// its errors, and a verdict that says so.
+func textErrors(w io.Writer, run *Run) error {
+	var b strings.Builder
+	for _, e := range run.Errors {
+		if s := e.Pos.String(); s != "" {
+			fmt.Fprintf(&b, "%s: %s\n", s, e.Message)
+		} else {
+			fmt.Fprintf(&b, "%s\n", e.Message)
+		}
+	}
+	fmt.Fprintf(&b, "ERROR: the run did not complete (%s)\n", countOf(len(run.Errors), "error"))
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // locationOf is the place of a delivery or failure for the structured
