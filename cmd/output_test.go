@@ -502,3 +502,22 @@ func validTAP(t *testing.T, out string, passed, failed int) {
 		}
 	}
 }
+
+// TestDocumentedExample keeps the example in docs/report-json.md valid
+// against the schema it documents.
+func TestDocumentedExample(t *testing.T) {
+	toRoot(t)
+	data, err := os.ReadFile("docs/report-json.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n```json\n")
+	if !ok {
+		t.Fatal("docs/report-json.md has no ```json example")
+	}
+	example, _, ok := strings.Cut(rest, "\n```")
+	if !ok {
+		t.Fatal("the ```json example in docs/report-json.md is not closed")
+	}
+	validJSON(t, example)
+}
