@@ -36,9 +36,10 @@ ending in / (one database file per scenario file).
 
 ` + outputHelp + `
 
---coverage prints, after the report, which fault points each strategy's
-checks reached: a fault point counts only when an injected failure fired
-there. Every structured report carries the same figures.
+--coverage prints, after the text report (on stderr when stdout carries a
+structured format), which fault points each strategy's checks reached: a
+fault point counts only when an injected failure fired there. Every
+structured report carries the same figures.
 
 ` + exitHelp,
 		Example: `  redeliver run
