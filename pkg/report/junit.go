@@ -189,7 +189,12 @@ func errorCase(e HarnessError) junitTestCase {
 	if s := e.Pos.String(); s != "" {
 		msg += " (" + s + ")"
 	}
-	return junitTestCase{Name: name, Classname: e.Pos.File, Time: junitTime(0),
+	classname := e.Pos.File
+	if classname == "" {
+		// Not about one file (a --db that cannot be used, an interrupt).
+		name, classname = errorWords(e.Kind), "redeliver"
+	}
+	return junitTestCase{Name: name, Classname: classname, Time: junitTime(0),
 		Errors: []junitResult{{Message: msg, Type: e.Kind, Body: xmlText(msg)}}}
 }
 
