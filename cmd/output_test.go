@@ -521,3 +521,42 @@ func TestDocumentedExample(t *testing.T) {
 	}
 	validJSON(t, example)
 }
+
+// TestRuntimeError: a database that cannot be opened exits 3 in every
+// format, and each structured report carries it as a harness error.
+func TestRuntimeError(t *testing.T) {
+	toRoot(t)
+	dbs := t.TempDir()
+	// The database file of the seed fixture is taken by a folder.
+	if err := os.Mkdir(filepath.Join(dbs, "scenarios-seed-fixture.db"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range formats {
+		t.Run(f.name, func(t *testing.T) {
+			got := invocation{args: []string{"run", "--format", f.name, "--db", dbs + string(filepath.Separator), "scenarios/seed-fixture.yaml"}}.run(t)
+			if got.code != ExitRuntime {
+				t.Errorf("exit status %d, want %d (stderr: %s)", got.code, ExitRuntime, got.stderr)
+			}
+			if !strings.Contains(got.stderr, "is a directory, not a database file") {
+				t.Errorf("stderr does not say what failed: %q", got.stderr)
+			}
+			switch f.name {
+			case "text":
+				if got.stdout != "" {
+					t.Errorf("a text report of a run that did not complete: %q", got.stdout)
+				}
+			case "json":
+				if !strings.Contains(got.stdout, `"kind": "runtime"`) {
+					t.Errorf("the JSON report lacks the runtime error:\n%s", got.stdout)
+				}
+			case "junit":
+				if !strings.Contains(got.stdout, `type="runtime"`) {
+					t.Errorf("the JUnit report lacks the runtime error:\n%s", got.stdout)
+				}
+			}
+			if f.validate != nil {
+				f.validate(t, got.stdout, 0, 1)
+			}
+		})
+	}
+}
