@@ -149,7 +149,6 @@ type Options struct {
 	Color    bool // text only: PASS green, FAIL red
 	Verbose  bool // text only: violations caught, counters and what was tested
 	Coverage bool // text only: the strategy × fault point matrix after the report
-	Store    string
 }
 
 // Render writes the run in one format. Structured formats ignore colour.
@@ -158,9 +157,6 @@ func Render(w io.Writer, f Format, run *Run, opts Options) error {
 	case FormatText:
 		if len(run.Errors) > 0 {
 			return textErrors(w, run)
-		}
-		if opts.Store == "" {
-			opts.Store = run.Store
 		}
 		if err := Text(w, run.Files, opts); err != nil {
 			return err
