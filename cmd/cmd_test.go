@@ -40,7 +40,7 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-func TestColor(t *testing.T) {
+func TestColorDecision(t *testing.T) {
 	tests := []struct {
 		mode string
 		tty  bool

@@ -1,21 +1,22 @@
 package cmd
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/suite"
 	"github.com/spf13/cobra"
 )
 
 // runOptions are the flags of redeliver run.
 type runOptions struct {
-	Paths   []string
-	DB      string
-	Format  string
-	Color   string
-	Seed    int64
-	Verbose bool
+	Paths  []string
+	DB     string
+	Seed   int64
+	Output outputOptions
 }
 
 func newRunCmd(s *Streams) *cobra.Command {
@@ -33,10 +34,19 @@ was expected, what happened, and where (file:line:column).
 a file path (one scenario file; the file is left for inspection), or a folder
 ending in / (one database file per scenario file).
 
+` + outputHelp + `
+
+--coverage prints, after the text report (on stderr when stdout carries a
+structured format), which fault points each strategy's checks reached: a
+fault point counts only when an injected failure fired there. Every
+structured report carries the same figures.
+
 ` + exitHelp,
 		Example: `  redeliver run
   redeliver run scenarios/seed-fixture.yaml --db seed.db
-  redeliver run scenarios/ -v`,
+  redeliver run scenarios/ -v
+  redeliver run --report junit=redeliver.xml
+  redeliver run --format json > redeliver.json`,
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			o.Paths = args
 			return runRun(cmd, s, o)
@@ -44,10 +54,8 @@ ending in / (one database file per scenario file).
 	}
 	f := c.Flags()
 	f.StringVar(&o.DB, "db", ":memory:", "database: :memory:, a file path, or a folder/ for one file per scenario")
-	f.StringVar(&o.Format, "format", "text", "report format: text")
-	f.StringVar(&o.Color, "color", "auto", "colour the report: auto, always or never")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for every random choice")
-	f.BoolVarP(&o.Verbose, "verbose", "v", false, "also print the caught violations and the counters")
+	addOutputFlags(f, &o.Output)
 	return c
 }
 
@@ -55,13 +63,31 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 	if len(o.Paths) == 0 {
 		o.Paths = []string{"scenarios"}
 	}
-	if o.Format != "text" {
-		return usagef("--format must be text, not %q", o.Format)
-	}
-	color, err := s.Color(o.Color)
+	out, err := o.Output.prepare(s)
 	if err != nil {
 		return err
 	}
+	start := time.Now()
+	run := &report.Run{Command: "run", Seed: o.Seed, Store: storeKind(o.DB), Workers: 1}
+	err = runSuite(cmd.Context(), o, run)
+	run.Duration = time.Since(start)
+	if err != nil {
+		run.Errors = harnessErrors(err)
+	}
+	if werr := out.write(s, run); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	if run.Verdict() != report.VerdictPass {
+		return errChecksFailed
+	}
+	return nil
+}
+
+// runSuite loads and runs the scenario files, filling in the run's results.
+func runSuite(ctx context.Context, o *runOptions, run *report.Run) error {
 	files, err := suite.Collect(o.Paths)
 	if err != nil {
 		return inputErr(err)
@@ -70,17 +96,25 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 	if err != nil {
 		return inputErr(err)
 	}
-	res, err := suite.Run(cmd.Context(), scenarios, suite.Options{DB: o.DB})
-	if err != nil {
-		return inputErr(err)
+	run.Workers = workersOf(scenarios)
+	res, err := suite.Run(ctx, scenarios, suite.Options{DB: o.DB})
+	if res != nil {
+		run.Files = res.Files
 	}
-	if err := report.Text(s.Out, res.Files, report.Options{Color: color, Verbose: o.Verbose}); err != nil {
-		return err
+	return inputErr(err)
+}
+
+// workersOf is the most workers any step delivers with at once.
+func workersOf(scenarios []*scenario.Scenario) int {
+	n := 1
+	for _, sc := range scenarios {
+		for _, c := range sc.Checks {
+			for _, st := range c.Steps {
+				n = max(n, st.Concurrent)
+			}
+		}
 	}
-	if !res.Passed() {
-		return errChecksFailed
-	}
-	return nil
+	return n
 }
 
 // inputErr turns the suite's input errors into usage errors (exit 2).

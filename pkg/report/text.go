@@ -11,13 +11,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
-// Options shape the text report.
-type Options struct {
-	Color   bool // PASS green, FAIL red
-	Verbose bool // counters and what was tested, after each file
-	Store   string
-}
-
 type painter struct {
 	pass, fail, dim *color.Color
 }

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"time"
+
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
 )
@@ -60,6 +62,7 @@ type CheckResult struct {
 	Declared   []string // the violations the check declared, if it did
 	Counters   Counters
 	History    []checker.Record
+	Duration   time.Duration // wall time of the check, for the reports that show it
 	// Reconciliation lists the gateway mismatches when the check ended
 	// (external-key handlers only).
 	Reconciliation []string

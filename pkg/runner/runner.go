@@ -63,6 +63,7 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 	r.h = handler.New(s.Handler.Config, store, r.gatewayOrNil(), func() time.Time { return r.now })
 	res := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
 	for i, c := range s.Checks {
+		start := time.Now()
 		cr, err := r.check(ctx, i+1, c)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -70,6 +71,7 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 			}
 			return res, &RuntimeError{File: s.File, Err: err}
 		}
+		cr.Duration = time.Since(start)
 		res.Checks = append(res.Checks, *cr)
 		res.Counters.Add(cr.Counters)
 		res.Counters.OrphanCharges, res.Counters.UnchargedEffects = cr.Counters.OrphanCharges, cr.Counters.UnchargedEffects

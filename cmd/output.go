@@ -1,0 +1,239 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/suite"
+	"github.com/spf13/pflag"
+)
+
+// outputOptions are the report flags of every command that runs checks
+// (run, replay): one format on stdout, further formats into files.
+type outputOptions struct {
+	Format   string
+	Reports  []string // FORMAT=FILE, repeatable
+	Color    string
+	Verbose  bool
+	Coverage bool
+}
+
+const outputHelp = `--format chooses what stdout carries: text (the default), json, junit or tap.
+--report FORMAT=FILE (repeatable) writes further formats into files at the
+same time, e.g. the text report on the console and --report junit=report.xml.
+Structured formats never carry colour codes. With GITHUB_ACTIONS=true each
+failure is also printed as an ::error annotation (on stdout beside the text
+report, on stderr when stdout carries a structured format), and a summary
+table is appended to the file named by GITHUB_STEP_SUMMARY.`
+
+// addOutputFlags adds the report flags to a command.
+func addOutputFlags(f *pflag.FlagSet, o *outputOptions) {
+	f.StringVar(&o.Format, "format", "text", "report format on stdout: "+report.FormatNames())
+	f.StringArrayVar(&o.Reports, "report", nil, "also write a report into a file: FORMAT=FILE, e.g. junit=report.xml (repeatable)")
+	f.StringVar(&o.Color, "color", "auto", "colour the text report: auto, always or never")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "also print the caught violations, the counters and what was tested")
+	f.BoolVar(&o.Coverage, "coverage", false, "print which fault points each strategy's checks reached")
+}
+
+// reportFile is one --report: a format written into a file.
+type reportFile struct {
+	format report.Format
+	path   string
+}
+
+// output is where a run's reports go, decided and checked before anything
+// runs, so a mistake in the flags costs nothing and writes nothing.
+type output struct {
+	format   report.Format
+	files    []reportFile
+	opts     report.Options
+	github   bool   // running in GitHub Actions: annotate failures
+	summary  string // the step summary file to append to, if any
+	coverage bool
+}
+
+// prepare checks the report flags: the formats, the FORMAT=FILE values and
+// that every report file can be written. Any mistake is a usage error.
+func (o *outputOptions) prepare(s *Streams) (*output, error) {
+	format, err := report.ParseFormat(o.Format)
+	if err != nil {
+		return nil, usagef("--format must be %s, not %q", report.FormatNames(), o.Format)
+	}
+	color, err := s.Color(o.Color)
+	if err != nil {
+		return nil, err
+	}
+	out := &output{
+		format:   format,
+		opts:     report.Options{Color: color, Verbose: o.Verbose, Coverage: o.Coverage},
+		github:   s.Getenv("GITHUB_ACTIONS") == "true",
+		coverage: o.Coverage,
+	}
+	if out.github {
+		out.summary = s.Getenv("GITHUB_STEP_SUMMARY")
+	}
+	seen := map[string]bool{}
+	for _, v := range o.Reports {
+		name, path, ok := strings.Cut(v, "=")
+		if !ok || name == "" || path == "" {
+			return nil, usagef("--report must be FORMAT=FILE, e.g. --report junit=report.xml, not %q", v)
+		}
+		f, err := report.ParseFormat(name)
+		if err != nil {
+			return nil, usagef("--report %s: the format must be %s, not %q", v, report.FormatNames(), name)
+		}
+		key := filepath.Clean(path)
+		if seen[key] {
+			return nil, usagef("--report names %s twice; give each report its own file", path)
+		}
+		seen[key] = true
+		if err := writable(path); err != nil {
+			return nil, usagef("cannot write the report %s: %v", path, err)
+		}
+		out.files = append(out.files, reportFile{format: f, path: path})
+	}
+	return out, nil
+}
+
+// writable checks that a report file can be written, without leaving
+// anything behind.
+func writable(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return errors.New("it is a folder")
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return unwrapPath(err)
+		}
+		return f.Close()
+	case !errors.Is(err, os.ErrNotExist):
+		return unwrapPath(err)
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("the folder %s does not exist", dir)
+	}
+	f, err := os.CreateTemp(dir, ".redeliver-report-*")
+	if err != nil {
+		return unwrapPath(err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// write renders the run on stdout and into every report file, and, in
+// GitHub Actions, annotates the failures and appends the step summary.
+// A text report is left off stdout when the harness failed: the errors on
+// stderr say everything, and no verdict line should suggest otherwise.
+func (out *output) write(s *Streams, run *report.Run) error {
+	harnessFailed := len(run.Errors) > 0
+	if !(out.format == report.FormatText && harnessFailed) {
+		if err := report.Render(s.Out, out.format, run, out.opts); err != nil {
+			return err
+		}
+	}
+	// Whatever stdout carries for a machine stays parseable: the coverage
+	// matrix and annotations go to stderr then.
+	side := s.Out
+	if out.format.Structured() {
+		side = s.Err
+		if out.coverage && !harnessFailed {
+			if err := report.Coverage(side, run); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range out.files {
+		var buf bytes.Buffer
+		opts := out.opts
+		opts.Color = false // a file is never a terminal
+		if err := report.Render(&buf, f.format, run, opts); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.path, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write the report %s: %w", f.path, unwrapPath(err))
+		}
+	}
+	if !out.github {
+		return nil
+	}
+	if err := report.Annotations(side, run); err != nil {
+		return err
+	}
+	if out.summary == "" {
+		return nil
+	}
+	return appendFile(out.summary, func(w io.Writer) error { return report.StepSummary(w, run) })
+}
+
+func appendFile(path string, write func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("append the step summary to %s: %w", path, unwrapPath(err))
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("append the step summary to %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// harnessErrors turns what stopped a run into the harness errors the
+// structured reports carry.
+func harnessErrors(err error) []report.HarnessError {
+	var se scenario.Errors
+	var ie *suite.InputError
+	var re *runner.RuntimeError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return []report.HarnessError{{Kind: report.ErrorInterrupted, Message: "interrupted"}}
+	case errors.As(err, &se):
+		out := make([]report.HarnessError, len(se))
+		for i, e := range se {
+			out[i] = report.HarnessError{Kind: report.ErrorInvalid, Pos: e.Pos, Message: e.Msg}
+		}
+		return out
+	case errors.As(err, &ie):
+		return []report.HarnessError{{Kind: report.ErrorInvalid, Message: ie.Msg}}
+	case errors.As(err, &re):
+		e := report.HarnessError{Kind: report.ErrorRuntime, Message: re.Err.Error()}
+		e.Pos.File = re.File
+		return []report.HarnessError{e}
+	}
+	return []report.HarnessError{{Kind: report.ErrorRuntime, Message: err.Error()}}
+}
+
+// storeKind names the store a --db value selects, as reports name it.
+func storeKind(db string) string {
+	switch {
+	case db == "" || db == ":memory:":
+		return report.StoreSQLiteMemory
+	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+		return report.StorePostgres
+	}
+	return report.StoreSQLiteFile
+}

@@ -1,0 +1,236 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+)
+
+// Boundaries are what a run tested: results hold only within them. Every
+// structured report carries them; the text report shows them with -v.
+type Boundaries struct {
+	Store      string   `json:"store"`
+	Workers    int      `json:"workers"`
+	Strategies []string `json:"strategies"`
+	// Outcomes counts the deliveries that ended in each outcome.
+	Outcomes map[string]int `json:"outcomes"`
+	// FaultPoints lists every fault point, whether an injected failure
+	// fired there, and the outcomes the deliveries it stopped ended in.
+	FaultPoints []FaultPointReach `json:"fault_points"`
+}
+
+// FaultPointReach is one fault point and what the run did there.
+type FaultPointReach struct {
+	Point    string         `json:"point"`
+	Reached  bool           `json:"reached"`
+	Outcomes map[string]int `json:"outcomes"`
+}
+
+// CoverageCell is one cell of the strategy × fault point matrix: the checks
+// whose injected failure fired at that point under that strategy.
+type CoverageCell struct {
+	Strategy   string     `json:"strategy"`
+	FaultPoint string     `json:"fault_point"`
+	Checks     []CheckRef `json:"checks"`
+}
+
+// CheckRef names a check of a file.
+type CheckRef struct {
+	File  string `json:"file"`
+	Check string `json:"check"`
+}
+
+// boundariesOf reads what was tested from the run's history: a fault point
+// counts as reached only when a delivery's injected failure fired there,
+// not when a step merely asked for it (a duplicate never reaches
+// after-marker).
+func boundariesOf(run *Run) Boundaries {
+	b := Boundaries{Store: run.Store, Workers: run.Workers, Strategies: []string{}, Outcomes: map[string]int{}}
+	if b.Workers < 1 {
+		b.Workers = 1
+	}
+	for _, o := range handler.Outcomes {
+		b.Outcomes[string(o)] = 0
+	}
+	fired := map[handler.FaultPoint]map[string]int{}
+	for _, f := range run.Files {
+		if !containsString(b.Strategies, string(f.Strategy)) {
+			b.Strategies = append(b.Strategies, string(f.Strategy))
+		}
+		for _, c := range f.Checks {
+			for _, rec := range c.History {
+				b.Outcomes[string(rec.Result.Outcome)]++
+				if p, ok := firedAt(rec.Result); ok {
+					if fired[p] == nil {
+						fired[p] = map[string]int{}
+					}
+					fired[p][string(rec.Result.Outcome)]++
+				}
+			}
+		}
+	}
+	for _, p := range handler.FaultPoints {
+		outcomes := fired[p]
+		if outcomes == nil {
+			outcomes = map[string]int{}
+		}
+		b.FaultPoints = append(b.FaultPoints, FaultPointReach{Point: string(p), Reached: len(fired[p]) > 0, Outcomes: outcomes})
+	}
+	return b
+}
+
+// coverageOf builds the strategy × fault point matrix: every strategy the
+// run used against every fault point, with the checks that reached it.
+func coverageOf(run *Run) []CoverageCell {
+	var strategies []string
+	cells := map[[2]string][]CheckRef{}
+	for _, f := range run.Files {
+		s := string(f.Strategy)
+		if !containsString(strategies, s) {
+			strategies = append(strategies, s)
+		}
+		for _, c := range f.Checks {
+			seen := map[handler.FaultPoint]bool{}
+			for _, rec := range c.History {
+				p, ok := firedAt(rec.Result)
+				if !ok || seen[p] {
+					continue
+				}
+				seen[p] = true
+				k := [2]string{s, string(p)}
+				cells[k] = append(cells[k], CheckRef{File: f.File, Check: c.Name})
+			}
+		}
+	}
+	out := []CoverageCell{}
+	for _, s := range strategies {
+		for _, p := range handler.FaultPoints {
+			checks := cells[[2]string{s, string(p)}]
+			if checks == nil {
+				checks = []CheckRef{}
+			}
+			out = append(out, CoverageCell{Strategy: s, FaultPoint: string(p), Checks: checks})
+		}
+	}
+	return out
+}
+
+// storeWords names a store kind in the words of the text report.
+func storeWords(kind string) string {
+	switch kind {
+	case StoreSQLiteMemory:
+		return "SQLite in memory"
+	case StoreSQLiteFile:
+		return "SQLite file"
+	case StorePostgres:
+		return "PostgreSQL"
+	}
+	return kind
+}
+
+// boundaryLine is what -v adds to the text report: what was tested.
+func boundaryLine(b Boundaries) string {
+	var reached, missed []string
+	for _, fp := range b.FaultPoints {
+		if !fp.Reached {
+			missed = append(missed, fp.Point)
+			continue
+		}
+		var parts []string
+		for _, o := range handler.Outcomes {
+			if n := fp.Outcomes[string(o)]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", o, n))
+			}
+		}
+		reached = append(reached, fmt.Sprintf("%s (%s)", fp.Point, strings.Join(parts, ", ")))
+	}
+	if len(b.Strategies) == 0 {
+		return "tested: nothing, no check ran"
+	}
+	s := fmt.Sprintf("tested: %s, %s, %s %s", storeWords(b.Store), countOf(b.Workers, "worker"), plural(len(b.Strategies), "strategy", "strategies"), strings.Join(b.Strategies, ", "))
+	s += "; fault points reached: " + listOr(reached, "none")
+	if len(missed) > 0 {
+		s += "; not reached: " + strings.Join(missed, ", ")
+	}
+	return s
+}
+
+// Coverage writes the strategy × fault point matrix as text, so a team sees
+// the failure modes its scenarios never touch.
+func Coverage(w io.Writer, run *Run) error {
+	var b strings.Builder
+	b.WriteString("coverage: strategy × fault point → checks whose injected failure fired there\n")
+	several := len(run.Files) > 1
+	width := 0
+	for _, p := range handler.FaultPoints {
+		width = max(width, len(p))
+	}
+	strategy := ""
+	missed := map[string]bool{}
+	for _, p := range handler.FaultPoints {
+		missed[string(p)] = true
+	}
+	for _, cell := range coverageOf(run) {
+		if cell.Strategy != strategy {
+			strategy = cell.Strategy
+			fmt.Fprintf(&b, "  %s\n", strategy)
+		}
+		names := []string{}
+		for _, c := range cell.Checks {
+			if several {
+				names = append(names, fmt.Sprintf("%s (%s)", c.Check, c.File))
+			} else {
+				names = append(names, c.Check)
+			}
+		}
+		if len(names) > 0 {
+			missed[cell.FaultPoint] = false
+		}
+		fmt.Fprintf(&b, "    %-*s  %s\n", width, cell.FaultPoint, listOr(names, "-"))
+	}
+	var never []string
+	for _, p := range handler.FaultPoints {
+		if missed[string(p)] {
+			never = append(never, string(p))
+		}
+	}
+	if len(never) > 0 {
+		fmt.Fprintf(&b, "never reached: %s\n", strings.Join(never, ", "))
+	} else {
+		b.WriteString("every fault point reached\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func listOr(xs []string, none string) string {
+	if len(xs) == 0 {
+		return none
+	}
+	return strings.Join(xs, ", ")
+}
+
+func countOf(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

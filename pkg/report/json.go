@@ -1,0 +1,194 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/runner"
+)
+
+// SchemaVersion is the version of the JSON report's shape. It changes only
+// when a field is removed or changes meaning; new fields keep it.
+const SchemaVersion = 1
+
+// Document is the JSON report, as docs/report-json.md describes it.
+type Document struct {
+	Schema     int              `json:"schema"`
+	Tool       string           `json:"tool"`
+	Command    string           `json:"command"`
+	Verdict    string           `json:"verdict"`
+	Seed       int64            `json:"seed"`
+	Duration   float64          `json:"duration_seconds"`
+	Summary    Summary          `json:"summary"`
+	Counters   runner.Counters  `json:"counters"`
+	Boundaries Boundaries       `json:"boundaries"`
+	Coverage   []CoverageCell   `json:"coverage"`
+	Invariants []InvariantTally `json:"invariants"`
+	Files      []FileDoc        `json:"files"`
+	Errors     []ErrorDoc       `json:"errors"`
+}
+
+// Summary counts the run's files and checks.
+type Summary struct {
+	Files  int `json:"files"`
+	Checks int `json:"checks"`
+	Passed int `json:"passed"`
+	Failed int `json:"failed"`
+	Errors int `json:"errors"`
+}
+
+// InvariantTally is one invariant and how many times the run broke it.
+type InvariantTally struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Broken      int    `json:"broken"`
+}
+
+// FileDoc is one scenario file's results.
+type FileDoc struct {
+	File     string          `json:"file"`
+	Name     string          `json:"name"`
+	Strategy string          `json:"strategy"`
+	Passed   bool            `json:"passed"`
+	Duration float64         `json:"duration_seconds"`
+	Counters runner.Counters `json:"counters"`
+	Checks   []CheckDoc      `json:"checks"`
+}
+
+// CheckDoc is one check's result.
+type CheckDoc struct {
+	Name       string          `json:"name"`
+	Location   *Location       `json:"location"`
+	Passed     bool            `json:"passed"`
+	Line       string          `json:"line"`
+	Duration   float64         `json:"duration_seconds"`
+	Counters   runner.Counters `json:"counters"`
+	Declared   []string        `json:"declared_violations"`
+	Failures   []FailureDoc    `json:"failures"`
+	Violations []ViolationDoc  `json:"violations"`
+	// Reconciliation lists gateway mismatches when the check ended.
+	Reconciliation []string      `json:"reconciliation"`
+	Deliveries     []DeliveryDoc `json:"deliveries"`
+}
+
+// FailureDoc is one way a check did not hold.
+type FailureDoc struct {
+	Step      int       `json:"step"`
+	Message   string    `json:"message"`
+	Expected  string    `json:"expected"`
+	Got       string    `json:"got"`
+	Invariant string    `json:"invariant,omitempty"`
+	Location  *Location `json:"location"`
+}
+
+// ViolationDoc is one broken invariant.
+type ViolationDoc struct {
+	Invariant string    `json:"invariant"`
+	EventID   string    `json:"event_id"`
+	Consumer  string    `json:"consumer"`
+	Detail    string    `json:"detail"`
+	Step      int       `json:"step,omitempty"`
+	Location  *Location `json:"location"`
+}
+
+// DeliveryDoc is one delivery of the history and what came back.
+type DeliveryDoc struct {
+	Seq         int       `json:"seq"`
+	Step        int       `json:"step"`
+	EventID     string    `json:"event_id"`
+	Consumer    string    `json:"consumer"`
+	Key         string    `json:"key,omitempty"`
+	Outcome     string    `json:"outcome"`
+	EffectID    int64     `json:"effect_id,omitempty"`
+	DuplicateOf string    `json:"duplicate_of,omitempty"`
+	Fault       string    `json:"fault,omitempty"` // the fault point whose injected failure fired
+	Error       string    `json:"error,omitempty"`
+	Location    *Location `json:"location"`
+}
+
+// ErrorDoc is a harness error.
+type ErrorDoc struct {
+	Kind     string    `json:"kind"`
+	Message  string    `json:"message"`
+	Location *Location `json:"location"`
+}
+
+// NewDocument builds the JSON report of a run.
+func NewDocument(run *Run) *Document {
+	d := &Document{
+		Schema: SchemaVersion, Tool: "redeliver", Command: run.Command, Verdict: run.Verdict(),
+		Seed: run.Seed, Duration: seconds(run.Duration),
+		Boundaries: boundariesOf(run), Coverage: coverageOf(run),
+		Files: []FileDoc{}, Errors: []ErrorDoc{},
+	}
+	broken := map[checker.Invariant]int{}
+	for _, f := range run.Files {
+		fd := FileDoc{File: f.File, Name: f.Name, Strategy: string(f.Strategy), Passed: f.Passed(), Duration: seconds(fileDuration(f)), Counters: f.Counters, Checks: []CheckDoc{}}
+		for _, c := range f.Checks {
+			fd.Checks = append(fd.Checks, checkDoc(c))
+			for _, v := range c.Violations {
+				broken[v.Invariant]++
+			}
+			d.Summary.Checks++
+			if c.Passed {
+				d.Summary.Passed++
+			} else {
+				d.Summary.Failed++
+			}
+		}
+		d.Counters.Add(f.Counters)
+		d.Files = append(d.Files, fd)
+	}
+	for _, inv := range checker.Invariants {
+		d.Invariants = append(d.Invariants, InvariantTally{Name: string(inv), Description: inv.Describe(), Broken: broken[inv]})
+	}
+	for _, e := range run.Errors {
+		d.Errors = append(d.Errors, ErrorDoc{Kind: e.Kind, Message: e.Message, Location: locationOf(e.Pos)})
+	}
+	d.Summary.Files = len(run.Files)
+	d.Summary.Errors = len(run.Errors)
+	return d
+}
+
+func checkDoc(c runner.CheckResult) CheckDoc {
+	cd := CheckDoc{
+		Name: c.Name, Location: locationOf(c.Pos), Passed: c.Passed, Line: c.Line,
+		Duration: seconds(c.Duration), Counters: c.Counters, Declared: c.Declared,
+		Failures: []FailureDoc{}, Violations: []ViolationDoc{}, Deliveries: []DeliveryDoc{},
+		Reconciliation: append([]string{}, c.Reconciliation...),
+	}
+	if cd.Declared == nil {
+		cd.Declared = []string{}
+	}
+	for _, f := range c.Failures {
+		cd.Failures = append(cd.Failures, FailureDoc{Step: f.Step, Message: f.Message, Expected: f.Expected, Got: f.Got, Invariant: string(f.Invariant), Location: locationOf(f.Pos)})
+	}
+	for _, v := range c.Violations {
+		vd := ViolationDoc{Invariant: string(v.Invariant), EventID: v.EventID, Consumer: v.Consumer, Detail: v.Detail}
+		if v.By != nil {
+			vd.Step, vd.Location = v.By.Step, locationOf(v.By.Pos)
+		}
+		cd.Violations = append(cd.Violations, vd)
+	}
+	for _, rec := range c.History {
+		dd := DeliveryDoc{Seq: rec.Seq, Step: rec.Step, EventID: rec.EventID, Consumer: rec.Consumer, Key: rec.Key,
+			Outcome: string(rec.Result.Outcome), EffectID: rec.Result.EffectID, DuplicateOf: rec.Result.DuplicateOf, Location: locationOf(rec.Pos)}
+		if p, ok := firedAt(rec.Result); ok {
+			dd.Fault = string(p)
+		}
+		if rec.Result.Err != nil {
+			dd.Error = rec.Result.Err.Error()
+		}
+		cd.Deliveries = append(cd.Deliveries, dd)
+	}
+	return cd
+}
+
+// JSON writes the run as one indented JSON document.
+func JSON(w io.Writer, run *Run) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // check names and messages stay readable
+	return enc.Encode(NewDocument(run))
+}

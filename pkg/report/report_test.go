@@ -1,0 +1,242 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/runner"
+)
+
+// The escaping of @actions/core's command.ts: data escapes %, \r and \n;
+// properties also escape : and ,. % goes first, so nothing is escaped twice.
+func TestEscape(t *testing.T) {
+	tests := []struct {
+		in, data, property string
+	}{
+		{"plain", "plain", "plain"},
+		{"100%", "100%25", "100%25"},
+		{"%0A", "%250A", "%250A"},
+		{"a\r\nb", "a%0D%0Ab", "a%0D%0Ab"},
+		{"file: a, b", "file: a, b", "file%3A a%2C b"},
+		{"::error::", "::error::", "%3A%3Aerror%3A%3A"},
+		{"", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := escapeData(tt.in); got != tt.data {
+				t.Errorf("escapeData(%q) = %q, want %q", tt.in, got, tt.data)
+			}
+			if got := escapeProperty(tt.in); got != tt.property {
+				t.Errorf("escapeProperty(%q) = %q, want %q", tt.in, got, tt.property)
+			}
+		})
+	}
+}
+
+func TestErrorCommand(t *testing.T) {
+	tests := []struct {
+		name  string
+		at    handler.Location
+		title string
+		msg   string
+		want  string
+	}{
+		{"everything", handler.Location{File: "s.yaml", Line: 3, Col: 9}, "redeliver: a, b", "50%\nmore",
+			"::error file=s.yaml,line=3,col=9,title=redeliver%3A a%2C b::50%25%0Amore"},
+		{"no column", handler.Location{File: "s.yaml", Line: 3}, "t", "m", "::error file=s.yaml,line=3,title=t::m"},
+		{"no place", handler.Location{}, "t", "m", "::error title=t::m"},
+		{"nothing but the message", handler.Location{}, "", "m", "::error::m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errorCommand(tt.at, tt.title, tt.msg); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTAPEscape(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"issue #2", `issue \#2`},
+		{`a\b`, `a\\b`},
+		{"two\nlines", "two lines"},
+	}
+	for _, tt := range tests {
+		if got := tapEscape(tt.in); got != tt.want {
+			t.Errorf("tapEscape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func record(outcome handler.Outcome, err error) checker.Record {
+	return checker.Record{EventID: "evt", Result: handler.Result{Outcome: outcome, Err: err}}
+}
+
+// A fault point counts as reached only when its injected failure fired.
+func TestBoundariesAndCoverage(t *testing.T) {
+	run := &Run{Store: StoreSQLiteFile, Workers: 0, Files: []*runner.FileResult{
+		{File: "a.yaml", Strategy: handler.EventID, Checks: []runner.CheckResult{
+			{Name: "rollback", Passed: true, History: []checker.Record{
+				record(handler.Failed, &handler.InjectedError{Point: handler.AfterMarker}),
+				record(handler.Processed, nil),
+			}},
+			{Name: "duplicate asked to fail", Passed: true, History: []checker.Record{
+				// fail: after-marker on a duplicate: it never got there.
+				record(handler.Duplicate, nil),
+			}},
+			{Name: "crash", Passed: true, History: []checker.Record{
+				record(handler.Crashed, &handler.InjectedError{Point: handler.AfterCommit}),
+				record(handler.Failed, &handler.InjectedError{Point: handler.AfterMarker}),
+			}},
+		}},
+		{File: "b.yaml", Strategy: handler.BusinessKey, Checks: []runner.CheckResult{
+			{Name: "empty key", Passed: true, History: []checker.Record{
+				record(handler.Failed, &handler.KeyError{Template: "{x}", EventID: "evt"}),
+			}},
+		}},
+	}}
+	b := boundariesOf(run)
+	if b.Workers != 1 {
+		t.Errorf("workers %d, want at least 1", b.Workers)
+	}
+	if want := []string{"event-id", "business-key"}; !reflect.DeepEqual(b.Strategies, want) {
+		t.Errorf("strategies %v, want %v", b.Strategies, want)
+	}
+	wantOutcomes := map[string]int{"processed": 1, "duplicate": 1, "conflict": 0, "failed": 3, "crashed": 1}
+	if !reflect.DeepEqual(b.Outcomes, wantOutcomes) {
+		t.Errorf("outcomes %v, want %v", b.Outcomes, wantOutcomes)
+	}
+	reached := map[string]map[string]int{}
+	for _, fp := range b.FaultPoints {
+		if fp.Reached {
+			reached[fp.Point] = fp.Outcomes
+		}
+	}
+	wantReached := map[string]map[string]int{"after-marker": {"failed": 2}, "after-commit": {"crashed": 1}}
+	if !reflect.DeepEqual(reached, wantReached) {
+		t.Errorf("reached %v, want %v", reached, wantReached)
+	}
+
+	cells := map[string][]string{}
+	for _, c := range coverageOf(run) {
+		var names []string
+		for _, ref := range c.Checks {
+			names = append(names, ref.File+"/"+ref.Check)
+		}
+		cells[c.Strategy+" × "+c.FaultPoint] = names
+	}
+	if len(cells) != 2*len(handler.FaultPoints) {
+		t.Errorf("%d cells, want every strategy used × every fault point (%d)", len(cells), 2*len(handler.FaultPoints))
+	}
+	wantCells := map[string][]string{
+		"event-id × after-marker": {"a.yaml/rollback", "a.yaml/crash"},
+		"event-id × after-commit": {"a.yaml/crash"},
+	}
+	for k, v := range cells {
+		if !reflect.DeepEqual(v, wantCells[k]) {
+			t.Errorf("cell %s: %v, want %v", k, v, wantCells[k])
+		}
+	}
+}
+
+// A runtime error in a file that ran part way sits in that file's suite,
+// as an <error>, beside the checks that finished; names stay unique.
+func TestJUnitHarnessErrors(t *testing.T) {
+	run := &Run{Store: StoreSQLiteMemory, Seed: 7,
+		Files: []*runner.FileResult{{File: "a.yaml", Name: "a", Strategy: handler.EventID, Checks: []runner.CheckResult{
+			{Name: "first", Passed: true, Line: "ok"},
+		}}},
+		Errors: []HarnessError{
+			{Kind: ErrorRuntime, Pos: handler.Location{File: "a.yaml"}, Message: "database is locked"},
+			{Kind: ErrorInvalid, Pos: handler.Location{File: "b.yaml", Line: 2, Col: 3}, Message: "unknown field \"x\""},
+			{Kind: ErrorInvalid, Pos: handler.Location{File: "b.yaml", Line: 2, Col: 3}, Message: "another mistake at the same place"},
+		},
+	}
+	var buf bytes.Buffer
+	if err := JUnit(&buf, run); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		`<testsuites name="redeliver" tests="4" failures="0" errors="3"`,
+		`<testsuite name="a" tests="2" failures="0" errors="1"`,
+		`<testcase name="run" classname="a.yaml"`,
+		`<error message="database is locked (a.yaml)" type="runtime">`,
+		`<testcase name="validate (line 2, column 3)" classname="b.yaml"`,
+		`<testcase name="validate (line 2, column 3) #2" classname="b.yaml"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("JUnit lacks %s\n%s", want, out)
+		}
+	}
+	xmllint(t, out)
+	if run.Verdict() != VerdictError {
+		t.Errorf("verdict %s, want %s", run.Verdict(), VerdictError)
+	}
+}
+
+// Characters XML cannot carry become U+FFFD; line breaks stay.
+func TestXMLText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"a < b & c > d", "a &lt; b &amp; c &gt; d"},
+		{"two\nlines\ttab", "two\nlines\ttab"},
+		{"bell\x07", "bell\uFFFD"},
+		{"cr\r", "cr&#xD;"},
+	}
+	for _, tt := range tests {
+		if got := xmlText(tt.in); got != tt.want {
+			t.Errorf("xmlText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for _, f := range Formats {
+		got, err := ParseFormat(string(f))
+		if err != nil || got != f {
+			t.Errorf("ParseFormat(%q) = %q, %v", f, got, err)
+		}
+	}
+	for _, bad := range []string{"", "JSON", "xml", "github"} {
+		if _, err := ParseFormat(bad); err == nil {
+			t.Errorf("ParseFormat(%q) accepted it", bad)
+		}
+	}
+}
+
+// Render refuses a format it does not know rather than writing nothing.
+func TestRenderUnknown(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Render(&buf, Format("html"), &Run{}, Options{}); err == nil || buf.Len() > 0 {
+		t.Errorf("Render(html) = %v, wrote %q", err, buf.String())
+	}
+}
+
+func xmllint(t *testing.T, out string) {
+	t.Helper()
+	schema := filepath.Join("..", "..", "testdata", "junit", "junit-10.xsd")
+	path, err := exec.LookPath("xmllint")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("xmllint not installed (Debian: libxml2-utils)")
+		}
+		t.Skip("xmllint not installed (Debian: libxml2-utils); skipping the JUnit schema check")
+	}
+	file := filepath.Join(t.TempDir(), "report.xml")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := exec.Command(path, "--noout", "--schema", schema, file).CombinedOutput()
+	if err != nil {
+		t.Errorf("xmllint rejects the JUnit report: %v\n%s\n%s", err, msg, out)
+	}
+}

@@ -1,0 +1,235 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/runner"
+)
+
+// Format is a report format.
+type Format string
+
+// The report formats.
+const (
+	FormatText  Format = "text"
+	FormatJSON  Format = "json"
+	FormatJUnit Format = "junit"
+	FormatTAP   Format = "tap"
+)
+
+// Formats lists every format, in the order help text names them.
+var Formats = []Format{FormatText, FormatJSON, FormatJUnit, FormatTAP}
+
+// ParseFormat returns the format a name stands for.
+func ParseFormat(name string) (Format, error) {
+	for _, f := range Formats {
+		if string(f) == name {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown report format %q: use %s", name, FormatNames())
+}
+
+// FormatNames lists the formats as help text writes them: "text, json, junit or tap".
+func FormatNames() string {
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = string(f)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Structured reports whether the format is for a machine to parse; such a
+// report never carries colour codes.
+func (f Format) Structured() bool { return f != FormatText }
+
+// Store kinds, as the structured reports name them.
+const (
+	StoreSQLiteMemory = "sqlite-memory"
+	StoreSQLiteFile   = "sqlite-file"
+	StorePostgres     = "postgres"
+)
+
+// Run is what one command produced, as every report format sees it: the
+// results of the files that ran, the harness errors that stopped others,
+// and what the run was set up with.
+type Run struct {
+	Command  string // the command that ran: run, replay
+	Files    []*runner.FileResult
+	Errors   []HarnessError
+	Seed     int64
+	Store    string // StoreSQLiteMemory, StoreSQLiteFile or StorePostgres
+	Workers  int    // the most workers that delivered at once
+	Duration time.Duration
+}
+
+// HarnessError is a failure of the harness, not of a check: a file that
+// did not validate, a database that failed, an interrupted run.
+type HarnessError struct {
+	Kind    string // ErrorInvalid, ErrorRuntime or ErrorInterrupted
+	Pos     handler.Location
+	Message string // one sentence, without the location
+}
+
+// Kinds of harness error.
+const (
+	ErrorInvalid     = "invalid"
+	ErrorRuntime     = "runtime"
+	ErrorInterrupted = "interrupted"
+)
+
+// Verdicts of a run.
+const (
+	VerdictPass  = "pass"
+	VerdictFail  = "fail"
+	VerdictError = "error"
+)
+
+// Verdict is pass when every check passed, error when the harness failed,
+// and fail when a check did.
+func (r *Run) Verdict() string {
+	switch {
+	case len(r.Errors) > 0:
+		return VerdictError
+	case r.failed() > 0:
+		return VerdictFail
+	}
+	return VerdictPass
+}
+
+func (r *Run) checks() int {
+	n := 0
+	for _, f := range r.Files {
+		n += len(f.Checks)
+	}
+	return n
+}
+
+func (r *Run) failed() int {
+	n := 0
+	for _, f := range r.Files {
+		n += f.Failed()
+	}
+	return n
+}
+
+// errorsOf returns the harness errors that belong to a file.
+func (r *Run) errorsOf(file string) []HarnessError {
+	var out []HarnessError
+	for _, e := range r.Errors {
+		if e.Pos.File == file {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// strayErrors returns the harness errors of files that have no result.
+func (r *Run) strayErrors() []HarnessError {
+	ran := map[string]bool{}
+	for _, f := range r.Files {
+		ran[f.File] = true
+	}
+	var out []HarnessError
+	for _, e := range r.Errors {
+		if !ran[e.Pos.File] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Options shape a report.
+type Options struct {
+	Color    bool // text only: PASS green, FAIL red
+	Verbose  bool // text only: violations caught, counters and what was tested
+	Coverage bool // text only: the strategy × fault point matrix after the report
+}
+
+// Render writes the run in one format. Structured formats ignore colour.
+func Render(w io.Writer, f Format, run *Run, opts Options) error {
+	switch f {
+	case FormatText:
+		if len(run.Errors) > 0 {
+			return textErrors(w, run)
+		}
+		if err := Text(w, run.Files, opts); err != nil {
+			return err
+		}
+		if opts.Verbose {
+			if _, err := io.WriteString(w, boundaryLine(boundariesOf(run))+"\n"); err != nil {
+				return err
+			}
+		}
+		if opts.Coverage {
+			return Coverage(w, run)
+		}
+		return nil
+	case FormatJSON:
+		return JSON(w, run)
+	case FormatJUnit:
+		return JUnit(w, run)
+	case FormatTAP:
+		return TAP(w, run)
+	}
+	return errors.New("unknown report format " + string(f))
+}
+
+// textErrors is the text report of a run the harness could not complete:
+// its errors, and a verdict that says so.
+func textErrors(w io.Writer, run *Run) error {
+	var b strings.Builder
+	for _, e := range run.Errors {
+		if s := e.Pos.String(); s != "" {
+			fmt.Fprintf(&b, "%s: %s\n", s, e.Message)
+		} else {
+			fmt.Fprintf(&b, "%s\n", e.Message)
+		}
+	}
+	fmt.Fprintf(&b, "ERROR: the run did not complete (%s)\n", countOf(len(run.Errors), "error"))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// locationOf is the place of a delivery or failure for the structured
+// reports, or nil when it has none.
+func locationOf(l handler.Location) *Location {
+	if l.File == "" {
+		return nil
+	}
+	return &Location{File: l.File, Line: l.Line, Col: l.Col}
+}
+
+// Location is a place in an input file, as the structured reports write it.
+type Location struct {
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"`
+	Col  int    `json:"col,omitempty"`
+}
+
+// firedAt returns the fault point a delivery's injected failure fired at.
+func firedAt(res handler.Result) (handler.FaultPoint, bool) {
+	var inj *handler.InjectedError
+	if errors.As(res.Err, &inj) {
+		return inj.Point, true
+	}
+	return "", false
+}
+
+func fileDuration(f *runner.FileResult) time.Duration {
+	var d time.Duration
+	for _, c := range f.Checks {
+		d += c.Duration
+	}
+	return d
+}
+
+func seconds(d time.Duration) float64 {
+	// Milliseconds are all a report reader needs, and they keep goldens short.
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}

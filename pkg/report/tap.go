@@ -1,0 +1,135 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"gopkg.in/yaml.v3"
+)
+
+// tapDiagnostic is the YAML block under a test point that did not pass.
+type tapDiagnostic struct {
+	Message   string       `yaml:"message"`
+	Severity  string       `yaml:"severity"`
+	Expected  string       `yaml:"expected,omitempty"`
+	Got       string       `yaml:"got,omitempty"`
+	Invariant string       `yaml:"invariant,omitempty"`
+	At        *tapAt       `yaml:"at,omitempty"`
+	More      []tapFailure `yaml:"failures,omitempty"` // every failure, when there is more than one
+}
+
+type tapFailure struct {
+	Message   string `yaml:"message"`
+	Expected  string `yaml:"expected,omitempty"`
+	Got       string `yaml:"got,omitempty"`
+	Invariant string `yaml:"invariant,omitempty"`
+	At        *tapAt `yaml:"at,omitempty"`
+}
+
+type tapAt struct {
+	File   string `yaml:"file"`
+	Line   int    `yaml:"line,omitempty"`
+	Column int    `yaml:"column,omitempty"`
+}
+
+func tapLocation(l handler.Location) *tapAt {
+	if l.File == "" {
+		return nil
+	}
+	return &tapAt{File: l.File, Line: l.Line, Column: l.Col}
+}
+
+// TAP writes the run as TAP version 14: a plan, one test point per check
+// (and per harness error), and a YAML diagnostic block under each one that
+// did not pass.
+func TAP(w io.Writer, run *Run) error {
+	var b strings.Builder
+	b.WriteString("TAP version 14\n")
+	fmt.Fprintf(&b, "1..%d\n", run.checks()+len(run.Errors))
+	n := 0
+	point := func(ok bool, desc string, diag *tapDiagnostic) error {
+		n++
+		status := "ok"
+		if !ok {
+			status = "not ok"
+		}
+		fmt.Fprintf(&b, "%s %d - %s\n", status, n, tapEscape(desc))
+		if diag == nil {
+			return nil
+		}
+		var y bytes.Buffer
+		enc := yaml.NewEncoder(&y)
+		enc.SetIndent(2)
+		if err := enc.Encode(diag); err != nil {
+			return err
+		}
+		b.WriteString("  ---\n")
+		for _, line := range strings.SplitAfter(strings.TrimSuffix(y.String(), "\n"), "\n") {
+			b.WriteString("  " + line)
+		}
+		b.WriteString("\n  ...\n")
+		return nil
+	}
+	for _, f := range run.Files {
+		fmt.Fprintf(&b, "# %s (%s)\n", oneLine(f.Name), oneLine(f.File))
+		for _, c := range f.Checks {
+			var diag *tapDiagnostic
+			if !c.Passed {
+				diag = failureDiagnostic(c.Failures)
+			}
+			if err := point(c.Passed, c.Name, diag); err != nil {
+				return err
+			}
+		}
+		for _, e := range run.errorsOf(f.File) {
+			if err := point(false, errorTitle(e), errorDiagnostic(e)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range run.strayErrors() {
+		if err := point(false, errorTitle(e), errorDiagnostic(e)); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func failureDiagnostic(fs []runner.Failure) *tapDiagnostic {
+	first := fs[0]
+	d := &tapDiagnostic{Message: first.Message, Severity: "fail", Expected: first.Expected, Got: first.Got, Invariant: string(first.Invariant), At: tapLocation(first.Pos)}
+	if len(fs) > 1 {
+		for _, f := range fs {
+			d.More = append(d.More, tapFailure{Message: f.Message, Expected: f.Expected, Got: f.Got, Invariant: string(f.Invariant), At: tapLocation(f.Pos)})
+		}
+	}
+	return d
+}
+
+// errorTitle names a harness error in one line: the file, then what could
+// not be done there.
+func errorTitle(e HarnessError) string {
+	if e.Pos.File == "" {
+		return errorCase(e).Name
+	}
+	return e.Pos.File + ": " + errorCase(e).Name
+}
+
+func errorDiagnostic(e HarnessError) *tapDiagnostic {
+	return &tapDiagnostic{Message: e.Message, Severity: "error", At: tapLocation(e.Pos)}
+}
+
+// tapEscape escapes a test point description as TAP 14 asks: a backslash
+// and a hash are escaped with a backslash, and it stays on one line.
+func tapEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "#", `\#`).Replace(oneLine(s))
+}
+
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
