@@ -207,7 +207,7 @@ func (w *work) fail(tx Tx, err error) Result {
 		_ = tx.Rollback()
 	}
 	var injected *InjectedError
-	if !errors.As(err, &injected) && !errors.Is(err, ErrUnique) && (w.external == nil || err != w.external.Err) {
+	if !errors.As(err, &injected) && !errors.Is(err, ErrUnique) && !errors.Is(err, ErrBusy) && (w.external == nil || err != w.external.Err) {
 		err = &StoreError{Err: err}
 	}
 	return Result{Outcome: Failed, Err: err, External: w.external}

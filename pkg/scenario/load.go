@@ -556,7 +556,7 @@ func braced(xs []string) []string {
 
 func (l *loader) step(n *yaml.Node) *Step {
 	st := &Step{Pos: l.pos(n), Times: 1}
-	var deliverNode, expectNode, advanceNode *yaml.Node
+	var deliverNode, expectNode, advanceNode, interleaveNode *yaml.Node
 	var modifiers []*yaml.Node // fields that only a deliver step may have
 	ok := l.mapping(n, "a step", []field{
 		{"deliver", func(k, v *yaml.Node) { deliverNode = v; st.Event = l.event(v) }},
@@ -591,6 +591,11 @@ func (l *loader) step(n *yaml.Node) *Step {
 			modifiers = append(modifiers, k)
 			st.Concurrent, _ = l.integer(v, "concurrent", 2, MaxConcurrent)
 		}},
+		{"interleave", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			interleaveNode = k
+			st.Interleave = l.faultPoint(v, "interleave")
+		}},
 		{"label", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
 			s, ok := l.str(v, "label")
@@ -624,6 +629,9 @@ func (l *loader) step(n *yaml.Node) *Step {
 		}
 		if st.Concurrent > 0 && st.Times > 1 {
 			l.errorf(n, "a step takes times or concurrent, not both")
+		}
+		if interleaveNode != nil && st.Concurrent == 0 {
+			l.errorf(interleaveNode, "interleave holds concurrent workers at a fault point, so it needs concurrent: N (2 to %d) on the same step", MaxConcurrent)
 		}
 		if st.Consumer != "" {
 			// The handler block may come later in the file: check at the end.
@@ -925,3 +933,18 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 
 func isJSONNumber(s string) bool { return jsonNumber.MatchString(s) }
+
+// faultPoint reads the name of a fault point.
+func (l *loader) faultPoint(n *yaml.Node, what string) handler.FaultPoint {
+	s, ok := l.str(n, what)
+	if !ok {
+		return ""
+	}
+	for _, p := range handler.FaultPoints {
+		if string(p) == s {
+			return p
+		}
+	}
+	l.errorf(n, "unknown fault point %q in %s; expected %s", s, what, oneOf(words(handler.FaultPoints)))
+	return ""
+}
