@@ -268,7 +268,9 @@ func (s *Server) begin(ctx context.Context, b beginner, q *queries) (handler.Tx,
 }
 
 // Begin starts a transaction on a connection of the pool.
-func (d *DB) Begin(ctx context.Context) (handler.Tx, error) { return d.srv.begin(ctx, d.srv.pool, &d.q) }
+func (d *DB) Begin(ctx context.Context) (handler.Tx, error) {
+	return d.srv.begin(ctx, d.srv.pool, &d.q)
+}
 
 // WriteLockOnBegin reports false: a PostgreSQL transaction makes others
 // wait only on the rows and index entries it has written.
