@@ -71,6 +71,9 @@ func Connect(ctx context.Context, dsn string, keep bool) (*Server, error) {
 		return nil, fmt.Errorf("--db is not a PostgreSQL URL redeliver can use (%s); write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE", unwrapAll(err))
 	}
 	cfg.MaxConns = maxConns
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "redeliver"
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
@@ -383,7 +386,7 @@ func (s *Server) runError(what string, err error) error {
 		case pe.Code == "23505":
 			return fmt.Errorf("%s: %w", what, handler.ErrUnique)
 		case strings.HasPrefix(pe.Code, "57P"), strings.HasPrefix(pe.Code, "08"):
-			return fmt.Errorf("PostgreSQL at %s ended the connection (%s): %w", s.where, pe.Message, err)
+			return fmt.Errorf("PostgreSQL at %s ended the connection (%s, SQLSTATE %s)", s.where, pe.Message, pe.Code)
 		}
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -67,7 +67,7 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			return res, &RuntimeError{File: s.File, Err: err}
+			return res, &RuntimeError{File: s.File, Err: notCompleted(s, i, err)}
 		}
 		res.Checks = append(res.Checks, *cr)
 		res.Counters.Add(cr.Counters)
@@ -117,7 +117,7 @@ func (r *run) check(ctx context.Context, index int, c *scenario.Check) (*CheckRe
 			r.now = r.now.Add(st.Advance)
 		}
 		if err != nil {
-			return nil, err
+			return nil, &stepError{step: i, err: err}
 		}
 	}
 	if c.Expect != nil {
