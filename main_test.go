@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,10 +27,18 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           filepath.Join("testdata", "script"),
 		UpdateScripts: *update,
+		Condition: func(cond string) (bool, error) {
+			if cond == "postgres" {
+				return os.Getenv("REDELIVER_TEST_POSTGRES") != "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
 			env.Setenv("FORCE_COLOR", "")
 			env.Setenv("GITHUB_ACTIONS", "")
+			// Scripts marked [postgres] run against this server, and skip without it.
+			env.Setenv("REDELIVER_TEST_POSTGRES", os.Getenv("REDELIVER_TEST_POSTGRES"))
 			return copyTree("scenarios", filepath.Join(env.WorkDir, "scenarios"))
 		},
 	})
