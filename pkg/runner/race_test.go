@@ -22,18 +22,18 @@ type store struct {
 	// open returns an opener of fresh stores, and whether a forced race at
 	// after-check makes the safe strategies' lookups race (so that the
 	// unique constraints, not a lock, stop the second insert).
-	open        func(t *testing.T) runner.Opener
+	open        func(t testing.TB) runner.Opener
 	lookupsRace bool
 }
 
-func stores(t *testing.T) []store {
+func stores(t testing.TB) []store {
 	out := []store{
-		{name: "sqlite-memory", open: func(t *testing.T) runner.Opener {
+		{name: "sqlite-memory", open: func(t testing.TB) runner.Opener {
 			return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
 				return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 			}
 		}},
-		{name: "sqlite-file", open: func(t *testing.T) runner.Opener {
+		{name: "sqlite-file", open: func(t testing.TB) runner.Opener {
 			path := filepath.Join(t.TempDir(), "race.db")
 			return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
 				return sqlite.Create(ctx, path, s.Handler.Config)
@@ -45,7 +45,7 @@ func stores(t *testing.T) []store {
 		t.Log("PostgreSQL race tests skipped: set REDELIVER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run them")
 		return out
 	}
-	return append(out, store{name: "postgres", lookupsRace: true, open: func(t *testing.T) runner.Opener {
+	return append(out, store{name: "postgres", lookupsRace: true, open: func(t testing.TB) runner.Opener {
 		srv, err := postgres.Connect(context.Background(), dsn, false)
 		if err != nil {
 			t.Fatal(err)
