@@ -378,22 +378,10 @@ func (w *work) afterRace(ctx context.Context, failed Result) Result {
 		res.Key = w.key
 		return res
 	case w.h.cfg.Strategy.UsesKey():
-		// Another event id with the same business key won: this id is
-		// marked, as a duplicate under a new id is when nothing races.
-		// A refusal means a worker with this same id marked it already.
 		id, ev, found, err := tx.EffectByKey(ctx, w.key)
-		if err != nil || !found {
-			return failed
+		if err == nil && found {
+			return w.markRaced(ctx, tx, id, ev, failed)
 		}
-		m := Marker{EventID: w.d.EventID, Consumer: w.consumer, Identity: w.identity, BusinessKey: w.key, At: w.h.now()}
-		if err := tx.InsertMarker(ctx, m); err == nil {
-			if err := tx.Commit(); err != nil {
-				return failed
-			}
-		} else if !errors.Is(err, ErrUnique) {
-			return failed
-		}
-		return Result{Outcome: Duplicate, EffectID: id, DuplicateOf: ev, Key: w.key}
 	}
 	return failed
 }
