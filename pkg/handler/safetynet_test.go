@@ -110,12 +110,12 @@ func TestSafetyNet(t *testing.T) {
 				}
 				st := open(t, cfg)
 				defer st.Close()
-				winner := handler.New(cfg, st, nil, nil).Handle(ctx, delivery(tt.first, `{"orderId":"o-1"}`), nil)
+				winner := handler.New(cfg, st, nil, nil).Handle(ctx, safetyNetDelivery(tt.first, `{"orderId":"o-1"}`), nil)
 				if winner.Outcome != handler.Processed {
 					t.Fatalf("first delivery: %s (%v), want processed", winner.Outcome, winner.Err)
 				}
 				late := &staleStore{Store: st, stale: true}
-				got := handler.New(cfg, late, nil, nil).Handle(ctx, delivery(tt.second, tt.secondData), nil)
+				got := handler.New(cfg, late, nil, nil).Handle(ctx, safetyNetDelivery(tt.second, tt.secondData), nil)
 				if got.Outcome != tt.want {
 					t.Fatalf("racing delivery: %s (%v), want %s", got.Outcome, got.Err, tt.want)
 				}
@@ -147,6 +147,6 @@ func TestSafetyNet(t *testing.T) {
 	}
 }
 
-func delivery(id, data string) handler.Delivery {
+func safetyNetDelivery(id, data string) handler.Delivery {
 	return handler.Delivery{EventID: id, Consumer: "c", Envelope: []byte(`{"id":"` + id + `","data":` + data + `}`)}
 }
