@@ -44,8 +44,8 @@ func ValidTableName(name string) bool {
 
 // DB is one scenario's (or one replay's) database.
 type DB struct {
-	pool   *sql.DB
-	db     *sql.Conn
+	db     *sql.DB
+	anchor *sql.Conn // held open for the life of the database
 	path   string
 	effect string
 	q      queries
@@ -112,9 +112,8 @@ func open(path string) (*DB, error) {
 	db.SetMaxIdleConns(4)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	// The handler's own connection, held for the life of the database: it
-	// keeps an in-memory database alive, and the serial steps and the
-	// checker's reads all go through it.
+	// One connection is held for the life of the database: an in-memory
+	// database lives as long as one connection to it is open.
 	conn, err := db.Conn(context.Background())
 	if err != nil {
 		db.Close()
@@ -125,7 +124,7 @@ func open(path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &DB{pool: db, db: conn, path: path}, nil
+	return &DB{db: db, anchor: conn, path: path}, nil
 }
 
 // busyTimeout is how long, in milliseconds, a connection waits for the
@@ -227,8 +226,8 @@ func (d *DB) Path() string { return d.path }
 
 // Close closes the database.
 func (d *DB) Close() error {
-	d.db.Close()
-	return d.pool.Close()
+	d.anchor.Close()
+	return d.db.Close()
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE).
@@ -236,7 +235,12 @@ func (d *DB) Begin(ctx context.Context) (handler.Tx, error) {
 	return begin(ctx, d.db, &d.q)
 }
 
-func begin(ctx context.Context, c *sql.Conn, q *queries) (handler.Tx, error) {
+// beginner is the pool or one connection of it.
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+func begin(ctx context.Context, c beginner, q *queries) (handler.Tx, error) {
 	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, wrap("begin", err)

@@ -19,7 +19,7 @@ type Worker struct {
 // Worker opens a connection of its own for one concurrent worker. The
 // caller closes it (the returned store is an io.Closer).
 func (d *DB) Worker(ctx context.Context) (handler.Store, error) {
-	c, err := d.pool.Conn(ctx)
+	c, err := d.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open a worker connection to %s: %w", d.path, err)
 	}
