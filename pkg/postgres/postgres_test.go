@@ -215,6 +215,8 @@ func TestNoRightToCreateSchema(t *testing.T) {
 	if _, err := admin.pool.Exec(ctx, `DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '`+role+`') THEN CREATE ROLE `+role+` LOGIN; END IF; END $$`); err != nil {
 		t.Skipf("cannot create a test role here (%v)", err)
 	}
+	// Cleanups run after the deferred Close of the role's pool below.
+	t.Cleanup(func() { admin.pool.Exec(context.Background(), `DROP ROLE IF EXISTS `+role) })
 	u, _ := url.Parse(testDSN(t))
 	u.User = url.User(role)
 	srv, err := Connect(ctx, u.String(), false)

@@ -42,7 +42,7 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 	}
 	var b *barrier
 	if st.Interleave != "" {
-		b = newBarrier(st.Interleave, n)
+		b = newBarrier(st.Interleave, n, st.InOrder)
 	}
 	workers := make([]*worker, n)
 	defer func() {
@@ -61,7 +61,7 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 			}
 			store = s
 		}
-		w := &worker{store: store, lockOnBegin: lockOnBegin}
+		w := &worker{index: i, store: store, lockOnBegin: lockOnBegin}
 		w.h = handler.New(cr.s.Handler.Config, w, cr.gatewayOrNil(), func() time.Time { return cr.now })
 		workers[i] = w
 	}
@@ -95,9 +95,12 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 // transaction, so that a barrier knows whether a worker it holds also holds
 // a lock the others may be waiting for.
 type worker struct {
+	index       int
 	store       handler.Store
 	h           *handler.Handler
 	lockOnBegin bool
+	goOn        chan struct{} // closed when a barrier lets the worker go; guarded by the barrier
+	released    bool          // guarded by the barrier
 
 	mu    sync.Mutex
 	inTx  bool
@@ -133,6 +136,14 @@ func (w *worker) wrote1() {
 	w.mu.Lock()
 	w.wrote = true
 	w.mu.Unlock()
+}
+
+// release lets a held worker go (once). Called with the barrier's mu held.
+func (w *worker) release() {
+	if !w.released {
+		w.released = true
+		close(w.goOn)
+	}
 }
 
 func (w *worker) close() {

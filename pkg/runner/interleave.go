@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -16,13 +17,15 @@ const stallLimit = 30 * time.Second
 
 // barrier forces an interleaving of a concurrent step (`interleave: POINT`):
 // every worker that reaches the fault point is held there until all of them
-// have reached it, and then all are let go together. At after-check that
-// means every worker has looked the marker up before any inserts it: the
-// race a check-then-act consumer loses.
+// have reached it, and then they are let go: all together, or (release:
+// in-order) one at a time in worker order, each once the one before it has
+// finished its delivery. At after-check that means every worker has looked
+// the marker up before any inserts it: the race a check-then-act consumer
+// loses.
 //
 // Holding a worker must never hold up the others for good. A worker held
 // inside a transaction that others have to wait for would do that, so the
-// barrier opens as soon as it holds such a worker:
+// barrier opens, for every worker at once, as soon as it holds such a worker:
 //
 //   - On SQLite every transaction takes the one write lock at BEGIN
 //     (IMMEDIATE). A safe strategy checks inside its write transaction, so
@@ -41,18 +44,20 @@ const stallLimit = 30 * time.Second
 // Workers that finish without reaching the point (a duplicate never reaches
 // after-marker) count as arrived.
 type barrier struct {
-	point handler.FaultPoint
-	n     int
+	point   handler.FaultPoint
+	n       int
+	inOrder bool
 
-	mu     sync.Mutex
-	parked []*worker
-	left   int
-	open   chan struct{}
-	opened bool
+	mu      sync.Mutex
+	parked  []*worker // held, in arrival order
+	left    int
+	opened  bool
+	queue   []*worker // in-order: held workers still to be let go
+	current *worker   // in-order: the worker let go last
 }
 
-func newBarrier(p handler.FaultPoint, n int) *barrier {
-	return &barrier{point: p, n: n, open: make(chan struct{})}
+func newBarrier(p handler.FaultPoint, n int, inOrder bool) *barrier {
+	return &barrier{point: p, n: n, inOrder: inOrder}
 }
 
 // hold returns one worker's injector: it holds the worker at the barrier's
@@ -74,34 +79,39 @@ func (b *barrier) hold(w *worker, inject handler.Injector) handler.Injector {
 
 func (b *barrier) wait(ctx context.Context, w *worker) {
 	b.mu.Lock()
-	if b.opened {
+	if b.opened || w.goOn != nil {
 		b.mu.Unlock()
 		return
 	}
+	w.goOn = make(chan struct{})
 	b.parked = append(b.parked, w)
 	b.decide()
 	b.mu.Unlock()
 	stall := time.NewTimer(stallLimit)
 	defer stall.Stop()
 	select {
-	case <-b.open:
+	case <-w.goOn:
 	case <-ctx.Done():
 	case <-stall.C:
 		b.mu.Lock()
-		b.release()
+		b.releaseAll()
 		b.mu.Unlock()
 	}
 }
 
 // leave is called when a worker's delivery is over.
-func (b *barrier) leave(*worker) {
+func (b *barrier) leave(w *worker) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.left++
-	b.decide()
-	b.mu.Unlock()
+	if !b.opened {
+		b.decide()
+	} else if w == b.current {
+		b.next()
+	}
 }
 
 // decide opens the barrier when no worker can still arrive without one of
@@ -110,21 +120,40 @@ func (b *barrier) decide() {
 	if b.opened {
 		return
 	}
-	if len(b.parked)+b.left >= b.n {
-		b.release()
-		return
-	}
 	for _, w := range b.parked {
 		if w.holdsLock() {
-			b.release()
+			b.opened = true
+			b.releaseAll()
 			return
 		}
 	}
+	if len(b.parked)+b.left < b.n {
+		return
+	}
+	b.opened = true
+	if !b.inOrder {
+		b.releaseAll()
+		return
+	}
+	b.queue = append([]*worker(nil), b.parked...)
+	sort.Slice(b.queue, func(i, j int) bool { return b.queue[i].index < b.queue[j].index })
+	b.next()
 }
 
-func (b *barrier) release() {
-	if !b.opened {
-		b.opened = true
-		close(b.open)
+// next lets the next held worker go, in worker order.
+func (b *barrier) next() {
+	if len(b.queue) == 0 {
+		b.current = nil
+		return
+	}
+	b.current, b.queue = b.queue[0], b.queue[1:]
+	b.current.release()
+}
+
+func (b *barrier) releaseAll() {
+	b.opened = true
+	b.queue = nil
+	for _, w := range b.parked {
+		w.release()
 	}
 }

@@ -243,3 +243,66 @@ func TestForcedRaceOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// TestInOrderRelease: with release: in-order the held workers go one at a
+// time in worker order. Where all can be held (every strategy on
+// PostgreSQL, check-then-act anywhere), the first worker is the one that
+// processes and every later one is a duplicate of it, on PostgreSQL each
+// refused by the unique constraint; on SQLite the write lock, not the
+// order, decides which worker of a safe strategy goes first.
+func TestInOrderRelease(t *testing.T) {
+	for _, st := range stores(t) {
+		for _, strategy := range []handler.Strategy{handler.EventID, handler.CheckThenAct} {
+			t.Run(st.name+"/"+string(strategy), func(t *testing.T) {
+				src := strings.ReplaceAll(race, "STRATEGY", string(strategy))
+				src = strings.ReplaceAll(src, "  key: \"{data.orderId}\"\n", "")
+				src = strings.ReplaceAll(src, "interleave: after-check", "interleave: {at: after-check, release: in-order}")
+				s, err := scenario.Load("race.yaml", []byte(src))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var r refusals
+				res, err := runner.RunFile(context.Background(), s, r.wrap(st.open(t)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := res.Checks[0].History
+				if len(h) != 8 {
+					t.Fatalf("%d deliveries recorded, want 8", len(h))
+				}
+				ordered := st.lookupsRace || strategy == handler.CheckThenAct
+				winner := -1
+				for i, rec := range h {
+					if rec.Result.Outcome == handler.Processed && winner < 0 {
+						winner = i
+					}
+				}
+				if winner < 0 {
+					t.Fatalf("no worker processed the event")
+				}
+				if ordered && winner != 0 {
+					t.Errorf("worker %d processed first, want worker 1", winner+1)
+				}
+				for i, rec := range h {
+					want := handler.Duplicate
+					if i == winner || strategy == handler.CheckThenAct {
+						want = handler.Processed
+					}
+					if rec.Result.Outcome != want {
+						t.Errorf("worker %d: %s (%v), want %s", i+1, rec.Result.Outcome, rec.Result.Err, want)
+					}
+					if want == handler.Duplicate && rec.Result.EffectID != h[winner].Result.EffectID {
+						t.Errorf("worker %d returned effect %d, want the winner's, %d", i+1, rec.Result.EffectID, h[winner].Result.EffectID)
+					}
+				}
+				wantRefused := int64(0)
+				if st.lookupsRace && strategy.Safe() {
+					wantRefused = 7
+				}
+				if got := r.n.Load(); got != wantRefused {
+					t.Errorf("the unique constraints refused %d inserts, want %d", got, wantRefused)
+				}
+			})
+		}
+	}
+}

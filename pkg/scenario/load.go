@@ -594,7 +594,7 @@ func (l *loader) step(n *yaml.Node) *Step {
 		{"interleave", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
 			interleaveNode = k
-			st.Interleave = l.faultPoint(v, "interleave")
+			l.interleave(st, v)
 		}},
 		{"label", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
@@ -947,4 +947,30 @@ func (l *loader) faultPoint(n *yaml.Node, what string) handler.FaultPoint {
 	}
 	l.errorf(n, "unknown fault point %q in %s; expected %s", s, what, oneOf(words(handler.FaultPoints)))
 	return ""
+}
+
+// interleave reads `interleave: POINT` or `interleave: {at: POINT, release: together|in-order}`.
+func (l *loader) interleave(st *Step, n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		st.Interleave = l.faultPoint(n, "interleave")
+		return
+	}
+	var at *yaml.Node
+	l.mapping(n, "interleave", []field{
+		{"at", func(k, v *yaml.Node) { at = v; st.Interleave = l.faultPoint(v, "interleave at") }},
+		{"release", func(k, v *yaml.Node) {
+			s, ok := l.str(v, "release")
+			switch {
+			case !ok:
+			case s == "together":
+			case s == "in-order":
+				st.InOrder = true
+			default:
+				l.errorf(v, "unknown release %q; expected together (all held workers at once) or in-order (one at a time, in worker order)", s)
+			}
+		}},
+	})
+	if at == nil {
+		l.errorf(n, "interleave needs at: the fault point to hold the workers at")
+	}
 }
