@@ -235,6 +235,15 @@ func makeQueries(schema, effect string) queries {
 	}
 }
 
+// Reset empties the tables and restarts the effect ids, for the next
+// repetition of the file: as fresh as a new schema, without creating and
+// dropping one per repetition (which, a thousand times over, would mostly
+// time the server's catalog).
+func (d *DB) Reset(ctx context.Context) error {
+	_, err := d.srv.pool.Exec(ctx, `TRUNCATE `+d.schema+`.processed, `+d.schema+`.`+pgx.Identifier{d.effect}.Sanitize()+` RESTART IDENTITY`)
+	return d.srv.runError("empty schema "+d.name, err)
+}
+
 // Schema names the schema the file's tables are in.
 func (d *DB) Schema() string { return d.name }
 

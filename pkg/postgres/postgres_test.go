@@ -230,3 +230,46 @@ func TestNoRightToCreateSchema(t *testing.T) {
 		t.Fatalf("Create: %v, want an error containing %q", err, want)
 	}
 }
+
+// TestReset: an emptied schema is as fresh as a new one, effect ids
+// starting again at 1.
+func TestReset(t *testing.T) {
+	srv := connect(t, false)
+	ctx := context.Background()
+	d, err := srv.Create(ctx, handler.Config{Strategy: handler.EventID, Effect: "effects"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	write := func() int64 {
+		tx, err := d.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := tx.InsertMarker(ctx, handler.Marker{EventID: "evt-1", Consumer: "c", Identity: "{}", At: at}); err != nil {
+			t.Fatal(err)
+		}
+		id, err := tx.InsertEffect(ctx, handler.Effect{EventID: "evt-1", Consumer: "c", Payload: "{}", At: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	for round := 1; round <= 2; round++ {
+		if id := write(); id != 1 {
+			t.Errorf("round %d: first effect id %d, want 1", round, id)
+		}
+		if err := d.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, table := range []string{"processed", "effects"} {
+			if n, err := d.Count(ctx, table); err != nil || n != 0 {
+				t.Errorf("round %d: %s has %d rows after Reset (%v), want 0", round, table, n, err)
+			}
+		}
+	}
+}

@@ -15,6 +15,9 @@ type stores struct {
 	name   string
 	paths  []string         // SQLite: each file's database
 	server *postgres.Server // PostgreSQL: the one server of the run
+	// schemas are the files' schemas on the server, dropped (or kept) at
+	// the end of the run.
+	schemas []*postgres.DB
 }
 
 func openStores(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*stores, error) {
@@ -42,8 +45,18 @@ func openStores(ctx context.Context, scenarios []*scenario.Scenario, opts Option
 // opener returns the opener of scenario i: each call makes a fresh store.
 func (st *stores) opener(i int) runner.Opener {
 	if st.server != nil {
+		// A file's repetitions share its schema, emptied before each.
+		var db *postgres.DB
 		return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
-			return st.server.Create(ctx, s.Handler.Config)
+			if db != nil {
+				return reused{db}, db.Reset(ctx)
+			}
+			var err error
+			if db, err = st.server.Create(ctx, s.Handler.Config); err != nil {
+				return nil, err
+			}
+			st.schemas = append(st.schemas, db)
+			return reused{db}, nil
 		}
 	}
 	path := st.paths[i]
@@ -56,10 +69,20 @@ func (st *stores) opener(i int) runner.Opener {
 	}
 }
 
+// reused is a file's schema lent to one run of the file: closing it ends
+// the run, not the schema.
+type reused struct{ *postgres.DB }
+
+func (reused) Close() error { return nil }
+
 func (st *stores) close() {
-	if st.server != nil {
-		st.server.Close()
+	if st.server == nil {
+		return
 	}
+	for _, db := range st.schemas {
+		db.Close()
+	}
+	st.server.Close()
 }
 
 func (st *stores) kept() []string {
