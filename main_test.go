@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redeliver/redeliver/cmd"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -16,6 +20,9 @@ var update = flag.Bool("update", false, "rewrite the expected output in testdata
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"redeliver": func() { os.Exit(cmd.Main()) },
+		// drop-kept-schemas FILE drops the PostgreSQL schemas that the
+		// "kept schema NAME" lines of FILE (a --keep run's stderr) name.
+		"drop-kept-schemas": func() { os.Exit(dropKeptSchemas(os.Args[1])) },
 	})
 }
 
@@ -26,13 +33,48 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           filepath.Join("testdata", "script"),
 		UpdateScripts: *update,
+		Condition: func(cond string) (bool, error) {
+			if cond == "postgres" {
+				return os.Getenv("REDELIVER_TEST_POSTGRES") != "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
 			env.Setenv("FORCE_COLOR", "")
 			env.Setenv("GITHUB_ACTIONS", "")
+			// Scripts marked [postgres] run against this server, and skip without it.
+			env.Setenv("REDELIVER_TEST_POSTGRES", os.Getenv("REDELIVER_TEST_POSTGRES"))
 			return copyTree("scenarios", filepath.Join(env.WorkDir, "scenarios"))
 		},
 	})
+}
+
+func dropKeptSchemas(file string) int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("REDELIVER_TEST_POSTGRES"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close(ctx)
+	for _, line := range strings.Split(string(data), "\n") {
+		name, ok := strings.CutPrefix(line, "kept schema ")
+		if !ok {
+			continue
+		}
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("dropped", name)
+	}
+	return 0
 }
 
 func copyTree(from, to string) error {

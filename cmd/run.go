@@ -3,6 +3,8 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/report"
@@ -16,6 +18,8 @@ type runOptions struct {
 	Paths  []string
 	DB     string
 	Seed   int64
+	Repeat int
+	Keep   bool
 	Output outputOptions
 }
 
@@ -31,8 +35,13 @@ The report has one line per check and a verdict line. A failed check says what
 was expected, what happened, and where (file:line:column).
 
 --db chooses the database: :memory: (the default: embedded SQLite in memory),
-a file path (one scenario file; the file is left for inspection), or a folder
-ending in / (one database file per scenario file).
+a file path (one scenario file; the file is left for inspection), a folder
+ending in / (one database file per scenario file), or a PostgreSQL URL
+(postgres://USER@HOST:PORT/DATABASE): each scenario file then runs in a schema
+of its own, dropped at the end unless --keep.
+
+--repeat N runs each scenario file N times, each on a fresh database, and each
+check's line says how many runs passed and how many broke which invariant.
 
 ` + outputHelp + `
 
@@ -46,14 +55,17 @@ structured report carries the same figures.
   redeliver run scenarios/seed-fixture.yaml --db seed.db
   redeliver run scenarios/ -v
   redeliver run --report junit=redeliver.xml
-  redeliver run --format json > redeliver.json`,
+  redeliver run --format json > redeliver.json
+  redeliver run scenarios/races --repeat 1000 --db postgres://postgres@127.0.0.1:5432/test`,
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			o.Paths = args
 			return runRun(cmd, s, o)
 		}),
 	}
 	f := c.Flags()
-	f.StringVar(&o.DB, "db", ":memory:", "database: :memory:, a file path, or a folder/ for one file per scenario")
+	f.StringVar(&o.DB, "db", ":memory:", "database: :memory:, a file path, a folder/ for one file per scenario, or postgres://…")
+	f.IntVar(&o.Repeat, "repeat", 1, "run each scenario file N times, each on a fresh database")
+	f.BoolVar(&o.Keep, "keep", false, "keep the PostgreSQL schemas of the run instead of dropping them")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for every random choice")
 	addOutputFlags(f, &o.Output)
 	return c
@@ -63,13 +75,16 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 	if len(o.Paths) == 0 {
 		o.Paths = []string{"scenarios"}
 	}
+	if o.Repeat < 1 {
+		return usagef("--repeat must be at least 1, not %d", o.Repeat)
+	}
 	out, err := o.Output.prepare(s)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	run := &report.Run{Command: "run", Seed: o.Seed, Store: storeKind(o.DB), Workers: 1}
-	err = runSuite(cmd.Context(), o, run)
+	err = runSuite(cmd.Context(), o, run, s.Err)
 	run.Duration = time.Since(start)
 	if err != nil {
 		run.Errors = harnessErrors(err)
@@ -87,7 +102,7 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 }
 
 // runSuite loads and runs the scenario files, filling in the run's results.
-func runSuite(ctx context.Context, o *runOptions, run *report.Run) error {
+func runSuite(ctx context.Context, o *runOptions, run *report.Run, stderr io.Writer) error {
 	files, err := suite.Collect(o.Paths)
 	if err != nil {
 		return inputErr(err)
@@ -97,9 +112,12 @@ func runSuite(ctx context.Context, o *runOptions, run *report.Run) error {
 		return inputErr(err)
 	}
 	run.Workers = workersOf(scenarios)
-	res, err := suite.Run(ctx, scenarios, suite.Options{DB: o.DB})
+	res, err := suite.Run(ctx, scenarios, suite.Options{DB: o.DB, Keep: o.Keep, Repeat: o.Repeat})
 	if res != nil {
 		run.Files = res.Files
+		for _, k := range res.Kept {
+			fmt.Fprintf(stderr, "kept schema %s\n", k)
+		}
 	}
 	return inputErr(err)
 }

@@ -118,6 +118,12 @@ type Effect struct {
 // ErrUnique is returned by a store when an insert breaks a unique constraint.
 var ErrUnique = errors.New("unique constraint violated")
 
+// ErrBusy is returned by a store that gave up waiting for a lock another
+// worker held (SQLITE_BUSY after its bounded wait). The transaction was
+// rolled back, so the delivery failed and nothing was lost: it is reported
+// as a failed outcome, as a broker would see it, not as a broken run.
+var ErrBusy = errors.New("database busy")
+
 // InjectedError is the failure a fault point raises.
 type InjectedError struct{ Point FaultPoint }
 

@@ -208,7 +208,7 @@ func (w *work) fail(tx Tx, err error) Result {
 		_ = tx.Rollback()
 	}
 	var injected *InjectedError
-	if !errors.As(err, &injected) && !errors.Is(err, ErrUnique) && (w.external == nil || err != w.external.Err) {
+	if !errors.As(err, &injected) && !errors.Is(err, ErrUnique) && !errors.Is(err, ErrBusy) && (w.external == nil || err != w.external.Err) {
 		err = &StoreError{Err: err}
 	}
 	return Result{Outcome: Failed, Err: err, External: w.external}
@@ -381,7 +381,7 @@ func (w *work) afterRace(ctx context.Context, failed Result) Result {
 	case w.h.cfg.Strategy.UsesKey():
 		id, ev, found, err := tx.EffectByKey(ctx, w.key)
 		if err == nil && found {
-			return Result{Outcome: Duplicate, EffectID: id, DuplicateOf: ev, Key: w.key}
+			return w.markRaced(ctx, tx, id, ev, failed)
 		}
 	default:
 		// No marker (retention purged it), but the effect's own unique key

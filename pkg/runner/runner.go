@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/checker"
@@ -69,7 +68,7 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			return res, &RuntimeError{File: s.File, Err: err}
+			return res, &RuntimeError{File: s.File, Err: notCompleted(s, i, err)}
 		}
 		cr.Duration = time.Since(start)
 		res.Checks = append(res.Checks, *cr)
@@ -121,7 +120,7 @@ func (r *run) check(ctx context.Context, index int, c *scenario.Check) (*CheckRe
 			r.now = r.now.Add(st.Advance)
 		}
 		if err != nil {
-			return nil, err
+			return nil, &stepError{step: i, err: err}
 		}
 	}
 	if c.Expect != nil {
@@ -246,36 +245,6 @@ func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d h
 		}
 	}
 	return rec, nil
-}
-
-func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector) error {
-	unit := [2]string{d.EventID, scope}
-	results := make([]handler.Result, st.Concurrent)
-	ds := make([]handler.Delivery, st.Concurrent)
-	for i := range ds {
-		cr.attempts[unit]++
-		ds[i] = d
-		ds[i].Attempt = cr.attempts[unit]
-	}
-	var wg sync.WaitGroup
-	for i := range ds {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			results[i] = cr.h.Handle(ctx, ds[i], inject)
-		}(i)
-	}
-	wg.Wait()
-	for i, res := range results {
-		rec, err := cr.record(ctx, step, st, ds[i], scope, res)
-		if err != nil {
-			return err
-		}
-		if i == 0 && st.Label != "" {
-			cr.labels[st.Label] = rec.Result.EffectID
-		}
-	}
-	return nil
 }
 
 func (cr *checkRun) expect(step, n int, st *scenario.Step, rec checker.Record) {

@@ -539,7 +539,7 @@ func braced(xs []string) []string {
 
 func (l *loader) step(n *yaml.Node) *Step {
 	st := &Step{Pos: l.pos(n), Times: 1}
-	var deliverNode, expectNode, advanceNode *yaml.Node
+	var deliverNode, expectNode, advanceNode, interleaveNode *yaml.Node
 	var modifiers []*yaml.Node // fields that only a deliver step may have
 	ok := l.mapping(n, "a step", []field{
 		{"deliver", func(k, v *yaml.Node) { deliverNode = v; st.Event = l.event(v) }},
@@ -574,6 +574,11 @@ func (l *loader) step(n *yaml.Node) *Step {
 			modifiers = append(modifiers, k)
 			st.Concurrent, _ = l.integer(v, "concurrent", 2, MaxConcurrent)
 		}},
+		{"interleave", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			interleaveNode = k
+			l.interleave(st, v)
+		}},
 		{"label", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
 			s, ok := l.str(v, "label")
@@ -607,6 +612,9 @@ func (l *loader) step(n *yaml.Node) *Step {
 		}
 		if st.Concurrent > 0 && st.Times > 1 {
 			l.errorf(n, "a step takes times or concurrent, not both")
+		}
+		if interleaveNode != nil && st.Concurrent == 0 {
+			l.errorf(interleaveNode, "interleave holds concurrent workers at a fault point, so it needs concurrent: N (2 to %d) on the same step", MaxConcurrent)
 		}
 		if st.Consumer != "" {
 			// The handler block may come later in the file: check at the end.
@@ -915,3 +923,44 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 
 func isJSONNumber(s string) bool { return jsonNumber.MatchString(s) }
+
+// faultPoint reads the name of a fault point.
+func (l *loader) faultPoint(n *yaml.Node, what string) handler.FaultPoint {
+	s, ok := l.str(n, what)
+	if !ok {
+		return ""
+	}
+	for _, p := range handler.FaultPoints {
+		if string(p) == s {
+			return p
+		}
+	}
+	l.errorf(n, "unknown fault point %q in %s; expected %s", s, what, oneOf(words(handler.FaultPoints)))
+	return ""
+}
+
+// interleave reads `interleave: POINT` or `interleave: {at: POINT, release: together|in-order}`.
+func (l *loader) interleave(st *Step, n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		st.Interleave = l.faultPoint(n, "interleave")
+		return
+	}
+	var at *yaml.Node
+	l.mapping(n, "interleave", []field{
+		{"at", func(k, v *yaml.Node) { at = v; st.Interleave = l.faultPoint(v, "interleave at") }},
+		{"release", func(k, v *yaml.Node) {
+			s, ok := l.str(v, "release")
+			switch {
+			case !ok:
+			case s == "together":
+			case s == "in-order":
+				st.InOrder = true
+			default:
+				l.errorf(v, "unknown release %q; expected together (all held workers at once) or in-order (one at a time, in worker order)", s)
+			}
+		}},
+	})
+	if at == nil {
+		l.errorf(n, "interleave needs at: the fault point to hold the workers at")
+	}
+}

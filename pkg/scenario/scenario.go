@@ -59,6 +59,8 @@ type Step struct {
 	Consumer   string             // Deliver: the consumer, for consumer-scoped handlers
 	Times      int                // Deliver: how many times in a row (default 1)
 	Concurrent int                // Deliver: how many workers at once (0: not concurrent)
+	Interleave handler.FaultPoint // Deliver, concurrent: the point every worker is held at until all have reached it
+	InOrder    bool               // Deliver, interleave: let held workers go one at a time, in worker order
 	Label      string             // Deliver: a name for the first delivery's result
 	Expect     *Expectation       // Deliver: what each delivery must return
 	State      *State             // Inspect

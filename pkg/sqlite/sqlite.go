@@ -4,13 +4,16 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -42,6 +45,7 @@ func ValidTableName(name string) bool {
 // DB is one scenario's (or one replay's) database.
 type DB struct {
 	db     *sql.DB
+	anchor *sql.Conn // held open for the life of the database
 	path   string
 	effect string
 	q      queries
@@ -82,26 +86,50 @@ func open(path string) (*DB, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("database path %q may not contain ? or #", path)
 	}
-	dsn := path + "?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"
-	if path != Memory {
-		dsn += "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	// Every worker of a concurrent step gets its own connection, and a
+	// connection waits up to busyTimeout for the write lock (SQLite's busy
+	// handler sleeps 1, 2, 5 … 100 ms between tries) before it gives up with
+	// SQLITE_BUSY, which the handler reports as a failed delivery.
+	params := "_txlock=immediate&_pragma=busy_timeout(" + strconv.Itoa(busyTimeout) + ")&_pragma=foreign_keys(1)"
+	dsn := path + "?" + params + "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	if path == Memory {
+		// A plain :memory: database lives in one connection. A named
+		// database on the memdb VFS is shared by every connection of this
+		// process that opens the same name, with SQLite's ordinary locking
+		// (so BEGIN IMMEDIATE and busy_timeout behave as on a file), and
+		// vanishes with its last connection.
+		var name [8]byte
+		if _, err := rand.Read(name[:]); err != nil {
+			return nil, err
+		}
+		dsn = "file:/redeliver-" + hex.EncodeToString(name[:]) + "?vfs=memdb&" + params
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	// One connection: an in-memory database lives in its connection, and the
-	// handler's transactions are serial.
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
+	db.SetMaxOpenConns(0)
+	db.SetMaxIdleConns(4)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	if err := db.Ping(); err != nil {
+	// One connection is held for the life of the database: an in-memory
+	// database lives as long as one connection to it is open.
+	conn, err := db.Conn(context.Background())
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &DB{db: db, path: path}, nil
+	if err := conn.PingContext(context.Background()); err != nil {
+		conn.Close()
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &DB{db: db, anchor: conn, path: path}, nil
 }
+
+// busyTimeout is how long, in milliseconds, a connection waits for the
+// write lock before it gives up with SQLITE_BUSY.
+const busyTimeout = 5000
 
 // removeOurs deletes a database file that an earlier run left, refusing to
 // touch anything else.
@@ -197,15 +225,27 @@ func makeQueries(effect string) queries {
 func (d *DB) Path() string { return d.path }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	d.anchor.Close()
+	return d.db.Close()
+}
 
 // Begin starts a write transaction (BEGIN IMMEDIATE).
 func (d *DB) Begin(ctx context.Context) (handler.Tx, error) {
-	tx, err := d.db.BeginTx(ctx, nil)
+	return begin(ctx, d.db, &d.q)
+}
+
+// beginner is the pool or one connection of it.
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+func begin(ctx context.Context, c beginner, q *queries) (handler.Tx, error) {
+	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
+		return nil, wrap("begin", err)
 	}
-	return &txn{tx: tx, q: &d.q}, nil
+	return &txn{tx: tx, q: q}, nil
 }
 
 type txn struct {
@@ -276,6 +316,9 @@ func wrap(what string, err error) error {
 		switch se.Code() {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 			return fmt.Errorf("%s: %w", what, handler.ErrUnique)
+		}
+		if se.Code()&0xff == sqlite3.SQLITE_BUSY {
+			return fmt.Errorf("%s: gave up after %d ms waiting for another worker's write lock (SQLITE_BUSY): %w", what, busyTimeout, handler.ErrBusy)
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)

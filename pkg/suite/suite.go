@@ -114,14 +114,22 @@ func unwrapPath(err error) error {
 // Options choose where the scenarios run.
 type Options struct {
 	// DB is ":memory:" (each file its own in-memory database), a file path
-	// (one scenario file only), or a folder (one database file per scenario).
+	// (one scenario file only), a folder (one database file per scenario),
+	// or a postgres:// URL (each file a schema of its own).
 	DB string
+	// Keep leaves the PostgreSQL schemas for inspection instead of dropping them.
+	Keep bool
+	// Repeat runs each file this many times, each on a fresh database
+	// (0 and 1: once).
+	Repeat int
 }
 
 // Result is what a suite run produced.
 type Result struct {
 	Files []*runner.FileResult
 	Store string // what the checks ran on, in words
+	// Kept lists the PostgreSQL schemas left for inspection (with Keep).
+	Kept []string
 }
 
 // Passed reports whether every check passed.
@@ -136,24 +144,17 @@ func (r *Result) Passed() bool {
 
 // Run runs the scenarios in order, each against a fresh store.
 func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Result, error) {
-	paths, err := dbPaths(scenarios, opts.DB)
+	st, err := openStores(ctx, scenarios, opts)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Store: "SQLite in memory"}
-	if opts.DB != "" && opts.DB != sqlite.Memory {
-		res.Store = "SQLite file"
-	}
+	res := &Result{Store: st.name}
+	defer func() {
+		st.close()
+		res.Kept = st.kept()
+	}()
 	for i, s := range scenarios {
-		path := paths[i]
-		open := func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
-			db, err := sqlite.Create(ctx, path, s.Handler.Config)
-			if errors.Is(err, sqlite.ErrNotOurs) {
-				return nil, &InputError{Msg: err.Error()}
-			}
-			return db, err
-		}
-		fr, err := runner.RunFile(ctx, s, open)
+		fr, err := repeated(ctx, s, st.opener(i), opts.Repeat)
 		if fr != nil {
 			res.Files = append(res.Files, fr)
 		}

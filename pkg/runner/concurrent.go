@@ -1,0 +1,185 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// workerOpener is a store that can give each worker of a concurrent step a
+// connection of its own (both shipped stores can). The store returned may
+// be an io.Closer; it is closed when the step ends.
+type workerOpener interface {
+	Worker(ctx context.Context) (handler.Store, error)
+}
+
+// writeLocker is a store whose transactions take the database's one write
+// lock at BEGIN (SQLite's BEGIN IMMEDIATE). Without it, a transaction blocks
+// others only once it has written (PostgreSQL's row and index locks).
+type writeLocker interface {
+	WriteLockOnBegin() bool
+}
+
+// concurrent delivers one event from st.Concurrent workers at the same
+// moment, each through its own connection, and records every outcome.
+func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector) error {
+	n := st.Concurrent
+	unit := [2]string{d.EventID, scope}
+	ds := make([]handler.Delivery, n)
+	for i := range ds {
+		cr.attempts[unit]++
+		ds[i] = d
+		ds[i].Attempt = cr.attempts[unit]
+	}
+	lockOnBegin := false
+	if wl, ok := cr.store.(writeLocker); ok {
+		lockOnBegin = wl.WriteLockOnBegin()
+	}
+	var b *barrier
+	if st.Interleave != "" {
+		b = newBarrier(st.Interleave, n, st.InOrder)
+	}
+	workers := make([]*worker, n)
+	defer func() {
+		for _, w := range workers {
+			if w != nil {
+				w.close()
+			}
+		}
+	}()
+	for i := range workers {
+		var store handler.Store = cr.store
+		if wo, ok := cr.store.(workerOpener); ok {
+			s, err := wo.Worker(ctx)
+			if err != nil {
+				return fmt.Errorf("concurrent step (%s): %w", st.Pos, err)
+			}
+			store = s
+		}
+		w := &worker{index: i, store: store, lockOnBegin: lockOnBegin}
+		w.h = handler.New(cr.s.Handler.Config, w, cr.gatewayOrNil(), func() time.Time { return cr.now })
+		workers[i] = w
+	}
+	results := make([]handler.Result, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i] = w.h.Handle(ctx, ds[i], b.hold(w, inject))
+			b.leave(w)
+		}()
+	}
+	close(start) // every worker has its connection: go together
+	wg.Wait()
+	for i, res := range results {
+		rec, err := cr.record(ctx, step, st, ds[i], scope, res)
+		if err != nil {
+			return err
+		}
+		if i == 0 && st.Label != "" {
+			cr.labels[st.Label] = rec.Result.EffectID
+		}
+	}
+	return nil
+}
+
+// worker is one concurrent worker's store. It follows the worker's
+// transaction, so that a barrier knows whether a worker it holds also holds
+// a lock the others may be waiting for.
+type worker struct {
+	index       int
+	store       handler.Store
+	h           *handler.Handler
+	lockOnBegin bool
+	goOn        chan struct{} // closed when a barrier lets the worker go; guarded by the barrier
+	released    bool          // guarded by the barrier
+
+	mu    sync.Mutex
+	inTx  bool
+	wrote bool
+}
+
+func (w *worker) Begin(ctx context.Context) (handler.Tx, error) {
+	tx, err := w.store.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.inTx, w.wrote = true, false
+	w.mu.Unlock()
+	return &workerTx{Tx: tx, w: w}, nil
+}
+
+// holdsLock reports whether the worker is inside a transaction that other
+// workers may have to wait for.
+func (w *worker) holdsLock() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inTx && (w.lockOnBegin || w.wrote)
+}
+
+func (w *worker) ended() {
+	w.mu.Lock()
+	w.inTx, w.wrote = false, false
+	w.mu.Unlock()
+}
+
+func (w *worker) wrote1() {
+	w.mu.Lock()
+	w.wrote = true
+	w.mu.Unlock()
+}
+
+// release lets a held worker go (once). Called with the barrier's mu held.
+func (w *worker) release() {
+	if !w.released {
+		w.released = true
+		close(w.goOn)
+	}
+}
+
+func (w *worker) close() {
+	if c, ok := w.store.(io.Closer); ok {
+		c.Close()
+	}
+}
+
+// workerTx marks the worker as a lock holder from its first write (taken
+// before the statement, since the statement itself may be what blocks).
+type workerTx struct {
+	handler.Tx
+	w *worker
+}
+
+func (t *workerTx) InsertMarker(ctx context.Context, m handler.Marker) error {
+	t.w.wrote1()
+	return t.Tx.InsertMarker(ctx, m)
+}
+
+func (t *workerTx) InsertEffect(ctx context.Context, e handler.Effect) (int64, error) {
+	t.w.wrote1()
+	return t.Tx.InsertEffect(ctx, e)
+}
+
+func (t *workerTx) PurgeMarkers(ctx context.Context, before time.Time) error {
+	t.w.wrote1()
+	return t.Tx.PurgeMarkers(ctx, before)
+}
+
+func (t *workerTx) Commit() error {
+	defer t.w.ended()
+	return t.Tx.Commit()
+}
+
+func (t *workerTx) Rollback() error {
+	defer t.w.ended()
+	return t.Tx.Rollback()
+}

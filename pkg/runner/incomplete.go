@@ -1,0 +1,72 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// stepError is a runtime error at one step of a check (0-based).
+type stepError struct {
+	step int
+	err  error
+}
+
+func (e *stepError) Error() string { return e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+// maxListed bounds the deliveries a runtime error names one by one.
+const maxListed = 8
+
+// notCompleted adds to a runtime error in check ci (0-based) the deliveries
+// of the file that did not complete: those of the step that failed (its
+// outcomes were not recorded) and of every later step. Nothing of them is
+// in the report, so the user knows what to run again.
+func notCompleted(s *scenario.Scenario, ci int, err error) error {
+	// An error after the steps (reading the state for the check's
+	// expectations and invariants) leaves the check's deliveries done.
+	from := len(s.Checks[ci].Steps)
+	if se, ok := err.(*stepError); ok {
+		from = se.step
+		err = se.err
+	}
+	var left []string
+	count := 0
+	for c := ci; c < len(s.Checks); c++ {
+		steps := s.Checks[c].Steps
+		for i := range steps {
+			if c == ci && i < from {
+				continue
+			}
+			st := steps[i]
+			if st.Kind != scenario.Deliver {
+				continue
+			}
+			n := st.Times
+			if st.Concurrent > 0 {
+				n = st.Concurrent
+			}
+			count += n
+			if len(left) < maxListed {
+				d := st.Event.ID
+				if n > 1 {
+					d += fmt.Sprintf(" ×%d", n)
+				}
+				left = append(left, fmt.Sprintf("%s (%s)", d, st.Pos))
+			}
+		}
+	}
+	if count == 0 {
+		return err
+	}
+	more := ""
+	if n := count - len(left); n > 0 && len(left) == maxListed {
+		more = ", and more"
+	}
+	what := fmt.Sprintf("%d deliveries, from the step that failed on, did not complete", count)
+	if count == 1 {
+		what = "1 delivery did not complete"
+	}
+	return fmt.Errorf("%w; %s: %s%s", err, what, strings.Join(left, ", "), more)
+}

@@ -1,0 +1,112 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// repeated runs one scenario file n times, each on a fresh database, and
+// folds the runs into one result: each check's line ends with how many
+// runs passed and how many runs broke which invariant, and a check passes
+// only if it passed in every run. With n below 2 it is one plain run.
+func repeated(ctx context.Context, s *scenario.Scenario, open runner.Opener, n int) (*runner.FileResult, error) {
+	if n < 2 {
+		return runner.RunFile(ctx, s, open)
+	}
+	tallies := make([]tally, len(s.Checks))
+	var out *runner.FileResult
+	for run := 1; run <= n; run++ {
+		fr, err := runner.RunFile(ctx, s, open)
+		if err != nil {
+			if out != nil {
+				out.Checks = foldChecks(tallies, run-1)
+			}
+			return out, fmt.Errorf("run %d of %d: %w", run, n, err)
+		}
+		if out == nil {
+			out = &runner.FileResult{File: fr.File, Name: fr.Name, Strategy: fr.Strategy}
+		}
+		out.Counters.Add(fr.Counters)
+		for i := range fr.Checks {
+			tallies[i].add(run, &fr.Checks[i])
+		}
+	}
+	out.Checks = foldChecks(tallies, n)
+	return out, nil
+}
+
+// tally is one check over the runs so far.
+type tally struct {
+	first  runner.CheckResult // the first run's result, or the first failing run's
+	failed int
+	// firstFailed is the run the check first failed in (0: none).
+	firstFailed int
+	broken      map[checker.Invariant]int // runs that broke each invariant
+	counters    runner.Counters
+}
+
+func (t *tally) add(run int, c *runner.CheckResult) {
+	if run == 1 {
+		t.first = *c
+		t.broken = map[checker.Invariant]int{}
+	}
+	t.counters.Add(c.Counters)
+	seen := map[checker.Invariant]bool{}
+	for _, v := range c.Violations {
+		if !seen[v.Invariant] {
+			seen[v.Invariant] = true
+			t.broken[v.Invariant]++
+		}
+	}
+	if !c.Passed {
+		t.failed++
+		if t.firstFailed == 0 {
+			t.firstFailed = run
+			t.first = *c
+		}
+	}
+	// Later runs' histories are not kept: a thousand runs must not grow
+	// the report.
+}
+
+func foldChecks(tallies []tally, runs int) []runner.CheckResult {
+	var out []runner.CheckResult
+	for _, t := range tallies {
+		if t.broken == nil {
+			break // not reached in any run
+		}
+		c := t.first
+		c.Counters = t.counters
+		c.Passed = t.failed == 0
+		var broken []string
+		for _, inv := range checker.Invariants {
+			if k := t.broken[inv]; k > 0 {
+				broken = append(broken, fmt.Sprintf("%s in %d", inv, k))
+			}
+		}
+		what := "none"
+		if len(broken) > 0 {
+			what = strings.Join(broken, ", ")
+		}
+		tail := fmt.Sprintf("%d runs: %d passed, invariants broken: %s", runs, runs-t.failed, what)
+		if c.Passed {
+			c.Line = fmt.Sprintf("%s (%s)", c.Line, tail)
+		} else {
+			fs := make([]runner.Failure, 0, len(c.Failures)+1)
+			for i, f := range c.Failures {
+				if i == 0 {
+					f.Message = fmt.Sprintf("failed in %d of %d runs (invariants broken: %s); first in run %d: %s", t.failed, runs, what, t.firstFailed, f.Message)
+				}
+				fs = append(fs, f)
+			}
+			c.Failures = fs
+		}
+		out = append(out, c)
+	}
+	return out
+}
