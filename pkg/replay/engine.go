@@ -53,11 +53,11 @@ type step struct {
 type kind int
 
 const (
-	original   kind = iota
-	redelivery      // after a crash before the ack
-	retry           // after a crash mid-transaction
-	rewound         // a rebalance re-delivered it
-	republished     // the same event under a new id
+	original    kind = iota
+	redelivery       // after a crash before the ack
+	retry            // after a crash mid-transaction
+	rewound          // a rebalance re-delivered it
+	republished      // the same event under a new id
 )
 
 // engine runs one replay: reads, injects, handles, counts.

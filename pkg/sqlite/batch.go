@@ -181,9 +181,9 @@ type Batch struct {
 		s string
 	}
 
-	begin, commit, rollback, savepoint, release, rollbackTo *prepared
-	marker, insertMarker, insertEffect, effectOf, effectByKey   *prepared
-	purge, insertCapture, insertFile                            *prepared
+	begin, commit, rollback, savepoint, release, rollbackTo   *prepared
+	marker, insertMarker, insertEffect, effectOf, effectByKey *prepared
+	purge, insertCapture, insertFile                          *prepared
 }
 
 type prepared struct {
