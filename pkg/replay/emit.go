@@ -58,7 +58,7 @@ func emit(ctx context.Context, o Options, broken []sqlite.Broken, rep *Report) e
 	defer db.Close()
 	err = db.Run(ctx, collect.Batch, func(b *sqlite.Batch) error {
 		scratch := newReport(collect, false, 0)
-		e := newEngine(collect, b, scratch, func(s step) {
+		e := newEngine(collect, b, nil, scratch, func(s step) {
 			if len(steps) < maxCollected && matches(s) {
 				steps = append(steps, s)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/redeliver/redeliver/pkg/template"
 )
 
@@ -63,8 +64,7 @@ const (
 // engine runs one replay: reads, injects, handles, counts.
 type engine struct {
 	o      Options
-	store  interface{ handler.Store }
-	rec    recorder
+	log    *sqlite.CaptureLog // nil: the capture is not recorded
 	h      *handler.Handler
 	rep    *Report
 	rng    *rand.Rand
@@ -79,19 +79,8 @@ type engine struct {
 	bad    int
 }
 
-// recorder is the store's record of the capture itself, for the findings.
-type recorder interface {
-	RecordCapture(eventID string, identity int64, key string, file, line int) error
-	RecordFile(n int, name string) error
-}
-
-type storeRecorder interface {
-	handler.Store
-	recorder
-}
-
-func newEngine(o Options, store storeRecorder, rep *Report, watch func(step)) *engine {
-	e := &engine{o: o, store: store, rec: store, rep: rep, watch: watch}
+func newEngine(o Options, store handler.Store, log *sqlite.CaptureLog, rep *Report, watch func(step)) *engine {
+	e := &engine{o: o, log: log, rep: rep, watch: watch}
 	e.h = handler.New(o.Handler, store, nil, clock)
 	e.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))
 	if o.Rewind > 0 {
@@ -112,15 +101,8 @@ func (e *engine) replay(ctx context.Context) error {
 	defer cancel()
 	chunks := make(chan chunk, 4)
 	go e.read(ctx, chunks)
-	files := 0
 	for c := range chunks {
-		for _, in := range c.files {
-			files++
-			e.rep.Inputs = append(e.rep.Inputs, in)
-			if err := e.rec.RecordFile(files, in.File); err != nil {
-				return &handler.StoreError{Err: err}
-			}
-		}
+		e.rep.Inputs = append(e.rep.Inputs, c.files...)
 		for i := range c.items {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -147,9 +129,27 @@ func (e *engine) replay(ctx context.Context) error {
 	return nil
 }
 
-// read parses the captures in a goroutine of its own.
+// read parses the captures in a goroutine of its own, and records each
+// delivery of the capture in the capture log.
 func (e *engine) read(ctx context.Context, out chan<- chunk) {
 	defer close(out)
+	if e.log == nil {
+		e.readInto(ctx, out, nil)
+		return
+	}
+	err := e.log.Write(func(w *sqlite.CaptureWriter) error {
+		e.readInto(ctx, out, w)
+		return nil
+	})
+	if err != nil {
+		select {
+		case out <- chunk{err: &handler.StoreError{Err: err}}:
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (e *engine) readInto(ctx context.Context, out chan<- chunk, w *sqlite.CaptureWriter) {
 	const size = 256
 	cur := chunk{items: make([]item, 0, size)}
 	send := func() bool {
@@ -190,6 +190,13 @@ func (e *engine) read(ctx context.Context, out chan<- chunk) {
 			return
 		}
 		cur.files = append(cur.files, input{File: label, Format: string(rd.Format())})
+		if w != nil {
+			if err := w.RecordFile(n+1, label); err != nil {
+				cur.err = &handler.StoreError{Err: err}
+				send()
+				return
+			}
+		}
 		for {
 			ev, err := rd.Next()
 			if err == io.EOF {
@@ -206,7 +213,15 @@ func (e *engine) read(ctx context.Context, out chan<- chunk) {
 				send()
 				return
 			} else {
-				cur.items = append(cur.items, e.parsed(ev, n+1))
+				it := e.parsed(ev, n+1)
+				if w != nil && it.bad == nil {
+					if err := w.Record(it.d.EventID, it.identity, it.key, it.file, it.d.At.Line); err != nil {
+						cur.err = &handler.StoreError{Err: err}
+						send()
+						return
+					}
+				}
+				cur.items = append(cur.items, it)
 			}
 			if len(cur.items) == size && !send() {
 				return
@@ -266,11 +281,6 @@ func (e *engine) capture(ctx context.Context, it *item) error {
 	e.seq++
 	if it.marked {
 		e.rep.Capture.MarkedRedelivered++
-	}
-	if it.d.Envelope != nil {
-		if err := e.rec.RecordCapture(it.d.EventID, it.identity, it.key, it.file, it.d.At.Line); err != nil {
-			return &handler.StoreError{Err: err}
-		}
 	}
 	// Every draw is made for every delivery, so one choice never shifts the
 	// others: same seed, same input, same replay.

@@ -168,11 +168,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	log, err := sqlite.OpenCaptureLog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
 	rep := newReport(o, db.Resumed, before)
-	var run *engine
 	err = db.Run(ctx, o.Batch, func(b *sqlite.Batch) error {
-		run = newEngine(o, b, rep, nil)
-		return run.replay(ctx)
+		return newEngine(o, b, log, rep, nil).replay(ctx)
 	})
 	if err != nil {
 		return nil, err
@@ -181,15 +184,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.NewEffects = rep.Effects - before
-	found, err := db.Findings(ctx, o.Examples)
+	// The two databases answer side by side.
+	var found sqlite.CaptureFindings
+	var ferr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		found, ferr = log.Findings(ctx, o.Examples)
+	}()
+	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
+	<-done
+	if err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return nil, err
 	}
 	rep.setCapture(found)
-	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
-	if err != nil {
-		return nil, err
-	}
 	rep.setViolations(broken)
 	rep.decide(o.FailOn)
 	if o.EmitScenario != "" && len(broken) > 0 {

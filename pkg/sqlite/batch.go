@@ -24,18 +24,6 @@ import (
 // acknowledged to anything outside the database, so a resumed replay
 // delivers them again and they are processed as new — nothing doubled.
 
-const captureSchema = `CREATE TABLE IF NOT EXISTS redeliver_capture(
-  event_id TEXT NOT NULL,
-  identity INTEGER NOT NULL,
-  business_key TEXT NOT NULL,
-  file INTEGER NOT NULL,
-  line INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS redeliver_files(
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL
-)`
-
 // ReplayDB is a database a capture is replayed into. On a file it keeps
 // what an earlier replay wrote, so a replay can be resumed.
 type ReplayDB struct {
@@ -84,15 +72,6 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 	} else if err := d.createSchema(ctx, cfg); err != nil {
 		d.Close()
 		return nil, err
-	}
-	if _, err := r.db.ExecContext(ctx, captureSchema); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("create capture tables: %w", err)
-	}
-	// The capture tables describe this replay's input only.
-	if _, err := r.db.ExecContext(ctx, `DELETE FROM redeliver_capture; DELETE FROM redeliver_files`); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("clear capture tables: %w", err)
 	}
 	if r.conn, err = r.db.Conn(ctx); err != nil {
 		d.Close()
@@ -183,7 +162,7 @@ type Batch struct {
 
 	begin, commit, rollback, savepoint, release, rollbackTo   *prepared
 	marker, insertMarker, insertEffect, effectOf, effectByKey *prepared
-	purge, insertCapture, insertFile                          *prepared
+	purge                                                     *prepared
 }
 
 type prepared struct {
@@ -223,8 +202,6 @@ func newBatch(dc any, effect string, size int) (*Batch, error) {
 		{&b.effectOf, q.effectOf},
 		{&b.effectByKey, q.effectByKey},
 		{&b.purge, q.purge},
-		{&b.insertCapture, `INSERT INTO redeliver_capture(event_id, identity, business_key, file, line) VALUES (?, ?, ?, ?, ?)`},
-		{&b.insertFile, `INSERT INTO redeliver_files(id, name) VALUES (?, ?)`},
 	} {
 		st, err := prepare(conn, s.sql)
 		if err != nil {
@@ -259,7 +236,7 @@ func prepare(conn driver.Conn, q string) (*prepared, error) {
 
 func (b *Batch) close() {
 	for _, p := range []*prepared{b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
-		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.insertCapture, b.insertFile} {
+		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge} {
 		if p != nil {
 			p.st.Close()
 		}
@@ -339,32 +316,6 @@ func (b *Batch) abort() {
 		b.exec(b.rollback)
 		b.open, b.count = false, 0
 	}
-}
-
-// RecordCapture writes one delivery of the capture itself (not an injected
-// one) for the capture findings: its id, a hash of its identity, its
-// business key and where it came from.
-func (b *Batch) RecordCapture(eventID string, identity int64, key string, file, line int) error {
-	if !b.open {
-		if _, err := b.exec(b.begin); err != nil {
-			return fmt.Errorf("begin: %w", err)
-		}
-		b.open = true
-	}
-	_, err := b.exec(b.insertCapture, eventID, identity, key, int64(file), int64(line))
-	return wrap("record capture", err)
-}
-
-// RecordFile names a capture file by number.
-func (b *Batch) RecordFile(n int, name string) error {
-	if !b.open {
-		if _, err := b.exec(b.begin); err != nil {
-			return fmt.Errorf("begin: %w", err)
-		}
-		b.open = true
-	}
-	_, err := b.exec(b.insertFile, int64(n), name)
-	return wrap("record file", err)
 }
 
 // batchTx is one delivery inside the batch: a savepoint.

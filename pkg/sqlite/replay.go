@@ -10,8 +10,7 @@ import (
 )
 
 // A replay of millions of deliveries cannot keep its history in memory, so
-// the invariants that read the stored rows are aggregate queries here, and
-// what the capture itself holds is counted from the redeliver_capture table.
+// the invariants that read the stored rows are aggregate queries here.
 
 // Broken is one invariant a replay broke: how many times, and the first few.
 type Broken struct {
@@ -112,117 +111,4 @@ func (r *ReplayDB) each(ctx context.Context, q string, f func([4]string)) error 
 		f([4]string{c[0].String, c[1].String, c[2].String, c[3].String})
 	}
 	return rows.Err()
-}
-
-// CaptureFindings are what the capture itself holds, before any handler ran.
-type CaptureFindings struct {
-	Deliveries         int64
-	DistinctIDs        int64
-	RepeatedIDs        int64 // ids delivered more than once
-	IdentityReuse      int64 // ids delivered with more than one payload identity
-	KeysWithSeveralIDs int64 // business keys seen under more than one id
-	Reuse              []Reuse
-	Keys               []KeyIDs
-}
-
-// Reuse is an id delivered with a different payload than the first time.
-type Reuse struct {
-	EventID     string
-	First, Then handler.Location
-}
-
-// KeyIDs is a business key seen under several ids.
-type KeyIDs struct {
-	Key   string
-	IDs   int64
-	First handler.Location
-	Some  string // the first few ids
-}
-
-// Findings counts the capture's repeated ids, reused ids and keys under
-// several ids, with up to limit examples.
-func (r *ReplayDB) Findings(ctx context.Context, limit int) (CaptureFindings, error) {
-	var f CaptureFindings
-	err := r.conn.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT event_id) FROM redeliver_capture`).Scan(&f.Deliveries, &f.DistinctIDs)
-	if err != nil {
-		return f, fmt.Errorf("count capture: %w", err)
-	}
-	err = r.conn.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(reused), 0) FROM (
-		SELECT count(DISTINCT identity) > 1 AS reused FROM redeliver_capture GROUP BY event_id HAVING count(*) > 1)`).Scan(&f.RepeatedIDs, &f.IdentityReuse)
-	if err != nil {
-		return f, fmt.Errorf("count repeated ids: %w", err)
-	}
-	err = r.conn.QueryRowContext(ctx, `SELECT count(*) FROM (
-		SELECT 1 FROM redeliver_capture WHERE business_key <> '' GROUP BY business_key HAVING count(DISTINCT event_id) > 1)`).Scan(&f.KeysWithSeveralIDs)
-	if err != nil {
-		return f, fmt.Errorf("count keys: %w", err)
-	}
-	files := map[int64]string{}
-	rows, err := r.conn.QueryContext(ctx, `SELECT id, name FROM redeliver_files`)
-	if err != nil {
-		return f, err
-	}
-	for rows.Next() {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			rows.Close()
-			return f, err
-		}
-		files[id] = name
-	}
-	rows.Close()
-	loc := func(file, line int64) handler.Location { return handler.Location{File: files[file], Line: int(line)} }
-	if f.IdentityReuse > 0 && limit > 0 {
-		rows, err := r.conn.QueryContext(ctx, `
-			SELECT c.event_id, c.file, c.line, (
-			    SELECT d.file || ' ' || d.line FROM redeliver_capture d
-			    WHERE d.event_id = c.event_id AND d.identity <> c.identity AND d.rowid > c.rowid ORDER BY d.rowid LIMIT 1)
-			FROM redeliver_capture c
-			JOIN (SELECT event_id, min(rowid) AS first FROM redeliver_capture GROUP BY event_id
-			      HAVING count(DISTINCT identity) > 1 ORDER BY first LIMIT ?) g ON c.rowid = g.first
-			ORDER BY c.rowid`, limit)
-		if err != nil {
-			return f, fmt.Errorf("find reused ids: %w", err)
-		}
-		for rows.Next() {
-			var ev, then string
-			var file, line int64
-			if err := rows.Scan(&ev, &file, &line, &then); err != nil {
-				rows.Close()
-				return f, err
-			}
-			var tf, tl int64
-			fmt.Sscanf(then, "%d %d", &tf, &tl)
-			f.Reuse = append(f.Reuse, Reuse{EventID: ev, First: loc(file, line), Then: loc(tf, tl)})
-		}
-		rows.Close()
-	}
-	if f.KeysWithSeveralIDs > 0 && limit > 0 {
-		rows, err := r.conn.QueryContext(ctx, `
-			SELECT business_key, count(DISTINCT event_id), min(rowid) AS first, group_concat(DISTINCT event_id)
-			FROM redeliver_capture WHERE business_key <> '' GROUP BY business_key
-			HAVING count(DISTINCT event_id) > 1 ORDER BY first LIMIT ?`, limit)
-		if err != nil {
-			return f, fmt.Errorf("find keys: %w", err)
-		}
-		for rows.Next() {
-			var k KeyIDs
-			var first int64
-			if err := rows.Scan(&k.Key, &k.IDs, &first, &k.Some); err != nil {
-				rows.Close()
-				return f, err
-			}
-			k.First = handler.Location{Line: int(first)}
-			f.Keys = append(f.Keys, k)
-		}
-		rows.Close()
-		for i := range f.Keys {
-			var file, line int64
-			if err := r.conn.QueryRowContext(ctx, `SELECT file, line FROM redeliver_capture WHERE rowid = ?`, f.Keys[i].First.Line).Scan(&file, &line); err == nil {
-				f.Keys[i].First = loc(file, line)
-			}
-		}
-	}
-	return f, nil
 }
