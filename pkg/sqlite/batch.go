@@ -280,8 +280,9 @@ func (b *Batch) stamp(t time.Time) string {
 	return b.times.s
 }
 
-// Begin opens a delivery's savepoint, beginning the batch transaction first
-// when none is open.
+// Begin starts a delivery, beginning the batch transaction first when none
+// is open. Its savepoint is opened by its first write: a duplicate, which
+// only reads, needs none.
 func (b *Batch) Begin(ctx context.Context) (handler.Tx, error) {
 	if b.tx.active {
 		return nil, errors.New("a delivery's transaction is already open")
@@ -292,11 +293,20 @@ func (b *Batch) Begin(ctx context.Context) (handler.Tx, error) {
 		}
 		b.open = true
 	}
-	if _, err := b.exec(b.savepoint); err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
-	}
-	b.tx.active = true
+	b.tx.active, b.tx.saved = true, false
 	return &b.tx, nil
+}
+
+// write opens the delivery's savepoint before its first write.
+func (t *batchTx) write() error {
+	if t.saved {
+		return nil
+	}
+	if _, err := t.b.exec(t.b.savepoint); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	t.saved = true
+	return nil
 }
 
 // Flush commits the open batch.
@@ -322,6 +332,7 @@ func (b *Batch) abort() {
 type batchTx struct {
 	b      *Batch
 	active bool
+	saved  bool // the savepoint is open
 	row    [2]driver.Value
 }
 
@@ -337,11 +348,17 @@ func (t *batchTx) Marker(_ context.Context, eventID, consumer string) (handler.M
 }
 
 func (t *batchTx) InsertMarker(_ context.Context, m handler.Marker) error {
+	if err := t.write(); err != nil {
+		return err
+	}
 	_, err := t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, t.b.stamp(m.At))
 	return wrap("insert marker", err)
 }
 
 func (t *batchTx) InsertEffect(_ context.Context, e handler.Effect) (int64, error) {
+	if err := t.write(); err != nil {
+		return 0, err
+	}
 	r, err := t.b.exec(t.b.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, t.b.stamp(e.At))
 	if err != nil {
 		return 0, wrap("insert effect", err)
@@ -368,6 +385,9 @@ func (t *batchTx) EffectByKey(_ context.Context, key string) (int64, string, boo
 }
 
 func (t *batchTx) PurgeMarkers(_ context.Context, before time.Time) error {
+	if err := t.write(); err != nil {
+		return err
+	}
 	_, err := t.b.exec(t.b.purge, before.UTC().Format(timeLayout))
 	return wrap("purge markers", err)
 }
@@ -379,8 +399,10 @@ func (t *batchTx) Commit() error {
 		return nil
 	}
 	t.active = false
-	if _, err := t.b.exec(t.b.release); err != nil {
-		return wrap("release", err)
+	if t.saved {
+		if _, err := t.b.exec(t.b.release); err != nil {
+			return wrap("release", err)
+		}
 	}
 	t.b.count++
 	if t.b.count >= t.b.size {
@@ -395,6 +417,9 @@ func (t *batchTx) Rollback() error {
 		return nil
 	}
 	t.active = false
+	if !t.saved {
+		return nil // nothing was written
+	}
 	if _, err := t.b.exec(t.b.rollbackTo); err != nil {
 		return wrap("rollback to savepoint", err)
 	}
