@@ -407,9 +407,9 @@ func effectsIn(t *testing.T, db string) (n, distinct int64) {
 // ends with the same effects as one uninterrupted run.
 func TestKilledReplayResumes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("spawns a replay of 300,000 deliveries")
+		t.Skip("spawns a replay of 100,000 deliveries")
 	}
-	path := bigCapture(t, 300_000)
+	path := bigCapture(t, 100_000)
 	db := filepath.Join(t.TempDir(), "replay.db")
 	c := childSpec{Inputs: []string{path}, DB: db, Redeliver: 0.2, Crash: 0.1, Seed: 11, Batch: 500}
 	o := c.options()
