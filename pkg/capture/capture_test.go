@@ -237,3 +237,38 @@ func compact(s string) string {
 	}
 	return b.String()
 }
+
+// TestBadSamples: each file under testdata/capture/bad is reported at the
+// line that is wrong, with why.
+func TestBadSamples(t *testing.T) {
+	tests := []struct {
+		file, reason string
+		line         int
+	}{
+		{"truncated.ndjson", "ends in the middle of a record", 2},
+		{"invalid-utf8.ndjson", "not valid UTF-8", 1},
+		{"bad-base64.ndjson", "data_base64 does not decode", 1},
+		{"missing-id.ndjson", "has no id", 1},
+		{"bad.nats.dump", "Data does not decode as base64", 1},
+		{"truncated-sqs.json", "truncated", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "capture", "bad", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, bad, err := readAll(t, tt.file, bytes.NewReader(src), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, b := range bad {
+				found = found || (b.At.Line == tt.line && strings.Contains(b.Reason, tt.reason))
+			}
+			if !found {
+				t.Fatalf("bad records %v, want %s:%d with %q", bad, tt.file, tt.line, tt.reason)
+			}
+		})
+	}
+}

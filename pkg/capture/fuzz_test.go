@@ -21,6 +21,17 @@ func fuzzReader(f *testing.F, format Format, opts Options, samples ...string) {
 		}
 		f.Add(data)
 	}
+	bad, err := filepath.Glob(filepath.Join("..", "..", "testdata", "capture", "bad", "*"))
+	if err != nil || len(bad) == 0 {
+		f.Fatalf("no bad-input seeds: %v", err)
+	}
+	for _, b := range bad {
+		data, err := os.ReadFile(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Add([]byte(""))
 	f.Add([]byte("{\"specversion\": oops}\n"))
 	f.Add([]byte("[\n{\"id\":1},"))

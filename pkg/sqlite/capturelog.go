@@ -192,14 +192,11 @@ type KeyIDs struct {
 // several ids, with up to limit examples.
 func (c *CaptureLog) Findings(ctx context.Context, limit int) (CaptureFindings, error) {
 	var f CaptureFindings
-	err := c.conn.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT event_id) FROM capture`).Scan(&f.Deliveries, &f.DistinctIDs)
+	// One sort of the capture by id answers the first four counts.
+	err := c.conn.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0), count(*), coalesce(sum(n > 1), 0), coalesce(sum(identities > 1), 0) FROM (
+		SELECT count(*) AS n, count(DISTINCT identity) AS identities FROM capture GROUP BY event_id)`).Scan(&f.Deliveries, &f.DistinctIDs, &f.RepeatedIDs, &f.IdentityReuse)
 	if err != nil {
 		return f, fmt.Errorf("count capture: %w", err)
-	}
-	err = c.conn.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(reused), 0) FROM (
-		SELECT count(DISTINCT identity) > 1 AS reused FROM capture GROUP BY event_id HAVING count(*) > 1)`).Scan(&f.RepeatedIDs, &f.IdentityReuse)
-	if err != nil {
-		return f, fmt.Errorf("count repeated ids: %w", err)
 	}
 	err = c.conn.QueryRowContext(ctx, `SELECT count(*) FROM (
 		SELECT 1 FROM capture WHERE business_key <> '' GROUP BY business_key HAVING count(DISTINCT event_id) > 1)`).Scan(&f.KeysWithSeveralIDs)
