@@ -59,6 +59,12 @@ func OpenCaptureLog(ctx context.Context) (*CaptureLog, error) {
 		c.Close()
 		return nil, fmt.Errorf("capture log: %w", err)
 	}
+	// The one connection holds the file open: unlinking it now means even a
+	// replay killed with SIGKILL leaves no scratch file behind (where the
+	// system allows it; elsewhere Close removes it).
+	if os.Remove(path) == nil {
+		c.path = ""
+	}
 	return c, nil
 }
 
@@ -68,8 +74,8 @@ func (c *CaptureLog) Close() error {
 		c.conn.Close()
 	}
 	err := c.db.Close()
-	for _, suffix := range []string{"", "-journal", "-wal", "-shm"} {
-		os.Remove(c.path + suffix)
+	if c.path != "" {
+		os.Remove(c.path)
 	}
 	return err
 }
