@@ -102,7 +102,6 @@ func ParseFormat(s string) (Format, error) {
 type Reader struct {
 	name   string
 	format Format
-	opts   Options
 	next   func() (Event, error)
 	closer io.Closer
 }
@@ -117,7 +116,7 @@ func Open(name string, r io.Reader, opts Options) (*Reader, error) {
 		opts.Format = Auto
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
-	rd := &Reader{name: name, opts: opts}
+	rd := &Reader{name: name}
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -220,13 +219,4 @@ func clock() time.Time { return runner.Epoch }
 
 func describeInputs(ins []string) string {
 	return strings.Join(ins, ", ")
-}
-
-// violationsOf lists the invariants broken, by name.
-func violationsOf(broken []sqlite.Broken) []checker.Invariant {
-	var out []checker.Invariant
-	for _, b := range broken {
-		out = append(out, b.Invariant)
-	}
-	return out
 }
