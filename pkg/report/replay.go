@@ -43,8 +43,10 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	o := r.Outcomes
 	fmt.Fprintf(&b, "outcomes: %d processed, %d duplicate, %d conflict, %d failed, %d crashed\n", o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed)
 	k := r.Counters
-	fmt.Fprintf(&b, "counters: %d deliveries, %d redeliveries, %d skipped duplicates, %d identity conflicts, %d failed, %d crashed, %d effects written\n",
-		k.Deliveries, k.Redeliveries, k.Duplicates, k.Conflicts, k.Failed, k.Crashed, k.Effects)
+	fmt.Fprintf(&b, "counters: %s, %s, %s, %s, %d failed, %d crashed, %s written\n",
+		count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"),
+		count(int64(k.Duplicates), "skipped duplicate", "skipped duplicates"), count(int64(k.Conflicts), "identity conflict", "identity conflicts"),
+		k.Failed, k.Crashed, count(int64(k.Effects), "effect", "effects"))
 	switch {
 	case r.Resumed && r.NewEffects == 0:
 		fmt.Fprintf(&b, "resume: the database already held %s; this replay added none\n", count(r.Effects, "effect", "effects"))
