@@ -58,12 +58,12 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int
 		}
 		qs = append(qs,
 			query{checker.LostEffect,
-				`SELECT p.event_id, p.consumer, '', '' FROM processed p WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.event_id = p.event_id AND e.consumer = p.consumer)` + byKey + ` ORDER BY p.rowid`,
+				`SELECT p.event_id, p.consumer, '', '' FROM processed p WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.event_id = p.event_id AND e.consumer = p.consumer)` + byKey + ` ORDER BY p.event_id, p.consumer`,
 				func(ev, consumer, _, _ string) (string, string, string) {
 					return ev, consumer, fmt.Sprintf("event %s is marked processed but has no row in %s", ev, r.effect)
 				}},
 			query{checker.MissingMarker,
-				`SELECT e.event_id, e.consumer, e.id, '' FROM ` + t + ` e WHERE NOT EXISTS (SELECT 1 FROM processed p WHERE p.event_id = e.event_id AND p.consumer = e.consumer) ORDER BY e.id`,
+				`SELECT e.event_id, e.consumer, e.id, '' FROM ` + t + ` e WHERE NOT EXISTS (SELECT 1 FROM processed p WHERE p.event_id = e.event_id AND p.consumer = e.consumer) ORDER BY e.event_id, e.consumer`,
 				func(ev, consumer, id, _ string) (string, string, string) {
 					return ev, consumer, fmt.Sprintf("event %s has a row in %s (id %s) but no processed marker", ev, r.effect, id)
 				}})
