@@ -98,3 +98,60 @@ func TestInvariantsCatch(t *testing.T) {
 		t.Errorf("broken %+v, want duplicate-effect once for event a with ids 1, 3, 4", broken)
 	}
 }
+
+// TestUnmatchedRows: a marker without its effect and an effect without its
+// marker are both named, wherever they fall in the index order.
+func TestUnmatchedRows(t *testing.T) {
+	tests := []struct {
+		name     string
+		strategy handler.Strategy
+		markers  []string
+		effects  []string
+		lost     []string
+		missing  []string
+	}{
+		{"all matched", handler.EventID, []string{"a", "b", "c"}, []string{"a", "b", "c"}, nil, nil},
+		{"marker alone at the start", handler.EventID, []string{"a", "b", "c"}, []string{"b", "c"}, []string{"a"}, nil},
+		{"effect alone at the end", handler.EventID, []string{"a", "b"}, []string{"a", "b", "z"}, nil, []string{"z"}},
+		{"both, interleaved", handler.EventID, []string{"a", "c", "e"}, []string{"b", "c", "d"}, []string{"a", "e"}, []string{"b", "d"}},
+		{"nothing stored", handler.EventID, nil, nil, nil, nil},
+		{"repeated markers (check-then-act)", handler.CheckThenAct, []string{"a", "a", "b"}, []string{"a", "c"}, []string{"b"}, []string{"c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := handler.Config{Strategy: tt.strategy, Consumer: "c", Effect: "effects"}
+			db, err := OpenReplay(ctx, Memory, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, m := range tt.markers {
+				if _, err := db.conn.ExecContext(ctx, `INSERT INTO processed(event_id, consumer, identity, processed_at) VALUES (?, 'c', 'null', 'now')`, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, e := range tt.effects {
+				if _, err := db.conn.ExecContext(ctx, `INSERT INTO effects(event_id, consumer, payload, created_at) VALUES (?, 'c', 'null', 'now')`, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			broken, err := db.Invariants(ctx, cfg.Strategy, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]string{}
+			for _, b := range broken {
+				for _, x := range b.Examples {
+					got[string(b.Invariant)] = append(got[string(b.Invariant)], x.EventID)
+				}
+				if int(b.Count) != len(b.Examples) {
+					t.Errorf("%s counted %d, with %d examples", b.Invariant, b.Count, len(b.Examples))
+				}
+			}
+			if fmt.Sprint(got["lost-effect"]) != fmt.Sprint(tt.lost) || fmt.Sprint(got["missing-marker"]) != fmt.Sprint(tt.missing) {
+				t.Errorf("lost %v, missing %v; want lost %v, missing %v", got["lost-effect"], got["missing-marker"], tt.lost, tt.missing)
+			}
+		})
+	}
+}

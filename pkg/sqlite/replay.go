@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -32,7 +33,7 @@ func (r *ReplayDB) CountEffects(ctx context.Context) (int64, error) {
 // one effect per business key (2, for strategies that use one), and no
 // marker without its effect nor effect without its marker (3). It returns
 // the broken ones with up to limit examples each.
-func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int) ([]Broken, error) {
+func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int) (out []Broken, err error) {
 	t := `"` + r.effect + `"`
 	type query struct {
 		inv checker.Invariant
@@ -51,7 +52,19 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int
 				return "", "", fmt.Sprintf("business key %s has %s rows in %s (ids %s, events %s)", key, n, r.effect, ids, events)
 			}})
 	}
-	if s.KeepsMarkers() {
+	if s.KeepsMarkers() && !s.UsesKey() {
+		lost, missing, err := r.unmatched(ctx, limit)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, b := range []Broken{lost, missing} {
+				if b.Count > 0 && err == nil {
+					out = append(out, b)
+				}
+			}
+		}()
+	} else if s.KeepsMarkers() {
 		byKey := ""
 		if s.UsesKey() {
 			byKey = ` AND (p.business_key IS NULL OR NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.business_key = p.business_key))`
@@ -68,10 +81,9 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int
 					return ev, consumer, fmt.Sprintf("event %s has a row in %s (id %s) but no processed marker", ev, r.effect, id)
 				}})
 	}
-	var out []Broken
 	for _, q := range qs {
 		b := Broken{Invariant: q.inv}
-		err := r.each(ctx, q.sql, func(cols [4]string) {
+		err = r.each(ctx, q.sql, func(cols [4]string) {
 			b.Count++
 			if len(b.Examples) < limit {
 				ev, consumer, detail := q.say(cols[0], cols[1], cols[2], cols[3])
@@ -89,6 +101,90 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int
 		}
 	}
 	return out, nil
+}
+
+// unmatched walks the markers and the effects side by side, both in the
+// order of their (event_id, consumer) indexes: a marker without an effect
+// breaks invariant 3 (lost-effect), an effect without a marker too
+// (missing-marker). Two index scans instead of a lookup per row.
+func (r *ReplayDB) unmatched(ctx context.Context, limit int) (lost, missing Broken, err error) {
+	lost.Invariant, missing.Invariant = checker.LostEffect, checker.MissingMarker
+	t := `"` + r.effect + `"`
+	ps, err := r.conn.QueryContext(ctx, `SELECT event_id, consumer FROM processed ORDER BY event_id, consumer`)
+	if err != nil {
+		return lost, missing, fmt.Errorf("check %s: %w", checker.LostEffect, err)
+	}
+	defer ps.Close()
+	es, err := r.conn.QueryContext(ctx, `SELECT event_id, consumer, id FROM `+t+` ORDER BY event_id, consumer`)
+	if err != nil {
+		return lost, missing, fmt.Errorf("check %s: %w", checker.MissingMarker, err)
+	}
+	defer es.Close()
+	var p, e struct {
+		event, consumer string
+		id              int64
+		ok              bool
+	}
+	nextP := func() error {
+		if p.ok = ps.Next(); p.ok {
+			return ps.Scan(&p.event, &p.consumer)
+		}
+		return ps.Err()
+	}
+	nextE := func() error {
+		if e.ok = es.Next(); e.ok {
+			return es.Scan(&e.event, &e.consumer, &e.id)
+		}
+		return es.Err()
+	}
+	if err := nextP(); err != nil {
+		return lost, missing, err
+	}
+	if err := nextE(); err != nil {
+		return lost, missing, err
+	}
+	for p.ok || e.ok {
+		c := 0
+		switch {
+		case !e.ok:
+			c = -1
+		case !p.ok:
+			c = 1
+		case p.event != e.event:
+			c = strings.Compare(p.event, e.event)
+		default:
+			c = strings.Compare(p.consumer, e.consumer)
+		}
+		switch {
+		case c < 0:
+			lost.Count++
+			if len(lost.Examples) < limit {
+				lost.Examples = append(lost.Examples, checker.Violation{Invariant: checker.LostEffect, EventID: p.event, Consumer: p.consumer,
+					Detail: fmt.Sprintf("event %s is marked processed but has no row in %s", p.event, r.effect)})
+			}
+			err = nextP()
+		case c > 0:
+			missing.Count++
+			if len(missing.Examples) < limit {
+				missing.Examples = append(missing.Examples, checker.Violation{Invariant: checker.MissingMarker, EventID: e.event, Consumer: e.consumer,
+					Detail: fmt.Sprintf("event %s has a row in %s (id %d) but no processed marker", e.event, r.effect, e.id)})
+			}
+			err = nextE()
+		default:
+			// Matched: pass every row of this key on both sides.
+			ev, consumer := p.event, p.consumer
+			for err == nil && p.ok && p.event == ev && p.consumer == consumer {
+				err = nextP()
+			}
+			for err == nil && e.ok && e.event == ev && e.consumer == consumer {
+				err = nextE()
+			}
+		}
+		if err != nil {
+			return lost, missing, err
+		}
+	}
+	return lost, missing, nil
 }
 
 // each runs a query whose rows have four columns, read as text.
