@@ -140,6 +140,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, Batch: o.Batch,
 		Warn: s.Err,
 	}
+	finish := func() {}
 	if s.ErrTTY {
 		bar := progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(s.Err),
@@ -151,9 +152,10 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 			progressbar.OptionThrottle(100_000_000),
 		)
 		opts.Progress = func(n int64) { _ = bar.Set64(n) }
-		defer bar.Finish()
+		finish = func() { _ = bar.Finish() }
 	}
 	rep, err := replay.Run(cmd.Context(), opts)
+	finish() // the line is cleared before the report is written
 	if err != nil {
 		var ie *replay.InputError
 		if errors.As(err, &ie) {
