@@ -18,8 +18,8 @@ test: ## vet, then every test with the race detector
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-bench: ## benchmarks (see README, Performance)
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: ## benchmarks (see README, Performance); REDELIVER_BENCH_N=100000 for a quick run
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint: ## gofmt, vet and staticcheck
@@ -31,6 +31,8 @@ FUZZTIME ?= 30s
 fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/scenario
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./pkg/handler
+	for f in FuzzCloudEvents FuzzKcat FuzzSQS FuzzNATS FuzzNDJSON FuzzDetect; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./pkg/capture || exit 1; done
 
 clean:
 	rm -rf bin

@@ -69,6 +69,6 @@ crashes produce, and checks that nothing is lost and nothing happens twice.
 	root.SetErr(s.Err)
 	root.SetIn(s.In)
 	root.CompletionOptions.HiddenDefaultCmd = true
-	root.AddCommand(newRunCmd(s), newValidateCmd(s), newInitCmd(s), newVersionCmd(s))
+	root.AddCommand(newRunCmd(s), newReplayCmd(s), newValidateCmd(s), newInitCmd(s), newVersionCmd(s))
 	return root
 }

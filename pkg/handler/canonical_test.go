@@ -1,6 +1,10 @@
 package handler
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
 func TestCanonicalNumber(t *testing.T) {
 	tests := []struct{ in, want string }{
@@ -75,4 +79,34 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("canonical form is not stable: %q then %q", c, again)
 		}
 	})
+}
+
+// TestCanonicalPlainString checks the shortcut for plain strings against
+// the full decoding: the same canonical form either way.
+func TestCanonicalPlainString(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`"order-1"`, `"order-1"`},
+		{`"a b ~"`, `"a b ~"`},
+		{`"a<b"`, `"a\u003cb"`},
+		{`"\u0041"`, `"A"`},
+		{`"é"`, `"é"`},
+		{`""`, `""`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := Canonical([]byte(tt.in))
+			if err != nil || got != tt.want {
+				t.Errorf("Canonical(%s) = %s, %v; want %s", tt.in, got, err, tt.want)
+			}
+			var b strings.Builder
+			var s string
+			if err := json.Unmarshal([]byte(tt.in), &s); err != nil {
+				t.Fatal(err)
+			}
+			writeString(&b, s)
+			if b.String() != got {
+				t.Errorf("Canonical(%s) = %s, but the full path writes %s", tt.in, got, b.String())
+			}
+		})
+	}
 }

@@ -1,0 +1,196 @@
+package cmd
+
+import (
+	"errors"
+
+	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/replay"
+	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+// replayOptions are the flags of redeliver replay.
+type replayOptions struct {
+	Logs       []string
+	DB         string
+	Format     string
+	Color      string
+	Seed       int64
+	Input      string
+	ID         string
+	Key        string
+	Payload    string
+	Identity   []string
+	Strategy   string
+	Consumer   string
+	Effect     string
+	Redeliver  float64
+	Crash      float64
+	CrashAt    []string
+	Rewind     int
+	Republish  float64
+	Concurrent float64
+	MaxBad     int
+	MaxRecord  int
+	FailOn     []string
+	Emit       string
+	Batch      int
+}
+
+func newReplayCmd(s *Streams) *cobra.Command {
+	o := &replayOptions{}
+	c := &cobra.Command{
+		Use:   "replay LOG...",
+		Short: "Replay captured event logs with injected duplicates and faults",
+		Long: `Replay captured event logs through the handler, streaming them, and inject the
+duplicates real brokers make. The report says what the capture holds (repeated
+ids, ids reused with a different payload, business keys under several ids), what
+was injected, what the handler did, which invariants broke, and the seed: the
+same seed and input give the same report.
+
+Formats (detected; --input forces one): CloudEvents JSON (one event, NDJSON or a
+batch array; data or data_base64), kcat -J lines, SQS ReceiveMessage and Lambda
+Records JSON (SNS notifications unwrapped), nats sub --dump - output, and plain
+NDJSON with --id (and --key, --payload) paths. Gzip is read as is; - is stdin.
+
+On a file --db a replay resumes: replaying the same log again makes no new
+effects, and a replay killed mid-way and started again ends with the effects
+of one uninterrupted run.
+
+` + exitHelp,
+		Example: `  redeliver replay capture.ndjson
+  redeliver replay --strategy none --redeliver 0.3 --emit-scenario repro.yaml capture.ndjson
+  kcat -C -J -b broker:9092 -t orders -e | redeliver replay --id headers.ce_id -
+  redeliver replay --db replay.db --crash 0.1 --rewind 100 capture.ndjson.gz`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: ran(func(cmd *cobra.Command, args []string) error {
+			o.Logs = args
+			return runReplay(cmd, s, o)
+		}),
+	}
+	f := c.Flags()
+	f.StringVar(&o.DB, "db", ":memory:", "database: :memory: or a file (kept; replaying onto it again resumes)")
+	f.StringVar(&o.Format, "format", "text", "report format: text or json")
+	f.StringVar(&o.Color, "color", "auto", "colour the report: auto, always or never")
+	f.Int64Var(&o.Seed, "seed", 1, "seed for every injected fault")
+	f.StringVar(&o.Input, "input", "auto", "capture format: auto, cloudevents, kcat, sqs, nats or ndjson")
+	f.StringVar(&o.ID, "id", "", "path of the event id (plain NDJSON: in the line; kcat/SQS/NATS: in the envelope, e.g. headers.ce_id)")
+	f.StringVar(&o.Key, "key", "", "path of the business key, when the format gives none (e.g. data.orderId)")
+	f.StringVar(&o.Payload, "payload", "", "plain NDJSON: path of the payload (default: the whole line)")
+	f.StringSliceVar(&o.Identity, "identity", nil, "paths compared when an id is redelivered (default: the whole payload, canonical JSON)")
+	f.StringVar(&o.Strategy, "strategy", "event-id", "handler strategy: event-id, consumer-scoped, business-key, none, check-then-act, marker-after-effect")
+	f.StringVar(&o.Consumer, "consumer", "default", "consumer name the markers and effects are written for")
+	f.StringVar(&o.Effect, "effect", "effects", "name of the effect table")
+	f.Float64Var(&o.Redeliver, "redeliver", 0, "probability of a crash after commit, before the ack (the broker redelivers)")
+	f.Float64Var(&o.Crash, "crash", 0, "probability of a crash mid-transaction (the delivery is retried later)")
+	f.StringSliceVar(&o.CrashAt, "crash-at", nil, "fault points --crash picks from (default after-check,after-marker,after-effect)")
+	f.IntVar(&o.Rewind, "rewind", 0, "rebalances re-deliver up to N earlier deliveries, in order")
+	f.Float64Var(&o.Republish, "republish", 0, "probability of the same event again under a new transport id")
+	f.Float64Var(&o.Concurrent, "concurrent", 0, "probability of two workers getting the same delivery at once (needs a store that allows it)")
+	f.IntVar(&o.MaxBad, "max-bad", 0, "skip (and report) up to N bad records instead of stopping")
+	f.IntVar(&o.MaxRecord, "max-record", capture.DefaultMaxRecord, "longest line or record accepted, in bytes")
+	f.StringSliceVar(&o.FailOn, "fail-on", nil, "capture findings that fail the replay: identity-reuse, repeated-ids, keys-with-several-ids, bad-records")
+	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
+	f.IntVar(&o.Batch, "batch", 1000, "deliveries per commit (each delivery stays atomic in its own savepoint)")
+	return c
+}
+
+func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
+	if o.Format != "text" && o.Format != "json" {
+		return usagef("--format must be text or json, not %q", o.Format)
+	}
+	color, err := s.Color(o.Color)
+	if err != nil {
+		return err
+	}
+	format, err := capture.ParseFormat(o.Input)
+	if err != nil {
+		return &usageError{err}
+	}
+	strategy, ok := strategyNamed(o.Strategy)
+	if !ok {
+		return usagef("unknown --strategy %q", o.Strategy)
+	}
+	var crashAt []handler.FaultPoint
+	for _, p := range o.CrashAt {
+		fp, ok := faultPointNamed(p)
+		if !ok {
+			return usagef("unknown --crash-at point %q; expected after-check, after-marker or after-effect", p)
+		}
+		crashAt = append(crashAt, fp)
+	}
+	var failOn []replay.Finding
+	for _, f := range o.FailOn {
+		fd, err := replay.ParseFinding(f)
+		if err != nil {
+			return &usageError{err}
+		}
+		failOn = append(failOn, fd)
+	}
+	opts := replay.Options{
+		Inputs:  o.Logs,
+		Stdin:   s.In,
+		Capture: capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
+		DB:      o.DB,
+		Handler: handler.Config{Strategy: strategy, Consumer: o.Consumer, Effect: o.Effect, Identity: o.Identity},
+		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, CrashAt: crashAt, Rewind: o.Rewind,
+		Republish: o.Republish, Concurrent: o.Concurrent,
+		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, Batch: o.Batch,
+		Warn: s.Err,
+	}
+	finish := func() {}
+	if s.ErrTTY {
+		bar := progressbar.NewOptions64(-1,
+			progressbar.OptionSetWriter(s.Err),
+			progressbar.OptionSetDescription("replaying"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("deliveries"),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100_000_000),
+		)
+		opts.Progress = func(n int64) { _ = bar.Set64(n) }
+		finish = func() { _ = bar.Finish() }
+	}
+	rep, err := replay.Run(cmd.Context(), opts)
+	finish() // the line is cleared before the report is written
+	if err != nil {
+		var ie *replay.InputError
+		if errors.As(err, &ie) {
+			return &usageError{err}
+		}
+		return err
+	}
+	if o.Format == "json" {
+		err = report.ReplayJSON(s.Out, rep)
+	} else {
+		err = report.ReplayText(s.Out, rep, report.Options{Color: color})
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.Passed() {
+		return errChecksFailed
+	}
+	return nil
+}
+
+func strategyNamed(s string) (handler.Strategy, bool) {
+	for _, k := range handler.Strategies {
+		if string(k) == s {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func faultPointNamed(s string) (handler.FaultPoint, bool) {
+	for _, p := range handler.FaultPoints {
+		if string(p) == s {
+			return p, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,330 @@
+package capture
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/tidwall/gjson"
+)
+
+// idValue reads an event id: a non-empty string or a number.
+func idValue(r gjson.Result) string {
+	switch r.Type {
+	case gjson.String, gjson.Number:
+		return r.String()
+	}
+	return ""
+}
+
+// keyValue reads a business key from a path, if one was given.
+func keyValue(doc []byte, path string) string {
+	if path == "" {
+		return ""
+	}
+	r := gjson.GetBytes(doc, path)
+	if r.IsObject() || r.IsArray() {
+		return r.Raw
+	}
+	return r.String()
+}
+
+// cloudEventID joins source and id, the pair that identifies a CloudEvent.
+func cloudEventID(source, id string) string {
+	if source == "" {
+		return id
+	}
+	return strings.TrimSuffix(source, "/") + "/" + id
+}
+
+// cloudRecord reads one CloudEvent in structured JSON mode.
+func cloudRecord(name string, opts Options) recordParser {
+	paths := []string{"id", "source", "data_base64", "partitionkey", "subject"}
+	return func(rec []byte, _ handler.Location) (Event, string) {
+		f := gjson.GetManyBytes(rec, paths...)
+		id := idValue(f[0])
+		if id == "" {
+			return Event{}, "the event has no id (a CloudEvent needs a string id)"
+		}
+		// rec is the reader's buffer: the event keeps its own copy.
+		ev := Event{Source: f[1].String(), Envelope: append([]byte(nil), rec...)}
+		ev.ID = cloudEventID(ev.Source, id)
+		if f[2].Exists() {
+			data, err := base64.StdEncoding.DecodeString(f[2].String())
+			if err != nil {
+				return Event{}, fmt.Sprintf("data_base64 does not decode: %v", err)
+			}
+			env := newEnvelope(len(rec) + len(data))
+			gjson.ParseBytes(rec).ForEach(func(k, v gjson.Result) bool {
+				if k.Str != "data_base64" && k.Str != "data" {
+					env.raw(k.Str, []byte(v.Raw))
+				}
+				return true
+			})
+			env.raw("data", rawPayload(data))
+			ev.Envelope = env.bytes()
+		}
+		switch {
+		case f[3].String() != "":
+			ev.Key = f[3].String()
+		case f[4].String() != "":
+			ev.Key = f[4].String()
+		default:
+			ev.Key = keyValue(ev.Envelope, opts.Key)
+		}
+		return ev, ""
+	}
+}
+
+// kcatRecord reads one line of kcat -J: topic, partition, offset, key,
+// headers (a flat [name, value, …] array, or an object) and payload.
+func kcatRecord(name string, opts Options) recordParser {
+	seen := map[string]int64{} // highest offset per topic/partition: bounded by partitions
+	paths := []string{"topic", "partition", "offset", "key", "payload", "headers", "ts"}
+	return func(rec []byte, _ handler.Location) (Event, string) {
+		f := gjson.GetManyBytes(rec, paths...)
+		if !f[0].Exists() || f[1].Type != gjson.Number || f[2].Type != gjson.Number {
+			return Event{}, "not a kcat -J record (topic, partition and offset are required)"
+		}
+		topic, part, off := f[0].String(), f[1].Int(), f[2].Int()
+		env := newEnvelope(len(rec))
+		env.str("topic", topic)
+		env.raw("partition", []byte(f[1].Raw))
+		env.raw("offset", []byte(f[2].Raw))
+		if f[6].Exists() {
+			env.raw("ts", []byte(f[6].Raw))
+		}
+		key := ""
+		if f[3].Exists() && f[3].Type != gjson.Null {
+			key = f[3].String()
+			if f[3].Type != gjson.String {
+				key = f[3].Raw
+			}
+			env.str("key", key)
+		}
+		env.raw("headers", kcatHeaders(f[5]))
+		env.raw("data", payload(f[4]))
+		body := env.bytes()
+		id := ""
+		if opts.ID != "" {
+			id = idValue(gjson.GetBytes(body, opts.ID))
+		}
+		if id == "" {
+			id = fmt.Sprintf("%s/%d/%d", topic, part, off)
+		}
+		body = append(body[:len(body)-1], `,"id":`...)
+		body = appendString(body, id)
+		body = append(body, '}')
+		if key == "" {
+			key = keyValue(body, opts.Key)
+		}
+		tp := fmt.Sprintf("%s/%d", topic, part)
+		last, ok := seen[tp]
+		redelivered := ok && off <= last
+		if !ok || off > last {
+			seen[tp] = off
+		}
+		return Event{ID: id, Key: key, Envelope: body, Redelivered: redelivered}, ""
+	}
+}
+
+// kcatHeaders turns kcat's headers into an object of strings.
+func kcatHeaders(h gjson.Result) []byte {
+	env := newEnvelope(len(h.Raw))
+	switch {
+	case h.IsArray():
+		arr := h.Array()
+		for i := 0; i+1 < len(arr); i += 2 {
+			env.str(arr[i].String(), arr[i+1].String())
+		}
+	case h.IsObject():
+		h.ForEach(func(k, v gjson.Result) bool {
+			env.str(k.String(), v.String())
+			return true
+		})
+	}
+	return env.bytes()
+}
+
+// sqsRecord reads one SQS message: from a ReceiveMessage response
+// (MessageId, Body, Attributes) or a Lambda event record (messageId, body,
+// attributes), or an SNS record of a Lambda event (Sns). An SNS
+// Notification in the body is unwrapped: its MessageId and Message count.
+func sqsRecord(name string, opts Options) recordParser {
+	return func(rec []byte, _ handler.Location) (Event, string) {
+		r := gjson.ParseBytes(rec)
+		var id, body, group, count string
+		var sns gjson.Result
+		switch {
+		case r.Get("Sns").IsObject():
+			sns = r.Get("Sns")
+		case r.Get("MessageId").Exists():
+			id, body = r.Get("MessageId").String(), r.Get("Body").String()
+			group, count = r.Get("Attributes.MessageGroupId").String(), r.Get("Attributes.ApproximateReceiveCount").String()
+		case r.Get("messageId").Exists():
+			id, body = r.Get("messageId").String(), r.Get("body").String()
+			group, count = r.Get("attributes.MessageGroupId").String(), r.Get("attributes.ApproximateReceiveCount").String()
+		default:
+			return Event{}, "not an SQS message (no MessageId or messageId) nor an SNS record"
+		}
+		if !sns.Exists() && strings.HasPrefix(strings.TrimSpace(body), "{") && gjson.Valid(body) {
+			if b := gjson.Parse(body); b.Get("Type").String() == "Notification" && b.Get("MessageId").Exists() {
+				sns = b
+			}
+		}
+		env := newEnvelope(len(rec))
+		if id != "" {
+			env.str("sqsMessageId", id)
+		}
+		var data []byte
+		if sns.Exists() {
+			id = sns.Get("MessageId").String()
+			env.str("topicArn", sns.Get("TopicArn").String())
+			if s := sns.Get("Subject"); s.Type == gjson.String {
+				env.str("subject", s.Str)
+			}
+			data = payload(sns.Get("Message"))
+		} else {
+			data = payload(gjson.Result{Type: gjson.String, Str: body, Raw: string(appendString(nil, body))})
+		}
+		if id == "" {
+			return Event{}, "the message has no MessageId"
+		}
+		if group != "" {
+			env.str("messageGroupId", group)
+		}
+		n, _ := strconv.Atoi(count)
+		if count != "" {
+			env.raw("receiveCount", []byte(strconv.Itoa(n)))
+		}
+		env.raw("data", data)
+		body2 := env.bytes()
+		if opts.ID != "" {
+			if v := idValue(gjson.GetBytes(body2, opts.ID)); v != "" {
+				id = v
+			}
+		}
+		body2 = append(body2[:len(body2)-1], `,"id":`...)
+		body2 = appendString(body2, id)
+		body2 = append(body2, '}')
+		key := group
+		if key == "" {
+			key = keyValue(body2, opts.Key)
+		}
+		return Event{ID: id, Key: key, Envelope: body2, Redelivered: n > 1}, ""
+	}
+}
+
+// natsRecord reads one message of `nats sub --dump -`: a JSON-encoded
+// nats.Msg (Subject, Reply, Header, Data in base64), NUL-terminated.
+func natsRecord(name string, opts Options) recordParser {
+	return func(rec []byte, _ handler.Location) (Event, string) {
+		f := gjson.GetManyBytes(rec, "Subject", "Reply", "Header", "Data")
+		if !f[0].Exists() {
+			return Event{}, "not a NATS message dump (no Subject)"
+		}
+		var data []byte
+		if f[3].Type == gjson.String {
+			raw, err := base64.StdEncoding.DecodeString(f[3].Str)
+			if err != nil {
+				return Event{}, fmt.Sprintf("Data does not decode as base64: %v", err)
+			}
+			data = rawPayload(raw)
+		} else {
+			data = []byte("null")
+		}
+		env := newEnvelope(len(rec))
+		env.str("subject", f[0].String())
+		msgID := ""
+		headers := newEnvelope(len(f[2].Raw))
+		f[2].ForEach(func(k, v gjson.Result) bool {
+			val := v.String()
+			if v.IsArray() {
+				val = v.Get("0").String()
+			}
+			if strings.EqualFold(k.String(), "Nats-Msg-Id") {
+				msgID = val
+			}
+			headers.str(k.String(), val)
+			return true
+		})
+		env.raw("headers", headers.bytes())
+		stream, seq, delivered := jsAck(f[1].String())
+		if f[1].String() != "" {
+			env.str("reply", f[1].String())
+		}
+		if stream != "" {
+			env.str("stream", stream)
+			env.raw("seq", []byte(strconv.FormatUint(seq, 10)))
+			env.raw("delivered", []byte(strconv.FormatUint(delivered, 10)))
+		}
+		env.raw("data", data)
+		body := env.bytes()
+		id := ""
+		if opts.ID != "" {
+			id = idValue(gjson.GetBytes(body, opts.ID))
+		}
+		if id == "" {
+			id = msgID
+		}
+		if id == "" && stream != "" {
+			id = fmt.Sprintf("%s/%d", stream, seq)
+		}
+		if id == "" {
+			return Event{}, "the message has no Nats-Msg-Id header and no JetStream reply subject to take a stream sequence from"
+		}
+		body = append(body[:len(body)-1], `,"id":`...)
+		body = appendString(body, id)
+		body = append(body, '}')
+		return Event{ID: id, Key: keyValue(body, opts.Key), Envelope: body, Redelivered: delivered > 1}, ""
+	}
+}
+
+// jsAck reads a JetStream ack subject: $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>,
+// or the newer form with domain and account hash before the stream.
+func jsAck(reply string) (stream string, seq, delivered uint64) {
+	if !strings.HasPrefix(reply, "$JS.ACK.") {
+		return "", 0, 0
+	}
+	t := strings.Split(reply, ".")
+	var s, d, q int
+	switch {
+	case len(t) == 9:
+		s, d, q = 2, 4, 5
+	case len(t) >= 11:
+		s, d, q = 4, 6, 7
+	default:
+		return "", 0, 0
+	}
+	dv, err1 := strconv.ParseUint(t[d], 10, 64)
+	sv, err2 := strconv.ParseUint(t[q], 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", 0, 0
+	}
+	return t[s], sv, dv
+}
+
+// plainRecord reads one line of plain NDJSON: the id (and key, and
+// payload) at the paths given.
+func plainRecord(name string, opts Options) recordParser {
+	return func(rec []byte, _ handler.Location) (Event, string) {
+		id := idValue(gjson.GetBytes(rec, opts.ID))
+		if id == "" {
+			return Event{}, fmt.Sprintf("no event id at --id path %s", opts.ID)
+		}
+		data := rec
+		if opts.Payload != "" {
+			r := gjson.GetBytes(rec, opts.Payload)
+			if !r.Exists() {
+				return Event{}, fmt.Sprintf("no payload at --payload path %s", opts.Payload)
+			}
+			data = []byte(r.Raw)
+		}
+		env := newEnvelope(len(data) + len(id))
+		env.str("id", id)
+		env.raw("data", data)
+		return Event{ID: id, Key: keyValue(rec, opts.Key), Envelope: env.bytes()}, ""
+	}
+}

@@ -1,0 +1,211 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlite"
+	"github.com/tidwall/gjson"
+)
+
+// The reproducer: the deliveries of the event behind the first broken
+// invariant, collected by replaying the capture again (same seed, so the
+// same injections) into a fresh in-memory database, then shrunk — chunks
+// dropped while the rest still breaks the invariant — and written as a
+// version-1 scenario that `redeliver run` fails on.
+
+const (
+	maxCollected = 2000 // deliveries kept for shrinking
+	maxTrials    = 600  // scenario runs spent shrinking
+)
+
+func emit(ctx context.Context, o Options, broken []sqlite.Broken, rep *Report) error {
+	target := broken[0]
+	events := map[string]bool{}
+	keys := map[string]bool{}
+	for i, x := range target.Examples {
+		if i == 1 {
+			break // one event is enough to reproduce
+		}
+		if x.EventID != "" {
+			events[x.EventID] = true
+		}
+		if i < len(target.Keys) {
+			keys[target.Keys[i]] = true
+		}
+	}
+	var steps []step
+	matches := func(s step) bool {
+		id := s.d.EventID
+		if i := strings.Index(id, "~republish-"); i >= 0 {
+			id = id[:i]
+		}
+		return events[id] || (s.res.Key != "" && keys[s.res.Key])
+	}
+	collect := o
+	collect.DB, collect.Progress, collect.Warn = sqlite.Memory, nil, nil
+	db, err := sqlite.OpenReplay(ctx, sqlite.Memory, collect.Handler)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	err = db.Run(ctx, collect.Batch, func(b *sqlite.Batch) error {
+		scratch := newReport(collect, false, 0)
+		e := newEngine(collect, b, nil, scratch, func(s step) {
+			if len(steps) < maxCollected && matches(s) {
+				steps = append(steps, s)
+			}
+		})
+		return e.replay(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("collect the reproducer: %w", err)
+	}
+	if len(steps) == 0 {
+		return fmt.Errorf("no deliveries of the broken event were found again to write a reproducer")
+	}
+	want, fails := invariantOf(ctx, o, steps, "")
+	if fails {
+		steps = shrink(ctx, o, steps, want)
+	} else {
+		want = target.Invariant
+	}
+	src := scenarioYAML(o, steps, want)
+	if err := os.WriteFile(o.EmitScenario, src, 0o644); err != nil {
+		return fmt.Errorf("write reproducer: %w", err)
+	}
+	rep.Reproducer, rep.ReproducerSteps = o.EmitScenario, len(steps)
+	return nil
+}
+
+// invariantOf runs steps as a scenario and reports whether it breaks want
+// (or, with want empty, which invariant it breaks first).
+func invariantOf(ctx context.Context, o Options, steps []step, want checker.Invariant) (checker.Invariant, bool) {
+	sc, err := scenario.Load("reproducer.yaml", scenarioYAML(o, steps, want))
+	if err != nil {
+		return "", false
+	}
+	fr, err := runner.RunFile(ctx, sc, func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+	})
+	if err != nil || fr.Passed() {
+		return "", false
+	}
+	for _, c := range fr.Checks {
+		for _, v := range c.Violations {
+			if want == "" || v.Invariant == want {
+				return v.Invariant, true
+			}
+		}
+	}
+	return "", false
+}
+
+// shrink drops chunks of steps, halving the chunk size when none can go,
+// as long as what is left still breaks the invariant.
+func shrink(ctx context.Context, o Options, steps []step, want checker.Invariant) []step {
+	trials := 0
+	n := 2
+	for len(steps) >= 2 && trials < maxTrials {
+		if n > len(steps) {
+			n = len(steps)
+		}
+		size := (len(steps) + n - 1) / n
+		dropped := false
+		for start := 0; start < len(steps) && trials < maxTrials; start += size {
+			end := min(start+size, len(steps))
+			cand := append(append([]step{}, steps[:start]...), steps[end:]...)
+			trials++
+			if _, ok := invariantOf(ctx, o, cand, want); ok {
+				steps, dropped = cand, true
+				n = max(n-1, 2)
+				break
+			}
+		}
+		if !dropped {
+			if n >= len(steps) {
+				break
+			}
+			n = min(2*n, len(steps))
+		}
+	}
+	return steps
+}
+
+// scenarioYAML writes steps as a version-1 scenario file.
+func scenarioYAML(o Options, steps []step, inv checker.Invariant) []byte {
+	var b bytes.Buffer
+	what := "break an invariant"
+	if inv != "" {
+		what = "break invariant " + string(inv)
+	}
+	fmt.Fprintf(&b, "# A reproducer written by redeliver replay --seed %d from %s:\n", o.Seed, describeInputs(o.Inputs))
+	fmt.Fprintf(&b, "# %d %s that still %s. Run it with: redeliver run %s\n", len(steps), plural(len(steps), "delivery", "deliveries"), what, o.EmitScenario)
+	b.WriteString("version: 1\nname: replay reproducer\nhandler:\n")
+	fmt.Fprintf(&b, "  strategy: %s\n  consumer: %s\n  effect: %s\n", o.Handler.Strategy, quote(o.Handler.Consumer), o.Handler.Effect)
+	keyed := o.Handler.Strategy.UsesKey()
+	if keyed {
+		// The business key travels as the event's subject.
+		b.WriteString("  key: \"{subject}\"\n")
+	}
+	if len(o.Handler.Identity) > 0 {
+		fmt.Fprintf(&b, "  identity: [%s]\n", strings.Join(o.Handler.Identity, ", "))
+	}
+	b.WriteString("checks:\n")
+	fmt.Fprintf(&b, "  - name: %s\n    steps:\n", quote("replayed deliveries "+what))
+	for _, s := range steps {
+		data := gjson.GetBytes(s.d.Envelope, "data").Raw
+		var c bytes.Buffer
+		if data == "" || json.Compact(&c, []byte(data)) != nil {
+			c.Reset()
+			c.WriteString("null")
+		}
+		fmt.Fprintf(&b, "      - deliver: {id: %s", quote(s.d.EventID))
+		if keyed {
+			fmt.Fprintf(&b, ", subject: %s", quote(s.res.Key))
+		}
+		fmt.Fprintf(&b, ", data: %s}", c.String())
+		if at := s.d.At.String(); at != "" {
+			fmt.Fprintf(&b, " # %s%s", at, kindNote(s.kind))
+		}
+		b.WriteByte('\n')
+		if s.fault != "" {
+			fmt.Fprintf(&b, "        fail: %s\n", s.fault)
+		}
+	}
+	return b.Bytes()
+}
+
+func kindNote(k kind) string {
+	switch k {
+	case redelivery:
+		return ", redelivered after a crash before the ack"
+	case retry:
+		return ", retried after a crash mid-transaction"
+	case rewound:
+		return ", re-delivered by a rebalance"
+	case republished:
+		return ", republished under a new id"
+	}
+	return ""
+}
+
+// quote writes a YAML double-quoted scalar (a JSON string is one).
+func quote(s string) string {
+	q, _ := json.Marshal(s)
+	return string(q)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

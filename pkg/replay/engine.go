@@ -1,0 +1,415 @@
+package replay
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+
+	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/sqlite"
+	"github.com/redeliver/redeliver/pkg/template"
+)
+
+func mustKey(s string) template.Template {
+	t, err := template.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// item is one delivery of the capture, parsed, on its way to the handler.
+type item struct {
+	d        handler.Delivery
+	key      string
+	identity int64 // hash of the identity the handler compares
+	file     int
+	marked   bool // the broker marked it as a redelivery
+	bad      *capture.BadRecordError
+}
+
+// chunk is what the reading goroutine hands over: many items at once, so
+// the channel costs little per delivery.
+type chunk struct {
+	items []item
+	files []input // capture files opened before these items
+	err   error
+}
+
+// step is one delivery handed to the handler, with the fault injected into it.
+type step struct {
+	d     handler.Delivery
+	fault handler.FaultPoint
+	kind  kind
+	res   handler.Result
+}
+
+type kind int
+
+const (
+	original    kind = iota
+	redelivery       // after a crash before the ack
+	retry            // after a crash mid-transaction
+	rewound          // a rebalance re-delivered it
+	republished      // the same event under a new id
+)
+
+// engine runs one replay: reads, injects, handles, counts.
+type engine struct {
+	o      Options
+	log    *sqlite.CaptureLog // nil: the capture is not recorded
+	h      *handler.Handler
+	rep    *Report
+	rng    *rand.Rand
+	watch  func(step) // sees every delivery, when a reproducer is being collected
+	seq    int64      // deliveries of the capture handed over so far
+	total  int64
+	queue  pending
+	order  int64
+	ring   []handler.Delivery // the last Rewind deliveries, for a rebalance
+	ringAt int
+	nextRb int64
+	bad    int
+}
+
+func newEngine(o Options, store handler.Store, log *sqlite.CaptureLog, rep *Report, watch func(step)) *engine {
+	e := &engine{o: o, log: log, rep: rep, watch: watch}
+	e.h = handler.New(o.Handler, store, nil, clock)
+	e.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))
+	if o.Rewind > 0 {
+		e.ring = make([]handler.Delivery, 0, o.Rewind)
+		e.nextRb = e.rebalanceGap()
+	}
+	return e
+}
+
+// rebalanceGap is how many deliveries pass before the next rebalance.
+func (e *engine) rebalanceGap() int64 {
+	n := int64(e.o.Rewind)
+	return 2*n + e.rng.Int64N(2*n+1)
+}
+
+func (e *engine) replay(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks := make(chan chunk, 4)
+	go e.read(ctx, chunks)
+	for c := range chunks {
+		e.rep.Inputs = append(e.rep.Inputs, c.files...)
+		for i := range c.items {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := e.capture(ctx, &c.items[i]); err != nil {
+				return err
+			}
+		}
+		if c.err != nil {
+			return c.err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for e.queue.Len() > 0 {
+		if err := e.deliverDue(ctx, 1<<62); err != nil {
+			return err
+		}
+	}
+	if e.o.Progress != nil {
+		e.o.Progress(e.total)
+	}
+	return nil
+}
+
+// read parses the captures in a goroutine of its own, and records each
+// delivery of the capture in the capture log.
+func (e *engine) read(ctx context.Context, out chan<- chunk) {
+	defer close(out)
+	if e.log == nil {
+		e.readInto(ctx, out, nil)
+		return
+	}
+	err := e.log.Write(func(w *sqlite.CaptureWriter) error {
+		e.readInto(ctx, out, w)
+		return nil
+	})
+	if err != nil {
+		select {
+		case out <- chunk{err: &handler.StoreError{Err: err}}:
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (e *engine) readInto(ctx context.Context, out chan<- chunk, w *sqlite.CaptureWriter) {
+	const size = 256
+	cur := chunk{items: make([]item, 0, size)}
+	send := func() bool {
+		select {
+		case out <- cur:
+			cur = chunk{items: make([]item, 0, size)}
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for n, name := range e.o.Inputs {
+		var r io.Reader
+		label := name
+		if name == "-" {
+			r, label = e.o.Stdin, "stdin"
+		} else {
+			f, err := os.Open(name)
+			if err != nil {
+				cur.err = fmt.Errorf("open %s: %w", name, err)
+				send()
+				return
+			}
+			defer f.Close()
+			r = f
+		}
+		rd, err := capture.Open(label, r, e.o.Capture)
+		if err != nil {
+			var be *capture.BadRecordError
+			var ue *capture.UnknownFormatError
+			if errors.As(err, &be) || errors.As(err, &ue) {
+				err = &InputError{Msg: err.Error()}
+			} else {
+				err = &InputError{Msg: fmt.Sprintf("%s: %v", label, err)}
+			}
+			cur.err = err
+			send()
+			return
+		}
+		cur.files = append(cur.files, input{File: label, Format: string(rd.Format())})
+		if w != nil {
+			if err := w.RecordFile(n+1, label); err != nil {
+				cur.err = &handler.StoreError{Err: err}
+				send()
+				return
+			}
+		}
+		for {
+			ev, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			var be *capture.BadRecordError
+			if errors.As(err, &be) {
+				cur.items = append(cur.items, item{bad: be})
+				if be.Fatal {
+					break
+				}
+			} else if err != nil {
+				cur.err = err
+				send()
+				return
+			} else {
+				it := e.parsed(ev, n+1)
+				if w != nil && it.bad == nil {
+					if err := w.Record(it.d.EventID, it.identity, it.key, it.file, it.d.At.Line); err != nil {
+						cur.err = &handler.StoreError{Err: err}
+						send()
+						return
+					}
+				}
+				cur.items = append(cur.items, it)
+			}
+			if len(cur.items) == size && !send() {
+				return
+			}
+		}
+		rd.Close()
+	}
+	if len(cur.items) > 0 || len(cur.files) > 0 {
+		send()
+	}
+}
+
+// parsed makes the delivery of a capture event and hashes its identity.
+func (e *engine) parsed(ev capture.Event, file int) item {
+	env := ev.Envelope
+	if e.o.Handler.Strategy.UsesKey() && e.o.Handler.Key.String() == businessKeyTemplate.String() {
+		env = append(env[:len(env)-1:len(env)-1], `,"businesskey":`...)
+		key, _ := json.Marshal(ev.Key) // a Go string always marshals
+		env = append(env, key...)
+		env = append(env, '}')
+	}
+	d := handler.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: e.o.Handler.Consumer, Envelope: env, Attempt: 1, At: ev.At}
+	id, err := e.o.Handler.IdentityOf(d)
+	if err != nil {
+		return item{bad: &capture.BadRecordError{At: ev.At, Reason: err.Error()}}
+	}
+	return item{d: d, key: ev.Key, identity: fnv64(id), file: file, marked: ev.Redelivered}
+}
+
+func fnv64(s string) int64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return int64(h)
+}
+
+// capture hands one delivery of the capture to the handler, with whatever
+// the seed injects into it.
+func (e *engine) capture(ctx context.Context, it *item) error {
+	if it.bad != nil {
+		e.bad++
+		e.rep.Capture.BadRecords++
+		if e.bad > e.o.MaxBad || it.bad.Fatal {
+			hint := fmt.Sprintf(" (--max-bad %d allows that many bad records to be skipped)", e.bad)
+			if it.bad.Fatal {
+				hint = " (the rest of the file cannot be read)"
+			}
+			return &InputError{Msg: it.bad.Error() + hint}
+		}
+		if e.o.Warn != nil {
+			fmt.Fprintf(e.o.Warn, "redeliver: skipped %s\n", it.bad)
+		}
+		return nil
+	}
+	e.seq++
+	if it.marked {
+		e.rep.Capture.MarkedRedelivered++
+	}
+	// Every draw is made for every delivery, so one choice never shifts the
+	// others: same seed, same input, same replay.
+	rRedeliver, rCrash, rPoint, rRepublish, rGap := e.rng.Float64(), e.rng.Float64(), e.rng.IntN(len(e.o.CrashAt)), e.rng.Float64(), e.rng.Int64N(8)
+	var fault handler.FaultPoint
+	switch {
+	case rCrash < e.o.Crash:
+		fault = e.o.CrashAt[rPoint]
+	case rRedeliver < e.o.Redeliver:
+		fault = handler.AfterCommit
+	}
+	if err := e.handle(ctx, step{d: it.d, fault: fault, kind: original}, rGap); err != nil {
+		return err
+	}
+	if rRepublish < e.o.Republish {
+		d := it.d
+		e.rep.Injected.Republished++
+		d.EventID = it.d.EventID + "~republish-" + strconv.FormatInt(e.rep.Injected.Republished, 10)
+		e.schedule(step{d: d, kind: republished}, rGap)
+	}
+	if e.o.Rewind > 0 {
+		if err := e.rewind(ctx, it.d); err != nil {
+			return err
+		}
+	}
+	return e.deliverDue(ctx, e.seq)
+}
+
+// handle delivers once and schedules what the broker would do next.
+func (e *engine) handle(ctx context.Context, s step, gap int64) error {
+	s.res = e.h.Handle(ctx, s.d, handler.FailAt(s.fault))
+	var se *handler.StoreError
+	if errors.As(s.res.Err, &se) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("delivering %s (%s): %w", s.d.EventID, s.d.At, se.Err)
+	}
+	e.rep.count(s)
+	e.total++
+	if e.watch != nil {
+		e.watch(s)
+	}
+	if e.o.Progress != nil && e.total%4096 == 0 {
+		e.o.Progress(e.total)
+	}
+	var inj *handler.InjectedError
+	injected := errors.As(s.res.Err, &inj)
+	switch {
+	case s.fault == handler.AfterCommit && s.res.Outcome == handler.Crashed:
+		e.rep.Injected.Redelivered++
+		next := s.d
+		next.Attempt++
+		e.schedule(step{d: next, kind: redelivery}, gap)
+	case s.fault != "" && s.res.Outcome == handler.Failed && injected:
+		e.rep.Injected.Crashed++
+		next := s.d
+		next.Attempt++
+		e.schedule(step{d: next, kind: retry}, gap)
+	}
+	return nil
+}
+
+// rewind keeps the last deliveries and, at seeded moments, re-delivers them
+// in order, as a consumer group does after a rebalance to an older offset.
+func (e *engine) rewind(ctx context.Context, d handler.Delivery) error {
+	if len(e.ring) < cap(e.ring) {
+		e.ring = append(e.ring, d)
+	} else {
+		e.ring[e.ringAt] = d
+		e.ringAt = (e.ringAt + 1) % len(e.ring)
+	}
+	e.nextRb--
+	if e.nextRb > 0 {
+		return nil
+	}
+	e.nextRb = e.rebalanceGap()
+	e.rep.Injected.Rebalances++
+	for i := 0; i < len(e.ring); i++ {
+		d := e.ring[(e.ringAt+i)%len(e.ring)]
+		d.Attempt++
+		e.rep.Injected.Rewound++
+		if err := e.handle(ctx, step{d: d, kind: rewound}, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// schedule queues a delivery the broker makes later: after gap more
+// deliveries of the capture.
+func (e *engine) schedule(s step, gap int64) {
+	e.order++
+	heap.Push(&e.queue, queued{due: e.seq + gap, order: e.order, s: s})
+}
+
+// deliverDue hands over every queued delivery due by now.
+func (e *engine) deliverDue(ctx context.Context, now int64) error {
+	for e.queue.Len() > 0 && e.queue[0].due <= now {
+		q := heap.Pop(&e.queue).(queued)
+		// A later delivery is not injected into again, so every event ends
+		// handled; its own gap is drawn all the same.
+		if err := e.handle(ctx, q.s, 1+e.rng.Int64N(8)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type queued struct {
+	due, order int64
+	s          step
+}
+
+// pending is a min-heap of queued deliveries by due time, then order.
+type pending []queued
+
+func (p pending) Len() int { return len(p) }
+func (p pending) Less(i, j int) bool {
+	if p[i].due != p[j].due {
+		return p[i].due < p[j].due
+	}
+	return p[i].order < p[j].order
+}
+func (p pending) Swap(i, j int) { p[i], p[j] = p[j], p[i] }
+func (p *pending) Push(x any)   { *p = append(*p, x.(queued)) }
+func (p *pending) Pop() any {
+	old := *p
+	x := old[len(old)-1]
+	*p = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,222 @@
+// Package replay runs a captured event log through the handler, with the
+// duplicates real brokers make injected from a seed, and reports what the
+// capture held, what the handler did with it and which invariants broke.
+// Nothing in it grows with the length of the log: deliveries stream
+// through, and the findings and invariants are counted in the database.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/sqlite"
+)
+
+// Finding names something a capture can hold that --fail-on can make fatal.
+type Finding string
+
+// The capture findings.
+const (
+	IdentityReuse      Finding = "identity-reuse"        // an id delivered with different payloads
+	RepeatedIDs        Finding = "repeated-ids"          // an id delivered more than once
+	KeysWithSeveralIDs Finding = "keys-with-several-ids" // one business key under several ids
+	BadRecords         Finding = "bad-records"           // records skipped under --max-bad
+)
+
+// Findings lists every finding --fail-on accepts.
+var Findings = []Finding{IdentityReuse, RepeatedIDs, KeysWithSeveralIDs, BadRecords}
+
+// Options are what a replay reads, how it injects faults, and where it writes.
+type Options struct {
+	Inputs  []string // capture files; "-" reads Stdin
+	Stdin   io.Reader
+	Capture capture.Options
+	DB      string // ":memory:" or a file (kept, and resumed on the next replay)
+	Handler handler.Config
+
+	Seed       int64
+	Redeliver  float64              // probability of a crash after commit, before the ack
+	Crash      float64              // probability of a crash mid-transaction
+	CrashAt    []handler.FaultPoint // where such a crash happens
+	Rewind     int                  // a rebalance re-delivers up to this many earlier deliveries
+	Republish  float64              // probability of the same event again under a new id
+	Concurrent float64              // probability of two workers at once
+
+	MaxBad       int       // bad records skipped (and reported) before the replay stops
+	FailOn       []Finding // capture findings that fail the replay
+	EmitScenario string    // where to write a reproducer when an invariant breaks
+	Batch        int       // deliveries per commit (default 1000)
+	Examples     int       // examples per finding and invariant (default 5)
+
+	// Progress, if set, is told how many deliveries have been handled so far.
+	Progress func(deliveries int64)
+	// Warn receives one line per skipped bad record.
+	Warn io.Writer
+}
+
+// InputError is a mistake in what the replay was asked to read or do: it
+// maps to exit status 2.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+func inputf(format string, args ...any) error { return &InputError{Msg: fmt.Sprintf(format, args...)} }
+
+// DefaultCrashAt are the mid-transaction fault points --crash uses by default.
+var DefaultCrashAt = []handler.FaultPoint{handler.AfterCheck, handler.AfterMarker, handler.AfterEffect}
+
+func (o *Options) validate() error {
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--republish", o.Republish}, {"--concurrent", o.Concurrent}} {
+		if p.v < 0 || p.v > 1 {
+			return inputf("%s must be a probability between 0 and 1, not %g", p.name, p.v)
+		}
+	}
+	if o.Concurrent > 0 {
+		return inputf("--concurrent needs a store that runs transactions side by side; the embedded SQLite store runs one at a time, so two workers cannot race on it (drop --concurrent)")
+	}
+	if o.Rewind < 0 || o.Rewind > 1_000_000 {
+		return inputf("--rewind must be between 0 and 1000000 deliveries, not %d", o.Rewind)
+	}
+	if o.MaxBad < 0 {
+		return inputf("--max-bad must not be negative")
+	}
+	if len(o.CrashAt) == 0 {
+		o.CrashAt = DefaultCrashAt
+	}
+	for _, p := range o.CrashAt {
+		if p == handler.BeforeBegin || p == handler.AfterCommit || (p == handler.AfterExternal && !o.Handler.Strategy.CallsOut()) {
+			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, "after-check, after-marker, after-effect")
+		}
+	}
+	if o.Handler.Strategy.CallsOut() {
+		return inputf("strategy external-key calls a payment gateway; replay does not simulate one yet (use redeliver run for external-key scenarios)")
+	}
+	if len(o.Inputs) == 0 {
+		return inputf("replay needs at least one capture file (or - for stdin)")
+	}
+	stdin := 0
+	for _, in := range o.Inputs {
+		if in == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return inputf("- (stdin) can be read only once")
+	}
+	if o.EmitScenario != "" && stdin > 0 {
+		return inputf("--emit-scenario reads the capture twice; save stdin to a file and replay that")
+	}
+	if o.Batch <= 0 {
+		o.Batch = 1000
+	}
+	if o.Examples <= 0 {
+		o.Examples = 5
+	}
+	if o.Handler.Consumer == "" {
+		o.Handler.Consumer = "default"
+	}
+	if o.Handler.Effect == "" {
+		o.Handler.Effect = "effects"
+	}
+	if o.Handler.Strategy == "" {
+		o.Handler.Strategy = handler.EventID
+	}
+	if o.Handler.Strategy.UsesKey() && o.Handler.Key.IsZero() {
+		o.Handler.Key = businessKeyTemplate
+	}
+	return nil
+}
+
+// Run replays the captures and returns the report. An error means the
+// replay could not be done (bad input, database); a report with a failing
+// verdict is not an error.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	for _, in := range o.Inputs {
+		if in == "-" {
+			continue
+		}
+		if st, err := os.Stat(in); err != nil {
+			return nil, inputf("%s: no such capture file", in)
+		} else if st.IsDir() {
+			return nil, inputf("%s is a folder; give capture files", in)
+		}
+	}
+	db, err := sqlite.OpenReplay(ctx, o.DB, o.Handler)
+	if err != nil {
+		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrMismatch) {
+			return nil, &InputError{Msg: err.Error()}
+		}
+		return nil, err
+	}
+	defer db.Close()
+	before, err := db.CountEffects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log, err := sqlite.OpenCaptureLog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	rep := newReport(o, db.Resumed, before)
+	err = db.Run(ctx, o.Batch, func(b *sqlite.Batch) error {
+		return newEngine(o, b, log, rep, nil).replay(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rep.Effects, err = db.CountEffects(ctx); err != nil {
+		return nil, err
+	}
+	rep.NewEffects = rep.Effects - before
+	// The two databases answer side by side.
+	var found sqlite.CaptureFindings
+	var ferr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		found, ferr = log.Findings(ctx, o.Examples)
+	}()
+	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
+	<-done
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep.setCapture(found)
+	rep.setViolations(broken)
+	rep.decide(o.FailOn)
+	if o.EmitScenario != "" && len(broken) > 0 {
+		if err := emit(ctx, o, broken, rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// businessKeyTemplate reads the key the capture gave each event, which the
+// engine writes into the envelope.
+var businessKeyTemplate = mustKey("{businesskey}")
+
+// clock is the replay's fixed time: reports do not depend on when they ran.
+func clock() time.Time { return runner.Epoch }
+
+func describeInputs(ins []string) string {
+	return strings.Join(ins, ", ")
+}

@@ -1,0 +1,438 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+)
+
+// The replay store: the same tables as Create's, written through a fast
+// path. Deliveries are grouped into one transaction per batch (group
+// commit), each delivery inside its own SAVEPOINT, so a failed delivery
+// rolls back alone and a committed batch holds only whole deliveries. The
+// statements are prepared once on the driver connection (no database/sql
+// per call), and inserts read LastInsertId instead of RETURNING.
+//
+// A crash loses at most the deliveries of the open batch; none of them was
+// acknowledged to anything outside the database, so a resumed replay
+// delivers them again and they are processed as new — nothing doubled.
+
+// ReplayDB is a database a capture is replayed into. On a file it keeps
+// what an earlier replay wrote, so a replay can be resumed.
+type ReplayDB struct {
+	db     *sql.DB
+	conn   *sql.Conn
+	path   string
+	effect string
+	// Resumed is set when the file already held a replay's tables.
+	Resumed bool
+}
+
+// OpenReplay opens path (":memory:" or a file) for a replay with cfg. A file
+// an earlier replay made with the same strategy and effect table is kept
+// and resumed; a file redeliver did not make is refused.
+func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB, error) {
+	if !ValidTableName(cfg.Effect) {
+		return nil, fmt.Errorf("effect table name %q is not a plain SQL identifier", cfg.Effect)
+	}
+	resume := false
+	if path != Memory {
+		st, err := os.Stat(path)
+		switch {
+		case err == nil && st.IsDir():
+			return nil, fmt.Errorf("%s is a directory, not a database file", path)
+		case err == nil && st.Size() > 0:
+			if !isSQLite(path) {
+				return nil, fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
+			}
+			resume = true
+		case err != nil && !errors.Is(err, os.ErrNotExist):
+			return nil, err
+		}
+	}
+	d, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	d.effect = cfg.Effect
+	r := &ReplayDB{db: d.db, path: path, effect: cfg.Effect}
+	if resume {
+		if err := r.checkMeta(ctx, path, cfg); err != nil {
+			d.Close()
+			return nil, err
+		}
+		r.Resumed = true
+	} else if err := d.createSchema(ctx, cfg); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if r.conn, err = r.db.Conn(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *ReplayDB) checkMeta(ctx context.Context, path string, cfg handler.Config) error {
+	meta := map[string]string{}
+	rows, err := r.db.QueryContext(ctx, `SELECT key, value FROM redeliver_meta`)
+	if err != nil {
+		return fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		meta[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if meta["strategy"] != string(cfg.Strategy) || meta["effect"] != cfg.Effect {
+		return fmt.Errorf("%s holds a replay with strategy %s and effect table %s, not %s and %s; %w (use another --db path to start afresh)",
+			path, meta["strategy"], meta["effect"], cfg.Strategy, cfg.Effect, ErrMismatch)
+	}
+	return nil
+}
+
+// ErrMismatch is returned when a database to resume was made for another handler.
+var ErrMismatch = errors.New("it cannot be resumed with this handler")
+
+// Path returns where the database lives.
+func (r *ReplayDB) Path() string { return r.path }
+
+// Close closes the database.
+func (r *ReplayDB) Close() error {
+	if r.conn != nil {
+		r.conn.Close()
+	}
+	return r.db.Close()
+}
+
+// Run calls f with the group-commit store on the database's connection,
+// then commits what f left open. batch is how many deliveries share one
+// commit.
+func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) error {
+	if batch < 1 {
+		batch = 1
+	}
+	return r.conn.Raw(func(dc any) error {
+		b, err := newBatch(dc, r.effect, batch)
+		if err != nil {
+			return err
+		}
+		defer b.close()
+		ferr := f(b)
+		var se *handler.StoreError
+		if errors.As(ferr, &se) {
+			b.abort()
+			return ferr
+		}
+		// Every finished delivery released its savepoint: committing them
+		// is safe even when f was interrupted.
+		if err := b.Flush(); err != nil {
+			return err
+		}
+		return ferr
+	})
+}
+
+// Batch is the group-commit store. It implements handler.Store; one
+// delivery's transaction is open at a time.
+type Batch struct {
+	conn  driver.Conn
+	size  int
+	count int  // deliveries in the open batch
+	open  bool // the batch transaction has begun
+	tx    batchTx
+	args  []driver.NamedValue
+	times struct {
+		t time.Time
+		s string
+	}
+
+	begin, commit, rollback, savepoint, release, rollbackTo   *prepared
+	marker, insertMarker, insertEffect, effectOf, effectByKey *prepared
+	purge                                                     *prepared
+}
+
+type prepared struct {
+	st    driver.Stmt
+	exec  driver.StmtExecContext
+	query driver.StmtQueryContext
+}
+
+// No context reaches the driver: a cancellable one costs a watcher per
+// statement. The replay checks for cancellation between deliveries.
+var bg = context.Background()
+
+func newBatch(dc any, effect string, size int) (*Batch, error) {
+	conn, ok := dc.(driver.Conn)
+	if !ok {
+		return nil, errors.New("sqlite driver connection expected")
+	}
+	b := &Batch{conn: conn, size: size, args: make([]driver.NamedValue, 8)}
+	for i := range b.args {
+		b.args[i].Ordinal = i + 1
+	}
+	b.tx.b = b
+	q := makeQueries(effect)
+	for _, s := range []struct {
+		p   **prepared
+		sql string
+	}{
+		{&b.begin, `BEGIN IMMEDIATE`},
+		{&b.commit, `COMMIT`},
+		{&b.rollback, `ROLLBACK`},
+		{&b.savepoint, `SAVEPOINT delivery`},
+		{&b.release, `RELEASE delivery`},
+		{&b.rollbackTo, `ROLLBACK TO delivery`},
+		{&b.marker, `SELECT identity, COALESCE(business_key, '') FROM processed WHERE event_id = ? AND consumer = ? LIMIT 1`},
+		{&b.insertMarker, q.insertMarker},
+		{&b.insertEffect, q.insertEffect},
+		{&b.effectOf, q.effectOf},
+		{&b.effectByKey, q.effectByKey},
+		{&b.purge, q.purge},
+	} {
+		st, err := prepare(conn, s.sql)
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("prepare %q: %w", s.sql, err)
+		}
+		*s.p = st
+	}
+	return b, nil
+}
+
+func prepare(conn driver.Conn, q string) (*prepared, error) {
+	var st driver.Stmt
+	var err error
+	if pc, ok := conn.(driver.ConnPrepareContext); ok {
+		st, err = pc.PrepareContext(bg, q)
+	} else {
+		st, err = conn.Prepare(q)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &prepared{st: st}
+	p.exec, _ = st.(driver.StmtExecContext)
+	p.query, _ = st.(driver.StmtQueryContext)
+	if p.exec == nil || p.query == nil {
+		st.Close()
+		return nil, errors.New("the driver's statements lack ExecContext/QueryContext")
+	}
+	return p, nil
+}
+
+func (b *Batch) close() {
+	for _, p := range []*prepared{b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
+		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge} {
+		if p != nil {
+			p.st.Close()
+		}
+	}
+}
+
+func (b *Batch) exec(p *prepared, args ...any) (driver.Result, error) {
+	nv := b.args[:len(args)]
+	for i, a := range args {
+		nv[i].Value = a
+	}
+	return p.exec.ExecContext(bg, nv)
+}
+
+// row runs a query and reads its first row into dest; found is false when
+// there is none.
+func (b *Batch) row(p *prepared, dest []driver.Value, args ...any) (bool, error) {
+	nv := b.args[:len(args)]
+	for i, a := range args {
+		nv[i].Value = a
+	}
+	rows, err := p.query.QueryContext(bg, nv)
+	if err != nil {
+		return false, err
+	}
+	err = rows.Next(dest)
+	cerr := rows.Close()
+	if err == io.EOF {
+		return false, cerr
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, cerr
+}
+
+func (b *Batch) stamp(t time.Time) string {
+	if !t.Equal(b.times.t) || b.times.s == "" {
+		b.times.t, b.times.s = t, t.UTC().Format(timeLayout)
+	}
+	return b.times.s
+}
+
+// Begin starts a delivery, beginning the batch transaction first when none
+// is open. Its savepoint is opened by its first write: a duplicate, which
+// only reads, needs none.
+func (b *Batch) Begin(ctx context.Context) (handler.Tx, error) {
+	if b.tx.active {
+		return nil, errors.New("a delivery's transaction is already open")
+	}
+	if !b.open {
+		if _, err := b.exec(b.begin); err != nil {
+			return nil, fmt.Errorf("begin: %w", err)
+		}
+		b.open = true
+	}
+	b.tx.active, b.tx.saved = true, false
+	return &b.tx, nil
+}
+
+// write opens the delivery's savepoint before its first write.
+func (t *batchTx) write() error {
+	if t.saved {
+		return nil
+	}
+	if _, err := t.b.exec(t.b.savepoint); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	t.saved = true
+	return nil
+}
+
+// Flush commits the open batch.
+func (b *Batch) Flush() error {
+	if !b.open {
+		return nil
+	}
+	if _, err := b.exec(b.commit); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	b.open, b.count = false, 0
+	return nil
+}
+
+func (b *Batch) abort() {
+	if b.open {
+		b.exec(b.rollback)
+		b.open, b.count = false, 0
+	}
+}
+
+// batchTx is one delivery inside the batch: a savepoint.
+type batchTx struct {
+	b      *Batch
+	active bool
+	saved  bool // the savepoint is open
+	row    [2]driver.Value
+}
+
+func (t *batchTx) Marker(_ context.Context, eventID, consumer string) (handler.Marker, bool, error) {
+	m := handler.Marker{EventID: eventID, Consumer: consumer}
+	found, err := t.b.row(t.b.marker, t.row[:2], eventID, consumer)
+	if err != nil || !found {
+		return m, false, wrap("look up marker", err)
+	}
+	m.Identity = text(t.row[0])
+	m.BusinessKey = text(t.row[1])
+	return m, true, nil
+}
+
+func (t *batchTx) InsertMarker(_ context.Context, m handler.Marker) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	_, err := t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, t.b.stamp(m.At))
+	return wrap("insert marker", err)
+}
+
+func (t *batchTx) InsertEffect(_ context.Context, e handler.Effect) (int64, error) {
+	if err := t.write(); err != nil {
+		return 0, err
+	}
+	r, err := t.b.exec(t.b.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, t.b.stamp(e.At))
+	if err != nil {
+		return 0, wrap("insert effect", err)
+	}
+	return r.LastInsertId()
+}
+
+func (t *batchTx) EffectOf(_ context.Context, eventID, consumer string) (int64, bool, error) {
+	found, err := t.b.row(t.b.effectOf, t.row[:1], eventID, consumer)
+	if err != nil || !found {
+		return 0, false, wrap("look up effect", err)
+	}
+	id, _ := t.row[0].(int64)
+	return id, true, nil
+}
+
+func (t *batchTx) EffectByKey(_ context.Context, key string) (int64, string, bool, error) {
+	found, err := t.b.row(t.b.effectByKey, t.row[:2], key)
+	if err != nil || !found {
+		return 0, "", false, wrap("look up effect by key", err)
+	}
+	id, _ := t.row[0].(int64)
+	return id, text(t.row[1]), true, nil
+}
+
+func (t *batchTx) PurgeMarkers(_ context.Context, before time.Time) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	_, err := t.b.exec(t.b.purge, before.UTC().Format(timeLayout))
+	return wrap("purge markers", err)
+}
+
+// Commit releases the delivery's savepoint; every batch-size deliveries it
+// commits the batch.
+func (t *batchTx) Commit() error {
+	if !t.active {
+		return nil
+	}
+	t.active = false
+	if t.saved {
+		if _, err := t.b.exec(t.b.release); err != nil {
+			return wrap("release", err)
+		}
+	}
+	t.b.count++
+	if t.b.count >= t.b.size {
+		return t.b.Flush()
+	}
+	return nil
+}
+
+// Rollback undoes the delivery, and only it.
+func (t *batchTx) Rollback() error {
+	if !t.active {
+		return nil
+	}
+	t.active = false
+	if !t.saved {
+		return nil // nothing was written
+	}
+	if _, err := t.b.exec(t.b.rollbackTo); err != nil {
+		return wrap("rollback to savepoint", err)
+	}
+	_, err := t.b.exec(t.b.release)
+	return wrap("release", err)
+}
+
+func text(v driver.Value) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}

@@ -1,0 +1,210 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/handler"
+)
+
+// A replay of millions of deliveries cannot keep its history in memory, so
+// the invariants that read the stored rows are aggregate queries here.
+
+// Broken is one invariant a replay broke: how many times, and the first few.
+type Broken struct {
+	Invariant checker.Invariant
+	Count     int64
+	Examples  []checker.Violation
+	// Keys are the business keys of the examples, for duplicate-key.
+	Keys []string
+}
+
+// CountEffects returns the number of rows in the effect table.
+func (r *ReplayDB) CountEffects(ctx context.Context) (int64, error) {
+	var n int64
+	err := r.conn.QueryRowContext(ctx, `SELECT count(*) FROM "`+r.effect+`"`).Scan(&n)
+	return n, err
+}
+
+// Invariants checks the stored rows: one effect per event and consumer (1),
+// one effect per business key (2, for strategies that use one), and no
+// marker without its effect nor effect without its marker (3). It returns
+// the broken ones with up to limit examples each.
+func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int) (out []Broken, err error) {
+	t := `"` + r.effect + `"`
+	type query struct {
+		inv checker.Invariant
+		sql string
+		say func(a, b, c, d string) (event, consumer, detail string)
+	}
+	qs := []query{{checker.DuplicateEffect,
+		`SELECT event_id, consumer, count(*), group_concat(id, ', ') FROM ` + t + ` GROUP BY event_id, consumer HAVING count(*) > 1 ORDER BY min(id)`,
+		func(ev, consumer, n, ids string) (string, string, string) {
+			return ev, consumer, fmt.Sprintf("event %s has %s rows in %s (ids %s) for consumer %s", ev, n, r.effect, ids, consumer)
+		}}}
+	if s.UsesKey() {
+		qs = append(qs, query{checker.DuplicateKeyEffect,
+			`SELECT business_key, count(*), group_concat(id, ', '), group_concat(event_id, ', ') FROM ` + t + ` WHERE business_key IS NOT NULL GROUP BY business_key HAVING count(*) > 1 ORDER BY min(id)`,
+			func(key, n, ids, events string) (string, string, string) {
+				return "", "", fmt.Sprintf("business key %s has %s rows in %s (ids %s, events %s)", key, n, r.effect, ids, events)
+			}})
+	}
+	if s.KeepsMarkers() && !s.UsesKey() {
+		lost, missing, err := r.unmatched(ctx, limit)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, b := range []Broken{lost, missing} {
+				if b.Count > 0 && err == nil {
+					out = append(out, b)
+				}
+			}
+		}()
+	} else if s.KeepsMarkers() {
+		byKey := ""
+		if s.UsesKey() {
+			byKey = ` AND (p.business_key IS NULL OR NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.business_key = p.business_key))`
+		}
+		qs = append(qs,
+			query{checker.LostEffect,
+				`SELECT p.event_id, p.consumer, '', '' FROM processed p WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.event_id = p.event_id AND e.consumer = p.consumer)` + byKey + ` ORDER BY p.event_id, p.consumer`,
+				func(ev, consumer, _, _ string) (string, string, string) {
+					return ev, consumer, fmt.Sprintf("event %s is marked processed but has no row in %s", ev, r.effect)
+				}},
+			query{checker.MissingMarker,
+				`SELECT e.event_id, e.consumer, e.id, '' FROM ` + t + ` e WHERE NOT EXISTS (SELECT 1 FROM processed p WHERE p.event_id = e.event_id AND p.consumer = e.consumer) ORDER BY e.event_id, e.consumer`,
+				func(ev, consumer, id, _ string) (string, string, string) {
+					return ev, consumer, fmt.Sprintf("event %s has a row in %s (id %s) but no processed marker", ev, r.effect, id)
+				}})
+	}
+	for _, q := range qs {
+		b := Broken{Invariant: q.inv}
+		err = r.each(ctx, q.sql, func(cols [4]string) {
+			b.Count++
+			if len(b.Examples) < limit {
+				ev, consumer, detail := q.say(cols[0], cols[1], cols[2], cols[3])
+				if q.inv == checker.DuplicateKeyEffect {
+					b.Keys = append(b.Keys, cols[0])
+				}
+				b.Examples = append(b.Examples, checker.Violation{Invariant: q.inv, EventID: ev, Consumer: consumer, Detail: detail})
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("check %s: %w", q.inv, err)
+		}
+		if b.Count > 0 {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// unmatched walks the markers and the effects side by side, both in the
+// order of their (event_id, consumer) indexes: a marker without an effect
+// breaks invariant 3 (lost-effect), an effect without a marker too
+// (missing-marker). Two index scans instead of a lookup per row.
+func (r *ReplayDB) unmatched(ctx context.Context, limit int) (lost, missing Broken, err error) {
+	lost.Invariant, missing.Invariant = checker.LostEffect, checker.MissingMarker
+	t := `"` + r.effect + `"`
+	ps, err := r.conn.QueryContext(ctx, `SELECT event_id, consumer FROM processed ORDER BY event_id, consumer`)
+	if err != nil {
+		return lost, missing, fmt.Errorf("check %s: %w", checker.LostEffect, err)
+	}
+	defer ps.Close()
+	es, err := r.conn.QueryContext(ctx, `SELECT event_id, consumer, id FROM `+t+` ORDER BY event_id, consumer`)
+	if err != nil {
+		return lost, missing, fmt.Errorf("check %s: %w", checker.MissingMarker, err)
+	}
+	defer es.Close()
+	var p, e struct {
+		event, consumer string
+		id              int64
+		ok              bool
+	}
+	nextP := func() error {
+		if p.ok = ps.Next(); p.ok {
+			return ps.Scan(&p.event, &p.consumer)
+		}
+		return ps.Err()
+	}
+	nextE := func() error {
+		if e.ok = es.Next(); e.ok {
+			return es.Scan(&e.event, &e.consumer, &e.id)
+		}
+		return es.Err()
+	}
+	if err := nextP(); err != nil {
+		return lost, missing, err
+	}
+	if err := nextE(); err != nil {
+		return lost, missing, err
+	}
+	for p.ok || e.ok {
+		c := 0
+		switch {
+		case !e.ok:
+			c = -1
+		case !p.ok:
+			c = 1
+		case p.event != e.event:
+			c = strings.Compare(p.event, e.event)
+		default:
+			c = strings.Compare(p.consumer, e.consumer)
+		}
+		switch {
+		case c < 0:
+			lost.Count++
+			if len(lost.Examples) < limit {
+				lost.Examples = append(lost.Examples, checker.Violation{Invariant: checker.LostEffect, EventID: p.event, Consumer: p.consumer,
+					Detail: fmt.Sprintf("event %s is marked processed but has no row in %s", p.event, r.effect)})
+			}
+			err = nextP()
+		case c > 0:
+			missing.Count++
+			if len(missing.Examples) < limit {
+				missing.Examples = append(missing.Examples, checker.Violation{Invariant: checker.MissingMarker, EventID: e.event, Consumer: e.consumer,
+					Detail: fmt.Sprintf("event %s has a row in %s (id %d) but no processed marker", e.event, r.effect, e.id)})
+			}
+			err = nextE()
+		default:
+			// Matched: pass every row of this key on both sides.
+			ev, consumer := p.event, p.consumer
+			for err == nil && p.ok && p.event == ev && p.consumer == consumer {
+				err = nextP()
+			}
+			for err == nil && e.ok && e.event == ev && e.consumer == consumer {
+				err = nextE()
+			}
+		}
+		if err != nil {
+			return lost, missing, err
+		}
+	}
+	return lost, missing, nil
+}
+
+// each runs a query whose rows have four columns, read as text.
+func (r *ReplayDB) each(ctx context.Context, q string, f func([4]string)) error {
+	rows, err := r.conn.QueryContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	ncol, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var c [4]sql.NullString
+		dest := []any{&c[0], &c[1], &c[2], &c[3]}[:len(ncol)]
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		f([4]string{c[0].String, c[1].String, c[2].String, c[3].String})
+	}
+	return rows.Err()
+}
