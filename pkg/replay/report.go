@@ -165,13 +165,15 @@ func newReport(o Options, resumed bool, before int64) *Report {
 
 // Unfinished is the report of a replay that stopped before it had one (bad
 // input, a database error): what it was asked to do, nothing counted, and
-// verdict "error". The captures' formats are as --input gave them ("auto"
+// verdict "error"; no invariant is listed, since none was checked. The
+// captures' formats are as --input gave them ("auto"
 // when they were to be detected).
 func Unfinished(o Options) *Report {
 	if o.Handler.Strategy == "" {
 		o.Handler.Strategy = handler.EventID
 	}
 	r := newReport(o, false, 0)
+	r.Invariants = []InvariantCheck{} // none was checked
 	format := o.Capture.Format
 	if format == "" {
 		format = capture.Auto
