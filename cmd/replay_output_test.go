@@ -280,3 +280,21 @@ func TestReplayDocumentedExample(t *testing.T) {
 	}
 	validJSONAgainst(t, replaySchema, example)
 }
+
+// TestReplaySeveralCaptures: each capture is a JUnit suite of its own, with
+// the invariants checked over their replay together.
+func TestReplaySeveralCaptures(t *testing.T) {
+	toRoot(t)
+	args := []string{"replay", "--format", "junit", "--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson", "testdata/capture/cloudevents-batch.json"}
+	got := invocation{args: args}.run(t)
+	if got.code != ExitFail {
+		t.Fatalf("exit status %d, want %d: %s", got.code, ExitFail, got.stderr)
+	}
+	validJUnit(t, got.stdout)
+	for _, file := range []string{"testdata/capture/cloudevents.ndjson", "testdata/capture/cloudevents-batch.json"} {
+		want := `<testsuite name="` + file + `" tests="1" failures="1" errors="0" skipped="0"`
+		if !strings.Contains(got.stdout, want) {
+			t.Errorf("no suite %s in\n%s", want, got.stdout)
+		}
+	}
+}
