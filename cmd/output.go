@@ -23,8 +23,8 @@ type outputOptions struct {
 	Format   string
 	Reports  []string // FORMAT=FILE, repeatable
 	Color    string
-	Verbose  bool
-	Coverage bool
+	Verbose  bool // run only
+	Coverage bool // run only
 }
 
 const outputHelp = `--format chooses what stdout carries: text (the default), json, junit or tap.
@@ -35,11 +35,16 @@ failure is also printed as an ::error annotation (on stdout beside the text
 report, on stderr when stdout carries a structured format), and a summary
 table is appended to the file named by GITHUB_STEP_SUMMARY.`
 
-// addOutputFlags adds the report flags to a command.
+// addOutputFlags adds the report flags every command that runs checks has.
 func addOutputFlags(f *pflag.FlagSet, o *outputOptions) {
 	f.StringVar(&o.Format, "format", "text", "report format on stdout: "+report.FormatNames())
 	f.StringArrayVar(&o.Reports, "report", nil, "also write a report into a file: FORMAT=FILE, e.g. junit=report.xml (repeatable)")
 	f.StringVar(&o.Color, "color", "auto", "colour the text report: auto, always or never")
+}
+
+// addRunOutputFlags adds the report flags that only a run of scenario
+// files has: what the text report shows besides the check lines.
+func addRunOutputFlags(f *pflag.FlagSet, o *outputOptions) {
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "also print the caught violations, the counters and what was tested")
 	f.BoolVar(&o.Coverage, "coverage", false, "print which fault points each strategy's checks reached")
 }
@@ -141,14 +146,15 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// write renders the run on stdout and into every report file, and, in
-// GitHub Actions, annotates the failures and appends the step summary.
-// A text report is left off stdout when the harness failed: the errors on
-// stderr say everything, and no verdict line should suggest otherwise.
-func (out *output) write(s *Streams, run *report.Run) error {
-	harnessFailed := len(run.Errors) > 0
+// write renders a run or a replay on stdout and into every report file,
+// and, in GitHub Actions, annotates the failures and appends the step
+// summary. A text report is left off stdout when the harness failed: the
+// errors on stderr say everything, and no verdict line should suggest
+// otherwise.
+func (out *output) write(s *Streams, res report.Result) error {
+	harnessFailed := res.Incomplete()
 	if !(out.format == report.FormatText && harnessFailed) {
-		if err := report.Render(s.Out, out.format, run, out.opts); err != nil {
+		if err := res.Render(s.Out, out.format, out.opts); err != nil {
 			return err
 		}
 	}
@@ -157,7 +163,7 @@ func (out *output) write(s *Streams, run *report.Run) error {
 	side := s.Out
 	if out.format.Structured() {
 		side = s.Err
-		if out.coverage && !harnessFailed {
+		if run, ok := res.(*report.Run); ok && out.coverage && !harnessFailed {
 			if err := report.Coverage(side, run); err != nil {
 				return err
 			}
@@ -167,7 +173,7 @@ func (out *output) write(s *Streams, run *report.Run) error {
 		var buf bytes.Buffer
 		opts := out.opts
 		opts.Color = false // a file is never a terminal
-		if err := report.Render(&buf, f.format, run, opts); err != nil {
+		if err := res.Render(&buf, f.format, opts); err != nil {
 			return err
 		}
 		if err := os.WriteFile(f.path, buf.Bytes(), 0o644); err != nil {
@@ -177,13 +183,13 @@ func (out *output) write(s *Streams, run *report.Run) error {
 	if !out.github {
 		return nil
 	}
-	if err := report.Annotations(side, run); err != nil {
+	if err := res.Annotate(side); err != nil {
 		return err
 	}
 	if out.summary == "" {
 		return nil
 	}
-	return appendFile(out.summary, func(w io.Writer) error { return report.StepSummary(w, run) })
+	return appendFile(out.summary, res.Summarize)
 }
 
 func appendFile(path string, write func(io.Writer) error) error {

@@ -339,11 +339,17 @@ func TestBadOutputFlags(t *testing.T) {
 	}
 }
 
-// validJSON checks a JSON report against the documented schema.
+// validJSON checks a JSON report of redeliver run against the documented schema.
 func validJSON(t *testing.T, out string) {
 	t.Helper()
+	validJSONAgainst(t, "docs/report.schema.json", out)
+}
+
+// validJSONAgainst checks a JSON document against a schema in docs/.
+func validJSONAgainst(t *testing.T, schema, out string) {
+	t.Helper()
 	c := jsonschema.NewCompiler()
-	sch, err := c.Compile("docs/report.schema.json")
+	sch, err := c.Compile(schema)
 	if err != nil {
 		t.Fatalf("compile the schema: %v", err)
 	}
@@ -352,7 +358,7 @@ func validJSON(t *testing.T, out string) {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
 	if err := sch.Validate(inst); err != nil {
-		t.Errorf("the JSON report does not match docs/report.schema.json: %v", err)
+		t.Errorf("the JSON report does not match %s: %v", schema, err)
 	}
 }
 

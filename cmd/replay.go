@@ -1,7 +1,11 @@
 package cmd
 
 import (
+	"context"
 	"errors"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -15,8 +19,6 @@ import (
 type replayOptions struct {
 	Logs       []string
 	DB         string
-	Format     string
-	Color      string
 	Seed       int64
 	Input      string
 	ID         string
@@ -37,6 +39,7 @@ type replayOptions struct {
 	FailOn     []string
 	Emit       string
 	Batch      int
+	Output     outputOptions
 }
 
 func newReplayCmd(s *Streams) *cobra.Command {
@@ -59,11 +62,19 @@ On a file --db a replay resumes: replaying the same log again makes no new
 effects, and a replay killed mid-way and started again ends with the effects
 of one uninterrupted run.
 
+` + outputHelp + `
+
+In JUnit XML each capture is a <testsuite> with a <testcase> per invariant
+checked and per --fail-on finding; TAP has a test point for each. A broken
+invariant names its first examples and the capture lines that delivered
+them, and its GitHub annotation points at the first of those lines.
+
 ` + exitHelp,
 		Example: `  redeliver replay capture.ndjson
   redeliver replay --strategy none --redeliver 0.3 --emit-scenario repro.yaml capture.ndjson
   kcat -C -J -b broker:9092 -t orders -e | redeliver replay --id headers.ce_id -
-  redeliver replay --db replay.db --crash 0.1 --rewind 100 capture.ndjson.gz`,
+  redeliver replay --db replay.db --crash 0.1 --rewind 100 capture.ndjson.gz
+  redeliver replay --fail-on identity-reuse --report junit=replay.xml capture.ndjson`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			o.Logs = args
@@ -72,8 +83,6 @@ of one uninterrupted run.
 	}
 	f := c.Flags()
 	f.StringVar(&o.DB, "db", ":memory:", "database: :memory: or a file (kept; replaying onto it again resumes)")
-	f.StringVar(&o.Format, "format", "text", "report format: text or json")
-	f.StringVar(&o.Color, "color", "auto", "colour the report: auto, always or never")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for every injected fault")
 	f.StringVar(&o.Input, "input", "auto", "capture format: auto, cloudevents, kcat, sqs, nats or ndjson")
 	f.StringVar(&o.ID, "id", "", "path of the event id (plain NDJSON: in the line; kcat/SQS/NATS: in the envelope, e.g. headers.ce_id)")
@@ -94,14 +103,12 @@ of one uninterrupted run.
 	f.StringSliceVar(&o.FailOn, "fail-on", nil, "capture findings that fail the replay: identity-reuse, repeated-ids, keys-with-several-ids, bad-records")
 	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
 	f.IntVar(&o.Batch, "batch", 1000, "deliveries per commit (each delivery stays atomic in its own savepoint)")
+	addOutputFlags(f, &o.Output)
 	return c
 }
 
 func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
-	if o.Format != "text" && o.Format != "json" {
-		return usagef("--format must be text or json, not %q", o.Format)
-	}
-	color, err := s.Color(o.Color)
+	out, err := o.Output.prepare(s)
 	if err != nil {
 		return err
 	}
@@ -154,19 +161,22 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		opts.Progress = func(n int64) { _ = bar.Set64(n) }
 		finish = func() { _ = bar.Finish() }
 	}
+	start := time.Now()
 	rep, err := replay.Run(cmd.Context(), opts)
 	finish() // the line is cleared before the report is written
+	res := &report.Replay{Report: rep, Duration: time.Since(start)}
 	if err != nil {
+		if rep == nil {
+			res.Report = replay.Unfinished(opts)
+		}
+		res.Errors = replayHarnessErrors(err, res.Report)
 		var ie *replay.InputError
 		if errors.As(err, &ie) {
-			return &usageError{err}
+			err = &usageError{err}
 		}
-		return err
 	}
-	if o.Format == "json" {
-		err = report.ReplayJSON(s.Out, rep)
-	} else {
-		err = report.ReplayText(s.Out, rep, report.Options{Color: color})
+	if werr := out.write(s, res); werr != nil && err == nil {
+		err = werr
 	}
 	if err != nil {
 		return err
@@ -175,6 +185,35 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		return errChecksFailed
 	}
 	return nil
+}
+
+// replayHarnessErrors turns what stopped a replay into the harness errors
+// the structured reports carry. A bad record names its capture file and
+// line at the start of the message; the reports get them as a location.
+func replayHarnessErrors(err error, rep *replay.Report) []report.HarnessError {
+	var ie *replay.InputError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return []report.HarnessError{{Kind: report.ErrorInterrupted, Message: "interrupted"}}
+	case errors.As(err, &ie):
+		e := report.HarnessError{Kind: report.ErrorInvalid, Message: ie.Msg}
+		for _, in := range rep.Inputs {
+			rest, ok := strings.CutPrefix(ie.Msg, in.File+":")
+			if !ok {
+				continue
+			}
+			e.Pos.File = in.File
+			num, msg, ok := strings.Cut(rest, ": ")
+			if line, err := strconv.Atoi(num); ok && err == nil && line > 0 {
+				e.Pos.Line, e.Message = line, msg
+			} else {
+				e.Message = strings.TrimPrefix(rest, " ")
+			}
+			break
+		}
+		return []report.HarnessError{e}
+	}
+	return []report.HarnessError{{Kind: report.ErrorRuntime, Message: err.Error()}}
 }
 
 func strategyNamed(s string) (handler.Strategy, bool) {

@@ -68,6 +68,7 @@ structured report carries the same figures.
 	f.BoolVar(&o.Keep, "keep", false, "keep the PostgreSQL schemas of the run instead of dropping them")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for every random choice")
 	addOutputFlags(f, &o.Output)
+	addRunOutputFlags(f, &o.Output)
 	return c
 }
 

@@ -201,6 +201,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.setCapture(found)
 	rep.setViolations(broken)
+	if err := rep.locate(ctx, log); err != nil {
+		return nil, err
+	}
 	rep.decide(o.FailOn)
 	if o.EmitScenario != "" && len(broken) > 0 {
 		if err := emit(ctx, o, broken, rep); err != nil {

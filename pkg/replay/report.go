@@ -1,6 +1,11 @@
 package replay
 
 import (
+	"context"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -22,14 +27,50 @@ type Report struct {
 	Effects    int64 `json:"effects"`
 	NewEffects int64 `json:"new_effects"`
 	Resumed    bool  `json:"resumed"`
+	// Invariants are the invariants the replay checked, each with how many
+	// times it was broken.
+	Invariants []InvariantCheck `json:"invariants"`
 	// Violations are the broken invariants, each with a count and examples.
 	Violations []Violation `json:"violations"`
-	// FailedOn lists the --fail-on findings the capture holds.
+	// FailOn lists the findings --fail-on asked about; FailedOn those of
+	// them the capture holds.
+	FailOn     []Finding `json:"fail_on"`
 	FailedOn   []Finding `json:"failed_on"`
 	Reproducer string    `json:"reproducer,omitempty"`
 	// ReproducerSteps is how many deliveries the reproducer kept.
 	ReproducerSteps int    `json:"reproducer_steps,omitempty"`
-	Verdict         string `json:"verdict"` // "pass" or "fail"
+	Verdict         string `json:"verdict"` // "pass" or "fail"; "error" when the replay did not finish
+}
+
+// Place is a line of a capture file. JSON writes it as file:line, the way
+// the capture examples name lines.
+type Place handler.Location
+
+// MarshalText writes the place as file:line.
+func (p Place) MarshalText() ([]byte, error) { return []byte(handler.Location(p).String()), nil }
+
+// InvariantCheck is one invariant a replay checked.
+type InvariantCheck struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Broken      int64  `json:"broken"`
+}
+
+// Checked lists the invariants a replay with the strategy checks over the
+// stored rows, as sqlite.ReplayDB.Invariants checks them: one effect per
+// event and consumer always, one per business key for the strategies that
+// use one, and markers and effects in pairs for the strategies that keep
+// markers. Invariants 4 to 6 need a history or a gateway, which a replay
+// does not keep.
+func Checked(s handler.Strategy) []checker.Invariant {
+	out := []checker.Invariant{checker.DuplicateEffect}
+	if s.UsesKey() {
+		out = append(out, checker.DuplicateKeyEffect)
+	}
+	if s.KeepsMarkers() {
+		out = append(out, checker.LostEffect, checker.MissingMarker)
+	}
+	return out
 }
 
 type input struct {
@@ -55,6 +96,8 @@ type ReuseEx struct {
 	ID    string `json:"id"`
 	First string `json:"first"`
 	Then  string `json:"then"`
+	// ThenAt is Then as a place, for annotations.
+	ThenAt handler.Location `json:"-"`
 }
 
 // KeyExample is a business key seen under several ids.
@@ -63,6 +106,8 @@ type KeyExample struct {
 	IDs   int64  `json:"ids"`
 	First string `json:"first"`
 	Some  string `json:"some_ids"`
+	// FirstAt is First as a place, for annotations.
+	FirstAt handler.Location `json:"-"`
 }
 
 // Injected counts what the seed injected.
@@ -94,7 +139,11 @@ type Violation struct {
 // Example is one instance of a broken invariant.
 type Example struct {
 	Event  string `json:"event,omitempty"`
+	Key    string `json:"key,omitempty"` // the business key, for duplicate-key
 	Detail string `json:"detail"`
+	// At are the first capture lines that delivered the event (or, for
+	// duplicate-key, the key); empty when the capture does not hold it.
+	At []Place `json:"at"`
 }
 
 // Passed reports whether the verdict is pass.
@@ -105,8 +154,39 @@ func newReport(o Options, resumed bool, before int64) *Report {
 	if o.DB != "" && o.DB != sqlite.Memory {
 		store = "SQLite file " + o.DB
 	}
-	return &Report{Seed: o.Seed, Strategy: o.Handler.Strategy, Store: store, Resumed: resumed,
-		Violations: []Violation{}, FailedOn: []Finding{}, Inputs: []input{}}
+	r := &Report{Seed: o.Seed, Strategy: o.Handler.Strategy, Store: store, Resumed: resumed,
+		Invariants: []InvariantCheck{}, Violations: []Violation{}, FailOn: append([]Finding{}, o.FailOn...), FailedOn: []Finding{}, Inputs: []input{}}
+	for _, inv := range Checked(o.Handler.Strategy) {
+		r.Invariants = append(r.Invariants, InvariantCheck{Name: string(inv), Description: inv.Describe()})
+	}
+	r.Capture.ReuseExamples, r.Capture.KeyExamples = []ReuseEx{}, []KeyExample{}
+	return r
+}
+
+// Unfinished is the report of a replay that stopped before it had one (bad
+// input, a database error): what it was asked to do, nothing counted, and
+// verdict "error"; no invariant is listed, since none was checked. The
+// captures' formats are as --input gave them ("auto"
+// when they were to be detected).
+func Unfinished(o Options) *Report {
+	if o.Handler.Strategy == "" {
+		o.Handler.Strategy = handler.EventID
+	}
+	r := newReport(o, false, 0)
+	r.Invariants = []InvariantCheck{} // none was checked
+	format := o.Capture.Format
+	if format == "" {
+		format = capture.Auto
+	}
+	for _, in := range o.Inputs {
+		name := in
+		if in == "-" {
+			name = "stdin"
+		}
+		r.Inputs = append(r.Inputs, input{File: name, Format: string(format)})
+	}
+	r.Verdict = "error"
+	return r
 }
 
 func (r *Report) count(s step) {
@@ -143,10 +223,10 @@ func (r *Report) setCapture(f sqlite.CaptureFindings) {
 	c.ReuseExamples = []ReuseEx{}
 	c.KeyExamples = []KeyExample{}
 	for _, x := range f.Reuse {
-		c.ReuseExamples = append(c.ReuseExamples, ReuseEx{ID: x.EventID, First: x.First.String(), Then: x.Then.String()})
+		c.ReuseExamples = append(c.ReuseExamples, ReuseEx{ID: x.EventID, First: x.First.String(), Then: x.Then.String(), ThenAt: x.Then})
 	}
 	for _, k := range f.Keys {
-		c.KeyExamples = append(c.KeyExamples, KeyExample{Key: k.Key, IDs: k.IDs, First: k.First.String(), Some: k.Some})
+		c.KeyExamples = append(c.KeyExamples, KeyExample{Key: k.Key, IDs: k.IDs, First: k.First.String(), Some: k.Some, FirstAt: k.First})
 	}
 	// The capture's own repeats are redeliveries too, beside the injected ones.
 	r.Counters.Redeliveries += int(f.Deliveries - f.DistinctIDs)
@@ -155,11 +235,62 @@ func (r *Report) setCapture(f sqlite.CaptureFindings) {
 func (r *Report) setViolations(broken []sqlite.Broken) {
 	for _, b := range broken {
 		v := Violation{Invariant: string(b.Invariant), Count: b.Count, Examples: []Example{}}
-		for _, x := range b.Examples {
-			v.Examples = append(v.Examples, Example{Event: x.EventID, Detail: x.Detail})
+		for i, x := range b.Examples {
+			ex := Example{Event: x.EventID, Detail: x.Detail, At: []Place{}}
+			if b.Invariant == checker.DuplicateKeyEffect && i < len(b.Keys) {
+				ex.Key = b.Keys[i]
+			}
+			v.Examples = append(v.Examples, ex)
 		}
 		r.Violations = append(r.Violations, v)
+		for i := range r.Invariants {
+			if r.Invariants[i].Name == v.Invariant {
+				r.Invariants[i].Broken = v.Count
+			}
+		}
 	}
+}
+
+// republishedSuffix ends the id of an event republished under a new
+// transport id; the capture holds it under the id before it.
+const republishedSuffix = "~republish-"
+
+// locate fills in the capture lines behind each example of a broken
+// invariant, up to three each, so reports can point at them.
+func (r *Report) locate(ctx context.Context, log *sqlite.CaptureLog) error {
+	var ids, keys []string
+	for _, v := range r.Violations {
+		for _, x := range v.Examples {
+			if x.Event != "" {
+				id, _, _ := strings.Cut(x.Event, republishedSuffix)
+				ids = append(ids, id)
+			}
+			if x.Key != "" {
+				keys = append(keys, x.Key)
+			}
+		}
+	}
+	if len(ids)+len(keys) == 0 {
+		return nil
+	}
+	byID, byKey, err := log.Where(ctx, ids, keys, 3)
+	if err != nil {
+		return err
+	}
+	for _, v := range r.Violations {
+		for i := range v.Examples {
+			x := &v.Examples[i]
+			at := byKey[x.Key]
+			if x.Event != "" {
+				id, _, _ := strings.Cut(x.Event, republishedSuffix)
+				at = byID[id]
+			}
+			for _, l := range at {
+				x.At = append(x.At, Place(l))
+			}
+		}
+	}
+	return nil
 }
 
 func (r *Report) decide(failOn []Finding) {

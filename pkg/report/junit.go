@@ -131,27 +131,7 @@ func JUnit(w io.Writer, run *Run) error {
 	}
 	// Files that never produced a result (they did not validate, or their
 	// database could not be opened) get a suite holding their errors.
-	var order []string
-	byFile := map[string][]HarnessError{}
-	for _, e := range run.strayErrors() {
-		if _, ok := byFile[e.Pos.File]; !ok {
-			order = append(order, e.Pos.File)
-		}
-		byFile[e.Pos.File] = append(byFile[e.Pos.File], e)
-	}
-	for _, file := range order {
-		name := file
-		if name == "" {
-			name = "redeliver"
-		}
-		s := junitSuite{Name: name, File: file, Time: junitTime(0)}
-		for _, e := range byFile[file] {
-			s.Cases = append(s.Cases, errorCase(e))
-		}
-		s.Tests, s.Errors = len(s.Cases), len(s.Cases)
-		uniqueNames(s.Cases)
-		doc.Suites = append(doc.Suites, s)
-	}
+	doc.Suites = append(doc.Suites, errorSuites(run.strayErrors())...)
 	for _, s := range doc.Suites {
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures

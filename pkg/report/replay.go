@@ -105,9 +105,27 @@ func count(n int64, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// ReplayJSON writes a replay's report as one JSON object (fields in README).
-func ReplayJSON(w io.Writer, r *replay.Report) error {
+// ReplayDocument is the JSON report of a replay, as docs/replay-json.md
+// describes it: the replay's own report, with the schema version, the
+// command, the duration and the harness errors around it.
+type ReplayDocument struct {
+	Schema  int    `json:"schema"`
+	Tool    string `json:"tool"`
+	Command string `json:"command"`
+	*replay.Report
+	Duration float64    `json:"duration_seconds"`
+	Errors   []ErrorDoc `json:"errors"`
+}
+
+// ReplayJSON writes a replay as one indented JSON document.
+func ReplayJSON(w io.Writer, r *Replay) error {
+	d := ReplayDocument{Schema: SchemaVersion, Tool: "redeliver", Command: "replay", Report: r.Report,
+		Duration: seconds(r.Duration), Errors: []ErrorDoc{}}
+	for _, e := range r.Errors {
+		d.Errors = append(d.Errors, ErrorDoc{Kind: e.Kind, Message: e.Message, Location: locationOf(e.Pos)})
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(d)
 }

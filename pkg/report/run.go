@@ -151,12 +151,39 @@ type Options struct {
 	Coverage bool // text only: the strategy × fault point matrix after the report
 }
 
+// Result is what a command produced, as every report format sees it: a
+// run of scenario files (*Run) or a replay of captures (*Replay). The
+// commands write either through the same plumbing.
+type Result interface {
+	// Render writes the result in one format; structured formats ignore colour.
+	Render(w io.Writer, f Format, opts Options) error
+	// Annotate writes a GitHub Actions ::error command per failure.
+	Annotate(w io.Writer) error
+	// Summarize writes the Markdown of a GitHub Actions step summary.
+	Summarize(w io.Writer) error
+	// Incomplete reports whether the harness failed, so there is no verdict
+	// on the checks.
+	Incomplete() bool
+}
+
+// Render writes the run in one format.
+func (r *Run) Render(w io.Writer, f Format, opts Options) error { return Render(w, f, r, opts) }
+
+// Annotate writes the run's GitHub Actions annotations.
+func (r *Run) Annotate(w io.Writer) error { return Annotations(w, r) }
+
+// Summarize writes the run's GitHub Actions step summary.
+func (r *Run) Summarize(w io.Writer) error { return StepSummary(w, r) }
+
+// Incomplete reports whether the harness failed.
+func (r *Run) Incomplete() bool { return len(r.Errors) > 0 }
+
 // Render writes the run in one format. Structured formats ignore colour.
 func Render(w io.Writer, f Format, run *Run, opts Options) error {
 	switch f {
 	case FormatText:
 		if len(run.Errors) > 0 {
-			return textErrors(w, run)
+			return textErrors(w, run.Errors, "run")
 		}
 		if err := Text(w, run.Files, opts); err != nil {
 			return err
@@ -180,18 +207,18 @@ func Render(w io.Writer, f Format, run *Run, opts Options) error {
 	return errors.New("unknown report format " + string(f))
 }
 
-// textErrors is the text report of a run the harness could not complete:
-// its errors, and a verdict that says so.
-func textErrors(w io.Writer, run *Run) error {
+// textErrors is the text report of a run (or replay) the harness could not
+// complete: its errors, and a verdict that says so.
+func textErrors(w io.Writer, errs []HarnessError, what string) error {
 	var b strings.Builder
-	for _, e := range run.Errors {
+	for _, e := range errs {
 		if s := e.Pos.String(); s != "" {
 			fmt.Fprintf(&b, "%s: %s\n", s, e.Message)
 		} else {
 			fmt.Fprintf(&b, "%s\n", e.Message)
 		}
 	}
-	fmt.Fprintf(&b, "ERROR: the run did not complete (%s)\n", countOf(len(run.Errors), "error"))
+	fmt.Fprintf(&b, "ERROR: the %s did not complete (%s)\n", what, countOf(len(errs), "error"))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -61,18 +61,7 @@ func TAP(w io.Writer, run *Run) error {
 		if diag == nil {
 			return nil
 		}
-		var y bytes.Buffer
-		enc := yaml.NewEncoder(&y)
-		enc.SetIndent(2)
-		if err := enc.Encode(diag); err != nil {
-			return err
-		}
-		b.WriteString("  ---\n")
-		for _, line := range strings.SplitAfter(strings.TrimSuffix(y.String(), "\n"), "\n") {
-			b.WriteString("  " + line)
-		}
-		b.WriteString("\n  ...\n")
-		return nil
+		return writeTAPDiagnostic(&b, diag)
 	}
 	for _, f := range run.Files {
 		fmt.Fprintf(&b, "# %s (%s)\n", oneLine(f.Name), oneLine(f.File))
@@ -98,6 +87,23 @@ func TAP(w io.Writer, run *Run) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTAPDiagnostic writes a YAML diagnostic block, indented under its
+// test point.
+func writeTAPDiagnostic(b *strings.Builder, diag *tapDiagnostic) error {
+	var y bytes.Buffer
+	enc := yaml.NewEncoder(&y)
+	enc.SetIndent(2)
+	if err := enc.Encode(diag); err != nil {
+		return err
+	}
+	b.WriteString("  ---\n")
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(y.String(), "\n"), "\n") {
+		b.WriteString("  " + line)
+	}
+	b.WriteString("\n  ...\n")
+	return nil
 }
 
 func failureDiagnostic(fs []runner.Failure) *tapDiagnostic {

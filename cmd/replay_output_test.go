@@ -1,0 +1,300 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// replaySchema is the documented shape of redeliver replay --format json.
+const replaySchema = "docs/replay.schema.json"
+
+// The replays of the golden files: a capture the event-id handler replays
+// safely, the naive handler with seeded redeliveries, capture findings that
+// --fail-on makes fatal, and a capture that cannot be read.
+var replayFixtures = []struct {
+	name           string
+	args           []string
+	code           int
+	passed, failed int // test points TAP must count
+}{
+	{"replay-pass", []string{"testdata/capture/cloudevents.ndjson"}, ExitPass, 3, 0},
+	{"replay-fail", []string{"--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson"}, ExitFail, 0, 1},
+	{"replay-fail-on", []string{"--fail-on", "identity-reuse,bad-records", "testdata/capture/cloudevents.ndjson"}, ExitFail, 4, 1},
+	{"replay-invalid", []string{"testdata/capture/bad/truncated.ndjson"}, ExitUsage, 0, 1},
+}
+
+var replayFormats = []struct {
+	name, ext string
+	validate  func(t *testing.T, out string, passed, failed int)
+}{
+	{"text", ".txt", nil},
+	{"json", ".json", func(t *testing.T, out string, _, _ int) { validJSONAgainst(t, replaySchema, out) }},
+	{"junit", ".junit.xml", func(t *testing.T, out string, _, _ int) { validJUnit(t, out) }},
+	{"tap", ".tap", validTAP},
+}
+
+// TestReplayFormats replays every fixture in every format: the output
+// matches its golden file, is accepted by the tool that consumes it, carries
+// no colour codes even when colour is forced, and the exit status is the
+// same whatever the format.
+func TestReplayFormats(t *testing.T) {
+	toRoot(t)
+	for _, fx := range replayFixtures {
+		for _, f := range replayFormats {
+			t.Run(fx.name+"/"+f.name, func(t *testing.T) {
+				args := append([]string{"replay", "--format", f.name}, fx.args...)
+				env := map[string]string{}
+				if f.name != "text" {
+					env["FORCE_COLOR"] = "1"
+				}
+				got := invocation{args: args, env: env}.run(t)
+				if got.code != fx.code {
+					t.Errorf("exit status %d, want %d (stderr: %s)", got.code, fx.code, got.stderr)
+				}
+				if strings.Contains(got.stdout, "\x1b[") {
+					t.Errorf("stdout carries colour codes:\n%s", got.stdout)
+				}
+				golden(t, fx.name+f.ext, got.stdout)
+				if f.validate != nil {
+					f.validate(t, got.stdout, fx.passed, fx.failed)
+				}
+			})
+		}
+	}
+}
+
+// TestReplayReportFiles writes every format at once: the text report stays
+// on the console, each file holds what --format would have printed, and
+// the exit status does not change.
+func TestReplayReportFiles(t *testing.T) {
+	toRoot(t)
+	for _, fx := range replayFixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"replay"}
+			for _, f := range replayFormats {
+				args = append(args, "--report", f.name+"="+filepath.Join(dir, "report"+f.ext))
+			}
+			got := invocation{args: append(args, fx.args...)}.run(t)
+			if got.code != fx.code {
+				t.Errorf("exit status %d, want %d", got.code, fx.code)
+			}
+			golden(t, fx.name+".txt", got.stdout)
+			for _, f := range replayFormats {
+				data, err := os.ReadFile(filepath.Join(dir, "report"+f.ext))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := fx.name + f.ext
+				if f.name == "text" && fx.code == ExitUsage {
+					want = fx.name + ".report.txt"
+				}
+				golden(t, want, string(data))
+			}
+		})
+	}
+}
+
+// TestReplayGitHubActions annotates each broken invariant and failed
+// finding on its capture line and appends the step summary when
+// GITHUB_ACTIONS=true.
+func TestReplayGitHubActions(t *testing.T) {
+	toRoot(t)
+	for _, fx := range replayFixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			summary := filepath.Join(t.TempDir(), "summary.md")
+			if err := os.WriteFile(summary, []byte("earlier step\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": summary}
+			got := invocation{args: append([]string{"replay"}, fx.args...), env: env}.run(t)
+			if got.code != fx.code {
+				t.Errorf("exit status %d, want %d", got.code, fx.code)
+			}
+			golden(t, fx.name+".github.txt", got.stdout+"--- stderr\n"+got.stderr)
+			data, err := os.ReadFile(summary)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(data), "earlier step\n") {
+				t.Errorf("the step summary was not appended to:\n%s", data)
+			}
+			golden(t, fx.name+".summary.md", strings.TrimPrefix(string(data), "earlier step\n"))
+
+			// With a structured format on stdout, annotations go to stderr.
+			js := invocation{args: append([]string{"replay", "--format", "json"}, fx.args...), env: env}.run(t)
+			validJSONAgainst(t, replaySchema, js.stdout)
+			if n := strings.Count(js.stderr, "::error "); n != fx.failed {
+				t.Errorf("with --format json, %d annotations on stderr, want %d: %q", n, fx.failed, js.stderr)
+			}
+		})
+	}
+	t.Run("not in actions", func(t *testing.T) {
+		got := invocation{args: append([]string{"replay"}, replayFixtures[1].args...)}.run(t)
+		if strings.Contains(got.stdout+got.stderr, "::error") {
+			t.Errorf("annotations printed outside GitHub Actions:\n%s", got.stdout)
+		}
+	})
+}
+
+// TestReplayAnnotationLine: the annotation of a broken invariant points at
+// the capture line that delivered its first example.
+func TestReplayAnnotationLine(t *testing.T) {
+	toRoot(t)
+	got := invocation{args: append([]string{"replay", "--format", "tap"}, replayFixtures[1].args...), env: map[string]string{"GITHUB_ACTIONS": "true"}}.run(t)
+	want := "::error file=testdata/capture/cloudevents.ndjson,line=1,title=redeliver replay%3A invariant duplicate-effect::broken 3 times: event /orders/evt-1"
+	if !strings.HasPrefix(got.stderr, want) {
+		t.Errorf("stderr %q\ndoes not start with %q", got.stderr, want)
+	}
+}
+
+// TestReplayBadOutputFlags: the report flags are checked before anything
+// is replayed, as for run.
+func TestReplayBadOutputFlags(t *testing.T) {
+	toRoot(t)
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "xml"}, `--format must be text, json, junit or tap, not "xml"`},
+		{[]string{"--report", "junit"}, `--report must be FORMAT=FILE`},
+		{[]string{"--report", "junit=" + filepath.Join(dir, "missing", "r.xml")}, "does not exist"},
+		{[]string{"--color", "sometimes"}, `--color must be auto, always or never`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			got := invocation{args: append(append([]string{"replay"}, tt.args...), "testdata/capture/cloudevents.ndjson")}.run(t)
+			if got.code != ExitUsage || !strings.Contains(got.stderr, tt.want) || got.stdout != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, nothing, %q", got.code, got.stdout, got.stderr, ExitUsage, tt.want)
+			}
+		})
+	}
+}
+
+// TestReplayRuntimeError: a database that cannot be used exits 3 in every
+// format, and each structured report carries it as a harness error.
+func TestReplayRuntimeError(t *testing.T) {
+	toRoot(t)
+	db := t.TempDir() // a folder is no database file
+	for _, f := range replayFormats {
+		t.Run(f.name, func(t *testing.T) {
+			got := invocation{args: []string{"replay", "--format", f.name, "--db", db, "testdata/capture/cloudevents.ndjson"}}.run(t)
+			if got.code != ExitRuntime {
+				t.Fatalf("exit status %d, want %d (stderr: %s)", got.code, ExitRuntime, got.stderr)
+			}
+			if !strings.Contains(got.stderr, "is a directory, not a database file") {
+				t.Errorf("stderr does not say what failed: %q", got.stderr)
+			}
+			if f.name == "text" && got.stdout != "" {
+				t.Errorf("a text report of a replay that did not finish: %q", got.stdout)
+			}
+			switch f.name {
+			case "tap":
+				// A database error has no place in a file, so its
+				// diagnostic has no at: validTAP would ask for one.
+				if !strings.HasPrefix(got.stdout, "TAP version 14\n1..1\nnot ok 1 - runtime error\n  ---\n") || !strings.Contains(got.stdout, "severity: error") {
+					t.Errorf("the TAP report lacks the harness error:\n%s", got.stdout)
+				}
+			case "json":
+				if !strings.Contains(got.stdout, `"verdict": "error"`) {
+					t.Errorf("the JSON report lacks the error verdict:\n%s", got.stdout)
+				}
+			}
+			if f.validate != nil && f.name != "tap" {
+				f.validate(t, got.stdout, 0, 1)
+			}
+		})
+	}
+}
+
+// TestReplaySchemaRejects shows the replay schema can fail: documents that
+// break it in one place each are refused.
+func TestReplaySchemaRejects(t *testing.T) {
+	toRoot(t)
+	got := invocation{args: append([]string{"replay", "--format", "json"}, replayFixtures[1].args...)}.run(t)
+	validJSONAgainst(t, replaySchema, got.stdout)
+	tests := []struct {
+		name   string
+		change func(doc map[string]any)
+	}{
+		{"another schema version", func(d map[string]any) { d["schema"] = 2 }},
+		{"no capture.identity_reuse", func(d map[string]any) { delete(d["capture"].(map[string]any), "identity_reuse") }},
+		{"no outcomes.conflict", func(d map[string]any) { delete(d["outcomes"].(map[string]any), "conflict") }},
+		{"no effects", func(d map[string]any) { delete(d, "effects") }},
+		{"no seed", func(d map[string]any) { delete(d, "seed") }},
+		{"a passing verdict with violations", func(d map[string]any) { d["verdict"] = "pass" }},
+		{"an unknown invariant", func(d map[string]any) {
+			d["violations"].([]any)[0].(map[string]any)["invariant"] = "duplicate-everything"
+		}},
+		{"a line that is no file:line", func(d map[string]any) {
+			ex := d["violations"].([]any)[0].(map[string]any)["examples"].([]any)[0].(map[string]any)
+			ex["at"] = []any{"somewhere"}
+		}},
+		{"an unknown field", func(d map[string]any) { d["colour"] = true }},
+	}
+	sch, err := jsonschema.NewCompiler().Compile(replaySchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(got.stdout), &doc); err != nil {
+				t.Fatal(err)
+			}
+			tt.change(doc)
+			data, _ := json.Marshal(doc)
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sch.Validate(inst); err == nil {
+				t.Errorf("the schema accepted a document with %s", tt.name)
+			}
+		})
+	}
+}
+
+// TestReplayDocumentedExample keeps the example in docs/replay-json.md
+// valid against the schema it documents.
+func TestReplayDocumentedExample(t *testing.T) {
+	toRoot(t)
+	data, err := os.ReadFile("docs/replay-json.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n```json\n")
+	if !ok {
+		t.Fatal("docs/replay-json.md has no ```json example")
+	}
+	example, _, ok := strings.Cut(rest, "\n```")
+	if !ok {
+		t.Fatal("the ```json example in docs/replay-json.md is not closed")
+	}
+	validJSONAgainst(t, replaySchema, example)
+}
+
+// TestReplaySeveralCaptures: each capture is a JUnit suite of its own, with
+// the invariants checked over their replay together.
+func TestReplaySeveralCaptures(t *testing.T) {
+	toRoot(t)
+	args := []string{"replay", "--format", "junit", "--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson", "testdata/capture/cloudevents-batch.json"}
+	got := invocation{args: args}.run(t)
+	if got.code != ExitFail {
+		t.Fatalf("exit status %d, want %d: %s", got.code, ExitFail, got.stderr)
+	}
+	validJUnit(t, got.stdout)
+	for _, file := range []string{"testdata/capture/cloudevents.ndjson", "testdata/capture/cloudevents-batch.json"} {
+		want := `<testsuite name="` + file + `" tests="1" failures="1" errors="0" skipped="0"`
+		if !strings.Contains(got.stdout, want) {
+			t.Errorf("no suite %s in\n%s", want, got.stdout)
+		}
+	}
+}

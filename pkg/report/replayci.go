@@ -1,0 +1,375 @@
+package report
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/replay"
+)
+
+// Replay is what redeliver replay produced, as every report format sees
+// it: the replay's report, or, when the replay stopped (bad input, a
+// database error), an unfinished report and the harness errors.
+type Replay struct {
+	Report   *replay.Report // never nil; see replay.Unfinished
+	Errors   []HarnessError
+	Duration time.Duration
+}
+
+// Render writes the replay in one format. Structured formats ignore colour.
+func (r *Replay) Render(w io.Writer, f Format, opts Options) error {
+	switch f {
+	case FormatText:
+		if r.Incomplete() {
+			return textErrors(w, r.Errors, "replay")
+		}
+		return ReplayText(w, r.Report, opts)
+	case FormatJSON:
+		return ReplayJSON(w, r)
+	case FormatJUnit:
+		return ReplayJUnit(w, r)
+	case FormatTAP:
+		return ReplayTAP(w, r)
+	}
+	return errors.New("unknown report format " + string(f))
+}
+
+// Incomplete reports whether the replay stopped before it had a verdict.
+func (r *Replay) Incomplete() bool { return len(r.Errors) > 0 }
+
+// replayCheck is one thing a replay decided, as the CI formats list it: an
+// invariant it checked, or a capture finding --fail-on asked about.
+type replayCheck struct {
+	name      string // unique within the replay
+	passed    bool
+	line      string // the report line
+	message   string // why it failed, in one sentence
+	kind      string // "invariant" or "capture-finding"
+	invariant string
+	expected  string
+	got       string
+	details   []string // every example, with the capture lines behind it
+	at        handler.Location
+}
+
+// checks lists what the replay decided: each invariant it checked, then
+// each --fail-on finding.
+func (r *Replay) checks() []replayCheck {
+	rep := r.Report
+	var out []replayCheck
+	deliveries := count(int64(rep.Counters.Deliveries), "delivery", "deliveries")
+	for _, inv := range rep.Invariants {
+		c := replayCheck{name: "invariant " + inv.Name, passed: inv.Broken == 0, kind: "invariant", invariant: inv.Name,
+			expected: "never: " + inv.Description, at: r.firstInput()}
+		if c.passed {
+			c.line = fmt.Sprintf("%s holds over %s", inv.Name, deliveries)
+			out = append(out, c)
+			continue
+		}
+		c.got = "broken " + count(inv.Broken, "time", "times")
+		c.line = inv.Name + " " + c.got
+		c.message = c.got
+		for _, v := range rep.Violations {
+			if v.Invariant != inv.Name {
+				continue
+			}
+			for i, x := range v.Examples {
+				d := x.Detail
+				if len(x.At) > 0 {
+					d += " (delivered at " + places(x.At) + ")"
+				}
+				c.details = append(c.details, d)
+				if i == 0 {
+					c.message += ": " + d
+					if len(x.At) > 0 {
+						c.at = handler.Location(x.At[0])
+					}
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	failed := map[replay.Finding]bool{}
+	for _, f := range rep.FailedOn {
+		failed[f] = true
+	}
+	for _, f := range rep.FailOn {
+		n, one, many := findingCount(rep.Capture, f)
+		c := replayCheck{name: "fail-on " + string(f), passed: !failed[f], kind: "capture-finding",
+			expected: "no " + many, got: count(n, one, many), at: r.firstInput()}
+		if c.passed {
+			c.line = "the capture holds no " + many
+			out = append(out, c)
+			continue
+		}
+		c.line = "the capture holds " + c.got
+		c.message = c.line
+		switch f {
+		case replay.IdentityReuse:
+			for i, x := range rep.Capture.ReuseExamples {
+				c.details = append(c.details, fmt.Sprintf("id %s reused with a different payload at %s (first at %s)", x.ID, x.Then, x.First))
+				if i == 0 && x.ThenAt.File != "" {
+					c.at = x.ThenAt
+				}
+			}
+		case replay.KeysWithSeveralIDs:
+			for i, k := range rep.Capture.KeyExamples {
+				c.details = append(c.details, fmt.Sprintf("business key %s under %d ids (%s), first at %s", k.Key, k.IDs, k.Some, k.First))
+				if i == 0 && k.FirstAt.File != "" {
+					c.at = k.FirstAt
+				}
+			}
+		}
+		if len(c.details) > 0 {
+			c.message += ": " + c.details[0]
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// firstInput is where a failure is reported when no capture line is known:
+// the first capture file.
+func (r *Replay) firstInput() handler.Location {
+	if len(r.Report.Inputs) == 0 {
+		return handler.Location{}
+	}
+	return handler.Location{File: r.Report.Inputs[0].File}
+}
+
+func places(ps []replay.Place) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = handler.Location(p).String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// findingCount is how many of a finding the capture holds, and its words.
+func findingCount(c replay.CaptureReport, f replay.Finding) (n int64, one, many string) {
+	switch f {
+	case replay.IdentityReuse:
+		return c.IdentityReuse, "id reused with a different payload", "ids reused with a different payload"
+	case replay.RepeatedIDs:
+		return c.RepeatedIDs, "repeated id", "repeated ids"
+	case replay.KeysWithSeveralIDs:
+		return c.KeysWithSeveralIDs, "business key under several ids", "business keys under several ids"
+	case replay.BadRecords:
+		return c.BadRecords, "bad record", "bad records"
+	}
+	return 0, string(f), string(f)
+}
+
+// ReplayJUnit writes a replay as JUnit XML: one <testsuite> per capture
+// (name and file = the capture), one <testcase> per invariant checked and
+// per --fail-on finding, and <error> test cases for harness errors. The
+// invariants are checked over the replay of all the captures together, so
+// with several captures each suite carries the same invariant cases.
+func ReplayJUnit(w io.Writer, r *Replay) error {
+	rep := r.Report
+	doc := junitSuites{Name: "redeliver replay", Time: junitTime(r.Duration)}
+	if r.Incomplete() {
+		doc.Suites = errorSuites(r.Errors)
+	} else {
+		checks := r.checks()
+		for _, in := range rep.Inputs {
+			s := junitSuite{Name: in.File, File: in.File, Time: junitTime(r.Duration), Properties: &junitProps{Props: []junitProp{
+				{Name: "format", Value: in.Format},
+				{Name: "strategy", Value: string(rep.Strategy)},
+				{Name: "store", Value: rep.Store},
+				{Name: "seed", Value: strconv.FormatInt(rep.Seed, 10)},
+			}}}
+			for _, c := range checks {
+				tc := junitTestCase{Name: c.name, Classname: in.File, Time: junitTime(0), SystemOut: newJUnitText(c.line)}
+				if !c.passed {
+					body := fmt.Sprintf("%s\nexpected: %s\ngot: %s\n", c.message, c.expected, c.got)
+					if len(c.details) > 1 {
+						body += "examples:\n"
+						for _, d := range c.details {
+							body += "  " + d + "\n"
+						}
+					}
+					if s := c.at.String(); s != "" {
+						body += "at: " + s + "\n"
+					}
+					tc.Failures = []junitResult{{Message: c.message, Type: c.kind, Body: xmlText(body)}}
+					s.Failures++
+				}
+				s.Cases = append(s.Cases, tc)
+			}
+			s.Tests = len(s.Cases)
+			doc.Suites = append(doc.Suites, s)
+		}
+	}
+	for _, s := range doc.Suites {
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// errorSuites holds harness errors, one suite per file they name (and one
+// named redeliver for those about no file), in the order they came.
+func errorSuites(errs []HarnessError) []junitSuite {
+	var order []string
+	byFile := map[string][]HarnessError{}
+	for _, e := range errs {
+		if _, ok := byFile[e.Pos.File]; !ok {
+			order = append(order, e.Pos.File)
+		}
+		byFile[e.Pos.File] = append(byFile[e.Pos.File], e)
+	}
+	var out []junitSuite
+	for _, file := range order {
+		name := file
+		if name == "" {
+			name = "redeliver"
+		}
+		s := junitSuite{Name: name, File: file, Time: junitTime(0)}
+		for _, e := range byFile[file] {
+			s.Cases = append(s.Cases, errorCase(e))
+		}
+		s.Tests, s.Errors = len(s.Cases), len(s.Cases)
+		uniqueNames(s.Cases)
+		out = append(out, s)
+	}
+	return out
+}
+
+// ReplayTAP writes a replay as TAP version 14: one test point per invariant
+// checked and per --fail-on finding (or per harness error), with a YAML
+// diagnostic under each one that did not pass.
+func ReplayTAP(w io.Writer, r *Replay) error {
+	var b strings.Builder
+	b.WriteString("TAP version 14\n")
+	n := 0
+	point := func(ok bool, desc string, diag *tapDiagnostic) error {
+		n++
+		status := "ok"
+		if !ok {
+			status = "not ok"
+		}
+		fmt.Fprintf(&b, "%s %d - %s\n", status, n, tapEscape(desc))
+		if diag == nil {
+			return nil
+		}
+		return writeTAPDiagnostic(&b, diag)
+	}
+	if r.Incomplete() {
+		fmt.Fprintf(&b, "1..%d\n", len(r.Errors))
+		for _, e := range r.Errors {
+			if err := point(false, errorTitle(e), errorDiagnostic(e)); err != nil {
+				return err
+			}
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	rep := r.Report
+	checks := r.checks()
+	fmt.Fprintf(&b, "1..%d\n", len(checks))
+	var ins []string
+	for _, in := range rep.Inputs {
+		ins = append(ins, fmt.Sprintf("%s (%s)", in.File, in.Format))
+	}
+	fmt.Fprintf(&b, "# replay: %s; strategy %s on %s; seed %d\n", oneLine(strings.Join(ins, ", ")), rep.Strategy, oneLine(rep.Store), rep.Seed)
+	for _, c := range checks {
+		var diag *tapDiagnostic
+		if !c.passed {
+			diag = &tapDiagnostic{Message: c.message, Severity: "fail", Expected: c.expected, Got: c.got, Invariant: c.invariant, At: tapLocation(c.at)}
+			if len(c.details) > 1 {
+				for _, d := range c.details {
+					diag.More = append(diag.More, tapFailure{Message: d})
+				}
+			}
+		}
+		if err := point(c.passed, c.name, diag); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Annotate writes one ::error command per broken invariant and failed
+// finding, on the capture line of its first example where that is known
+// (else on the capture file), and one per harness error.
+func (r *Replay) Annotate(w io.Writer) error {
+	var b strings.Builder
+	if !r.Incomplete() {
+		for _, c := range r.checks() {
+			if !c.passed {
+				b.WriteString(errorCommand(c.at, "redeliver replay: "+c.name, c.message) + "\n")
+			}
+		}
+	}
+	for _, e := range r.Errors {
+		b.WriteString(errorCommand(e.Pos, "redeliver: "+errorWords(e.Kind), e.Message) + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Summarize writes the replay as a step summary: a verdict heading, one
+// row per invariant and finding, and the figures of the capture.
+func (r *Replay) Summarize(w io.Writer) error {
+	var b strings.Builder
+	rep := r.Report
+	var files []string
+	for _, in := range rep.Inputs {
+		files = append(files, in.File)
+	}
+	captures := strings.Join(files, ", ")
+	if r.Incomplete() {
+		fmt.Fprintf(&b, "### redeliver replay: ERROR, %s\n\n", countOf(len(r.Errors), "harness error"))
+		b.WriteString("| capture | check | result | report |\n|---|---|---|---|\n")
+		for _, e := range r.Errors {
+			fmt.Fprintf(&b, "| %s | %s | ⚠️ error | %s |\n", cell(e.Pos.File), cell(errorCase(e).Name), cell(e.Message))
+		}
+		b.WriteString("\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	checks := r.checks()
+	failed := 0
+	for _, c := range checks {
+		if !c.passed {
+			failed++
+		}
+	}
+	if failed == 0 {
+		fmt.Fprintf(&b, "### redeliver replay: PASS, %s passed\n\n", countOf(len(checks), "check"))
+	} else {
+		fmt.Fprintf(&b, "### redeliver replay: FAIL, %d of %s failed\n\n", failed, countOf(len(checks), "check"))
+	}
+	b.WriteString("| capture | check | result | report |\n|---|---|---|---|\n")
+	for _, c := range checks {
+		result, line := "✅ pass", c.line
+		if !c.passed {
+			result, line = "❌ fail", c.message
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(captures), cell(c.name), result, cell(line))
+	}
+	o := rep.Outcomes
+	fmt.Fprintf(&b, "\n%s\n\n", cell(fmt.Sprintf("strategy %s on %s, seed %d: %s, %d processed, %d duplicate, %d conflict, %d failed, %d crashed, %s",
+		rep.Strategy, rep.Store, rep.Seed, count(int64(rep.Counters.Deliveries), "delivery", "deliveries"),
+		o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed, count(rep.Effects, "effect", "effects"))))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
