@@ -167,14 +167,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	log, err := sqlite.OpenCaptureLog(ctx)
+	log, err := db.CaptureLog(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
 	rep := newReport(o, db.Resumed, before)
 	err = db.Run(ctx, o.Batch, func(b *sqlite.Batch) error {
-		return newEngine(o, b, log, rep, nil).replay(ctx)
+		return newEngine(o, b, b, rep, nil).replay(ctx)
 	})
 	if err != nil {
 		return nil, err
@@ -183,19 +183,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.NewEffects = rep.Effects - before
-	// The two databases answer side by side.
-	var found sqlite.CaptureFindings
-	var ferr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		found, ferr = log.Findings(ctx, o.Examples)
-	}()
-	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
-	<-done
-	if err == nil {
-		err = ferr
+	found, err := log.Findings(ctx, o.Examples)
+	if err != nil {
+		return nil, err
 	}
+	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
 	if err != nil {
 		return nil, err
 	}

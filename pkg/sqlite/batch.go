@@ -61,7 +61,7 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 	if err != nil {
 		return nil, err
 	}
-	d.effect = cfg.Effect
+	d.effect, d.clustered = cfg.Effect, true
 	r := &ReplayDB{db: d.db, path: path, effect: cfg.Effect}
 	if resume {
 		if err := r.checkMeta(ctx, path, cfg); err != nil {
@@ -163,6 +163,7 @@ type Batch struct {
 	begin, commit, rollback, savepoint, release, rollbackTo   *prepared
 	marker, insertMarker, insertEffect, effectOf, effectByKey *prepared
 	purge                                                     *prepared
+	captureRow, captureFile                                   *prepared // the capture log's, prepared on first use
 }
 
 type prepared struct {
@@ -236,7 +237,7 @@ func prepare(conn driver.Conn, q string) (*prepared, error) {
 
 func (b *Batch) close() {
 	for _, p := range []*prepared{b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
-		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge} {
+		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.captureRow, b.captureFile} {
 		if p != nil {
 			p.st.Close()
 		}
