@@ -234,6 +234,7 @@ func (e *engine) parsed(ev capture.Event, file int) item {
 	if err != nil {
 		return item{bad: &capture.BadRecordError{At: ev.At, Reason: err.Error()}}
 	}
+	d.Identity = id // the handler compares the same string: not computed twice
 	return item{d: d, key: ev.Key, identity: fnv64(id), file: file, marked: ev.Redelivered}
 }
 
