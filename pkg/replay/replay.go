@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -155,6 +156,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, inputf("%s is a folder; give capture files", in)
 		}
 	}
+	// The Go heap of a replay is small and does not grow with the capture
+	// (chunks in flight, the redelivery queue; the database lives in C
+	// memory or on disk), but every delivery leaves garbage behind in the
+	// driver. Collecting at 5× the live heap instead of 2× costs a few MB
+	// and saves a tenth of the CPU.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	db, err := sqlite.OpenReplay(ctx, o.DB, o.Handler)
 	if err != nil {
 		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrMismatch) {
