@@ -66,6 +66,7 @@ const (
 type engine struct {
 	o      Options
 	log    *sqlite.Batch // nil: the capture is not recorded
+	rows   []sqlite.CaptureRow
 	h      *handler.Handler
 	rep    *Report
 	rng    *rand.Rand
@@ -111,15 +112,21 @@ func (e *engine) replay(ctx context.Context) error {
 				}
 			}
 		}
+		if e.log != nil {
+			// Between deliveries: the rows are outside every savepoint.
+			e.rows = e.rows[:0]
+			for i := range c.items {
+				if it := &c.items[i]; it.bad == nil {
+					e.rows = append(e.rows, sqlite.CaptureRow{EventID: it.d.EventID, Identity: it.identity, Key: it.key, File: it.file, Line: it.d.At.Line})
+				}
+			}
+			if err := e.log.RecordRows(e.rows); err != nil {
+				return &handler.StoreError{Err: err}
+			}
+		}
 		for i := range c.items {
 			if err := ctx.Err(); err != nil {
 				return err
-			}
-			if it := &c.items[i]; e.log != nil && it.bad == nil {
-				// Between deliveries: the row is outside every savepoint.
-				if err := e.log.Record(it.d.EventID, it.identity, it.key, it.file, it.d.At.Line); err != nil {
-					return &handler.StoreError{Err: err}
-				}
 			}
 			if err := e.capture(ctx, &c.items[i]); err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redeliver/redeliver/pkg/handler"
 )
@@ -53,43 +54,78 @@ func (c *CaptureLog) Close() error {
 	return err
 }
 
-// Record writes one delivery of the capture into the capture log. It opens
-// the batch transaction when none is open, and must not be called while a
-// delivery's transaction is.
-func (b *Batch) Record(eventID string, identity int64, key string, file, line int) error {
-	return b.record(b.captureRow, eventID, identity, key, int64(file), int64(line))
+// CaptureRow is one delivery of the capture, as the capture log keeps it.
+type CaptureRow struct {
+	EventID    string
+	Identity   int64 // a hash of the identity the handler compares
+	Key        string
+	File, Line int
+}
+
+// captureRows is how many rows one statement of RecordRows inserts: the
+// per-statement cost (step, reset, result) is paid once for them all.
+const captureRows = 64
+
+// RecordRows writes deliveries of the capture into the capture log, in
+// order. It opens the batch transaction when none is open, and must not be
+// called while a delivery's transaction is.
+func (b *Batch) RecordRows(rows []CaptureRow) error {
+	if b.tx.active {
+		return errors.New("capture log written inside a delivery")
+	}
+	if b.captureRow == nil {
+		var err error
+		if b.captureRow, err = prepare(b.conn, captureInsert(1)); err != nil {
+			return fmt.Errorf("capture log: %w", err)
+		}
+		if b.captureRows, err = prepare(b.conn, captureInsert(captureRows)); err != nil {
+			return fmt.Errorf("capture log: %w", err)
+		}
+	}
+	if err := b.openBatch(); err != nil {
+		return err
+	}
+	for len(rows) > 0 {
+		p, n := b.captureRow, 1
+		if len(rows) >= captureRows {
+			p, n = b.captureRows, captureRows
+		}
+		nv := b.nargs(5 * n)
+		for i, r := range rows[:n] {
+			nv[5*i].Value = r.EventID
+			nv[5*i+1].Value = r.Identity
+			nv[5*i+2].Value = r.Key
+			nv[5*i+3].Value = int64(r.File)
+			nv[5*i+4].Value = int64(r.Line)
+		}
+		if _, err := p.exec.ExecContext(bg, nv); err != nil {
+			return fmt.Errorf("capture log: %w", err)
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+func captureInsert(n int) string {
+	q := `INSERT INTO temp.capture(event_id, identity, business_key, file, line) VALUES (?, ?, ?, ?, ?)`
+	return q + strings.Repeat(`, (?, ?, ?, ?, ?)`, n-1)
 }
 
 // RecordFile names capture file number n in the capture log.
 func (b *Batch) RecordFile(n int, name string) error {
-	return b.record(b.captureFile, int64(n), name)
-}
-
-func (b *Batch) record(p *prepared, args ...any) error {
 	if b.tx.active {
 		return errors.New("capture log written inside a delivery")
 	}
-	if p == nil {
+	if b.captureFile == nil {
 		var err error
-		if b.captureRow, err = prepare(b.conn, `INSERT INTO temp.capture(event_id, identity, business_key, file, line) VALUES (?, ?, ?, ?, ?)`); err != nil {
-			return fmt.Errorf("capture log: %w", err)
-		}
 		if b.captureFile, err = prepare(b.conn, `INSERT INTO temp.capture_files(id, name) VALUES (?, ?)`); err != nil {
 			return fmt.Errorf("capture log: %w", err)
 		}
-		if len(args) == 5 {
-			p = b.captureRow
-		} else {
-			p = b.captureFile
-		}
 	}
-	if !b.open {
-		if _, err := b.exec(b.begin); err != nil {
-			return fmt.Errorf("begin: %w", err)
-		}
-		b.open = true
+	if err := b.openBatch(); err != nil {
+		return err
 	}
-	if _, err := b.exec(p, args...); err != nil {
+	if _, err := b.exec(b.captureFile, int64(n), name); err != nil {
 		return fmt.Errorf("capture log: %w", err)
 	}
 	return nil
