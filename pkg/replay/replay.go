@@ -190,11 +190,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.NewEffects = rep.Effects - before
-	found, err := log.Findings(ctx, o.Examples)
-	if err != nil {
-		return nil, err
-	}
+	// The findings (on the replay's connection, which holds the capture
+	// log) and the invariants (on another) answer side by side.
+	var found sqlite.CaptureFindings
+	var ferr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		found, ferr = log.Findings(ctx, o.Examples)
+	}()
 	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
+	<-done
+	if err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return nil, err
 	}
