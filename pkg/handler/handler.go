@@ -72,6 +72,10 @@ type Delivery struct {
 	Envelope []byte
 	Attempt  int
 	At       Location
+	// Identity, when not empty, is Config.IdentityOf of this delivery,
+	// computed already by whoever made it; the handler then does not read
+	// the envelope for it again.
+	Identity string
 }
 
 // Result is what the handler returned for one delivery.

@@ -169,9 +169,12 @@ func (h *Handler) Handle(ctx context.Context, d Delivery, inject Injector) Resul
 	if err := at(BeforeBegin); err != nil {
 		return Result{Outcome: Failed, Err: err}
 	}
-	identity, err := h.cfg.IdentityOf(d)
-	if err != nil {
-		return Result{Outcome: Failed, Err: err}
+	identity := d.Identity
+	if identity == "" {
+		var err error
+		if identity, err = h.cfg.IdentityOf(d); err != nil {
+			return Result{Outcome: Failed, Err: err}
+		}
 	}
 	// Every strategy records the business key when the handler names one;
 	// business-key and external-key also dedup on it, so they need one.

@@ -40,6 +40,7 @@ type item struct {
 type chunk struct {
 	items []item
 	files []input // capture files opened before these items
+	nums  []int   // their numbers in the capture log
 	err   error
 }
 
@@ -64,7 +65,8 @@ const (
 // engine runs one replay: reads, injects, handles, counts.
 type engine struct {
 	o      Options
-	log    *sqlite.CaptureLog // nil: the capture is not recorded
+	log    *sqlite.Batch // nil: the capture is not recorded
+	rows   []sqlite.CaptureRow
 	h      *handler.Handler
 	rep    *Report
 	rng    *rand.Rand
@@ -79,7 +81,7 @@ type engine struct {
 	bad    int
 }
 
-func newEngine(o Options, store handler.Store, log *sqlite.CaptureLog, rep *Report, watch func(step)) *engine {
+func newEngine(o Options, store handler.Store, log *sqlite.Batch, rep *Report, watch func(step)) *engine {
 	e := &engine{o: o, log: log, rep: rep, watch: watch}
 	e.h = handler.New(o.Handler, store, nil, clock)
 	e.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))
@@ -103,6 +105,25 @@ func (e *engine) replay(ctx context.Context) error {
 	go e.read(ctx, chunks)
 	for c := range chunks {
 		e.rep.Inputs = append(e.rep.Inputs, c.files...)
+		if e.log != nil {
+			for i, n := range c.nums {
+				if err := e.log.RecordFile(n, c.files[i].File); err != nil {
+					return &handler.StoreError{Err: err}
+				}
+			}
+		}
+		if e.log != nil {
+			// Between deliveries: the rows are outside every savepoint.
+			e.rows = e.rows[:0]
+			for i := range c.items {
+				if it := &c.items[i]; it.bad == nil {
+					e.rows = append(e.rows, sqlite.CaptureRow{EventID: it.d.EventID, Identity: it.identity, Key: it.key, File: it.file, Line: it.d.At.Line})
+				}
+			}
+			if err := e.log.RecordRows(e.rows); err != nil {
+				return &handler.StoreError{Err: err}
+			}
+		}
 		for i := range c.items {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -129,27 +150,13 @@ func (e *engine) replay(ctx context.Context) error {
 	return nil
 }
 
-// read parses the captures in a goroutine of its own, and records each
-// delivery of the capture in the capture log.
+// read parses the captures in a goroutine of its own.
 func (e *engine) read(ctx context.Context, out chan<- chunk) {
 	defer close(out)
-	if e.log == nil {
-		e.readInto(ctx, out, nil)
-		return
-	}
-	err := e.log.Write(func(w *sqlite.CaptureWriter) error {
-		e.readInto(ctx, out, w)
-		return nil
-	})
-	if err != nil {
-		select {
-		case out <- chunk{err: &handler.StoreError{Err: err}}:
-		case <-ctx.Done():
-		}
-	}
+	e.readInto(ctx, out)
 }
 
-func (e *engine) readInto(ctx context.Context, out chan<- chunk, w *sqlite.CaptureWriter) {
+func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 	const size = 256
 	cur := chunk{items: make([]item, 0, size)}
 	send := func() bool {
@@ -190,13 +197,7 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk, w *sqlite.Captu
 			return
 		}
 		cur.files = append(cur.files, input{File: label, Format: string(rd.Format())})
-		if w != nil {
-			if err := w.RecordFile(n+1, label); err != nil {
-				cur.err = &handler.StoreError{Err: err}
-				send()
-				return
-			}
-		}
+		cur.nums = append(cur.nums, n+1)
 		for {
 			ev, err := rd.Next()
 			if err == io.EOF {
@@ -213,15 +214,7 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk, w *sqlite.Captu
 				send()
 				return
 			} else {
-				it := e.parsed(ev, n+1)
-				if w != nil && it.bad == nil {
-					if err := w.Record(it.d.EventID, it.identity, it.key, it.file, it.d.At.Line); err != nil {
-						cur.err = &handler.StoreError{Err: err}
-						send()
-						return
-					}
-				}
-				cur.items = append(cur.items, it)
+				cur.items = append(cur.items, e.parsed(ev, n+1))
 			}
 			if len(cur.items) == size && !send() {
 				return
@@ -248,6 +241,7 @@ func (e *engine) parsed(ev capture.Event, file int) item {
 	if err != nil {
 		return item{bad: &capture.BadRecordError{At: ev.At, Reason: err.Error()}}
 	}
+	d.Identity = id // the handler compares the same string: not computed twice
 	return item{d: d, key: ev.Key, identity: fnv64(id), file: file, marked: ev.Redelivered}
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -155,6 +156,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, inputf("%s is a folder; give capture files", in)
 		}
 	}
+	// The Go heap of a replay is small and does not grow with the capture
+	// (chunks in flight, the redelivery queue; the database lives in C
+	// memory or on disk), but every delivery leaves garbage behind in the
+	// driver. Collecting at 5× the live heap instead of 2× costs a few MB
+	// and saves a tenth of the CPU.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	db, err := sqlite.OpenReplay(ctx, o.DB, o.Handler)
 	if err != nil {
 		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrMismatch) {
@@ -167,14 +174,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	log, err := sqlite.OpenCaptureLog(ctx)
+	log, err := db.CaptureLog(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
 	rep := newReport(o, db.Resumed, before)
 	err = db.Run(ctx, o.Batch, func(b *sqlite.Batch) error {
-		return newEngine(o, b, log, rep, nil).replay(ctx)
+		return newEngine(o, b, b, rep, nil).replay(ctx)
 	})
 	if err != nil {
 		return nil, err
@@ -183,7 +190,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.NewEffects = rep.Effects - before
-	// The two databases answer side by side.
+	// The findings (on the replay's connection, which holds the capture
+	// log) and the invariants (on another) answer side by side.
 	var found sqlite.CaptureFindings
 	var ferr error
 	done := make(chan struct{})

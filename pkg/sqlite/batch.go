@@ -61,7 +61,7 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 	if err != nil {
 		return nil, err
 	}
-	d.effect = cfg.Effect
+	d.effect, d.clustered = cfg.Effect, true
 	r := &ReplayDB{db: d.db, path: path, effect: cfg.Effect}
 	if resume {
 		if err := r.checkMeta(ctx, path, cfg); err != nil {
@@ -163,6 +163,7 @@ type Batch struct {
 	begin, commit, rollback, savepoint, release, rollbackTo   *prepared
 	marker, insertMarker, insertEffect, effectOf, effectByKey *prepared
 	purge                                                     *prepared
+	captureRow, captureRows, captureFile                      *prepared // the capture log's, prepared on first use
 }
 
 type prepared struct {
@@ -236,11 +237,19 @@ func prepare(conn driver.Conn, q string) (*prepared, error) {
 
 func (b *Batch) close() {
 	for _, p := range []*prepared{b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
-		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge} {
+		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.captureRow, b.captureRows, b.captureFile} {
 		if p != nil {
 			p.st.Close()
 		}
 	}
+}
+
+// nargs returns n reusable arguments.
+func (b *Batch) nargs(n int) []driver.NamedValue {
+	for len(b.args) < n {
+		b.args = append(b.args, driver.NamedValue{Ordinal: len(b.args) + 1})
+	}
+	return b.args[:n]
 }
 
 func (b *Batch) exec(p *prepared, args ...any) (driver.Result, error) {
@@ -287,14 +296,23 @@ func (b *Batch) Begin(ctx context.Context) (handler.Tx, error) {
 	if b.tx.active {
 		return nil, errors.New("a delivery's transaction is already open")
 	}
-	if !b.open {
-		if _, err := b.exec(b.begin); err != nil {
-			return nil, fmt.Errorf("begin: %w", err)
-		}
-		b.open = true
+	if err := b.openBatch(); err != nil {
+		return nil, err
 	}
 	b.tx.active, b.tx.saved = true, false
 	return &b.tx, nil
+}
+
+// openBatch begins the batch transaction when none is open.
+func (b *Batch) openBatch() error {
+	if b.open {
+		return nil
+	}
+	if _, err := b.exec(b.begin); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	b.open = true
+	return nil
 }
 
 // write opens the delivery's savepoint before its first write.

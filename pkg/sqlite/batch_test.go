@@ -155,3 +155,71 @@ func TestUnmatchedRows(t *testing.T) {
 		})
 	}
 }
+
+// TestCaptureLogBesideDeliveries: the capture log shares the replay's
+// connection and batch transaction; a delivery rolled back to its savepoint
+// takes none of the log's rows with it, and the log refuses rows while a
+// delivery's transaction is open.
+func TestCaptureLogBesideDeliveries(t *testing.T) {
+	ctx := context.Background()
+	cfg := handler.Config{Strategy: handler.EventID, Consumer: "c", Effect: "effects"}
+	db, err := OpenReplay(ctx, filepath.Join(t.TempDir(), "replay.db"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	log, err := db.CaptureLog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	rows := func(from, n int, identity int64) []CaptureRow {
+		var out []CaptureRow
+		for i := from; i < from+n; i++ {
+			out = append(out, CaptureRow{EventID: fmt.Sprintf("e%d", i%50), Identity: identity, File: 1, Line: i + 1})
+		}
+		return out
+	}
+	err = db.Run(ctx, 7, func(b *Batch) error {
+		if err := b.RecordFile(1, "capture.ndjson"); err != nil {
+			return err
+		}
+		// 70 rows: one statement of 64 rows, then six of one.
+		if err := b.RecordRows(rows(0, 70, 1)); err != nil {
+			return err
+		}
+		h := handler.New(cfg, b, nil, nil)
+		d := handler.Delivery{EventID: "e1", Envelope: []byte(`{"data":{"n":1}}`)}
+		if res := h.Handle(ctx, d, handler.FailAt(handler.AfterEffect)); res.Outcome != handler.Failed {
+			t.Errorf("delivery: %s, want failed", res.Outcome)
+		}
+		tx, err := b.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if err := b.RecordRows(rows(70, 1, 1)); err == nil {
+			t.Error("a capture row was written inside a delivery")
+		}
+		if err := tx.Rollback(); err != nil {
+			return err
+		}
+		// The 71st row reuses e20 with another identity.
+		return b.RecordRows(rows(70, 1, 2))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := log.Findings(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Deliveries != 71 || f.DistinctIDs != 50 || f.RepeatedIDs != 21 || f.IdentityReuse != 1 {
+		t.Errorf("findings %+v: want 71 deliveries, 50 ids, 21 repeated, 1 reused", f)
+	}
+	if len(f.Reuse) != 1 || f.Reuse[0].EventID != "e20" || f.Reuse[0].First.String() != "capture.ndjson:21" || f.Reuse[0].Then.String() != "capture.ndjson:71" {
+		t.Errorf("reuse examples %+v", f.Reuse)
+	}
+	if n, err := db.CountEffects(ctx); err != nil || n != 0 {
+		t.Errorf("%d effects (%v), want none: the failed delivery rolled back", n, err)
+	}
+}

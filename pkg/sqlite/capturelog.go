@@ -3,170 +3,132 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"os"
+	"strings"
 
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
-// CaptureLog is a scratch database of what a capture holds, one row per
+// CaptureLog is a scratch table of what a capture holds, one row per
 // delivery: its id, a hash of its identity, its business key and where it
-// came from. It lives in a temporary file (so memory does not grow with the
-// capture) and has its own connection, so the goroutine that reads the
-// capture fills it while the handler works on the other core. The capture
+// came from. It is a TEMP table of the replay's own connection: SQLite keeps
+// it in a temporary file (temp_store=FILE, so memory does not grow with the
+// capture; the file vanishes with the connection, even after SIGKILL), and
+// the rows are written by the goroutine that drives the handler, in the
+// batch transaction but outside every delivery's savepoint. One connection
+// instead of two: SQLite's allocator is process-wide and guarded by one
+// mutex, which two connections working at once contend for. The capture
 // findings are aggregate queries over it.
 type CaptureLog struct {
-	db   *sql.DB
 	conn *sql.Conn
-	path string
 }
 
-const captureSchema = `CREATE TABLE capture(
+const captureSchema = `PRAGMA temp_store = FILE;
+DROP TABLE IF EXISTS temp.capture;
+DROP TABLE IF EXISTS temp.capture_files;
+CREATE TEMP TABLE capture(
   event_id TEXT NOT NULL,
   identity INTEGER NOT NULL,
   business_key TEXT NOT NULL,
   file INTEGER NOT NULL,
   line INTEGER NOT NULL
 );
-CREATE TABLE files(
+CREATE TEMP TABLE capture_files(
   id INTEGER PRIMARY KEY,
   name TEXT NOT NULL
 )`
 
-// OpenCaptureLog creates an empty capture log in a temporary file.
-func OpenCaptureLog(ctx context.Context) (*CaptureLog, error) {
-	f, err := os.CreateTemp("", "redeliver-capture-*.db")
-	if err != nil {
+// CaptureLog creates an empty capture log on the replay's connection. Its
+// rows are written through Batch.Record and Batch.RecordFile.
+func (r *ReplayDB) CaptureLog(ctx context.Context) (*CaptureLog, error) {
+	if _, err := r.conn.ExecContext(ctx, captureSchema); err != nil {
 		return nil, fmt.Errorf("capture log: %w", err)
 	}
-	path := f.Name()
-	f.Close()
-	// Scratch data: no journal, no syncing; it is deleted on Close.
-	db, err := sql.Open("sqlite", path+"?_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)")
-	if err != nil {
-		os.Remove(path)
-		return nil, fmt.Errorf("capture log: %w", err)
-	}
-	db.SetMaxOpenConns(1)
-	c := &CaptureLog{db: db, path: path}
-	if _, err := db.ExecContext(ctx, captureSchema); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("capture log: %w", err)
-	}
-	if c.conn, err = db.Conn(ctx); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("capture log: %w", err)
-	}
-	// The one connection holds the file open: unlinking it now means even a
-	// replay killed with SIGKILL leaves no scratch file behind (where the
-	// system allows it; elsewhere Close removes it).
-	if os.Remove(path) == nil {
-		c.path = ""
-	}
-	return c, nil
+	return &CaptureLog{conn: r.conn}, nil
 }
 
-// Close closes the log and deletes its file.
+// Close drops the log's tables.
 func (c *CaptureLog) Close() error {
-	if c.conn != nil {
-		c.conn.Close()
-	}
-	err := c.db.Close()
-	if c.path != "" {
-		os.Remove(c.path)
-	}
+	_, err := c.conn.ExecContext(context.Background(), `DROP TABLE IF EXISTS temp.capture; DROP TABLE IF EXISTS temp.capture_files`)
 	return err
 }
 
-// Write calls f with a writer on the log's connection and commits what it wrote.
-func (c *CaptureLog) Write(f func(w *CaptureWriter) error) error {
-	return c.conn.Raw(func(dc any) error {
-		conn, ok := dc.(driver.Conn)
-		if !ok {
-			return errors.New("sqlite driver connection expected")
-		}
-		w := &CaptureWriter{args: make([]driver.NamedValue, 5)}
-		for i := range w.args {
-			w.args[i].Ordinal = i + 1
-		}
+// CaptureRow is one delivery of the capture, as the capture log keeps it.
+type CaptureRow struct {
+	EventID    string
+	Identity   int64 // a hash of the identity the handler compares
+	Key        string
+	File, Line int
+}
+
+// captureRows is how many rows one statement of RecordRows inserts: the
+// per-statement cost (step, reset, result) is paid once for them all.
+const captureRows = 64
+
+// RecordRows writes deliveries of the capture into the capture log, in
+// order. It opens the batch transaction when none is open, and must not be
+// called while a delivery's transaction is.
+func (b *Batch) RecordRows(rows []CaptureRow) error {
+	if b.tx.active {
+		return errors.New("capture log written inside a delivery")
+	}
+	if b.captureRow == nil {
 		var err error
-		for _, s := range []struct {
-			p **prepared
-			q string
-		}{
-			{&w.begin, `BEGIN`}, {&w.commit, `COMMIT`},
-			{&w.row, `INSERT INTO capture(event_id, identity, business_key, file, line) VALUES (?, ?, ?, ?, ?)`},
-			{&w.file, `INSERT INTO files(id, name) VALUES (?, ?)`},
-		} {
-			if *s.p, err = prepare(conn, s.q); err != nil {
-				w.close()
-				return fmt.Errorf("capture log: %w", err)
-			}
+		if b.captureRow, err = prepare(b.conn, captureInsert(1)); err != nil {
+			return fmt.Errorf("capture log: %w", err)
 		}
-		defer w.close()
-		ferr := f(w)
-		if err := w.flush(); err != nil && ferr == nil {
-			ferr = err
-		}
-		return ferr
-	})
-}
-
-// CaptureWriter appends to a capture log, committing every few thousand rows.
-type CaptureWriter struct {
-	begin, commit, row, file *prepared
-	args                     []driver.NamedValue
-	open                     bool
-	n                        int
-}
-
-func (w *CaptureWriter) close() {
-	for _, p := range []*prepared{w.begin, w.commit, w.row, w.file} {
-		if p != nil {
-			p.st.Close()
+		if b.captureRows, err = prepare(b.conn, captureInsert(captureRows)); err != nil {
+			return fmt.Errorf("capture log: %w", err)
 		}
 	}
-}
-
-func (w *CaptureWriter) exec(p *prepared, args ...any) error {
-	if !w.open {
-		if _, err := w.begin.exec.ExecContext(bg, nil); err != nil {
-			return err
-		}
-		w.open = true
-	}
-	nv := w.args[:len(args)]
-	for i, a := range args {
-		nv[i].Value = a
-	}
-	if _, err := p.exec.ExecContext(bg, nv); err != nil {
+	if err := b.openBatch(); err != nil {
 		return err
 	}
-	if w.n++; w.n >= 20000 {
-		return w.flush()
+	for len(rows) > 0 {
+		p, n := b.captureRow, 1
+		if len(rows) >= captureRows {
+			p, n = b.captureRows, captureRows
+		}
+		nv := b.nargs(5 * n)
+		for i, r := range rows[:n] {
+			nv[5*i].Value = r.EventID
+			nv[5*i+1].Value = r.Identity
+			nv[5*i+2].Value = r.Key
+			nv[5*i+3].Value = int64(r.File)
+			nv[5*i+4].Value = int64(r.Line)
+		}
+		if _, err := p.exec.ExecContext(bg, nv); err != nil {
+			return fmt.Errorf("capture log: %w", err)
+		}
+		rows = rows[n:]
 	}
 	return nil
 }
 
-func (w *CaptureWriter) flush() error {
-	if !w.open {
-		return nil
+func captureInsert(n int) string {
+	q := `INSERT INTO temp.capture(event_id, identity, business_key, file, line) VALUES (?, ?, ?, ?, ?)`
+	return q + strings.Repeat(`, (?, ?, ?, ?, ?)`, n-1)
+}
+
+// RecordFile names capture file number n in the capture log.
+func (b *Batch) RecordFile(n int, name string) error {
+	if b.tx.active {
+		return errors.New("capture log written inside a delivery")
 	}
-	w.open, w.n = false, 0
-	_, err := w.commit.exec.ExecContext(bg, nil)
-	return err
-}
-
-// Record writes one delivery of the capture.
-func (w *CaptureWriter) Record(eventID string, identity int64, key string, file, line int) error {
-	return w.exec(w.row, eventID, identity, key, int64(file), int64(line))
-}
-
-// RecordFile names capture file number n.
-func (w *CaptureWriter) RecordFile(n int, name string) error {
-	return w.exec(w.file, int64(n), name)
+	if b.captureFile == nil {
+		var err error
+		if b.captureFile, err = prepare(b.conn, `INSERT INTO temp.capture_files(id, name) VALUES (?, ?)`); err != nil {
+			return fmt.Errorf("capture log: %w", err)
+		}
+	}
+	if err := b.openBatch(); err != nil {
+		return err
+	}
+	if _, err := b.exec(b.captureFile, int64(n), name); err != nil {
+		return fmt.Errorf("capture log: %w", err)
+	}
+	return nil
 }
 
 // CaptureFindings are what the capture itself holds, before any handler ran.
@@ -210,7 +172,7 @@ func (c *CaptureLog) Findings(ctx context.Context, limit int) (CaptureFindings, 
 		return f, fmt.Errorf("count keys: %w", err)
 	}
 	files := map[int64]string{}
-	rows, err := c.conn.QueryContext(ctx, `SELECT id, name FROM files`)
+	rows, err := c.conn.QueryContext(ctx, `SELECT id, name FROM temp.capture_files`)
 	if err != nil {
 		return f, err
 	}

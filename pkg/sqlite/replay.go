@@ -33,7 +33,15 @@ func (r *ReplayDB) CountEffects(ctx context.Context) (int64, error) {
 // one effect per business key (2, for strategies that use one), and no
 // marker without its effect nor effect without its marker (3). It returns
 // the broken ones with up to limit examples each.
+//
+// The queries run on a connection of their own, so that they can run beside
+// the capture log's findings, which are on the replay's connection.
 func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int) (out []Broken, err error) {
+	conn, err := r.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
 	t := `"` + r.effect + `"`
 	type query struct {
 		inv checker.Invariant
@@ -53,7 +61,7 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int
 			}})
 	}
 	if s.KeepsMarkers() && !s.UsesKey() {
-		lost, missing, err := r.unmatched(ctx, limit)
+		lost, missing, err := r.unmatched(ctx, conn, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +91,7 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int
 	}
 	for _, q := range qs {
 		b := Broken{Invariant: q.inv}
-		err = r.each(ctx, q.sql, func(cols [4]string) {
+		err = r.each(ctx, conn, q.sql, func(cols [4]string) {
 			b.Count++
 			if len(b.Examples) < limit {
 				ev, consumer, detail := q.say(cols[0], cols[1], cols[2], cols[3])
@@ -107,15 +115,15 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int
 // order of their (event_id, consumer) indexes: a marker without an effect
 // breaks invariant 3 (lost-effect), an effect without a marker too
 // (missing-marker). Two index scans instead of a lookup per row.
-func (r *ReplayDB) unmatched(ctx context.Context, limit int) (lost, missing Broken, err error) {
+func (r *ReplayDB) unmatched(ctx context.Context, conn *sql.Conn, limit int) (lost, missing Broken, err error) {
 	lost.Invariant, missing.Invariant = checker.LostEffect, checker.MissingMarker
 	t := `"` + r.effect + `"`
-	ps, err := r.conn.QueryContext(ctx, `SELECT event_id, consumer FROM processed ORDER BY event_id, consumer`)
+	ps, err := conn.QueryContext(ctx, `SELECT event_id, consumer FROM processed ORDER BY event_id, consumer`)
 	if err != nil {
 		return lost, missing, fmt.Errorf("check %s: %w", checker.LostEffect, err)
 	}
 	defer ps.Close()
-	es, err := r.conn.QueryContext(ctx, `SELECT event_id, consumer, id FROM `+t+` ORDER BY event_id, consumer`)
+	es, err := conn.QueryContext(ctx, `SELECT event_id, consumer, id FROM `+t+` ORDER BY event_id, consumer`)
 	if err != nil {
 		return lost, missing, fmt.Errorf("check %s: %w", checker.MissingMarker, err)
 	}
@@ -188,8 +196,8 @@ func (r *ReplayDB) unmatched(ctx context.Context, limit int) (lost, missing Brok
 }
 
 // each runs a query whose rows have four columns, read as text.
-func (r *ReplayDB) each(ctx context.Context, q string, f func([4]string)) error {
-	rows, err := r.conn.QueryContext(ctx, q)
+func (r *ReplayDB) each(ctx context.Context, conn *sql.Conn, q string, f func([4]string)) error {
+	rows, err := conn.QueryContext(ctx, q)
 	if err != nil {
 		return err
 	}

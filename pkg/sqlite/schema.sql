@@ -5,15 +5,18 @@ CREATE TABLE redeliver_meta(
   value TEXT NOT NULL
 );
 
--- The processed marker: one row per handled event (and consumer).
+-- The processed marker: one row per handled event (and consumer). A replay's
+-- keyed markers are one B-tree ordered by the key (WITHOUT ROWID) instead of
+-- a table and its index; a run keeps the rowid, its insertion order.
 CREATE TABLE processed(
   event_id     TEXT NOT NULL,
   consumer     TEXT NOT NULL,
   identity     TEXT NOT NULL,
   business_key TEXT,
   processed_at TEXT NOT NULL{{if .MarkerKey}},
-  PRIMARY KEY(event_id, consumer){{end}}
-);
+  PRIMARY KEY(event_id, consumer)
+){{if .Clustered}} WITHOUT ROWID{{end}};{{else}}
+);{{end}}
 {{- if not .MarkerKey}}
 CREATE INDEX processed_event ON processed(event_id, consumer);
 {{- end}}

@@ -49,6 +49,9 @@ type DB struct {
 	path   string
 	effect string
 	q      queries
+	// clustered makes the keyed markers a WITHOUT ROWID table (the replay
+	// store, which never lists them in insertion order).
+	clustered bool
 }
 
 type queries struct {
@@ -191,6 +194,7 @@ func (d *DB) createSchema(ctx context.Context, cfg handler.Config) error {
 		"EffectUnique": s.Safe(),
 		"KeyUnique":    s.Safe() && s.UsesKey(),
 		"UsesKey":      s.UsesKey(),
+		"Clustered":    d.clustered,
 	})
 	if err != nil {
 		return err
