@@ -19,7 +19,7 @@ func (c *CaptureLog) Where(ctx context.Context, ids, keys []string, limit int) (
 		return byID, byKey, nil
 	}
 	files := map[int64]string{}
-	rows, err := c.conn.QueryContext(ctx, `SELECT id, name FROM files`)
+	rows, err := c.conn.QueryContext(ctx, `SELECT id, name FROM temp.capture_files`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("locate deliveries: %w", err)
 	}
@@ -43,7 +43,7 @@ func (c *CaptureLog) Where(ctx context.Context, ids, keys []string, limit int) (
 		}
 		return strings.TrimSuffix(strings.Repeat("?, ", len(vals)), ", ")
 	}
-	q := `SELECT event_id, business_key, file, line FROM capture WHERE event_id IN (` + in(ids) + `) OR business_key IN (` + in(keys) + `) ORDER BY rowid`
+	q := `SELECT event_id, business_key, file, line FROM temp.capture WHERE event_id IN (` + in(ids) + `) OR business_key IN (` + in(keys) + `) ORDER BY rowid`
 	rows, err = c.conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("locate deliveries: %w", err)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -12,29 +13,28 @@ import (
 // capture order, at most limit each, and nothing for the others.
 func TestWhere(t *testing.T) {
 	ctx := context.Background()
-	log, err := OpenCaptureLog(ctx)
+	cfg := handler.Config{Strategy: handler.EventID, Consumer: "c", Effect: "effects"}
+	db, err := OpenReplay(ctx, filepath.Join(t.TempDir(), "replay.db"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	log, err := db.CaptureLog(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	rows := []struct {
-		id, key    string
-		file, line int
-	}{
-		{"a", "k1", 1, 1}, {"b", "k2", 1, 2}, {"a", "k1", 1, 3}, {"c", "k1", 2, 1}, {"a", "k1", 2, 2}, {"a", "", 2, 3},
+	rows := []CaptureRow{
+		{EventID: "a", Key: "k1", File: 1, Line: 1}, {EventID: "b", Key: "k2", File: 1, Line: 2}, {EventID: "a", Key: "k1", File: 1, Line: 3},
+		{EventID: "c", Key: "k1", File: 2, Line: 1}, {EventID: "a", Key: "k1", File: 2, Line: 2}, {EventID: "a", File: 2, Line: 3},
 	}
-	err = log.Write(func(w *CaptureWriter) error {
+	err = db.Run(ctx, 7, func(b *Batch) error {
 		for n, name := range []string{"one.ndjson", "two.ndjson"} {
-			if err := w.RecordFile(n+1, name); err != nil {
+			if err := b.RecordFile(n+1, name); err != nil {
 				return err
 			}
 		}
-		for _, r := range rows {
-			if err := w.Record(r.id, 0, r.key, r.file, r.line); err != nil {
-				return err
-			}
-		}
-		return nil
+		return b.RecordRows(rows)
 	})
 	if err != nil {
 		t.Fatal(err)
