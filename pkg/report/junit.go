@@ -132,6 +132,11 @@ func JUnit(w io.Writer, run *Run) error {
 	// Files that never produced a result (they did not validate, or their
 	// database could not be opened) get a suite holding their errors.
 	doc.Suites = append(doc.Suites, errorSuites(run.strayErrors())...)
+	return writeJUnit(w, doc)
+}
+
+// writeJUnit totals the suites into the document and writes it.
+func writeJUnit(w io.Writer, doc junitSuites) error {
 	for _, s := range doc.Suites {
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -207,21 +206,7 @@ func ReplayJUnit(w io.Writer, r *Replay) error {
 			doc.Suites = append(doc.Suites, s)
 		}
 	}
-	for _, s := range doc.Suites {
-		doc.Tests += s.Tests
-		doc.Failures += s.Failures
-		doc.Errors += s.Errors
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return writeJUnit(w, doc)
 }
 
 // errorSuites holds harness errors, one suite per file they name (and one
@@ -258,19 +243,7 @@ func errorSuites(errs []HarnessError) []junitSuite {
 func ReplayTAP(w io.Writer, r *Replay) error {
 	var b strings.Builder
 	b.WriteString("TAP version 14\n")
-	n := 0
-	point := func(ok bool, desc string, diag *tapDiagnostic) error {
-		n++
-		status := "ok"
-		if !ok {
-			status = "not ok"
-		}
-		fmt.Fprintf(&b, "%s %d - %s\n", status, n, tapEscape(desc))
-		if diag == nil {
-			return nil
-		}
-		return writeTAPDiagnostic(&b, diag)
-	}
+	point := tapPoints(&b)
 	if r.Incomplete() {
 		fmt.Fprintf(&b, "1..%d\n", len(r.Errors))
 		for _, e := range r.Errors {

@@ -50,19 +50,7 @@ func TAP(w io.Writer, run *Run) error {
 	var b strings.Builder
 	b.WriteString("TAP version 14\n")
 	fmt.Fprintf(&b, "1..%d\n", run.checks()+len(run.Errors))
-	n := 0
-	point := func(ok bool, desc string, diag *tapDiagnostic) error {
-		n++
-		status := "ok"
-		if !ok {
-			status = "not ok"
-		}
-		fmt.Fprintf(&b, "%s %d - %s\n", status, n, tapEscape(desc))
-		if diag == nil {
-			return nil
-		}
-		return writeTAPDiagnostic(&b, diag)
-	}
+	point := tapPoints(&b)
 	for _, f := range run.Files {
 		fmt.Fprintf(&b, "# %s (%s)\n", oneLine(f.Name), oneLine(f.File))
 		for _, c := range f.Checks {
@@ -138,4 +126,22 @@ func tapEscape(s string) string {
 
 func oneLine(s string) string {
 	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// tapPoints returns a function that writes numbered test points to b, each
+// with its YAML diagnostic when it has one.
+func tapPoints(b *strings.Builder) func(ok bool, desc string, diag *tapDiagnostic) error {
+	n := 0
+	return func(ok bool, desc string, diag *tapDiagnostic) error {
+		n++
+		status := "ok"
+		if !ok {
+			status = "not ok"
+		}
+		fmt.Fprintf(b, "%s %d - %s\n", status, n, tapEscape(desc))
+		if diag == nil {
+			return nil
+		}
+		return writeTAPDiagnostic(b, diag)
+	}
 }
