@@ -89,40 +89,58 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// The fixtures of the golden files: the seed fixture, a scenario that
-// fails on purpose, both together, and a file that does not validate.
-var fixtures = []struct {
+// outputFixture is one command line whose output has golden files.
+type outputFixture struct {
 	name           string
-	paths          []string
+	args           []string // after the command and its --format or --report flags
 	code           int
 	passed, failed int // test points TAP must count
-}{
+}
+
+// outputFormat is a format, its golden file extension, and the tool that
+// checks it (TAP also checks the pass/fail counts).
+type outputFormat struct {
+	name, ext string
+	validate  func(t *testing.T, out string, passed, failed int)
+}
+
+// The fixtures of the golden files: the seed fixture, a scenario that
+// fails on purpose, both together, and a file that does not validate.
+var fixtures = []outputFixture{
 	{"seed", []string{"scenarios/seed-fixture.yaml"}, ExitPass, 3, 0},
 	{"failing", []string{"testdata/scenarios/failing.yaml"}, ExitFail, 1, 2},
 	{"two-files", []string{"scenarios/seed-fixture.yaml", "testdata/scenarios/failing.yaml"}, ExitFail, 4, 2},
 	{"invalid", []string{"testdata/invalid/unknown-fault.yaml"}, ExitUsage, 0, 1},
 }
 
-var formats = []struct {
-	name, ext string
-	validate  func(t *testing.T, out string, passed, failed int)
-}{
+var formats = []outputFormat{
 	{"text", ".txt", nil},
 	{"json", ".json", func(t *testing.T, out string, _, _ int) { validJSON(t, out) }},
 	{"junit", ".junit.xml", func(t *testing.T, out string, _, _ int) { validJUnit(t, out) }},
 	{"tap", ".tap", validTAP},
 }
 
-// TestFormats runs every fixture in every format: the output matches its
-// golden file, is accepted by the tool that consumes it, and the exit
-// status is the same whatever the format.
-func TestFormats(t *testing.T) {
+// TestFormats runs every fixture in every format.
+func TestFormats(t *testing.T) { checkFormats(t, "run", fixtures, formats) }
+
+// TestReportFiles writes every format at once.
+func TestReportFiles(t *testing.T) { checkReportFiles(t, "run", fixtures, formats) }
+
+// checkFormats runs every fixture in every format: the output matches its
+// golden file, is accepted by the tool that consumes it, carries no colour
+// codes even when colour is forced, and the exit status is the same
+// whatever the format.
+func checkFormats(t *testing.T, command string, fixtures []outputFixture, formats []outputFormat) {
 	toRoot(t)
 	for _, fx := range fixtures {
 		for _, f := range formats {
 			t.Run(fx.name+"/"+f.name, func(t *testing.T) {
-				args := append([]string{"run", "--format", f.name}, fx.paths...)
-				got := invocation{args: args}.run(t)
+				args := append([]string{command, "--format", f.name}, fx.args...)
+				env := map[string]string{}
+				if f.name != "text" {
+					env["FORCE_COLOR"] = "1"
+				}
+				got := invocation{args: args, env: env}.run(t)
 				if got.code != fx.code {
 					t.Errorf("exit status %d, want %d (stderr: %s)", got.code, fx.code, got.stderr)
 				}
@@ -138,19 +156,19 @@ func TestFormats(t *testing.T) {
 	}
 }
 
-// TestReportFiles writes every format at once: the text report stays on
+// checkReportFiles writes every format at once: the text report stays on
 // the console, each file holds what --format would have printed, and the
 // exit status does not change.
-func TestReportFiles(t *testing.T) {
+func checkReportFiles(t *testing.T, command string, fixtures []outputFixture, formats []outputFormat) {
 	toRoot(t)
 	for _, fx := range fixtures {
 		t.Run(fx.name, func(t *testing.T) {
 			dir := t.TempDir()
-			args := []string{"run"}
+			args := []string{command}
 			for _, f := range formats {
 				args = append(args, "--report", f.name+"="+filepath.Join(dir, "report"+f.ext))
 			}
-			got := invocation{args: append(args, fx.paths...)}.run(t)
+			got := invocation{args: append(args, fx.args...)}.run(t)
 			if got.code != fx.code {
 				t.Errorf("exit status %d, want %d", got.code, fx.code)
 			}
@@ -178,13 +196,13 @@ func TestVerbose(t *testing.T) {
 	toRoot(t)
 	for _, fx := range fixtures[:3] {
 		t.Run(fx.name, func(t *testing.T) {
-			got := invocation{args: append([]string{"run", "-v", "--coverage"}, fx.paths...)}.run(t)
+			got := invocation{args: append([]string{"run", "-v", "--coverage"}, fx.args...)}.run(t)
 			if got.code != fx.code {
 				t.Errorf("exit status %d, want %d", got.code, fx.code)
 			}
 			golden(t, fx.name+".verbose.txt", got.stdout)
 
-			js := invocation{args: append([]string{"run", "--coverage", "--format", "json"}, fx.paths...)}.run(t)
+			js := invocation{args: append([]string{"run", "--coverage", "--format", "json"}, fx.args...)}.run(t)
 			validJSON(t, js.stdout)
 			if !strings.HasPrefix(js.stderr, "coverage: ") {
 				t.Errorf("with --format json the coverage matrix goes to stderr; stderr is %q", js.stderr)
@@ -204,7 +222,7 @@ func TestGitHubActions(t *testing.T) {
 				t.Fatal(err)
 			}
 			env := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": summary}
-			got := invocation{args: append([]string{"run"}, fx.paths...), env: env}.run(t)
+			got := invocation{args: append([]string{"run"}, fx.args...), env: env}.run(t)
 			if got.code != fx.code {
 				t.Errorf("exit status %d, want %d", got.code, fx.code)
 			}
@@ -219,7 +237,7 @@ func TestGitHubActions(t *testing.T) {
 			golden(t, fx.name+".summary.md", strings.TrimPrefix(string(data), "earlier step\n"))
 
 			// With a structured format on stdout, annotations go to stderr.
-			js := invocation{args: append([]string{"run", "--format", "json"}, fx.paths...), env: env}.run(t)
+			js := invocation{args: append([]string{"run", "--format", "json"}, fx.args...), env: env}.run(t)
 			validJSON(t, js.stdout)
 			if fx.failed > 0 && !strings.Contains(js.stderr, "::error ") {
 				t.Errorf("with --format json, annotations go to stderr; stderr is %q", js.stderr)

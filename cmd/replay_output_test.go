@@ -17,88 +17,26 @@ const replaySchema = "docs/replay.schema.json"
 // The replays of the golden files: a capture the event-id handler replays
 // safely, the naive handler with seeded redeliveries, capture findings that
 // --fail-on makes fatal, and a capture that cannot be read.
-var replayFixtures = []struct {
-	name           string
-	args           []string
-	code           int
-	passed, failed int // test points TAP must count
-}{
+var replayFixtures = []outputFixture{
 	{"replay-pass", []string{"testdata/capture/cloudevents.ndjson"}, ExitPass, 3, 0},
 	{"replay-fail", []string{"--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson"}, ExitFail, 0, 1},
 	{"replay-fail-on", []string{"--fail-on", "identity-reuse,bad-records", "testdata/capture/cloudevents.ndjson"}, ExitFail, 4, 1},
 	{"replay-invalid", []string{"testdata/capture/bad/truncated.ndjson"}, ExitUsage, 0, 1},
 }
 
-var replayFormats = []struct {
-	name, ext string
-	validate  func(t *testing.T, out string, passed, failed int)
-}{
+var replayFormats = []outputFormat{
 	{"text", ".txt", nil},
 	{"json", ".json", func(t *testing.T, out string, _, _ int) { validJSONAgainst(t, replaySchema, out) }},
 	{"junit", ".junit.xml", func(t *testing.T, out string, _, _ int) { validJUnit(t, out) }},
 	{"tap", ".tap", validTAP},
 }
 
-// TestReplayFormats replays every fixture in every format: the output
-// matches its golden file, is accepted by the tool that consumes it, carries
-// no colour codes even when colour is forced, and the exit status is the
-// same whatever the format.
-func TestReplayFormats(t *testing.T) {
-	toRoot(t)
-	for _, fx := range replayFixtures {
-		for _, f := range replayFormats {
-			t.Run(fx.name+"/"+f.name, func(t *testing.T) {
-				args := append([]string{"replay", "--format", f.name}, fx.args...)
-				env := map[string]string{}
-				if f.name != "text" {
-					env["FORCE_COLOR"] = "1"
-				}
-				got := invocation{args: args, env: env}.run(t)
-				if got.code != fx.code {
-					t.Errorf("exit status %d, want %d (stderr: %s)", got.code, fx.code, got.stderr)
-				}
-				if strings.Contains(got.stdout, "\x1b[") {
-					t.Errorf("stdout carries colour codes:\n%s", got.stdout)
-				}
-				golden(t, fx.name+f.ext, got.stdout)
-				if f.validate != nil {
-					f.validate(t, got.stdout, fx.passed, fx.failed)
-				}
-			})
-		}
-	}
-}
+// TestReplayFormats replays every fixture in every format (see checkFormats).
+func TestReplayFormats(t *testing.T) { checkFormats(t, "replay", replayFixtures, replayFormats) }
 
-// TestReplayReportFiles writes every format at once: the text report stays
-// on the console, each file holds what --format would have printed, and
-// the exit status does not change.
+// TestReplayReportFiles writes every format at once (see checkReportFiles).
 func TestReplayReportFiles(t *testing.T) {
-	toRoot(t)
-	for _, fx := range replayFixtures {
-		t.Run(fx.name, func(t *testing.T) {
-			dir := t.TempDir()
-			args := []string{"replay"}
-			for _, f := range replayFormats {
-				args = append(args, "--report", f.name+"="+filepath.Join(dir, "report"+f.ext))
-			}
-			got := invocation{args: append(args, fx.args...)}.run(t)
-			if got.code != fx.code {
-				t.Errorf("exit status %d, want %d", got.code, fx.code)
-			}
-			golden(t, fx.name+".txt", got.stdout)
-			for _, f := range replayFormats {
-				data, err := os.ReadFile(filepath.Join(dir, "report"+f.ext))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := fx.name + f.ext
-				if f.name == "text" && fx.code == ExitUsage {
-					want = fx.name + ".report.txt"
-				}
-				golden(t, want, string(data))
-			}
-		})
-	}
+	checkReportFiles(t, "replay", replayFixtures, replayFormats)
 }
 
 // TestReplayGitHubActions annotates each broken invariant and failed
