@@ -1,0 +1,79 @@
+package broker
+
+import (
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/template"
+	"github.com/tidwall/gjson"
+)
+
+// Route is a NATS subject or AMQP routing key, written as a template over
+// the event: "orders.{type}", "payments.{data.orderId}".
+type Route struct{ t template.Template }
+
+// ParseRoute reads a route template.
+func ParseRoute(s string) (Route, error) {
+	t, err := template.Parse(s)
+	if err != nil {
+		return Route{}, err
+	}
+	return Route{t: t}, nil
+}
+
+// String returns the template as written.
+func (r Route) String() string { return r.t.String() }
+
+// IsZero reports whether no route was given.
+func (r Route) IsZero() bool { return r.t.IsZero() }
+
+// For is the route of one message: its own Route if it has one, else the
+// template filled from its attributes (id, source, type, subject, time)
+// and data (data.PATH).
+func (r Route) For(m Message) string {
+	if m.Route != "" {
+		return m.Route
+	}
+	var doc []byte
+	return r.t.Expand(func(name string) string {
+		switch name {
+		case "id":
+			return m.ID
+		case "source":
+			return m.Source
+		case "type":
+			return m.Type
+		case "subject":
+			return m.Subject
+		case "time":
+			return m.Time
+		}
+		if doc == nil {
+			doc = m.Structured()
+		}
+		v := gjson.GetBytes(doc, name)
+		if v.IsObject() || v.IsArray() {
+			return v.Raw
+		}
+		return v.String()
+	})
+}
+
+// Pattern is the route with every placeholder replaced by wild ("*" is a
+// NATS subject token wildcard): what a stream created for it must match.
+func (r Route) Pattern(wild string) string {
+	fields := r.t.Fields()
+	if len(fields) == 0 {
+		return r.t.Expand(nil)
+	}
+	return r.t.Expand(func(string) string { return wild })
+}
+
+// Wildcard reports whether s holds a NATS wildcard token.
+func Wildcard(s string) bool {
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "*" || tok == ">" {
+			return true
+		}
+	}
+	return false
+}
