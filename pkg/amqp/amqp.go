@@ -148,7 +148,7 @@ func (p *Publisher) open() error {
 			return p.fail("cannot declare queue %s on %s: %v", p.cfg.Queue, p.name, err)
 		}
 		if p.cfg.Exchange != "" {
-			if err := p.insp.QueueBind(p.cfg.Queue, p.cfg.RoutingKey.Pattern("*"), p.cfg.Exchange, false, nil); err != nil {
+			if err := p.insp.QueueBind(p.cfg.Queue, p.cfg.RoutingKey.Pattern("*", "#"), p.cfg.Exchange, false, nil); err != nil {
 				return p.fail("cannot bind queue %s to exchange %s: %v", p.cfg.Queue, p.cfg.Exchange, err)
 			}
 		}

@@ -14,10 +14,11 @@ func TestRoute(t *testing.T) {
 		m                   Message
 	}{
 		{"orders", "orders", "orders", m},
-		{"orders.{type}", "orders.created", "orders.*", m},
-		{"pay.{data.orderId}.{subject}", "pay.O-9.O-1", "pay.*.*", m},
-		{"raw.{data.n}", `raw.{"a":1}`, "raw.*", m},
-		{"x.{id}", "given.route", "x.*", Message{ID: "e1", Route: "given.route"}},
+		{"orders.{type}", "orders.created", "orders.>", m},
+		{"pay.{data.orderId}.{subject}", "pay.O-9.O-1", "pay.*.>", m},
+		{"pay.{data.orderId}.x", "pay.O-9.x", "pay.*.x", m},
+		{"raw.{data.n}", `raw.{"a":1}`, "raw.>", m},
+		{"x.{id}", "given.route", "x.>", Message{ID: "e1", Route: "given.route"}},
 	} {
 		r, err := ParseRoute(c.tmpl)
 		if err != nil {
@@ -26,7 +27,7 @@ func TestRoute(t *testing.T) {
 		if got := r.For(c.m); got != c.want {
 			t.Errorf("%s: For = %q, want %q", c.tmpl, got, c.want)
 		}
-		if got := r.Pattern("*"); got != c.pattern {
+		if got := r.Pattern("*", ">"); got != c.pattern {
 			t.Errorf("%s: Pattern = %q, want %q", c.tmpl, got, c.pattern)
 		}
 	}

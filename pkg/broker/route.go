@@ -58,22 +58,23 @@ func (r Route) For(m Message) string {
 	})
 }
 
-// Pattern is the route with every placeholder replaced by wild ("*" is a
-// NATS subject token wildcard): what a stream created for it must match.
-func (r Route) Pattern(wild string) string {
-	fields := r.t.Fields()
-	if len(fields) == 0 {
-		return r.t.Expand(nil)
-	}
-	return r.t.Expand(func(string) string { return wild })
-}
-
-// Wildcard reports whether s holds a NATS wildcard token.
-func Wildcard(s string) bool {
-	for _, tok := range strings.Split(s, ".") {
-		if tok == "*" || tok == ">" {
-			return true
+// Pattern is the route with its placeholders replaced by wildcards, so
+// that a stream or binding created for it takes every message it routes:
+// each placeholder by wild ("*", one token), and one that ends the route
+// by tail (">" on NATS, "#" on AMQP: a value with dots in it, such as the
+// type order.created, is several tokens).
+func (r Route) Pattern(wild, tail string) string {
+	parts := r.t.Parts()
+	var b strings.Builder
+	for i, p := range parts {
+		switch {
+		case !p.Field:
+			b.WriteString(p.Text)
+		case i == len(parts)-1:
+			b.WriteString(tail)
+		default:
+			b.WriteString(wild)
 		}
 	}
-	return false
+	return b.String()
 }

@@ -94,7 +94,7 @@ func (p *Publisher) open(ctx context.Context) error {
 	case errors.Is(err, jetstream.ErrStreamNotFound) && p.cfg.Create:
 		p.str, err = js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:       p.cfg.Stream,
-			Subjects:   []string{p.cfg.Subject.Pattern("*")},
+			Subjects:   []string{p.cfg.Subject.Pattern("*", ">")},
 			Duplicates: p.cfg.Duplicates,
 		})
 		if err != nil {
@@ -121,7 +121,7 @@ func (p *Publisher) open(ctx context.Context) error {
 			Durable:       p.cfg.Consumer,
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       wait,
-			FilterSubject: p.cfg.Subject.Pattern("*"),
+			FilterSubject: p.cfg.Subject.Pattern("*", ">"),
 		})
 		if err != nil {
 			return &broker.Error{Msg: fmt.Sprintf("cannot create durable consumer %s on stream %s: %v", p.cfg.Consumer, p.cfg.Stream, err), Err: err}
