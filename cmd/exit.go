@@ -8,7 +8,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 )
 
-// The exit statuses of DESIGN.md.
+// The documented exit statuses.
 const (
 	ExitPass        = 0   // every check passed
 	ExitFail        = 1   // a check or invariant failed
