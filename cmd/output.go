@@ -14,6 +14,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/suite"
+	"github.com/redeliver/redeliver/pkg/target"
 	"github.com/spf13/pflag"
 )
 
@@ -214,9 +215,14 @@ func harnessErrors(err error) []report.HarnessError {
 	var se scenario.Errors
 	var ie *suite.InputError
 	var re *runner.RuntimeError
+	var te *target.Error
 	switch {
 	case errors.Is(err, context.Canceled):
 		return []report.HarnessError{{Kind: report.ErrorInterrupted, Message: "interrupted"}}
+	case errors.As(err, &te):
+		e := report.HarnessError{Kind: report.ErrorRuntime, Message: te.Msg}
+		e.Pos.File = te.File
+		return []report.HarnessError{e}
 	case errors.As(err, &se):
 		out := make([]report.HarnessError, len(se))
 		for i, e := range se {

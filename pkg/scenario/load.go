@@ -300,8 +300,8 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		l.validateState(st)
 	}
 	for _, st := range l.crashSteps {
-		if s.Target != nil && s.Target.Start == nil {
-			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted"))
+		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil {
+			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
 		}
 	}
 	for _, st := range l.consumerSteps {
@@ -554,7 +554,7 @@ func braced(xs []string) []string {
 func (l *loader) step(n *yaml.Node) *Step {
 	st := &Step{Pos: l.pos(n), Times: 1}
 	var deliverNode, expectNode, advanceNode, interleaveNode *yaml.Node
-	var modifiers []*yaml.Node // fields that only a deliver step may have
+	var modifiers []*yaml.Node  // fields that only a deliver step may have
 	var targetOnly []*yaml.Node // fields that only a target-mode step may have
 	handlerOnly := map[string]bool{}
 	ok := l.mapping(n, "a step", []field{
