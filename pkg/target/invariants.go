@@ -3,30 +3,15 @@ package target
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
-// The invariants a target is judged by, over its own effect table. Their
-// names are the built-in handler's (a scenario's violations: list reads
-// the same either way); what they mean for a target is said here, in one
-// place.
-var Invariants = []checker.Invariant{checker.DuplicateEffect, checker.LostEffect, checker.ChangedByConflict}
-
-// Describe says what breaking a target invariant means.
-func Describe(i checker.Invariant) string {
-	switch i {
-	case checker.DuplicateEffect:
-		return "a business key has more than one row in the effect table"
-	case checker.LostEffect:
-		return "an acknowledged delivery's business key has no row in the effect table"
-	case checker.ChangedByConflict:
-		return "a redelivery the consumer answered as a conflict changed the effect rows"
-	}
-	return i.Describe()
-}
+// Invariants are the catalogue's invariants a target is judged by, over
+// its own effect table.
+var Invariants = invariant.Checked(invariant.Database, nil)
 
 // Delivery is one delivery to the target and what came back.
 type Delivery struct {
@@ -59,7 +44,7 @@ func judge(history []*Delivery, rows []effects.Row, table string) []checker.Viol
 	sort.Strings(keys)
 	for _, k := range keys {
 		rs := byKey[k]
-		v := checker.Violation{Invariant: checker.DuplicateEffect, EventID: k, Detail: fmt.Sprintf("key %s has %d rows in %s%s", k, len(rs), table, eventsOf(rs))}
+		v := checker.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: k, Detail: invariant.DuplicateEffect.Say(invariant.Facts{Key: k, Rows: int64(len(rs)), Table: table, Events: eventsOf(rs)})}
 		if d := lastOfKey[k]; d != nil {
 			v.EventID = d.EventID
 			v.By = &d.Record
@@ -73,30 +58,27 @@ func judge(history []*Delivery, rows []effects.Row, table string) []checker.Viol
 			continue
 		}
 		lost[d.EventID] = true
-		out = append(out, checker.Violation{Invariant: checker.LostEffect, EventID: d.EventID,
-			Detail: fmt.Sprintf("%s was acknowledged, and key %s has no row in %s", d.EventID, d.Key, table), By: &d.Record})
+		out = append(out, checker.Violation{Invariant: invariant.LostEffect.Name, EventID: d.EventID,
+			Detail: invariant.LostEffect.Say(invariant.Facts{Event: d.EventID, Outcome: string(Acked), Key: d.Key, Table: table}), By: &d.Record})
 	}
 	// changed-by-conflict: a conflict answer that changed the key's rows.
 	for _, d := range history {
 		if d.Answer.Kind == Conflict && d.Changed != "" {
-			out = append(out, checker.Violation{Invariant: checker.ChangedByConflict, EventID: d.EventID,
-				Detail: fmt.Sprintf("%s was answered as a conflict, and the rows of key %s changed: %s", d.EventID, d.Key, d.Changed), By: &d.Record})
+			out = append(out, checker.Violation{Invariant: invariant.ChangedByConflict.Name, EventID: d.EventID,
+				Detail: invariant.ChangedByConflict.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table}) + ": " + d.Changed, By: &d.Record})
 		}
 	}
 	return out
 }
 
-func eventsOf(rs []effects.Row) string {
+func eventsOf(rs []effects.Row) []string {
 	var ev []string
 	for _, r := range rs {
 		if r.Event != "" {
 			ev = append(ev, r.Event)
 		}
 	}
-	if len(ev) == 0 {
-		return ""
-	}
-	return " (made by " + strings.Join(ev, ", ") + ")"
+	return ev
 }
 
 // changed compares a key's rows before and after a delivery and says how

@@ -14,6 +14,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/template"
@@ -22,17 +23,6 @@ import (
 
 // Strategy is what a target-mode file's results name as their strategy.
 const Strategy handler.Strategy = "target"
-
-// Error is a failure of the harness while testing a target: the consumer
-// or its database could not be reached, the consumer exited by itself or
-// never became ready, it hung past its timeout. Its message is one
-// sentence naming what and where, and the deliveries that did not complete.
-type Error struct {
-	File string
-	Msg  string
-}
-
-func (e *Error) Error() string { return e.File + ": " + e.Msg }
 
 // Options tune a target run.
 type Options struct {
@@ -212,7 +202,7 @@ func RunFile(ctx context.Context, s *scenario.Scenario, opts Options) (*runner.F
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &Error{File: s.File, Msg: withLeft(err.Error(), notCompleted(s, 0, 0))}
+		return nil, problem.Environmentf(problem.Pos{File: s.File}, errors.New(withLeft(err.Error(), notCompleted(s, 0, 0))))
 	}
 	defer sess.Close()
 	res.Target, res.Effects = sess.Describe(), sess.DescribeEffects()
@@ -227,7 +217,7 @@ func RunFile(ctx context.Context, s *scenario.Scenario, opts Options) (*runner.F
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			return res, &Error{File: s.File, Msg: withLeft(err.Error(), notCompleted(s, i, step))}
+			return res, problem.Environmentf(problem.Pos{File: s.File}, errors.New(withLeft(err.Error(), notCompleted(s, i, step))))
 		}
 		cr.res.Duration = time.Since(start)
 		res.Checks = append(res.Checks, *cr.res)
