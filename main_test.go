@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redeliver/redeliver/cmd"
+	"github.com/redeliver/redeliver/pkg/target/consumertest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -31,6 +33,8 @@ func TestMain(m *testing.M) {
 		// strip-inputs IN OUT writes IN with capture names (files, streams,
 		// and the format beside them) replaced by CAPTURE.
 		"strip-inputs": func() { os.Exit(stripInputs(os.Args[1], os.Args[2])) },
+		// consumer is a small consumer under test for the target-mode scripts.
+		"consumer": func() { os.Exit(consumertest.Main(os.Args[1:])) },
 	})
 }
 
@@ -59,6 +63,12 @@ func TestScripts(t *testing.T) {
 			// Scripts marked [nats] publish into this server, and skip without it (fail under CI).
 			env.Setenv("NATS", natsURL())
 			env.Setenv("STREAM", uniqueStream())
+			// A free port for a consumer the script starts.
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			env.Setenv("PORT", port)
 			return copyTree("scenarios", filepath.Join(env.WorkDir, "scenarios"))
 		},
 	})
@@ -110,4 +120,15 @@ func copyTree(from, to string) error {
 		}
 		return os.WriteFile(target, data, 0o644)
 	})
+}
+
+// freePort asks the system for a TCP port nothing listens on.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	return port, err
 }
