@@ -169,6 +169,8 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 			progressbar.OptionSetItsString("deliveries"),
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionThrottle(100_000_000),
+			// No redraw goroutine: it reads the bar's state unlocked (a data race).
+			progressbar.OptionSetSpinnerChangeInterval(0),
 		)
 		opts.Progress = func(n int64) { _ = bar.Set64(n) }
 		finish = func() { _ = bar.Finish() }

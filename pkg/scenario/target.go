@@ -672,6 +672,9 @@ func (l *loader) targetStep(n *yaml.Node, st *Step, handlerOnly map[string]bool)
 			l.errorf(n, "%s is for the built-in handler; a target is tested with faults from outside: times, concurrent, drop, crash, delay", f)
 		}
 	}
+	if st.Advance > 0 {
+		l.errorf(n, "advance moves the built-in handler's clock; a target keeps its own, so there is nothing to advance")
+	}
 	if st.Crash != nil {
 		l.crashSteps = append(l.crashSteps, st)
 		if st.Concurrent > 0 {
