@@ -16,13 +16,19 @@ import (
 // while the consumer it started is running, and checks that redeliver exits
 // with 130 and leaves no process behind.
 func TestInterruptStopsTheConsumer(t *testing.T) {
-	interrupt(t, func(dir, file string) []string { return []string{"run", file} }, "")
+	interrupt(t, "listening", func(dir, file string) []string { return []string{"run", file} }, "")
+}
+
+// TestInterruptWhileWaitingForReady interrupts redeliver while it waits
+// for a consumer that never becomes ready.
+func TestInterruptWhileWaitingForReady(t *testing.T) {
+	interrupt(t, "a line it never prints", func(dir, file string) []string { return []string{"run", file} }, "")
 }
 
 // TestInterruptedReplaySaysWhatItSent interrupts a replay into a target:
 // it says how many deliveries it sent, and leaves no process behind.
 func TestInterruptedReplaySaysWhatItSent(t *testing.T) {
-	interrupt(t, func(dir, file string) []string {
+	interrupt(t, "listening", func(dir, file string) []string {
 		capture := filepath.Join(dir, "capture.ndjson")
 		var b strings.Builder
 		for i := range 1000 {
@@ -35,7 +41,7 @@ func TestInterruptedReplaySaysWhatItSent(t *testing.T) {
 	}, "deliveries were sent to the target before the replay stopped")
 }
 
-func interrupt(t *testing.T, args func(dir, file string) []string, wantStderr string) {
+func interrupt(t *testing.T, ready string, args func(dir, file string) []string, wantStderr string) {
 	dir := t.TempDir()
 	port, err := freePort()
 	if err != nil {
@@ -47,7 +53,8 @@ target:
   http: {url: "http://127.0.0.1:` + port + `/events"}
   start:
     command: [consumer, --listen, "127.0.0.1:` + port + `", --db, "` + filepath.Join(dir, "c.db") + `", --pidfile, "` + pidfile + `", --work, 10ms]
-    ready: {stdout: listening}
+    ready: {stdout: "` + ready + `"}
+    ready_timeout: 10m
 effects: {db: "` + filepath.Join(dir, "c.db") + `", table: payments, key: order_id, key_of: "{data.orderId}"}
 checks:
   - name: waits
