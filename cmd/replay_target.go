@@ -32,6 +32,15 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if o.Republish > 0 || len(o.CrashAt) > 0 || o.Emit != "" || o.DB != ":memory:" {
 		return problem.Usagef("--republish, --crash-at, --emit-scenario and --db are for the built-in handler; with --target the consumer keeps its own database")
 	}
+	// Every capture must be there before the consumer is started.
+	for _, in := range o.Logs {
+		if in == "-" {
+			continue
+		}
+		if st, err := os.Stat(in); err != nil || st.IsDir() {
+			return problem.Usagef("%s: no such capture file", in)
+		}
+	}
 	src, err := os.ReadFile(o.Target)
 	if err != nil {
 		return problem.Usagef("cannot read --target %s: %v", o.Target, unwrapPath(err))

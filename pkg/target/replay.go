@@ -17,6 +17,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -208,14 +209,14 @@ func (r *replayer) read(ctx context.Context, emit func(capture.Event)) error {
 		} else {
 			f, err := os.Open(name)
 			if err != nil {
-				return fmt.Errorf("open %s: %w", name, err)
+				return problem.Usagef("cannot read the capture %s: %v", name, unwrapPath(err))
 			}
 			defer f.Close()
 			in = f
 		}
 		rd, err := capture.Open(label, in, r.o.Capture)
 		if err != nil {
-			return err
+			return inputError(label, err)
 		}
 		for ctx.Err() == nil {
 			ev, err := rd.Next()
@@ -223,7 +224,7 @@ func (r *replayer) read(ctx context.Context, emit func(capture.Event)) error {
 				break
 			}
 			if err != nil {
-				return err
+				return inputError(label, err)
 			}
 			emit(ev)
 		}
@@ -361,4 +362,25 @@ func (r *replayer) record(j job, ev Event, a Answer, _ bool) *Delivery {
 		r.o.Progress(n)
 	}
 	return d
+}
+
+// inputError is a capture that cannot be read: invalid input at its line.
+func inputError(label string, err error) error {
+	var be *capture.BadRecordError
+	var ue *capture.UnknownFormatError
+	switch {
+	case errors.As(err, &be):
+		return problem.Invalid(be.At, "%s", be.Reason)
+	case errors.As(err, &ue):
+		return problem.Invalid(problem.Pos{File: ue.File}, "%s", ue.Sentence())
+	}
+	return problem.Environmentf(problem.Pos{File: label}, err)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
