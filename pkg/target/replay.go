@@ -79,7 +79,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 	}
 	sess, err := Open(ctx, o.Target, o.Effects)
 	if err != nil {
-		return nil, err
+		return nil, &ReplayError{Err: err}
 	}
 	defer sess.Close()
 	name := fmt.Sprintf("replay of %d capture(s) into the target", len(o.Inputs))
@@ -94,7 +94,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 	}
 	rows, err := sess.db.Rows(ctx, nil)
 	if err != nil {
-		return res, err
+		return res, &ReplayError{Err: err, Sent: r.sent.Load()}
 	}
 	table := o.Effects.Table
 	if table == "" {
