@@ -63,6 +63,10 @@ checks:
 	}
 	validJUnit(t, invocation{args: []string{"run", "--format", "junit", file}}.run(t).stdout)
 	validTAP(t, invocation{args: []string{"run", "--format", "tap", file}}.run(t).stdout, 0, 2)
+	verbose := invocation{args: []string{"run", "-v", file}}.run(t).stdout
+	if !strings.Contains(verbose, "counters (target): 2 deliveries, 0 redeliveries, 2 acked, 0 conflicts, 0 rejected or unacked, 0 crashes, 2 effect rows") || strings.Contains(verbose, "fault points") {
+		t.Errorf("the verbose report of a target speaks of the built-in handler:\n%s", verbose)
+	}
 	text := invocation{args: []string{"run", file}}.run(t).stdout
 	for _, want := range []string{"target: exec sh -c cat > /dev/null; effects: table payments (key order_id) in SQLite file ", "one order: FAIL: invariant duplicate-effect broken: key O-1 has 2 rows in payments", "another order: FAIL: invariant lost-effect broken: event evt-3 was acked but key O-3 has no row in payments"} {
 		if !strings.Contains(text, want) {

@@ -275,7 +275,7 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 		{"timeout", func(k, v *yaml.Node) { h.Timeout = l.timeout(v, "timeout") }},
 		{"mode", func(k, v *yaml.Node) {
 			modeNode = v
-			if s, ok := l.str(v, "mode"); ok {
+			if s, ok := l.xstr(v, "mode"); ok {
 				for _, m := range HTTPModes {
 					if m == s {
 						h.Mode = s
