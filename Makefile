@@ -12,7 +12,7 @@ build: ## build bin/redeliver
 examples: ## build the example consumer, bin/consumer (README, Test your own consumer)
 	$(GO) build -o bin/consumer ./examples/consumer
 
-run: build ## the seed fixture, then the whole scenario library, on embedded SQLite in memory
+run: build ## the fixture, then the whole scenario library, on embedded SQLite in memory
 	./$(BIN) run scenarios/seed-fixture.yaml
 	@echo
 	./$(BIN) run scenarios
@@ -21,7 +21,7 @@ test: ## vet, then every test with the race detector
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-bench: ## benchmarks (see README, Performance); REDELIVER_BENCH_N=100000 for a quick run
+bench: ## benchmarks (see docs/performance.md); REDELIVER_BENCH_N=100000 for a quick run
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -10,7 +10,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
-// The exit statuses of DESIGN.md.
+// The documented exit statuses.
 const (
 	ExitPass        = 0   // every check passed
 	ExitFail        = 1   // a check or invariant failed

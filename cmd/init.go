@@ -15,7 +15,7 @@ func newInitCmd(s *Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "init [DIR]",
 		Short: "Write a starter set of scenarios (default ./scenarios)",
-		Long: `Write a starter set of scenario files into DIR (default ./scenarios): the seed
+		Long: `Write a starter set of scenario files into DIR (default ./scenarios): the
 fixture, the causes of duplicates, and one scenario per safe strategy, all
 passing. Nothing is
 overwritten: if any of the files exists, nothing is written.

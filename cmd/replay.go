@@ -50,8 +50,8 @@ func newReplayCmd(s *Streams) *cobra.Command {
 		Long: `Replay captured event logs through the handler, streaming them, and inject the
 duplicates real brokers make. The report says what the capture holds (repeated
 ids, ids reused with a different payload, business keys under several ids), what
-was injected, what the handler did, which invariants broke, and the seed: the
-same seed and input give the same report.
+was injected, what the handler did, which invariants broke, and the --seed value:
+the same seed and input give the same report.
 
 Formats (detected; --input forces one): CloudEvents JSON (one event, NDJSON or a
 batch array; data or data_base64), kcat -J lines, SQS ReceiveMessage and Lambda

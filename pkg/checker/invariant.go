@@ -7,7 +7,7 @@ package checker
 // in `violations:`.
 type Invariant string
 
-// The invariants of DESIGN.md, by number.
+// The invariants, by rule number.
 const (
 	DuplicateEffect    Invariant = "duplicate-effect"    // 1: one consumer, one event, more than one effect
 	DuplicateKeyEffect Invariant = "duplicate-key"       // 2: more than one effect for one business key
@@ -21,7 +21,7 @@ const (
 	SharedKey          Invariant = "shared-key"          // 6: different business keys sent the same idempotency key
 )
 
-// Invariants lists every invariant, in DESIGN.md order.
+// Invariants lists every invariant, in rule order.
 var Invariants = []Invariant{DuplicateEffect, DuplicateKeyEffect, DoubleCharge, LostEffect, MissingMarker, HalfWritten, WrongEffect, ChangedByConflict, UnstableKey, SharedKey}
 
 // Describe says in words what breaking the invariant means.

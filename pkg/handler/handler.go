@@ -14,7 +14,7 @@ import (
 // Outcome is what one delivery did.
 type Outcome string
 
-// The outcomes of DESIGN.md.
+// The outcomes a delivery can have.
 const (
 	Processed Outcome = "processed" // a new effect was written
 	Duplicate Outcome = "duplicate" // marker found, same identity: the original effect id is returned
@@ -29,7 +29,7 @@ var Outcomes = []Outcome{Processed, Duplicate, Conflict, Failed, Crashed}
 // FaultPoint names a place inside the handler where a delivery can be made to fail.
 type FaultPoint string
 
-// The fault points of DESIGN.md, in the order a delivery reaches them.
+// The fault points, in the order a delivery reaches them.
 const (
 	BeforeBegin   FaultPoint = "before-begin"
 	AfterCheck    FaultPoint = "after-check"

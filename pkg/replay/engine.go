@@ -255,7 +255,7 @@ func fnv64(s string) int64 {
 }
 
 // capture hands one delivery of the capture to the handler, with whatever
-// the seed injects into it.
+// --seed injects into it.
 func (e *engine) capture(ctx context.Context, it *item) error {
 	if it.bad != nil {
 		e.bad++

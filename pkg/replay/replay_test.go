@@ -186,7 +186,7 @@ func TestInjection(t *testing.T) {
 	}
 }
 
-// TestSameSeedSameReport: every injected fault comes from the seed.
+// TestSameSeedSameReport: every injected fault comes from --seed.
 func TestSameSeedSameReport(t *testing.T) {
 	path := bigCapture(t, 2000)
 	o := Options{Inputs: []string{path}, Redeliver: 0.2, Crash: 0.1, Rewind: 10, Republish: 0.05, Handler: handler.Config{Strategy: handler.None}}
@@ -201,7 +201,7 @@ func TestSameSeedSameReport(t *testing.T) {
 		t.Errorf("seed 5 gave two different reports:\n%s\n%s", a, b)
 	}
 	if bytes.Equal(a, c) {
-		t.Errorf("seeds 5 and 6 gave the same report; the seed does not reach the injection")
+		t.Errorf("seeds 5 and 6 gave the same report; --seed does not reach the injection")
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
 
-// Report is everything a replay found; the JSON form is documented in README.
+// Report is everything a replay found; the JSON form is documented in docs/replay-json.md.
 type Report struct {
 	Inputs   []input          `json:"inputs"`
 	Seed     int64            `json:"seed"`
@@ -110,7 +110,7 @@ type KeyExample struct {
 	FirstAt handler.Location `json:"-"`
 }
 
-// Injected counts what the seed injected.
+// Injected counts what --seed injected.
 type Injected struct {
 	Redelivered int64 `json:"redelivered"` // crashes after commit, before the ack, redelivered
 	Crashed     int64 `json:"crashed"`     // crashes mid-transaction, retried

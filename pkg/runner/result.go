@@ -7,7 +7,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
-// Counters are the figures the idempotency article says to monitor.
+// Counters are the figures worth monitoring in an idempotent consumer.
 type Counters struct {
 	Deliveries          int `json:"deliveries"`
 	Processed           int `json:"processed"`
