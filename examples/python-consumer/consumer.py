@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A shipping consumer in Python, standard library only: the seed fixture's
+"""A shipping consumer in Python, standard library only: the fixture's
 handler as a real service to put under redeliver's target mode.
 
 One shipment per order event, however often it is delivered: the processed

@@ -111,7 +111,7 @@ func count(t *testing.T, db, table string) int {
 	return n
 }
 
-// TestConsumer runs the seed fixture's story, and malformed requests,
+// TestConsumer runs the fixture's story, and malformed requests,
 // against the Python service.
 func TestConsumer(t *testing.T) {
 	type request struct {
