@@ -54,7 +54,7 @@ func (o outcome) String() string {
 }
 
 // freePort finds a TCP port nothing listens on right now.
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -72,7 +72,7 @@ func newMarker() string {
 
 // consumerEnv is the environment the scenarios read: this test binary as
 // the consumer, a free port, a fresh SQLite file.
-func consumerEnv(t *testing.T, flaw string) map[string]string {
+func consumerEnv(t testing.TB, flaw string) map[string]string {
 	return map[string]string{
 		"CONSUMER": "consumer",
 		"PORT":     freePort(t),
@@ -84,7 +84,7 @@ func consumerEnv(t *testing.T, flaw string) map[string]string {
 // redeliver runs the redeliver command in its own process group from the
 // repository root, waits for it, and fails the test if any process it
 // started is still running afterwards.
-func redeliver(t *testing.T, env map[string]string, args ...string) outcome {
+func redeliver(t testing.TB, env map[string]string, args ...string) outcome {
 	t.Helper()
 	c, marker := redeliverCmd(env, args...)
 	var stdout, stderr bytes.Buffer
@@ -136,7 +136,7 @@ func exitOf(err error) int {
 
 // assertNoneLeft fails if a running process carries the run's marker in
 // its environment. A process that is exiting gets a few seconds.
-func assertNoneLeft(t *testing.T, marker string) {
+func assertNoneLeft(t testing.TB, marker string) {
 	t.Helper()
 	needle := []byte(runMarker + "=" + marker + "\x00")
 	var left []string
@@ -301,7 +301,7 @@ func (p *consumerProcess) kill() {
 
 // waitFor polls cond for up to two minutes: no timing assumption beyond
 // "eventually".
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
