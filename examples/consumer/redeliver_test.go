@@ -70,11 +70,24 @@ func newMarker() string {
 	return hex.EncodeToString(b[:])
 }
 
-// consumerEnv is the environment the scenarios read: this test binary as
-// the consumer, a free port, a fresh SQLite file.
-func consumerEnv(t testing.TB, flaw string) map[string]string {
+// buildConsumer builds the consumer (without the race detector: it is
+// started hundreds of times, and a race-instrumented binary takes ten
+// times longer to start) into the test's temporary directory.
+func buildConsumer(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "consumer")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build the consumer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// consumerEnv is the environment the scenarios read: the consumer binary,
+// a free port, a fresh SQLite file.
+func consumerEnv(t testing.TB, bin, flaw string) map[string]string {
 	return map[string]string{
-		"CONSUMER": "consumer",
+		"CONSUMER": bin,
 		"PORT":     freePort(t),
 		"DB":       filepath.Join(t.TempDir(), "payments.db"),
 		"FLAW":     flaw,
@@ -86,11 +99,20 @@ func consumerEnv(t testing.TB, flaw string) map[string]string {
 // started is still running afterwards.
 func redeliver(t testing.TB, env map[string]string, args ...string) outcome {
 	t.Helper()
+	o, marker := runRedeliver(env, args...)
+	assertNoneLeft(t, marker)
+	return o
+}
+
+// runRedeliver is redeliver without the test: safe to call from any
+// goroutine. A run that cannot start comes back as exit -1 with the
+// reason in stderr.
+func runRedeliver(env map[string]string, args ...string) (outcome, string) {
 	c, marker := redeliverCmd(env, args...)
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	if err := c.Start(); err != nil {
-		t.Fatal(err)
+		return outcome{exit: -1, stderr: err.Error()}, marker
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
@@ -100,11 +122,45 @@ func redeliver(t testing.TB, env map[string]string, args ...string) outcome {
 	case <-time.After(20 * time.Minute):
 		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		<-done
-		t.Fatalf("redeliver %s did not finish within 20 minutes; killed", strings.Join(args, " "))
+		fmt.Fprintf(&stderr, "\n(the test killed redeliver %s after 20 minutes)", strings.Join(args, " "))
+		err = errors.New("killed")
 	}
-	o := outcome{exit: exitOf(err), stdout: stdout.String(), stderr: stderr.String()}
-	assertNoneLeft(t, marker)
-	return o
+	return outcome{exit: exitOf(err), stdout: stdout.String(), stderr: stderr.String()}, marker
+}
+
+// invocation is one redeliver run of a table, and what its result must be.
+type invocation struct {
+	name  string
+	env   map[string]string
+	args  []string
+	check func(t *testing.T, o outcome)
+}
+
+// runConcurrently starts every run at once (they spend their time waiting
+// on consumers, not computing, and go test would otherwise run only
+// GOMAXPROCS of them at a time), then checks each in a subtest of its own
+// name, including that it left no process behind.
+func runConcurrently(t *testing.T, runs []invocation) {
+	type result struct {
+		o      outcome
+		marker string
+	}
+	results := make([]result, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i].o, results[i].marker = runRedeliver(r.env, r.args...)
+		}()
+	}
+	wg.Wait()
+	for i, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			assertNoneLeft(t, results[i].marker)
+			r.check(t, results[i].o)
+		})
+	}
 }
 
 func redeliverCmd(env map[string]string, args ...string) (*exec.Cmd, string) {
@@ -174,17 +230,23 @@ const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // TestShippedScenariosSafe: the safe consumer passes every shipped
 // scenario 50 times in a row, each time on a fresh start.
 func TestShippedScenariosSafe(t *testing.T) {
+	bin := buildConsumer(t)
+	var runs []invocation
 	for _, file := range scenarioFiles {
-		t.Run("safe/"+filepath.Base(file)+"/repeat-50", func(t *testing.T) {
-			t.Parallel()
-			env := consumerEnv(t, "safe")
-			env["WEBHOOK_SECRET"] = webhookSecret
-			o := redeliver(t, env, "run", file, "--repeat", "50")
-			if o.exit != 0 {
-				t.Fatalf("want exit 0, got\n%s", o)
-			}
+		env := consumerEnv(t, bin, "safe")
+		env["WEBHOOK_SECRET"] = webhookSecret
+		runs = append(runs, invocation{
+			name: "safe/" + filepath.Base(file) + "/repeat-50",
+			env:  env,
+			args: []string{"run", file, "--repeat", "50"},
+			check: func(t *testing.T, o outcome) {
+				if o.exit != 0 {
+					t.Fatalf("want exit 0, got\n%s", o)
+				}
+			},
 		})
 	}
+	runConcurrently(t, runs)
 }
 
 // TestFlawCaught: each flaw fails the scenario written for it, by the
@@ -204,21 +266,26 @@ func TestFlawCaught(t *testing.T) {
 		{"external-without-key", "examples/consumer/scenarios/provider.yaml", "duplicate-effect", ""},
 		{"marker-after-effect", "examples/consumer/webhooks.yaml", "duplicate-effect", ""},
 	}
+	bin := buildConsumer(t)
+	var runs []invocation
 	for _, tt := range tests {
-		name := strings.TrimSuffix(filepath.Base(tt.file), ".yaml")
-		t.Run(tt.flaw+"/"+name+"/"+tt.invariant, func(t *testing.T) {
-			t.Parallel()
-			env := consumerEnv(t, tt.flaw)
-			env["WEBHOOK_SECRET"] = webhookSecret
-			if tt.work != "" {
-				env["WORK"] = tt.work
-			}
-			o := redeliver(t, env, "run", tt.file)
-			if o.exit != 1 || !strings.Contains(o.stdout, tt.invariant) {
-				t.Fatalf("want exit 1 naming %s, got\n%s", tt.invariant, o)
-			}
+		env := consumerEnv(t, bin, tt.flaw)
+		env["WEBHOOK_SECRET"] = webhookSecret
+		if tt.work != "" {
+			env["WORK"] = tt.work
+		}
+		runs = append(runs, invocation{
+			name: tt.flaw + "/" + strings.TrimSuffix(filepath.Base(tt.file), ".yaml") + "/" + tt.invariant,
+			env:  env,
+			args: []string{"run", tt.file},
+			check: func(t *testing.T, o outcome) {
+				if o.exit != 1 || !strings.Contains(o.stdout, "invariant "+tt.invariant+" broken") {
+					t.Fatalf("want exit 1 naming %s, got\n%s", tt.invariant, o)
+				}
+			},
 		})
 	}
+	runConcurrently(t, runs)
 }
 
 // TestPythonConsumerScenario: the Python consumer passes its scenario,
@@ -244,9 +311,10 @@ func TestShippedScenariosPostgres(t *testing.T) {
 	if pg == "" {
 		t.Skip("no PostgreSQL")
 	}
+	bin := buildConsumer(t)
 	for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"check-then-act", "duplicate-effect"}} {
 		t.Run(tt.flaw+"/scenarios", func(t *testing.T) {
-			env := consumerEnv(t, tt.flaw)
+			env := consumerEnv(t, bin, tt.flaw)
 			env["DB"] = freshSchema(t, pg)
 			env["WORK"] = "300ms"
 			o := redeliver(t, env, "run", "examples/consumer/scenarios")
@@ -383,7 +451,7 @@ func postStatus(url, id, order string) int {
 // TestInterrupt: Ctrl-C while the consumer holds a delivery stops
 // redeliver with 130, and the consumer it started with it.
 func TestInterrupt(t *testing.T) {
-	env := consumerEnv(t, "safe")
+	env := consumerEnv(t, "consumer", "safe")
 	env["WORK"] = "1h"
 	c, marker := redeliverCmd(env, "run", "examples/consumer/scenarios/redelivery.yaml")
 	var stdout, stderr bytes.Buffer

@@ -42,6 +42,7 @@ const replayLines = 2000
 // seeded redeliveries and crashes (safe: passes), and with concurrent
 // duplicates (check-then-act: caught).
 func TestReplayIntoConsumer(t *testing.T) {
+	bin := buildConsumer(t)
 	capture := filepath.Join(t.TempDir(), "capture.ndjson")
 	writeCapture(t, capture, replayLines)
 	tests := []struct {
@@ -55,7 +56,7 @@ func TestReplayIntoConsumer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := consumerEnv(t, tt.flaw)
+			env := consumerEnv(t, bin, tt.flaw)
 			env["WORK"] = tt.work
 			args := append([]string{"replay", capture, "--target", "examples/consumer/target.yaml", "--seed", "11", "--parallel", "4"}, tt.flags...)
 			o := redeliver(t, env, args...)
@@ -91,12 +92,13 @@ func BenchmarkReplayIntoConsumer(b *testing.B) {
 	if s := os.Getenv("EXAMPLES_REPLAY_LINES"); s != "" {
 		lines, _ = strconv.Atoi(s)
 	}
+	bin := buildConsumer(b)
 	capture := filepath.Join(b.TempDir(), "capture.ndjson")
 	writeCapture(b, capture, lines)
 
 	b.Run("safe/redeliver-0.1-crash-0.01", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			env := consumerEnv(b, "safe")
+			env := consumerEnv(b, bin, "safe")
 			o := redeliver(b, env, "replay", capture, "--target", "examples/consumer/target.yaml", "--seed", "11", "--parallel", "4", "--redeliver", "0.1", "--crash", "0.01")
 			if o.exit != 0 {
 				b.Fatalf("want exit 0, got\n%s", o)
@@ -106,7 +108,7 @@ func BenchmarkReplayIntoConsumer(b *testing.B) {
 	})
 	b.Run("check-then-act/concurrent-0.05", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			env := consumerEnv(b, "check-then-act")
+			env := consumerEnv(b, bin, "check-then-act")
 			env["WORK"] = "20ms"
 			o := redeliver(b, env, "replay", capture, "--target", "examples/consumer/target.yaml", "--seed", "11", "--parallel", "16", "--concurrent", "0.05")
 			if o.exit != 1 || !strings.Contains(o.stdout, "duplicate-effect") {
@@ -117,7 +119,7 @@ func BenchmarkReplayIntoConsumer(b *testing.B) {
 	for _, parallel := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("parallel-%d", parallel), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				benchParallel(b, capture, lines, parallel)
+				benchParallel(b, bin, capture, lines, parallel)
 			}
 		})
 	}
@@ -126,7 +128,7 @@ func BenchmarkReplayIntoConsumer(b *testing.B) {
 // benchParallel runs the consumer itself (so its CPU time is its own) and
 // replays into it with --redeliver 0.1; it reports deliveries/s and
 // redeliver's CPU time as a share of the consumer's.
-func benchParallel(b *testing.B, capture string, lines, parallel int) {
+func benchParallel(b *testing.B, bin, capture string, lines, parallel int) {
 	port, db := freePort(b), filepath.Join(b.TempDir(), "payments.db")
 	target := filepath.Join(b.TempDir(), "target.yaml")
 	os.WriteFile(target, []byte(fmt.Sprintf(`version: 1
@@ -142,7 +144,7 @@ effects:
   key_of: "{data.orderId}"
 `, port, db)), 0o644)
 	marker := newMarker()
-	consumerCmd := exec.Command("consumer", "--listen", "127.0.0.1:"+port, "--db", db)
+	consumerCmd := exec.Command(bin, "--listen", "127.0.0.1:"+port, "--db", db)
 	consumerCmd.Env = append(os.Environ(), runMarker+"="+marker)
 	consumerCmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := consumerCmd.Start(); err != nil {
