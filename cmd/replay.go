@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
@@ -8,6 +9,9 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -159,6 +163,10 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		finish = func() { _ = bar.Finish() }
 	}
 	start := time.Now()
+	opts.Open = sqlite.OpenLedger
+	opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+	}
 	rep, err := replay.Run(cmd.Context(), opts)
 	finish() // the line is cleared before the report is written
 	res := &report.Replay{Report: rep, Duration: time.Since(start)}

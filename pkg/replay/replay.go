@@ -17,9 +17,9 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
-	"github.com/redeliver/redeliver/pkg/sqlite"
 )
 
 // Finding names something a capture can hold that --fail-on can make fatal.
@@ -60,6 +60,11 @@ type Options struct {
 
 	// Progress, if set, is told how many deliveries have been handled so far.
 	Progress func(deliveries int64)
+
+	// Open opens the store the capture is replayed into (pkg/sqlite's
+	// OpenLedger); OpenScenario the store a reproducer is checked on.
+	Open         ledger.Opener
+	OpenScenario runner.Opener
 	// Warn receives one line per skipped bad record.
 	Warn io.Writer
 }
@@ -160,11 +165,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// driver. Collecting at 5× the live heap instead of 2× costs a few MB
 	// and saves a tenth of the CPU.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	db, err := sqlite.OpenReplay(ctx, o.DB, o.Handler)
+	if o.Open == nil || o.EmitScenario != "" && o.OpenScenario == nil {
+		return nil, errors.New("replay: no store to replay into (Options.Open, Options.OpenScenario)")
+	}
+	db, err := o.Open(ctx, o.DB, o.Handler)
 	if err != nil {
-		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrMismatch) {
-			return nil, &problem.Error{Kind: problem.InvalidInput, Msg: err.Error(), Err: err}
-		}
 		return nil, err
 	}
 	defer db.Close()
@@ -177,8 +182,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer log.Close()
-	rep := newReport(o, db.Resumed, before)
-	err = db.Run(ctx, o.Batch, func(b *sqlite.Batch) error {
+	rep := newReport(o, db.Resumed(), before)
+	err = db.Run(ctx, o.Batch, func(b ledger.Batch) error {
 		return newEngine(o, b, b, rep, nil).replay(ctx)
 	})
 	if err != nil {
@@ -190,7 +195,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.NewEffects = rep.Effects - before
 	// The findings (on the replay's connection, which holds the capture
 	// log) and the invariants (on another) answer side by side.
-	var found sqlite.CaptureFindings
+	var found ledger.CaptureFindings
 	var ferr error
 	done := make(chan struct{})
 	go func() {
