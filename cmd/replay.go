@@ -91,8 +91,8 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringVar(&o.Payload, "payload", "", "plain NDJSON: path of the payload (default: the whole line)")
 	f.StringSliceVar(&o.Identity, "identity", nil, "paths compared when an id is redelivered (default: the whole payload, canonical JSON)")
 	f.StringVar(&o.Strategy, "strategy", "event-id", "handler strategy: event-id, consumer-scoped, business-key, none, check-then-act, marker-after-effect")
-	f.StringVar(&o.Consumer, "consumer", "default", "consumer name the markers and effects are written for")
-	f.StringVar(&o.Effect, "effect", "effects", "name of the effect table")
+	f.StringVar(&o.Consumer, "consumer", handler.DefaultConsumer, "consumer name the markers and effects are written for")
+	f.StringVar(&o.Effect, "effect", handler.DefaultEffect, "name of the effect table")
 	f.Float64Var(&o.Redeliver, "redeliver", 0, "probability of a crash after commit, before the ack (the broker redelivers)")
 	f.Float64Var(&o.Crash, "crash", 0, "probability of a crash mid-transaction (the delivery is retried later)")
 	f.StringSliceVar(&o.CrashAt, "crash-at", nil, "fault points --crash picks from (default after-check,after-marker,after-effect)")
@@ -117,13 +117,13 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	if err != nil {
 		return problem.UsageOf(err)
 	}
-	strategy, ok := strategyNamed(o.Strategy)
+	strategy, ok := handler.ParseStrategy(o.Strategy)
 	if !ok {
 		return problem.Usagef("unknown --strategy %q", o.Strategy)
 	}
 	var crashAt []handler.FaultPoint
 	for _, p := range o.CrashAt {
-		fp, ok := faultPointNamed(p)
+		fp, ok := handler.ParseFaultPoint(p)
 		if !ok {
 			return problem.Usagef("unknown --crash-at point %q; expected after-check, after-marker or after-effect", p)
 		}
@@ -189,22 +189,4 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		return problem.ErrVerdict
 	}
 	return nil
-}
-
-func strategyNamed(s string) (handler.Strategy, bool) {
-	for _, k := range handler.Strategies {
-		if string(k) == s {
-			return k, true
-		}
-	}
-	return "", false
-}
-
-func faultPointNamed(s string) (handler.FaultPoint, bool) {
-	for _, p := range handler.FaultPoints {
-		if string(p) == s {
-			return p, true
-		}
-	}
-	return "", false
 }

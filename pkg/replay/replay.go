@@ -128,13 +128,13 @@ func (o *Options) validate() error {
 		o.Examples = 5
 	}
 	if o.Handler.Consumer == "" {
-		o.Handler.Consumer = "default"
+		o.Handler.Consumer = handler.DefaultConsumer
 	}
 	if o.Handler.Effect == "" {
-		o.Handler.Effect = "effects"
+		o.Handler.Effect = handler.DefaultEffect
 	}
 	if o.Handler.Strategy == "" {
-		o.Handler.Strategy = handler.EventID
+		o.Handler.Strategy = handler.DefaultStrategy
 	}
 	if o.Handler.Strategy.UsesKey() && o.Handler.Key.IsZero() {
 		o.Handler.Key = businessKeyTemplate

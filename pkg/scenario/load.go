@@ -262,7 +262,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	root := resolve(doc)
 	s := &Scenario{File: l.file}
 	l.s = s
-	s.Handler.Config = handler.Config{Strategy: handler.EventID, Consumer: "default", Effect: "effects"}
+	s.Handler.Config = handler.Config{Strategy: handler.DefaultStrategy, Consumer: handler.DefaultConsumer, Effect: handler.DefaultEffect}
 	s.Handler.Pos = l.pos(root)
 	var versionSeen bool
 	var checksNode, handlerNode, effectsNode *yaml.Node
@@ -431,12 +431,7 @@ func words[T ~string](xs []T) []string {
 	return out
 }
 
-var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func validTable(s string) bool {
-	low := strings.ToLower(s)
-	return tableName.MatchString(s) && low != "processed" && !strings.HasPrefix(low, "redeliver_") && !strings.HasPrefix(low, "sqlite_") && !strings.HasPrefix(low, "pg_")
-}
+func validTable(s string) bool { return handler.ValidEffectTable(s) }
 
 func (l *loader) checks(n *yaml.Node) {
 	if n.Kind != yaml.SequenceNode {
@@ -525,7 +520,9 @@ func (l *loader) check(n *yaml.Node) *Check {
 	return c
 }
 
-var sayCounters = []string{"deliveries", "effects", "duplicates", "conflicts", "failures", "crashes", "violations", "charges", "key_conflicts", "orphan_charges", "uncharged_effects"}
+// SayPlaceholders are the placeholders a check's say line may use, besides
+// {rows.TABLE}; runner.SayValues gives each its value.
+var SayPlaceholders = []string{"deliveries", "effects", "duplicates", "conflicts", "failures", "crashes", "violations", "charges", "key_conflicts", "orphan_charges", "uncharged_effects"}
 
 func (l *loader) sayFields(n *yaml.Node, t template.Template) {
 	for _, f := range t.Fields() {
@@ -534,11 +531,11 @@ func (l *loader) sayFields(n *yaml.Node, t template.Template) {
 			continue
 		}
 		known := false
-		for _, c := range sayCounters {
+		for _, c := range SayPlaceholders {
 			known = known || c == f
 		}
 		if !known {
-			l.errorf(n, "say uses unknown placeholder {%s}; expected {rows.TABLE} or one of %s", f, strings.Join(braced(sayCounters), ", "))
+			l.errorf(n, "say uses unknown placeholder {%s}; expected {rows.TABLE} or one of %s", f, strings.Join(braced(SayPlaceholders), ", "))
 		}
 	}
 }
@@ -872,7 +869,7 @@ func (l *loader) validateState(st *State) {
 	}
 	h := l.s.Handler
 	for _, r := range st.Rows {
-		if r.Table != "processed" && r.Table != h.Effect {
+		if r.Table != handler.MarkerTable && r.Table != h.Effect {
 			l.errs = append(l.errs, errorf(r.Pos, "no table %q; expected processed or %s (the handler's effect table)", r.Table, h.Effect))
 		}
 	}
