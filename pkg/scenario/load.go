@@ -13,10 +13,13 @@ import (
 	"strings"
 	"time"
 
+	goyaml "github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/template"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // MaxConcurrent is the most workers one step may start at once.
@@ -56,13 +59,13 @@ func Load(file string, src []byte) (*Scenario, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, Errors{errorf(Pos{File: file, Line: 1, Col: 1}, "the file is empty; expected a scenario starting with \"version: 1\"")}
 		}
-		return nil, Errors{syntaxError(file, err)}
+		return nil, Errors{syntaxError(file, src, err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, Errors{errorf(pos(file, &extra), "a second YAML document starts here; a scenario file holds one document")}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, Errors{syntaxError(file, err)}
+		return nil, Errors{syntaxError(file, src, err)}
 	}
 	l := &loader{file: file, labels: map[string]Pos{}}
 	s := l.scenario(&doc)
@@ -73,7 +76,15 @@ func Load(file string, src []byte) (*Scenario, error) {
 	return s, nil
 }
 
-func syntaxError(file string, err error) *Error {
+// syntaxError places a YAML syntax error. The node parser (go.yaml.in/yaml)
+// reports the line where the enclosing collection started, and no column;
+// goccy/go-yaml's parser reports the token where the syntax broke, with its
+// line and column, so its position and wording are used when it finds the
+// error too. The node parser's own message is the fallback.
+func syntaxError(file string, src []byte, err error) *Error {
+	if p, msg, ok := syntaxPosition(src); ok {
+		return errorf(Pos{File: file, Line: p.Line, Col: p.Column}, "invalid YAML: %s", msg)
+	}
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
@@ -81,6 +92,27 @@ func syntaxError(file string, err error) *Error {
 		msg = m[2]
 	}
 	return errorf(Pos{File: file, Line: line}, "invalid YAML: %s", msg)
+}
+
+// syntaxPosition parses src with goccy/go-yaml and returns where and why
+// it is not YAML. A panic in that parser is not the user's mistake: the
+// caller then falls back to the node parser's message.
+func syntaxPosition(src []byte) (p *token.Position, msg string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			p, msg, ok = nil, "", false
+		}
+	}()
+	_, err := parser.ParseBytes(src, 0)
+	var ye goyaml.Error
+	if err == nil || !errors.As(err, &ye) || ye.GetToken() == nil || ye.GetToken().Position == nil || ye.GetToken().Position.Line < 1 {
+		return nil, "", false
+	}
+	msg = ye.GetMessage()
+	if strings.Contains(msg, "'\t'") {
+		msg = "found a tab character, which cannot start any token; indent with spaces"
+	}
+	return ye.GetToken().Position, msg, true
 }
 
 func pos(file string, n *yaml.Node) Pos { return Pos{File: file, Line: n.Line, Col: n.Column} }
