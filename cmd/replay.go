@@ -125,7 +125,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	for _, p := range o.CrashAt {
 		fp, ok := handler.ParseFaultPoint(p)
 		if !ok {
-			return problem.Usagef("unknown --crash-at point %q; expected after-check, after-marker or after-effect", p)
+			return problem.Usagef("unknown --crash-at point %q; expected one of %s", p, replay.CrashPointWords())
 		}
 		crashAt = append(crashAt, fp)
 	}

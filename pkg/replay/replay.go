@@ -74,6 +74,15 @@ func inputf(format string, args ...any) error {
 	return &problem.Error{Kind: problem.InvalidInput, Msg: fmt.Sprintf(format, args...)}
 }
 
+// CrashPointWords lists the points --crash-at accepts, in words.
+func CrashPointWords() string {
+	s := make([]string, len(DefaultCrashAt))
+	for i, p := range DefaultCrashAt {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
+}
+
 // DefaultCrashAt are the mid-transaction fault points --crash uses by default.
 var DefaultCrashAt = []handler.FaultPoint{handler.AfterCheck, handler.AfterMarker, handler.AfterEffect}
 
@@ -100,7 +109,7 @@ func (o *Options) validate() error {
 	}
 	for _, p := range o.CrashAt {
 		if p == handler.BeforeBegin || p == handler.AfterCommit || (p == handler.AfterExternal && !o.Handler.Strategy.CallsOut()) {
-			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, "after-check, after-marker, after-effect")
+			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, CrashPointWords())
 		}
 	}
 	if o.Handler.Strategy.CallsOut() {

@@ -8,6 +8,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/ledger"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -313,5 +314,9 @@ func ParseFinding(s string) (Finding, error) {
 			return f, nil
 		}
 	}
-	return "", inputf("unknown --fail-on %q; expected one of identity-reuse, repeated-ids, keys-with-several-ids, bad-records", s)
+	names := make([]string, len(Findings))
+	for i, f := range Findings {
+		names[i] = string(f)
+	}
+	return "", problem.Usagef("unknown --fail-on %q; expected one of %s", s, strings.Join(names, ", "))
 }
