@@ -38,9 +38,15 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	if !versionSeen {
 		l.errorf(root, "version is missing; a scenario file starts with \"version: 1\"")
 	}
-	if checksNode == nil {
+	switch {
+	case l.targetFile && checksNode != nil:
+		l.errorf(checksNode, "a --target file holds version, target and effects; checks belong in a scenario file (redeliver run)")
+	case l.targetFile && l.s.Target == nil:
+		l.errorf(root, "target is missing; a --target file names the consumer under test (target:) and its database (effects:)")
+	case l.targetFile:
+	case checksNode == nil:
 		l.errorf(root, "checks is missing; a scenario needs at least one check")
-	} else {
+	default:
 		l.checks(checksNode)
 	}
 	if s.Name == "" {

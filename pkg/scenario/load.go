@@ -46,7 +46,13 @@ func LoadFile(path string) (*Scenario, error) {
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Load parses and validates a scenario from src; file names it in errors.
-func Load(file string, src []byte) (*Scenario, error) {
+func Load(file string, src []byte) (*Scenario, error) { return load(file, src, false) }
+
+// LoadTarget parses and validates a target file: version, target and
+// effects, without checks (redeliver replay --target).
+func LoadTarget(file string, src []byte) (*Scenario, error) { return load(file, src, true) }
+
+func load(file string, src []byte, targetFile bool) (*Scenario, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
@@ -61,7 +67,7 @@ func Load(file string, src []byte) (*Scenario, error) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, Errors{syntaxError(file, src, err)}
 	}
-	l := &loader{file: file, labels: map[string]Pos{}}
+	l := &loader{file: file, labels: map[string]Pos{}, targetFile: targetFile}
 	s := l.scenario(&doc)
 	if len(l.errs) > 0 {
 		l.errs.Sort()
@@ -125,4 +131,6 @@ type loader struct {
 	targetMode bool
 	// crashSteps kill the started consumer, which needs target start.
 	crashSteps []*Step
+	// targetFile is set for a --target file: target and effects, no checks.
+	targetFile bool
 }
