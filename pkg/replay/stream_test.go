@@ -161,7 +161,7 @@ func TestStreamInputErrors(t *testing.T) {
 		{"nats://127.0.0.1:4222/S?from=1", "unknown parameter", true},
 		{url + "/RDLV_NO_SUCH_STREAM_EVER", "does not exist", false},
 	} {
-		_, err := Run(context.Background(), Options{Inputs: []string{c.in}, DB: ":memory:"})
+		_, err := runSQLite(context.Background(), Options{Inputs: []string{c.in}, DB: ":memory:"})
 		input := problem.KindOf(err) == problem.InvalidInput
 		if err == nil || !strings.Contains(err.Error(), c.want) || input != c.input {
 			t.Errorf("%s: got %v (input error: %v), want %q (input error: %v)", c.in, err, input, c.want, c.input)
