@@ -215,3 +215,16 @@ func dbPaths(scenarios []*scenario.Scenario, db string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Workers is the most workers any step of the scenarios delivers with at once.
+func Workers(scenarios []*scenario.Scenario) int {
+	n := 1
+	for _, sc := range scenarios {
+		for _, c := range sc.Checks {
+			for _, st := range c.Steps {
+				n = max(n, st.Concurrent)
+			}
+		}
+	}
+	return n
+}
