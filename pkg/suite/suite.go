@@ -161,8 +161,11 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Re
 			return runner.RunFile(ctx, s, open)
 		}
 		if s.Target != nil {
+			// Each repetition draws other random crash delays.
+			seed := opts.Seed
 			runFile = func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
-				return target.RunFile(ctx, s, target.Options{Seed: opts.Seed})
+				seed++
+				return target.RunFile(ctx, s, target.Options{Seed: seed - 1})
 			}
 		}
 		fr, err := repeated(ctx, s, runFile, opts.Repeat)
