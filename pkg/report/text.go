@@ -95,8 +95,17 @@ func counterLine(f *runner.FileResult) string {
 	c := f.Counters
 	if f.Target != "" {
 		// A target's counters are its answers; the handler's words do not apply.
-		return fmt.Sprintf("counters (target): %d deliveries, %d redeliveries, %d acked, %d conflicts, %d rejected or unacked, %d crashes, %d effect rows",
+		s := fmt.Sprintf("counters (target): %d deliveries, %d redeliveries, %d acked, %d conflicts, %d rejected or unacked, %d crashes, %d effect rows",
 			c.Deliveries, c.Redeliveries, c.Processed, c.Conflicts, c.Failed, c.Crashed, c.Effects)
+		if c.Published+c.DroppedDuplicates > 0 {
+			s += fmt.Sprintf("; broker: %d published, %d dropped by the duplicate window, ", c.Published, c.DroppedDuplicates)
+			if c.Uncounted {
+				s += "redeliveries not counted by the broker"
+			} else {
+				s += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
+			}
+		}
+		return s
 	}
 	s := fmt.Sprintf("counters (%s): %d deliveries, %d duplicate deliveries, %d skipped duplicates, %d identity conflicts, %d key conflicts, %d failed, %d failed after an external call, %d crashed, %d effects",
 		f.Strategy, c.Deliveries, c.Redeliveries, c.Duplicates, c.Conflicts, c.KeyConflicts, c.Failed, c.FailedAfterExternal, c.Crashed, c.Effects)
