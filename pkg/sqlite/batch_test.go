@@ -3,8 +3,11 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
 )
@@ -23,6 +26,8 @@ func TestBatchKeepsDeliveriesAtomic(t *testing.T) {
 		{"memory, fail after effect", Memory, 4, handler.AfterEffect, 9},
 		{"file, fail after effect", "file", 3, handler.AfterEffect, 9},
 		{"one delivery a batch", Memory, 1, handler.AfterEffect, 9},
+		{"memory, batch chosen by the store", Memory, 0, handler.AfterMarker, 9},
+		{"file, batch chosen by the store", "file", 0, handler.AfterEffect, 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,5 +226,84 @@ func TestCaptureLogBesideDeliveries(t *testing.T) {
 	}
 	if n, err := db.CountEffects(ctx); err != nil || n != 0 {
 		t.Errorf("%d effects (%v), want none: the failed delivery rolled back", n, err)
+	}
+}
+
+// TestBatchFull: when a batch commits, by count when one was asked for,
+// never before the end on a private database, by the clock on a file.
+func TestBatchFull(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name     string
+		b        Batch
+		wantFull bool
+	}{
+		{"count not reached", Batch{size: 10, count: 9}, false},
+		{"count reached", Batch{size: 10, count: 10}, true},
+		{"private, any count", Batch{private: true, count: 1 << 20, opened: now.Add(-time.Hour)}, false},
+		{"file, young batch", Batch{count: 64, opened: now}, false},
+		{"file, old batch", Batch{count: 64, opened: now.Add(-2 * maxBatchAge)}, true},
+		{"file, old batch between clock reads", Batch{count: 65, opened: now.Add(-2 * maxBatchAge)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.b.full(); got != tt.wantFull {
+				t.Errorf("full() = %v, want %v", got, tt.wantFull)
+			}
+		})
+	}
+}
+
+// TestPrivateReplayLeavesNothing: the database of a replay that keeps
+// nothing lives in SQLite's temporary files, which are unlinked as soon as
+// they are opened: the temporary folder stays empty while it is in use.
+func TestPrivateReplayLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SQLITE_TMPDIR", dir)
+	ctx := context.Background()
+	cfg := handler.Config{Strategy: handler.EventID, Consumer: "c", Effect: "effects"}
+	db, err := OpenReplay(ctx, Memory, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.SideBySide() {
+		t.Error("a private database cannot be read from a second connection")
+	}
+	// Enough rows to outgrow the page cache, so that pages go to the file.
+	payload := strings.Repeat("x", 4000)
+	err = db.Run(ctx, 0, func(b *Batch) error {
+		h := handler.New(cfg, b, nil, nil)
+		for i := 0; i < 2*replayCacheKiB/4; i++ {
+			d := handler.Delivery{EventID: fmt.Sprintf("e%d", i), Envelope: []byte(`{"data":{"p":"` + payload + `"}}`)}
+			if r := h.Handle(ctx, d, nil); r.Outcome != handler.Processed {
+				return fmt.Errorf("delivery %d: %s %v", i, r.Outcome, r.Err)
+			}
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		if len(entries) != 0 {
+			return fmt.Errorf("%d files left in the temporary folder during the replay, want none", len(entries))
+		}
+		// The file is there all the same, open and unlinked (on Linux,
+		// where /proc says so): the database did outgrow the cache.
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			return nil
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(l, dir) && strings.HasSuffix(l, " (deleted)") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no unlinked temporary file of the database is open in %s", dir)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.CountEffects(ctx); err != nil || n != 2*replayCacheKiB/4 {
+		t.Errorf("%d effects (%v), want %d", n, err, 2*replayCacheKiB/4)
 	}
 }
