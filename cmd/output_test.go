@@ -104,7 +104,7 @@ type outputFormat struct {
 	validate  func(t *testing.T, out string, passed, failed int)
 }
 
-// The fixtures of the golden files: the seed fixture, a scenario that
+// The fixtures of the golden files: the fixture, a scenario that
 // fails on purpose, both together, and a file that does not validate.
 var fixtures = []outputFixture{
 	{"seed", []string{"scenarios/seed-fixture.yaml"}, ExitPass, 3, 0},
@@ -548,7 +548,7 @@ func TestDocumentedExample(t *testing.T) {
 func TestRuntimeError(t *testing.T) {
 	toRoot(t)
 	dbs := t.TempDir()
-	// The database file of the seed fixture is taken by a folder.
+	// The database file of the fixture is taken by a folder.
 	if err := os.Mkdir(filepath.Join(dbs, "scenarios-seed-fixture.db"), 0o755); err != nil {
 		t.Fatal(err)
 	}

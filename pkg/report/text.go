@@ -27,7 +27,7 @@ func newPainter(on bool) painter {
 	return p
 }
 
-// Text writes the report of DESIGN.md: one line per check, then a verdict.
+// Text writes the text report: one line per check, then a verdict.
 // With several files, each file's lines follow a heading.
 func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 	p := newPainter(opts.Color)
