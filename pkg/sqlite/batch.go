@@ -176,6 +176,9 @@ func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) e
 			return err
 		}
 		b.private = r.private
+		if !r.Resumed {
+			b.seen = newSeen()
+		}
 		defer b.close()
 		ferr := f(b)
 		var se *handler.StoreError
@@ -198,6 +201,7 @@ type Batch struct {
 	conn    driver.Conn
 	size    int       // deliveries per commit; 0: by the cache and the clock
 	private bool      // the database is the replay's alone: one transaction
+	seen    *seen     // the markers written, when the replay wrote them all
 	opened  time.Time // when the open batch began
 	count   int       // deliveries in the open batch
 	open    bool      // the batch transaction has begun
@@ -284,6 +288,8 @@ func prepare(conn driver.Conn, q string) (*prepared, error) {
 }
 
 func (b *Batch) close() {
+	b.seen.close()
+	b.seen = nil
 	for _, p := range []*prepared{b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
 		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.captureRow, b.captureRows, b.captureFile} {
 		if p != nil {
@@ -420,6 +426,9 @@ type batchTx struct {
 
 func (t *batchTx) Marker(_ context.Context, eventID, consumer string) (handler.Marker, bool, error) {
 	m := handler.Marker{EventID: eventID, Consumer: consumer}
+	if t.b.seen != nil && !t.b.seen.has(eventID, consumer) {
+		return m, false, nil
+	}
 	found, err := t.b.row(t.b.marker, t.row[:2], eventID, consumer)
 	if err != nil || !found {
 		return m, false, wrap("look up marker", err)
@@ -432,6 +441,9 @@ func (t *batchTx) Marker(_ context.Context, eventID, consumer string) (handler.M
 func (t *batchTx) InsertMarker(_ context.Context, m handler.Marker) error {
 	if err := t.write(); err != nil {
 		return err
+	}
+	if t.b.seen != nil {
+		t.b.seen.add(m.EventID, m.Consumer)
 	}
 	_, err := t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, t.b.stamp(m.At))
 	return wrap("insert marker", err)
