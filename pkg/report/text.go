@@ -41,6 +41,9 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 			indent = "  "
 			fmt.Fprintf(&b, "%s (%s)\n", f.Name, f.File)
 		}
+		if f.Target != "" {
+			fmt.Fprintf(&b, "%s%s\n", indent, p.dim.Sprint("target: "+f.Target+"; effects: "+f.Effects))
+		}
 		for _, c := range f.Checks {
 			total++
 			names = append(names, c.Name)
