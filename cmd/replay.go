@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
@@ -8,6 +9,9 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -44,7 +48,7 @@ type replayOptions struct {
 func newReplayCmd(s *Streams) *cobra.Command {
 	o := &replayOptions{}
 	c := &cobra.Command{
-		Use:   "replay LOG...",
+		Use:   "replay LOG|nats://HOST:PORT/STREAM...",
 		Short: "Replay captured event logs with injected duplicates and faults",
 		Long: `Replay captured event logs through the handler, streaming them, and inject the
 duplicates real brokers make. The report says what the capture holds (repeated
@@ -56,6 +60,13 @@ Formats (detected; --input forces one): CloudEvents JSON (one event, NDJSON or a
 batch array; data or data_base64), kcat -J lines, SQS ReceiveMessage and Lambda
 Records JSON (SNS notifications unwrapped), nats sub --dump - output, and plain
 NDJSON with --id (and --key, --payload) paths. Gzip is read as is; - is stdin.
+
+A JetStream stream is a captured log too: nats://HOST:PORT/STREAM reads it
+from its first sequence (?seq=N from sequence N, &subject=S only subject S)
+up to the last message stored when the replay began, through an ephemeral
+consumer it deletes again. Messages in the CloudEvents NATS binding are read
+as their events (ce-id and ce-source headers, or a structured body); report
+lines name the stream sequence where a file has a line number.
 
 On a file --db a replay resumes: replaying the same log again makes no new
 effects, and a replay killed mid-way and started again ends with the effects
@@ -81,7 +92,8 @@ them, and its GitHub annotation points at the first of those lines.
   redeliver replay --strategy none --redeliver 0.3 --emit-scenario repro.yaml capture.ndjson
   kcat -C -J -b broker:9092 -t orders -e | redeliver replay --id headers.ce_id -
   redeliver replay --db replay.db --crash 0.1 --rewind 100 capture.ndjson.gz
-  redeliver replay --fail-on identity-reuse --report junit=replay.xml capture.ndjson`,
+  redeliver replay --fail-on identity-reuse --report junit=replay.xml capture.ndjson
+  redeliver replay 'nats://127.0.0.1:4222/ORDERS?seq=1000'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			o.Logs = args
@@ -97,8 +109,8 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringVar(&o.Payload, "payload", "", "plain NDJSON: path of the payload (default: the whole line)")
 	f.StringSliceVar(&o.Identity, "identity", nil, "paths compared when an id is redelivered (default: the whole payload, canonical JSON)")
 	f.StringVar(&o.Strategy, "strategy", "event-id", "handler strategy: event-id, consumer-scoped, business-key, none, check-then-act, marker-after-effect")
-	f.StringVar(&o.Consumer, "consumer", "default", "consumer name the markers and effects are written for")
-	f.StringVar(&o.Effect, "effect", "effects", "name of the effect table")
+	f.StringVar(&o.Consumer, "consumer", handler.DefaultConsumer, "consumer name the markers and effects are written for")
+	f.StringVar(&o.Effect, "effect", handler.DefaultEffect, "name of the effect table")
 	f.Float64Var(&o.Redeliver, "redeliver", 0, "probability of a crash after commit, before the ack (the broker redelivers)")
 	f.Float64Var(&o.Crash, "crash", 0, "probability of a crash mid-transaction (the delivery is retried later)")
 	f.StringSliceVar(&o.CrashAt, "crash-at", nil, "fault points --crash picks from (default after-check,after-marker,after-effect)")
@@ -128,15 +140,15 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	if o.Target != "" {
 		return runReplayTarget(cmd, s, o, out, format)
 	}
-	strategy, ok := strategyNamed(o.Strategy)
+	strategy, ok := handler.ParseStrategy(o.Strategy)
 	if !ok {
 		return problem.Usagef("unknown --strategy %q", o.Strategy)
 	}
 	var crashAt []handler.FaultPoint
 	for _, p := range o.CrashAt {
-		fp, ok := faultPointNamed(p)
+		fp, ok := handler.ParseFaultPoint(p)
 		if !ok {
-			return problem.Usagef("unknown --crash-at point %q; expected after-check, after-marker or after-effect", p)
+			return problem.Usagef("unknown --crash-at point %q; expected one of %s", p, replay.CrashPointWords())
 		}
 		crashAt = append(crashAt, fp)
 	}
@@ -169,13 +181,18 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 			progressbar.OptionSetItsString("deliveries"),
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionThrottle(100_000_000),
-			// No redraw goroutine: it reads the bar's state unlocked (a data race).
+			// No spinner ticker: its goroutine reads the bar's state
+			// without the bar's lock (a data race in the library).
 			progressbar.OptionSetSpinnerChangeInterval(0),
 		)
 		opts.Progress = func(n int64) { _ = bar.Set64(n) }
 		finish = func() { _ = bar.Finish() }
 	}
 	start := time.Now()
+	opts.Open = sqlite.OpenLedger
+	opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+	}
 	rep, err := replay.Run(cmd.Context(), opts)
 	finish() // the line is cleared before the report is written
 	res := &report.Replay{Report: rep, Duration: time.Since(start)}
@@ -195,22 +212,4 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		return problem.ErrVerdict
 	}
 	return nil
-}
-
-func strategyNamed(s string) (handler.Strategy, bool) {
-	for _, k := range handler.Strategies {
-		if string(k) == s {
-			return k, true
-		}
-	}
-	return "", false
-}
-
-func faultPointNamed(s string) (handler.FaultPoint, bool) {
-	for _, p := range handler.FaultPoints {
-		if string(p) == s {
-			return p, true
-		}
-	}
-	return "", false
 }

@@ -13,8 +13,9 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/ledger"
+	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/redeliver/redeliver/pkg/template"
 )
 
@@ -66,8 +67,8 @@ const (
 // engine runs one replay: reads, injects, handles, counts.
 type engine struct {
 	o      Options
-	log    *sqlite.Batch // nil: the capture is not recorded
-	rows   []sqlite.CaptureRow
+	log    ledger.Batch // nil: the capture is not recorded
+	rows   []ledger.CaptureRow
 	h      *handler.Handler
 	rep    *Report
 	rng    *rand.Rand
@@ -82,7 +83,7 @@ type engine struct {
 	bad    int
 }
 
-func newEngine(o Options, store handler.Store, log *sqlite.Batch, rep *Report, watch func(step)) *engine {
+func newEngine(o Options, store handler.Store, log ledger.Batch, rep *Report, watch func(step)) *engine {
 	e := &engine{o: o, log: log, rep: rep, watch: watch}
 	e.h = handler.New(o.Handler, store, nil, clock)
 	e.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))
@@ -118,7 +119,7 @@ func (e *engine) replay(ctx context.Context) error {
 			e.rows = e.rows[:0]
 			for i := range c.items {
 				if it := &c.items[i]; it.bad == nil {
-					e.rows = append(e.rows, sqlite.CaptureRow{EventID: it.d.EventID, Identity: it.identity, Key: it.key, File: it.file, Line: it.d.At.Line})
+					e.rows = append(e.rows, ledger.CaptureRow{EventID: it.d.EventID, Identity: it.identity, Key: it.key, File: it.file, Line: it.d.At.Line})
 				}
 			}
 			if err := e.log.RecordRows(e.rows); err != nil {
@@ -172,9 +173,20 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 	for n, name := range e.o.Inputs {
 		var r io.Reader
 		label := name
-		if name == "-" {
+		var rd *capture.Reader
+		var err error
+		switch {
+		case name == "-":
 			r, label = e.o.Stdin, "stdin"
-		} else {
+		case nats.IsStreamURL(name):
+			rd, err = openStream(ctx, name, e.o.Capture)
+			if err != nil {
+				cur.err = err
+				send()
+				return
+			}
+			defer rd.Close()
+		default:
 			f, err := os.Open(name)
 			if err != nil {
 				cur.err = fmt.Errorf("open %s: %w", name, err)
@@ -184,7 +196,9 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 			defer f.Close()
 			r = f
 		}
-		rd, err := capture.Open(label, r, e.o.Capture)
+		if rd == nil {
+			rd, err = capture.Open(label, r, e.o.Capture)
+		}
 		if err != nil {
 			var be *capture.BadRecordError
 			var ue *capture.UnknownFormatError
@@ -410,4 +424,24 @@ func (p *pending) Pop() any {
 	x := old[len(old)-1]
 	*p = old[:len(old)-1]
 	return x
+}
+
+// openStream reads a JetStream stream as a capture: its messages, in
+// stream order, each placed at its sequence where a file has a line.
+func openStream(ctx context.Context, name string, opts capture.Options) (*capture.Reader, error) {
+	u, err := nats.ParseStreamURL(name)
+	if err != nil {
+		return nil, inputf("%v", err)
+	}
+	sr, err := nats.ReadStream(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := capture.OpenRecords(name, capture.NATS, opts, sr.Next)
+	if err != nil {
+		sr.Close()
+		return nil, err
+	}
+	rd.OnClose(sr)
+	return rd, nil
 }

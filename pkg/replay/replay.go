@@ -17,9 +17,10 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/ledger"
+	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
-	"github.com/redeliver/redeliver/pkg/sqlite"
 )
 
 // Finding names something a capture can hold that --fail-on can make fatal.
@@ -38,7 +39,7 @@ var Findings = []Finding{IdentityReuse, RepeatedIDs, KeysWithSeveralIDs, BadReco
 
 // Options are what a replay reads, how it injects faults, and where it writes.
 type Options struct {
-	Inputs  []string // capture files; "-" reads Stdin
+	Inputs  []string // capture files; "-" reads Stdin; nats://HOST:PORT/STREAM reads a JetStream stream
 	Stdin   io.Reader
 	Capture capture.Options
 	DB      string // ":memory:" or a file (kept, and resumed on the next replay)
@@ -60,6 +61,11 @@ type Options struct {
 
 	// Progress, if set, is told how many deliveries have been handled so far.
 	Progress func(deliveries int64)
+
+	// Open opens the store the capture is replayed into (pkg/sqlite's
+	// OpenLedger); OpenScenario the store a reproducer is checked on.
+	Open         ledger.Opener
+	OpenScenario runner.Opener
 	// Warn receives one line per skipped bad record.
 	Warn io.Writer
 }
@@ -67,6 +73,15 @@ type Options struct {
 // inputf is a mistake in what the replay was asked to read or do.
 func inputf(format string, args ...any) error {
 	return &problem.Error{Kind: problem.InvalidInput, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CrashPointWords lists the points --crash-at accepts, in words.
+func CrashPointWords() string {
+	s := make([]string, len(DefaultCrashAt))
+	for i, p := range DefaultCrashAt {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
 }
 
 // DefaultCrashAt are the mid-transaction fault points --crash uses by default.
@@ -95,7 +110,7 @@ func (o *Options) validate() error {
 	}
 	for _, p := range o.CrashAt {
 		if p == handler.BeforeBegin || p == handler.AfterCommit || (p == handler.AfterExternal && !o.Handler.Strategy.CallsOut()) {
-			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, "after-check, after-marker, after-effect")
+			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, CrashPointWords())
 		}
 	}
 	if o.Handler.Strategy.CallsOut() {
@@ -123,13 +138,13 @@ func (o *Options) validate() error {
 		o.Examples = 5
 	}
 	if o.Handler.Consumer == "" {
-		o.Handler.Consumer = "default"
+		o.Handler.Consumer = handler.DefaultConsumer
 	}
 	if o.Handler.Effect == "" {
-		o.Handler.Effect = "effects"
+		o.Handler.Effect = handler.DefaultEffect
 	}
 	if o.Handler.Strategy == "" {
-		o.Handler.Strategy = handler.EventID
+		o.Handler.Strategy = handler.DefaultStrategy
 	}
 	if o.Handler.Strategy.UsesKey() && o.Handler.Key.IsZero() {
 		o.Handler.Key = businessKeyTemplate
@@ -148,6 +163,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if in == "-" {
 			continue
 		}
+		if nats.IsStreamURL(in) {
+			if _, err := nats.ParseStreamURL(in); err != nil {
+				return nil, inputf("%v", err)
+			}
+			if f := o.Capture.Format; f != "" && f != capture.Auto && f != capture.NATS {
+				return nil, inputf("%s is a NATS stream: its messages are read as --input nats, not %s", in, f)
+			}
+			continue
+		}
 		if st, err := os.Stat(in); err != nil {
 			return nil, problem.Invalid(problem.Pos{File: in}, "no such capture file")
 		} else if st.IsDir() {
@@ -160,11 +184,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// driver. Collecting at 5× the live heap instead of 2× costs a few MB
 	// and saves a tenth of the CPU.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	db, err := sqlite.OpenReplay(ctx, o.DB, o.Handler)
+	if o.Open == nil || o.EmitScenario != "" && o.OpenScenario == nil {
+		return nil, errors.New("replay: no store to replay into (Options.Open, Options.OpenScenario)")
+	}
+	db, err := o.Open(ctx, o.DB, o.Handler)
 	if err != nil {
-		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrMismatch) {
-			return nil, &problem.Error{Kind: problem.InvalidInput, Msg: err.Error(), Err: err}
-		}
 		return nil, err
 	}
 	defer db.Close()
@@ -177,8 +201,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer log.Close()
-	rep := newReport(o, db.Resumed, before)
-	err = db.Run(ctx, o.Batch, func(b *sqlite.Batch) error {
+	rep := newReport(o, db.Resumed(), before)
+	err = db.Run(ctx, o.Batch, func(b ledger.Batch) error {
 		return newEngine(o, b, b, rep, nil).replay(ctx)
 	})
 	if err != nil {
@@ -190,17 +214,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.NewEffects = rep.Effects - before
 	// The findings (on the replay's connection, which holds the capture
 	// log) and the invariants (on another) answer side by side.
-	var found sqlite.CaptureFindings
+	var found ledger.CaptureFindings
 	var ferr error
 	done := make(chan struct{})
 	findings := func() {
 		defer close(done)
 		found, ferr = log.Findings(ctx, o.Examples)
 	}
-	if db.SideBySide() {
-		go findings()
-	} else {
+	// A ledger whose database lives in one connection answers one query
+	// at a time.
+	if one, ok := db.(interface{ SideBySide() bool }); ok && !one.SideBySide() {
 		findings()
+	} else {
+		go findings()
 	}
 	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
 	<-done
