@@ -42,6 +42,7 @@ type replayOptions struct {
 	Batch      int
 	Target     string
 	Parallel   int
+	KillEvery  time.Duration
 	Output     outputOptions
 }
 
@@ -124,6 +125,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.IntVar(&o.Batch, "batch", 0, "deliveries per commit; 0 lets the store choose: a file commits every second, the private :memory: database once at the end (each delivery stays atomic in its own savepoint)")
 	f.StringVar(&o.Target, "target", "", "deliver to your own consumer: a file holding version, target and effects (see docs/target.md)")
 	f.IntVar(&o.Parallel, "parallel", 1, "with --target: deliveries in flight (one business key's stay in order)")
+	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this often, and restart it, until the broker has drained")
 	addOutputFlags(f, &o.Output)
 	return c
 }
@@ -139,6 +141,9 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	}
 	if o.Target != "" {
 		return runReplayTarget(cmd, s, o, out, format)
+	}
+	if o.KillEvery != 0 {
+		return problem.Usagef("--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)")
 	}
 	strategy, ok := handler.ParseStrategy(o.Strategy)
 	if !ok {

@@ -53,8 +53,15 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if err != nil {
 		return err
 	}
-	if t.Target.Broker() {
-		return problem.Usagef("%s: replay --target delivers over http or exec; a %s target is for scenario files (replay into a broker is not supported yet)", o.Target, t.Target.Channel())
+	switch {
+	case o.KillEvery < 0:
+		return problem.Usagef("--kill-every must be a positive duration such as 300ms, not %s", o.KillEvery)
+	case o.KillEvery > 0 && !t.Target.Broker():
+		return problem.Usagef("--kill-every kills consumer instances that read from a broker, and the target of %s is %s; use --crash", o.Target, t.Target.Channel())
+	case o.KillEvery > 0 && t.Target.Start == nil:
+		return problem.Usagef("--kill-every kills the consumer instances redeliver started, and %s has no target start", o.Target)
+	case t.Target.Broker() && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
+		return problem.Usagef("--redeliver, --crash and --concurrent act on a delivery's answer, and a %s target has none; kill instances with --kill-every", t.Target.Channel())
 	}
 	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
 		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", o.Target)
@@ -64,6 +71,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		Capture:    capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
 		TargetFile: o.Target, Target: t.Target, Effects: t.Effects,
 		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
+		KillEvery: o.KillEvery,
 	}
 	finish := func() {}
 	if s.ErrTTY {

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -90,4 +94,55 @@ func amqpQueue(t *testing.T, env map[string]string) {
 			t.Errorf("delete queue %s: %v", queue, err)
 		}
 	})
+}
+
+// TestBrokerReplayUnderNemesis replays a capture through the redeliver
+// command into three instances behind each broker, with --kill-every
+// killing one at random every 300ms until the broker has drained. The safe
+// consumer ends with one payment per event; ack-before-commit, killed after
+// its ack and before its commit, loses payments (lost-effect).
+func TestBrokerReplayUnderNemesis(t *testing.T) {
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	events := 2000
+	if testing.Short() {
+		events = 500
+	}
+	capture := filepath.Join(t.TempDir(), "capture.jsonl")
+	var b strings.Builder
+	for i := range events {
+		fmt.Fprintf(&b, `{"specversion":"1.0","id":"evt-%d","source":"/orders","type":"order_paid","data":{"orderId":"O-%d","amount":%d}}`+"\n", i, i, i%100+1)
+	}
+	if err := os.WriteFile(capture, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kills := regexp.MustCompile(`, ([0-9]+) instance kills, `)
+	for _, br := range []struct {
+		file  string
+		setup func(t *testing.T, env map[string]string)
+	}{
+		{"examples/consumer/brokers/nats-target.yaml", natsStream},
+		{"examples/consumer/brokers/amqp-target.yaml", amqpQueue},
+	} {
+		for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"ack-before-commit", "lost-effect"}} {
+			t.Run(strings.TrimSuffix(filepath.Base(br.file), "-target.yaml")+"/"+tt.flaw, func(t *testing.T) {
+				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
+				br.setup(t, env)
+				o := redeliver(t, env, "replay", capture, "--target", br.file, "--kill-every", "300ms")
+				if tt.invariant == "" {
+					if m := kills.FindStringSubmatch(o.stdout); m == nil || m[1] == "0" {
+						t.Fatalf("want instances killed, got\n%s", o)
+					}
+					want := fmt.Sprintf("%d published, 0 dropped by the duplicate window", events)
+					if o.exit != 0 || !strings.Contains(o.stdout, want) || !strings.Contains(o.stdout, fmt.Sprintf(", %d effect rows", events)) {
+						t.Fatalf("want exit 0, %q and %d effect rows, got\n%s", want, events, o)
+					}
+					return
+				}
+				if o.exit != 1 || !strings.Contains(o.stdout, "invariant "+tt.invariant+" broken") {
+					t.Fatalf("want exit 1 naming %s, got\n%s", tt.invariant, o)
+				}
+			})
+		}
+	}
 }

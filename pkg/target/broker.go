@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/amqp"
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/nats"
+	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -96,4 +98,29 @@ func (s *Session) closeBroker() {
 	if bd, ok := s.dl.(*brokerDeliverer); ok {
 		bd.pub.Close()
 	}
+}
+
+// nemesis starts killing a random started instance every period (SIGKILL
+// to its process group, then a restart). stop ends it and returns its
+// error, if a restart failed; kills counts the kills so far.
+func (s *Session) nemesis(ctx context.Context, every time.Duration, seed int64) (kills func() int, stop func() error) {
+	ins := make([]nemesis.Instance, len(s.procs))
+	for i, p := range s.procs {
+		ins[i] = p
+	}
+	n := nemesis.New(every, seed, ins)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	var once bool
+	var err error
+	stop = func() error {
+		if !once {
+			once = true
+			cancel()
+			err = <-done
+		}
+		return err
+	}
+	return func() int { return len(n.Kills()) }, stop
 }

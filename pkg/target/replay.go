@@ -37,7 +37,10 @@ type ReplayOptions struct {
 	Concurrent float64 // probability of two deliveries of an event at once
 	Rewind     int     // at the end, the last N deliveries are made again, in order
 	Parallel   int     // deliveries in flight; one key's deliveries stay in order
-	Progress   func(n int64)
+	// KillEvery (broker targets): SIGKILL a random instance this often,
+	// and restart it, until the broker has drained.
+	KillEvery time.Duration
+	Progress  func(n int64)
 }
 
 // maxRedeliveries bounds how often one event is redelivered after no ack.
@@ -89,8 +92,30 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 	res := &runner.FileResult{File: o.TargetFile, Name: name, Strategy: Strategy, Target: sess.Describe(), Effects: sess.DescribeEffects()}
 	r := &replayer{o: o, sess: sess, seen: map[string]bool{}, res: &runner.CheckResult{Name: name}}
 	start := time.Now()
-	if err := r.run(ctx); err != nil {
-		return res, &ReplayError{Err: err, Sent: r.sent.Load()}
+	var kills func() int
+	if o.KillEvery > 0 {
+		var stop func() error
+		kills, stop = sess.nemesis(ctx, o.KillEvery, o.Seed)
+		defer stop()
+		err := r.run(ctx)
+		if err == nil {
+			err = r.drain(ctx)
+		}
+		if serr := stop(); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return res, &ReplayError{Err: err, Sent: r.sent.Load()}
+		}
+		r.res.Counters.Crashed = kills()
+	} else {
+		err := r.run(ctx)
+		if err == nil {
+			err = r.drain(ctx)
+		}
+		if err != nil {
+			return res, &ReplayError{Err: err, Sent: r.sent.Load()}
+		}
 	}
 	rows, err := sess.db.Rows(ctx, nil)
 	if err != nil {
@@ -104,6 +129,16 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 	r.res.Counters.Effects = len(rows)
 	runner.Verdict(r.res, &scenario.Check{Name: name})
 	r.res.Line = fmt.Sprintf("%d deliveries (%d acked, %d conflicts, %d not acked, %d crashes), %d effect rows", r.res.Counters.Deliveries, r.res.Counters.Processed, r.res.Counters.Conflicts, r.res.Counters.Failed, r.res.Counters.Crashed, len(rows))
+	if o.Target.Broker() {
+		c := r.res.Counters
+		r.res.Line = fmt.Sprintf("%d published, %d dropped by the duplicate window, %d instance kills, ", c.Published, c.DroppedDuplicates, c.Crashed)
+		if c.Uncounted {
+			r.res.Line += "redeliveries not counted by the broker"
+		} else {
+			r.res.Line += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
+		}
+		r.res.Line += fmt.Sprintf(", %d effect rows", len(rows))
+	}
 	if len(r.res.Violations) > 0 {
 		var names []string
 		for _, v := range r.res.Violations {
@@ -357,6 +392,13 @@ func (r *replayer) record(j job, ev Event, a Answer, _ bool) *Delivery {
 	if a.Crashed {
 		c.Crashed++
 	}
+	if r.sess.t.Broker() {
+		if a.Duplicate {
+			c.DroppedDuplicates++
+		} else if a.Kind == Acked {
+			c.Published++
+		}
+	}
 	n := r.sent.Add(1)
 	if r.o.Progress != nil {
 		r.o.Progress(n)
@@ -383,4 +425,19 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// drain waits for a broker target's consumer to take everything the
+// replay published, and counts what the broker redelivered.
+func (r *replayer) drain(ctx context.Context) error {
+	if !r.sess.t.Broker() {
+		return nil
+	}
+	var bc brokerCounts
+	if err := r.sess.drain(ctx, &bc); err != nil {
+		return err
+	}
+	r.res.Counters.BrokerRedelivered = int(bc.delta)
+	r.res.Counters.Uncounted = bc.uncounted
+	return nil
 }
