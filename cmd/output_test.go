@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -548,17 +550,19 @@ func TestDocumentedExample(t *testing.T) {
 func TestRuntimeError(t *testing.T) {
 	toRoot(t)
 	dbs := t.TempDir()
-	// The database file of the seed fixture is taken by a folder.
-	if err := os.Mkdir(filepath.Join(dbs, "scenarios-seed-fixture.db"), 0o755); err != nil {
+	// The database file of the seed fixture is in use by another run.
+	held, err := sqlite.Create(context.Background(), filepath.Join(dbs, "scenarios-seed-fixture.db"), handler.Config{Strategy: handler.EventID, Effect: "effects"})
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer held.Close()
 	for _, f := range formats {
 		t.Run(f.name, func(t *testing.T) {
 			got := invocation{args: []string{"run", "--format", f.name, "--db", dbs + string(filepath.Separator), "scenarios/seed-fixture.yaml"}}.run(t)
 			if got.code != ExitRuntime {
 				t.Errorf("exit status %d, want %d (stderr: %s)", got.code, ExitRuntime, got.stderr)
 			}
-			if !strings.Contains(got.stderr, "is a directory, not a database file") {
+			if !strings.Contains(got.stderr, "is in use by another redeliver") {
 				t.Errorf("stderr does not say what failed: %q", got.stderr)
 			}
 			switch f.name {

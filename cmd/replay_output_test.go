@@ -2,12 +2,15 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -120,14 +123,20 @@ func TestReplayBadOutputFlags(t *testing.T) {
 // format, and each structured report carries it as a harness error.
 func TestReplayRuntimeError(t *testing.T) {
 	toRoot(t)
-	db := t.TempDir() // a folder is no database file
+	db := filepath.Join(t.TempDir(), "replay.db")
+	// The database is in use by another replay.
+	held, err := sqlite.OpenReplay(context.Background(), db, handler.Config{Strategy: handler.EventID, Effect: "effects"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	for _, f := range replayFormats {
 		t.Run(f.name, func(t *testing.T) {
 			got := invocation{args: []string{"replay", "--format", f.name, "--db", db, "testdata/capture/cloudevents.ndjson"}}.run(t)
 			if got.code != ExitRuntime {
 				t.Fatalf("exit status %d, want %d (stderr: %s)", got.code, ExitRuntime, got.stderr)
 			}
-			if !strings.Contains(got.stderr, "is a directory, not a database file") {
+			if !strings.Contains(got.stderr, "is in use by another redeliver") {
 				t.Errorf("stderr does not say what failed: %q", got.stderr)
 			}
 			if f.name == "text" && got.stdout != "" {

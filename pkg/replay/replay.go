@@ -164,7 +164,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	db, err := sqlite.OpenReplay(ctx, o.DB, o.Handler)
 	if err != nil {
-		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrMismatch) {
+		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrMismatch) || errors.Is(err, sqlite.ErrNotRegular) || errors.Is(err, sqlite.ErrBadPath) {
 			return nil, &InputError{Msg: err.Error()}
 		}
 		return nil, err

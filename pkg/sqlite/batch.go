@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -28,6 +27,8 @@ import (
 // what an earlier replay wrote, so a replay can be resumed.
 type ReplayDB struct {
 	db     *sql.DB
+	anchor *sql.Conn
+	lock   *fileLock
 	conn   *sql.Conn
 	path   string
 	effect string
@@ -43,31 +44,22 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 		return nil, fmt.Errorf("effect table name %q is not a plain SQL identifier", cfg.Effect)
 	}
 	resume := false
+	var lock *fileLock
 	if path != Memory {
-		st, err := os.Stat(path)
-		switch {
-		case err == nil && st.IsDir():
-			return nil, fmt.Errorf("%s is a directory, not a database file", path)
-		case err == nil && st.Size() > 0:
-			if !isSQLite(path) {
-				return nil, fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
-			}
-			resume = true
-		case err != nil && !errors.Is(err, os.ErrNotExist):
+		var err error
+		if lock, resume, err = claimReplay(ctx, path, cfg); err != nil {
 			return nil, err
 		}
 	}
 	d, err := open(path)
 	if err != nil {
+		lock.release()
 		return nil, err
 	}
+	d.lock = lock
 	d.effect, d.clustered = cfg.Effect, true
-	r := &ReplayDB{db: d.db, path: path, effect: cfg.Effect}
+	r := &ReplayDB{db: d.db, anchor: d.anchor, lock: lock, path: path, effect: cfg.Effect}
 	if resume {
-		if err := r.checkMeta(ctx, path, cfg); err != nil {
-			d.Close()
-			return nil, err
-		}
 		r.Resumed = true
 	} else if err := d.createSchema(ctx, cfg); err != nil {
 		d.Close()
@@ -80,28 +72,35 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 	return r, nil
 }
 
-func (r *ReplayDB) checkMeta(ctx context.Context, path string, cfg handler.Config) error {
-	meta := map[string]string{}
-	rows, err := r.db.QueryContext(ctx, `SELECT key, value FROM redeliver_meta`)
-	if err != nil {
-		return fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
+// claimReplay locks path and says whether it holds a replay to resume. A
+// file that is not empty must be a replay database redeliver made for the
+// same handler; it is read without being written until then.
+func claimReplay(ctx context.Context, path string, cfg handler.Config) (lock *fileLock, resume bool, err error) {
+	if lock, err = lockFile(path); err != nil {
+		return nil, false, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return err
+	defer func() {
+		if err != nil {
+			lock.release()
+			lock = nil
 		}
-		meta[k] = v
+	}()
+	size, err := lock.size()
+	if err != nil || size == 0 {
+		return lock, false, removeSidecars(path)
 	}
-	if err := rows.Err(); err != nil {
-		return err
+	meta, ours, err := readMeta(ctx, path)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ours {
+		return nil, false, fmt.Errorf("%s exists and is %w; choose another --db path", quote(path), ErrNotOurs)
 	}
 	if meta["strategy"] != string(cfg.Strategy) || meta["effect"] != cfg.Effect {
-		return fmt.Errorf("%s holds a replay with strategy %s and effect table %s, not %s and %s; %w (use another --db path to start afresh)",
-			path, meta["strategy"], meta["effect"], cfg.Strategy, cfg.Effect, ErrMismatch)
+		return nil, false, fmt.Errorf("%s holds a replay with strategy %s and effect table %s, not %s and %s; %w (use another --db path to start afresh)",
+			quote(path), meta["strategy"], meta["effect"], cfg.Strategy, cfg.Effect, ErrMismatch)
 	}
-	return nil
+	return lock, true, nil
 }
 
 // ErrMismatch is returned when a database to resume was made for another handler.
@@ -115,7 +114,10 @@ func (r *ReplayDB) Close() error {
 	if r.conn != nil {
 		r.conn.Close()
 	}
-	return r.db.Close()
+	r.anchor.Close()
+	err := r.db.Close()
+	r.lock.release()
+	return err
 }
 
 // Run calls f with the group-commit store on the database's connection,

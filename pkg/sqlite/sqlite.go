@@ -10,8 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -47,6 +45,7 @@ type DB struct {
 	db     *sql.DB
 	anchor *sql.Conn // held open for the life of the database
 	path   string
+	lock   *fileLock // the file's lock, nil in memory
 	effect string
 	q      queries
 	// clustered makes the keyed markers a WITHOUT ROWID table (the replay
@@ -58,24 +57,26 @@ type queries struct {
 	marker, insertMarker, insertEffect, effectOf, effectByKey, purge string
 }
 
-// ErrNotOurs is returned when a file to be replaced is not a redeliver database.
-var ErrNotOurs = errors.New("not a redeliver database")
-
 // Create opens a fresh database for cfg at path (":memory:" or a file). An
-// existing file is replaced only if redeliver made it.
+// existing file is emptied only if it is a regular file redeliver made; the
+// file stays locked against other redeliver processes until Close.
 func Create(ctx context.Context, path string, cfg handler.Config) (*DB, error) {
 	if !ValidTableName(cfg.Effect) {
 		return nil, fmt.Errorf("effect table name %q is not a plain SQL identifier", cfg.Effect)
 	}
+	var lock *fileLock
 	if path != Memory {
-		if err := removeOurs(ctx, path); err != nil {
+		var err error
+		if lock, err = claimFresh(ctx, path); err != nil {
 			return nil, err
 		}
 	}
 	d, err := open(path)
 	if err != nil {
+		lock.release()
 		return nil, err
 	}
+	d.lock = lock
 	d.effect = cfg.Effect
 	d.q = makeQueries(cfg.Effect)
 	if err := d.createSchema(ctx, cfg); err != nil {
@@ -85,9 +86,38 @@ func Create(ctx context.Context, path string, cfg handler.Config) (*DB, error) {
 	return d, nil
 }
 
+// claimFresh locks path and empties it if an earlier run of redeliver made
+// it, in place (the lock is on the file), refusing anything else.
+func claimFresh(ctx context.Context, path string) (*fileLock, error) {
+	lock, err := lockFile(path)
+	if err != nil {
+		return nil, err
+	}
+	size, err := lock.size()
+	if err == nil && size > 0 {
+		var ours bool
+		if _, ours, err = readMeta(ctx, path); err == nil && !ours {
+			err = fmt.Errorf("%s exists and is %w; choose another --db path", quote(path), ErrNotOurs)
+		}
+	}
+	if err == nil {
+		err = removeSidecars(path)
+	}
+	if err == nil && size > 0 {
+		err = lock.f.Truncate(0)
+	}
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	return lock, nil
+}
+
 func open(path string) (*DB, error) {
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("database path %q may not contain ? or #", path)
+	if path != Memory {
+		if err := checkPath(path); err != nil {
+			return nil, err
+		}
 	}
 	// Every worker of a concurrent step gets its own connection, and a
 	// connection waits up to busyTimeout for the write lock (SQLite's busy
@@ -133,57 +163,6 @@ func open(path string) (*DB, error) {
 // busyTimeout is how long, in milliseconds, a connection waits for the
 // write lock before it gives up with SQLITE_BUSY.
 const busyTimeout = 5000
-
-// removeOurs deletes a database file that an earlier run left, refusing to
-// touch anything else.
-func removeOurs(ctx context.Context, path string) error {
-	st, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if st.IsDir() {
-		return fmt.Errorf("%s is a directory, not a database file", path)
-	}
-	if st.Size() > 0 {
-		n := 0
-		if isSQLite(path) {
-			d, err := open(path)
-			if err != nil {
-				return fmt.Errorf("open %s: %w", path, err)
-			}
-			err = d.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'redeliver_meta'`).Scan(&n)
-			d.Close()
-			if err != nil {
-				n = 0
-			}
-		}
-		if n == 0 {
-			return fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
-		}
-	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
-}
-
-// isSQLite reads the file header, without opening the file as a database
-// (which could leave -wal and -shm files beside something that is not one).
-func isSQLite(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 16)
-	_, err = io.ReadFull(f, head)
-	return err == nil && string(head) == "SQLite format 3\x00"
-}
 
 func (d *DB) createSchema(ctx context.Context, cfg handler.Config) error {
 	s := cfg.Strategy
@@ -231,7 +210,12 @@ func (d *DB) Path() string { return d.path }
 // Close closes the database.
 func (d *DB) Close() error {
 	d.anchor.Close()
-	return d.db.Close()
+	err := d.db.Close()
+	// SQLite's own locks are gone once its connections are: only then may
+	// the lock's descriptor be closed (closing any descriptor of a file
+	// drops a process's POSIX locks on it).
+	d.lock.release()
+	return err
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE).
