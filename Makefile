@@ -9,7 +9,7 @@ LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION)
 build: ## build bin/redeliver
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
 
-run: build ## the seed fixture, then the whole scenario library, on embedded SQLite in memory
+run: build ## the fixture, then the whole scenario library, on embedded SQLite in memory
 	./$(BIN) run scenarios/seed-fixture.yaml
 	@echo
 	./$(BIN) run scenarios
@@ -18,7 +18,7 @@ test: ## vet, then every test with the race detector
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-bench: ## benchmarks (see README, Performance); REDELIVER_BENCH_N=100000 for a quick run
+bench: ## benchmarks (see docs/performance.md); REDELIVER_BENCH_N=100000 for a quick run
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2

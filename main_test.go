@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redeliver/redeliver/cmd"
+	"github.com/redeliver/redeliver/pkg/target/consumertest"
 	"github.com/rogpeppe/go-internal/testscript"
 	_ "modernc.org/sqlite"
 )
@@ -32,6 +34,8 @@ func TestMain(m *testing.M) {
 		"exit-status": func() { os.Exit(exitStatus(os.Args[1], os.Args[2:])) },
 		// foreign-db FILE makes a SQLite database of another program's.
 		"foreign-db": func() { os.Exit(foreignDB(os.Args[1])) },
+		// consumer is a small consumer under test for the target-mode scripts.
+		"consumer": func() { os.Exit(consumertest.Main(os.Args[1:])) },
 	})
 }
 
@@ -54,6 +58,12 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GITHUB_ACTIONS", "")
 			// Scripts marked [postgres] run against this server, and skip without it.
 			env.Setenv("REDELIVER_TEST_POSTGRES", os.Getenv("REDELIVER_TEST_POSTGRES"))
+			// A free port for a consumer the script starts.
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			env.Setenv("PORT", port)
 			return copyTree("scenarios", filepath.Join(env.WorkDir, "scenarios"))
 		},
 	})
@@ -137,4 +147,15 @@ func copyTree(from, to string) error {
 		}
 		return os.WriteFile(target, data, 0o644)
 	})
+}
+
+// freePort asks the system for a TCP port nothing listens on.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	return port, err
 }

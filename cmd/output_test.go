@@ -106,7 +106,7 @@ type outputFormat struct {
 	validate  func(t *testing.T, out string, passed, failed int)
 }
 
-// The fixtures of the golden files: the seed fixture, a scenario that
+// The fixtures of the golden files: the fixture, a scenario that
 // fails on purpose, both together, and a file that does not validate.
 var fixtures = []outputFixture{
 	{"seed", []string{"scenarios/seed-fixture.yaml"}, ExitPass, 3, 0},

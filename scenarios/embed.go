@@ -5,7 +5,7 @@ package scenarios
 
 import "embed"
 
-// Starter is the set `redeliver init` writes: the seed fixture, the causes
+// Starter is the set `redeliver init` writes: the fixture, the causes
 // of duplicates, and one scenario per safe strategy.
 //
 //go:embed seed-fixture.yaml causes/*.yaml strategies/business-key.yaml strategies/consumer-scoped.yaml strategies/external-key.yaml

@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redeliver/redeliver/pkg/problem"
 )
 
 // Outcome is what one delivery did.
 type Outcome string
 
-// The outcomes of DESIGN.md.
+// The outcomes a delivery can have.
 const (
 	Processed Outcome = "processed" // a new effect was written
 	Duplicate Outcome = "duplicate" // marker found, same identity: the original effect id is returned
@@ -29,7 +31,7 @@ var Outcomes = []Outcome{Processed, Duplicate, Conflict, Failed, Crashed}
 // FaultPoint names a place inside the handler where a delivery can be made to fail.
 type FaultPoint string
 
-// The fault points of DESIGN.md, in the order a delivery reaches them.
+// The fault points, in the order a delivery reaches them.
 const (
 	BeforeBegin   FaultPoint = "before-begin"
 	AfterCheck    FaultPoint = "after-check"
@@ -43,22 +45,7 @@ const (
 var FaultPoints = []FaultPoint{BeforeBegin, AfterCheck, AfterMarker, AfterEffect, AfterExternal, AfterCommit}
 
 // Location is where a delivery came from: a scenario step or a capture line.
-type Location struct {
-	File      string
-	Line, Col int
-}
-
-func (l Location) String() string {
-	switch {
-	case l.File == "":
-		return ""
-	case l.Line == 0:
-		return l.File
-	case l.Col == 0:
-		return fmt.Sprintf("%s:%d", l.File, l.Line)
-	}
-	return fmt.Sprintf("%s:%d:%d", l.File, l.Line, l.Col)
-}
+type Location = problem.Pos
 
 // Delivery is one attempt to hand an event to a consumer.
 type Delivery struct {

@@ -14,7 +14,7 @@ import (
 // Strategy is a way a consumer can be written.
 type Strategy string
 
-// The strategies of DESIGN.md: four safe ones and three unsafe negative controls.
+// The strategies: four safe ones and three unsafe negative controls.
 const (
 	EventID           Strategy = "event-id"
 	ConsumerScoped    Strategy = "consumer-scoped"

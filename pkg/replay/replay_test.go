@@ -14,8 +14,9 @@ import (
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/capture"
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -186,7 +187,7 @@ func TestInjection(t *testing.T) {
 	}
 }
 
-// TestSameSeedSameReport: every injected fault comes from the seed.
+// TestSameSeedSameReport: every injected fault comes from --seed.
 func TestSameSeedSameReport(t *testing.T) {
 	path := bigCapture(t, 2000)
 	o := Options{Inputs: []string{path}, Redeliver: 0.2, Crash: 0.1, Rewind: 10, Republish: 0.05, Handler: handler.Config{Strategy: handler.None}}
@@ -201,7 +202,7 @@ func TestSameSeedSameReport(t *testing.T) {
 		t.Errorf("seed 5 gave two different reports:\n%s\n%s", a, b)
 	}
 	if bytes.Equal(a, c) {
-		t.Errorf("seeds 5 and 6 gave the same report; the seed does not reach the injection")
+		t.Errorf("seeds 5 and 6 gave the same report; --seed does not reach the injection")
 	}
 }
 
@@ -239,7 +240,7 @@ func TestInvalidOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tt.o)
-			var ie *InputError
+			var ie *problem.Error
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err %v, want an input error with %q", err, tt.want)
 			}
@@ -271,7 +272,7 @@ func TestBadRecords(t *testing.T) {
 		var warn bytes.Buffer
 		rep, err := Run(context.Background(), Options{Inputs: []string{path}, DB: sqlite.Memory, MaxBad: tt.maxBad, Warn: &warn})
 		if tt.err != "" {
-			var ie *InputError
+			var ie *problem.Error
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("--max-bad %d: err %v, want %q", tt.maxBad, err, tt.err)
 			}
@@ -297,10 +298,10 @@ func TestReproducer(t *testing.T) {
 	tests := []struct {
 		name string
 		o    Options
-		want checker.Invariant
+		want invariant.Name
 	}{
-		{"none with redeliveries", Options{Redeliver: 0.3, Handler: handler.Config{Strategy: handler.None}}, checker.DuplicateEffect},
-		{"marker-after-effect with crashes", Options{Crash: 0.3, CrashAt: []handler.FaultPoint{handler.AfterMarker}, Handler: handler.Config{Strategy: handler.MarkerAfterEffect}}, checker.DuplicateEffect},
+		{"none with redeliveries", Options{Redeliver: 0.3, Handler: handler.Config{Strategy: handler.None}}, invariant.DuplicateEffect.Name},
+		{"marker-after-effect with crashes", Options{Crash: 0.3, CrashAt: []handler.FaultPoint{handler.AfterMarker}, Handler: handler.Config{Strategy: handler.MarkerAfterEffect}}, invariant.DuplicateEffect.Name},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,7 +27,7 @@ func newPainter(on bool) painter {
 	return p
 }
 
-// Text writes the report of DESIGN.md: one line per check, then a verdict.
+// Text writes the text report: one line per check, then a verdict.
 // With several files, each file's lines follow a heading.
 func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 	p := newPainter(opts.Color)
@@ -40,6 +40,9 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 		if several {
 			indent = "  "
 			fmt.Fprintf(&b, "%s (%s)\n", f.Name, f.File)
+		}
+		if f.Target != "" {
+			fmt.Fprintf(&b, "%s%s\n", indent, p.dim.Sprint("target: "+f.Target+"; effects: "+f.Effects))
 		}
 		for _, c := range f.Checks {
 			total++

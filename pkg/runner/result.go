@@ -5,9 +5,10 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
-// Counters are the figures the idempotency article says to monitor.
+// Counters are the figures worth monitoring in an idempotent consumer.
 type Counters struct {
 	Deliveries          int `json:"deliveries"`
 	Processed           int `json:"processed"`
@@ -47,7 +48,7 @@ type Failure struct {
 	Expected string
 	Got      string
 	// Invariant is set when the failure is a broken invariant.
-	Invariant checker.Invariant
+	Invariant invariant.Name
 }
 
 // CheckResult is the outcome of one check.
@@ -75,6 +76,10 @@ type FileResult struct {
 	Strategy handler.Strategy
 	Checks   []CheckResult
 	Counters Counters
+	// Target and Effects say, in words, which consumer and which database
+	// a target-mode file tested; empty for the built-in handler.
+	Target  string
+	Effects string
 }
 
 // Passed reports whether every check of the file passed.

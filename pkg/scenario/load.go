@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/template"
 	"gopkg.in/yaml.v3"
 )
@@ -67,7 +67,7 @@ func Load(file string, src []byte) (*Scenario, error) {
 	l := &loader{file: file, labels: map[string]Pos{}}
 	s := l.scenario(&doc)
 	if len(l.errs) > 0 {
-		l.errs.sort()
+		l.errs.Sort()
 		return nil, l.errs
 	}
 	return s, nil
@@ -80,7 +80,7 @@ func syntaxError(file string, err error) *Error {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
-	return &Error{Pos: Pos{File: file, Line: line}, Msg: "invalid YAML: " + msg}
+	return errorf(Pos{File: file, Line: line}, "invalid YAML: %s", msg)
 }
 
 func pos(file string, n *yaml.Node) Pos { return Pos{File: file, Line: n.Line, Col: n.Column} }
@@ -94,6 +94,11 @@ type loader struct {
 	stateChecks []*State
 	// consumerSteps name a consumer, which only consumer-scoped handlers allow.
 	consumerSteps []*Step
+	// targetMode is set when the file names a target: deliver steps then
+	// expect a consumer's answers, not the built-in handler's outcomes.
+	targetMode bool
+	// crashSteps kill the started consumer, which needs target start.
+	crashSteps []*Step
 }
 
 func (l *loader) errorf(n *yaml.Node, format string, args ...any) {
@@ -260,7 +265,8 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	s.Handler.Config = handler.Config{Strategy: handler.EventID, Consumer: "default", Effect: "effects"}
 	s.Handler.Pos = l.pos(root)
 	var versionSeen bool
-	var checksNode *yaml.Node
+	var checksNode, handlerNode, effectsNode *yaml.Node
+	l.targetMode = hasKey(root, "target")
 	ok := l.mapping(root, "a scenario", []field{
 		{"version", func(k, v *yaml.Node) {
 			versionSeen = true
@@ -269,7 +275,9 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 			}
 		}},
 		{"name", func(k, v *yaml.Node) { s.Name, _ = l.str(v, "name") }},
-		{"handler", func(k, v *yaml.Node) { l.handler(v) }},
+		{"handler", func(k, v *yaml.Node) { handlerNode = k; l.handler(v) }},
+		{"target", func(k, v *yaml.Node) { l.target(v) }},
+		{"effects", func(k, v *yaml.Node) { effectsNode = k; l.effects(v) }},
 		{"checks", func(k, v *yaml.Node) { checksNode = v }},
 	})
 	if !ok {
@@ -287,8 +295,14 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		base := l.file[strings.LastIndexAny(l.file, `/\`)+1:]
 		s.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
 	}
+	l.validateTarget(root, handlerNode, effectsNode)
 	for _, st := range l.stateChecks {
 		l.validateState(st)
+	}
+	for _, st := range l.crashSteps {
+		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil {
+			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
+		}
 	}
 	for _, st := range l.consumerSteps {
 		if s.Handler.Strategy != handler.ConsumerScoped {
@@ -491,8 +505,8 @@ func (l *loader) check(n *yaml.Node) *Check {
 				if !ok {
 					continue
 				}
-				if !checker.Known(s) {
-					l.errorf(e, "unknown invariant %q; expected %s", s, oneOf(words(checker.Invariants)))
+				if !invariant.Known(s) {
+					l.errorf(e, "unknown invariant %q; expected %s", s, oneOf(invariant.Names()))
 					continue
 				}
 				c.Violations = append(c.Violations, s)
@@ -540,11 +554,14 @@ func braced(xs []string) []string {
 func (l *loader) step(n *yaml.Node) *Step {
 	st := &Step{Pos: l.pos(n), Times: 1}
 	var deliverNode, expectNode, advanceNode, interleaveNode *yaml.Node
-	var modifiers []*yaml.Node // fields that only a deliver step may have
+	var modifiers []*yaml.Node  // fields that only a deliver step may have
+	var targetOnly []*yaml.Node // fields that only a target-mode step may have
+	handlerOnly := map[string]bool{}
 	ok := l.mapping(n, "a step", []field{
 		{"deliver", func(k, v *yaml.Node) { deliverNode = v; st.Event = l.event(v) }},
 		{"fail", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
+			handlerOnly["fail"] = true
 			s, ok := l.str(v, "fail")
 			if !ok {
 				return
@@ -559,6 +576,7 @@ func (l *loader) step(n *yaml.Node) *Step {
 		}},
 		{"consumer", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
+			handlerOnly["consumer"] = true
 			if s, ok := l.str(v, "consumer"); ok {
 				st.Consumer = s
 				if s == "" {
@@ -577,6 +595,7 @@ func (l *loader) step(n *yaml.Node) *Step {
 		{"interleave", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
 			interleaveNode = k
+			handlerOnly["interleave"] = true
 			l.interleave(st, v)
 		}},
 		{"label", func(k, v *yaml.Node) {
@@ -593,9 +612,36 @@ func (l *loader) step(n *yaml.Node) *Step {
 		}},
 		{"expect", func(k, v *yaml.Node) { expectNode = v }},
 		{"advance", func(k, v *yaml.Node) { advanceNode = v; st.Advance, _ = l.duration(v, "advance") }},
+		{"drop", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			if s, ok := l.str(v, "drop"); ok {
+				if s != "response" {
+					l.errorf(v, "drop must be response (the answer is cut off, so the delivery is redelivered), not %q", s)
+				}
+				st.Drop = true
+			}
+		}},
+		{"crash", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			st.Crash = l.crash(v)
+		}},
+		{"delay", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			st.Delay = l.delay(v, "delay")
+		}},
 	})
 	if !ok {
 		return nil
+	}
+	if l.targetMode {
+		l.targetStep(n, st, handlerOnly)
+	} else {
+		for _, k := range targetOnly {
+			l.errorf(k, "%s is a fault from outside for a target (your own consumer); the built-in handler takes fail: POINT", k.Value)
+		}
 	}
 	switch {
 	case deliverNode != nil && advanceNode != nil:
@@ -606,6 +652,8 @@ func (l *loader) step(n *yaml.Node) *Step {
 		if expectNode != nil {
 			if st.Concurrent > 0 {
 				l.errorf(expectNode, "a concurrent step has one outcome per worker, so it takes no expect; the invariants check it, and a state check can follow it")
+			} else if l.targetMode {
+				st.Expect = l.answer(expectNode)
 			} else {
 				st.Expect = l.expectation(expectNode)
 			}
@@ -776,6 +824,13 @@ func (l *loader) state(n *yaml.Node, what string) *State {
 				st.ChargesPos = l.pos(k)
 			}
 		}},
+		{"effects", func(k, v *yaml.Node) {
+			if !l.targetMode {
+				l.errorf(k, "effects counts a target's effect rows by business key; the built-in handler counts rows: {TABLE: N}")
+				return
+			}
+			st.Effects = l.keyCounts(v)
+		}},
 	})
 	l.stateChecks = append(l.stateChecks, st)
 	return st
@@ -811,6 +866,10 @@ func (l *loader) eventRefs(n *yaml.Node, what string) []EventRef {
 
 // validateState checks table names and gateway counts once the handler is known.
 func (l *loader) validateState(st *State) {
+	if l.s.Target != nil {
+		l.validateTargetState(st)
+		return
+	}
 	h := l.s.Handler
 	for _, r := range st.Rows {
 		if r.Table != "processed" && r.Table != h.Effect {

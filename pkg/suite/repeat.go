@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -14,14 +14,14 @@ import (
 // folds the runs into one result: each check's line ends with how many
 // runs passed and how many runs broke which invariant, and a check passes
 // only if it passed in every run. With n below 2 it is one plain run.
-func repeated(ctx context.Context, s *scenario.Scenario, open runner.Opener, n int) (*runner.FileResult, error) {
+func repeated(ctx context.Context, s *scenario.Scenario, runFile func(context.Context, *scenario.Scenario) (*runner.FileResult, error), n int) (*runner.FileResult, error) {
 	if n < 2 {
-		return runner.RunFile(ctx, s, open)
+		return runFile(ctx, s)
 	}
 	tallies := make([]tally, len(s.Checks))
 	var out *runner.FileResult
 	for run := 1; run <= n; run++ {
-		fr, err := runner.RunFile(ctx, s, open)
+		fr, err := runFile(ctx, s)
 		if err != nil {
 			if out != nil {
 				out.Checks = foldChecks(tallies, run-1)
@@ -29,7 +29,7 @@ func repeated(ctx context.Context, s *scenario.Scenario, open runner.Opener, n i
 			return out, fmt.Errorf("run %d of %d: %w", run, n, err)
 		}
 		if out == nil {
-			out = &runner.FileResult{File: fr.File, Name: fr.Name, Strategy: fr.Strategy}
+			out = &runner.FileResult{File: fr.File, Name: fr.Name, Strategy: fr.Strategy, Target: fr.Target, Effects: fr.Effects}
 		}
 		out.Counters.Add(fr.Counters)
 		for i := range fr.Checks {
@@ -46,17 +46,17 @@ type tally struct {
 	failed int
 	// firstFailed is the run the check first failed in (0: none).
 	firstFailed int
-	broken      map[checker.Invariant]int // runs that broke each invariant
+	broken      map[invariant.Name]int // runs that broke each invariant
 	counters    runner.Counters
 }
 
 func (t *tally) add(run int, c *runner.CheckResult) {
 	if run == 1 {
 		t.first = *c
-		t.broken = map[checker.Invariant]int{}
+		t.broken = map[invariant.Name]int{}
 	}
 	t.counters.Add(c.Counters)
-	seen := map[checker.Invariant]bool{}
+	seen := map[invariant.Name]bool{}
 	for _, v := range c.Violations {
 		if !seen[v.Invariant] {
 			seen[v.Invariant] = true
@@ -84,9 +84,9 @@ func foldChecks(tallies []tally, runs int) []runner.CheckResult {
 		c.Counters = t.counters
 		c.Passed = t.failed == 0
 		var broken []string
-		for _, inv := range checker.Invariants {
-			if k := t.broken[inv]; k > 0 {
-				broken = append(broken, fmt.Sprintf("%s in %d", inv, k))
+		for _, inv := range invariant.All {
+			if k := t.broken[inv.Name]; k > 0 {
+				broken = append(broken, fmt.Sprintf("%s in %d", inv.Name, k))
 			}
 		}
 		what := "none"

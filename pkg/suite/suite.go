@@ -12,18 +12,18 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
+	"github.com/redeliver/redeliver/pkg/target"
 )
 
-// InputError is a mistake in what the user asked for: a path that does not
+// inputf is a mistake in what the user asked for: a path that does not
 // exist, no scenario files, a --db that cannot serve the files given.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
-
-func inputf(format string, args ...any) error { return &InputError{Msg: fmt.Sprintf(format, args...)} }
+func inputf(format string, args ...any) error {
+	return &problem.Error{Kind: problem.InvalidInput, Msg: fmt.Sprintf(format, args...)}
+}
 
 // Collect expands files and folders into scenario files (*.yaml, *.yml),
 // folders walked in lexical order, each file once.
@@ -122,6 +122,8 @@ type Options struct {
 	// Repeat runs each file this many times, each on a fresh database
 	// (0 and 1: once).
 	Repeat int
+	// Seed chooses every random fault of a target-mode file.
+	Seed int64
 }
 
 // Result is what a suite run produced.
@@ -154,15 +156,20 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Re
 		res.Kept = st.kept()
 	}()
 	for i, s := range scenarios {
-		fr, err := repeated(ctx, s, st.opener(i), opts.Repeat)
+		open := st.opener(i)
+		runFile := func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
+			return runner.RunFile(ctx, s, open)
+		}
+		if s.Target != nil {
+			runFile = func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
+				return target.RunFile(ctx, s, target.Options{Seed: opts.Seed})
+			}
+		}
+		fr, err := repeated(ctx, s, runFile, opts.Repeat)
 		if fr != nil {
 			res.Files = append(res.Files, fr)
 		}
 		if err != nil {
-			var ie *InputError
-			if errors.As(err, &ie) {
-				return res, ie
-			}
 			return res, err
 		}
 	}
