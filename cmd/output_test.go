@@ -550,7 +550,7 @@ func TestDocumentedExample(t *testing.T) {
 func TestRuntimeError(t *testing.T) {
 	toRoot(t)
 	dbs := t.TempDir()
-	// The database file of the seed fixture is in use by another run.
+	// The fixture's database file is in use by another run.
 	held, err := sqlite.Create(context.Background(), filepath.Join(dbs, "scenarios-seed-fixture.db"), handler.Config{Strategy: handler.EventID, Effect: "effects"})
 	if err != nil {
 		t.Fatal(err)

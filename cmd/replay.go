@@ -154,6 +154,10 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 			progressbar.OptionSetItsString("deliveries"),
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionThrottle(100_000_000),
+			// No spinner ticker: its goroutine reads the bar's state
+			// without the bar's lock (a data race in the library); the bar
+			// redraws on every Set64 instead.
+			progressbar.OptionSetSpinnerChangeInterval(0),
 		)
 		opts.Progress = func(n int64) { _ = bar.Set64(n) }
 		finish = func() { _ = bar.Finish() }

@@ -27,6 +27,29 @@ func Input(s string) string {
 	return Quote(s)
 }
 
+// Line makes one line of text safe to print, where values from input may
+// have been composed into a sentence: every character Input would escape,
+// except the backslash and the double quote, is written as its escape, in
+// place, without quoting the whole. Renderers pass every fragment that
+// holds input through it, so no newline, carriage return, escape sequence
+// or bidi override from input reaches the output.
+func Line(s string) string {
+	clean := true
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || !printable(r) {
+			clean = false
+			break
+		}
+		i += n
+	}
+	if clean {
+		return s
+	}
+	q := Quote(s)
+	return strings.NewReplacer(`\`, `\`, `"`, `"`).Replace(q[1 : len(q)-1])
+}
+
 // Quote returns s double-quoted with every character Input would not
 // print as is escaped.
 func Quote(s string) string {

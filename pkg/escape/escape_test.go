@@ -52,6 +52,22 @@ func TestInput(t *testing.T) {
 	}
 }
 
+func TestLine(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"event evt-1 has 2 rows", "event evt-1 has 2 rows"},
+		{"event x\nPASS: fine has 2 rows", `event x\nPASS: fine has 2 rows`},
+		{"event x\n::error::y", `event x\n::error::y`},
+		{"a\x1b[2Jb \u202e", `a\x1b[2Jb \u202e`},
+		{`say "hi" \ back`, `say "hi" \ back`},
+		{"bad \xff byte", `bad \xff byte`},
+	}
+	for _, tt := range tests {
+		if got := Line(tt.in); got != tt.want {
+			t.Errorf("Line(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func FuzzInput(f *testing.F) {
 	for _, s := range []string{"evt-1", "a\nb", "\x1b[2J", "a\u202eb", "\xff", `"`, `\`} {
 		f.Add(s)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // Boundaries are what a run tested: results hold only within them. Every
@@ -180,9 +182,9 @@ func Coverage(w io.Writer, run *Run) error {
 		names := []string{}
 		for _, c := range cell.Checks {
 			if several {
-				names = append(names, fmt.Sprintf("%s (%s)", c.Check, c.File))
+				names = append(names, escape.Line(fmt.Sprintf("%s (%s)", c.Check, c.File)))
 			} else {
-				names = append(names, c.Check)
+				names = append(names, escape.Line(c.Check))
 			}
 		}
 		if len(names) > 0 {

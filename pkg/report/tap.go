@@ -10,6 +10,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"gopkg.in/yaml.v3"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // tapDiagnostic is the YAML block under a test point that did not pass.
@@ -125,8 +127,10 @@ func tapEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "#", `\#`).Replace(oneLine(s))
 }
 
+// oneLine keeps text that may hold input on one line, with nothing in it a
+// terminal or a TAP parser would act on.
 func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	return escape.Line(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
 }
 
 // tapPoints returns a function that writes numbered test points to b, each

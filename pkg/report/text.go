@@ -9,6 +9,8 @@ import (
 
 	"github.com/fatih/color"
 	"github.com/redeliver/redeliver/pkg/runner"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 type painter struct {
@@ -39,30 +41,30 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 		indent := ""
 		if several {
 			indent = "  "
-			fmt.Fprintf(&b, "%s (%s)\n", f.Name, f.File)
+			fmt.Fprintf(&b, "%s (%s)\n", escape.Line(f.Name), escape.Line(f.File))
 		}
 		if f.Target != "" {
-			fmt.Fprintf(&b, "%s%s\n", indent, p.dim.Sprint("target: "+f.Target+"; effects: "+f.Effects))
+			fmt.Fprintf(&b, "%s%s\n", indent, p.dim.Sprint(escape.Line("target: "+f.Target+"; effects: "+f.Effects)))
 		}
 		for _, c := range f.Checks {
 			total++
-			names = append(names, c.Name)
+			names = append(names, escape.Line(c.Name))
 			if c.Passed {
-				fmt.Fprintf(&b, "%s%s: %s\n", indent, c.Name, c.Line)
+				fmt.Fprintf(&b, "%s%s: %s\n", indent, escape.Line(c.Name), escape.Line(c.Line))
 			} else {
 				failed++
 				first := c.Failures[0]
-				fmt.Fprintf(&b, "%s%s: %s %s\n", indent, c.Name, p.fail.Sprint("FAIL:"), located(first))
+				fmt.Fprintf(&b, "%s%s: %s %s\n", indent, escape.Line(c.Name), p.fail.Sprint("FAIL:"), located(first))
 				for _, more := range c.Failures[1:] {
 					fmt.Fprintf(&b, "%s  %s\n", indent, located(more))
 				}
 			}
 			if opts.Verbose {
 				for _, v := range c.Violations {
-					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("caught: "+v.String()))
+					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("caught: "+escape.Line(v.String())))
 				}
 				for _, r := range c.Reconciliation {
-					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("reconcile: "+r))
+					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("reconcile: "+escape.Line(r)))
 				}
 			}
 		}
@@ -86,9 +88,9 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 
 func located(f runner.Failure) string {
 	if s := f.Pos.String(); s != "" {
-		return fmt.Sprintf("%s (%s)", f.Message, s)
+		return escape.Line(fmt.Sprintf("%s (%s)", f.Message, s))
 	}
-	return f.Message
+	return escape.Line(f.Message)
 }
 
 func counterLine(f *runner.FileResult) string {
