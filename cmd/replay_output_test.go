@@ -89,7 +89,7 @@ func TestReplayGitHubActions(t *testing.T) {
 func TestReplayAnnotationLine(t *testing.T) {
 	toRoot(t)
 	got := invocation{args: append([]string{"replay", "--format", "tap"}, replayFixtures[1].args...), env: map[string]string{"GITHUB_ACTIONS": "true"}}.run(t)
-	want := "::error file=testdata/capture/cloudevents.ndjson,line=1,title=redeliver replay%3A invariant duplicate-effect::broken 3 times: event /orders/evt-1"
+	want := "::error file=testdata/capture/cloudevents.ndjson,line=2,title=redeliver replay%3A invariant duplicate-effect::broken 2 times: event /orders/evt-2"
 	if !strings.HasPrefix(got.stderr, want) {
 		t.Errorf("stderr %q\ndoes not start with %q", got.stderr, want)
 	}

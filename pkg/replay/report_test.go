@@ -24,7 +24,7 @@ func TestExamplesNameTheirLines(t *testing.T) {
 			t.Errorf("event %s at %v, want %s", x.Event, x.At, w)
 		}
 	}
-	if got := fmt.Sprint(rep.Invariants); got != "[{duplicate-effect a consumer has more than one effect for one event id 3}]" {
+	if got := fmt.Sprint(rep.Invariants); got != "[{duplicate-effect a consumer has more than one effect for one event id 2}]" {
 		t.Errorf("invariants %s", got)
 	}
 }
