@@ -19,11 +19,17 @@ func Canonical(raw []byte) (string, error) {
 		// Already canonical; replays compare millions of these.
 		return string(raw), nil
 	}
+	// A lone surrogate escape decodes to U+FFFD, so that different payloads
+	// would compare equal; a key given twice would be read as its last
+	// value here and as its first by a path. Both are refused.
+	if HasLoneSurrogate(raw) {
+		return "", fmt.Errorf("payload holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF), which names no character")
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", fmt.Errorf("payload is not valid JSON: %w", err)
+	v, err := decodeValue(dec)
+	if err != nil {
+		return "", err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return "", fmt.Errorf("payload has data after its JSON value")
@@ -46,6 +52,97 @@ func plainString(raw []byte) bool {
 		}
 	}
 	return true
+}
+
+// decodeValue reads one JSON value token by token, as Decode into an any
+// would, but refuses an object that names a key twice.
+func decodeValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("payload is not valid JSON: %w", err)
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '[':
+			arr := []any{}
+			for dec.More() {
+				v, err := decodeValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				arr = append(arr, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, fmt.Errorf("payload is not valid JSON: %w", err)
+			}
+			return arr, nil
+		case '{':
+			obj := map[string]any{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, fmt.Errorf("payload is not valid JSON: %w", err)
+				}
+				k, _ := kt.(string)
+				if _, dup := obj[k]; dup {
+					return nil, fmt.Errorf("payload names the key %s twice in one object", strconv.Quote(k))
+				}
+				v, err := decodeValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				obj[k] = v
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, fmt.Errorf("payload is not valid JSON: %w", err)
+			}
+			return obj, nil
+		}
+		return nil, fmt.Errorf("payload is not valid JSON: unexpected %v", t)
+	}
+	return tok, nil
+}
+
+// HasLoneSurrogate reports whether the JSON text raw holds a \u escape of a
+// UTF-16 surrogate that is not half of a pair: decoders turn each into
+// U+FFFD, so two different texts would read the same.
+func HasLoneSurrogate(raw []byte) bool {
+	if !bytes.Contains(raw, []byte(`\u`)) {
+		return false
+	}
+	hex := func(i int) int {
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return -1
+		}
+		v, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		if err != nil {
+			return -1
+		}
+		return int(v)
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' || i+1 >= len(raw) {
+			continue
+		}
+		if raw[i+1] != 'u' {
+			i++ // an escaped character: \\ is not the start of \u
+			continue
+		}
+		v := hex(i)
+		switch {
+		case v >= 0xD800 && v <= 0xDBFF:
+			if w := hex(i + 6); w < 0xDC00 || w > 0xDFFF {
+				return true
+			}
+			i += 11
+		case v >= 0xDC00 && v <= 0xDFFF:
+			return true
+		default:
+			i += 5
+		}
+	}
+	return false
 }
 
 func writeCanonical(b *strings.Builder, v any) {
