@@ -57,7 +57,10 @@ NDJSON with --id (and --key, --payload) paths. Gzip is read as is; - is stdin.
 
 On a file --db a replay resumes: replaying the same log again makes no new
 effects, and a replay killed mid-way and started again ends with the effects
-of one uninterrupted run.
+of one uninterrupted run. A bad record stops a replay with exit status 2
+(unless --max-bad skips it); on a file --db the deliveries before it stay
+committed, the message says how many, and replaying the corrected capture
+onto the file resumes.
 
 ` + outputHelp + `
 

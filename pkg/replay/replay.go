@@ -20,6 +20,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/sqlite"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // Finding names something a capture can hold that --fail-on can make fatal.
@@ -182,7 +184,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return newEngine(o, b, b, rep, nil).replay(ctx)
 	})
 	if err != nil {
-		return nil, err
+		return nil, stoppedAt(err, o, rep)
 	}
 	if rep.Effects, err = db.CountEffects(ctx); err != nil {
 		return nil, err
@@ -217,6 +219,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// stoppedAt says what a bad record that stopped a replay on a file leaves
+// behind: the deliveries before it are committed (each delivery is atomic,
+// and the open batch is committed when the replay stops), and a replay of
+// the corrected capture onto the same file resumes from them.
+func stoppedAt(err error, o Options, rep *Report) error {
+	var pe *problem.Error
+	if o.DB == sqlite.Memory || !errors.As(err, &pe) || pe.Kind != problem.InvalidInput || rep.Counters.Deliveries == 0 {
+		return err
+	}
+	stopped := *pe
+	n := rep.Counters.Deliveries
+	what := fmt.Sprintf("the %d deliveries before it are", n)
+	if n == 1 {
+		what = "the delivery before it is"
+	}
+	stopped.Msg += fmt.Sprintf("; the replay stopped there, and %s committed to %s (replaying the corrected capture onto it resumes)", what, escape.Input(o.DB))
+	return &stopped
 }
 
 // businessKeyTemplate reads the key the capture gave each event, which the
