@@ -86,10 +86,12 @@ func syntaxError(file string, err error) *Error {
 func pos(file string, n *yaml.Node) Pos { return Pos{File: file, Line: n.Line, Col: n.Column} }
 
 type loader struct {
-	file   string
-	errs   Errors
-	labels map[string]Pos // labels defined so far, in file order
-	s      *Scenario
+	file string
+	errs Errors
+	// dataSize is the size of every event's data so far, aliases expanded.
+	dataSize int
+	labels   map[string]Pos // labels defined so far, in file order
+	s        *Scenario
 	// stateChecks are validated once the handler block is known.
 	stateChecks []*State
 	// consumerSteps name a consumer, which only consumer-scoped handlers allow.
@@ -719,9 +721,16 @@ func (l *loader) event(n *yaml.Node) *Event {
 				})
 				env["headers"] = hs
 			case "data":
+				if l.dataSize > maxFileDataSize {
+					return // said once, where the file went over
+				}
 				raw, err := toJSON(v)
 				if err != nil {
 					l.errorf(v, "data cannot be written as JSON: %v", err)
+					return
+				}
+				if l.dataSize += len(raw); l.dataSize > maxFileDataSize {
+					l.errorf(v, "the events' data up to here expands to more than %d MiB in all (aliases included); a scenario file is written by hand", maxFileDataSize>>20)
 					return
 				}
 				env["data"] = json.RawMessage(raw)
@@ -894,6 +903,11 @@ func toJSON(n *yaml.Node) ([]byte, error) {
 // maxDataSize bounds one event's data once aliases are expanded, so that a
 // few lines of nested aliases cannot expand into gigabytes.
 const maxDataSize = 1 << 20
+
+// maxFileDataSize bounds the data of all a file's events once aliases are
+// expanded: one large anchor referenced by many steps stays within
+// maxDataSize each, and would otherwise still make gigabytes.
+const maxFileDataSize = 8 << 20
 
 func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 	if depth > 100 {
