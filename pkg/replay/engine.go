@@ -135,7 +135,19 @@ func (e *engine) replay(ctx context.Context) error {
 	defer cancel()
 	chunks := make(chan chunk, 4)
 	go e.read(ctx, chunks)
-	for c := range chunks {
+	for {
+		// A read blocked on a FIFO or a silent stdin must not keep an
+		// interrupted replay waiting: the reader is left behind.
+		var c chunk
+		var more bool
+		select {
+		case c, more = <-chunks:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !more {
+			break
+		}
 		e.rep.Inputs = append(e.rep.Inputs, c.files...)
 		if e.log != nil {
 			for i, n := range c.nums {

@@ -165,6 +165,9 @@ func open(path string) (*DB, error) {
 const busyTimeout = 5000
 
 func (d *DB) createSchema(ctx context.Context, cfg handler.Config) error {
+	// The schema is made whole or not at all, even when the run is being
+	// interrupted: a half-made file would not be recognised as ours.
+	ctx = context.WithoutCancel(ctx)
 	s := cfg.Strategy
 	var b strings.Builder
 	err := schema.Execute(&b, map[string]any{
