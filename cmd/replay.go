@@ -1,13 +1,18 @@
 package cmd
 
 import (
+	"math"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -112,6 +117,9 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := o.checkValues(s); err != nil {
+		return err
+	}
 	format, err := capture.ParseFormat(o.Input)
 	if err != nil {
 		return problem.UsageOf(err)
@@ -183,6 +191,38 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	}
 	if !rep.Passed() {
 		return problem.ErrVerdict
+	}
+	return nil
+}
+
+// maxRecordLimit is the largest --max-record: one record is held in memory.
+const maxRecordLimit = 1 << 30
+
+// checkValues refuses flag values that parse but mean nothing: the library
+// would quietly replace them with defaults.
+func (o *replayOptions) checkValues(s *Streams) error {
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--republish", o.Republish}, {"--concurrent", o.Concurrent}} {
+		if math.IsNaN(p.v) || p.v < 0 || p.v > 1 {
+			return problem.Usagef("%s must be a probability between 0 and 1, not %g", p.name, p.v)
+		}
+	}
+	switch {
+	case o.Batch < 1:
+		return problem.Usagef("--batch must be at least 1 delivery per commit, not %d", o.Batch)
+	case o.MaxRecord < 1 || o.MaxRecord > maxRecordLimit:
+		return problem.Usagef("--max-record must be between 1 and %d bytes, not %d", maxRecordLimit, o.MaxRecord)
+	case o.Consumer == "":
+		return problem.Usagef("--consumer must name a consumer, not be empty")
+	case !sqlite.ValidTableName(o.Effect):
+		return problem.Usagef("--effect %s cannot be the effect table: it must be a plain SQL identifier, and not processed or a name starting redeliver_ or sqlite_", escape.Input(o.Effect))
+	}
+	if f, ok := s.In.(*os.File); ok && slices.Contains(o.Logs, "-") {
+		if _, err := f.Stat(); err != nil {
+			return problem.Usagef("- reads the capture from stdin, but stdin is closed")
+		}
 	}
 	return nil
 }

@@ -186,6 +186,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, stoppedAt(err, o, rep)
 	}
+	if rep.Counters.Deliveries == 0 && rep.Capture.BadRecords == 0 {
+		// An empty capture proves nothing; so does a closed stdin, which
+		// reads as empty.
+		names := make([]string, len(o.Inputs))
+		for i, in := range o.Inputs {
+			names[i] = in
+			if in == "-" {
+				names[i] = "stdin"
+			}
+		}
+		return nil, inputf("%s held no events: nothing was replayed", escape.Line(describeInputs(names)))
+	}
 	if rep.Effects, err = db.CountEffects(ctx); err != nil {
 		return nil, err
 	}

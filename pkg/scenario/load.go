@@ -475,6 +475,8 @@ func (l *loader) check(n *yaml.Node) *Check {
 			c.Name, _ = l.str(v, "check name")
 			if strings.ContainsAny(c.Name, "\n\r") {
 				l.errorf(v, "check name must be one line")
+			} else if strings.TrimSpace(c.Name) == "" && v.Kind == yaml.ScalarNode {
+				l.errorf(v, "check name is empty; expected a few words that say what the check shows")
 			}
 		}},
 		{"steps", func(k, v *yaml.Node) {
