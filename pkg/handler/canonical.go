@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // Canonical returns the canonical JSON form of the JSON document raw: object
@@ -27,9 +29,12 @@ func Canonical(raw []byte) (string, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
-	if err != nil {
-		return "", err
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("payload is not valid JSON: %w", err)
+	}
+	if k, dup := duplicateKey(gjson.ParseBytes(raw)); dup {
+		return "", fmt.Errorf("payload names the key %s twice in one object", strconv.Quote(k))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return "", fmt.Errorf("payload has data after its JSON value")
@@ -54,54 +59,30 @@ func plainString(raw []byte) bool {
 	return true
 }
 
-// decodeValue reads one JSON value token by token, as Decode into an any
-// would, but refuses an object that names a key twice.
-func decodeValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("payload is not valid JSON: %w", err)
+// duplicateKey returns a key that an object in r names twice.
+func duplicateKey(r gjson.Result) (dup string, found bool) {
+	switch {
+	case r.IsObject():
+		var small [8]string
+		seen := small[:0]
+		r.ForEach(func(k, v gjson.Result) bool {
+			for _, s := range seen {
+				if s == k.Str {
+					dup, found = k.Str, true
+					return false
+				}
+			}
+			seen = append(seen, k.Str)
+			dup, found = duplicateKey(v)
+			return !found
+		})
+	case r.IsArray():
+		r.ForEach(func(_, v gjson.Result) bool {
+			dup, found = duplicateKey(v)
+			return !found
+		})
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("payload is not valid JSON: %w", err)
-			}
-			return arr, nil
-		case '{':
-			obj := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, fmt.Errorf("payload is not valid JSON: %w", err)
-				}
-				k, _ := kt.(string)
-				if _, dup := obj[k]; dup {
-					return nil, fmt.Errorf("payload names the key %s twice in one object", strconv.Quote(k))
-				}
-				v, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				obj[k] = v
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("payload is not valid JSON: %w", err)
-			}
-			return obj, nil
-		}
-		return nil, fmt.Errorf("payload is not valid JSON: unexpected %v", t)
-	}
-	return tok, nil
+	return dup, found
 }
 
 // HasLoneSurrogate reports whether the JSON text raw holds a \u escape of a
