@@ -286,7 +286,7 @@ func (b *Batch) row(p *prepared, dest []driver.Value, args ...any) (bool, error)
 
 func (b *Batch) stamp(t time.Time) string {
 	if !t.Equal(b.times.t) || b.times.s == "" {
-		b.times.t, b.times.s = t, t.UTC().Format(timeLayout)
+		b.times.t, b.times.s = t, formatTime(t)
 	}
 	return b.times.s
 }
@@ -408,7 +408,7 @@ func (t *batchTx) PurgeMarkers(_ context.Context, before time.Time) error {
 	if err := t.write(); err != nil {
 		return err
 	}
-	_, err := t.b.exec(t.b.purge, before.UTC().Format(timeLayout))
+	_, err := t.b.exec(t.b.purge, formatTime(before))
 	return wrap("purge markers", err)
 }
 

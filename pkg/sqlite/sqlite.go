@@ -32,6 +32,40 @@ const Memory = ":memory:"
 // timeLayout is fixed-width, so stored times sort as text and stay readable.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
+// formatTime writes t as text that sorts as t does. Years 0 to 9999 are
+// timeLayout; a later year (a scenario clock advanced that far) is written
+// after a "~" and its number of digits, so that it sorts after every
+// four-digit year and before every longer one: "~510000-01-01T…".
+func formatTime(t time.Time) string {
+	t = t.UTC()
+	if y := t.Year(); y > 9999 {
+		ys := strconv.Itoa(y)
+		return "~" + string(rune('0'+len(ys))) + ys + t.Format(timeLayout[4:])
+	}
+	return t.Format(timeLayout)
+}
+
+// parseTime reads what formatTime wrote.
+func parseTime(s string) (time.Time, error) {
+	if !strings.HasPrefix(s, "~") || len(s) < 2 {
+		return time.Parse(timeLayout, s)
+	}
+	n := int(s[1] - '0')
+	if n < 5 || len(s) < 2+n {
+		return time.Time{}, fmt.Errorf("bad time %q", s)
+	}
+	y, err := strconv.Atoi(s[2 : 2+n])
+	if err != nil {
+		return time.Time{}, err
+	}
+	// The rest is read in a leap year, so that 29 February parses.
+	t, err := time.Parse(timeLayout, "2000"+s[2+n:])
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Date(y, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), nil
+}
+
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ValidTableName reports whether name can be an effect table.
@@ -254,17 +288,17 @@ func (t *txn) Marker(ctx context.Context, eventID, consumer string) (handler.Mar
 	if err != nil {
 		return m, false, fmt.Errorf("look up marker: %w", err)
 	}
-	m.At, _ = time.Parse(timeLayout, at)
+	m.At, _ = parseTime(at)
 	return m, true, nil
 }
 
 func (t *txn) InsertMarker(ctx context.Context, m handler.Marker) error {
-	_, err := t.tx.ExecContext(ctx, t.q.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, m.At.UTC().Format(timeLayout))
+	_, err := t.tx.ExecContext(ctx, t.q.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, formatTime(m.At))
 	return wrap("insert marker", err)
 }
 
 func (t *txn) InsertEffect(ctx context.Context, e handler.Effect) (int64, error) {
-	r, err := t.tx.ExecContext(ctx, t.q.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, e.At.UTC().Format(timeLayout))
+	r, err := t.tx.ExecContext(ctx, t.q.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, formatTime(e.At))
 	if err != nil {
 		return 0, wrap("insert effect", err)
 	}
@@ -291,7 +325,7 @@ func (t *txn) EffectByKey(ctx context.Context, key string) (int64, string, bool,
 }
 
 func (t *txn) PurgeMarkers(ctx context.Context, before time.Time) error {
-	_, err := t.tx.ExecContext(ctx, t.q.purge, before.UTC().Format(timeLayout))
+	_, err := t.tx.ExecContext(ctx, t.q.purge, formatTime(before))
 	return wrap("purge markers", err)
 }
 
@@ -340,7 +374,7 @@ func (d *DB) Markers(ctx context.Context) ([]handler.Marker, error) {
 		if err := rows.Scan(&m.EventID, &m.Consumer, &m.Identity, &m.BusinessKey, &at); err != nil {
 			return nil, err
 		}
-		m.At, _ = time.Parse(timeLayout, at)
+		m.At, _ = parseTime(at)
 		out = append(out, m)
 	}
 	return out, rows.Err()
@@ -360,7 +394,7 @@ func (d *DB) Effects(ctx context.Context) ([]handler.Effect, error) {
 		if err := rows.Scan(&e.ID, &e.EventID, &e.Consumer, &e.BusinessKey, &e.Payload, &at); err != nil {
 			return nil, err
 		}
-		e.At, _ = time.Parse(timeLayout, at)
+		e.At, _ = parseTime(at)
 		out = append(out, e)
 	}
 	return out, rows.Err()
