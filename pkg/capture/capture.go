@@ -123,7 +123,7 @@ func Open(name string, r io.Reader, opts Options) (*Reader, error) {
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, &BadRecordError{At: handler.Location{File: name}, Reason: "gzip header: " + err.Error(), Fatal: true}
+			return nil, &BadRecordError{At: handler.Location{File: name, Line: 1}, Reason: "the gzip header is damaged (" + err.Error() + ")", Fatal: true}
 		}
 		rd.closer = gz
 		br = bufio.NewReaderSize(gz, 64<<10)
@@ -194,6 +194,11 @@ func lineShaped(br *bufio.Reader) bool {
 func detect(name string, br *bufio.Reader, opts Options) (Format, error) {
 	head, err := br.Peek(64 << 10)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		if damaged(err) {
+			// Within the first 64 KiB: the line is where the data ends.
+			line := 1 + bytes.Count(head, []byte{'\n'})
+			return "", &BadRecordError{At: handler.Location{File: name, Line: line}, Reason: "the compressed data is damaged or cut off here (" + err.Error() + "): the rest of the file cannot be read", Fatal: true}
+		}
 		return "", err
 	}
 	head = bytes.TrimLeft(head, " \t\r\n")

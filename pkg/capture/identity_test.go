@@ -1,6 +1,10 @@
 package capture
 
 import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -65,5 +69,29 @@ func TestAmbiguousRecordsAreRefused(t *testing.T) {
 	_, evs, bad, err := readAll(t, "c.ndjson", strings.NewReader(`{"k":"\ud83d\ude00"}`+"\n"+`{"k":"\ud83d\ude01"}`+"\n"), Options{Format: NDJSON, ID: "k"})
 	if err != nil || len(bad) != 0 || len(evs) != 2 || evs[0].ID == evs[1].ID {
 		t.Fatalf("surrogate pairs: events %v, bad %v, err %v", evs, bad, err)
+	}
+}
+
+// TestDamagedGzipNamesItsLine: a gzip capture cut off or corrupted is bad
+// input at the line where it breaks, not an error without a place.
+func TestDamagedGzipNamesItsLine(t *testing.T) {
+	var plain strings.Builder
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&plain, `{"specversion":"1.0","id":"e%d","source":"/s","type":"t","data":{"n":%d,"pad":"%x"}}`+"\n", i, i, i*7919)
+	}
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(plain.String()))
+	w.Close()
+	for _, cut := range []int{40, gz.Len() / 2, gz.Len() - 4} {
+		_, _, bad, err := readAll(t, "c.ndjson.gz", bytes.NewReader(gz.Bytes()[:cut]), Options{})
+		if err == nil && len(bad) == 1 && bad[0].Fatal && bad[0].At.Line > 0 && strings.Contains(bad[0].Reason, "cut off") {
+			continue
+		}
+		var be *BadRecordError
+		if errors.As(err, &be) && be.At.Line > 0 {
+			continue
+		}
+		t.Errorf("cut at %d of %d bytes: bad %v, err %v; want a bad record with a line", cut, gz.Len(), bad, err)
 	}
 }

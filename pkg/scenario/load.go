@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -50,6 +51,9 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Load parses and validates a scenario from src; file names it in errors.
 func Load(file string, src []byte) (*Scenario, error) {
+	if e := notText(file, src); e != nil {
+		return nil, Errors{e}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
@@ -71,6 +75,35 @@ func Load(file string, src []byte) (*Scenario, error) {
 		return nil, l.errs
 	}
 	return s, nil
+}
+
+// notText finds the first byte of src that cannot be in a YAML text file
+// (invalid UTF-8, a control character other than tab, newline and carriage
+// return), so that a binary file is refused at its line and column rather
+// than with the YAML parser's sentence without one.
+func notText(file string, src []byte) *Error {
+	line, col := 1, 1
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		why := ""
+		switch {
+		case r == utf8.RuneError && n == 1:
+			why = fmt.Sprintf("byte 0x%02x is not UTF-8", src[i])
+		case r == '\n':
+			line, col = line+1, 1
+			i += n
+			continue
+		case r == '\t' || r == '\r' || r == 0x85 || (r == 0xFEFF && i == 0):
+		case r < 0x20 || (r >= 0x7f && r < 0xa0):
+			why = fmt.Sprintf("control character %U is not allowed in YAML", r)
+		}
+		if why != "" {
+			return errorf(Pos{File: file, Line: line, Col: col}, "%s; a scenario file is YAML text (is this a binary file?)", why)
+		}
+		col++
+		i += n
+	}
+	return nil
 }
 
 func syntaxError(file string, err error) *Error {
