@@ -165,7 +165,13 @@ func (r *Reader) Format() Format { return r.format }
 
 // Next returns the next event, io.EOF at the end, or a *BadRecordError for
 // a record that cannot be read (call Next again to go on, unless Fatal).
-func (r *Reader) Next() (Event, error) { return r.next() }
+func (r *Reader) Next() (Event, error) {
+	ev, err := r.next()
+	if err == nil && len(ev.ID) > handler.MaxIDBytes {
+		return Event{}, &BadRecordError{At: ev.At, Reason: fmt.Sprintf("the event id is %d bytes long; ids are limited to %d bytes on every store", len(ev.ID), handler.MaxIDBytes)}
+	}
+	return ev, err
+}
 
 // Close releases the decompressor, if any; it does not close the input.
 func (r *Reader) Close() error {

@@ -95,3 +95,11 @@ func TestDamagedGzipNamesItsLine(t *testing.T) {
 		t.Errorf("cut at %d of %d bytes: bad %v, err %v; want a bad record with a line", cut, gz.Len(), bad, err)
 	}
 }
+
+func TestLongIDsAreBadRecords(t *testing.T) {
+	rec := `{"specversion":"1.0","id":"` + strings.Repeat("x", 1025) + `","type":"t","data":{}}`
+	_, evs, bad, err := readAll(t, "c.ndjson", strings.NewReader(rec+"\n"), Options{Format: CloudEvents})
+	if err != nil || len(evs) != 0 || len(bad) != 1 || !strings.Contains(bad[0].Reason, "ids are limited to 1024 bytes on every store") || bad[0].At.Line != 1 {
+		t.Fatalf("events %d, bad %v, err %v", len(evs), bad, err)
+	}
+}

@@ -13,6 +13,12 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 )
 
+// MaxIDBytes is the longest event id any store accepts. PostgreSQL cannot
+// index a key of more than about 2.7 KB, so one limit below that holds for
+// every store, and files are refused at validation rather than half-way
+// through a run.
+const MaxIDBytes = 1024
+
 // Outcome is what one delivery did.
 type Outcome string
 

@@ -743,6 +743,8 @@ func (l *loader) event(n *yaml.Node) *Event {
 				if s, ok := l.str(v, "event id"); ok {
 					if s == "" {
 						l.errorf(v, "event id must not be empty")
+					} else if len(s) > handler.MaxIDBytes {
+						l.errorf(v, "event id is %d bytes long; ids are limited to %d bytes on every store", len(s), handler.MaxIDBytes)
 					}
 					ev.ID = s
 					env["id"] = s

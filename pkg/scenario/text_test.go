@@ -24,3 +24,15 @@ func TestBinaryFilesNameTheirLine(t *testing.T) {
 		t.Errorf("a byte order mark, a tab and UTF-8 text: %v", err)
 	}
 }
+
+// TestLongIDsAreRefusedOnEveryStore: one id limit, said at validation.
+func TestLongIDsAreRefusedOnEveryStore(t *testing.T) {
+	id := strings.Repeat("x", 1025)
+	_, err := Load("s.yaml", []byte("version: 1\nchecks:\n  - name: long\n    steps:\n      - deliver: {id: "+id+", data: {}}\n"))
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:5:23: event id is 1025 bytes long; ids are limited to 1024 bytes on every store") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Load("s.yaml", []byte("version: 1\nchecks:\n  - name: long\n    steps:\n      - deliver: {id: "+id[1:]+", data: {}}\n")); err != nil {
+		t.Fatalf("1024 bytes: %v", err)
+	}
+}
