@@ -50,7 +50,13 @@ func LoadFile(path string) (*Scenario, error) {
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Load parses and validates a scenario from src; file names it in errors.
-func Load(file string, src []byte) (*Scenario, error) {
+func Load(file string, src []byte) (*Scenario, error) { return load(file, src, false) }
+
+// LoadTarget parses and validates a target file: version, target and
+// effects, without checks (redeliver replay --target).
+func LoadTarget(file string, src []byte) (*Scenario, error) { return load(file, src, true) }
+
+func load(file string, src []byte, targetFile bool) (*Scenario, error) {
 	if e := notText(file, src); e != nil {
 		return nil, Errors{e}
 	}
@@ -68,7 +74,7 @@ func Load(file string, src []byte) (*Scenario, error) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, Errors{syntaxError(file, err)}
 	}
-	l := &loader{file: file, labels: map[string]Pos{}}
+	l := &loader{file: file, labels: map[string]Pos{}, targetFile: targetFile}
 	s := l.scenario(&doc)
 	if len(l.errs) > 0 {
 		l.errs.Sort()
@@ -134,6 +140,8 @@ type loader struct {
 	targetMode bool
 	// crashSteps kill the started consumer, which needs target start.
 	crashSteps []*Step
+	// targetFile is set for a --target file: target and effects, no checks.
+	targetFile bool
 }
 
 func (l *loader) errorf(n *yaml.Node, format string, args ...any) {
@@ -321,9 +329,15 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	if !versionSeen {
 		l.errorf(root, "version is missing; a scenario file starts with \"version: 1\"")
 	}
-	if checksNode == nil {
+	switch {
+	case l.targetFile && checksNode != nil:
+		l.errorf(checksNode, "a --target file holds version, target and effects; checks belong in a scenario file (redeliver run)")
+	case l.targetFile && l.s.Target == nil:
+		l.errorf(root, "target is missing; a --target file names the consumer under test (target:) and its database (effects:)")
+	case l.targetFile:
+	case checksNode == nil:
 		l.errorf(root, "checks is missing; a scenario needs at least one check")
-	} else {
+	default:
 		l.checks(checksNode)
 	}
 	if s.Name == "" {

@@ -275,7 +275,7 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 		{"timeout", func(k, v *yaml.Node) { h.Timeout = l.timeout(v, "timeout") }},
 		{"mode", func(k, v *yaml.Node) {
 			modeNode = v
-			if s, ok := l.str(v, "mode"); ok {
+			if s, ok := l.xstr(v, "mode"); ok {
 				for _, m := range HTTPModes {
 					if m == s {
 						h.Mode = s
@@ -671,6 +671,9 @@ func (l *loader) targetStep(n *yaml.Node, st *Step, handlerOnly map[string]bool)
 		if handlerOnly[f] {
 			l.errorf(n, "%s is for the built-in handler; a target is tested with faults from outside: times, concurrent, drop, crash, delay", f)
 		}
+	}
+	if st.Advance > 0 {
+		l.errorf(n, "advance moves the built-in handler's clock; a target keeps its own, so there is nothing to advance")
 	}
 	if st.Crash != nil {
 		l.crashSteps = append(l.crashSteps, st)

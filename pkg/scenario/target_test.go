@@ -120,6 +120,7 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"effects in handler mode", "version: 1\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e}\n    expect: {effects: {o: 1}}\n", "f.yaml:6:14: effects counts a target's effect rows"},
 		{"processed in target mode", "version: 1\n" + http + effects + checks + "      - expect: {processed: [e]}\n", "f.yaml:9:17: processed and not_processed read the built-in handler's markers"},
 		{"status on exec", "version: 1\ntarget:\n  exec: {command: [a]}\n" + effects + checks + "        expect: {status: 200}\n", "f.yaml:9:17: status is an HTTP status, and this target is exec"},
+		{"advance in target mode", "version: 1\n" + http + effects + checks + "      - advance: 1h\n", "f.yaml:9:9: advance moves the built-in handler's clock"},
 		{"crash with concurrent", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: \"tcp://127.0.0.1:1\"}\n" + effects + checks + "        concurrent: 2\n        crash: random\n", "f.yaml:9:9: a step takes crash or concurrent, not both"},
 	}
 	for _, tt := range tests {

@@ -92,6 +92,9 @@ func (e *ConsumerError) Error() string { return e.Msg }
 func StartProcess(ctx context.Context, spec *scenario.Start) (*Process, error) {
 	p := &Process{spec: spec}
 	if err := p.start(ctx); err != nil {
+		// Interrupted while waiting, or exited leaving children: nothing
+		// of it stays behind.
+		p.Stop()
 		return nil, err
 	}
 	return p, nil
@@ -299,7 +302,7 @@ func (p *Process) Stop() {
 	p.killing = true
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
-	if cmd == nil {
+	if cmd == nil || done == nil {
 		return
 	}
 	pgid := cmd.Process.Pid
