@@ -50,3 +50,20 @@ func TestAliasAmplificationAcrossSteps(t *testing.T) {
 		t.Errorf("%d errors; the bound is said once", len(es))
 	}
 }
+
+// TestAliasedChecksAreCounted: small steps aliased into checks aliased
+// thousands of times are counted as the steps they expand to.
+func TestAliasedChecksAreCounted(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nchecks:\n  - &c\n    name: one\n    steps: &s\n")
+	for i := 0; i < 1000; i++ {
+		b.WriteString("      - deliver: {id: a, data: {}}\n")
+	}
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "  - {name: c%d, steps: *s}\n", i)
+	}
+	_, err := Load("many.yaml", []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "the file has more than 20000 steps here, aliases expanded") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -129,8 +129,10 @@ type loader struct {
 	errs Errors
 	// dataSize is the size of every event's data so far, aliases expanded.
 	dataSize int
-	labels   map[string]Pos // labels defined so far, in file order
-	s        *Scenario
+	// steps counts the steps so far, aliases expanded.
+	steps  int
+	labels map[string]Pos // labels defined so far, in file order
+	s      *Scenario
 	// stateChecks are validated once the handler block is known.
 	stateChecks []*State
 	// consumerSteps name a consumer, which only consumer-scoped handlers allow.
@@ -536,6 +538,14 @@ func (l *loader) check(n *yaml.Node) *Check {
 				l.errorf(v, "steps is empty; a check needs at least one step")
 			}
 			for _, sn := range v.Content {
+				// Steps are counted as they are expanded: aliased checks
+				// and step lists could otherwise make millions of them.
+				if l.steps++; l.steps > maxFileSteps {
+					if l.steps == maxFileSteps+1 {
+						l.errorf(sn, "the file has more than %d steps here, aliases expanded; a scenario file is written by hand", maxFileSteps)
+					}
+					return
+				}
 				if st := l.step(resolve(sn)); st != nil {
 					c.Steps = append(c.Steps, st)
 				}
@@ -959,6 +969,9 @@ const maxDataSize = 1 << 20
 // expanded: one large anchor referenced by many steps stays within
 // maxDataSize each, and would otherwise still make gigabytes.
 const maxFileDataSize = 8 << 20
+
+// maxFileSteps bounds the steps of one file once aliases are expanded.
+const maxFileSteps = 20_000
 
 func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 	if depth > 100 {
