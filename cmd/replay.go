@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"math"
 	"os"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -105,8 +108,8 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringVar(&o.Payload, "payload", "", "plain NDJSON: path of the payload (default: the whole line)")
 	f.StringSliceVar(&o.Identity, "identity", nil, "paths compared when an id is redelivered (default: the whole payload, canonical JSON)")
 	f.StringVar(&o.Strategy, "strategy", "event-id", "handler strategy: event-id, consumer-scoped, business-key, none, check-then-act, marker-after-effect")
-	f.StringVar(&o.Consumer, "consumer", "default", "consumer name the markers and effects are written for")
-	f.StringVar(&o.Effect, "effect", "effects", "name of the effect table")
+	f.StringVar(&o.Consumer, "consumer", handler.DefaultConsumer, "consumer name the markers and effects are written for")
+	f.StringVar(&o.Effect, "effect", handler.DefaultEffect, "name of the effect table")
 	f.Float64Var(&o.Redeliver, "redeliver", 0, "probability of a crash after commit, before the ack (the broker redelivers)")
 	f.Float64Var(&o.Crash, "crash", 0, "probability of a crash mid-transaction (the delivery is retried later)")
 	f.StringSliceVar(&o.CrashAt, "crash-at", nil, "fault points --crash picks from (default after-check,after-marker,after-effect)")
@@ -139,15 +142,15 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	if o.Target != "" {
 		return runReplayTarget(cmd, s, o, out, format)
 	}
-	strategy, ok := strategyNamed(o.Strategy)
+	strategy, ok := handler.ParseStrategy(o.Strategy)
 	if !ok {
 		return problem.Usagef("unknown --strategy %q", o.Strategy)
 	}
 	var crashAt []handler.FaultPoint
 	for _, p := range o.CrashAt {
-		fp, ok := faultPointNamed(p)
+		fp, ok := handler.ParseFaultPoint(p)
 		if !ok {
-			return problem.Usagef("unknown --crash-at point %q; expected after-check, after-marker or after-effect", p)
+			return problem.Usagef("unknown --crash-at point %q; expected one of %s", p, replay.CrashPointWords())
 		}
 		crashAt = append(crashAt, fp)
 	}
@@ -180,13 +183,18 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 			progressbar.OptionSetItsString("deliveries"),
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionThrottle(100_000_000),
-			// No redraw goroutine: it reads the bar's state unlocked (a data race).
+			// No spinner ticker: its goroutine reads the bar's state
+			// without the bar's lock (a data race in the library).
 			progressbar.OptionSetSpinnerChangeInterval(0),
 		)
 		opts.Progress = func(n int64) { _ = bar.Set64(n) }
 		finish = func() { _ = bar.Finish() }
 	}
 	start := time.Now()
+	opts.Open = sqlite.OpenLedger
+	opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+	}
 	rep, err := replay.Run(cmd.Context(), opts)
 	finish() // the line is cleared before the report is written
 	res := &report.Replay{Report: rep, Duration: time.Since(start)}
@@ -238,22 +246,4 @@ func (o *replayOptions) checkValues(s *Streams) error {
 		}
 	}
 	return nil
-}
-
-func strategyNamed(s string) (handler.Strategy, bool) {
-	for _, k := range handler.Strategies {
-		if string(k) == s {
-			return k, true
-		}
-	}
-	return "", false
-}
-
-func faultPointNamed(s string) (handler.FaultPoint, bool) {
-	for _, p := range handler.FaultPoints {
-		if string(p) == s {
-			return p, true
-		}
-	}
-	return "", false
 }
