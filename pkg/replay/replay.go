@@ -19,6 +19,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/ledger"
+	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
@@ -39,7 +40,7 @@ var Findings = []Finding{IdentityReuse, RepeatedIDs, KeysWithSeveralIDs, BadReco
 
 // Options are what a replay reads, how it injects faults, and where it writes.
 type Options struct {
-	Inputs  []string // capture files; "-" reads Stdin
+	Inputs  []string // capture files; "-" reads Stdin; nats://HOST:PORT/STREAM reads a JetStream stream
 	Stdin   io.Reader
 	Capture capture.Options
 	DB      string // ":memory:" or a file (kept, and resumed on the next replay)
@@ -163,6 +164,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if in == "-" {
 			continue
 		}
+		if nats.IsStreamURL(in) {
+			if _, err := nats.ParseStreamURL(in); err != nil {
+				return nil, inputf("%v", err)
+			}
+			if f := o.Capture.Format; f != "" && f != capture.Auto && f != capture.NATS {
+				return nil, inputf("%s is a NATS stream: its messages are read as --input nats, not %s", in, f)
+			}
+			continue
+		}
 		if st, err := os.Stat(in); err != nil {
 			return nil, problem.Invalid(problem.Pos{File: in}, "no such capture file")
 		} else if st.IsDir() {
@@ -199,9 +209,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, stoppedAt(err, o, rep)
 	}
-	if rep.Counters.Deliveries == 0 && rep.Capture.BadRecords == 0 {
-		// An empty capture proves nothing; so does a closed stdin, which
-		// reads as empty.
+	if rep.Counters.Deliveries == 0 && rep.Capture.BadRecords == 0 && !readsStream(o.Inputs) {
+		// An empty capture file proves nothing; so does a closed stdin,
+		// which reads as empty. (A stream read from a sequence past its
+		// end has simply nothing new.)
 		names := make([]string, len(o.Inputs))
 		for i, in := range o.Inputs {
 			names[i] = in
@@ -244,6 +255,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// readsStream reports whether an input is a broker stream (a URL), not a
+// file or stdin.
+func readsStream(inputs []string) bool {
+	for _, in := range inputs {
+		if strings.Contains(in, "://") {
+			return true
+		}
+	}
+	return false
 }
 
 // stoppedAt says what a bad record that stopped a replay on a file leaves
