@@ -128,7 +128,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.IntVar(&o.MaxRecord, "max-record", capture.DefaultMaxRecord, "longest line or record accepted, in bytes")
 	f.StringSliceVar(&o.FailOn, "fail-on", nil, "capture findings that fail the replay: identity-reuse, repeated-ids, keys-with-several-ids, bad-records")
 	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
-	f.IntVar(&o.Batch, "batch", 1000, "deliveries per commit (each delivery stays atomic in its own savepoint)")
+	f.IntVar(&o.Batch, "batch", 0, "deliveries per commit; 0 lets the store choose: a file commits every second, the private :memory: database once at the end (each delivery stays atomic in its own savepoint)")
 	f.StringVar(&o.Target, "target", "", "deliver to your own consumer: a file holding version, target and effects (see docs/target.md)")
 	f.IntVar(&o.Parallel, "parallel", 1, "with --target: deliveries in flight (one business key's stay in order)")
 	addOutputFlags(f, &o.Output)
@@ -239,8 +239,8 @@ func (o *replayOptions) checkValues(s *Streams) error {
 		}
 	}
 	switch {
-	case o.Batch < 1:
-		return problem.Usagef("--batch must be at least 1 delivery per commit, not %d", o.Batch)
+	case o.Batch < 0:
+		return problem.Usagef("--batch must be 0 (the store chooses) or a number of deliveries per commit, not %d", o.Batch)
 	case o.MaxRecord < 1 || o.MaxRecord > maxRecordLimit:
 		return problem.Usagef("--max-record must be between 1 and %d bytes, not %d", maxRecordLimit, o.MaxRecord)
 	case o.Consumer == "":

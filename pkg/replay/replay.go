@@ -57,7 +57,7 @@ type Options struct {
 	MaxBad       int       // bad records skipped (and reported) before the replay stops
 	FailOn       []Finding // capture findings that fail the replay
 	EmitScenario string    // where to write a reproducer when an invariant breaks
-	Batch        int       // deliveries per commit (default 1000)
+	Batch        int       // deliveries per commit (0: the store chooses)
 	Examples     int       // examples per finding and invariant (default 5)
 
 	// Progress, if set, is told how many deliveries have been handled so far.
@@ -132,8 +132,8 @@ func (o *Options) validate() error {
 	if o.EmitScenario != "" && stdin > 0 {
 		return inputf("--emit-scenario reads the capture twice; save stdin to a file and replay that")
 	}
-	if o.Batch <= 0 {
-		o.Batch = 1000
+	if o.Batch < 0 {
+		return inputf("--batch must not be negative")
 	}
 	if o.Examples <= 0 {
 		o.Examples = 5
@@ -231,10 +231,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var found ledger.CaptureFindings
 	var ferr error
 	done := make(chan struct{})
-	go func() {
+	findings := func() {
 		defer close(done)
 		found, ferr = log.Findings(ctx, o.Examples)
-	}()
+	}
+	// A ledger whose database lives in one connection answers one query
+	// at a time.
+	if one, ok := db.(interface{ SideBySide() bool }); ok && !one.SideBySide() {
+		findings()
+	} else {
+		go findings()
+	}
 	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
 	<-done
 	if err == nil {
