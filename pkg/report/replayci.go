@@ -237,12 +237,12 @@ func errorSuites(errs []HarnessError) []junitSuite {
 	return out
 }
 
-// ReplayTAP writes a replay as TAP version 14: one test point per invariant
+// ReplayTAP writes a replay as TAP version 13: one test point per invariant
 // checked and per --fail-on finding (or per harness error), with a YAML
 // diagnostic under each one that did not pass.
 func ReplayTAP(w io.Writer, r *Replay) error {
 	var b strings.Builder
-	b.WriteString("TAP version 14\n")
+	b.WriteString("TAP version 13\n")
 	point := tapPoints(&b)
 	if r.Incomplete() {
 		fmt.Fprintf(&b, "1..%d\n", len(r.Errors))
