@@ -64,8 +64,12 @@ of one uninterrupted run.
 
 ` + outputHelp + `
 
+A delivery that fails where no fault was injected (a business key that did
+not resolve, say) fails the replay, with the reason and the capture line.
+
 In JUnit XML each capture is a <testsuite> with a <testcase> per invariant
-checked and per --fail-on finding; TAP has a test point for each. A broken
+checked, one for failures only where injected, and one per --fail-on
+finding; TAP has a test point for each. A broken
 invariant names its first examples and the capture lines that delivered
 them, and its GitHub annotation points at the first of those lines.
 

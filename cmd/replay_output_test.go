@@ -18,9 +18,11 @@ const replaySchema = "docs/replay.schema.json"
 // safely, the naive handler with seeded redeliveries, capture findings that
 // --fail-on makes fatal, and a capture that cannot be read.
 var replayFixtures = []outputFixture{
-	{"replay-pass", []string{"testdata/capture/cloudevents.ndjson"}, ExitPass, 3, 0},
-	{"replay-fail", []string{"--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson"}, ExitFail, 0, 1},
-	{"replay-fail-on", []string{"--fail-on", "identity-reuse,bad-records", "testdata/capture/cloudevents.ndjson"}, ExitFail, 4, 1},
+	{"replay-pass", []string{"testdata/capture/cloudevents.ndjson"}, ExitPass, 4, 0},
+	{"replay-fail", []string{"--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson"}, ExitFail, 1, 1},
+	{"replay-fail-on", []string{"--fail-on", "identity-reuse,bad-records", "testdata/capture/cloudevents.ndjson"}, ExitFail, 5, 1},
+	// Every delivery fails (the business key does not resolve) and nothing was injected.
+	{"replay-unexpected", []string{"--id", "eventId", "--strategy", "business-key", "testdata/capture/plain.ndjson"}, ExitFail, 4, 1},
 	{"replay-invalid", []string{"testdata/capture/bad/truncated.ndjson"}, ExitUsage, 0, 1},
 }
 

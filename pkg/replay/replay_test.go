@@ -452,3 +452,43 @@ func TestKilledReplayResumes(t *testing.T) {
 			killedAt, n, distinct, resumed.Verdict, want.Effects)
 	}
 }
+
+// TestUnexpectedFailures: a delivery that fails where no fault was injected
+// fails the replay and says why; injected failures do not.
+func TestUnexpectedFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		o        Options
+		count    int64
+		verdict  string
+		contains string
+	}{
+		{"business key that does not resolve", Options{Capture: capture.Options{ID: "eventId"}, Handler: handler.Config{Strategy: handler.BusinessKey}},
+			3, "fail", "needs a business key and the record gives none; name the field that holds it with --key PATH"},
+		{"business key named", Options{Capture: capture.Options{ID: "eventId", Key: "order.id"}, Handler: handler.Config{Strategy: handler.BusinessKey}},
+			0, "pass", ""},
+		{"injected crashes only", Options{Capture: capture.Options{ID: "eventId"}, Crash: 1},
+			0, "pass", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.Inputs = []string{sample("plain.ndjson")}
+			r := run(t, tt.o)
+			if r.Unexpected.Count != tt.count || r.Verdict != tt.verdict {
+				t.Fatalf("unexpected failures %d, verdict %s; want %d, %s", r.Unexpected.Count, r.Verdict, tt.count, tt.verdict)
+			}
+			if tt.count == 0 {
+				if tt.o.Crash > 0 && r.Outcomes.Failed == 0 {
+					t.Errorf("no delivery failed: the injected crashes did not fire")
+				}
+				return
+			}
+			if len(r.Unexpected.Examples) == 0 || !strings.Contains(r.Unexpected.Examples[0].Error, tt.contains) {
+				t.Errorf("examples %+v; want one saying %q", r.Unexpected.Examples, tt.contains)
+			}
+			if at := handler.Location(r.Unexpected.Examples[0].At); at.Line != 1 {
+				t.Errorf("first example at %s, want line 1 of the capture", at)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/replay"
 )
 
@@ -62,6 +63,12 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 			fmt.Fprintf(&b, "  %s\n", x.Detail)
 		}
 	}
+	if u := r.Unexpected; u.Count > 0 {
+		fmt.Fprintf(&b, "failures: %s without an injected fault\n", count(u.Count, "delivery failed", "deliveries failed"))
+		for _, x := range u.Examples {
+			fmt.Fprintf(&b, "  %s at %s: %s\n", x.Event, handler.Location(x.At), x.Error)
+		}
+	}
 	for _, f := range r.FailedOn {
 		fmt.Fprintf(&b, "--fail-on %s: the capture holds %s\n", f, findingWords(f))
 	}
@@ -77,6 +84,9 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 		}
 		for _, f := range r.FailedOn {
 			why = append(why, string(f))
+		}
+		if r.Unexpected.Count > 0 {
+			why = append(why, count(r.Unexpected.Count, "delivery failed", "deliveries failed")+" without an injected fault")
 		}
 		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(why, ", "), r.Seed)
 	}

@@ -94,6 +94,22 @@ func (r *Replay) checks() []replayCheck {
 		}
 		out = append(out, c)
 	}
+	u := rep.Unexpected
+	c := replayCheck{name: "failures only where injected", passed: u.Count == 0, kind: "delivery",
+		expected: "no delivery fails unless a fault was injected into it", got: count(u.Count, "delivery failed", "deliveries failed") + " without an injected fault", at: r.firstInput()}
+	if c.passed {
+		c.line = fmt.Sprintf("no delivery failed without an injected fault, over %s", deliveries)
+	} else {
+		c.line, c.message = c.got, c.got
+		for i, x := range u.Examples {
+			c.details = append(c.details, fmt.Sprintf("%s at %s: %s", x.Event, handler.Location(x.At), x.Error))
+			if i == 0 {
+				c.message += ": " + c.details[0]
+				c.at = handler.Location(x.At)
+			}
+		}
+	}
+	out = append(out, c)
 	failed := map[replay.Finding]bool{}
 	for _, f := range rep.FailedOn {
 		failed[f] = true
