@@ -39,6 +39,7 @@ type replayOptions struct {
 	FailOn     []string
 	Emit       string
 	Batch      int
+	Compare    bool
 	Output     outputOptions
 }
 
@@ -107,6 +108,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringSliceVar(&o.FailOn, "fail-on", nil, "capture findings that fail the replay: identity-reuse, repeated-ids, keys-with-several-ids, bad-records")
 	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
 	f.IntVar(&o.Batch, "batch", 1000, "deliveries per commit (each delivery stays atomic in its own savepoint)")
+	f.BoolVar(&o.Compare, "compare", true, "when the capture gives business keys, replay it again in memory with every other strategy and say which would have been safe")
 	addOutputFlags(f, &o.Output)
 	return c
 }
@@ -149,7 +151,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, CrashAt: crashAt, Rewind: o.Rewind,
 		Republish: o.Republish, Concurrent: o.Concurrent,
 		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, Batch: o.Batch,
-		Warn: s.Err,
+		Compare: o.Compare, Warn: s.Err,
 	}
 	finish := func() {}
 	if s.ErrTTY {

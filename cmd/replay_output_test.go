@@ -18,9 +18,13 @@ const replaySchema = "docs/replay.schema.json"
 // safely, the naive handler with seeded redeliveries, capture findings that
 // --fail-on makes fatal, and a capture that cannot be read.
 var replayFixtures = []outputFixture{
-	{"replay-pass", []string{"testdata/capture/cloudevents.ndjson"}, ExitPass, 4, 0},
-	{"replay-fail", []string{"--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson"}, ExitFail, 1, 1},
-	{"replay-fail-on", []string{"--fail-on", "identity-reuse,bad-records", "testdata/capture/cloudevents.ndjson"}, ExitFail, 5, 1},
+	{"replay-pass", []string{"--strategy", "business-key", "testdata/capture/cloudevents.ndjson"}, ExitPass, 5, 0},
+	{"replay-fail", []string{"--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson"}, ExitFail, 1, 2},
+	{"replay-fail-on", []string{"--strategy", "business-key", "--fail-on", "identity-reuse,bad-records", "testdata/capture/cloudevents.ndjson"}, ExitFail, 6, 1},
+	// The default strategy on a capture with one order under two ids: one
+	// effect per business key is checked for it too, and the strategies
+	// are compared.
+	{"replay-keys", []string{"testdata/capture/cloudevents.ndjson"}, ExitFail, 4, 1},
 	// Every delivery fails (the business key does not resolve) and nothing was injected.
 	{"replay-unexpected", []string{"--id", "eventId", "--strategy", "business-key", "testdata/capture/plain.ndjson"}, ExitFail, 4, 1},
 	{"replay-invalid", []string{"testdata/capture/bad/truncated.ndjson"}, ExitUsage, 0, 1},

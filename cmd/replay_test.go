@@ -25,7 +25,7 @@ func TestReplayProgress(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			s := &Streams{In: strings.NewReader(""), Out: &out, Err: &errOut, ErrTTY: tt.errTTY, Getenv: func(string) string { return "" }}
-			if code := Run(context.Background(), s, []string{"replay", capture}); code != ExitPass {
+			if code := Run(context.Background(), s, []string{"replay", "--strategy", "business-key", capture}); code != ExitPass {
 				t.Fatalf("exit %d, stderr %q", code, errOut.String())
 			}
 			if got := strings.Contains(errOut.String(), "replaying"); got != tt.progress {

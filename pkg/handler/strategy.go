@@ -178,7 +178,10 @@ func (h *Handler) Handle(ctx context.Context, d Delivery, inject Injector) Resul
 	}
 	// Every strategy records the business key when the handler names one;
 	// business-key and external-key also dedup on it, so they need one.
-	key := h.cfg.Key.Expand(func(n string) string { return Value(d, n) })
+	key := d.BusinessKey
+	if key == "" && !h.cfg.Key.IsZero() {
+		key = h.cfg.Key.Expand(func(n string) string { return Value(d, n) })
+	}
 	if h.cfg.Strategy.UsesKey() {
 		if key == "" {
 			return Result{Outcome: Failed, Err: &KeyError{Template: h.cfg.Key.String(), EventID: d.EventID}}

@@ -3,7 +3,6 @@ package replay
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -229,14 +228,10 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 
 // parsed makes the delivery of a capture event and hashes its identity.
 func (e *engine) parsed(ev capture.Event, file int) item {
-	env := ev.Envelope
-	if e.o.Handler.Strategy.UsesKey() && e.o.Handler.Key.String() == businessKeyTemplate.String() {
-		env = append(env[:len(env)-1:len(env)-1], `,"businesskey":`...)
-		key, _ := json.Marshal(ev.Key) // a Go string always marshals
-		env = append(env, key...)
-		env = append(env, '}')
-	}
-	d := handler.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: e.o.Handler.Consumer, Envelope: env, Attempt: 1, At: ev.At}
+	// The business key the capture gives (--key, or the format's own) goes
+	// with the delivery: every strategy records it with its effect, so one
+	// effect per business key is checked whatever the strategy.
+	d := handler.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: e.o.Handler.Consumer, Envelope: ev.Envelope, Attempt: 1, At: ev.At, BusinessKey: ev.Key}
 	id, err := e.o.Handler.IdentityOf(d)
 	if err != nil {
 		return item{bad: &capture.BadRecordError{At: ev.At, Reason: err.Error()}}
@@ -273,6 +268,9 @@ func (e *engine) capture(ctx context.Context, it *item) error {
 		return nil
 	}
 	e.seq++
+	if it.key != "" {
+		e.rep.keyed++
+	}
 	if it.marked {
 		e.rep.Capture.MarkedRedelivered++
 	}

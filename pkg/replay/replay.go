@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,9 @@ type Options struct {
 	EmitScenario string    // where to write a reproducer when an invariant breaks
 	Batch        int       // deliveries per commit (default 1000)
 	Examples     int       // examples per finding and invariant (default 5)
+	// Compare replays the captures again with every other strategy, in
+	// memory, when they give business keys: which would have been safe.
+	Compare bool
 
 	// Progress, if set, is told how many deliveries have been handled so far.
 	Progress func(deliveries int64)
@@ -199,7 +203,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer close(done)
 		found, ferr = log.Findings(ctx, o.Examples)
 	}()
-	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
+	keyed := o.Handler.Strategy.UsesKey() || rep.keyed > 0
+	broken, err := db.Invariants(ctx, o.Handler.Strategy, keyed, o.Examples)
 	<-done
 	if err == nil {
 		err = ferr
@@ -208,11 +213,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.setCapture(found)
+	rep.keyedInvariants()
 	rep.setViolations(broken)
 	if err := rep.locate(ctx, log); err != nil {
 		return nil, err
 	}
 	rep.decide(o.FailOn)
+	if o.Compare && rep.keyed > 0 {
+		if slices.Contains(o.Inputs, "-") {
+			rep.NotCompared = "stdin cannot be read again"
+		} else {
+			own, err := row(ctx, db, rep)
+			if err != nil {
+				return nil, err
+			}
+			if rep.Strategies, err = compare(ctx, o, own); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if o.EmitScenario != "" && len(broken) > 0 {
 		if err := emit(ctx, o, broken, rep); err != nil {
 			return rep, err
@@ -221,8 +240,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// businessKeyTemplate reads the key the capture gave each event, which the
-// engine writes into the envelope.
+// businessKeyTemplate is the key template of a replay's business-key
+// strategies: the key comes with each delivery (Delivery.BusinessKey), so
+// the template is expanded only for a record that gave none, and the
+// handler then names it in its error.
 var businessKeyTemplate = mustKey("{businesskey}")
 
 // clock is the replay's fixed time: reports do not depend on when they ran.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,8 +91,15 @@ func TestFindings(t *testing.T) {
 			if rep.Outcomes != tt.outcomes {
 				t.Errorf("outcomes %+v, want %+v", rep.Outcomes, tt.outcomes)
 			}
-			if !rep.Passed() {
+			// One order under two ids: the default strategy (event-id)
+			// makes two effects for it, and one effect per business key is
+			// checked whatever the strategy.
+			wantPass := tt.keys == nil
+			if rep.Passed() != wantPass {
 				t.Errorf("verdict %s, violations %+v", rep.Verdict, rep.Violations)
+			}
+			if !wantPass && (len(rep.Violations) != 1 || rep.Violations[0].Invariant != string(checker.DuplicateKeyEffect)) {
+				t.Errorf("violations %+v, want duplicate-key alone", rep.Violations)
 			}
 		})
 	}
@@ -215,7 +223,7 @@ func TestFailOn(t *testing.T) {
 		{[]Finding{RepeatedIDs, KeysWithSeveralIDs, BadRecords}, []Finding{RepeatedIDs, KeysWithSeveralIDs}},
 	}
 	for _, tt := range tests {
-		r := run(t, Options{Inputs: []string{sample("cloudevents.ndjson")}, FailOn: tt.failOn})
+		r := run(t, Options{Inputs: []string{sample("cloudevents.ndjson")}, FailOn: tt.failOn, Handler: handler.Config{Strategy: handler.BusinessKey}})
 		if !equalJSON(r.FailedOn, append([]Finding{}, tt.want...)) || r.Passed() != (len(tt.want) == 0) {
 			t.Errorf("--fail-on %v: failed on %v (verdict %s), want %v", tt.failOn, r.FailedOn, r.Verdict, tt.want)
 		}
@@ -488,6 +496,63 @@ func TestUnexpectedFailures(t *testing.T) {
 			}
 			if at := handler.Location(r.Unexpected.Examples[0].At); at.Line != 1 {
 				t.Errorf("first example at %s, want line 1 of the capture", at)
+			}
+		})
+	}
+}
+
+// TestOneEffectPerKeyForEveryStrategy: when the capture gives business keys,
+// one effect per key is checked whatever the strategy, and the report says
+// which strategies would have been safe on the capture.
+func TestOneEffectPerKeyForEveryStrategy(t *testing.T) {
+	orders := filepath.Join("..", "..", "scenarios", "captures", "orders.ndjson")
+	tests := []struct {
+		name     string
+		o        Options
+		pass     bool
+		safe     string // the strategies the comparison calls safe
+		reproKey bool   // the reproducer carries the key and fails under run
+	}{
+		{"event-id, one order under two ids", Options{Inputs: []string{orders}, Compare: true}, false, "business-key", true},
+		{"business-key on the same capture", Options{Inputs: []string{orders}, Compare: true, Handler: handler.Config{Strategy: handler.BusinessKey}}, true, "business-key", false},
+		{"event-id with republished events", Options{Inputs: []string{sample("kcat.jsonl")}, Capture: capture.Options{ID: "headers.ce_id"}, Republish: 0.5, Compare: true}, false, "business-key", false},
+		{"no comparison unless asked", Options{Inputs: []string{orders}}, false, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.reproKey {
+				tt.o.EmitScenario = filepath.Join(t.TempDir(), "repro.yaml")
+			}
+			r := run(t, tt.o)
+			if r.Passed() != tt.pass {
+				t.Fatalf("verdict %s, violations %+v", r.Verdict, r.Violations)
+			}
+			if !tt.pass && !slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Invariant == string(checker.DuplicateKeyEffect) }) {
+				t.Errorf("violations %+v, want duplicate-key among them", r.Violations)
+			}
+			var safe []string
+			for _, s := range r.Strategies {
+				if s.Safe {
+					safe = append(safe, string(s.Strategy))
+				}
+				if s.Safe != (s.MostPerKey <= 1 && len(s.Broken) == 0) {
+					t.Errorf("row %+v: safe does not follow the effects per key", s)
+				}
+			}
+			if got := strings.Join(safe, ","); got != tt.safe {
+				t.Errorf("safe strategies %q, want %q (rows %+v)", got, tt.safe, r.Strategies)
+			}
+			if tt.o.Compare && len(r.Strategies) != len(compared) {
+				t.Errorf("%d rows, want one per strategy a replay can run (%d)", len(r.Strategies), len(compared))
+			}
+			if tt.reproKey {
+				src, err := os.ReadFile(tt.o.EmitScenario)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(src), `key: "{subject}"`) || !strings.Contains(string(src), "break invariant duplicate-key") {
+					t.Errorf("reproducer does not carry the key:\n%s", src)
+				}
 			}
 		})
 	}

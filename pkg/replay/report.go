@@ -40,14 +40,21 @@ type Report struct {
 	Unexpected Unexpected `json:"unexpected_failures"`
 	// FailOn lists the findings --fail-on asked about; FailedOn those of
 	// them the capture holds.
-	FailOn     []Finding `json:"fail_on"`
-	FailedOn   []Finding `json:"failed_on"`
-	Reproducer string    `json:"reproducer,omitempty"`
+	// Strategies says, when the capture gives business keys, how every
+	// strategy the replay can run fares on it (same seed, same
+	// injections); empty when not compared, and NotCompared says why when
+	// it could not be.
+	Strategies  []StrategyRow `json:"strategies"`
+	NotCompared string        `json:"not_compared,omitempty"`
+	FailOn      []Finding     `json:"fail_on"`
+	FailedOn    []Finding     `json:"failed_on"`
+	Reproducer  string        `json:"reproducer,omitempty"`
 	// ReproducerSteps is how many deliveries the reproducer kept.
 	ReproducerSteps int    `json:"reproducer_steps,omitempty"`
 	Verdict         string `json:"verdict"` // "pass" or "fail"; "error" when the replay did not finish
 
-	examples int // how many examples a list keeps
+	examples int   // how many examples a list keeps
+	keyed    int64 // deliveries of the capture that came with a business key
 }
 
 // Place is a line of a capture file. JSON writes it as file:line, the way
@@ -182,6 +189,7 @@ func newReport(o Options, resumed bool, before int64) *Report {
 	}
 	r.Capture.ReuseExamples, r.Capture.KeyExamples = []ReuseEx{}, []KeyExample{}
 	r.Unexpected.Examples = []FailureExample{}
+	r.Strategies = []StrategyRow{}
 	r.examples = o.Examples
 	if r.examples <= 0 {
 		r.examples = 5
@@ -263,6 +271,16 @@ func (r *Report) setCapture(f sqlite.CaptureFindings) {
 	}
 	// The capture's own repeats are redeliveries too, beside the injected ones.
 	r.Counters.Redeliveries += int(f.Deliveries - f.DistinctIDs)
+}
+
+// keyedInvariants adds invariant 2 to the list checked when the capture
+// gave business keys to a strategy that does not dedup on them.
+func (r *Report) keyedInvariants() {
+	if r.keyed == 0 || r.Strategy.UsesKey() {
+		return
+	}
+	inv := checker.DuplicateKeyEffect
+	r.Invariants = append(r.Invariants[:1], append([]InvariantCheck{{Name: string(inv), Description: inv.Describe()}}, r.Invariants[1:]...)...)
 }
 
 func (r *Report) setViolations(broken []sqlite.Broken) {

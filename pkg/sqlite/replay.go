@@ -29,14 +29,22 @@ func (r *ReplayDB) CountEffects(ctx context.Context) (int64, error) {
 	return n, err
 }
 
+// KeyStats counts the business keys the effects carry, the most effects one
+// key has, and how many keys have more than one.
+func (r *ReplayDB) KeyStats(ctx context.Context) (keys, most, several int64, err error) {
+	err = r.conn.QueryRowContext(ctx, `SELECT count(*), COALESCE(max(n), 0), COALESCE(sum(n > 1), 0) FROM (SELECT count(*) AS n FROM "`+r.effect+`" WHERE business_key IS NOT NULL GROUP BY business_key)`).Scan(&keys, &most, &several)
+	return keys, most, several, err
+}
+
 // Invariants checks the stored rows: one effect per event and consumer (1),
-// one effect per business key (2, for strategies that use one), and no
+// one effect per business key (2, when keyed: the strategy dedups on the
+// key, or the capture gave keys that every strategy records), and no
 // marker without its effect nor effect without its marker (3). It returns
 // the broken ones with up to limit examples each.
 //
 // The queries run on a connection of their own, so that they can run beside
 // the capture log's findings, which are on the replay's connection.
-func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int) (out []Broken, err error) {
+func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, keyed bool, limit int) (out []Broken, err error) {
 	conn, err := r.db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -53,7 +61,7 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, limit int
 		func(ev, consumer, n, ids string) (string, string, string) {
 			return ev, consumer, fmt.Sprintf("event %s has %s rows in %s (ids %s) for consumer %s", ev, n, r.effect, ids, consumer)
 		}}}
-	if s.UsesKey() {
+	if keyed {
 		qs = append(qs, query{checker.DuplicateKeyEffect,
 			`SELECT business_key, count(*), group_concat(id, ', '), group_concat(event_id, ', ') FROM ` + t + ` WHERE business_key IS NOT NULL GROUP BY business_key HAVING count(*) > 1 ORDER BY min(id)`,
 			func(key, n, ids, events string) (string, string, string) {
