@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -20,10 +20,12 @@ func TestExitCode(t *testing.T) {
 		stderr string
 	}{
 		{"pass", nil, ExitPass, ""},
-		{"checks failed", errChecksFailed, ExitFail, ""},
-		{"invalid file", scenario.Errors{{Pos: scenario.Pos{File: "a.yaml", Line: 1, Col: 2}, Msg: "bad"}}, ExitUsage, "a.yaml:1:2: bad\n"},
-		{"usage", usagef("--format must be text"), ExitUsage, "redeliver: --format must be text\n"},
-		{"runtime", &runner.RuntimeError{File: "a.yaml", Err: errors.New("disk full")}, ExitRuntime, "redeliver: a.yaml: disk full\n"},
+		{"checks failed", problem.ErrVerdict, ExitFail, ""},
+		{"invalid file", scenario.Errors{problem.Invalid(scenario.Pos{File: "a.yaml", Line: 1, Col: 2}, "bad")}, ExitUsage, "a.yaml:1:2: bad\n"},
+		{"usage", problem.Usagef("--format must be text"), ExitUsage, "redeliver: --format must be text\n"},
+		{"invalid capture line", problem.Invalid(problem.Pos{File: "c.ndjson", Line: 3}, "not JSON"), ExitUsage, "redeliver: c.ndjson:3: not JSON\n"},
+		{"runtime", problem.Environmentf(problem.Pos{File: "a.yaml"}, errors.New("disk full")), ExitRuntime, "redeliver: a.yaml: disk full\n"},
+		{"wrapped runtime", fmt.Errorf("open: %w", problem.Environmentf(problem.Pos{}, errors.New("disk full"))), ExitRuntime, "redeliver: open: disk full\n"},
 		{"interrupted", fmt.Errorf("run: %w", context.Canceled), ExitInterrupted, "redeliver: interrupted\n"},
 		{"unexpected", errors.New("boom"), ExitRuntime, "redeliver: boom\n"},
 	}

@@ -1,13 +1,11 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/redeliver/redeliver/pkg/runner"
-	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/problem"
 )
 
 // The documented exit statuses.
@@ -26,44 +24,32 @@ const exitHelp = `Exit status:
   3    runtime error (database, I/O)
   130  interrupted`
 
-// usageError is a mistake in how the command was called or in its input.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
+// exitCodes is the one place a kind of problem becomes an exit status.
+var exitCodes = map[problem.Kind]int{
+	"":                   ExitPass,
+	problem.Verdict:      ExitFail,
+	problem.Usage:        ExitUsage,
+	problem.InvalidInput: ExitUsage,
+	problem.Environment:  ExitRuntime,
+	problem.Interrupted:  ExitInterrupted,
 }
 
-// errChecksFailed ends a run whose report already said what failed.
-var errChecksFailed = errors.New("checks failed")
-
-// exitCode maps an error to the documented exit status and prints it.
+// exitCode maps an error to the documented exit status and says it on
+// stderr: every mistake found in scenario files on a line of its own,
+// anything else in one line (a verdict was said by the report already).
 func exitCode(err error, stderr io.Writer) int {
-	var ue *usageError
-	var se scenario.Errors
-	var re *runner.RuntimeError
+	kind := problem.KindOf(err)
+	var es problem.Errors
 	switch {
-	case err == nil:
-		return ExitPass
-	case errors.Is(err, errChecksFailed):
-		return ExitFail
-	case errors.Is(err, context.Canceled):
+	case kind == "" || kind == problem.Verdict:
+	case kind == problem.Interrupted:
 		fmt.Fprintln(stderr, "redeliver: interrupted")
-		return ExitInterrupted
-	case errors.As(err, &se):
-		for _, e := range se {
+	case errors.As(err, &es):
+		for _, e := range es {
 			fmt.Fprintln(stderr, e.Error())
 		}
-		return ExitUsage
-	case errors.As(err, &ue):
+	default:
 		fmt.Fprintf(stderr, "redeliver: %v\n", err)
-		return ExitUsage
-	case errors.As(err, &re):
-		fmt.Fprintf(stderr, "redeliver: %v\n", err)
-		return ExitRuntime
 	}
-	fmt.Fprintf(stderr, "redeliver: %v\n", err)
-	return ExitRuntime
+	return exitCodes[kind]
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/scenarios"
 	"github.com/spf13/cobra"
 )
@@ -48,7 +49,7 @@ func writeStarter(s *Streams, dir string) error {
 	for _, n := range names {
 		target := filepath.Join(dir, filepath.FromSlash(n))
 		if _, err := os.Stat(target); err == nil {
-			return usagef("%s already exists; init writes nothing over existing files (choose another folder)", target)
+			return problem.Usagef("%s already exists; init writes nothing over existing files (choose another folder)", target)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

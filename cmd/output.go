@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/report"
-	"github.com/redeliver/redeliver/pkg/runner"
-	"github.com/redeliver/redeliver/pkg/scenario"
-	"github.com/redeliver/redeliver/pkg/suite"
 	"github.com/spf13/pflag"
 )
 
@@ -71,7 +68,7 @@ type output struct {
 func (o *outputOptions) prepare(s *Streams) (*output, error) {
 	format, err := report.ParseFormat(o.Format)
 	if err != nil {
-		return nil, usagef("--format must be %s, not %q", report.FormatNames(), o.Format)
+		return nil, problem.Usagef("--format must be %s, not %q", report.FormatNames(), o.Format)
 	}
 	color, err := s.Color(o.Color)
 	if err != nil {
@@ -90,19 +87,19 @@ func (o *outputOptions) prepare(s *Streams) (*output, error) {
 	for _, v := range o.Reports {
 		name, path, ok := strings.Cut(v, "=")
 		if !ok || name == "" || path == "" {
-			return nil, usagef("--report must be FORMAT=FILE, e.g. --report junit=report.xml, not %q", v)
+			return nil, problem.Usagef("--report must be FORMAT=FILE, e.g. --report junit=report.xml, not %q", v)
 		}
 		f, err := report.ParseFormat(name)
 		if err != nil {
-			return nil, usagef("--report %s: the format must be %s, not %q", v, report.FormatNames(), name)
+			return nil, problem.Usagef("--report %s: the format must be %s, not %q", v, report.FormatNames(), name)
 		}
 		key := filepath.Clean(path)
 		if seen[key] {
-			return nil, usagef("--report names %s twice; give each report its own file", path)
+			return nil, problem.Usagef("--report names %s twice; give each report its own file", path)
 		}
 		seen[key] = true
 		if err := writable(path); err != nil {
-			return nil, usagef("cannot write the report %s: %v", path, err)
+			return nil, problem.Usagef("cannot write the report %s: %v", path, err)
 		}
 		out.files = append(out.files, reportFile{format: f, path: path})
 	}
@@ -206,31 +203,6 @@ func appendFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("append the step summary to %s: %w", path, err)
 	}
 	return f.Close()
-}
-
-// harnessErrors turns what stopped a run into the harness errors the
-// structured reports carry.
-func harnessErrors(err error) []report.HarnessError {
-	var se scenario.Errors
-	var ie *suite.InputError
-	var re *runner.RuntimeError
-	switch {
-	case errors.Is(err, context.Canceled):
-		return []report.HarnessError{{Kind: report.ErrorInterrupted, Message: "interrupted"}}
-	case errors.As(err, &se):
-		out := make([]report.HarnessError, len(se))
-		for i, e := range se {
-			out[i] = report.HarnessError{Kind: report.ErrorInvalid, Pos: e.Pos, Message: e.Msg}
-		}
-		return out
-	case errors.As(err, &ie):
-		return []report.HarnessError{{Kind: report.ErrorInvalid, Message: ie.Msg}}
-	case errors.As(err, &re):
-		e := report.HarnessError{Kind: report.ErrorRuntime, Message: re.Err.Error()}
-		e.Pos.File = re.File
-		return []report.HarnessError{e}
-	}
-	return []report.HarnessError{{Kind: report.ErrorRuntime, Message: err.Error()}}
 }
 
 // storeKind names the store a --db value selects, as reports name it.

@@ -1,14 +1,11 @@
 package cmd
 
 import (
-	"context"
-	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/schollz/progressbar/v3"
@@ -120,17 +117,17 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	}
 	format, err := capture.ParseFormat(o.Input)
 	if err != nil {
-		return &usageError{err}
+		return problem.UsageOf(err)
 	}
 	strategy, ok := strategyNamed(o.Strategy)
 	if !ok {
-		return usagef("unknown --strategy %q", o.Strategy)
+		return problem.Usagef("unknown --strategy %q", o.Strategy)
 	}
 	var crashAt []handler.FaultPoint
 	for _, p := range o.CrashAt {
 		fp, ok := faultPointNamed(p)
 		if !ok {
-			return usagef("unknown --crash-at point %q; expected after-check, after-marker or after-effect", p)
+			return problem.Usagef("unknown --crash-at point %q; expected after-check, after-marker or after-effect", p)
 		}
 		crashAt = append(crashAt, fp)
 	}
@@ -138,7 +135,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	for _, f := range o.FailOn {
 		fd, err := replay.ParseFinding(f)
 		if err != nil {
-			return &usageError{err}
+			return problem.UsageOf(err)
 		}
 		failOn = append(failOn, fd)
 	}
@@ -175,11 +172,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		if rep == nil {
 			res.Report = replay.Unfinished(opts)
 		}
-		res.Errors = replayHarnessErrors(err, res.Report)
-		var ie *replay.InputError
-		if errors.As(err, &ie) {
-			err = &usageError{err}
-		}
+		res.Errors = problem.List(err)
 	}
 	if werr := out.write(s, res); werr != nil && err == nil {
 		err = werr
@@ -188,38 +181,9 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		return err
 	}
 	if !rep.Passed() {
-		return errChecksFailed
+		return problem.ErrVerdict
 	}
 	return nil
-}
-
-// replayHarnessErrors turns what stopped a replay into the harness errors
-// the structured reports carry. A bad record names its capture file and
-// line at the start of the message; the reports get them as a location.
-func replayHarnessErrors(err error, rep *replay.Report) []report.HarnessError {
-	var ie *replay.InputError
-	switch {
-	case errors.Is(err, context.Canceled):
-		return []report.HarnessError{{Kind: report.ErrorInterrupted, Message: "interrupted"}}
-	case errors.As(err, &ie):
-		e := report.HarnessError{Kind: report.ErrorInvalid, Message: ie.Msg}
-		for _, in := range rep.Inputs {
-			rest, ok := strings.CutPrefix(ie.Msg, in.File+":")
-			if !ok {
-				continue
-			}
-			e.Pos.File = in.File
-			num, msg, ok := strings.Cut(rest, ": ")
-			if line, err := strconv.Atoi(num); ok && err == nil && line > 0 {
-				e.Pos.Line, e.Message = line, msg
-			} else {
-				e.Message = strings.TrimPrefix(rest, " ")
-			}
-			break
-		}
-		return []report.HarnessError{e}
-	}
-	return []report.HarnessError{{Kind: report.ErrorRuntime, Message: err.Error()}}
 }
 
 func strategyNamed(s string) (handler.Strategy, bool) {

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/spf13/cobra"
 )
 
@@ -28,7 +29,7 @@ func Run(ctx context.Context, s *Streams, args []string) int {
 	var r *ranError
 	if err != nil && !errors.As(err, &r) {
 		// Cobra's own errors: an unknown command or flag, a wrong argument count.
-		err = &usageError{err}
+		err = problem.UsageOf(err)
 	}
 	if r != nil {
 		err = r.err

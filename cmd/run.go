@@ -2,11 +2,11 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/suite"
@@ -77,7 +77,7 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 		o.Paths = []string{"scenarios"}
 	}
 	if o.Repeat < 1 {
-		return usagef("--repeat must be at least 1, not %d", o.Repeat)
+		return problem.Usagef("--repeat must be at least 1, not %d", o.Repeat)
 	}
 	out, err := o.Output.prepare(s)
 	if err != nil {
@@ -88,7 +88,7 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 	err = runSuite(cmd.Context(), o, run, s.Err)
 	run.Duration = time.Since(start)
 	if err != nil {
-		run.Errors = harnessErrors(err)
+		run.Errors = problem.List(err)
 	}
 	if werr := out.write(s, run); werr != nil && err == nil {
 		err = werr
@@ -97,7 +97,7 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 		return err
 	}
 	if run.Verdict() != report.VerdictPass {
-		return errChecksFailed
+		return problem.ErrVerdict
 	}
 	return nil
 }
@@ -106,11 +106,11 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 func runSuite(ctx context.Context, o *runOptions, run *report.Run, stderr io.Writer) error {
 	files, err := suite.Collect(o.Paths)
 	if err != nil {
-		return inputErr(err)
+		return err
 	}
 	scenarios, err := suite.Load(files)
 	if err != nil {
-		return inputErr(err)
+		return err
 	}
 	run.Workers = workersOf(scenarios)
 	res, err := suite.Run(ctx, scenarios, suite.Options{DB: o.DB, Keep: o.Keep, Repeat: o.Repeat})
@@ -120,7 +120,7 @@ func runSuite(ctx context.Context, o *runOptions, run *report.Run, stderr io.Wri
 			fmt.Fprintf(stderr, "kept schema %s\n", k)
 		}
 	}
-	return inputErr(err)
+	return err
 }
 
 // workersOf is the most workers any step delivers with at once.
@@ -134,13 +134,4 @@ func workersOf(scenarios []*scenario.Scenario) int {
 		}
 	}
 	return n
-}
-
-// inputErr turns the suite's input errors into usage errors (exit 2).
-func inputErr(err error) error {
-	var ie *suite.InputError
-	if errors.As(err, &ie) {
-		return &usageError{err}
-	}
-	return err
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/mattn/go-isatty"
+	"github.com/redeliver/redeliver/pkg/problem"
 )
 
 // Streams are where a command reads and writes. Commands never touch
@@ -50,5 +51,5 @@ func (s *Streams) Color(mode string) (bool, error) {
 		}
 		return s.OutTTY, nil
 	}
-	return false, usagef("--color must be auto, always or never, not %q", mode)
+	return false, problem.Usagef("--color must be auto, always or never, not %q", mode)
 }

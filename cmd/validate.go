@@ -24,11 +24,11 @@ what was expected.
 			}
 			files, err := suite.Collect(args)
 			if err != nil {
-				return inputErr(err)
+				return err
 			}
 			scenarios, err := suite.Load(files)
 			if err != nil {
-				return inputErr(err)
+				return err
 			}
 			checks := 0
 			for _, sc := range scenarios {

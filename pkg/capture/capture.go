@@ -76,8 +76,11 @@ func (e *BadRecordError) Error() string { return e.At.String() + ": " + e.Reason
 // UnknownFormatError says auto-detection could not tell the format.
 type UnknownFormatError struct{ File, Why string }
 
-func (e *UnknownFormatError) Error() string {
-	return fmt.Sprintf("%s: cannot tell the capture format (%s); name it with --input %s", e.File, e.Why, formatWords())
+func (e *UnknownFormatError) Error() string { return e.File + ": " + e.Sentence() }
+
+// Sentence says what went wrong and what to do, without the file.
+func (e *UnknownFormatError) Sentence() string {
+	return fmt.Sprintf("cannot tell the capture format (%s); name it with --input %s", e.Why, formatWords())
 }
 
 func formatWords() string {

@@ -1,12 +1,16 @@
+// Package checker decides whether a run kept the guarantees of an
+// idempotent consumer: it reads the history of deliveries and what the
+// store holds, and names every broken invariant of the catalogue
+// (package invariant) with its event and rows.
 package checker
 
 import (
-	"fmt"
 	"sort"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // Record is one delivery of the history and what came back.
@@ -42,7 +46,7 @@ type Charge struct {
 
 // Violation is one broken invariant, with the event, the rows and the delivery behind it.
 type Violation struct {
-	Invariant Invariant
+	Invariant invariant.Name
 	EventID   string
 	Consumer  string
 	Detail    string
@@ -55,11 +59,11 @@ func (v Violation) Key() string {
 }
 
 func (v Violation) String() string {
-	s := fmt.Sprintf("invariant %s broken: %s", v.Invariant, v.Detail)
-	if v.By != nil && v.By.Step > 0 {
-		s += fmt.Sprintf(", by step %d", v.By.Step)
+	step := 0
+	if v.By != nil {
+		step = v.By.Step
 	}
-	return s
+	return invariant.Sentence(v.Invariant, v.Detail, step)
 }
 
 type unit struct{ event, consumer string }
@@ -70,10 +74,13 @@ func Check(strategy handler.Strategy, effectTable string, history []Record, st S
 	c := &check{strategy: strategy, table: effectTable, history: history, st: st}
 	c.index()
 	c.duplicateEffects()
-	// Invariant 2 holds wherever a business key is known: the strategies
-	// that dedup on it, and any other whose handler names one (recorded with
-	// every effect) — one business event, one effect, whatever its ids.
-	c.duplicateKeys()
+	// Invariant 2 holds wherever a business key is known: for the
+	// strategies that dedup on it, and for any other whose handler names one
+	// (recorded with every effect) — one business event, one effect,
+	// whatever its ids.
+	if c.checks(invariant.DuplicateKey) || c.keyed() {
+		c.duplicateKeys()
+	}
 	c.charges()
 	c.handled()
 	c.duplicatesReturnOriginal()
@@ -81,20 +88,11 @@ func Check(strategy handler.Strategy, effectTable string, history []Record, st S
 	sort.SliceStable(c.out, func(i, j int) bool {
 		a, b := c.out[i], c.out[j]
 		if a.Invariant != b.Invariant {
-			return order(a.Invariant) < order(b.Invariant)
+			return invariant.Order(a.Invariant) < invariant.Order(b.Invariant)
 		}
 		return a.EventID < b.EventID
 	})
 	return c.out
-}
-
-func order(i Invariant) int {
-	for n, x := range Invariants {
-		if x == i {
-			return n
-		}
-	}
-	return len(Invariants)
 }
 
 type check struct {
@@ -145,19 +143,17 @@ func (c *check) index() {
 
 func (c *check) add(v Violation) { c.out = append(c.out, v) }
 
-func ids(es []handler.Effect) string {
-	s := make([]string, len(es))
-	for i, e := range es {
-		s[i] = fmt.Sprint(e.ID)
-	}
-	return strings.Join(s, ", ")
+// checks says whether the catalogue has a run with this strategy check inv.
+func (c *check) checks(inv *invariant.Invariant) bool {
+	return inv.CheckedBy(invariant.Handler, c.strategy)
 }
 
-func rows(n int) string {
-	if n == 1 {
-		return "1 row"
+func ids(es []handler.Effect) []string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = strconv.FormatInt(e.ID, 10)
 	}
-	return fmt.Sprintf("%d rows", n)
+	return s
 }
 
 // Invariant 1.
@@ -172,11 +168,14 @@ func (c *check) duplicateEffects() {
 		if len(es) < 2 {
 			continue
 		}
-		c.add(Violation{Invariant: DuplicateEffect, EventID: u.event, Consumer: u.consumer,
-			Detail: fmt.Sprintf("event %s has %s in %s (ids %s) for consumer %s", u.event, rows(len(es)), c.table, ids(es), u.consumer),
+		c.add(Violation{Invariant: invariant.DuplicateEffect.Name, EventID: u.event, Consumer: u.consumer,
+			Detail: invariant.DuplicateEffect.Say(invariant.Facts{Event: u.event, Consumer: u.consumer, Table: c.table, Rows: int64(len(es)), IDs: ids(es)}),
 			By:     c.byEffectID[es[1].ID]})
 	}
 }
+
+// keyed reports whether any effect carries a business key.
+func (c *check) keyed() bool { return len(c.byKey) > 0 }
 
 // byConsumer splits the effects of one key by consumer: a strategy that
 // does not dedup on the key guards each consumer on its own, so each
@@ -217,8 +216,8 @@ func (c *check) duplicateKeys() {
 			for _, e := range es {
 				events = append(events, e.EventID)
 			}
-			c.add(Violation{Invariant: DuplicateKeyEffect, EventID: es[1].EventID, Consumer: es[1].Consumer,
-				Detail: fmt.Sprintf("business key %s has %s in %s (ids %s, events %s)", k, rows(len(es)), c.table, ids(es), strings.Join(events, ", ")),
+			c.add(Violation{Invariant: invariant.DuplicateKey.Name, EventID: es[1].EventID, Consumer: es[1].Consumer,
+				Detail: invariant.DuplicateKey.Say(invariant.Facts{Key: k, Table: c.table, Rows: int64(len(es)), IDs: ids(es), Events: events}),
 				By:     c.byEffectID[es[1].ID]})
 		}
 	}
@@ -226,7 +225,7 @@ func (c *check) duplicateKeys() {
 
 // Invariants 2 (charges) and 6.
 func (c *check) charges() {
-	if !c.strategy.CallsOut() {
+	if !c.checks(invariant.DoubleCharge) {
 		return
 	}
 	byRef := map[string][]Charge{}
@@ -251,15 +250,15 @@ func (c *check) charges() {
 		}
 		var ids []string
 		for _, ch := range chs {
-			ids = append(ids, fmt.Sprint(ch.ID))
+			ids = append(ids, strconv.FormatInt(ch.ID, 10))
 		}
 		by := byCharge[chs[1].ID]
-		ev, detail := "", fmt.Sprintf("business key %s was charged %d times by the gateway (charges %s)", ref, len(chs), strings.Join(ids, ", "))
+		ev := ""
 		if by != nil {
 			ev = by.EventID
-			detail += ", the second for event " + ev
 		}
-		c.add(Violation{Invariant: DoubleCharge, EventID: ev, Detail: detail, By: by})
+		c.add(Violation{Invariant: invariant.DoubleCharge.Name, EventID: ev, By: by,
+			Detail: invariant.DoubleCharge.Say(invariant.Facts{Key: ref, Rows: int64(len(chs)), IDs: ids, By: ev})})
 	}
 	// Invariant 6: one event, one key; one key, one business key.
 	keyOwner := map[string]string{}
@@ -278,8 +277,8 @@ func (c *check) charges() {
 				}
 			}
 			if owner, ok := keyOwner[x.IdempotencyKey]; ok && owner != r.Key {
-				c.add(Violation{Invariant: SharedKey, EventID: r.EventID, Consumer: r.Consumer,
-					Detail: fmt.Sprintf("idempotency key %q was sent for business key %s and for %s (event %s)", x.IdempotencyKey, owner, r.Key, r.EventID),
+				c.add(Violation{Invariant: invariant.SharedKey.Name, EventID: r.EventID, Consumer: r.Consumer,
+					Detail: invariant.SharedKey.Say(invariant.Facts{Event: r.EventID, Key: r.Key, OtherKey: owner, IdempotencyKeys: []string{x.IdempotencyKey}}),
 					By:     r})
 				keyOwner[x.IdempotencyKey] = r.Key // report each new owner once
 			} else if !ok {
@@ -287,12 +286,8 @@ func (c *check) charges() {
 			}
 		}
 		if len(keys) > 1 {
-			q := make([]string, len(keys))
-			for i, k := range keys {
-				q[i] = fmt.Sprintf("%q", k)
-			}
-			c.add(Violation{Invariant: UnstableKey, EventID: u.event, Consumer: u.consumer,
-				Detail: fmt.Sprintf("event %s sent %d idempotency keys: %s", u.event, len(keys), strings.Join(q, ", ")),
+			c.add(Violation{Invariant: invariant.UnstableKey.Name, EventID: u.event, Consumer: u.consumer,
+				Detail: invariant.UnstableKey.Say(invariant.Facts{Event: u.event, IdempotencyKeys: keys}),
 				By:     first})
 		}
 	}
@@ -328,15 +323,8 @@ func (c *check) handled() {
 		own := c.effects[u]
 		if handled == nil {
 			if len(own) > 0 || c.markers[u] {
-				what := []string{}
-				if len(own) > 0 {
-					what = append(what, fmt.Sprintf("%s in %s (ids %s)", rows(len(own)), c.table, ids(own)))
-				}
-				if c.markers[u] {
-					what = append(what, "a processed marker")
-				}
-				c.add(Violation{Invariant: HalfWritten, EventID: u.event, Consumer: u.consumer,
-					Detail: fmt.Sprintf("event %s was never handled (%s), yet left %s", u.event, outcomes(recs), strings.Join(what, " and ")),
+				c.add(Violation{Invariant: invariant.HalfWritten.Name, EventID: u.event, Consumer: u.consumer,
+					Detail: invariant.HalfWritten.Say(invariant.Facts{Event: u.event, Outcomes: outcomes(recs), Table: c.table, Rows: int64(len(own)), IDs: ids(own), Marker: c.markers[u]}),
 					By:     last})
 			}
 			continue
@@ -346,25 +334,25 @@ func (c *check) handled() {
 			reachable = len(c.byKey[handled.Key]) > 0
 		}
 		if !reachable {
-			c.add(Violation{Invariant: LostEffect, EventID: u.event, Consumer: u.consumer,
-				Detail: fmt.Sprintf("event %s was %s but has no row in %s", u.event, handled.Result.Outcome, c.table),
+			c.add(Violation{Invariant: invariant.LostEffect.Name, EventID: u.event, Consumer: u.consumer,
+				Detail: invariant.LostEffect.Say(invariant.Facts{Event: u.event, Outcome: string(handled.Result.Outcome), Table: c.table}),
 				By:     handled})
 		}
 		// A marker written before the retention horizon may have been purged.
-		if c.strategy.KeepsMarkers() && !c.markers[u] && !first.At.Before(c.st.Horizon) {
-			c.add(Violation{Invariant: MissingMarker, EventID: u.event, Consumer: u.consumer,
-				Detail: fmt.Sprintf("event %s was %s but has no processed marker", u.event, handled.Result.Outcome),
+		if c.checks(invariant.MissingMarker) && !c.markers[u] && !first.At.Before(c.st.Horizon) {
+			c.add(Violation{Invariant: invariant.MissingMarker.Name, EventID: u.event, Consumer: u.consumer,
+				Detail: invariant.MissingMarker.Say(invariant.Facts{Event: u.event, Outcome: string(handled.Result.Outcome), Table: c.table}),
 				By:     handled})
 		}
 	}
 }
 
-func outcomes(recs []*Record) string {
+func outcomes(recs []*Record) []string {
 	var s []string
 	for _, r := range recs {
 		s = append(s, string(r.Result.Outcome))
 	}
-	return strings.Join(s, ", ")
+	return s
 }
 
 // Invariant 4.
@@ -382,8 +370,8 @@ func (c *check) duplicatesReturnOriginal() {
 				continue // invariant 3 names it
 			}
 			if r.Result.EffectID != original[0].ID {
-				c.add(Violation{Invariant: WrongEffect, EventID: u.event, Consumer: u.consumer,
-					Detail: fmt.Sprintf("a duplicate of event %s returned effect %d, the original is %d", u.event, r.Result.EffectID, original[0].ID),
+				c.add(Violation{Invariant: invariant.WrongEffect.Name, EventID: u.event, Consumer: u.consumer,
+					Detail: invariant.WrongEffect.Say(invariant.Facts{Event: u.event, Returned: r.Result.EffectID, Original: original[0].ID}),
 					By:     r})
 				break
 			}
@@ -396,8 +384,8 @@ func (c *check) conflicts() {
 	for i := range c.history {
 		r := &c.history[i]
 		if r.Result.Outcome == handler.Conflict && r.ChangedStore {
-			c.add(Violation{Invariant: ChangedByConflict, EventID: r.EventID, Consumer: r.Consumer,
-				Detail: fmt.Sprintf("the conflicting redelivery of event %s changed what is stored", r.EventID),
+			c.add(Violation{Invariant: invariant.ChangedByConflict.Name, EventID: r.EventID, Consumer: r.Consumer,
+				Detail: invariant.ChangedByConflict.Say(invariant.Facts{Event: r.EventID}),
 				By:     r})
 		}
 	}

@@ -6,12 +6,8 @@ package gateway
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"sync"
-
-	_ "modernc.org/sqlite" // the provider's own store
 )
 
 // Charge is one row of the provider's ledger.
@@ -35,82 +31,52 @@ func (e *KeyConflictError) Error() string {
 		e.Key, e.StoredOrder, e.StoredAmount, e.GottenOrder, e.Amount)
 }
 
-// Gateway is the provider. Its ledger lives in its own in-memory database,
-// so a rollback of the handler's transaction never undoes a charge.
+// Gateway is the provider. Its ledger is its own, in memory, so a rollback
+// of the handler's transaction never undoes a charge.
 type Gateway struct {
-	mu sync.Mutex
-	db *sql.DB
+	mu      sync.Mutex
+	charges []Charge
+	byKey   map[string]int // idempotency key → index in charges
 }
 
 // New opens an empty gateway.
 func New() (*Gateway, error) {
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
-	_, err = db.Exec(`CREATE TABLE charges(
-		id INTEGER PRIMARY KEY,
-		idempotency_key TEXT,
-		amount TEXT NOT NULL,
-		order_ref TEXT NOT NULL
-	);
-	CREATE UNIQUE INDEX charges_key ON charges(idempotency_key) WHERE idempotency_key <> ''`)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("create gateway ledger: %w", err)
-	}
-	return &Gateway{db: db}, nil
+	return &Gateway{byKey: map[string]int{}}, nil
 }
 
-// Close closes the ledger.
-func (g *Gateway) Close() error { return g.db.Close() }
+// Close releases the ledger.
+func (g *Gateway) Close() error { return nil }
 
 // Charge charges amount for orderRef. A request without a key is not
 // idempotent: every call charges. A known key with the same request returns
 // the first charge; with a different amount or order it is refused.
 func (g *Gateway) Charge(ctx context.Context, key, amount, orderRef string) (int64, bool, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if key != "" {
-		var c Charge
-		err := g.db.QueryRowContext(ctx, `SELECT id, amount, order_ref FROM charges WHERE idempotency_key = ?`, key).Scan(&c.ID, &c.Amount, &c.OrderRef)
-		switch {
-		case err == nil:
-			if c.Amount != amount || c.OrderRef != orderRef {
-				return 0, false, &KeyConflictError{Key: key, StoredAmount: c.Amount, Amount: amount, StoredOrder: c.OrderRef, GottenOrder: orderRef}
-			}
-			return c.ID, true, nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return 0, false, fmt.Errorf("gateway: %w", err)
-		}
-	}
-	r, err := g.db.ExecContext(ctx, `INSERT INTO charges(idempotency_key, amount, order_ref) VALUES (?, ?, ?)`, key, amount, orderRef)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return 0, false, fmt.Errorf("gateway: %w", err)
 	}
-	id, err := r.LastInsertId()
-	return id, false, err
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if i, ok := g.byKey[key]; ok && key != "" {
+		c := g.charges[i]
+		if c.Amount != amount || c.OrderRef != orderRef {
+			return 0, false, &KeyConflictError{Key: key, StoredAmount: c.Amount, Amount: amount, StoredOrder: c.OrderRef, GottenOrder: orderRef}
+		}
+		return c.ID, true, nil
+	}
+	c := Charge{ID: int64(len(g.charges)) + 1, IdempotencyKey: key, Amount: amount, OrderRef: orderRef}
+	if key != "" {
+		g.byKey[key] = len(g.charges)
+	}
+	g.charges = append(g.charges, c)
+	return c.ID, false, nil
 }
 
 // Charges returns the ledger, in order.
 func (g *Gateway) Charges(ctx context.Context) ([]Charge, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	rows, err := g.db.QueryContext(ctx, `SELECT id, idempotency_key, amount, order_ref FROM charges ORDER BY id`)
-	if err != nil {
-		return nil, err
+	if len(g.charges) == 0 {
+		return nil, nil
 	}
-	defer rows.Close()
-	var out []Charge
-	for rows.Next() {
-		var c Charge
-		if err := rows.Scan(&c.ID, &c.IdempotencyKey, &c.Amount, &c.OrderRef); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return append([]Charge(nil), g.charges...), nil
 }

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redeliver/redeliver/pkg/problem"
 )
 
 // Outcome is what one delivery did.
@@ -43,22 +45,7 @@ const (
 var FaultPoints = []FaultPoint{BeforeBegin, AfterCheck, AfterMarker, AfterEffect, AfterExternal, AfterCommit}
 
 // Location is where a delivery came from: a scenario step or a capture line.
-type Location struct {
-	File      string
-	Line, Col int
-}
-
-func (l Location) String() string {
-	switch {
-	case l.File == "":
-		return ""
-	case l.Line == 0:
-		return l.File
-	case l.Col == 0:
-		return fmt.Sprintf("%s:%d", l.File, l.Line)
-	}
-	return fmt.Sprintf("%s:%d:%d", l.File, l.Line, l.Col)
-}
+type Location = problem.Pos
 
 // Delivery is one attempt to hand an event to a consumer.
 type Delivery struct {

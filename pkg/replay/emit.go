@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -87,7 +87,7 @@ func emit(ctx context.Context, o Options, broken []sqlite.Broken, rep *Report) e
 
 // invariantOf runs steps as a scenario and reports whether it breaks want
 // (or, with want empty, which invariant it breaks first).
-func invariantOf(ctx context.Context, o Options, steps []step, want checker.Invariant) (checker.Invariant, bool) {
+func invariantOf(ctx context.Context, o Options, steps []step, want invariant.Name) (invariant.Name, bool) {
 	sc, err := scenario.Load("reproducer.yaml", scenarioYAML(o, steps, want))
 	if err != nil {
 		return "", false
@@ -110,7 +110,7 @@ func invariantOf(ctx context.Context, o Options, steps []step, want checker.Inva
 
 // shrink drops chunks of steps, halving the chunk size when none can go,
 // as long as what is left still breaks the invariant.
-func shrink(ctx context.Context, o Options, steps []step, want checker.Invariant) []step {
+func shrink(ctx context.Context, o Options, steps []step, want invariant.Name) []step {
 	trials := 0
 	n := 2
 	for len(steps) >= 2 && trials < maxTrials {
@@ -140,7 +140,7 @@ func shrink(ctx context.Context, o Options, steps []step, want checker.Invariant
 }
 
 // scenarioYAML writes steps as a version-1 scenario file.
-func scenarioYAML(o Options, steps []step, inv checker.Invariant) []byte {
+func scenarioYAML(o Options, steps []step, inv invariant.Name) []byte {
 	var b bytes.Buffer
 	what := "break an invariant"
 	if inv != "" {

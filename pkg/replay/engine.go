@@ -12,6 +12,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/redeliver/redeliver/pkg/template"
 )
@@ -186,10 +187,13 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 		if err != nil {
 			var be *capture.BadRecordError
 			var ue *capture.UnknownFormatError
-			if errors.As(err, &be) || errors.As(err, &ue) {
-				err = &InputError{Msg: err.Error()}
-			} else {
-				err = &InputError{Msg: fmt.Sprintf("%s: %v", label, err)}
+			switch {
+			case errors.As(err, &be):
+				err = problem.Invalid(be.At, "%s", be.Reason)
+			case errors.As(err, &ue):
+				err = problem.Invalid(problem.Pos{File: ue.File}, "%s", ue.Sentence())
+			default:
+				err = problem.Invalid(problem.Pos{File: label}, "%v", err)
 			}
 			cur.err = err
 			send()
@@ -260,7 +264,7 @@ func (e *engine) capture(ctx context.Context, it *item) error {
 			if it.bad.Fatal {
 				hint = " (the rest of the file cannot be read)"
 			}
-			return &InputError{Msg: it.bad.Error() + hint}
+			return problem.Invalid(it.bad.At, "%s%s", it.bad.Reason, hint)
 		}
 		if e.o.Warn != nil {
 			fmt.Fprintf(e.o.Warn, "redeliver: skipped %s\n", it.bad)

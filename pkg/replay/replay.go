@@ -18,6 +18,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
@@ -67,13 +68,10 @@ type Options struct {
 	Warn io.Writer
 }
 
-// InputError is a mistake in what the replay was asked to read or do: it
-// maps to exit status 2.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
-
-func inputf(format string, args ...any) error { return &InputError{Msg: fmt.Sprintf(format, args...)} }
+// inputf is a mistake in what the replay was asked to read or do.
+func inputf(format string, args ...any) error {
+	return &problem.Error{Kind: problem.InvalidInput, Msg: fmt.Sprintf(format, args...)}
+}
 
 // DefaultCrashAt are the mid-transaction fault points --crash uses by default.
 var DefaultCrashAt = []handler.FaultPoint{handler.AfterCheck, handler.AfterMarker, handler.AfterEffect}
@@ -155,9 +153,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			continue
 		}
 		if st, err := os.Stat(in); err != nil {
-			return nil, inputf("%s: no such capture file", in)
+			return nil, problem.Invalid(problem.Pos{File: in}, "no such capture file")
 		} else if st.IsDir() {
-			return nil, inputf("%s is a folder; give capture files", in)
+			return nil, problem.Invalid(problem.Pos{File: in}, "a folder; give capture files")
 		}
 	}
 	// The Go heap of a replay is small and does not grow with the capture
@@ -169,7 +167,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	db, err := sqlite.OpenReplay(ctx, o.DB, o.Handler)
 	if err != nil {
 		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrMismatch) {
-			return nil, &InputError{Msg: err.Error()}
+			return nil, &problem.Error{Kind: problem.InvalidInput, Msg: err.Error(), Err: err}
 		}
 		return nil, err
 	}

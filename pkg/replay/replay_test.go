@@ -15,8 +15,9 @@ import (
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/capture"
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -98,7 +99,7 @@ func TestFindings(t *testing.T) {
 			if rep.Passed() != wantPass {
 				t.Errorf("verdict %s, violations %+v", rep.Verdict, rep.Violations)
 			}
-			if !wantPass && (len(rep.Violations) != 1 || rep.Violations[0].Invariant != string(checker.DuplicateKeyEffect)) {
+			if !wantPass && (len(rep.Violations) != 1 || rep.Violations[0].Invariant != string(invariant.DuplicateKey.Name)) {
 				t.Errorf("violations %+v, want duplicate-key alone", rep.Violations)
 			}
 		})
@@ -247,7 +248,7 @@ func TestInvalidOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tt.o)
-			var ie *InputError
+			var ie *problem.Error
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err %v, want an input error with %q", err, tt.want)
 			}
@@ -279,7 +280,7 @@ func TestBadRecords(t *testing.T) {
 		var warn bytes.Buffer
 		rep, err := Run(context.Background(), Options{Inputs: []string{path}, DB: sqlite.Memory, MaxBad: tt.maxBad, Warn: &warn})
 		if tt.err != "" {
-			var ie *InputError
+			var ie *problem.Error
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("--max-bad %d: err %v, want %q", tt.maxBad, err, tt.err)
 			}
@@ -305,10 +306,10 @@ func TestReproducer(t *testing.T) {
 	tests := []struct {
 		name string
 		o    Options
-		want checker.Invariant
+		want invariant.Name
 	}{
-		{"none with redeliveries", Options{Redeliver: 0.3, Handler: handler.Config{Strategy: handler.None}}, checker.DuplicateEffect},
-		{"marker-after-effect with crashes", Options{Crash: 0.3, CrashAt: []handler.FaultPoint{handler.AfterMarker}, Handler: handler.Config{Strategy: handler.MarkerAfterEffect}}, checker.DuplicateEffect},
+		{"none with redeliveries", Options{Redeliver: 0.3, Handler: handler.Config{Strategy: handler.None}}, invariant.DuplicateEffect.Name},
+		{"marker-after-effect with crashes", Options{Crash: 0.3, CrashAt: []handler.FaultPoint{handler.AfterMarker}, Handler: handler.Config{Strategy: handler.MarkerAfterEffect}}, invariant.DuplicateEffect.Name},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -527,7 +528,7 @@ func TestOneEffectPerKeyForEveryStrategy(t *testing.T) {
 			if r.Passed() != tt.pass {
 				t.Fatalf("verdict %s, violations %+v", r.Verdict, r.Violations)
 			}
-			if !tt.pass && !slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Invariant == string(checker.DuplicateKeyEffect) }) {
+			if !tt.pass && !slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Invariant == string(invariant.DuplicateKey.Name) }) {
 				t.Errorf("violations %+v, want duplicate-key among them", r.Violations)
 			}
 			var safe []string

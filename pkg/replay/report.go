@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/capture"
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
@@ -72,20 +72,9 @@ type InvariantCheck struct {
 }
 
 // Checked lists the invariants a replay with the strategy checks over the
-// stored rows, as sqlite.ReplayDB.Invariants checks them: one effect per
-// event and consumer always, one per business key for the strategies that
-// use one, and markers and effects in pairs for the strategies that keep
-// markers. Invariants 4 to 6 need a history or a gateway, which a replay
-// does not keep.
-func Checked(s handler.Strategy) []checker.Invariant {
-	out := []checker.Invariant{checker.DuplicateEffect}
-	if s.UsesKey() {
-		out = append(out, checker.DuplicateKeyEffect)
-	}
-	if s.KeepsMarkers() {
-		out = append(out, checker.LostEffect, checker.MissingMarker)
-	}
-	return out
+// stored rows, as the catalogue assigns them.
+func Checked(s handler.Strategy) []*invariant.Invariant {
+	return invariant.Checked(invariant.Replay, s)
 }
 
 type input struct {
@@ -185,7 +174,7 @@ func newReport(o Options, resumed bool, before int64) *Report {
 	r := &Report{Seed: o.Seed, Strategy: o.Handler.Strategy, Store: store, Resumed: resumed,
 		Invariants: []InvariantCheck{}, Violations: []Violation{}, FailOn: append([]Finding{}, o.FailOn...), FailedOn: []Finding{}, Inputs: []input{}}
 	for _, inv := range Checked(o.Handler.Strategy) {
-		r.Invariants = append(r.Invariants, InvariantCheck{Name: string(inv), Description: inv.Describe()})
+		r.Invariants = append(r.Invariants, InvariantCheck{Name: string(inv.Name), Description: inv.Meaning})
 	}
 	r.Capture.ReuseExamples, r.Capture.KeyExamples = []ReuseEx{}, []KeyExample{}
 	r.Unexpected.Examples = []FailureExample{}
@@ -279,8 +268,8 @@ func (r *Report) keyedInvariants() {
 	if r.keyed == 0 || r.Strategy.UsesKey() {
 		return
 	}
-	inv := checker.DuplicateKeyEffect
-	r.Invariants = append(r.Invariants[:1], append([]InvariantCheck{{Name: string(inv), Description: inv.Describe()}}, r.Invariants[1:]...)...)
+	inv := invariant.DuplicateKey
+	r.Invariants = append(r.Invariants[:1], append([]InvariantCheck{{Name: string(inv.Name), Description: inv.Meaning}}, r.Invariants[1:]...)...)
 }
 
 func (r *Report) setViolations(broken []sqlite.Broken) {
@@ -288,7 +277,7 @@ func (r *Report) setViolations(broken []sqlite.Broken) {
 		v := Violation{Invariant: string(b.Invariant), Count: b.Count, Examples: []Example{}}
 		for i, x := range b.Examples {
 			ex := Example{Event: x.EventID, Detail: x.Detail, At: []Place{}}
-			if b.Invariant == checker.DuplicateKeyEffect && i < len(b.Keys) {
+			if b.Invariant == invariant.DuplicateKey.Name && i < len(b.Keys) {
 				ex.Key = b.Keys[i]
 			}
 			v.Examples = append(v.Examples, ex)

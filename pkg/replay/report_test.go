@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // TestExamplesNameTheirLines: each example of a broken invariant carries
@@ -27,7 +27,7 @@ func TestExamplesNameTheirLines(t *testing.T) {
 			t.Errorf("event %s at %v, want %s", x.Event, x.At, w)
 		}
 	}
-	if got := fmt.Sprint(rep.Invariants); got != "[{duplicate-effect a consumer has more than one effect for one event id 3} {duplicate-key "+checker.DuplicateKeyEffect.Describe()+" 4}]" {
+	if got := fmt.Sprint(rep.Invariants); got != "[{duplicate-effect a consumer has more than one effect for one event id 3} {duplicate-key "+invariant.DuplicateKey.Meaning+" 4}]" {
 		t.Errorf("invariants %s", got)
 	}
 }

@@ -65,20 +65,10 @@ func Annotations(w io.Writer, run *Run) error {
 		}
 	}
 	for _, e := range run.Errors {
-		b.WriteString(errorCommand(e.Pos, "redeliver: "+errorWords(e.Kind), e.Message) + "\n")
+		b.WriteString(errorCommand(e.Pos, "redeliver: "+e.Kind.Words(), e.Msg) + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func errorWords(kind string) string {
-	switch kind {
-	case ErrorInvalid:
-		return "invalid input"
-	case ErrorRuntime:
-		return "runtime error"
-	}
-	return kind
 }
 
 // StepSummary writes the run as the Markdown a job's step summary shows: a
@@ -105,7 +95,7 @@ func StepSummary(w io.Writer, run *Run) error {
 		}
 	}
 	for _, e := range run.Errors {
-		fmt.Fprintf(&b, "| %s | %s | ⚠️ error | %s |\n", cell(e.Pos.File), cell(errorCase(e).Name), cell(e.Message))
+		fmt.Fprintf(&b, "| %s | %s | ⚠️ error | %s |\n", cell(e.Pos.File), cell(errorCase(e).Name), cell(e.Msg))
 	}
 	fmt.Fprintf(&b, "\n%s\n\n", cell(boundaryLine(boundariesOf(run))))
 	_, err := io.WriteString(w, b.String())

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -122,7 +122,7 @@ func NewDocument(run *Run) *Document {
 		Boundaries: boundariesOf(run), Coverage: coverageOf(run),
 		Files: []FileDoc{}, Errors: []ErrorDoc{},
 	}
-	broken := map[checker.Invariant]int{}
+	broken := map[invariant.Name]int{}
 	for _, f := range run.Files {
 		fd := FileDoc{File: f.File, Name: f.Name, Strategy: string(f.Strategy), Passed: f.Passed(), Duration: seconds(fileDuration(f)), Counters: f.Counters, Checks: []CheckDoc{}}
 		for _, c := range f.Checks {
@@ -140,11 +140,11 @@ func NewDocument(run *Run) *Document {
 		d.Counters.Add(f.Counters)
 		d.Files = append(d.Files, fd)
 	}
-	for _, inv := range checker.Invariants {
-		d.Invariants = append(d.Invariants, InvariantTally{Name: string(inv), Description: inv.Describe(), Broken: broken[inv]})
+	for _, inv := range invariant.All {
+		d.Invariants = append(d.Invariants, InvariantTally{Name: string(inv.Name), Description: inv.Meaning, Broken: broken[inv.Name]})
 	}
 	for _, e := range run.Errors {
-		d.Errors = append(d.Errors, ErrorDoc{Kind: e.Kind, Message: e.Message, Location: locationOf(e.Pos)})
+		d.Errors = append(d.Errors, ErrorDoc{Kind: string(e.Kind), Message: e.Msg, Location: locationOf(e.Pos)})
 	}
 	d.Summary.Files = len(run.Files)
 	d.Summary.Errors = len(run.Errors)

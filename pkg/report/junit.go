@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -156,12 +157,12 @@ func writeJUnit(w io.Writer, doc junitSuites) error {
 
 // errorCase is a harness error as a test case, so CI shows it where it
 // shows failures. Its name says what could not be done, and where.
-func errorCase(e HarnessError) junitTestCase {
-	name := e.Kind
+func errorCase(e *problem.Error) junitTestCase {
+	name := string(e.Kind)
 	switch e.Kind {
-	case ErrorInvalid:
+	case problem.InvalidInput:
 		name = "validate"
-	case ErrorRuntime:
+	case problem.Environment:
 		name = "run"
 	}
 	switch {
@@ -170,17 +171,17 @@ func errorCase(e HarnessError) junitTestCase {
 	case e.Pos.Line > 0:
 		name += fmt.Sprintf(" (line %d)", e.Pos.Line)
 	}
-	msg := e.Message
+	msg := e.Msg
 	if s := e.Pos.String(); s != "" {
 		msg += " (" + s + ")"
 	}
 	classname := e.Pos.File
 	if classname == "" {
 		// Not about one file (a --db that cannot be used, an interrupt).
-		name, classname = errorWords(e.Kind), "redeliver"
+		name, classname = e.Kind.Words(), "redeliver"
 	}
 	return junitTestCase{Name: name, Classname: classname, Time: junitTime(0),
-		Errors: []junitResult{{Message: msg, Type: e.Kind, Body: xmlText(msg)}}}
+		Errors: []junitResult{{Message: msg, Type: string(e.Kind), Body: xmlText(msg)}}}
 }
 
 // failureType is "invariant" when every failure of the check is a broken

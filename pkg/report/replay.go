@@ -153,7 +153,7 @@ func ReplayJSON(w io.Writer, r *Replay) error {
 	d := ReplayDocument{Schema: SchemaVersion, Tool: "redeliver", Command: "replay", Report: r.Report,
 		Duration: seconds(r.Duration), Errors: []ErrorDoc{}}
 	for _, e := range r.Errors {
-		d.Errors = append(d.Errors, ErrorDoc{Kind: e.Kind, Message: e.Message, Location: locationOf(e.Pos)})
+		d.Errors = append(d.Errors, ErrorDoc{Kind: string(e.Kind), Message: e.Msg, Location: locationOf(e.Pos)})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

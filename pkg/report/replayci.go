@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 )
 
@@ -17,7 +18,7 @@ import (
 // database error), an unfinished report and the harness errors.
 type Replay struct {
 	Report   *replay.Report // never nil; see replay.Unfinished
-	Errors   []HarnessError
+	Errors   []*problem.Error
 	Duration time.Duration
 }
 
@@ -227,9 +228,9 @@ func ReplayJUnit(w io.Writer, r *Replay) error {
 
 // errorSuites holds harness errors, one suite per file they name (and one
 // named redeliver for those about no file), in the order they came.
-func errorSuites(errs []HarnessError) []junitSuite {
+func errorSuites(errs []*problem.Error) []junitSuite {
 	var order []string
-	byFile := map[string][]HarnessError{}
+	byFile := map[string][]*problem.Error{}
 	for _, e := range errs {
 		if _, ok := byFile[e.Pos.File]; !ok {
 			order = append(order, e.Pos.File)
@@ -309,7 +310,7 @@ func (r *Replay) Annotate(w io.Writer) error {
 		}
 	}
 	for _, e := range r.Errors {
-		b.WriteString(errorCommand(e.Pos, "redeliver: "+errorWords(e.Kind), e.Message) + "\n")
+		b.WriteString(errorCommand(e.Pos, "redeliver: "+e.Kind.Words(), e.Msg) + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -329,7 +330,7 @@ func (r *Replay) Summarize(w io.Writer) error {
 		fmt.Fprintf(&b, "### redeliver replay: ERROR, %s\n\n", countOf(len(r.Errors), "harness error"))
 		b.WriteString("| capture | check | result | report |\n|---|---|---|---|\n")
 		for _, e := range r.Errors {
-			fmt.Fprintf(&b, "| %s | %s | ⚠️ error | %s |\n", cell(e.Pos.File), cell(errorCase(e).Name), cell(e.Message))
+			fmt.Fprintf(&b, "| %s | %s | ⚠️ error | %s |\n", cell(e.Pos.File), cell(errorCase(e).Name), cell(e.Msg))
 		}
 		b.WriteString("\n")
 		_, err := io.WriteString(w, b.String())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -155,10 +156,10 @@ func TestJUnitHarnessErrors(t *testing.T) {
 		Files: []*runner.FileResult{{File: "a.yaml", Name: "a", Strategy: handler.EventID, Checks: []runner.CheckResult{
 			{Name: "first", Passed: true, Line: "ok"},
 		}}},
-		Errors: []HarnessError{
-			{Kind: ErrorRuntime, Pos: handler.Location{File: "a.yaml"}, Message: "database is locked"},
-			{Kind: ErrorInvalid, Pos: handler.Location{File: "b.yaml", Line: 2, Col: 3}, Message: "unknown field \"x\""},
-			{Kind: ErrorInvalid, Pos: handler.Location{File: "b.yaml", Line: 2, Col: 3}, Message: "another mistake at the same place"},
+		Errors: []*problem.Error{
+			{Kind: problem.Environment, Pos: handler.Location{File: "a.yaml"}, Msg: "database is locked"},
+			{Kind: problem.InvalidInput, Pos: handler.Location{File: "b.yaml", Line: 2, Col: 3}, Msg: "unknown field \"x\""},
+			{Kind: problem.InvalidInput, Pos: handler.Location{File: "b.yaml", Line: 2, Col: 3}, Msg: "another mistake at the same place"},
 		},
 	}
 	var buf bytes.Buffer

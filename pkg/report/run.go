@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -61,27 +62,12 @@ const (
 type Run struct {
 	Command  string // the command that ran: run, replay
 	Files    []*runner.FileResult
-	Errors   []HarnessError
+	Errors   []*problem.Error
 	Seed     int64
 	Store    string // StoreSQLiteMemory, StoreSQLiteFile or StorePostgres
 	Workers  int    // the most workers that delivered at once
 	Duration time.Duration
 }
-
-// HarnessError is a failure of the harness, not of a check: a file that
-// did not validate, a database that failed, an interrupted run.
-type HarnessError struct {
-	Kind    string // ErrorInvalid, ErrorRuntime or ErrorInterrupted
-	Pos     handler.Location
-	Message string // one sentence, without the location
-}
-
-// Kinds of harness error.
-const (
-	ErrorInvalid     = "invalid"
-	ErrorRuntime     = "runtime"
-	ErrorInterrupted = "interrupted"
-)
 
 // Verdicts of a run.
 const (
@@ -119,8 +105,8 @@ func (r *Run) failed() int {
 }
 
 // errorsOf returns the harness errors that belong to a file.
-func (r *Run) errorsOf(file string) []HarnessError {
-	var out []HarnessError
+func (r *Run) errorsOf(file string) []*problem.Error {
+	var out []*problem.Error
 	for _, e := range r.Errors {
 		if e.Pos.File == file {
 			out = append(out, e)
@@ -130,12 +116,12 @@ func (r *Run) errorsOf(file string) []HarnessError {
 }
 
 // strayErrors returns the harness errors of files that have no result.
-func (r *Run) strayErrors() []HarnessError {
+func (r *Run) strayErrors() []*problem.Error {
 	ran := map[string]bool{}
 	for _, f := range r.Files {
 		ran[f.File] = true
 	}
-	var out []HarnessError
+	var out []*problem.Error
 	for _, e := range r.Errors {
 		if !ran[e.Pos.File] {
 			out = append(out, e)
@@ -209,13 +195,13 @@ func Render(w io.Writer, f Format, run *Run, opts Options) error {
 
 // textErrors is the text report of a run (or replay) the harness could not
 // complete: its errors, and a verdict that says so.
-func textErrors(w io.Writer, errs []HarnessError, what string) error {
+func textErrors(w io.Writer, errs []*problem.Error, what string) error {
 	var b strings.Builder
 	for _, e := range errs {
 		if s := e.Pos.String(); s != "" {
-			fmt.Fprintf(&b, "%s: %s\n", s, e.Message)
+			fmt.Fprintf(&b, "%s: %s\n", s, e.Msg)
 		} else {
-			fmt.Fprintf(&b, "%s\n", e.Message)
+			fmt.Fprintf(&b, "%s\n", e.Msg)
 		}
 	}
 	fmt.Fprintf(&b, "ERROR: the %s did not complete (%s)\n", what, countOf(len(errs), "error"))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"gopkg.in/yaml.v3"
 )
@@ -107,15 +108,15 @@ func failureDiagnostic(fs []runner.Failure) *tapDiagnostic {
 
 // errorTitle names a harness error in one line: the file, then what could
 // not be done there.
-func errorTitle(e HarnessError) string {
+func errorTitle(e *problem.Error) string {
 	if e.Pos.File == "" {
 		return errorCase(e).Name
 	}
 	return e.Pos.File + ": " + errorCase(e).Name
 }
 
-func errorDiagnostic(e HarnessError) *tapDiagnostic {
-	return &tapDiagnostic{Message: e.Message, Severity: "error", At: tapLocation(e.Pos)}
+func errorDiagnostic(e *problem.Error) *tapDiagnostic {
+	return &tapDiagnostic{Message: e.Msg, Severity: "error", At: tapLocation(e.Pos)}
 }
 
 // tapEscape escapes a test point description as TAP asks: a backslash

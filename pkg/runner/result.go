@@ -5,6 +5,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // Counters are the figures worth monitoring in an idempotent consumer.
@@ -47,7 +48,7 @@ type Failure struct {
 	Expected string
 	Got      string
 	// Invariant is set when the failure is a broken invariant.
-	Invariant checker.Invariant
+	Invariant invariant.Name
 }
 
 // CheckResult is the outcome of one check.

@@ -16,6 +16,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/gateway"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -34,27 +36,29 @@ type Opener func(ctx context.Context, s *scenario.Scenario) (Store, error)
 // Epoch is where the scenario clock starts.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// RuntimeError is a failure of the harness (database, I/O), not of a check.
-type RuntimeError struct {
-	File string
-	Err  error
+// harnessError is a failure of the harness (database, I/O), not of a
+// check, while running file: an environment problem, unless what failed
+// already said what kind of problem it is.
+func harnessError(file string, err error) error {
+	var p *problem.Error
+	if errors.As(err, &p) {
+		return p
+	}
+	return problem.Environmentf(problem.Pos{File: file}, err)
 }
-
-func (e *RuntimeError) Error() string { return e.File + ": " + e.Err.Error() }
-func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // RunFile runs every check of one scenario against a fresh store.
 func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResult, error) {
 	store, err := open(ctx, s)
 	if err != nil {
-		return nil, &RuntimeError{File: s.File, Err: err}
+		return nil, harnessError(s.File, err)
 	}
 	defer store.Close()
 	r := &run{s: s, store: store, now: Epoch, attempts: map[[2]string]int{}, labels: map[string]int64{}, reported: map[string]bool{}}
 	if s.Handler.Strategy.CallsOut() {
 		g, err := gateway.New()
 		if err != nil {
-			return nil, &RuntimeError{File: s.File, Err: err}
+			return nil, harnessError(s.File, err)
 		}
 		defer g.Close()
 		r.gateway = g
@@ -68,7 +72,7 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			return res, &RuntimeError{File: s.File, Err: notCompleted(s, i, err)}
+			return res, harnessError(s.File, notCompleted(s, i, err))
 		}
 		cr.Duration = time.Since(start)
 		res.Checks = append(res.Checks, *cr)
@@ -457,9 +461,9 @@ func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
 
 func sortedKeys(m map[string]bool) []string {
 	var out []string
-	for _, inv := range checker.Invariants {
-		if m[string(inv)] {
-			out = append(out, string(inv))
+	for _, inv := range invariant.All {
+		if m[string(inv.Name)] {
+			out = append(out, string(inv.Name))
 		}
 	}
 	return out

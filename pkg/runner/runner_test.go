@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -173,9 +174,8 @@ func TestStoreErrorIsARuntimeError(t *testing.T) {
 		return brokenStore{st}, err
 	}
 	_, err = runner.RunFile(context.Background(), s, open)
-	var re *runner.RuntimeError
-	if !errors.As(err, &re) || !strings.Contains(err.Error(), "delivering e (s.yaml:5:9): begin") && !strings.Contains(err.Error(), "disk I/O error") {
-		t.Fatalf("err = %v, want a RuntimeError naming the delivery", err)
+	if problem.KindOf(err) != problem.Environment || !strings.Contains(err.Error(), "delivering e (s.yaml:5:9): begin") && !strings.Contains(err.Error(), "disk I/O error") {
+		t.Fatalf("err = %v, want an environment problem naming the delivery", err)
 	}
 }
 

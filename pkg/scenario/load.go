@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/template"
 	"gopkg.in/yaml.v3"
 )
@@ -67,7 +67,7 @@ func Load(file string, src []byte) (*Scenario, error) {
 	l := &loader{file: file, labels: map[string]Pos{}}
 	s := l.scenario(&doc)
 	if len(l.errs) > 0 {
-		l.errs.sort()
+		l.errs.Sort()
 		return nil, l.errs
 	}
 	return s, nil
@@ -80,7 +80,7 @@ func syntaxError(file string, err error) *Error {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
-	return &Error{Pos: Pos{File: file, Line: line}, Msg: "invalid YAML: " + msg}
+	return errorf(Pos{File: file, Line: line}, "invalid YAML: %s", msg)
 }
 
 func pos(file string, n *yaml.Node) Pos { return Pos{File: file, Line: n.Line, Col: n.Column} }
@@ -491,8 +491,8 @@ func (l *loader) check(n *yaml.Node) *Check {
 				if !ok {
 					continue
 				}
-				if !checker.Known(s) {
-					l.errorf(e, "unknown invariant %q; expected %s", s, oneOf(words(checker.Invariants)))
+				if !invariant.Known(s) {
+					l.errorf(e, "unknown invariant %q; expected %s", s, oneOf(invariant.Names()))
 					continue
 				}
 				c.Violations = append(c.Violations, s)

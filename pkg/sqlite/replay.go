@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // A replay of millions of deliveries cannot keep its history in memory, so
@@ -15,7 +17,7 @@ import (
 
 // Broken is one invariant a replay broke: how many times, and the first few.
 type Broken struct {
-	Invariant checker.Invariant
+	Invariant invariant.Name
 	Count     int64
 	Examples  []checker.Violation
 	// Keys are the business keys of the examples, for duplicate-key.
@@ -51,24 +53,28 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, keyed boo
 	}
 	defer conn.Close()
 	t := `"` + r.effect + `"`
+	// Each query's four columns become the facts the catalogue words a
+	// breach from.
 	type query struct {
-		inv checker.Invariant
-		sql string
-		say func(a, b, c, d string) (event, consumer, detail string)
+		inv   *invariant.Invariant
+		sql   string
+		facts func(a, b, c, d string) invariant.Facts
 	}
-	qs := []query{{checker.DuplicateEffect,
+	checks := func(inv *invariant.Invariant) bool { return inv.CheckedBy(invariant.Replay, s) }
+	qs := []query{{invariant.DuplicateEffect,
 		`SELECT event_id, consumer, count(*), group_concat(id, ', ') FROM ` + t + ` GROUP BY event_id, consumer HAVING count(*) > 1 ORDER BY min(id)`,
-		func(ev, consumer, n, ids string) (string, string, string) {
-			return ev, consumer, fmt.Sprintf("event %s has %s rows in %s (ids %s) for consumer %s", ev, n, r.effect, ids, consumer)
+		func(ev, consumer, n, ids string) invariant.Facts {
+			return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect, Rows: count(n), IDs: list(ids)}
 		}}}
-	if keyed {
-		qs = append(qs, query{checker.DuplicateKeyEffect,
+	if checks(invariant.DuplicateKey) || keyed {
+		qs = append(qs, query{invariant.DuplicateKey,
 			`SELECT business_key, count(*), group_concat(id, ', '), group_concat(event_id, ', ') FROM ` + t + ` WHERE business_key IS NOT NULL GROUP BY business_key HAVING count(*) > 1 ORDER BY min(id)`,
-			func(key, n, ids, events string) (string, string, string) {
-				return "", "", fmt.Sprintf("business key %s has %s rows in %s (ids %s, events %s)", key, n, r.effect, ids, events)
+			func(key, n, ids, events string) invariant.Facts {
+				return invariant.Facts{Key: key, Table: r.effect, Rows: count(n), IDs: list(ids), Events: list(events)}
 			}})
 	}
-	if s.KeepsMarkers() && !s.UsesKey() {
+	pairs := checks(invariant.LostEffect) && checks(invariant.MissingMarker)
+	if pairs && !s.UsesKey() {
 		lost, missing, err := r.unmatched(ctx, conn, limit)
 		if err != nil {
 			return nil, err
@@ -80,33 +86,33 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, keyed boo
 				}
 			}
 		}()
-	} else if s.KeepsMarkers() {
+	} else if pairs {
 		byKey := ""
 		if s.UsesKey() {
 			byKey = ` AND (p.business_key IS NULL OR NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.business_key = p.business_key))`
 		}
 		qs = append(qs,
-			query{checker.LostEffect,
+			query{invariant.LostEffect,
 				`SELECT p.event_id, p.consumer, '', '' FROM processed p WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.event_id = p.event_id AND e.consumer = p.consumer)` + byKey + ` ORDER BY p.event_id, p.consumer`,
-				func(ev, consumer, _, _ string) (string, string, string) {
-					return ev, consumer, fmt.Sprintf("event %s is marked processed but has no row in %s", ev, r.effect)
+				func(ev, consumer, _, _ string) invariant.Facts {
+					return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect}
 				}},
-			query{checker.MissingMarker,
+			query{invariant.MissingMarker,
 				`SELECT e.event_id, e.consumer, e.id, '' FROM ` + t + ` e WHERE NOT EXISTS (SELECT 1 FROM processed p WHERE p.event_id = e.event_id AND p.consumer = e.consumer) ORDER BY e.event_id, e.consumer`,
-				func(ev, consumer, id, _ string) (string, string, string) {
-					return ev, consumer, fmt.Sprintf("event %s has a row in %s (id %s) but no processed marker", ev, r.effect, id)
+				func(ev, consumer, id, _ string) invariant.Facts {
+					return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect, IDs: []string{id}}
 				}})
 	}
 	for _, q := range qs {
-		b := Broken{Invariant: q.inv}
+		b := Broken{Invariant: q.inv.Name}
 		err = r.each(ctx, conn, q.sql, func(cols [4]string) {
 			b.Count++
 			if len(b.Examples) < limit {
-				ev, consumer, detail := q.say(cols[0], cols[1], cols[2], cols[3])
-				if q.inv == checker.DuplicateKeyEffect {
-					b.Keys = append(b.Keys, cols[0])
+				f := q.facts(cols[0], cols[1], cols[2], cols[3])
+				if f.Key != "" {
+					b.Keys = append(b.Keys, f.Key)
 				}
-				b.Examples = append(b.Examples, checker.Violation{Invariant: q.inv, EventID: ev, Consumer: consumer, Detail: detail})
+				b.Examples = append(b.Examples, checker.Violation{Invariant: q.inv.Name, EventID: f.Event, Consumer: f.Consumer, Detail: q.inv.Say(f)})
 			}
 		})
 		if err != nil {
@@ -124,16 +130,16 @@ func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, keyed boo
 // breaks invariant 3 (lost-effect), an effect without a marker too
 // (missing-marker). Two index scans instead of a lookup per row.
 func (r *ReplayDB) unmatched(ctx context.Context, conn *sql.Conn, limit int) (lost, missing Broken, err error) {
-	lost.Invariant, missing.Invariant = checker.LostEffect, checker.MissingMarker
+	lost.Invariant, missing.Invariant = invariant.LostEffect.Name, invariant.MissingMarker.Name
 	t := `"` + r.effect + `"`
 	ps, err := conn.QueryContext(ctx, `SELECT event_id, consumer FROM processed ORDER BY event_id, consumer`)
 	if err != nil {
-		return lost, missing, fmt.Errorf("check %s: %w", checker.LostEffect, err)
+		return lost, missing, fmt.Errorf("check %s: %w", invariant.LostEffect, err)
 	}
 	defer ps.Close()
 	es, err := conn.QueryContext(ctx, `SELECT event_id, consumer, id FROM `+t+` ORDER BY event_id, consumer`)
 	if err != nil {
-		return lost, missing, fmt.Errorf("check %s: %w", checker.MissingMarker, err)
+		return lost, missing, fmt.Errorf("check %s: %w", invariant.MissingMarker, err)
 	}
 	defer es.Close()
 	var p, e struct {
@@ -175,15 +181,15 @@ func (r *ReplayDB) unmatched(ctx context.Context, conn *sql.Conn, limit int) (lo
 		case c < 0:
 			lost.Count++
 			if len(lost.Examples) < limit {
-				lost.Examples = append(lost.Examples, checker.Violation{Invariant: checker.LostEffect, EventID: p.event, Consumer: p.consumer,
-					Detail: fmt.Sprintf("event %s is marked processed but has no row in %s", p.event, r.effect)})
+				lost.Examples = append(lost.Examples, checker.Violation{Invariant: lost.Invariant, EventID: p.event, Consumer: p.consumer,
+					Detail: invariant.LostEffect.Say(invariant.Facts{Event: p.event, Consumer: p.consumer, Table: r.effect})})
 			}
 			err = nextP()
 		case c > 0:
 			missing.Count++
 			if len(missing.Examples) < limit {
-				missing.Examples = append(missing.Examples, checker.Violation{Invariant: checker.MissingMarker, EventID: e.event, Consumer: e.consumer,
-					Detail: fmt.Sprintf("event %s has a row in %s (id %d) but no processed marker", e.event, r.effect, e.id)})
+				missing.Examples = append(missing.Examples, checker.Violation{Invariant: missing.Invariant, EventID: e.event, Consumer: e.consumer,
+					Detail: invariant.MissingMarker.Say(invariant.Facts{Event: e.event, Consumer: e.consumer, Table: r.effect, IDs: []string{strconv.FormatInt(e.id, 10)}})})
 			}
 			err = nextE()
 		default:
@@ -223,4 +229,18 @@ func (r *ReplayDB) each(ctx context.Context, conn *sql.Conn, q string, f func([4
 		f([4]string{c[0].String, c[1].String, c[2].String, c[3].String})
 	}
 	return rows.Err()
+}
+
+// count reads a count(*) column.
+func count(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// list reads a group_concat(…, ', ') column.
+func list(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ", ")
 }

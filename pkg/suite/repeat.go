@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -46,17 +46,17 @@ type tally struct {
 	failed int
 	// firstFailed is the run the check first failed in (0: none).
 	firstFailed int
-	broken      map[checker.Invariant]int // runs that broke each invariant
+	broken      map[invariant.Name]int // runs that broke each invariant
 	counters    runner.Counters
 }
 
 func (t *tally) add(run int, c *runner.CheckResult) {
 	if run == 1 {
 		t.first = *c
-		t.broken = map[checker.Invariant]int{}
+		t.broken = map[invariant.Name]int{}
 	}
 	t.counters.Add(c.Counters)
-	seen := map[checker.Invariant]bool{}
+	seen := map[invariant.Name]bool{}
 	for _, v := range c.Violations {
 		if !seen[v.Invariant] {
 			seen[v.Invariant] = true
@@ -84,9 +84,9 @@ func foldChecks(tallies []tally, runs int) []runner.CheckResult {
 		c.Counters = t.counters
 		c.Passed = t.failed == 0
 		var broken []string
-		for _, inv := range checker.Invariants {
-			if k := t.broken[inv]; k > 0 {
-				broken = append(broken, fmt.Sprintf("%s in %d", inv, k))
+		for _, inv := range invariant.All {
+			if k := t.broken[inv.Name]; k > 0 {
+				broken = append(broken, fmt.Sprintf("%s in %d", inv.Name, k))
 			}
 		}
 		what := "none"

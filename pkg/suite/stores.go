@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/redeliver/redeliver/pkg/postgres"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -63,7 +64,7 @@ func (st *stores) opener(i int) runner.Opener {
 	return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
 		db, err := sqlite.Create(ctx, path, s.Handler.Config)
 		if errors.Is(err, sqlite.ErrNotOurs) {
-			return nil, &InputError{Msg: err.Error()}
+			return nil, &problem.Error{Kind: problem.InvalidInput, Msg: err.Error(), Err: err}
 		}
 		return db, err
 	}

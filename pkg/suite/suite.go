@@ -12,18 +12,17 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
 
-// InputError is a mistake in what the user asked for: a path that does not
+// inputf is a mistake in what the user asked for: a path that does not
 // exist, no scenario files, a --db that cannot serve the files given.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
-
-func inputf(format string, args ...any) error { return &InputError{Msg: fmt.Sprintf(format, args...)} }
+func inputf(format string, args ...any) error {
+	return &problem.Error{Kind: problem.InvalidInput, Msg: fmt.Sprintf(format, args...)}
+}
 
 // Collect expands files and folders into scenario files (*.yaml, *.yml),
 // folders walked in lexical order, each file once.
@@ -159,10 +158,6 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Re
 			res.Files = append(res.Files, fr)
 		}
 		if err != nil {
-			var ie *InputError
-			if errors.As(err, &ie) {
-				return res, ie
-			}
 			return res, err
 		}
 	}

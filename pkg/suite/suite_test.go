@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -29,7 +30,7 @@ func TestCollect(t *testing.T) {
 	if strings.Join(rel, ",") != "a.yml,b.yaml,sub/c.yaml" {
 		t.Errorf("Collect = %v, want a.yml, b.yaml, sub/c.yaml once each, in order", rel)
 	}
-	var ie *InputError
+	var ie *problem.Error
 	if _, err := Collect([]string{filepath.Join(dir, "missing")}); !errors.As(err, &ie) {
 		t.Errorf("missing path: %v, want an InputError", err)
 	}

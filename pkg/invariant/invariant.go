@@ -1,0 +1,154 @@
+// Package invariant is the catalogue of the guarantees a safe consumer keeps.
+// It is the one place where an invariant is named, explained, assigned to
+// the strategies and the kinds of target that check it, and worded when it
+// breaks. Whatever decides a breach — the in-memory checker over a run's
+// history, the replay's aggregate queries over the stored rows, or a reading
+// of a user's own effect table — reports it here, by name and with its
+// facts, and every report renders from what this package says.
+//
+// # Using the catalogue
+//
+//	for _, inv := range invariant.Checked(invariant.Replay, strategy) { … }
+//	detail := invariant.LostEffect.Say(invariant.Facts{Event: "evt-1", Table: "effects"})
+//	inv, ok := invariant.Lookup("duplicate-key")
+//
+// Each Invariant has a stable Name (what scenario files write under
+// `violations:` and what JSON reports carry), a Number (the guarantee of
+// the product contract it belongs to), a one-line Meaning, and a rule for
+// each Kind of target that checks it: which strategies it applies to there.
+// Say words one breach from its Facts; the wording chooses among the facts
+// it is given, so a checker that knows a delivery's outcome and one that
+// only sees stored rows both word the same breach from what they know.
+//
+// # Adding an invariant
+//
+// Add a variable below, list it in All (its position there is the order
+// reports use), give it a rule for each Kind that checks it, and a Say.
+// The catalogue's own tests then require it to be worded, described and
+// shown breakable by the checker of every kind that claims it.
+package invariant
+
+// Name is the stable name of an invariant, as scenario files write it in
+// `violations:` and reports print it.
+type Name string
+
+// Kind is a kind of target an invariant is checked against.
+type Kind string
+
+// The kinds of target.
+const (
+	// Handler is the built-in handler, judged over the whole history of a
+	// run kept in memory (redeliver run).
+	Handler Kind = "handler"
+	// Replay is the built-in handler during a replay, judged by aggregate
+	// queries over the stored rows: no history is kept.
+	Replay Kind = "replay"
+	// Database is a user's own consumer, judged by the rows its own
+	// database ends up with (target mode).
+	Database Kind = "database"
+)
+
+// Guard is what the catalogue needs to know about a strategy to say which
+// invariants apply to it; handler.Strategy is one.
+type Guard interface {
+	KeepsMarkers() bool // writes a processed marker
+	UsesKey() bool      // keeps one effect per business key
+	CallsOut() bool     // calls an external provider with an idempotency key
+}
+
+// Invariant is one guarantee of the catalogue.
+type Invariant struct {
+	Name    Name
+	Number  int    // the guarantee of the product contract it belongs to, 1 to 6
+	Meaning string // what breaking it means, in one line
+	// rules says, per kind of target that checks it, for which strategies
+	// (nil: for every strategy, and for a user's consumer, which has none).
+	rules map[Kind]func(Guard) bool
+	say   func(Facts) string
+}
+
+// String returns the invariant's name.
+func (i *Invariant) String() string { return string(i.Name) }
+
+// Say words one breach of the invariant from its facts.
+func (i *Invariant) Say(f Facts) string { return i.say(f) }
+
+// CheckedBy reports whether a kind of target checks the invariant, with
+// the strategy g (nil for a user's consumer).
+func (i *Invariant) CheckedBy(k Kind, g Guard) bool {
+	applies, ok := i.rules[k]
+	if !ok {
+		return false
+	}
+	return applies == nil || g == nil || applies(g)
+}
+
+// Kinds lists the kinds of target that check the invariant, in the order
+// Handler, Replay, Database.
+func (i *Invariant) Kinds() []Kind {
+	var out []Kind
+	for _, k := range []Kind{Handler, Replay, Database} {
+		if _, ok := i.rules[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Lookup returns the invariant with the name.
+func Lookup(name string) (*Invariant, bool) {
+	for _, i := range All {
+		if string(i.Name) == name {
+			return i, true
+		}
+	}
+	return nil, false
+}
+
+// Known reports whether name is an invariant's.
+func Known(name string) bool {
+	_, ok := Lookup(name)
+	return ok
+}
+
+// Names lists the names of all invariants, in catalogue order.
+func Names() []string {
+	out := make([]string, len(All))
+	for n, i := range All {
+		out[n] = string(i.Name)
+	}
+	return out
+}
+
+// Order is the invariant's position in the catalogue, the order reports
+// list invariants in; an unknown name sorts last.
+func Order(name Name) int {
+	for n, i := range All {
+		if i.Name == name {
+			return n
+		}
+	}
+	return len(All)
+}
+
+// Checked lists the invariants a kind of target checks with the strategy g
+// (nil for a user's consumer), in catalogue order.
+func Checked(k Kind, g Guard) []*Invariant {
+	var out []*Invariant
+	for _, i := range All {
+		if i.CheckedBy(k, g) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Sentence is how a report states one breach: the invariant's name, its
+// detail and, when a scenario step caused it, the step.
+func Sentence(name Name, detail string, step int) string {
+	s := "invariant " + string(name) + " broken: " + detail
+	if step > 0 {
+		s += ", by step " + itoa(int64(step))
+	}
+	return s
+}
