@@ -1,6 +1,9 @@
 package cmd
 
 import (
+	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
@@ -152,16 +155,11 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	}
 	finish := func() {}
 	if s.ErrTTY {
-		bar := progressbar.NewOptions64(-1,
-			progressbar.OptionSetWriter(s.Err),
-			progressbar.OptionSetDescription("replaying"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("deliveries"),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100_000_000),
-		)
-		opts.Progress = func(n int64) { _ = bar.Set64(n) }
+		bar := progressBar(s.Err, captureSize(o.Logs))
+		opts.Progress = func(deliveries, bytes int64) {
+			bar.Describe(fmt.Sprintf("replaying: %d deliveries", deliveries))
+			_ = bar.Set64(bytes)
+		}
 		finish = func() { _ = bar.Finish() }
 	}
 	start := time.Now()
@@ -202,4 +200,36 @@ func faultPointNamed(s string) (handler.FaultPoint, bool) {
 		}
 	}
 	return "", false
+}
+
+// progressBar is the replay's progress line on a terminal: the deliveries
+// handled, and the bytes read of the captures' total size (when it is
+// known) with the rate. It is drawn blank at once, so the clock of the
+// first rate starts with the replay, not at the first update; and it runs
+// no goroutine of its own.
+func progressBar(w io.Writer, total int64) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("replaying"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetSpinnerChangeInterval(0),
+		progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)
+}
+
+// captureSize is the total size of the capture files, or -1 when one of
+// them is stdin or cannot be measured.
+func captureSize(logs []string) int64 {
+	var total int64
+	for _, l := range logs {
+		st, err := os.Stat(l)
+		if l == "-" || err != nil || !st.Mode().IsRegular() {
+			return -1
+		}
+		total += st.Size()
+	}
+	return total
 }

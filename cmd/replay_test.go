@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -30,6 +31,10 @@ func TestReplayProgress(t *testing.T) {
 			}
 			if got := strings.Contains(errOut.String(), "replaying"); got != tt.progress {
 				t.Errorf("progress on stderr: %v, want %v (stderr %q)", got, tt.progress, errOut.String())
+			}
+			// A file of known size: the line shows the bytes read of its size.
+			if tt.progress && !regexp.MustCompile(`\( *[0-9.]+ [kMG]?B/[0-9.]+ [kMG]?B`).MatchString(errOut.String()) {
+				t.Errorf("progress line without bytes read of the total: %q", errOut.String())
 			}
 			if !tt.progress && errOut.Len() > 0 {
 				t.Errorf("stderr %q, want nothing", errOut.String())

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -64,21 +65,22 @@ const (
 
 // engine runs one replay: reads, injects, handles, counts.
 type engine struct {
-	o      Options
-	log    *sqlite.Batch // nil: the capture is not recorded
-	rows   []sqlite.CaptureRow
-	h      *handler.Handler
-	rep    *Report
-	rng    *rand.Rand
-	watch  func(step) // sees every delivery, when a reproducer is being collected
-	seq    int64      // deliveries of the capture handed over so far
-	total  int64
-	queue  pending
-	order  int64
-	ring   []handler.Delivery // the last Rewind deliveries, for a rebalance
-	ringAt int
-	nextRb int64
-	bad    int
+	o         Options
+	log       *sqlite.Batch // nil: the capture is not recorded
+	rows      []sqlite.CaptureRow
+	h         *handler.Handler
+	rep       *Report
+	rng       *rand.Rand
+	watch     func(step) // sees every delivery, when a reproducer is being collected
+	seq       int64      // deliveries of the capture handed over so far
+	total     int64
+	queue     pending
+	order     int64
+	ring      []handler.Delivery // the last Rewind deliveries, for a rebalance
+	ringAt    int
+	nextRb    int64
+	bad       int
+	bytesRead atomic.Int64 // bytes of the capture files read so far, by the reading goroutine
 }
 
 func newEngine(o Options, store handler.Store, log *sqlite.Batch, rep *Report, watch func(step)) *engine {
@@ -145,7 +147,7 @@ func (e *engine) replay(ctx context.Context) error {
 		}
 	}
 	if e.o.Progress != nil {
-		e.o.Progress(e.total)
+		e.o.Progress(e.total, e.bytesRead.Load())
 	}
 	return nil
 }
@@ -181,7 +183,7 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 				return
 			}
 			defer f.Close()
-			r = f
+			r = &countingReader{r: f, n: &e.bytesRead}
 		}
 		rd, err := capture.Open(label, r, e.o.Capture)
 		if err != nil {
@@ -321,7 +323,7 @@ func (e *engine) handle(ctx context.Context, s step, gap int64) error {
 		e.watch(s)
 	}
 	if e.o.Progress != nil && e.total%4096 == 0 {
-		e.o.Progress(e.total)
+		e.o.Progress(e.total, e.bytesRead.Load())
 	}
 	var inj *handler.InjectedError
 	injected := errors.As(s.res.Err, &inj)
@@ -408,4 +410,17 @@ func (p *pending) Pop() any {
 	x := old[len(old)-1]
 	*p = old[:len(old)-1]
 	return x
+}
+
+// countingReader counts the bytes read from a capture file, for the
+// progress line: bytes read of the file's size.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -62,8 +62,9 @@ type Options struct {
 	// memory, when they give business keys: which would have been safe.
 	Compare bool
 
-	// Progress, if set, is told how many deliveries have been handled so far.
-	Progress func(deliveries int64)
+	// Progress, if set, is told how many deliveries have been handled so
+	// far and how many bytes of the capture files have been read.
+	Progress func(deliveries, bytes int64)
 	// Warn receives one line per skipped bad record.
 	Warn io.Writer
 }

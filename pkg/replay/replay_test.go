@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -131,7 +132,7 @@ func bigCapture(t *testing.T, n int) string {
 // TestInjection checks what each kind of injection does to a safe and an
 // unsafe consumer.
 func TestInjection(t *testing.T) {
-	path := bigCapture(t, 3000)
+	path := bigCapture(t, 1000)
 	base := run(t, Options{Inputs: []string{path}})
 	distinct := base.Capture.DistinctIDs
 	tests := []struct {
@@ -169,6 +170,7 @@ func TestInjection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each replay has a database of its own
 			o := tt.o
 			o.Inputs, o.Seed = []string{path}, 42
 			r := run(t, o)
@@ -197,7 +199,7 @@ func TestInjection(t *testing.T) {
 
 // TestSameSeedSameReport: every injected fault comes from --seed.
 func TestSameSeedSameReport(t *testing.T) {
-	path := bigCapture(t, 2000)
+	path := bigCapture(t, 800)
 	o := Options{Inputs: []string{path}, Redeliver: 0.2, Crash: 0.1, Rewind: 10, Republish: 0.05, Handler: handler.Config{Strategy: handler.None}}
 	report := func(seed int64) []byte {
 		o := o
@@ -301,7 +303,7 @@ func TestBadRecords(t *testing.T) {
 // TestReproducer: an unsafe replay writes a small scenario, and running
 // that scenario breaks the same invariant.
 func TestReproducer(t *testing.T) {
-	path := bigCapture(t, 2000)
+	path := bigCapture(t, 800)
 	out := filepath.Join(t.TempDir(), "repro.yaml")
 	tests := []struct {
 		name string
@@ -348,7 +350,7 @@ func TestReproducer(t *testing.T) {
 
 // TestResume: replaying the same log onto the same file makes no new effects.
 func TestResume(t *testing.T) {
-	path := bigCapture(t, 3000)
+	path := bigCapture(t, 1000)
 	db := filepath.Join(t.TempDir(), "replay.db")
 	o := Options{Inputs: []string{path}, DB: db, Redeliver: 0.2, Seed: 9}
 	first := run(t, o)
@@ -382,7 +384,7 @@ func TestMain(m *testing.M) {
 			// Stop handing deliveries over once HoldAt are handled, with a
 			// group open, and wait to be killed: however fast the machine,
 			// the kill lands mid-way.
-			o.Progress = func(n int64) {
+			o.Progress = func(n, _ int64) {
 				if n >= c.HoldAt {
 					select {}
 				}
@@ -427,11 +429,11 @@ func effectsIn(t *testing.T, db string) (n, distinct int64) {
 // TestKilledReplayResumes: a replay killed with SIGKILL and started again
 // ends with the same effects as one uninterrupted run.
 func TestKilledReplayResumes(t *testing.T) {
-	path := bigCapture(t, 12_000)
+	path := bigCapture(t, 6000)
 	db := filepath.Join(t.TempDir(), "replay.db")
 	// The child reports progress every 4,096 deliveries and holds at the
-	// second report, with 16 groups of 500 committed and one open.
-	c := childSpec{Inputs: []string{path}, DB: db, Redeliver: 0.2, Crash: 0.1, Seed: 11, Batch: 500, HoldAt: 8192}
+	// first report, with 8 groups of 500 committed and one open.
+	c := childSpec{Inputs: []string{path}, DB: db, Redeliver: 0.2, Crash: 0.1, Seed: 11, Batch: 500, HoldAt: 4096}
 	o := c.options()
 	spec, err := json.Marshal(c)
 	if err != nil {
@@ -455,6 +457,7 @@ func TestKilledReplayResumes(t *testing.T) {
 		default:
 		}
 		before, _ = effectsIn(t, db)
+		time.Sleep(20 * time.Millisecond) // leave the cores to the child
 	}
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
