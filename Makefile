@@ -4,10 +4,13 @@ BIN      ?= bin/redeliver
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION)
 
-.PHONY: build run test bench lint fuzz clean
+.PHONY: build examples run test bench lint fuzz clean
 
 build: ## build bin/redeliver
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+examples: ## build the example consumer, bin/consumer (README, Test your own consumer)
+	$(GO) build -o bin/consumer ./examples/consumer
 
 run: build ## the fixture, then the whole scenario library, on embedded SQLite in memory
 	./$(BIN) run scenarios/seed-fixture.yaml

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redeliver/redeliver/cmd"
+	"github.com/redeliver/redeliver/pkg/target/consumertest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -23,6 +25,8 @@ func TestMain(m *testing.M) {
 		// drop-kept-schemas FILE drops the PostgreSQL schemas that the
 		// "kept schema NAME" lines of FILE (a --keep run's stderr) name.
 		"drop-kept-schemas": func() { os.Exit(dropKeptSchemas(os.Args[1])) },
+		// consumer is a small consumer under test for the target-mode scripts.
+		"consumer": func() { os.Exit(consumertest.Main(os.Args[1:])) },
 	})
 }
 
@@ -45,6 +49,12 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GITHUB_ACTIONS", "")
 			// Scripts marked [postgres] run against this server, and skip without it.
 			env.Setenv("REDELIVER_TEST_POSTGRES", os.Getenv("REDELIVER_TEST_POSTGRES"))
+			// A free port for a consumer the script starts.
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			env.Setenv("PORT", port)
 			return copyTree("scenarios", filepath.Join(env.WorkDir, "scenarios"))
 		},
 	})
@@ -96,4 +106,15 @@ func copyTree(from, to string) error {
 		}
 		return os.WriteFile(target, data, 0o644)
 	})
+}
+
+// freePort asks the system for a TCP port nothing listens on.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	return port, err
 }

@@ -40,6 +40,8 @@ type replayOptions struct {
 	Emit       string
 	Batch      int
 	Compare    bool
+	Target     string
+	Parallel   int
 	Output     outputOptions
 }
 
@@ -68,6 +70,13 @@ of one uninterrupted run.
 A delivery that fails where no fault was injected (a business key that did
 not resolve, say) fails the replay, with the reason and the capture line.
 
+With --target FILE (version, target and effects, as in a scenario) the
+capture is delivered to your own consumer instead: --redeliver drops answers
+(a lost ack, then the redelivery), --crash kills the started consumer
+mid-delivery, --concurrent delivers an event twice at once, --rewind N
+delivers the last N events again, --parallel N keeps N deliveries in flight
+(one business key's in order); then the effect table is judged.
+
 In JUnit XML each capture is a <testsuite> with a <testcase> per invariant
 checked, one for failures only where injected, and one per --fail-on
 finding; TAP has a test point for each. A broken
@@ -76,6 +85,7 @@ them, and its GitHub annotation points at the first of those lines.
 
 ` + exitHelp,
 		Example: `  redeliver replay capture.ndjson
+  redeliver replay --target target.yaml --redeliver 0.1 --crash 0.01 --parallel 4 capture.ndjson
   redeliver replay --strategy none --redeliver 0.3 --emit-scenario repro.yaml capture.ndjson
   kcat -C -J -b broker:9092 -t orders -e | redeliver replay --id headers.ce_id -
   redeliver replay --db replay.db --crash 0.1 --rewind 100 capture.ndjson.gz
@@ -109,6 +119,8 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
 	f.IntVar(&o.Batch, "batch", 1000, "deliveries per commit (each delivery stays atomic in its own savepoint)")
 	f.BoolVar(&o.Compare, "compare", true, "when the capture gives business keys, replay it again in memory with every other strategy and say which would have been safe")
+	f.StringVar(&o.Target, "target", "", "deliver to your own consumer: a file holding version, target and effects (see docs/target.md)")
+	f.IntVar(&o.Parallel, "parallel", 1, "with --target: deliveries in flight (one business key's stay in order)")
 	addOutputFlags(f, &o.Output)
 	return c
 }
@@ -121,6 +133,9 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	format, err := capture.ParseFormat(o.Input)
 	if err != nil {
 		return problem.UsageOf(err)
+	}
+	if o.Target != "" {
+		return runReplayTarget(cmd, s, o, out, format)
 	}
 	strategy, ok := strategyNamed(o.Strategy)
 	if !ok {

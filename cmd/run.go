@@ -113,7 +113,7 @@ func runSuite(ctx context.Context, o *runOptions, run *report.Run, stderr io.Wri
 		return err
 	}
 	run.Workers = workersOf(scenarios)
-	res, err := suite.Run(ctx, scenarios, suite.Options{DB: o.DB, Keep: o.Keep, Repeat: o.Repeat})
+	res, err := suite.Run(ctx, scenarios, suite.Options{DB: o.DB, Keep: o.Keep, Repeat: o.Repeat, Seed: o.Seed})
 	if res != nil {
 		run.Files = res.Files
 		for _, k := range res.Kept {

@@ -47,9 +47,13 @@ type InvariantTally struct {
 
 // FileDoc is one scenario file's results.
 type FileDoc struct {
-	File     string          `json:"file"`
-	Name     string          `json:"name"`
-	Strategy string          `json:"strategy"`
+	File     string `json:"file"`
+	Name     string `json:"name"`
+	Strategy string `json:"strategy"`
+	// Target and Effects name the consumer and database a target-mode
+	// file tested.
+	Target   string          `json:"target,omitempty"`
+	Effects  string          `json:"effects,omitempty"`
 	Passed   bool            `json:"passed"`
 	Duration float64         `json:"duration_seconds"`
 	Counters runner.Counters `json:"counters"`
@@ -124,7 +128,7 @@ func NewDocument(run *Run) *Document {
 	}
 	broken := map[invariant.Name]int{}
 	for _, f := range run.Files {
-		fd := FileDoc{File: f.File, Name: f.Name, Strategy: string(f.Strategy), Passed: f.Passed(), Duration: seconds(fileDuration(f)), Counters: f.Counters, Checks: []CheckDoc{}}
+		fd := FileDoc{File: f.File, Name: f.Name, Strategy: string(f.Strategy), Target: f.Target, Effects: f.Effects, Passed: f.Passed(), Duration: seconds(fileDuration(f)), Counters: f.Counters, Checks: []CheckDoc{}}
 		for _, c := range f.Checks {
 			fd.Checks = append(fd.Checks, checkDoc(c))
 			for _, v := range c.Violations {

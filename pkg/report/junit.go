@@ -108,6 +108,9 @@ func JUnit(w io.Writer, run *Run) error {
 			{Name: "store", Value: run.Store},
 			{Name: "seed", Value: strconv.FormatInt(run.Seed, 10)},
 		}}
+		if f.Target != "" {
+			p.Props = append(p.Props, junitProp{Name: "target", Value: f.Target}, junitProp{Name: "effects", Value: f.Effects})
+		}
 		return p
 	}
 	for _, f := range run.Files {

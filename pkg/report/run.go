@@ -174,7 +174,9 @@ func Render(w io.Writer, f Format, run *Run, opts Options) error {
 		if err := Text(w, run.Files, opts); err != nil {
 			return err
 		}
-		if opts.Verbose {
+		if opts.Verbose && !onlyTargets(run) {
+			// A target file names what it tested on its own line; the
+			// handler's store and fault points say nothing about it.
 			if _, err := io.WriteString(w, boundaryLine(boundariesOf(run))+"\n"); err != nil {
 				return err
 			}
@@ -245,4 +247,14 @@ func fileDuration(f *runner.FileResult) time.Duration {
 func seconds(d time.Duration) float64 {
 	// Milliseconds are all a report reader needs, and they keep goldens short.
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// onlyTargets reports whether every file of the run tested a target.
+func onlyTargets(run *Run) bool {
+	for _, f := range run.Files {
+		if f.Target == "" {
+			return false
+		}
+	}
+	return len(run.Files) > 0
 }

@@ -41,6 +41,9 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 			indent = "  "
 			fmt.Fprintf(&b, "%s (%s)\n", f.Name, f.File)
 		}
+		if f.Target != "" {
+			fmt.Fprintf(&b, "%s%s\n", indent, p.dim.Sprint("target: "+f.Target+"; effects: "+f.Effects))
+		}
 		for _, c := range f.Checks {
 			total++
 			names = append(names, c.Name)
@@ -90,6 +93,11 @@ func located(f runner.Failure) string {
 
 func counterLine(f *runner.FileResult) string {
 	c := f.Counters
+	if f.Target != "" {
+		// A target's counters are its answers; the handler's words do not apply.
+		return fmt.Sprintf("counters (target): %d deliveries, %d redeliveries, %d acked, %d conflicts, %d rejected or unacked, %d crashes, %d effect rows",
+			c.Deliveries, c.Redeliveries, c.Processed, c.Conflicts, c.Failed, c.Crashed, c.Effects)
+	}
 	s := fmt.Sprintf("counters (%s): %d deliveries, %d duplicate deliveries, %d skipped duplicates, %d identity conflicts, %d key conflicts, %d failed, %d failed after an external call, %d crashed, %d effects",
 		f.Strategy, c.Deliveries, c.Redeliveries, c.Duplicates, c.Conflicts, c.KeyConflicts, c.Failed, c.FailedAfterExternal, c.Crashed, c.Effects)
 	if f.Strategy.CallsOut() {

@@ -76,6 +76,10 @@ type FileResult struct {
 	Strategy handler.Strategy
 	Checks   []CheckResult
 	Counters Counters
+	// Target and Effects say, in words, which consumer and which database
+	// a target-mode file tested; empty for the built-in handler.
+	Target  string
+	Effects string
 }
 
 // Passed reports whether every check of the file passed.

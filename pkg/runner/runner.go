@@ -412,17 +412,25 @@ func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
 		cr.reported[v.Key()] = true
 		cr.res.Violations = append(cr.res.Violations, v)
 	}
+	Verdict(cr.res, c)
+	return nil
+}
+
+// Verdict turns a check's broken invariants into failures — each one, or,
+// when the check declares violations, a mismatch with the declared list —
+// and decides whether the check passed.
+func Verdict(res *CheckResult, c *scenario.Check) {
 	got := map[string]bool{}
-	for _, v := range cr.res.Violations {
+	for _, v := range res.Violations {
 		got[string(v.Invariant)] = true
 	}
 	if !c.ViolationsDeclared {
-		for _, v := range cr.res.Violations {
+		for _, v := range res.Violations {
 			f := Failure{Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: string(v.Invariant), Pos: c.Pos}
 			if v.By != nil {
 				f.Step, f.Pos = v.By.Step, v.By.Pos
 			}
-			cr.res.Failures = append(cr.res.Failures, f)
+			res.Failures = append(res.Failures, f)
 		}
 	} else {
 		want := map[string]bool{}
@@ -443,20 +451,19 @@ func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
 		sort.Strings(extra)
 		if len(missing) > 0 || len(extra) > 0 {
 			msg := fmt.Sprintf("expected exactly the violations %s, got %s", list(c.Violations), list(sortedKeys(got)))
-			cr.res.Failures = append(cr.res.Failures, Failure{Pos: c.ViolationsPos, Message: msg, Expected: list(c.Violations), Got: list(sortedKeys(got))})
-			for _, v := range cr.res.Violations {
+			res.Failures = append(res.Failures, Failure{Pos: c.ViolationsPos, Message: msg, Expected: list(c.Violations), Got: list(sortedKeys(got))})
+			for _, v := range res.Violations {
 				if !want[string(v.Invariant)] {
 					f := Failure{Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: string(v.Invariant), Pos: c.Pos}
 					if v.By != nil {
 						f.Step, f.Pos = v.By.Step, v.By.Pos
 					}
-					cr.res.Failures = append(cr.res.Failures, f)
+					res.Failures = append(res.Failures, f)
 				}
 			}
 		}
 	}
-	cr.res.Passed = len(cr.res.Failures) == 0
-	return nil
+	res.Passed = len(res.Failures) == 0
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -49,7 +49,13 @@ func LoadFile(path string) (*Scenario, error) {
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Load parses and validates a scenario from src; file names it in errors.
-func Load(file string, src []byte) (*Scenario, error) {
+func Load(file string, src []byte) (*Scenario, error) { return load(file, src, false) }
+
+// LoadTarget parses and validates a target file: version, target and
+// effects, without checks (redeliver replay --target).
+func LoadTarget(file string, src []byte) (*Scenario, error) { return load(file, src, true) }
+
+func load(file string, src []byte, targetFile bool) (*Scenario, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
@@ -64,7 +70,7 @@ func Load(file string, src []byte) (*Scenario, error) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, Errors{syntaxError(file, err)}
 	}
-	l := &loader{file: file, labels: map[string]Pos{}}
+	l := &loader{file: file, labels: map[string]Pos{}, targetFile: targetFile}
 	s := l.scenario(&doc)
 	if len(l.errs) > 0 {
 		l.errs.Sort()
@@ -94,6 +100,13 @@ type loader struct {
 	stateChecks []*State
 	// consumerSteps name a consumer, which only consumer-scoped handlers allow.
 	consumerSteps []*Step
+	// targetMode is set when the file names a target: deliver steps then
+	// expect a consumer's answers, not the built-in handler's outcomes.
+	targetMode bool
+	// crashSteps kill the started consumer, which needs target start.
+	crashSteps []*Step
+	// targetFile is set for a --target file: target and effects, no checks.
+	targetFile bool
 }
 
 func (l *loader) errorf(n *yaml.Node, format string, args ...any) {
@@ -260,7 +273,8 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	s.Handler.Config = handler.Config{Strategy: handler.EventID, Consumer: "default", Effect: "effects"}
 	s.Handler.Pos = l.pos(root)
 	var versionSeen bool
-	var checksNode *yaml.Node
+	var checksNode, handlerNode, effectsNode *yaml.Node
+	l.targetMode = hasKey(root, "target")
 	ok := l.mapping(root, "a scenario", []field{
 		{"version", func(k, v *yaml.Node) {
 			versionSeen = true
@@ -269,7 +283,9 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 			}
 		}},
 		{"name", func(k, v *yaml.Node) { s.Name, _ = l.str(v, "name") }},
-		{"handler", func(k, v *yaml.Node) { l.handler(v) }},
+		{"handler", func(k, v *yaml.Node) { handlerNode = k; l.handler(v) }},
+		{"target", func(k, v *yaml.Node) { l.target(v) }},
+		{"effects", func(k, v *yaml.Node) { effectsNode = k; l.effects(v) }},
 		{"checks", func(k, v *yaml.Node) { checksNode = v }},
 	})
 	if !ok {
@@ -278,17 +294,29 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	if !versionSeen {
 		l.errorf(root, "version is missing; a scenario file starts with \"version: 1\"")
 	}
-	if checksNode == nil {
+	switch {
+	case l.targetFile && checksNode != nil:
+		l.errorf(checksNode, "a --target file holds version, target and effects; checks belong in a scenario file (redeliver run)")
+	case l.targetFile && l.s.Target == nil:
+		l.errorf(root, "target is missing; a --target file names the consumer under test (target:) and its database (effects:)")
+	case l.targetFile:
+	case checksNode == nil:
 		l.errorf(root, "checks is missing; a scenario needs at least one check")
-	} else {
+	default:
 		l.checks(checksNode)
 	}
 	if s.Name == "" {
 		base := l.file[strings.LastIndexAny(l.file, `/\`)+1:]
 		s.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
 	}
+	l.validateTarget(root, handlerNode, effectsNode)
 	for _, st := range l.stateChecks {
 		l.validateState(st)
+	}
+	for _, st := range l.crashSteps {
+		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil {
+			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
+		}
 	}
 	for _, st := range l.consumerSteps {
 		if s.Handler.Strategy != handler.ConsumerScoped {
@@ -540,11 +568,14 @@ func braced(xs []string) []string {
 func (l *loader) step(n *yaml.Node) *Step {
 	st := &Step{Pos: l.pos(n), Times: 1}
 	var deliverNode, expectNode, advanceNode, interleaveNode *yaml.Node
-	var modifiers []*yaml.Node // fields that only a deliver step may have
+	var modifiers []*yaml.Node  // fields that only a deliver step may have
+	var targetOnly []*yaml.Node // fields that only a target-mode step may have
+	handlerOnly := map[string]bool{}
 	ok := l.mapping(n, "a step", []field{
 		{"deliver", func(k, v *yaml.Node) { deliverNode = v; st.Event = l.event(v) }},
 		{"fail", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
+			handlerOnly["fail"] = true
 			s, ok := l.str(v, "fail")
 			if !ok {
 				return
@@ -559,6 +590,7 @@ func (l *loader) step(n *yaml.Node) *Step {
 		}},
 		{"consumer", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
+			handlerOnly["consumer"] = true
 			if s, ok := l.str(v, "consumer"); ok {
 				st.Consumer = s
 				if s == "" {
@@ -577,6 +609,7 @@ func (l *loader) step(n *yaml.Node) *Step {
 		{"interleave", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
 			interleaveNode = k
+			handlerOnly["interleave"] = true
 			l.interleave(st, v)
 		}},
 		{"label", func(k, v *yaml.Node) {
@@ -593,9 +626,36 @@ func (l *loader) step(n *yaml.Node) *Step {
 		}},
 		{"expect", func(k, v *yaml.Node) { expectNode = v }},
 		{"advance", func(k, v *yaml.Node) { advanceNode = v; st.Advance, _ = l.duration(v, "advance") }},
+		{"drop", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			if s, ok := l.str(v, "drop"); ok {
+				if s != "response" {
+					l.errorf(v, "drop must be response (the answer is cut off, so the delivery is redelivered), not %q", s)
+				}
+				st.Drop = true
+			}
+		}},
+		{"crash", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			st.Crash = l.crash(v)
+		}},
+		{"delay", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			st.Delay = l.delay(v, "delay")
+		}},
 	})
 	if !ok {
 		return nil
+	}
+	if l.targetMode {
+		l.targetStep(n, st, handlerOnly)
+	} else {
+		for _, k := range targetOnly {
+			l.errorf(k, "%s is a fault from outside for a target (your own consumer); the built-in handler takes fail: POINT", k.Value)
+		}
 	}
 	switch {
 	case deliverNode != nil && advanceNode != nil:
@@ -606,6 +666,8 @@ func (l *loader) step(n *yaml.Node) *Step {
 		if expectNode != nil {
 			if st.Concurrent > 0 {
 				l.errorf(expectNode, "a concurrent step has one outcome per worker, so it takes no expect; the invariants check it, and a state check can follow it")
+			} else if l.targetMode {
+				st.Expect = l.answer(expectNode)
 			} else {
 				st.Expect = l.expectation(expectNode)
 			}
@@ -776,6 +838,13 @@ func (l *loader) state(n *yaml.Node, what string) *State {
 				st.ChargesPos = l.pos(k)
 			}
 		}},
+		{"effects", func(k, v *yaml.Node) {
+			if !l.targetMode {
+				l.errorf(k, "effects counts a target's effect rows by business key; the built-in handler counts rows: {TABLE: N}")
+				return
+			}
+			st.Effects = l.keyCounts(v)
+		}},
 	})
 	l.stateChecks = append(l.stateChecks, st)
 	return st
@@ -811,6 +880,10 @@ func (l *loader) eventRefs(n *yaml.Node, what string) []EventRef {
 
 // validateState checks table names and gateway counts once the handler is known.
 func (l *loader) validateState(st *State) {
+	if l.s.Target != nil {
+		l.validateTargetState(st)
+		return
+	}
 	h := l.s.Handler
 	for _, r := range st.Rows {
 		if r.Table != "processed" && r.Table != h.Effect {

@@ -18,6 +18,10 @@ type Scenario struct {
 	Name    string
 	Handler Handler
 	Checks  []*Check
+	// Target and Effects are set instead of Handler when the file tests
+	// the user's own consumer (target mode).
+	Target  *Target
+	Effects *Effects
 }
 
 // Handler is the handler block.
@@ -65,6 +69,10 @@ type Step struct {
 	Expect     *Expectation       // Deliver: what each delivery must return
 	State      *State             // Inspect
 	Advance    time.Duration      // Advance
+	// Target mode only.
+	Drop  bool          // Deliver: the answer is cut off, then the event is redelivered
+	Crash *Crash        // Deliver: kill the started consumer during the delivery
+	Delay time.Duration // Deliver: wait this long before each delivery
 }
 
 // Event is the event a deliver step hands over.
@@ -84,6 +92,10 @@ type Expectation struct {
 	Outcome      handler.Outcome // empty: any
 	Error        string          // a substring of the error
 	SameEffectAs string          // a label defined earlier
+	// Target mode: the consumer's answer (acked, conflict, rejected,
+	// unacked) or an exact HTTP status.
+	Answer string
+	Status int
 }
 
 // State is a check of what the store holds.
@@ -94,6 +106,16 @@ type State struct {
 	NotProcessed []EventRef
 	Charges      *int
 	ChargesPos   Pos
+	// Effects (target mode) expects a business key to have N rows in the
+	// effect table.
+	Effects []KeyCount
+}
+
+// KeyCount expects a business key to have N effect rows.
+type KeyCount struct {
+	Key string
+	N   int64
+	Pos Pos
 }
 
 // RowCount expects a table to hold N rows.

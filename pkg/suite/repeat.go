@@ -14,14 +14,14 @@ import (
 // folds the runs into one result: each check's line ends with how many
 // runs passed and how many runs broke which invariant, and a check passes
 // only if it passed in every run. With n below 2 it is one plain run.
-func repeated(ctx context.Context, s *scenario.Scenario, open runner.Opener, n int) (*runner.FileResult, error) {
+func repeated(ctx context.Context, s *scenario.Scenario, runFile func(context.Context, *scenario.Scenario) (*runner.FileResult, error), n int) (*runner.FileResult, error) {
 	if n < 2 {
-		return runner.RunFile(ctx, s, open)
+		return runFile(ctx, s)
 	}
 	tallies := make([]tally, len(s.Checks))
 	var out *runner.FileResult
 	for run := 1; run <= n; run++ {
-		fr, err := runner.RunFile(ctx, s, open)
+		fr, err := runFile(ctx, s)
 		if err != nil {
 			if out != nil {
 				out.Checks = foldChecks(tallies, run-1)
@@ -29,7 +29,7 @@ func repeated(ctx context.Context, s *scenario.Scenario, open runner.Opener, n i
 			return out, fmt.Errorf("run %d of %d: %w", run, n, err)
 		}
 		if out == nil {
-			out = &runner.FileResult{File: fr.File, Name: fr.Name, Strategy: fr.Strategy}
+			out = &runner.FileResult{File: fr.File, Name: fr.Name, Strategy: fr.Strategy, Target: fr.Target, Effects: fr.Effects}
 		}
 		out.Counters.Add(fr.Counters)
 		for i := range fr.Checks {

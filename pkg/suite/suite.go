@@ -16,6 +16,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
+	"github.com/redeliver/redeliver/pkg/target"
 )
 
 // inputf is a mistake in what the user asked for: a path that does not
@@ -121,6 +122,8 @@ type Options struct {
 	// Repeat runs each file this many times, each on a fresh database
 	// (0 and 1: once).
 	Repeat int
+	// Seed chooses every random fault of a target-mode file.
+	Seed int64
 }
 
 // Result is what a suite run produced.
@@ -153,7 +156,16 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Re
 		res.Kept = st.kept()
 	}()
 	for i, s := range scenarios {
-		fr, err := repeated(ctx, s, st.opener(i), opts.Repeat)
+		open := st.opener(i)
+		runFile := func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
+			return runner.RunFile(ctx, s, open)
+		}
+		if s.Target != nil {
+			runFile = func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
+				return target.RunFile(ctx, s, target.Options{Seed: opts.Seed})
+			}
+		}
+		fr, err := repeated(ctx, s, runFile, opts.Repeat)
 		if fr != nil {
 			res.Files = append(res.Files, fr)
 		}

@@ -1,0 +1,109 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/target"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+// runReplayTarget replays the captures into the consumer a --target file names.
+func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *output, format capture.Format) error {
+	if o.Parallel < 1 || o.Parallel > 256 {
+		return problem.Usagef("--parallel must be between 1 and 256, not %d", o.Parallel)
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--concurrent", o.Concurrent}} {
+		if p.v < 0 || p.v > 1 {
+			return problem.Usagef("%s is a probability between 0 and 1, not %g", p.name, p.v)
+		}
+	}
+	if o.Republish > 0 || len(o.CrashAt) > 0 || o.Emit != "" || o.DB != ":memory:" {
+		return problem.Usagef("--republish, --crash-at, --emit-scenario and --db are for the built-in handler; with --target the consumer keeps its own database")
+	}
+	// Every capture must be there before the consumer is started.
+	for _, in := range o.Logs {
+		if in == "-" {
+			continue
+		}
+		if st, err := os.Stat(in); err != nil || st.IsDir() {
+			return problem.Usagef("%s: no such capture file", in)
+		}
+	}
+	src, err := os.ReadFile(o.Target)
+	if err != nil {
+		return problem.Usagef("cannot read --target %s: %v", o.Target, unwrapPath(err))
+	}
+	t, err := scenario.LoadTarget(o.Target, src)
+	if err != nil {
+		return err
+	}
+	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
+		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", o.Target)
+	}
+	opts := target.ReplayOptions{
+		Inputs: o.Logs, Stdin: s.In,
+		Capture:    capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
+		TargetFile: o.Target, Target: t.Target, Effects: t.Effects,
+		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
+	}
+	finish := func() {}
+	if s.ErrTTY {
+		bar := progressbar.NewOptions64(-1,
+			progressbar.OptionSetWriter(s.Err),
+			progressbar.OptionSetDescription("delivering"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("deliveries"),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100_000_000),
+			// No redraw goroutine: it reads the bar's state unlocked (a data race).
+			progressbar.OptionSetSpinnerChangeInterval(0),
+		)
+		opts.Progress = func(n int64) { _ = bar.Set64(n) }
+		finish = func() { _ = bar.Finish() }
+	}
+	start := time.Now()
+	fr, err := target.Replay(cmd.Context(), opts)
+	finish()
+	run := &report.Run{Command: "replay", Seed: o.Seed, Store: report.StoreSQLiteMemory, Workers: o.Parallel, Duration: time.Since(start)}
+	if fr != nil && err == nil {
+		run.Files = append(run.Files, fr)
+	}
+	if err != nil {
+		var re *target.ReplayError
+		if errors.As(err, &re) {
+			// An interrupted or failed replay says what it sent.
+			fmt.Fprintf(s.Err, "redeliver: %d deliveries were sent to the target before the replay stopped\n", re.Sent)
+			err = re.Err
+		}
+		if !errors.Is(err, context.Canceled) && problem.KindOf(err) == problem.Environment {
+			var pe *problem.Error
+			if !errors.As(err, &pe) {
+				err = problem.Environmentf(problem.Pos{File: o.Target}, err)
+			}
+		}
+		run.Errors = problem.List(err)
+	}
+	if werr := out.write(s, run); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	if run.Verdict() != report.VerdictPass {
+		return problem.ErrVerdict
+	}
+	return nil
+}

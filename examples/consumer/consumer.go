@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// flaw is one way of getting idempotency wrong, on purpose.
+type flaw string
+
+const (
+	flawSafe               flaw = ""
+	flawNone               flaw = "none"                 // no dedup at all
+	flawCheckThenAct       flaw = "check-then-act"       // marker looked up outside the transaction, its key not relied on
+	flawAckBeforeCommit    flaw = "ack-before-commit"    // answers 202, then does the work
+	flawMarkerAfterEffect  flaw = "marker-after-effect"  // payment and marker in two transactions
+	flawExternalWithoutKey flaw = "external-without-key" // calls the provider with no idempotency key
+)
+
+var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawExternalWithoutKey}
+
+func parseFlaw(s string) (flaw, error) {
+	if s == "" || s == "safe" {
+		return flawSafe, nil
+	}
+	for _, f := range flaws {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, external-without-key", s)
+}
+
+func (f flaw) String() string {
+	if f == flawSafe {
+		return "safe"
+	}
+	return "flaw: " + string(f)
+}
+
+// consumer handles payment events: one provider charge and one payments
+// row per order event, however often it is delivered.
+type consumer struct {
+	store    *store
+	flaw     flaw
+	window   func() error // the downstream latency, spent where each flaw's window is
+	secret   []byte       // Standard Webhooks key; nil: signed requests are refused
+	idHeader string
+	log      io.Writer
+
+	logMu      sync.Mutex
+	background sync.WaitGroup // ack-before-commit's work still running
+}
+
+func (c *consumer) logf(format string, args ...any) {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	log.New(c.log, "consumer: ", 0).Printf(format, args...)
+}
+
+// chargeKey is the provider idempotency key: stable across redeliveries of
+// one order, different between orders.
+func chargeKey(ev event) string { return "payment-" + ev.orderID }
+
+// process is the consumer's work for one delivery. Where a flaw changes
+// the safe code, the comment says which window it opens; window() is
+// called exactly there.
+func (c *consumer) process(ctx context.Context, ev event) (result, error) {
+	return c.processAs(ctx, ev, c.flaw)
+}
+
+func (c *consumer) processAs(ctx context.Context, ev event, f flaw) (result, error) {
+	if f != flawNone {
+		// A read outside any transaction: a fast path for the safe
+		// consumer (the transaction below decides), the only guard for
+		// check-then-act and marker-after-effect.
+		if r, found, err := c.store.marker(ctx, ev); err != nil || found {
+			return r, err
+		}
+	}
+	key := chargeKey(ev)
+	if f == flawExternalWithoutKey {
+		key = "" // a retry after a crash charges again
+	}
+	charge, err := c.store.charge(ctx, key, ev)
+	if err != nil {
+		return result{}, err
+	}
+	switch f {
+	case flawMarkerAfterEffect:
+		id, err := c.store.commitEffect(ctx, ev, charge)
+		if err != nil {
+			return result{}, err
+		}
+		// Window: the payment is committed, the marker not yet; a crash
+		// here and the redelivery pays again.
+		if err := c.window(); err != nil {
+			return result{}, err
+		}
+		return result{Outcome: "processed", PaymentID: id}, c.store.commitMarker(ctx, ev)
+	case flawNone, flawCheckThenAct:
+		// Window (check-then-act): between the marker lookup above and
+		// the insert below, a concurrent delivery of the same event
+		// passes the same check.
+		if err := c.window(); err != nil {
+			return result{}, err
+		}
+		return c.store.commit(ctx, ev, charge, false)
+	default:
+		// Window: the provider has charged, nothing is committed here
+		// yet; a crash now is retried, and only the idempotency key keeps
+		// the retry from charging twice (external-without-key has none).
+		if err := c.window(); err != nil {
+			return result{}, err
+		}
+		return c.store.commit(ctx, ev, charge, true)
+	}
+}
+
+// routes: POST (any path) takes an event, GET /healthz says it is ready.
+func (c *consumer) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("POST /", c.handleEvent)
+	return mux
+}
+
+func (c *consumer) handleEvent(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		answer(w, http.StatusBadRequest, map[string]string{"error": "cannot read the body: " + err.Error()})
+		return
+	}
+	ev, _, err := decodeRequest(r.Header, body, c.idHeader, c.secret, time.Now())
+	var bad *badEvent
+	if errors.As(err, &bad) {
+		answer(w, bad.status, map[string]string{"error": bad.msg})
+		return
+	}
+	if c.flaw == flawAckBeforeCommit {
+		c.ackThenProcess(w, r.Context(), ev)
+		return
+	}
+	res, err := c.process(r.Context(), ev)
+	c.reply(w, ev, res, err)
+}
+
+// ackThenProcess is the ack-before-commit flaw: the answer goes out, then
+// the work starts. A crash in between loses an acknowledged event: the
+// broker will not deliver it again.
+func (c *consumer) ackThenProcess(w http.ResponseWriter, ctx context.Context, ev event) {
+	if r, found, err := c.store.marker(ctx, ev); err != nil || found {
+		c.reply(w, ev, r, err)
+		return
+	}
+	answer(w, http.StatusAccepted, result{Outcome: "accepted"})
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		if _, err := c.processAs(context.Background(), ev, flawSafe); err != nil {
+			c.logf("event %s, acknowledged, then: %v", ev.id, err)
+		}
+	}()
+}
+
+func (c *consumer) reply(w http.ResponseWriter, ev event, res result, err error) {
+	switch {
+	case errors.Is(err, errConflict):
+		answer(w, http.StatusConflict, map[string]string{"outcome": "conflict", "error": err.Error()})
+	case err != nil:
+		c.logf("event %s: %v", ev.id, err)
+		answer(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	case res.Outcome == "conflict":
+		answer(w, http.StatusConflict, map[string]string{"outcome": "conflict", "error": "event " + ev.id + " was processed with another payload"})
+	default:
+		answer(w, http.StatusOK, res)
+	}
+}
+
+func answer(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// execOne is --exec: one structured CloudEvent on stdin, the outcome on
+// stdout, the answer in the exit status.
+func (c *consumer) execOne(ctx context.Context, stdin io.Reader, stdout io.Writer) int {
+	body, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
+	if err != nil {
+		c.logf("read stdin: %v", err)
+		return exitTempFail
+	}
+	ev, err := decodeCloudEvent(body)
+	var bad *badEvent
+	if errors.As(err, &bad) {
+		c.logf("rejected: %s", bad.msg)
+		return exitRejected
+	}
+	res, err := c.process(ctx, ev)
+	switch {
+	case errors.Is(err, errConflict) || (err == nil && res.Outcome == "conflict"):
+		c.logf("event %s: conflict", ev.id)
+		return exitConflict
+	case err != nil:
+		c.logf("event %s: %v", ev.id, err)
+		return exitTempFail
+	}
+	json.NewEncoder(stdout).Encode(res)
+	return exitAcked
+}

@@ -1,0 +1,158 @@
+// Command consumer is an example payments consumer to put under test with
+// redeliver's target mode: a real HTTP service (or one process per event
+// with --exec) on PostgreSQL or SQLite. It is safe by default; --flaw makes
+// it unsafe in one of the ways real consumers are, so each of redeliver's
+// checks can be shown to catch it.
+//
+//	consumer --listen 127.0.0.1:8080 --db payments.db
+//	consumer --exec --db postgres://postgres@127.0.0.1:5432/test < event.json
+//
+// See examples/README.md for the tables, the answers and each flaw's window.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Exit statuses of --exec, as redeliver's exec channel reads them.
+const (
+	exitAcked    = 0
+	exitUsage    = 2
+	exitConflict = 65
+	exitRejected = 66
+	exitTempFail = 75 // anything but 0, 65 and 66 is "no ack": redelivered
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// config is what the flags say.
+type config struct {
+	listen    string
+	exec      bool
+	db        string
+	flaw      flaw
+	work      time.Duration
+	secretEnv string
+	idHeader  string
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	var flawName string
+	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.listen, "listen", "", "serve HTTP on this address, e.g. 127.0.0.1:8080")
+	fs.BoolVar(&c.exec, "exec", false, "process one event (a structured CloudEvent) from stdin and exit: 0 acked, 65 conflict, 66 rejected")
+	fs.StringVar(&c.db, "db", "", "a SQLite file path (or sqlite:PATH), or postgres://… (search_path=SCHEMA selects, and creates, a schema)")
+	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | external-without-key (empty: safe)")
+	fs.DurationVar(&c.work, "work", 0, "simulated downstream latency, spent inside each flaw's window")
+	fs.StringVar(&c.secretEnv, "secret-env", "", "environment variable holding the Standard Webhooks secret (whsec_<base64> or raw) to verify signatures with")
+	fs.StringVar(&c.idHeader, "id-header", "Idempotency-Key", "raw mode: the header carrying the event id")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	f, err := parseFlaw(flawName)
+	if err != nil {
+		return c, err
+	}
+	c.flaw = f
+	switch {
+	case c.db == "":
+		return c, errors.New("--db is required: a SQLite file path or a postgres:// URL")
+	case c.exec == (c.listen != ""):
+		return c, errors.New("give exactly one of --listen ADDR and --exec")
+	case c.exec && c.flaw == flawAckBeforeCommit:
+		return c, errors.New("--flaw ack-before-commit needs --listen: an --exec process that has exited has nothing left to commit")
+	case c.work < 0:
+		return c, errors.New("--work must not be negative")
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "consumer:", err)
+		return exitUsage
+	}
+	var secret []byte
+	if cfg.secretEnv != "" {
+		v := os.Getenv(cfg.secretEnv)
+		if v == "" {
+			fmt.Fprintf(stderr, "consumer: --secret-env names %s, which is not set\n", cfg.secretEnv)
+			return exitUsage
+		}
+		if secret, err = webhookKey(v); err != nil {
+			fmt.Fprintf(stderr, "consumer: %s: %v\n", cfg.secretEnv, err)
+			return exitUsage
+		}
+	}
+	store, err := openStore(ctx, cfg.db)
+	if err != nil {
+		fmt.Fprintln(stderr, "consumer:", err)
+		return exitTempFail
+	}
+	defer store.close()
+	c := &consumer{store: store, flaw: cfg.flaw, window: sleepFor(cfg.work), secret: secret, idHeader: cfg.idHeader, log: stderr}
+
+	if cfg.exec {
+		return c.execOne(ctx, stdin, stdout)
+	}
+	return serve(ctx, c, cfg.listen, stdout, stderr)
+}
+
+// serve answers HTTP until SIGTERM or SIGINT. The example must not rely on
+// a clean shutdown (redeliver kills it with SIGKILL to test crashes), so
+// this is only politeness.
+func serve(ctx context.Context, c *consumer, addr string, stdout, stderr io.Writer) int {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "consumer:", err)
+		return exitTempFail
+	}
+	srv := &http.Server{Handler: c.routes(), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "listening on %s (%s)\n", ln.Addr(), c.flaw)
+	select {
+	case err := <-errc:
+		fmt.Fprintln(stderr, "consumer:", err)
+		return exitTempFail
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	c.background.Wait()
+	return 0
+}
+
+// sleepFor is the default window: the downstream call that takes a while.
+func sleepFor(d time.Duration) func() error {
+	return func() error {
+		if d > 0 {
+			time.Sleep(d)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,498 @@
+package main
+
+// End-to-end: the shipped scenarios run through the real redeliver command
+// against this consumer as a real process, safe and with every flaw; real
+// SIGKILLs in each flaw's window; Ctrl-C; and a replayed capture. The test
+// binary doubles as both commands (testscript.Main puts "redeliver" and
+// "consumer" on PATH), so nothing is built by hand.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redeliver/redeliver/cmd"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"redeliver": func() { os.Exit(cmd.Main()) },
+		"consumer":  func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// repoRoot is where the scenarios' relative paths (examples/…) resolve.
+const repoRoot = "../.."
+
+// runMarker is an environment variable every process of one run inherits,
+// so the test can tell whether any of them outlived the run.
+const runMarker = "EXAMPLE_CONSUMER_RUN"
+
+type outcome struct {
+	exit           int
+	stdout, stderr string
+}
+
+func (o outcome) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", o.exit, o.stdout, o.stderr)
+}
+
+// freePort finds a TCP port nothing listens on right now.
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+func newMarker() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// buildConsumer builds the consumer (without the race detector: it is
+// started hundreds of times, and a race-instrumented binary takes ten
+// times longer to start) into the test's temporary directory.
+func buildConsumer(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "consumer")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build the consumer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// consumerEnv is the environment the scenarios read: the consumer binary,
+// a free port, a fresh SQLite file.
+func consumerEnv(t testing.TB, bin, flaw string) map[string]string {
+	return map[string]string{
+		"CONSUMER": bin,
+		"PORT":     freePort(t),
+		"DB":       filepath.Join(t.TempDir(), "payments.db"),
+		"FLAW":     flaw,
+	}
+}
+
+// redeliver runs the redeliver command in its own process group from the
+// repository root, waits for it, and fails the test if any process it
+// started is still running afterwards.
+func redeliver(t testing.TB, env map[string]string, args ...string) outcome {
+	t.Helper()
+	o, marker := runRedeliver(env, args...)
+	assertNoneLeft(t, marker)
+	return o
+}
+
+// runRedeliver is redeliver without the test: safe to call from any
+// goroutine. A run that cannot start comes back as exit -1 with the
+// reason in stderr.
+func runRedeliver(env map[string]string, args ...string) (outcome, string) {
+	c, marker := redeliverCmd(env, args...)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Start(); err != nil {
+		return outcome{exit: -1, stderr: err.Error()}, marker
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Minute):
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		<-done
+		fmt.Fprintf(&stderr, "\n(the test killed redeliver %s after 20 minutes)", strings.Join(args, " "))
+		err = errors.New("killed")
+	}
+	return outcome{exit: exitOf(err), stdout: stdout.String(), stderr: stderr.String()}, marker
+}
+
+// invocation is one redeliver run of a table, and what its result must be.
+type invocation struct {
+	name  string
+	env   map[string]string
+	args  []string
+	check func(t *testing.T, o outcome)
+}
+
+// runConcurrently starts every run at once (they spend their time waiting
+// on consumers, not computing, and go test would otherwise run only
+// GOMAXPROCS of them at a time), then checks each in a subtest of its own
+// name, including that it left no process behind.
+func runConcurrently(t *testing.T, runs []invocation) {
+	type result struct {
+		o      outcome
+		marker string
+	}
+	results := make([]result, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i].o, results[i].marker = runRedeliver(r.env, r.args...)
+		}()
+	}
+	wg.Wait()
+	for i, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			assertNoneLeft(t, results[i].marker)
+			r.check(t, results[i].o)
+		})
+	}
+}
+
+func redeliverCmd(env map[string]string, args ...string) (*exec.Cmd, string) {
+	marker := newMarker()
+	c := exec.Command("redeliver", args...)
+	c.Dir = repoRoot
+	c.Env = append(os.Environ(), "NO_COLOR=1", runMarker+"="+marker)
+	for k, v := range env {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return c, marker
+}
+
+func exitOf(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	default:
+		return -1
+	}
+}
+
+// assertNoneLeft fails if a running process carries the run's marker in
+// its environment. A process that is exiting gets a few seconds.
+func assertNoneLeft(t testing.TB, marker string) {
+	t.Helper()
+	needle := []byte(runMarker + "=" + marker + "\x00")
+	var left []string
+	for try := 0; try < 50; try++ {
+		left = left[:0]
+		procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+		for _, p := range procs {
+			env, err := os.ReadFile(p)
+			if err != nil || !bytes.Contains(env, needle) {
+				continue
+			}
+			cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+			left = append(left, filepath.Base(filepath.Dir(p))+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+		if len(left) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("processes left running after the run: %s", strings.Join(left, "; "))
+}
+
+var scenarioFiles = []string{
+	"examples/consumer/scenarios/ack-then-crash.yaml",
+	"examples/consumer/scenarios/concurrent.yaml",
+	"examples/consumer/scenarios/crash-sweep.yaml",
+	"examples/consumer/scenarios/exec.yaml",
+	"examples/consumer/scenarios/provider.yaml",
+	"examples/consumer/scenarios/redelivery.yaml",
+	"examples/consumer/webhooks.yaml",
+}
+
+const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// TestShippedScenariosSafe: the safe consumer passes every shipped
+// scenario 50 times in a row, each time on a fresh start.
+func TestShippedScenariosSafe(t *testing.T) {
+	bin := buildConsumer(t)
+	var runs []invocation
+	for _, file := range scenarioFiles {
+		env := consumerEnv(t, bin, "safe")
+		env["WEBHOOK_SECRET"] = webhookSecret
+		runs = append(runs, invocation{
+			name: "safe/" + filepath.Base(file) + "/repeat-50",
+			env:  env,
+			args: []string{"run", file, "--repeat", "50"},
+			check: func(t *testing.T, o outcome) {
+				if o.exit != 0 {
+					t.Fatalf("want exit 0, got\n%s", o)
+				}
+			},
+		})
+	}
+	runConcurrently(t, runs)
+}
+
+// TestFlawCaught: each flaw fails the scenario written for it, by the
+// invariant it breaks, and the report names that invariant.
+func TestFlawCaught(t *testing.T) {
+	tests := []struct {
+		flaw, file, invariant string
+		work                  string // "" = the scenario's default
+	}{
+		{"none", "examples/consumer/scenarios/redelivery.yaml", "duplicate-effect", ""},
+		{"none", "examples/consumer/scenarios/concurrent.yaml", "duplicate-effect", ""},
+		{"none", "examples/consumer/scenarios/exec.yaml", "duplicate-effect", ""},
+		{"check-then-act", "examples/consumer/scenarios/concurrent.yaml", "duplicate-effect", "500ms"},
+		{"check-then-act", "examples/consumer/scenarios/exec.yaml", "duplicate-effect", "500ms"},
+		{"marker-after-effect", "examples/consumer/scenarios/crash-sweep.yaml", "duplicate-effect", ""},
+		{"ack-before-commit", "examples/consumer/scenarios/ack-then-crash.yaml", "lost-effect", "5s"},
+		{"external-without-key", "examples/consumer/scenarios/provider.yaml", "duplicate-effect", ""},
+		{"marker-after-effect", "examples/consumer/webhooks.yaml", "duplicate-effect", ""},
+	}
+	bin := buildConsumer(t)
+	var runs []invocation
+	for _, tt := range tests {
+		env := consumerEnv(t, bin, tt.flaw)
+		env["WEBHOOK_SECRET"] = webhookSecret
+		if tt.work != "" {
+			env["WORK"] = tt.work
+		}
+		runs = append(runs, invocation{
+			name: tt.flaw + "/" + strings.TrimSuffix(filepath.Base(tt.file), ".yaml") + "/" + tt.invariant,
+			env:  env,
+			args: []string{"run", tt.file},
+			check: func(t *testing.T, o outcome) {
+				if o.exit != 1 || !strings.Contains(o.stdout, "invariant "+tt.invariant+" broken") {
+					t.Fatalf("want exit 1 naming %s, got\n%s", tt.invariant, o)
+				}
+			},
+		})
+	}
+	runConcurrently(t, runs)
+}
+
+// TestPythonConsumerScenario: the Python consumer passes its scenario,
+// crashes included, ten times.
+func TestPythonConsumerScenario(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but python3 is not installed: the Python consumer's scenario cannot run")
+		}
+		t.Skip("python3 not found: the Python consumer's scenario is not run")
+	}
+	env := map[string]string{"PORT": freePort(t), "DB": filepath.Join(t.TempDir(), "shipping.db")}
+	o := redeliver(t, env, "run", "examples/python-consumer/scenario.yaml", "--repeat", "10")
+	if o.exit != 0 {
+		t.Fatalf("want exit 0, got\n%s", o)
+	}
+}
+
+// TestShippedScenariosPostgres: the same scenarios with the consumer and
+// the judge on PostgreSQL (a schema of the test's own).
+func TestShippedScenariosPostgres(t *testing.T) {
+	pg := postgresDSN(t)
+	if pg == "" {
+		t.Skip("no PostgreSQL")
+	}
+	bin := buildConsumer(t)
+	for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"check-then-act", "duplicate-effect"}} {
+		t.Run(tt.flaw+"/scenarios", func(t *testing.T) {
+			env := consumerEnv(t, bin, tt.flaw)
+			env["DB"] = freshSchema(t, pg)
+			env["WORK"] = "300ms"
+			o := redeliver(t, env, "run", "examples/consumer/scenarios")
+			want := 0
+			if tt.invariant != "" {
+				want = 1
+			}
+			if o.exit != want || !strings.Contains(o.stdout, tt.invariant) {
+				t.Fatalf("want exit %d naming %q, got\n%s", want, tt.invariant, o)
+			}
+		})
+	}
+}
+
+// consumerProcess is the consumer run directly by the test, in its own
+// process group, so it can be killed with SIGKILL at a moment the test
+// chooses.
+type consumerProcess struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+}
+
+func startConsumer(t *testing.T, port, db, flaw, work, marker string) *consumerProcess {
+	t.Helper()
+	c := exec.Command("consumer", "--listen", "127.0.0.1:"+port, "--db", db, "--flaw", flaw, "--work", work)
+	c.Env = append(os.Environ(), runMarker+"="+marker)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &consumerProcess{cmd: c, url: "http://127.0.0.1:" + port, done: make(chan struct{})}
+	go func() { c.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.kill() })
+	waitFor(t, "the consumer to answer /healthz", func() bool {
+		resp, err := http.Get(p.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	return p
+}
+
+// kill is the crash: SIGKILL to the process group, then reaped.
+func (p *consumerProcess) kill() {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// waitFor polls cond for up to two minutes: no timing assumption beyond
+// "eventually".
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func countRows(t *testing.T, db, table string) int {
+	t.Helper()
+	st, err := openStore(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	return (&consumer{store: st}).count(t, table)
+}
+
+// TestKillInWindow crashes the consumer with a real SIGKILL inside each
+// flaw's window (held open with --work 1h, the kill timed by what the
+// database shows), restarts it, and redelivers as a broker would: only
+// if no 2xx came back.
+func TestKillInWindow(t *testing.T) {
+	tests := []struct {
+		flaw              string
+		killWhen          string // the table whose first row says the window is open
+		payments, charges int
+	}{
+		{"safe", "provider_charges", 1, 1},
+		{"marker-after-effect", "payments", 2, 1},
+		{"external-without-key", "provider_charges", 1, 2},
+		{"ack-before-commit", "provider_charges", 0, 1}, // acked, then lost
+		{"check-then-act", "provider_charges", 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.flaw, func(t *testing.T) {
+			t.Parallel()
+			marker := newMarker()
+			port, db := freePort(t), filepath.Join(t.TempDir(), "payments.db")
+			p := startConsumer(t, port, db, tt.flaw, "1h", marker)
+			answered := make(chan int, 1)
+			go func() { answered <- postStatus(p.url, "evt-1", "O-1") }()
+			waitFor(t, "the window to open", func() bool { return countRows(t, db, tt.killWhen) == 1 })
+			p.kill()
+			status := <-answered
+			p = startConsumer(t, port, db, tt.flaw, "0s", marker)
+			if status/100 != 2 {
+				if got := postStatus(p.url, "evt-1", "O-1"); got/100 != 2 {
+					t.Fatalf("redelivery after the crash: status %d, want 2xx", got)
+				}
+			}
+			p.kill()
+			if got := countRows(t, db, "payments"); got != tt.payments {
+				t.Errorf("%d payments, want %d", got, tt.payments)
+			}
+			if got := countRows(t, db, "provider_charges"); got != tt.charges {
+				t.Errorf("%d provider charges, want %d", got, tt.charges)
+			}
+			assertNoneLeft(t, marker)
+		})
+	}
+}
+
+// postStatus delivers a structured CloudEvent; a connection cut by the
+// crash counts as no answer (0).
+func postStatus(url, id, order string) int {
+	client := &http.Client{Timeout: 5 * time.Minute}
+	resp, err := client.Post(url+"/events", "application/cloudevents+json", strings.NewReader(cloudEvent(id, order, 10)))
+	if err != nil {
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestInterrupt: Ctrl-C while the consumer holds a delivery stops
+// redeliver with 130, and the consumer it started with it.
+func TestInterrupt(t *testing.T) {
+	env := consumerEnv(t, "consumer", "safe")
+	env["WORK"] = "1h"
+	c, marker := redeliverCmd(env, "run", "examples/consumer/scenarios/redelivery.yaml")
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	defer once.Do(func() { syscall.Kill(-c.Process.Pid, syscall.SIGKILL) })
+	waitFor(t, "the started consumer to hold a delivery", func() bool {
+		return countRowsIfAny("provider_charges", env["DB"]) > 0
+	})
+	c.Process.Signal(os.Interrupt)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("redeliver did not stop within 2 minutes of SIGINT")
+	}
+	if got := exitOf(err); got != 130 {
+		t.Errorf("exit %d after SIGINT, want 130\nstdout:\n%s\nstderr:\n%s", got, stdout.String(), stderr.String())
+	}
+	assertNoneLeft(t, marker)
+}
+
+// countRowsIfAny counts without failing while the file or table is not
+// there yet.
+func countRowsIfAny(table, db string) int {
+	if _, err := os.Stat(db); err != nil {
+		return 0
+	}
+	st, err := openStore(context.Background(), db)
+	if err != nil {
+		return 0
+	}
+	defer st.close()
+	var n int
+	if st.db.QueryRow("SELECT count(*) FROM "+table).Scan(&n) != nil {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,26 @@
+-- The example consumer's tables on SQLite, created at start.
+-- payments has no unique key on purpose: the safe consumer's guard is the
+-- processed_messages primary key, written in the same transaction.
+CREATE TABLE IF NOT EXISTS processed_messages (
+    event_id     TEXT PRIMARY KEY,
+    payload      TEXT NOT NULL,          -- canonical JSON of data: a redelivery must match it
+    processed_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS payments (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    order_id   TEXT NOT NULL,
+    event_id   TEXT NOT NULL,
+    amount     NUMERIC NOT NULL,
+    charge_id  INTEGER,
+    created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+-- Stands for an external payment provider: written outside the consumer's
+-- transaction, deduplicated only by the idempotency key the caller sends.
+CREATE TABLE IF NOT EXISTS provider_charges (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    idempotency_key TEXT NOT NULL UNIQUE,
+    order_id        TEXT NOT NULL,
+    amount          NUMERIC NOT NULL,
+    request         TEXT NOT NULL,
+    created_at      TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+);

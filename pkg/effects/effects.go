@@ -1,0 +1,323 @@
+// Package effects reads the business effects a consumer under test wrote
+// into its own database — PostgreSQL, MySQL/MariaDB or a SQLite file — so
+// that they can be judged. It runs only the reset statements the scenario
+// names and otherwise only reads: it never creates, alters or drops a
+// table of the user's.
+package effects
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+)
+
+// Kinds of database.
+const (
+	Postgres = "postgres"
+	MySQL    = "mysql"
+	SQLite   = "sqlite"
+)
+
+// Error is a failure of the effects database: unreachable, a missing
+// table or column, a reset statement that failed. Its message is one
+// sentence naming what and where.
+type Error struct{ Msg string }
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
+
+// Row is one business effect: its key, the event that made it (when the
+// effects name an event column), and every column's value, to tell
+// whether a row changed.
+type Row struct {
+	Key    string
+	Event  string
+	Values string
+}
+
+// DB is the consumer's database, opened for judging.
+type DB struct {
+	db    *sql.DB
+	kind  string
+	where string // the database in words, without a password
+	path  string // SQLite: the file
+	spec  *scenario.Effects
+}
+
+// Where names the database in words, without a password.
+func (d *DB) Where() string { return d.where }
+
+// Kind is postgres, mysql or sqlite.
+func (d *DB) Kind() string { return d.kind }
+
+// Describe names the database for a report: its kind and where it is.
+func Describe(dsn string) string {
+	kind, _, where, err := parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	switch kind {
+	case Postgres:
+		return "PostgreSQL " + where
+	case MySQL:
+		return "MySQL " + where
+	}
+	return "SQLite file " + where
+}
+
+// parse turns the db of a scenario into a driver, a driver DSN and a
+// description.
+func parse(dsn string) (kind, driverDSN, where string, err error) {
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", "", "", errorf("the effects db is not a valid PostgreSQL URL: %v", err)
+		}
+		return Postgres, dsn, u.Redacted(), nil
+	case strings.HasPrefix(dsn, "mysql://"):
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", "", "", errorf("the effects db is not a valid MySQL URL: %v", err)
+		}
+		cfg := mysql.NewConfig()
+		cfg.Net = "tcp"
+		cfg.Addr = u.Host
+		if u.Port() == "" {
+			cfg.Addr = u.Host + ":3306"
+		}
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+		cfg.DBName = strings.TrimPrefix(u.Path, "/")
+		cfg.Params = map[string]string{}
+		for k, v := range u.Query() {
+			cfg.Params[k] = v[0]
+		}
+		return MySQL, cfg.FormatDSN(), u.Redacted(), nil
+	}
+	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", "", "", errorf("the effects db %s is not a usable path: %v", path, err)
+	}
+	return SQLite, abs, path, nil
+}
+
+// Open connects to the effects database and checks that it answers. A
+// SQLite file that does not exist yet is not an error: a consumer run as
+// a process per delivery may create it on its first delivery.
+func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
+	kind, dsn, where, err := parse(spec.DB)
+	if err != nil {
+		return nil, err
+	}
+	d := &DB{kind: kind, where: where, spec: spec}
+	switch kind {
+	case Postgres:
+		d.db, err = sql.Open("pgx", dsn)
+	case MySQL:
+		d.db, err = sql.Open("mysql", dsn)
+	default:
+		d.path = dsn
+		// Read and reset only: the consumer owns the file; wait for its
+		// writers instead of failing with "database is locked".
+		d.db, err = sql.Open("sqlite", "file:"+dsn+"?mode=rw&_pragma=busy_timeout(10000)")
+		d.db.SetMaxOpenConns(1)
+	}
+	if err != nil {
+		return nil, errorf("cannot open the effects database %s: %v", where, err)
+	}
+	if kind != SQLite {
+		if err := d.db.PingContext(ctx); err != nil {
+			d.db.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, errorf("cannot reach the effects database %s: %v", where, oneLine(err))
+		}
+	}
+	return d, nil
+}
+
+// Close closes the connection.
+func (d *DB) Close() error { return d.db.Close() }
+
+// exists reports whether a SQLite file is there yet.
+func (d *DB) exists() bool {
+	if d.kind != SQLite {
+		return true
+	}
+	_, err := os.Stat(d.path)
+	return err == nil
+}
+
+// Reset runs the scenario's reset statements, in order. On a SQLite file
+// that does not exist yet there is nothing to reset.
+func (d *DB) Reset(ctx context.Context) error {
+	if !d.exists() {
+		return nil
+	}
+	for _, stmt := range d.spec.Reset {
+		if _, err := d.db.ExecContext(ctx, stmt); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return errorf("the reset statement %q failed on the effects database %s: %v", stmt, d.where, oneLine(err))
+		}
+	}
+	return nil
+}
+
+// quote quotes a (possibly schema-qualified) name for the database.
+func (d *DB) quote(name string) string {
+	q := `"`
+	if d.kind == MySQL {
+		q = "`"
+	}
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = q + p + q
+	}
+	return strings.Join(parts, ".")
+}
+
+// Rows returns every effect row, or with key set, the rows of that key.
+func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
+	if !d.exists() {
+		return nil, errorf("the effects database %s does not exist", d.where)
+	}
+	q := d.spec.Query
+	var args []any
+	what := "the effects query"
+	keyCol, eventCol := "key", "event"
+	if q == "" {
+		what = "the effects table " + d.spec.Table
+		keyCol, eventCol = d.spec.Key, d.spec.Event
+		q = "SELECT * FROM " + d.quote(d.spec.Table)
+		if key != nil {
+			switch d.kind {
+			case Postgres:
+				q += " WHERE " + d.quote(keyCol) + "::text = $1"
+			default:
+				q += " WHERE " + d.quote(keyCol) + " = ?"
+			}
+			args = append(args, *key)
+		}
+	}
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
+	}
+	ki, ei := -1, -1
+	for i, c := range cols {
+		if strings.EqualFold(c, keyCol) {
+			ki = i
+		}
+		if eventCol != "" && strings.EqualFold(c, eventCol) {
+			ei = i
+		}
+	}
+	if ki < 0 {
+		if d.spec.Query != "" {
+			return nil, errorf("the effects query returns no column named key (it returns %s); write SELECT your_key_column AS key …", strings.Join(cols, ", "))
+		}
+		return nil, errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, keyCol, strings.Join(cols, ", "))
+	}
+	if eventCol != "" && ei < 0 && d.spec.Query == "" {
+		return nil, errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, eventCol, strings.Join(cols, ", "))
+	}
+	var out []Row
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
+		}
+		strs := make([]string, len(vals))
+		for i, v := range vals {
+			strs[i] = text(v)
+		}
+		r := Row{Key: strs[ki]}
+		if ei >= 0 {
+			r.Event = strs[ei]
+		}
+		b, _ := json.Marshal(strs)
+		r.Values = string(b)
+		if key == nil || r.Key == *key {
+			out = append(out, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Values < out[j].Values })
+	return out, nil
+}
+
+// Count counts the rows of a table of the consumer's database.
+func (d *DB) Count(ctx context.Context, table string) (int64, error) {
+	if !d.exists() {
+		return 0, errorf("the effects database %s does not exist", d.where)
+	}
+	var n int64
+	if err := d.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+d.quote(table)).Scan(&n); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, errorf("cannot count the rows of %s in %s: %v", table, d.where, oneLine(err))
+	}
+	return n, nil
+}
+
+// text writes a column value as text, the same way for every driver.
+func text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case []byte:
+		return string(x)
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+func oneLine(err error) string {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Message
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

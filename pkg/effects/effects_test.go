@@ -1,0 +1,134 @@
+package effects
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// databases are the effects databases the tests read: a SQLite file always,
+// PostgreSQL and MariaDB when their URLs are set (CI sets them).
+func databases(t *testing.T) map[string]string {
+	out := map[string]string{"sqlite": filepath.Join(t.TempDir(), "fx.db")}
+	for name, env := range map[string]string{"postgres": "REDELIVER_TEST_POSTGRES", "mysql": "REDELIVER_TEST_MYSQL"} {
+		if dsn := os.Getenv(env); dsn != "" {
+			out[name] = dsn
+		} else if os.Getenv("CI") == "true" {
+			t.Errorf("%s is not set under CI=true: the %s effects tests must run", env, name)
+		} else {
+			t.Logf("SKIP %s effects: set %s to run them", name, env)
+		}
+	}
+	return out
+}
+
+// setup creates the test's own table through the driver, as a consumer would.
+func setup(t *testing.T, kind, dsn, table string) {
+	_, driverDSN, _, err := parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver := map[string]string{Postgres: "pgx", MySQL: "mysql", SQLite: "sqlite"}[kind]
+	db, err := sql.Open(driver, driverDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		"DROP TABLE IF EXISTS " + table,
+		"CREATE TABLE " + table + " (order_id VARCHAR(20), event_id VARCHAR(20), amount INTEGER)",
+		"INSERT INTO " + table + " VALUES ('O-1', 'e-1', 10), ('O-1', 'e-2', 10), ('O-2', 'e-3', 5)",
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	t.Cleanup(func() {
+		db, _ := sql.Open(driver, driverDSN)
+		db.Exec("DROP TABLE IF EXISTS " + table)
+		db.Close()
+	})
+}
+
+func TestEffects(t *testing.T) {
+	ctx := context.Background()
+	for name, dsn := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			kind, _, _, _ := parse(dsn)
+			table := "redeliver_fx_test"
+			setup(t, kind, dsn, table)
+			spec := &scenario.Effects{DB: dsn, Table: table, Key: "order_id", Event: "event_id", Reset: []string{"DELETE FROM " + table + " WHERE order_id = 'O-2'"}}
+			db, err := Open(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			rows, err := db.Rows(ctx, nil)
+			if err != nil || len(rows) != 3 {
+				t.Fatalf("Rows = %v, %v; want 3 rows", rows, err)
+			}
+			key := "O-1"
+			rows, err = db.Rows(ctx, &key)
+			if err != nil || len(rows) != 2 || rows[0].Event != "e-1" || rows[1].Event != "e-2" {
+				t.Fatalf("Rows(O-1) = %v, %v; want the rows of e-1 and e-2", rows, err)
+			}
+			if err := db.Reset(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := db.Count(ctx, table); err != nil || n != 2 {
+				t.Errorf("Count after reset = %d, %v; want 2", n, err)
+			}
+			as := "key"
+			if kind == MySQL {
+				as = "`key`" // a reserved word there
+			}
+			q := &scenario.Effects{DB: dsn, Query: "SELECT order_id AS " + as + ", amount FROM " + table}
+			qdb, err := Open(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer qdb.Close()
+			if rows, err := qdb.Rows(ctx, &key); err != nil || len(rows) != 2 {
+				t.Errorf("query Rows(O-1) = %v, %v; want 2", rows, err)
+			}
+			for _, bad := range []*scenario.Effects{
+				{DB: dsn, Table: "redeliver_fx_missing", Key: "order_id"},
+				{DB: dsn, Table: table, Key: "nope"},
+				{DB: dsn, Query: "SELECT amount FROM " + table},
+			} {
+				bdb, err := Open(ctx, bad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = bdb.Rows(ctx, nil)
+				bdb.Close()
+				var fe *Error
+				if err == nil || !errorsAs(err, &fe) || strings.Contains(fe.Msg, "\n") {
+					t.Errorf("Rows on %+v = %v; want one sentence", bad, err)
+				}
+			}
+		})
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	for _, dsn := range []string{"postgres://postgres@127.0.0.1:1/test", "mysql://root@127.0.0.1:1/test"} {
+		_, err := Open(context.Background(), &scenario.Effects{DB: dsn})
+		if err == nil || !strings.HasPrefix(err.Error(), "cannot reach the effects database ") {
+			t.Errorf("Open(%s) = %v; want cannot reach", dsn, err)
+		}
+	}
+}
+
+func errorsAs(err error, target **Error) bool {
+	e, ok := err.(*Error)
+	if ok {
+		*target = e
+	}
+	return ok
+}

@@ -1,0 +1,176 @@
+package scenario
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const targetFile = `version: 1
+name: payments service
+target:
+  http:
+    url: http://127.0.0.1:${REDELIVER_TEST_PORT:-8080}/events
+    headers: {X-Tenant: acme}
+    timeout: 2s
+    mode: standard-webhooks
+    secret_env: REDELIVER_TEST_SECRET
+  start:
+    command: [bin/consumer, --listen, "127.0.0.1:${REDELIVER_TEST_PORT:-8080}", --db, "${REDELIVER_TEST_DB}"]
+    env: {K: V}
+    ready: {stdout: listening}
+    ready_timeout: 3s
+effects:
+  db: "${REDELIVER_TEST_DB}"
+  reset: ["DELETE FROM payments"]
+  table: payments
+  key: order_id
+  event: event_id
+  key_of: "{data.orderId}"
+checks:
+  - name: crash then redelivery
+    steps:
+      - deliver: {id: evt-2, data: {orderId: O-2, amount: 10}}
+        crash: {after: 5ms}
+        delay: 1ms
+      - deliver: {id: evt-2, data: {orderId: O-2, amount: 10}}
+        drop: response
+        expect: acked
+      - deliver: {id: evt-3, data: {orderId: O-3}}
+        crash: sweep
+        expect: {status: 201}
+      - deliver: {id: evt-4, data: {orderId: O-4}}
+        concurrent: 4
+    expect:
+      effects: {O-2: 1}
+      rows: {payments: 1}
+`
+
+func TestLoadTarget(t *testing.T) {
+	t.Setenv("REDELIVER_TEST_DB", "/tmp/x.db")
+	t.Setenv("REDELIVER_TEST_SECRET", "whsec_c2VjcmV0")
+	s, err := Load("t.yaml", []byte(targetFile))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	h := s.Target.HTTP
+	if h == nil || h.URL != "http://127.0.0.1:8080/events" || h.Method != "POST" || h.Timeout != 2*time.Second || h.Mode != ModeStandardWebhooks || h.Secret != "whsec_c2VjcmV0" || h.Headers["X-Tenant"] != "acme" {
+		t.Errorf("http = %+v", h)
+	}
+	st := s.Target.Start
+	if got := strings.Join(st.Command, " "); got != "bin/consumer --listen 127.0.0.1:8080 --db /tmp/x.db" {
+		t.Errorf("start command = %q", got)
+	}
+	if st.ReadyLine != "listening" || st.ReadyTimeout != 3*time.Second {
+		t.Errorf("start = %+v", st)
+	}
+	e := s.Effects
+	if e.DB != "/tmp/x.db" || e.Table != "payments" || e.Key != "order_id" || e.Event != "event_id" || e.KeyOf.String() != "{data.orderId}" || len(e.Reset) != 1 {
+		t.Errorf("effects = %+v", e)
+	}
+	steps := s.Checks[0].Steps
+	if c := steps[0].Crash; c == nil || c.Kind != CrashAfter || c.After != 5*time.Millisecond || steps[0].Delay != time.Millisecond {
+		t.Errorf("step 1 = %+v", steps[0])
+	}
+	if !steps[1].Drop || steps[1].Expect.Answer != "acked" {
+		t.Errorf("step 2 = %+v", steps[1])
+	}
+	if steps[2].Crash.Kind != CrashSweep || steps[2].Expect.Status != 201 {
+		t.Errorf("step 3 = %+v", steps[2])
+	}
+	if x := s.Checks[0].Expect; len(x.Effects) != 1 || x.Effects[0].Key != "O-2" || x.Effects[0].N != 1 || len(x.Rows) != 1 {
+		t.Errorf("check expect = %+v", x)
+	}
+}
+
+func TestLoadTargetErrors(t *testing.T) {
+	t.Setenv("REDELIVER_TEST_SECRET", "whsec_c2VjcmV0")
+	const effects = "effects: {db: x.db, table: payments, key: order_id, key_of: \"{data.orderId}\"}\n"
+	const checks = "checks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
+	const http = "target:\n  http: {url: \"http://127.0.0.1:1/e\"}\n"
+	tests := []struct{ name, src, want string }{
+		{"unknown channel", "version: 1\ntarget:\n  grpc: {url: x}\n" + effects + checks, "f.yaml:3:3: unknown field \"grpc\" in the target; expected one of http, exec, start"},
+		{"no channel", "version: 1\ntarget:\n  start: {command: [a], ready: \"tcp://127.0.0.1:1\"}\n" + effects + checks, "f.yaml:3:3: the target names no channel"},
+		{"two channels", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  exec: {command: [a]}\n" + effects + checks, "f.yaml:4:3: the target has two channels; choose http or exec"},
+		{"handler and target", "version: 1\nhandler: {strategy: none}\n" + http + effects + checks, "f.yaml:2:1: a scenario tests either the built-in handler or your own target, not both"},
+		{"target without effects", "version: 1\n" + http + checks, "f.yaml:1:1: a target needs effects"},
+		{"effects without target", "version: 1\n" + effects + checks, "f.yaml:2:1: effects describes a target's database"},
+		{"crash without start", "version: 1\n" + http + effects + checks + "        crash: {after: 5ms}\n", "f.yaml:9:16: crash kills the consumer redeliver started, and this target has no start"},
+		{"bad crash", "version: 1\n" + http + effects + checks + "        crash: often\n", "f.yaml:9:16: crash must be {after: DURATION}, random or sweep, not \"often\""},
+		{"key_of unknown placeholder", "version: 1\n" + http + "effects: {db: x.db, table: p, key: k, key_of: \"{orderId}\"}\n" + checks, "f.yaml:4:47: key_of uses unknown placeholder {orderId}"},
+		{"unset variable", "version: 1\ntarget:\n  http: {url: \"http://127.0.0.1:${REDELIVER_UNSET_PORT}/e\"}\n" + effects + checks, "f.yaml:3:15: url: the environment variable REDELIVER_UNSET_PORT is not set"},
+		{"bad url", "version: 1\ntarget:\n  http: {url: \"127.0.0.1:8080\"}\n" + effects + checks, "f.yaml:3:15: url must be an http:// or https:// URL"},
+		{"unknown mode", "version: 1\ntarget:\n  http: {url: \"http://a:1/\", mode: grpc}\n" + effects + checks, "f.yaml:3:36: unknown mode \"grpc\"; expected one of structured, binary, raw, standard-webhooks"},
+		{"webhooks without secret", "version: 1\ntarget:\n  http: {url: \"http://a:1/\", mode: standard-webhooks}\n" + effects + checks, "f.yaml:3:36: mode standard-webhooks signs every delivery"},
+		{"secret unset", "version: 1\ntarget:\n  http: {url: \"http://a:1/\", mode: standard-webhooks, secret_env: REDELIVER_UNSET_SECRET}\n" + effects + checks, "f.yaml:3:67: the environment variable REDELIVER_UNSET_SECRET (secret_env) is not set"},
+		{"bad timeout", "version: 1\ntarget:\n  http: {url: \"http://a:1/\", timeout: -1s}\n" + effects + checks, "f.yaml:3:39: timeout must be a positive duration"},
+		{"bad ready", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: \"localhost\"}\n" + effects + checks, "f.yaml:4:32: ready must be an HTTP URL"},
+		{"start without ready", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a]}\n" + effects + checks, "f.yaml:4:10: target start needs ready"},
+		{"exec without command", "version: 1\ntarget:\n  exec: {timeout: 1s}\n" + effects + checks, "f.yaml:3:9: target exec needs command"},
+		{"empty command", "version: 1\ntarget:\n  exec: {command: []}\n" + effects + checks, "f.yaml:3:19: command is empty"},
+		{"unknown db", "version: 1\n" + http + "effects: {db: \"mongodb://x\", table: p, key: k, key_of: \"{id}\"}\n" + checks, "f.yaml:4:15: db \"mongodb://x\": unknown database \"mongodb\""},
+		{"table and query", "version: 1\n" + http + "effects: {db: x.db, table: p, key: k, query: \"SELECT 1 AS key\", key_of: \"{id}\"}\n" + checks, "f.yaml:4:46: effects takes table and key, or query, not both"},
+		{"table without key", "version: 1\n" + http + "effects: {db: x.db, table: p, key_of: \"{id}\"}\n" + checks, "f.yaml:4:28: effects needs key"},
+		{"bad table name", "version: 1\n" + http + "effects: {db: x.db, table: \"p; drop\", key: k, key_of: \"{id}\"}\n" + checks, "f.yaml:4:28: table must be a name of letters"},
+		{"fail in target mode", "version: 1\n" + http + effects + checks + "        fail: after-marker\n", "f.yaml:8:9: fail is for the built-in handler"},
+		{"crash in handler mode", "version: 1\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e}\n        crash: random\n", "f.yaml:6:9: crash is a fault from outside for a target"},
+		{"outcome word in target mode", "version: 1\n" + http + effects + checks + "        expect: processed\n", "f.yaml:9:17: unknown answer \"processed\""},
+		{"drop other", "version: 1\n" + http + effects + checks + "        drop: request\n", "f.yaml:9:15: drop must be response"},
+		{"effects in handler mode", "version: 1\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e}\n    expect: {effects: {o: 1}}\n", "f.yaml:6:14: effects counts a target's effect rows"},
+		{"processed in target mode", "version: 1\n" + http + effects + checks + "      - expect: {processed: [e]}\n", "f.yaml:9:17: processed and not_processed read the built-in handler's markers"},
+		{"status on exec", "version: 1\ntarget:\n  exec: {command: [a]}\n" + effects + checks + "        expect: {status: 200}\n", "f.yaml:9:17: status is an HTTP status, and this target is exec"},
+		{"advance in target mode", "version: 1\n" + http + effects + checks + "      - advance: 1h\n", "f.yaml:9:9: advance moves the built-in handler's clock"},
+		{"crash with concurrent", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: \"tcp://127.0.0.1:1\"}\n" + effects + checks + "        concurrent: 2\n        crash: random\n", "f.yaml:9:9: a step takes crash or concurrent, not both"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("f.yaml", []byte(tt.src))
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("Load accepted the file (err %v); want %q", err, tt.want)
+			}
+			for _, e := range errs {
+				if strings.HasPrefix(e.Error(), tt.want) {
+					return
+				}
+			}
+			t.Errorf("errors:\n%v\nwant one starting %q", errs, tt.want)
+		})
+	}
+}
+
+func TestExpandEnv(t *testing.T) {
+	env := map[string]string{"A": "1", "E": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct{ in, want, err string }{
+		{"x${A}y", "x1y", ""},
+		{"${B:-def}", "def", ""},
+		{"${E:-def}", "def", ""},
+		{"${A:-def}", "1", ""},
+		{"$A ${A}", "$A 1", ""},
+		{"${B}", "", "B is not set"},
+		{"${1x}", "", "not a variable reference"},
+	}
+	for _, tt := range tests {
+		got, err := ExpandEnv(tt.in, lookup)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("ExpandEnv(%q) error = %v, want %q", tt.in, err, tt.err)
+		case tt.err == "" && (err != nil || got != tt.want):
+			t.Errorf("ExpandEnv(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestSecretKey(t *testing.T) {
+	if k, err := SecretKey("whsec_c2VjcmV0"); err != nil || string(k) != "secret" {
+		t.Errorf("SecretKey(whsec_) = %q, %v", k, err)
+	}
+	if k, err := SecretKey("plain"); err != nil || string(k) != "plain" {
+		t.Errorf("SecretKey(plain) = %q, %v", k, err)
+	}
+	if _, err := SecretKey("whsec_!!"); err == nil {
+		t.Error("SecretKey accepted a whsec_ secret that is not base64")
+	}
+}

@@ -1,0 +1,202 @@
+// Package consumertest is a small consumer for redeliver's own tests of
+// target mode: an HTTP service or a process per delivery on a SQLite
+// file, safe or with a known flaw. The example consumers users read live
+// in examples/; this one is kept tiny and test-only.
+package consumertest
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS processed (event_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS payments (order_id TEXT NOT NULL, event_id TEXT NOT NULL, amount INTEGER);`
+
+type consumer struct {
+	db   *sql.DB
+	flaw string
+	work time.Duration
+}
+
+type event struct {
+	ID   string          `json:"id"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Main runs the consumer with args and returns its exit status.
+//
+//	--listen ADDR   serve HTTP (structured or binary CloudEvents); GET /healthz
+//	--exec          handle one structured CloudEvent from stdin (exit 0, 65, 66)
+//	--db PATH       the SQLite file
+//	--flaw NAME     none | ack-before-commit | check-then-act | overwrite (empty: safe)
+//	--work D        time spent inside the handler
+//	--pidfile PATH  write the process id there
+//	--die-after N   exit with status 3 after N deliveries, by itself
+//	--silent-ready  print no "listening" line
+func Main(args []string) int {
+	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
+	listen := fs.String("listen", "", "")
+	execMode := fs.Bool("exec", false, "")
+	dbPath := fs.String("db", "", "")
+	flaw := fs.String("flaw", "", "")
+	work := fs.Duration("work", 0, "")
+	pidfile := fs.String("pidfile", "", "")
+	dieAfter := fs.Int("die-after", 0, "")
+	hang := fs.Bool("hang", false, "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *pidfile != "" {
+		os.WriteFile(*pidfile, []byte(fmt.Sprint(os.Getpid())), 0o644)
+	}
+	db, err := sql.Open("sqlite", "file:"+*dbPath+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer db.Close()
+	if _, err := db.Exec(schema); err != nil {
+		fmt.Fprintln(os.Stderr, "schema:", err)
+		return 1
+	}
+	c := &consumer{db: db, flaw: *flaw, work: *work}
+	if *execMode {
+		var ev event
+		if err := json.NewDecoder(os.Stdin).Decode(&ev); err != nil {
+			fmt.Fprintln(os.Stderr, "bad event:", err)
+			return 66
+		}
+		switch status, err := c.handle(context.Background(), ev, nil); {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		case status == http.StatusConflict:
+			return 65
+		}
+		return 0
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	deliveries := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	mux.HandleFunc("POST /events", func(w http.ResponseWriter, r *http.Request) {
+		deliveries++
+		if *dieAfter > 0 && deliveries > *dieAfter {
+			fmt.Fprintln(os.Stderr, "giving up: out of memory (simulated)")
+			os.Exit(3)
+		}
+		if *hang {
+			time.Sleep(time.Hour)
+		}
+		var ev event
+		if id := r.Header.Get("ce-id"); id != "" {
+			ev.ID = id
+			ev.Data, _ = io.ReadAll(r.Body)
+		} else if err := json.NewDecoder(r.Body).Decode(&ev); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		status, err := c.handle(r.Context(), ev, w)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			status = 500
+		}
+		if status != 0 {
+			w.WriteHeader(status)
+		}
+	})
+	fmt.Println("listening on", ln.Addr())
+	return func() int {
+		if err := http.Serve(ln, mux); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		return 1
+	}()
+}
+
+// handle processes one event. With ack-before-commit it answers on w before
+// the work is done and returns status 0.
+func (c *consumer) handle(ctx context.Context, ev event, w http.ResponseWriter) (int, error) {
+	var d struct {
+		OrderID string `json:"orderId"`
+		Amount  int    `json:"amount"`
+	}
+	json.Unmarshal(ev.Data, &d)
+	payload := string(ev.Data)
+	switch c.flaw {
+	case "none":
+		time.Sleep(c.work)
+		_, err := c.db.ExecContext(ctx, `INSERT INTO payments VALUES (?, ?, ?)`, d.OrderID, ev.ID, d.Amount)
+		return 201, err
+	case "check-then-act":
+		var n int
+		c.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM processed WHERE event_id = ?`, ev.ID).Scan(&n)
+		if n > 0 {
+			return 200, nil
+		}
+		time.Sleep(c.work)
+		if _, err := c.db.ExecContext(ctx, `INSERT INTO payments VALUES (?, ?, ?)`, d.OrderID, ev.ID, d.Amount); err != nil {
+			return 0, err
+		}
+		_, err := c.db.ExecContext(ctx, `INSERT OR IGNORE INTO processed VALUES (?, ?)`, ev.ID, payload)
+		return 201, err
+	case "ack-before-commit":
+		if w != nil {
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+		}
+		time.Sleep(c.work)
+		_, err := c.safe(context.Background(), ev.ID, payload, d.OrderID, d.Amount)
+		return 0, err
+	}
+	return c.safe(ctx, ev.ID, payload, d.OrderID, d.Amount)
+}
+
+// safe is marker and effect in one transaction; a redelivery with another
+// payload is a conflict.
+func (c *consumer) safe(ctx context.Context, id, payload, order string, amount int) (int, error) {
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var stored string
+	switch err := tx.QueryRowContext(ctx, `SELECT payload FROM processed WHERE event_id = ?`, id).Scan(&stored); {
+	case err == nil && stored == payload:
+		return 200, nil
+	case err == nil && c.flaw == "overwrite":
+		// The flaw: a conflicting redelivery overwrites the effect.
+		if _, err := tx.ExecContext(ctx, `UPDATE payments SET amount = ? WHERE event_id = ?`, amount, id); err != nil {
+			return 0, err
+		}
+		return 409, tx.Commit()
+	case err == nil:
+		return 409, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO processed VALUES (?, ?)`, id, payload); err != nil {
+		return 0, err
+	}
+	time.Sleep(c.work)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO payments VALUES (?, ?, ?)`, order, id, amount); err != nil {
+		return 0, err
+	}
+	return 201, tx.Commit()
+}

@@ -1,0 +1,262 @@
+package target
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// Kind is the consumer's answer to one delivery, as a broker reads it.
+type Kind string
+
+// The answers.
+const (
+	Acked    Kind = "acked"    // 2xx, or exit 0: the broker forgets the event
+	Conflict Kind = "conflict" // 409 or 422, or exit 65: same id, different payload, refused
+	Rejected Kind = "rejected" // another 4xx, or exit 66: refused for good
+	Unacked  Kind = "unacked"  // 5xx, a timeout, a reset, a kill: the broker will redeliver
+)
+
+// Exit statuses of an exec consumer.
+const (
+	ExitConflict = 65
+	ExitRejected = 66
+)
+
+// Answer is what came back from one delivery.
+type Answer struct {
+	Kind   Kind
+	Status int // the HTTP status or exit status; 0 when there was none
+	// Why there was no answer, when there was none.
+	Err      error
+	TimedOut bool
+	Refused  bool // nothing listened: the connection was refused
+	Dropped  bool // the answer arrived and was cut off on purpose (drop: response)
+	Killed   bool // the consumer was killed while the delivery was in flight
+	Crashed  bool // the consumer was killed during or after this delivery (crash:)
+}
+
+// String says the answer in a few words for a report.
+func (a Answer) String() string {
+	switch {
+	case a.Dropped:
+		return fmt.Sprintf("unacked (the answer %d was dropped)", a.Status)
+	case a.Killed && a.Status == 0:
+		return "unacked (killed before it answered)"
+	case a.TimedOut:
+		return "unacked (no answer in time)"
+	case a.Err != nil:
+		return "unacked (" + a.Err.Error() + ")"
+	case a.Status != 0:
+		return fmt.Sprintf("%s (%d)", a.Kind, a.Status)
+	}
+	return string(a.Kind)
+}
+
+// deliverer hands one event to the consumer and waits for its answer.
+type deliverer interface {
+	// Deliver sends ev; with kill not nil, a consumer run per delivery is
+	// killed when kill is closed.
+	Deliver(ctx context.Context, ev Event, kill <-chan struct{}) Answer
+	// Forget drops kept-alive connections, after the consumer was restarted.
+	Forget()
+	// Describe names the target in words for the report.
+	Describe() string
+}
+
+func newDeliverer(t *scenario.Target) deliverer {
+	if t.HTTP != nil {
+		return newHTTPDeliverer(t.HTTP)
+	}
+	return &execDeliverer{spec: t.Exec}
+}
+
+// httpDeliverer posts one request per delivery.
+type httpDeliverer struct {
+	spec      *scenario.HTTPTarget
+	transport *http.Transport
+	client    *http.Client
+}
+
+func newHTTPDeliverer(h *scenario.HTTPTarget) *httpDeliverer {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // a consumer under test is reached directly
+	tr.MaxIdleConnsPerHost = 64
+	return &httpDeliverer{spec: h, transport: tr, client: &http.Client{
+		Transport: tr,
+		// A redirect is not an acknowledgement: report the 3xx as it came.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+func (d *httpDeliverer) Describe() string {
+	return fmt.Sprintf("%s %s (%s)", d.spec.Method, d.spec.URL, d.spec.Mode)
+}
+
+func (d *httpDeliverer) Forget() { d.transport.CloseIdleConnections() }
+
+// Classify turns an HTTP status into an answer.
+func Classify(status int) Kind {
+	switch {
+	case status >= 200 && status < 300:
+		return Acked
+	case status == http.StatusConflict || status == http.StatusUnprocessableEntity:
+		return Conflict
+	case status >= 400 && status < 500:
+		return Rejected
+	}
+	return Unacked
+}
+
+func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}) Answer {
+	req, err := Request(d.spec, ev, time.Now())
+	if err != nil {
+		return Answer{Kind: Unacked, Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.spec.Timeout)
+	defer cancel()
+	resp, err := d.client.Do(req.WithContext(ctx))
+	if err != nil {
+		return Answer{Kind: Unacked, Err: transportError(err), TimedOut: ctx.Err() == context.DeadlineExceeded, Refused: errors.Is(err, syscall.ECONNREFUSED)}
+	}
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		// The status came, the body was cut: the consumer may have died
+		// answering. A broker acts on the status it received.
+		_ = err
+	}
+	return Answer{Kind: Classify(resp.StatusCode), Status: resp.StatusCode}
+}
+
+// transportError shortens a transport error to its cause.
+func transportError(err error) error {
+	var ne *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return errors.New("no answer in time")
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return errors.New("connection refused")
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("connection reset")
+	case errors.As(err, &ne):
+		return ne
+	}
+	return err
+}
+
+// execDeliverer runs one process per delivery, the event on its stdin.
+type execDeliverer struct {
+	spec *scenario.ExecTarget
+}
+
+func (d *execDeliverer) Describe() string {
+	return "exec " + strings.Join(d.spec.Command, " ")
+}
+
+func (d *execDeliverer) Forget() {}
+
+// ExecError is an exec consumer that could not be run at all.
+type ExecError struct{ Err error }
+
+func (e *ExecError) Error() string { return e.Err.Error() }
+
+func (d *execDeliverer) Deliver(ctx context.Context, ev Event, kill <-chan struct{}) Answer {
+	cmd := exec.Command(program(d.spec.Command[0]), d.spec.Command[1:]...)
+	cmd.Dir = d.spec.Dir
+	cmd.Env = environ(d.spec.Env)
+	cmd.Stdin = bytes.NewReader(ev.Structured())
+	var stderr tail
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return Answer{Kind: Unacked, Err: &ExecError{fmt.Errorf("cannot run %s: %v", d.spec.Command[0], unwrapExec(err))}}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(d.spec.Timeout)
+	defer timer.Stop()
+	var a Answer
+	var err error
+	select {
+	case err = <-done:
+	case <-timer.C:
+		a.TimedOut = true
+	case <-kill:
+		a.Killed = true
+	case <-ctx.Done():
+	}
+	if a.TimedOut || a.Killed || ctx.Err() != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		err = <-done
+	}
+	// Whatever the consumer left running in its group goes with it.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	var ee *exec.ExitError
+	switch {
+	case a.TimedOut:
+		a.Kind, a.Err = Unacked, errors.New("no answer in time")
+	case a.Killed:
+		a.Kind = Unacked
+	case err == nil:
+		a.Kind, a.Status = Acked, 0
+	case errors.As(err, &ee) && ee.Exited():
+		a.Status = ee.ExitCode()
+		switch a.Status {
+		case ExitConflict:
+			a.Kind = Conflict
+		case ExitRejected:
+			a.Kind = Rejected
+		default:
+			a.Kind = Unacked
+			a.Err = fmt.Errorf("exit status %d%s", a.Status, stderr.last())
+		}
+	default:
+		a.Kind, a.Err = Unacked, fmt.Errorf("%v%s", err, stderr.last())
+	}
+	return a
+}
+
+// program resolves a command's program as a shell would: a name with a
+// slash is a path from the current directory, a bare name is looked up
+// in PATH.
+func program(name string) string {
+	if strings.ContainsRune(name, '/') && !filepath.IsAbs(name) {
+		if abs, err := filepath.Abs(name); err == nil {
+			return abs
+		}
+	}
+	return name
+}
+
+func environ(extra map[string]string) []string {
+	env := os.Environ()
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func unwrapExec(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}

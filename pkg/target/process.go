@@ -1,0 +1,318 @@
+package target
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// StopGrace is how long a started consumer has to exit after SIGTERM
+// before its process group is killed.
+const StopGrace = 5 * time.Second
+
+// tailLines is how many of the consumer's last stderr lines an error shows.
+const tailLines = 10
+
+// stderrIntro introduces the consumer's last stderr lines in an error.
+const stderrIntro = "; its last stderr lines:\n    "
+
+// tail keeps the last lines written to it.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+	part  string
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.part + string(p)
+	parts := strings.Split(s, "\n")
+	t.part = parts[len(parts)-1]
+	if len(t.part) > 4096 {
+		t.part = t.part[:4096]
+	}
+	for _, l := range parts[:len(parts)-1] {
+		t.lines = append(t.lines, strings.TrimRight(l, "\r"))
+	}
+	if len(t.lines) > tailLines {
+		t.lines = t.lines[len(t.lines)-tailLines:]
+	}
+	return len(p), nil
+}
+
+// last is ": its last stderr lines:\n  …", or "" when it wrote nothing.
+func (t *tail) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := append([]string(nil), t.lines...)
+	if t.part != "" {
+		lines = append(lines, t.part)
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return stderrIntro + strings.Join(lines, "\n    ")
+}
+
+// Process is a consumer redeliver started: it can be crashed (SIGKILL to
+// its process group) and restarted, and is stopped at the end.
+type Process struct {
+	spec *scenario.Start
+	// Started counts the starts, the first one included.
+	Started int
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the current process has exited
+	waitErr error
+	killing bool // an exit now is one redeliver caused
+	stderr  *tail
+	ready   chan struct{} // closed when the ready line was printed
+}
+
+// ConsumerError is a started consumer that failed: it could not start,
+// exited before it was ready or by itself, or never became ready.
+type ConsumerError struct{ Msg string }
+
+func (e *ConsumerError) Error() string { return e.Msg }
+
+// StartProcess starts the consumer and waits until it is ready.
+func StartProcess(ctx context.Context, spec *scenario.Start) (*Process, error) {
+	p := &Process{spec: spec}
+	if err := p.start(ctx); err != nil {
+		// Interrupted while waiting, or exited leaving children: nothing
+		// of it stays behind.
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Command is the consumer's command line, for messages.
+func (p *Process) Command() string { return strings.Join(p.spec.Command, " ") }
+
+// Pid is the current process's id (and its process group's).
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+func (p *Process) start(ctx context.Context) error {
+	cmd := exec.Command(program(p.spec.Command[0]), p.spec.Command[1:]...)
+	cmd.Dir = p.spec.Dir
+	cmd.Env = environ(p.spec.Env)
+	// Its own process group: a crash or a stop reaches everything it
+	// started, and a Ctrl-C at the terminal reaches only redeliver, which
+	// then stops it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	st := &tail{}
+	cmd.Stderr = st
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return &ConsumerError{fmt.Sprintf("cannot start the consumer %s: %v", p.Command(), unwrapExec(err))}
+	}
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.done, p.stderr, p.ready, p.killing, p.waitErr = cmd, done, st, ready, false, nil
+	p.Started++
+	p.mu.Unlock()
+	lines := make(chan struct{})
+	go func() {
+		defer close(lines)
+		p.watchStdout(stdout, ready)
+	}()
+	go func() {
+		<-lines // Wait closes stdout: read it to the end first
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(done)
+	}()
+	return p.waitReady(ctx)
+}
+
+// watchStdout reads the consumer's stdout, watching for the ready line.
+func (p *Process) watchStdout(r io.Reader, ready chan struct{}) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	seen := false
+	for sc.Scan() {
+		if !seen && p.spec.ReadyLine != "" && strings.Contains(sc.Text(), p.spec.ReadyLine) {
+			seen = true
+			close(ready)
+		}
+	}
+	io.Copy(io.Discard, r)
+}
+
+// waitReady waits until the consumer is ready, exits, or the ready
+// timeout passes.
+func (p *Process) waitReady(ctx context.Context) error {
+	deadline := time.NewTimer(p.spec.ReadyTimeout)
+	defer deadline.Stop()
+	p.mu.Lock()
+	done, ready := p.done, p.ready
+	p.mu.Unlock()
+	poll := 10 * time.Millisecond
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	for {
+		if p.spec.ReadyLine == "" && p.probe(ctx, client) {
+			return nil
+		}
+		select {
+		case <-ready:
+			return nil
+		case <-done:
+			return &ConsumerError{fmt.Sprintf("the consumer %s exited (%s) before it was ready%s", p.Command(), p.exitStatus(), p.stderr.last())}
+		case <-deadline.C:
+			p.kill()
+			return &ConsumerError{fmt.Sprintf("the consumer %s was not ready at %s within %s%s", p.Command(), p.readyWhat(), p.spec.ReadyTimeout, p.stderr.last())}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+		poll = min(poll*2, 100*time.Millisecond)
+	}
+}
+
+func (p *Process) readyWhat() string {
+	switch {
+	case p.spec.ReadyURL != "":
+		return p.spec.ReadyURL
+	case p.spec.ReadyTCP != "":
+		return "tcp://" + p.spec.ReadyTCP
+	}
+	return fmt.Sprintf("its stdout (a line containing %q)", p.spec.ReadyLine)
+}
+
+func (p *Process) probe(ctx context.Context, client *http.Client) bool {
+	if p.spec.ReadyTCP != "" {
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", p.spec.ReadyTCP)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.spec.ReadyURL, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	return resp.StatusCode >= 200 && resp.StatusCode < 300
+}
+
+func (p *Process) exitStatus() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ee *exec.ExitError
+	if errors.As(p.waitErr, &ee) {
+		return ee.ProcessState.String()
+	}
+	if p.waitErr == nil {
+		return "exit status 0"
+	}
+	return p.waitErr.Error()
+}
+
+// exited waits up to d for the current process to exit, and reports
+// whether it has: a connection reset may arrive before the exit is seen.
+func (p *Process) exited(d time.Duration) bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// DiedByItself reports whether the consumer has exited without redeliver
+// killing it, and returns the sentence that says so.
+func (p *Process) DiedByItself() (bool, string) {
+	p.mu.Lock()
+	done, killing := p.done, p.killing
+	p.mu.Unlock()
+	select {
+	case <-done:
+	default:
+		return false, ""
+	}
+	if killing {
+		return false, ""
+	}
+	return true, fmt.Sprintf("the consumer %s exited by itself (%s)%s", p.Command(), p.exitStatus(), p.stderr.last())
+}
+
+// kill sends SIGKILL to the process group and waits for the exit.
+func (p *Process) kill() {
+	p.mu.Lock()
+	p.killing = true
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
+// Crash kills the consumer's process group (kill -9), starts it again
+// and waits until it is ready.
+func (p *Process) Crash(ctx context.Context) error {
+	p.kill()
+	return p.start(ctx)
+}
+
+// Kill kills the consumer's process group (kill -9) without restarting.
+func (p *Process) Kill() { p.kill() }
+
+// Restart starts the consumer again after Kill and waits until it is ready.
+func (p *Process) Restart(ctx context.Context) error { return p.start(ctx) }
+
+// Stop ends the consumer: SIGTERM to its process group, then SIGKILL
+// after StopGrace. Whatever is left of the group is killed too.
+func (p *Process) Stop() {
+	p.mu.Lock()
+	p.killing = true
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil || done == nil {
+		return
+	}
+	pgid := cmd.Process.Pid
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(StopGrace):
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
+	// Children that outlived the leader go with the group.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+}

@@ -1,0 +1,386 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// ReplayOptions say what to replay into a target and which faults to inject.
+type ReplayOptions struct {
+	Inputs  []string // capture files; "-" is Stdin
+	Stdin   io.Reader
+	Capture capture.Options
+	// TargetFile holds version, target and effects.
+	TargetFile string
+	Target     *scenario.Target
+	Effects    *scenario.Effects
+	Seed       int64
+	Redeliver  float64 // probability of a lost ack: the answer is dropped, the event redelivered
+	Crash      float64 // probability of a kill -9 during a delivery (needs start, or exec)
+	Concurrent float64 // probability of two deliveries of an event at once
+	Rewind     int     // at the end, the last N deliveries are made again, in order
+	Parallel   int     // deliveries in flight; one key's deliveries stay in order
+	Progress   func(n int64)
+}
+
+// maxRedeliveries bounds how often one event is redelivered after no ack.
+const maxRedeliveries = 5
+
+// ReplayError is a replay stopped by the harness or an interrupt: it says
+// what was sent.
+type ReplayError struct {
+	Err  error
+	Sent int64
+}
+
+func (e *ReplayError) Error() string {
+	return fmt.Sprintf("%v (%d deliveries were sent before it stopped)", e.Err, e.Sent)
+}
+func (e *ReplayError) Unwrap() error { return e.Err }
+
+// replayer is one replay on its way.
+type replayer struct {
+	o     ReplayOptions
+	sess  *Session
+	crash sync.RWMutex // a crash holds it alone; deliveries share it
+	mu    sync.Mutex
+	hist  []*Delivery
+	seen  map[string]bool
+	sent  atomic.Int64
+	err   error
+	res   *runner.CheckResult
+}
+
+// Replay delivers captured events to the target with the seeded faults,
+// then judges its effect table. The result is one file with one check.
+func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
+	if o.Parallel < 1 {
+		o.Parallel = 1
+	}
+	if o.Crash > 0 && o.Target.Start == nil && o.Target.Exec == nil {
+		return nil, fmt.Errorf("--crash kills the consumer redeliver started, and %s has no target start", o.TargetFile)
+	}
+	sess, err := Open(ctx, o.Target, o.Effects)
+	if err != nil {
+		return nil, &ReplayError{Err: err}
+	}
+	defer sess.Close()
+	name := fmt.Sprintf("replay of %d capture(s) into the target", len(o.Inputs))
+	if len(o.Inputs) == 1 {
+		name = "replay of " + o.Inputs[0] + " into the target"
+	}
+	res := &runner.FileResult{File: o.TargetFile, Name: name, Strategy: Strategy, Target: sess.Describe(), Effects: sess.DescribeEffects()}
+	r := &replayer{o: o, sess: sess, seen: map[string]bool{}, res: &runner.CheckResult{Name: name}}
+	start := time.Now()
+	if err := r.run(ctx); err != nil {
+		return res, &ReplayError{Err: err, Sent: r.sent.Load()}
+	}
+	rows, err := sess.db.Rows(ctx, nil)
+	if err != nil {
+		return res, &ReplayError{Err: err, Sent: r.sent.Load()}
+	}
+	table := o.Effects.Table
+	if table == "" {
+		table = "the effects query"
+	}
+	r.res.Violations = judge(r.hist, rows, table)
+	r.res.Counters.Effects = len(rows)
+	runner.Verdict(r.res, &scenario.Check{Name: name})
+	r.res.Line = fmt.Sprintf("%d deliveries (%d acked, %d conflicts, %d not acked, %d crashes), %d effect rows", r.res.Counters.Deliveries, r.res.Counters.Processed, r.res.Counters.Conflicts, r.res.Counters.Failed, r.res.Counters.Crashed, len(rows))
+	if len(r.res.Violations) > 0 {
+		var names []string
+		for _, v := range r.res.Violations {
+			if !contains(names, string(v.Invariant)) {
+				names = append(names, string(v.Invariant))
+			}
+		}
+		r.res.Line += "; caught " + strings.Join(names, ", ")
+	}
+	r.res.Duration = time.Since(start)
+	res.Checks = []runner.CheckResult{*r.res}
+	res.Counters = r.res.Counters
+	return res, nil
+}
+
+// job is one captured event for a worker.
+type job struct {
+	ev  capture.Event
+	key string
+	rng uint64
+}
+
+func (r *replayer) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queues := make([]chan job, r.o.Parallel)
+	var wg sync.WaitGroup
+	for i := range queues {
+		queues[i] = make(chan job, 64)
+		wg.Add(1)
+		go func(q chan job) {
+			defer wg.Done()
+			for j := range q {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := r.deliver(ctx, j); err != nil {
+					r.fail(err)
+					cancel()
+				}
+			}
+		}(queues[i])
+	}
+	rng := rand.New(rand.NewPCG(uint64(r.o.Seed), 0x7a7))
+	var rewind []job
+	readErr := r.read(ctx, func(ev capture.Event) {
+		key := KeyOf(r.o.Effects.KeyOf, ev.Envelope)
+		h := fnv.New32a()
+		h.Write([]byte(key))
+		j := job{ev: ev, key: key, rng: rng.Uint64()}
+		if r.o.Rewind > 0 {
+			rewind = append(rewind, j)
+			if len(rewind) > r.o.Rewind {
+				rewind = rewind[1:]
+			}
+		}
+		select {
+		case queues[h.Sum32()%uint32(len(queues))] <- j:
+		case <-ctx.Done():
+		}
+	})
+	// A rewind: the consumer group goes back and the last deliveries come again.
+	for _, j := range rewind {
+		h := fnv.New32a()
+		h.Write([]byte(j.key))
+		j.rng = 0 // plainly, no fault
+		select {
+		case queues[h.Sum32()%uint32(len(queues))] <- j:
+		case <-ctx.Done():
+		}
+	}
+	for _, q := range queues {
+		close(q)
+	}
+	wg.Wait()
+	r.mu.Lock()
+	err := r.err
+	r.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case readErr != nil:
+		return readErr
+	}
+	return ctx.Err()
+}
+
+func (r *replayer) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// read streams every capture's events to emit.
+func (r *replayer) read(ctx context.Context, emit func(capture.Event)) error {
+	for _, name := range r.o.Inputs {
+		var in io.Reader
+		label := name
+		if name == "-" {
+			in, label = r.o.Stdin, "stdin"
+		} else {
+			f, err := os.Open(name)
+			if err != nil {
+				return problem.Usagef("cannot read the capture %s: %v", name, unwrapPath(err))
+			}
+			defer f.Close()
+			in = f
+		}
+		rd, err := capture.Open(label, in, r.o.Capture)
+		if err != nil {
+			return inputError(label, err)
+		}
+		for ctx.Err() == nil {
+			ev, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return inputError(label, err)
+			}
+			emit(ev)
+		}
+	}
+	return nil
+}
+
+// deliver makes one captured event's deliveries with its faults.
+func (r *replayer) deliver(ctx context.Context, j job) error {
+	rng := rand.New(rand.NewPCG(j.rng, 1))
+	ev := EventOf(j.ev.Envelope)
+	if ev.ID == "" {
+		ev.ID = j.ev.ID
+	}
+	roll := func(p float64) bool { return j.rng != 0 && p > 0 && rng.Float64() < p }
+	switch {
+	case roll(r.o.Concurrent):
+		var wg sync.WaitGroup
+		answers := make([]Answer, 2)
+		r.crash.RLock()
+		for i := range answers {
+			wg.Add(1)
+			go func() { defer wg.Done(); answers[i] = r.sess.deliver(ctx, ev, nil) }()
+		}
+		wg.Wait()
+		r.crash.RUnlock()
+		for _, a := range answers {
+			if err := r.sess.harnessError(a, ev, false); err != nil {
+				return err
+			}
+			r.record(j, ev, a, false)
+		}
+		return nil
+	case roll(r.o.Crash):
+		limit := min(r.sess.t.Timeout(), 100*time.Millisecond)
+		d := time.Duration(rng.Int64N(int64(limit)))
+		r.crash.Lock()
+		a, err := r.sess.crash(ctx, ev, d)
+		r.crash.Unlock()
+		if err != nil {
+			return err
+		}
+		a.Crashed = true
+		if err := r.sess.harnessError(a, ev, true); err != nil {
+			return err
+		}
+		r.record(j, ev, a, false)
+		if a.Kind != Unacked {
+			return nil
+		}
+	case roll(r.o.Redeliver):
+		a, err := r.one(ctx, j, ev, true)
+		if err != nil || !a.Dropped && a.Kind != Unacked {
+			return err
+		}
+	}
+	for n := 0; n < maxRedeliveries; n++ {
+		a, err := r.one(ctx, j, ev, false)
+		if err != nil || a.Kind != Unacked {
+			return err
+		}
+	}
+	return nil
+}
+
+// one delivers once; with drop, the answer is lost and the delivery
+// counts as unacked.
+func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer, error) {
+	r.mu.Lock()
+	seen := r.seen[ev.ID]
+	r.mu.Unlock()
+	key := j.key
+	var before []effects.Row
+	var err error
+	var a Answer
+	r.crash.RLock()
+	if seen {
+		before, err = r.sess.db.Rows(ctx, &key)
+	}
+	if err == nil {
+		a = r.sess.deliver(ctx, ev, nil)
+	}
+	r.crash.RUnlock()
+	if err != nil {
+		return a, err
+	}
+	if ctx.Err() != nil {
+		return a, ctx.Err()
+	}
+	if herr := r.sess.harnessError(a, ev, false); herr != nil {
+		return a, herr
+	}
+	if drop && a.Err == nil {
+		a.Kind, a.Dropped = Unacked, true
+	}
+	d := r.record(j, ev, a, false)
+	if a.Kind == Conflict && seen {
+		after, err := r.sess.db.Rows(ctx, &key)
+		if err != nil {
+			return a, err
+		}
+		d.Changed = changed(before, after)
+	}
+	return a, nil
+}
+
+func (r *replayer) record(j job, ev Event, a Answer, _ bool) *Delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := handler.Result{Outcome: handler.Outcome(a.Kind)}
+	if a.Kind == Unacked {
+		res.Err = errors.New(a.String())
+	}
+	d := &Delivery{Record: checker.Record{Seq: len(r.hist) + 1, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At}, Answer: a}
+	r.hist = append(r.hist, d)
+	c := &r.res.Counters
+	c.Deliveries++
+	if r.seen[ev.ID] {
+		c.Redeliveries++
+	}
+	r.seen[ev.ID] = true
+	switch a.Kind {
+	case Acked:
+		c.Processed++
+	case Conflict:
+		c.Conflicts++
+	default:
+		c.Failed++
+	}
+	if a.Crashed {
+		c.Crashed++
+	}
+	n := r.sent.Add(1)
+	if r.o.Progress != nil {
+		r.o.Progress(n)
+	}
+	return d
+}
+
+// inputError is a capture that cannot be read: invalid input at its line.
+func inputError(label string, err error) error {
+	var be *capture.BadRecordError
+	var ue *capture.UnknownFormatError
+	switch {
+	case errors.As(err, &be):
+		return problem.Invalid(be.At, "%s", be.Reason)
+	case errors.As(err, &ue):
+		return problem.Invalid(problem.Pos{File: ue.File}, "%s", ue.Sentence())
+	}
+	return problem.Environmentf(problem.Pos{File: label}, err)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

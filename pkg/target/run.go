@@ -1,0 +1,657 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/checker"
+	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/template"
+	"github.com/tidwall/gjson"
+)
+
+// Strategy is what a target-mode file's results name as their strategy.
+const Strategy handler.Strategy = "target"
+
+// Options tune a target run.
+type Options struct {
+	// Seed chooses the delays of crash: random.
+	Seed int64
+}
+
+// Session is a target being tested: its channel, its started process
+// (if any) and its effects database.
+type Session struct {
+	t    *scenario.Target
+	fx   *scenario.Effects
+	dl   deliverer
+	proc *Process
+	db   *effects.DB
+}
+
+// Open connects to the effects database, starts the consumer (when the
+// target says how) and runs the reset statements. Close stops it.
+func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Session, error) {
+	s := &Session{t: t, fx: fx, dl: newDeliverer(t)}
+	db, err := effects.Open(ctx, fx)
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	if t.Start != nil {
+		if s.proc, err = StartProcess(ctx, t.Start); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	if err := db.Reset(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops the started consumer (SIGTERM, then SIGKILL to its process
+// group) and closes the database.
+func (s *Session) Close() {
+	if s.proc != nil {
+		s.proc.Stop()
+	}
+	s.db.Close()
+}
+
+// Process is the started consumer, or nil.
+func (s *Session) Process() *Process { return s.proc }
+
+// Describe names the target in words.
+func (s *Session) Describe() string {
+	d := s.dl.Describe()
+	if s.proc != nil {
+		d += ", started as " + s.proc.Command()
+	}
+	return d
+}
+
+// DescribeEffects names the effect table and database in words.
+func (s *Session) DescribeEffects() string {
+	what := "query"
+	if s.fx.Table != "" {
+		what = fmt.Sprintf("table %s (key %s)", s.fx.Table, s.fx.Key)
+	}
+	return what + " in " + effects.Describe(s.fx.DB)
+}
+
+// KeyOf is the business key a delivery should make an effect for.
+func KeyOf(t template.Template, envelope []byte) string {
+	return t.Expand(func(name string) string { return gjson.GetBytes(envelope, name).String() })
+}
+
+// deliver sends one event and classifies what came back as the harness
+// sees it: an answer, or an error that ends the run (nothing listens, the
+// consumer exited by itself, it hung past its timeout unless the step
+// expected no answer).
+func (s *Session) deliver(ctx context.Context, ev Event, kill <-chan struct{}) Answer {
+	return s.dl.Deliver(ctx, ev, kill)
+}
+
+// harnessError says why an answer ends the run, or returns nil.
+func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
+	if s.proc != nil {
+		if a.Err != nil && !a.Killed && !a.TimedOut {
+			s.proc.exited(2 * time.Second)
+		}
+		if died, msg := s.proc.DiedByItself(); died {
+			return errors.New(msg)
+		}
+	}
+	var xe *ExecError
+	switch {
+	case errors.As(a.Err, &xe):
+		return xe
+	case a.Killed:
+		return nil
+	case a.Refused:
+		if s.t.HTTP != nil {
+			return fmt.Errorf("cannot reach the consumer at %s: connection refused (is it running? target start can run it)", s.t.HTTP.URL)
+		}
+	case a.TimedOut && !tolerateTimeout:
+		return fmt.Errorf("the consumer (%s) did not answer %s within %s: it hangs, or its timeout is too short", s.dl.Describe(), ev.ID, s.t.Timeout())
+	}
+	return nil
+}
+
+// crash kills the consumer after d — the started process for HTTP, the
+// delivery's own process for exec — whether or not it has answered, then
+// restarts it and waits until it is ready.
+func (s *Session) crash(ctx context.Context, ev Event, d time.Duration) (Answer, error) {
+	kill := make(chan struct{})
+	answers := make(chan Answer, 1)
+	go func() { answers <- s.dl.Deliver(ctx, ev, kill) }()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var a Answer
+	answered := false
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		return <-answers, ctx.Err()
+	case a = <-answers:
+		// It answered first; the kill still comes at d, as a crash would.
+		answered = true
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return a, ctx.Err()
+		}
+	}
+	if s.proc != nil {
+		s.proc.Kill()
+	}
+	close(kill)
+	if !answered {
+		a = <-answers
+		a.Killed = true
+		if a.Kind != Unacked {
+			// The answer raced the kill and won: it stands.
+			a.Killed = false
+		}
+	}
+	if s.proc != nil {
+		if err := s.proc.Restart(ctx); err != nil {
+			return a, err
+		}
+		s.dl.Forget()
+	}
+	return a, nil
+}
+
+// run is one scenario file on its way.
+type run struct {
+	s        *scenario.Scenario
+	sess     *Session
+	rng      *rand.Rand
+	history  []*Delivery
+	seen     map[string]bool // event ids and keys delivered so far
+	reported map[string]bool
+	mu       sync.Mutex
+}
+
+// checkRun is one check on its way.
+type checkRun struct {
+	*run
+	res   *runner.CheckResult
+	index int
+}
+
+// RunFile runs every check of a target-mode scenario file.
+func RunFile(ctx context.Context, s *scenario.Scenario, opts Options) (*runner.FileResult, error) {
+	res := &runner.FileResult{File: s.File, Name: s.Name, Strategy: Strategy}
+	sess, err := Open(ctx, s.Target, s.Effects)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, problem.Environmentf(problem.Pos{File: s.File}, errors.New(withLeft(err.Error(), notCompleted(s, 0, 0))))
+	}
+	defer sess.Close()
+	res.Target, res.Effects = sess.Describe(), sess.DescribeEffects()
+	h := fnv.New64a()
+	h.Write([]byte(s.File))
+	r := &run{s: s, sess: sess, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, reported: map[string]bool{}}
+	for i, c := range s.Checks {
+		start := time.Now()
+		cr := &checkRun{run: r, res: &runner.CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: i + 1}
+		step, err := cr.check(ctx, c)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			return res, problem.Environmentf(problem.Pos{File: s.File}, errors.New(withLeft(err.Error(), notCompleted(s, i, step))))
+		}
+		cr.res.Duration = time.Since(start)
+		res.Checks = append(res.Checks, *cr.res)
+		res.Counters.Add(cr.res.Counters)
+		res.Counters.Effects = cr.res.Counters.Effects
+	}
+	return res, nil
+}
+
+// check runs one check; on an error it returns the step (0-based) it
+// stopped at.
+func (cr *checkRun) check(ctx context.Context, c *scenario.Check) (int, error) {
+	for i, st := range c.Steps {
+		if err := ctx.Err(); err != nil {
+			return i, err
+		}
+		var err error
+		switch st.Kind {
+		case scenario.Deliver:
+			err = cr.deliverStep(ctx, i+1, st)
+		case scenario.Inspect:
+			err = cr.inspect(ctx, i+1, st.State)
+		case scenario.Advance:
+			// The consumer keeps its own clock: nothing to move.
+		}
+		if err != nil {
+			return i, err
+		}
+	}
+	if c.Expect != nil {
+		if err := cr.inspect(ctx, 0, c.Expect); err != nil {
+			return len(c.Steps), err
+		}
+	}
+	rows, err := cr.sess.db.Rows(ctx, nil)
+	if err != nil {
+		return len(c.Steps), err
+	}
+	table := cr.sess.fx.Table
+	if table == "" {
+		table = "the effects query"
+	}
+	for _, v := range judge(cr.history, rows, table) {
+		if cr.reported[v.Key()] {
+			continue
+		}
+		cr.reported[v.Key()] = true
+		cr.res.Violations = append(cr.res.Violations, v)
+	}
+	cr.res.Counters.Effects = len(rows)
+	runner.Verdict(cr.res, c)
+	return len(c.Steps), cr.line(ctx, c)
+}
+
+func (cr *checkRun) fail(step int, pos handler.Location, expected, got, msg string) {
+	cr.res.Failures = append(cr.res.Failures, runner.Failure{Step: step, Pos: pos, Message: msg, Expected: expected, Got: got})
+}
+
+// deliverStep runs one deliver step with its faults.
+func (cr *checkRun) deliverStep(ctx context.Context, step int, st *scenario.Step) error {
+	ev := EventOf(st.Event.Envelope)
+	key := KeyOf(cr.sess.fx.KeyOf, st.Event.Envelope)
+	if st.Concurrent > 0 {
+		return cr.concurrent(ctx, step, st, ev, key)
+	}
+	tolerate := st.Expect != nil && st.Expect.Answer == string(Unacked)
+	for n := 1; n <= st.Times; n++ {
+		if st.Delay > 0 {
+			if err := sleep(ctx, st.Delay); err != nil {
+				return err
+			}
+		}
+		a, err := cr.faulted(ctx, step, st, ev, key, tolerate)
+		if err != nil {
+			return err
+		}
+		cr.expect(step, n, st, a)
+	}
+	return nil
+}
+
+// faulted delivers once with the step's faults, and redelivers as a broker
+// would when no answer arrived; it returns the last answer.
+func (cr *checkRun) faulted(ctx context.Context, step int, st *scenario.Step, ev Event, key string, tolerate bool) (Answer, error) {
+	switch {
+	case st.Drop:
+		a, err := cr.once(ctx, step, st, ev, key, tolerate, func() (Answer, error) {
+			a := cr.sess.deliver(ctx, ev, nil)
+			if a.Err == nil {
+				a.Kind, a.Dropped = Unacked, true
+			}
+			return a, nil
+		})
+		if err != nil || !a.Dropped {
+			return a, err
+		}
+		return cr.plain(ctx, step, st, ev, key, tolerate)
+	case st.Crash != nil:
+		var a Answer
+		var err error
+		delays := cr.crashDelays(st.Crash)
+		for _, d := range delays {
+			a, err = cr.once(ctx, step, st, ev, key, true, func() (Answer, error) {
+				a, err := cr.sess.crash(ctx, ev, d)
+				a.Crashed = true
+				return a, err
+			})
+			if err != nil || a.Kind != Unacked {
+				return a, err
+			}
+		}
+		// No ack arrived: the broker redelivers.
+		return cr.plain(ctx, step, st, ev, key, tolerate)
+	}
+	return cr.plain(ctx, step, st, ev, key, tolerate)
+}
+
+// crashDelays are the kill delays of a crash: one, or a sweep 0, 1, 2, 4 …
+// ms up to the target's timeout.
+func (cr *checkRun) crashDelays(c *scenario.Crash) []time.Duration {
+	switch c.Kind {
+	case scenario.CrashAfter:
+		return []time.Duration{c.After}
+	case scenario.CrashRandom:
+		limit := min(cr.sess.t.Timeout(), 100*time.Millisecond)
+		return []time.Duration{time.Duration(cr.rng.Int64N(int64(limit)))}
+	}
+	return SweepDelays(cr.sess.t.Timeout())
+}
+
+// SweepDelays are the kill delays of crash: sweep: 0, 1, 2, 4 … ms, up to limit.
+func SweepDelays(limit time.Duration) []time.Duration {
+	out := []time.Duration{0}
+	for d := time.Millisecond; d <= limit; d *= 2 {
+		out = append(out, d)
+	}
+	return out
+}
+
+func (cr *checkRun) plain(ctx context.Context, step int, st *scenario.Step, ev Event, key string, tolerate bool) (Answer, error) {
+	return cr.once(ctx, step, st, ev, key, tolerate, func() (Answer, error) { return cr.sess.deliver(ctx, ev, nil), nil })
+}
+
+// once makes one delivery through send, records it, and compares the
+// key's rows before and after a conflict answer.
+func (cr *checkRun) once(ctx context.Context, step int, st *scenario.Step, ev Event, key string, tolerate bool, send func() (Answer, error)) (Answer, error) {
+	var before []effects.Row
+	seen := cr.seen[ev.ID] || cr.seen["\x00"+key]
+	if seen {
+		var err error
+		if before, err = cr.sess.db.Rows(ctx, &key); err != nil {
+			return Answer{}, err
+		}
+	}
+	a, err := send()
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return a, err
+	}
+	if herr := cr.sess.harnessError(a, ev, tolerate); herr != nil {
+		return a, herr
+	}
+	d := cr.record(step, st, ev, key, a)
+	cr.seen[ev.ID], cr.seen["\x00"+key] = true, true
+	if a.Kind == Conflict && seen {
+		after, err := cr.sess.db.Rows(ctx, &key)
+		if err != nil {
+			return a, err
+		}
+		d.Changed = changed(before, after)
+		d.ChangedStore = d.Changed != ""
+		cr.res.History[len(cr.res.History)-1].ChangedStore = d.ChangedStore
+	}
+	return a, nil
+}
+
+// record appends a delivery to the history and counts it.
+func (cr *checkRun) record(step int, st *scenario.Step, ev Event, key string, a Answer) *Delivery {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	res := handler.Result{Outcome: handler.Outcome(a.Kind)}
+	if a.Kind == Unacked || a.Killed {
+		res.Err = errors.New(a.String())
+	}
+	d := &Delivery{Record: checker.Record{Seq: len(cr.history) + 1, EventID: ev.ID, Key: key, Result: res, Check: cr.index, Step: step, Pos: st.Pos}, Answer: a}
+	cr.history = append(cr.history, d)
+	cr.res.History = append(cr.res.History, d.Record)
+	c := &cr.res.Counters
+	c.Deliveries++
+	if cr.seen[ev.ID] {
+		c.Redeliveries++
+	}
+	switch a.Kind {
+	case Acked:
+		c.Processed++
+	case Conflict:
+		c.Conflicts++
+	default:
+		c.Failed++
+	}
+	if a.Crashed {
+		c.Crashed++
+	}
+	return d
+}
+
+// concurrent makes N deliveries of the same event at once.
+func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step, ev Event, key string) error {
+	if st.Delay > 0 {
+		if err := sleep(ctx, st.Delay); err != nil {
+			return err
+		}
+	}
+	gate := make(chan struct{})
+	answers := make([]Answer, st.Concurrent)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			answers[i] = cr.sess.deliver(ctx, ev, nil)
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, a := range answers {
+		if err := cr.sess.harnessError(a, ev, false); err != nil {
+			return err
+		}
+		cr.record(step, st, ev, key, a)
+		cr.seen[ev.ID], cr.seen["\x00"+key] = true, true
+	}
+	return nil
+}
+
+func (cr *checkRun) expect(step, n int, st *scenario.Step, a Answer) {
+	e := st.Expect
+	if e == nil {
+		return
+	}
+	name := stepName(step, n, st.Times)
+	if e.Answer != "" && string(a.Kind) != e.Answer {
+		cr.fail(step, st.Pos, e.Answer, string(a.Kind), fmt.Sprintf("%s expected %s, got %s", name, e.Answer, a))
+	}
+	if e.Status != 0 && a.Status != e.Status {
+		got := "no status"
+		if a.Status != 0 {
+			got = strconv.Itoa(a.Status)
+		}
+		cr.fail(step, st.Pos, strconv.Itoa(e.Status), got, fmt.Sprintf("%s expected status %d, got %s", name, e.Status, a))
+	}
+}
+
+func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) error {
+	name := stepName(step, 1, 1)
+	for _, rc := range s.Rows {
+		n, err := cr.sess.db.Count(ctx, rc.Table)
+		if err != nil {
+			return err
+		}
+		if n != rc.N {
+			cr.fail(step, rc.Pos, strconv.FormatInt(rc.N, 10), strconv.FormatInt(n, 10), fmt.Sprintf("%s expected %s in %s, got %d", name, plural(rc.N, "row"), rc.Table, n))
+		}
+	}
+	for _, kc := range s.Effects {
+		key := kc.Key
+		rows, err := cr.sess.db.Rows(ctx, &key)
+		if err != nil {
+			return err
+		}
+		if n := int64(len(rows)); n != kc.N {
+			cr.fail(step, kc.Pos, strconv.FormatInt(kc.N, 10), strconv.FormatInt(n, 10), fmt.Sprintf("%s expected %s for key %s, got %d", name, plural(kc.N, "effect row"), kc.Key, n))
+		}
+	}
+	return nil
+}
+
+// line is the check's report line: its say, or a summary of the answers.
+func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
+	cnt := cr.res.Counters
+	var names []string
+	for _, v := range cr.res.Violations {
+		if !contains(names, string(v.Invariant)) {
+			names = append(names, string(v.Invariant))
+		}
+	}
+	if c.Say.IsZero() {
+		cr.res.Line = summary(cr.res.History, cnt, names)
+		return nil
+	}
+	values := map[string]string{
+		"deliveries": strconv.Itoa(cnt.Deliveries),
+		"effects":    strconv.Itoa(cnt.Effects),
+		"duplicates": strconv.Itoa(cnt.Redeliveries),
+		"conflicts":  strconv.Itoa(cnt.Conflicts),
+		"failures":   strconv.Itoa(cnt.Failed),
+		"crashes":    strconv.Itoa(cnt.Crashed),
+		"violations": "none",
+	}
+	if len(names) > 0 {
+		values["violations"] = strings.Join(names, ", ")
+	}
+	for _, f := range c.Say.Fields() {
+		if t, ok := strings.CutPrefix(f, "rows."); ok {
+			n, err := cr.sess.db.Count(ctx, t)
+			if err != nil {
+				return err
+			}
+			values[f] = strconv.FormatInt(n, 10)
+		}
+	}
+	cr.res.Line = c.Say.Expand(func(name string) string { return values[name] })
+	return nil
+}
+
+// summary is the line of a check without say: the answers, the effect rows
+// and what was caught.
+func summary(history []checker.Record, c runner.Counters, caught []string) string {
+	counts := map[handler.Outcome]int{}
+	for _, r := range history {
+		counts[r.Result.Outcome]++
+	}
+	var parts []string
+	for _, k := range []Kind{Acked, Conflict, Rejected, Unacked} {
+		if n := counts[handler.Outcome(k)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	if c.Crashed > 0 {
+		parts = append(parts, plural(int64(c.Crashed), "crash"))
+	}
+	s := "1 delivery"
+	if c.Deliveries != 1 {
+		s = fmt.Sprintf("%d deliveries", c.Deliveries)
+	}
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	s += "; " + plural(int64(c.Effects), "effect row")
+	if c.Deliveries == 0 {
+		s = "state as expected"
+	}
+	if len(caught) > 0 {
+		s += "; caught " + strings.Join(caught, ", ")
+	}
+	return s
+}
+
+func stepName(step, n, of int) string {
+	s := "the check"
+	if step > 0 {
+		s = "step " + strconv.Itoa(step)
+	}
+	if of > 1 {
+		s += fmt.Sprintf(" (delivery %d of %d)", n, of)
+	}
+	return s
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	if strings.HasSuffix(word, "sh") {
+		return fmt.Sprintf("%d %ses", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// notCompleted lists the deliveries of the file that did not complete,
+// from check ci (0-based), step from on.
+func notCompleted(s *scenario.Scenario, ci, from int) string {
+	var left []string
+	count := 0
+	for c := ci; c < len(s.Checks); c++ {
+		for i, st := range s.Checks[c].Steps {
+			if (c == ci && i < from) || st.Kind != scenario.Deliver {
+				continue
+			}
+			n := max(st.Times, st.Concurrent)
+			count += n
+			if len(left) < 8 {
+				d := st.Event.ID
+				if n > 1 {
+					d += fmt.Sprintf(" ×%d", n)
+				}
+				left = append(left, fmt.Sprintf("%s (%s)", d, st.Pos))
+			}
+		}
+	}
+	switch {
+	case count == 0:
+		return ""
+	case count == 1:
+		return "; 1 delivery did not complete: " + strings.Join(left, ", ")
+	}
+	more := ""
+	if count > len(left) && len(left) == 8 {
+		more = ", and more"
+	}
+	return fmt.Sprintf("; %d deliveries did not complete: %s%s", count, strings.Join(left, ", "), more)
+}
+
+// withLeft puts the list of deliveries that did not complete into an
+// error's sentence, before the consumer's stderr lines if it shows them.
+func withLeft(msg, left string) string {
+	if i := strings.Index(msg, stderrIntro); i >= 0 {
+		return msg[:i] + left + msg[i:]
+	}
+	return msg + left
+}

@@ -1,0 +1,153 @@
+// Package target tests the user's own consumer: it delivers events to it
+// over HTTP or as a process per delivery, starts, crashes and restarts it,
+// and judges it by the rows its own database ends up with.
+package target
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/tidwall/gjson"
+)
+
+// Event is one event as the wire carries it.
+type Event struct {
+	ID      string
+	Source  string
+	Type    string
+	Subject string
+	Time    string
+	Headers map[string]string
+	Data    json.RawMessage // nil when the event has none
+}
+
+// Defaults for the CloudEvents attributes an event left out.
+const (
+	DefaultSource = "redeliver"
+	DefaultType   = "redeliver.event"
+)
+
+// EventOf reads an event from its envelope: {id, source, type, subject,
+// time, headers, data}.
+func EventOf(envelope []byte) Event {
+	g := gjson.ParseBytes(envelope)
+	ev := Event{
+		ID: g.Get("id").String(), Source: g.Get("source").String(), Type: g.Get("type").String(),
+		Subject: g.Get("subject").String(), Time: g.Get("time").String(),
+	}
+	if ev.Source == "" {
+		ev.Source = DefaultSource
+	}
+	if ev.Type == "" {
+		ev.Type = DefaultType
+	}
+	if d := g.Get("data"); d.Exists() {
+		ev.Data = json.RawMessage(d.Raw)
+	}
+	if h := g.Get("headers"); h.IsObject() {
+		ev.Headers = map[string]string{}
+		h.ForEach(func(k, v gjson.Result) bool {
+			ev.Headers[k.String()] = v.String()
+			return true
+		})
+	}
+	return ev
+}
+
+// Structured is the event as a structured-mode CloudEvent: the JSON
+// document an exec consumer reads on stdin, and the body of an HTTP
+// delivery in structured mode.
+func (ev Event) Structured() []byte {
+	doc := struct {
+		SpecVersion     string          `json:"specversion"`
+		ID              string          `json:"id"`
+		Source          string          `json:"source"`
+		Type            string          `json:"type"`
+		Subject         string          `json:"subject,omitempty"`
+		Time            string          `json:"time,omitempty"`
+		DataContentType string          `json:"datacontenttype"`
+		Data            json.RawMessage `json:"data,omitempty"`
+	}{"1.0", ev.ID, ev.Source, ev.Type, ev.Subject, ev.Time, "application/json", ev.Data}
+	b, _ := json.Marshal(doc) // every field marshals
+	return b
+}
+
+func (ev Event) data() []byte {
+	if ev.Data == nil {
+		return []byte("null")
+	}
+	return ev.Data
+}
+
+// Request builds the HTTP request of one delivery in the target's mode.
+// now stamps standard-webhooks deliveries.
+func Request(h *scenario.HTTPTarget, ev Event, now time.Time) (*http.Request, error) {
+	var body []byte
+	hdr := http.Header{}
+	for k, v := range ev.Headers {
+		hdr.Set(k, v)
+	}
+	switch h.Mode {
+	case scenario.ModeBinary:
+		body = ev.data()
+		hdr.Set("Content-Type", "application/json")
+		hdr.Set("ce-specversion", "1.0")
+		hdr.Set("ce-id", ev.ID)
+		hdr.Set("ce-source", ev.Source)
+		hdr.Set("ce-type", ev.Type)
+		if ev.Subject != "" {
+			hdr.Set("ce-subject", ev.Subject)
+		}
+		if ev.Time != "" {
+			hdr.Set("ce-time", ev.Time)
+		}
+	case scenario.ModeRaw:
+		body = ev.data()
+		hdr.Set("Content-Type", "application/json")
+		hdr.Set(h.IDHeader, ev.ID)
+	case scenario.ModeStandardWebhooks:
+		doc := struct {
+			Type      string          `json:"type"`
+			Timestamp string          `json:"timestamp"`
+			Data      json.RawMessage `json:"data"`
+		}{ev.Type, now.UTC().Format(time.RFC3339), ev.data()}
+		body, _ = json.Marshal(doc)
+		ts := strconv.FormatInt(now.Unix(), 10)
+		hdr.Set("Content-Type", "application/json")
+		hdr.Set("webhook-id", ev.ID)
+		hdr.Set("webhook-timestamp", ts)
+		key, err := scenario.SecretKey(h.Secret)
+		if err != nil {
+			return nil, err
+		}
+		hdr.Set("webhook-signature", "v1,"+Sign(key, ev.ID, ts, body))
+	default:
+		body = ev.Structured()
+		hdr.Set("Content-Type", "application/cloudevents+json")
+	}
+	for k, v := range h.Headers {
+		hdr.Set(k, v)
+	}
+	req, err := http.NewRequest(h.Method, h.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = hdr
+	return req, nil
+}
+
+// Sign is the Standard Webhooks signature: base64 of HMAC-SHA256 over
+// "<id>.<timestamp>.<body>".
+func Sign(key []byte, id, timestamp string, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + timestamp + "."))
+	m.Write(body)
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
