@@ -100,6 +100,7 @@ type loader struct {
 	stateChecks []*State
 	// consumerSteps name a consumer, which only consumer-scoped handlers allow.
 	consumerSteps []*Step
+	faultSteps    []*Step // steps with fail or interleave, checked against the strategy at the end
 	// targetMode is set when the file names a target: deliver steps then
 	// expect a consumer's answers, not the built-in handler's outcomes.
 	targetMode bool
@@ -316,6 +317,18 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	for _, st := range l.crashSteps {
 		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
+		}
+	}
+	if s.Target == nil {
+		for _, st := range l.faultSteps {
+			for _, p := range []struct {
+				point handler.FaultPoint
+				what  string
+			}{{st.Fail, "fail"}, {st.Interleave, "interleave"}} {
+				if p.point != "" && !s.Handler.Strategy.Reaches(p.point) {
+					l.errs = append(l.errs, errorf(st.Pos, "%s: %s is never reached by strategy %s (%s), so nothing would be injected there", p.what, p.point, s.Handler.Strategy, unreachable(p.point)))
+				}
+			}
 		}
 	}
 	for _, st := range l.consumerSteps {
@@ -678,6 +691,10 @@ func (l *loader) step(n *yaml.Node) *Step {
 		if interleaveNode != nil && st.Concurrent == 0 {
 			l.errorf(interleaveNode, "interleave holds concurrent workers at a fault point, so it needs concurrent: N (2 to %d) on the same step", MaxConcurrent)
 		}
+		if st.Fail != "" || st.Interleave != "" {
+			// The handler block may come later in the file: check at the end.
+			l.faultSteps = append(l.faultSteps, st)
+		}
 		if st.Consumer != "" {
 			// The handler block may come later in the file: check at the end.
 			l.consumerSteps = append(l.consumerSteps, st)
@@ -1036,4 +1053,15 @@ func (l *loader) interleave(st *Step, n *yaml.Node) {
 	if at == nil {
 		l.errorf(n, "interleave needs at: the fault point to hold the workers at")
 	}
+}
+
+// unreachable says why a strategy never reaches a fault point.
+func unreachable(p handler.FaultPoint) string {
+	switch p {
+	case handler.AfterExternal:
+		return "only external-key calls out"
+	case handler.AfterCheck:
+		return "it looks no marker up"
+	}
+	return "it writes no marker"
 }
