@@ -2,7 +2,8 @@
 GO       ?= go
 BIN      ?= bin/redeliver
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION) -X github.com/redeliver/redeliver/cmd.commit=$(COMMIT)
 
 .PHONY: build examples run test bench lint fuzz clean
 
