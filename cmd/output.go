@@ -204,14 +204,3 @@ func appendFile(path string, write func(io.Writer) error) error {
 	}
 	return f.Close()
 }
-
-// storeKind names the store a --db value selects, as reports name it.
-func storeKind(db string) string {
-	switch {
-	case db == "" || db == ":memory:":
-		return report.StoreSQLiteMemory
-	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
-		return report.StorePostgres
-	}
-	return report.StoreSQLiteFile
-}

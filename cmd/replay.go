@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,9 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -105,8 +109,8 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringVar(&o.Payload, "payload", "", "plain NDJSON: path of the payload (default: the whole line)")
 	f.StringSliceVar(&o.Identity, "identity", nil, "paths compared when an id is redelivered (default: the whole payload, canonical JSON)")
 	f.StringVar(&o.Strategy, "strategy", "event-id", "handler strategy: event-id, consumer-scoped, business-key, none, check-then-act, marker-after-effect")
-	f.StringVar(&o.Consumer, "consumer", "default", "consumer name the markers and effects are written for")
-	f.StringVar(&o.Effect, "effect", "effects", "name of the effect table")
+	f.StringVar(&o.Consumer, "consumer", handler.DefaultConsumer, "consumer name the markers and effects are written for")
+	f.StringVar(&o.Effect, "effect", handler.DefaultEffect, "name of the effect table")
 	f.Float64Var(&o.Redeliver, "redeliver", 0, "probability of a crash after commit, before the ack (the broker redelivers)")
 	f.Float64Var(&o.Crash, "crash", 0, "probability of a crash mid-transaction (the delivery is retried later)")
 	f.StringSliceVar(&o.CrashAt, "crash-at", nil, "fault points --crash picks from (default after-check,after-marker,after-effect)")
@@ -137,15 +141,15 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	if o.Target != "" {
 		return runReplayTarget(cmd, s, o, out, format)
 	}
-	strategy, ok := strategyNamed(o.Strategy)
+	strategy, ok := handler.ParseStrategy(o.Strategy)
 	if !ok {
 		return problem.Usagef("unknown --strategy %q", o.Strategy)
 	}
 	var crashAt []handler.FaultPoint
 	for _, p := range o.CrashAt {
-		fp, ok := faultPointNamed(p)
+		fp, ok := handler.ParseFaultPoint(p)
 		if !ok {
-			return problem.Usagef("unknown --crash-at point %q; expected after-check, after-marker or after-effect", p)
+			return problem.Usagef("unknown --crash-at point %q; expected one of %s", p, replay.CrashPointWords())
 		}
 		crashAt = append(crashAt, fp)
 	}
@@ -178,6 +182,10 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		finish = func() { _ = bar.Finish() }
 	}
 	start := time.Now()
+	opts.Open = sqlite.OpenLedger
+	opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+	}
 	rep, err := replay.Run(cmd.Context(), opts)
 	finish() // the line is cleared before the report is written
 	res := &report.Replay{Report: rep, Duration: time.Since(start)}
@@ -197,24 +205,6 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		return problem.ErrVerdict
 	}
 	return nil
-}
-
-func strategyNamed(s string) (handler.Strategy, bool) {
-	for _, k := range handler.Strategies {
-		if string(k) == s {
-			return k, true
-		}
-	}
-	return "", false
-}
-
-func faultPointNamed(s string) (handler.FaultPoint, bool) {
-	for _, p := range handler.FaultPoints {
-		if string(p) == s {
-			return p, true
-		}
-	}
-	return "", false
 }
 
 // progressBar is the replay's progress line on a terminal: the deliveries

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/report"
-	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/suite"
 	"github.com/spf13/cobra"
 )
@@ -84,7 +83,7 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 		return err
 	}
 	start := time.Now()
-	run := &report.Run{Command: "run", Seed: o.Seed, Store: storeKind(o.DB), Workers: 1}
+	run := &report.Run{Command: "run", Seed: o.Seed, Store: report.StoreOf(o.DB), Workers: 1}
 	err = runSuite(cmd.Context(), o, run, s.Err)
 	run.Duration = time.Since(start)
 	if err != nil {
@@ -112,7 +111,7 @@ func runSuite(ctx context.Context, o *runOptions, run *report.Run, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	run.Workers = workersOf(scenarios)
+	run.Workers = suite.Workers(scenarios)
 	res, err := suite.Run(ctx, scenarios, suite.Options{DB: o.DB, Keep: o.Keep, Repeat: o.Repeat, Seed: o.Seed})
 	if res != nil {
 		run.Files = res.Files
@@ -121,17 +120,4 @@ func runSuite(ctx context.Context, o *runOptions, run *report.Run, stderr io.Wri
 		}
 	}
 	return err
-}
-
-// workersOf is the most workers any step delivers with at once.
-func workersOf(scenarios []*scenario.Scenario) int {
-	n := 1
-	for _, sc := range scenarios {
-		for _, c := range sc.Checks {
-			for _, st := range c.Steps {
-				n = max(n, st.Concurrent)
-			}
-		}
-	}
-	return n
 }

@@ -1,8 +1,7 @@
 package cmd
 
 import (
-	"fmt"
-
+	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/suite"
 	"github.com/spf13/cobra"
 )
@@ -34,15 +33,7 @@ what was expected.
 			for _, sc := range scenarios {
 				checks += len(sc.Checks)
 			}
-			fmt.Fprintf(s.Out, "ok: %d %s, %d checks\n", len(scenarios), plural(len(scenarios), "file", "files"), checks)
-			return nil
+			return report.Validated(s.Out, len(scenarios), checks)
 		}),
 	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -32,6 +32,8 @@ type Facts struct {
 	// By is the event of the delivery that caused the breach, when it is
 	// another than Event.
 	By string
+	// Change says how a stored row changed, when a checker saw it.
+	Change string
 }
 
 // All is the catalogue, in the order reports list invariants.
@@ -137,7 +139,11 @@ var (
 		rules:   map[Kind]func(Guard) bool{Handler: nil, Database: nil},
 		say: func(f Facts) string {
 			if f.Key != "" && f.Table != "" {
-				return fmt.Sprintf("the conflicting redelivery of event %s changed the row of key %s in %s", f.Event, f.Key, f.Table)
+				s := fmt.Sprintf("the conflicting redelivery of event %s changed the row of key %s in %s", f.Event, f.Key, f.Table)
+				if f.Change != "" {
+					s += ": " + f.Change
+				}
+				return s
 			}
 			return fmt.Sprintf("the conflicting redelivery of event %s changed what is stored", f.Event)
 		},

@@ -96,6 +96,7 @@ func TestSay(t *testing.T) {
 		{HalfWritten, Facts{Event: "e1", Outcomes: []string{"failed"}, Table: "t", Rows: 1, IDs: []string{"3"}, Marker: true}, "event e1 was never handled (failed), yet left 1 row in t (ids 3) and a processed marker"},
 		{WrongEffect, Facts{Event: "e1", Returned: 2, Original: 1}, "a duplicate of event e1 returned effect 2, the original is 1"},
 		{ChangedByConflict, Facts{Event: "e1"}, "the conflicting redelivery of event e1 changed what is stored"},
+		{ChangedByConflict, Facts{Event: "e1", Key: "O-1", Table: "payments", Change: "amount 10 → 11"}, "the conflicting redelivery of event e1 changed the row of key O-1 in payments: amount 10 → 11"},
 		{UnstableKey, Facts{Event: "e1", IdempotencyKeys: []string{"a", "b"}}, `event e1 sent 2 idempotency keys: "a", "b"`},
 		{SharedKey, Facts{Event: "e2", Key: "o2", OtherKey: "o1", IdempotencyKeys: []string{"pay"}}, `idempotency key "pay" was sent for business key o1 and for o2 (event e2)`},
 	}

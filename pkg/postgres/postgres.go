@@ -208,19 +208,9 @@ func (s *Server) Create(ctx context.Context, cfg handler.Config) (*DB, error) {
 	return d, nil
 }
 
-// validTable is the rule of the scenario loader, checked again because a
-// name becomes part of SQL text.
-func validTable(name string) bool {
-	if name == "" || strings.EqualFold(name, "processed") || strings.HasPrefix(strings.ToLower(name), "redeliver_") {
-		return false
-	}
-	for i, r := range name {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
-}
+// validTable is the handler's rule for effect tables, checked again
+// because a name becomes part of SQL text.
+func validTable(name string) bool { return handler.ValidEffectTable(name) }
 
 func makeQueries(schema, effect string) queries {
 	t := schema + "." + effect
@@ -408,7 +398,7 @@ func (s *Server) runError(what string, err error) error {
 // Count returns the number of rows in a table of the handler: "processed"
 // or the effect table.
 func (d *DB) Count(ctx context.Context, table string) (int64, error) {
-	if table != "processed" && table != d.effect {
+	if table != handler.MarkerTable && table != d.effect {
 		return 0, fmt.Errorf("no table %q", table)
 	}
 	var n int64

@@ -80,7 +80,7 @@ func benchReplay(b *testing.B, file bool) {
 		if file {
 			db = filepath.Join(b.TempDir(), fmt.Sprintf("replay-%d.db", i))
 		}
-		rep, err := Run(context.Background(), Options{
+		rep, err := runSQLite(context.Background(), Options{
 			Inputs:  []string{path},
 			DB:      db,
 			Handler: handler.Config{Strategy: handler.EventID, Identity: []string{"data.orderId"}},

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/redeliver/redeliver/pkg/handler"
-	"github.com/redeliver/redeliver/pkg/sqlite"
+	"github.com/redeliver/redeliver/pkg/ledger"
 )
 
 // StrategyRow is how one strategy fares on the capture: the question a user
@@ -33,7 +33,7 @@ type StrategyRow struct {
 var compared = []handler.Strategy{handler.EventID, handler.ConsumerScoped, handler.BusinessKey, handler.None, handler.CheckThenAct, handler.MarkerAfterEffect}
 
 // row is the replay's own strategy, read from its database.
-func row(ctx context.Context, db *sqlite.ReplayDB, rep *Report) (StrategyRow, error) {
+func row(ctx context.Context, db ledger.Ledger, rep *Report) (StrategyRow, error) {
 	r := StrategyRow{Strategy: rep.Strategy, Effects: rep.Effects, Conflicts: rep.Outcomes.Conflict, Unexpected: rep.Unexpected.Count, Broken: []string{}}
 	var err error
 	if r.Keys, r.MostPerKey, r.KeysWithSeveral, err = db.KeyStats(ctx); err != nil {
@@ -56,7 +56,7 @@ func compare(ctx context.Context, o Options, own StrategyRow) ([]StrategyRow, er
 			continue
 		}
 		c := o
-		c.DB, c.Progress, c.Warn, c.EmitScenario, c.FailOn = sqlite.Memory, nil, nil, "", nil
+		c.DB, c.Progress, c.Warn, c.EmitScenario, c.FailOn = ledger.Memory, nil, nil, "", nil
 		c.Handler.Strategy = s
 		if s.UsesKey() && c.Handler.Key.IsZero() {
 			c.Handler.Key = businessKeyTemplate
@@ -76,13 +76,13 @@ func compare(ctx context.Context, o Options, own StrategyRow) ([]StrategyRow, er
 // replayOnly replays into a fresh in-memory database without recording the
 // capture, and reads back the row of the strategy.
 func replayOnly(ctx context.Context, o Options) (StrategyRow, error) {
-	db, err := sqlite.OpenReplay(ctx, sqlite.Memory, o.Handler)
+	db, err := o.Open(ctx, ledger.Memory, o.Handler)
 	if err != nil {
 		return StrategyRow{}, err
 	}
 	defer db.Close()
 	rep := newReport(o, false, 0)
-	err = db.Run(ctx, o.Batch, func(b *sqlite.Batch) error {
+	err = db.Run(ctx, o.Batch, func(b ledger.Batch) error {
 		return newEngine(o, b, nil, rep, nil).replay(ctx)
 	})
 	if err != nil {
@@ -91,7 +91,7 @@ func replayOnly(ctx context.Context, o Options) (StrategyRow, error) {
 	if rep.Effects, err = db.CountEffects(ctx); err != nil {
 		return StrategyRow{}, err
 	}
-	broken, err := db.Invariants(ctx, o.Handler.Strategy, true, 1)
+	broken, err := db.KeyedInvariants(ctx, o.Handler.Strategy, 1)
 	if err != nil {
 		return StrategyRow{}, err
 	}

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
-	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/tidwall/gjson"
 )
 
@@ -26,7 +26,7 @@ const (
 	maxTrials    = 600  // scenario runs spent shrinking
 )
 
-func emit(ctx context.Context, o Options, broken []sqlite.Broken, rep *Report) error {
+func emit(ctx context.Context, o Options, broken []ledger.Broken, rep *Report) error {
 	target := broken[0]
 	events := map[string]bool{}
 	keys := map[string]bool{}
@@ -50,13 +50,13 @@ func emit(ctx context.Context, o Options, broken []sqlite.Broken, rep *Report) e
 		return events[id] || (s.res.Key != "" && keys[s.res.Key])
 	}
 	collect := o
-	collect.DB, collect.Progress, collect.Warn = sqlite.Memory, nil, nil
-	db, err := sqlite.OpenReplay(ctx, sqlite.Memory, collect.Handler)
+	collect.DB, collect.Progress, collect.Warn = ledger.Memory, nil, nil
+	db, err := o.Open(ctx, ledger.Memory, collect.Handler)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	err = db.Run(ctx, collect.Batch, func(b *sqlite.Batch) error {
+	err = db.Run(ctx, collect.Batch, func(b ledger.Batch) error {
 		scratch := newReport(collect, false, 0)
 		e := newEngine(collect, b, nil, scratch, func(s step) {
 			if len(steps) < maxCollected && matches(s) {
@@ -93,7 +93,7 @@ func invariantOf(ctx context.Context, o Options, steps []step, want invariant.Na
 		return "", false
 	}
 	fr, err := runner.RunFile(ctx, sc, func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
-		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+		return o.OpenScenario(ctx, s)
 	})
 	if err != nil || fr.Passed() {
 		return "", false

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/redeliver/redeliver/pkg/template"
 )
 
@@ -66,8 +66,8 @@ const (
 // engine runs one replay: reads, injects, handles, counts.
 type engine struct {
 	o         Options
-	log       *sqlite.Batch // nil: the capture is not recorded
-	rows      []sqlite.CaptureRow
+	log       ledger.Batch // nil: the capture is not recorded
+	rows      []ledger.CaptureRow
 	h         *handler.Handler
 	rep       *Report
 	rng       *rand.Rand
@@ -83,7 +83,7 @@ type engine struct {
 	bytesRead atomic.Int64 // bytes of the capture files read so far, by the reading goroutine
 }
 
-func newEngine(o Options, store handler.Store, log *sqlite.Batch, rep *Report, watch func(step)) *engine {
+func newEngine(o Options, store handler.Store, log ledger.Batch, rep *Report, watch func(step)) *engine {
 	e := &engine{o: o, log: log, rep: rep, watch: watch}
 	e.h = handler.New(o.Handler, store, nil, clock)
 	e.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))
@@ -119,7 +119,7 @@ func (e *engine) replay(ctx context.Context) error {
 			e.rows = e.rows[:0]
 			for i := range c.items {
 				if it := &c.items[i]; it.bad == nil {
-					e.rows = append(e.rows, sqlite.CaptureRow{EventID: it.d.EventID, Identity: it.identity, Key: it.key, File: it.file, Line: it.d.At.Line})
+					e.rows = append(e.rows, ledger.CaptureRow{EventID: it.d.EventID, Identity: it.identity, Key: it.key, File: it.file, Line: it.d.At.Line})
 				}
 			}
 			if err := e.log.RecordRows(e.rows); err != nil {

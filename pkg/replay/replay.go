@@ -18,9 +18,9 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
-	"github.com/redeliver/redeliver/pkg/sqlite"
 )
 
 // Finding names something a capture can hold that --fail-on can make fatal.
@@ -65,6 +65,11 @@ type Options struct {
 	// Progress, if set, is told how many deliveries have been handled so
 	// far and how many bytes of the capture files have been read.
 	Progress func(deliveries, bytes int64)
+
+	// Open opens the store the capture is replayed into (pkg/sqlite's
+	// OpenLedger); OpenScenario the store a reproducer is checked on.
+	Open         ledger.Opener
+	OpenScenario runner.Opener
 	// Warn receives one line per skipped bad record.
 	Warn io.Writer
 }
@@ -72,6 +77,15 @@ type Options struct {
 // inputf is a mistake in what the replay was asked to read or do.
 func inputf(format string, args ...any) error {
 	return &problem.Error{Kind: problem.InvalidInput, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CrashPointWords lists the points --crash-at accepts, in words.
+func CrashPointWords() string {
+	s := make([]string, len(DefaultCrashAt))
+	for i, p := range DefaultCrashAt {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
 }
 
 // DefaultCrashAt are the mid-transaction fault points --crash uses by default.
@@ -100,7 +114,7 @@ func (o *Options) validate() error {
 	}
 	for _, p := range o.CrashAt {
 		if p == handler.BeforeBegin || p == handler.AfterCommit || (p == handler.AfterExternal && !o.Handler.Strategy.CallsOut()) {
-			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, "after-check, after-marker, after-effect")
+			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, CrashPointWords())
 		}
 	}
 	if o.Handler.Strategy.CallsOut() {
@@ -128,13 +142,13 @@ func (o *Options) validate() error {
 		o.Examples = 5
 	}
 	if o.Handler.Consumer == "" {
-		o.Handler.Consumer = "default"
+		o.Handler.Consumer = handler.DefaultConsumer
 	}
 	if o.Handler.Effect == "" {
-		o.Handler.Effect = "effects"
+		o.Handler.Effect = handler.DefaultEffect
 	}
 	if o.Handler.Strategy == "" {
-		o.Handler.Strategy = handler.EventID
+		o.Handler.Strategy = handler.DefaultStrategy
 	}
 	if o.Handler.Strategy.UsesKey() && o.Handler.Key.IsZero() {
 		o.Handler.Key = businessKeyTemplate
@@ -165,11 +179,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// driver. Collecting at 5× the live heap instead of 2× costs a few MB
 	// and saves a tenth of the CPU.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	db, err := sqlite.OpenReplay(ctx, o.DB, o.Handler)
+	if o.Open == nil || o.EmitScenario != "" && o.OpenScenario == nil {
+		return nil, errors.New("replay: no store to replay into (Options.Open, Options.OpenScenario)")
+	}
+	db, err := o.Open(ctx, o.DB, o.Handler)
 	if err != nil {
-		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrMismatch) {
-			return nil, &problem.Error{Kind: problem.InvalidInput, Msg: err.Error(), Err: err}
-		}
 		return nil, err
 	}
 	defer db.Close()
@@ -182,8 +196,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer log.Close()
-	rep := newReport(o, db.Resumed, before)
-	err = db.Run(ctx, o.Batch, func(b *sqlite.Batch) error {
+	rep := newReport(o, db.Resumed(), before)
+	err = db.Run(ctx, o.Batch, func(b ledger.Batch) error {
 		return newEngine(o, b, b, rep, nil).replay(ctx)
 	})
 	if err != nil {
@@ -195,15 +209,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.NewEffects = rep.Effects - before
 	// The findings (on the replay's connection, which holds the capture
 	// log) and the invariants (on another) answer side by side.
-	var found sqlite.CaptureFindings
+	var found ledger.CaptureFindings
 	var ferr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		found, ferr = log.Findings(ctx, o.Examples)
 	}()
-	keyed := o.Handler.Strategy.UsesKey() || rep.keyed > 0
-	broken, err := db.Invariants(ctx, o.Handler.Strategy, keyed, o.Examples)
+	judge := db.Invariants
+	if rep.keyed > 0 {
+		judge = db.KeyedInvariants
+	}
+	broken, err := judge(ctx, o.Handler.Strategy, o.Examples)
 	<-done
 	if err == nil {
 		err = ferr

@@ -31,7 +31,7 @@ func run(t *testing.T, o Options) *Report {
 	if o.DB == "" {
 		o.DB = sqlite.Memory
 	}
-	rep, err := Run(context.Background(), o)
+	rep, err := runSQLite(context.Background(), o)
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -249,7 +249,7 @@ func TestInvalidOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Run(context.Background(), tt.o)
+			_, err := runSQLite(context.Background(), tt.o)
 			var ie *problem.Error
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err %v, want an input error with %q", err, tt.want)
@@ -280,7 +280,7 @@ func TestBadRecords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var warn bytes.Buffer
-		rep, err := Run(context.Background(), Options{Inputs: []string{path}, DB: sqlite.Memory, MaxBad: tt.maxBad, Warn: &warn})
+		rep, err := runSQLite(context.Background(), Options{Inputs: []string{path}, DB: sqlite.Memory, MaxBad: tt.maxBad, Warn: &warn})
 		if tt.err != "" {
 			var ie *problem.Error
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.err) {
@@ -364,7 +364,7 @@ func TestResume(t *testing.T) {
 	}
 	other := o
 	other.Handler.Strategy = handler.None
-	if _, err := Run(context.Background(), other); err == nil || !strings.Contains(err.Error(), "cannot be resumed") {
+	if _, err := runSQLite(context.Background(), other); err == nil || !strings.Contains(err.Error(), "cannot be resumed") {
 		t.Errorf("resuming with another strategy: err %v, want a refusal", err)
 	}
 }
@@ -390,7 +390,7 @@ func TestMain(m *testing.M) {
 				}
 			}
 		}
-		if _, err := Run(context.Background(), o); err != nil {
+		if _, err := runSQLite(context.Background(), o); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(3)
 		}
@@ -571,4 +571,13 @@ func TestOneEffectPerKeyForEveryStrategy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runSQLite replays into the SQLite store, as the command wires it.
+func runSQLite(ctx context.Context, o Options) (*Report, error) {
+	o.Open = sqlite.OpenLedger
+	o.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+	}
+	return Run(ctx, o)
 }

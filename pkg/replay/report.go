@@ -9,8 +9,9 @@ import (
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/ledger"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
-	"github.com/redeliver/redeliver/pkg/sqlite"
 )
 
 // Report is everything a replay found; the JSON form is documented in docs/replay-json.md.
@@ -168,7 +169,7 @@ func (r *Report) Passed() bool { return r.Verdict == "pass" }
 
 func newReport(o Options, resumed bool, before int64) *Report {
 	store := "SQLite in memory"
-	if o.DB != "" && o.DB != sqlite.Memory {
+	if o.DB != "" && o.DB != ledger.Memory {
 		store = "SQLite file " + o.DB
 	}
 	r := &Report{Seed: o.Seed, Strategy: o.Handler.Strategy, Store: store, Resumed: resumed,
@@ -246,7 +247,7 @@ func (r *Report) count(s step) {
 	}
 }
 
-func (r *Report) setCapture(f sqlite.CaptureFindings) {
+func (r *Report) setCapture(f ledger.CaptureFindings) {
 	c := &r.Capture
 	c.Deliveries, c.DistinctIDs, c.RepeatedIDs = f.Deliveries, f.DistinctIDs, f.RepeatedIDs
 	c.IdentityReuse, c.KeysWithSeveralIDs = f.IdentityReuse, f.KeysWithSeveralIDs
@@ -272,7 +273,7 @@ func (r *Report) keyedInvariants() {
 	r.Invariants = append(r.Invariants[:1], append([]InvariantCheck{{Name: string(inv.Name), Description: inv.Meaning}}, r.Invariants[1:]...)...)
 }
 
-func (r *Report) setViolations(broken []sqlite.Broken) {
+func (r *Report) setViolations(broken []ledger.Broken) {
 	for _, b := range broken {
 		v := Violation{Invariant: string(b.Invariant), Count: b.Count, Examples: []Example{}}
 		for i, x := range b.Examples {
@@ -297,7 +298,7 @@ const republishedSuffix = "~republish-"
 
 // locate fills in the capture lines behind each example of a broken
 // invariant, up to three each, so reports can point at them.
-func (r *Report) locate(ctx context.Context, log *sqlite.CaptureLog) error {
+func (r *Report) locate(ctx context.Context, log ledger.CaptureLog) error {
 	var ids, keys []string
 	for _, v := range r.Violations {
 		for _, x := range v.Examples {
@@ -364,7 +365,11 @@ func ParseFinding(s string) (Finding, error) {
 			return f, nil
 		}
 	}
-	return "", inputf("unknown --fail-on %q; expected one of identity-reuse, repeated-ids, keys-with-several-ids, bad-records", s)
+	names := make([]string, len(Findings))
+	for i, f := range Findings {
+		names[i] = string(f)
+	}
+	return "", problem.Usagef("unknown --fail-on %q; expected one of %s", s, strings.Join(names, ", "))
 }
 
 // errorText is the reason a delivery failed, in one line, in the words of

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
@@ -55,6 +56,27 @@ const (
 	StoreSQLiteFile   = "sqlite-file"
 	StorePostgres     = "postgres"
 )
+
+// StoreOf names the store a --db value selects, as reports name it.
+func StoreOf(db string) string {
+	switch {
+	case db == "" || db == ledger.Memory:
+		return StoreSQLiteMemory
+	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+		return StorePostgres
+	}
+	return StoreSQLiteFile
+}
+
+// Validated says that scenario files validated: how many, with how many checks.
+func Validated(w io.Writer, files, checks int) error {
+	word := "files"
+	if files == 1 {
+		word = "file"
+	}
+	_, err := fmt.Fprintf(w, "ok: %d %s, %d checks\n", files, word, checks)
+	return err
+}
 
 // Run is what one command produced, as every report format sees it: the
 // results of the files that ran, the harness errors that stopped others,

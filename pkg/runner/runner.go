@@ -489,24 +489,13 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 		cr.res.Line = summary(cnt, cr.res.Violations)
 		return nil
 	}
-	values := map[string]string{
-		"deliveries":        strconv.Itoa(cnt.Deliveries),
-		"effects":           strconv.Itoa(cnt.Effects),
-		"duplicates":        strconv.Itoa(cnt.Duplicates),
-		"conflicts":         strconv.Itoa(cnt.Conflicts),
-		"failures":          strconv.Itoa(cnt.Failed),
-		"crashes":           strconv.Itoa(cnt.Crashed),
-		"orphan_charges":    strconv.Itoa(cnt.OrphanCharges),
-		"uncharged_effects": strconv.Itoa(cnt.UnchargedEffects),
-		"key_conflicts":     strconv.Itoa(cnt.KeyConflicts),
-	}
 	var names []string
 	for _, v := range cr.res.Violations {
 		if !contains(names, string(v.Invariant)) {
 			names = append(names, string(v.Invariant))
 		}
 	}
-	values["violations"] = list(names)
+	values := SayValues(cnt, names)
 	for _, f := range c.Say.Fields() {
 		switch {
 		case strings.HasPrefix(f, "rows."):
@@ -525,6 +514,25 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 	}
 	cr.res.Line = c.Say.Expand(func(name string) string { return values[name] })
 	return nil
+}
+
+// SayValues are the values of a say line's placeholders
+// (scenario.SayPlaceholders) for a check's counters and the invariants it
+// broke; {charges} and {rows.TABLE} are read from the stores by the caller.
+func SayValues(cnt Counters, violations []string) map[string]string {
+	return map[string]string{
+		"deliveries":        strconv.Itoa(cnt.Deliveries),
+		"effects":           strconv.Itoa(cnt.Effects),
+		"duplicates":        strconv.Itoa(cnt.Duplicates),
+		"conflicts":         strconv.Itoa(cnt.Conflicts),
+		"failures":          strconv.Itoa(cnt.Failed),
+		"crashes":           strconv.Itoa(cnt.Crashed),
+		"violations":        list(violations),
+		"charges":           "0",
+		"orphan_charges":    strconv.Itoa(cnt.OrphanCharges),
+		"uncharged_effects": strconv.Itoa(cnt.UnchargedEffects),
+		"key_conflicts":     strconv.Itoa(cnt.KeyConflicts),
+	}
 }
 
 func contains(xs []string, s string) bool {

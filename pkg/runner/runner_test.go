@@ -187,3 +187,17 @@ func TestInterruptStopsTheRun(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
+
+// TestSayValuesCoverEveryPlaceholder: every placeholder the scenario format
+// accepts has a value, so no say line expands to an empty word.
+func TestSayValuesCoverEveryPlaceholder(t *testing.T) {
+	values := runner.SayValues(runner.Counters{Deliveries: 3}, nil)
+	for _, p := range scenario.SayPlaceholders {
+		if _, ok := values[p]; !ok {
+			t.Errorf("placeholder {%s} has no value", p)
+		}
+	}
+	if values["deliveries"] != "3" || values["violations"] != "none" {
+		t.Errorf("values = %v", values)
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/template"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Target is the user's own consumer, reached the way production reaches

@@ -174,3 +174,29 @@ func TestSecretKey(t *testing.T) {
 		t.Error("SecretKey accepted a whsec_ secret that is not base64")
 	}
 }
+
+// FuzzExpandEnv: any string expands or fails with a sentence, never panics,
+// and a string without "${" comes back unchanged.
+func FuzzExpandEnv(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:${PORT:-8080}/e", "${A}${B:-}", "$${X}", "${", "}${:-x}", "${A:-${B}}"} {
+		f.Add(s)
+	}
+	lookup := func(k string) (string, bool) {
+		if k == "A" {
+			return "1", true
+		}
+		return "", false
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ExpandEnv(s, lookup)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an error without a message")
+			}
+			return
+		}
+		if !strings.Contains(s, "${") && got != s {
+			t.Fatalf("ExpandEnv(%q) = %q, want it unchanged", s, got)
+		}
+	})
+}

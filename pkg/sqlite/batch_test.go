@@ -62,7 +62,7 @@ func TestBatchKeepsDeliveriesAtomic(t *testing.T) {
 			if err != nil || n != tt.wantRows {
 				t.Errorf("%d effects (%v), want %d", n, err, tt.wantRows)
 			}
-			broken, err := db.Invariants(ctx, cfg.Strategy, cfg.Strategy.UsesKey(), 5)
+			broken, err := db.Invariants(ctx, cfg.Strategy, 5)
 			if err != nil || len(broken) != 0 {
 				t.Errorf("invariants broken: %+v (%v)", broken, err)
 			}
@@ -89,7 +89,7 @@ func TestInvariantsCatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken, err := db.Invariants(ctx, cfg.Strategy, cfg.Strategy.UsesKey(), 5)
+	broken, err := db.Invariants(ctx, cfg.Strategy, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestUnmatchedRows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			broken, err := db.Invariants(ctx, cfg.Strategy, cfg.Strategy.UsesKey(), 10)
+			broken, err := db.Invariants(ctx, cfg.Strategy, 10)
 			if err != nil {
 				t.Fatal(err)
 			}

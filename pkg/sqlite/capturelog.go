@@ -54,14 +54,6 @@ func (c *CaptureLog) Close() error {
 	return err
 }
 
-// CaptureRow is one delivery of the capture, as the capture log keeps it.
-type CaptureRow struct {
-	EventID    string
-	Identity   int64 // a hash of the identity the handler compares
-	Key        string
-	File, Line int
-}
-
 // captureRows is how many rows one statement of RecordRows inserts: the
 // per-statement cost (step, reset, result) is paid once for them all.
 const captureRows = 64
@@ -129,31 +121,6 @@ func (b *Batch) RecordFile(n int, name string) error {
 		return fmt.Errorf("capture log: %w", err)
 	}
 	return nil
-}
-
-// CaptureFindings are what the capture itself holds, before any handler ran.
-type CaptureFindings struct {
-	Deliveries         int64
-	DistinctIDs        int64
-	RepeatedIDs        int64 // ids delivered more than once
-	IdentityReuse      int64 // ids delivered with more than one payload identity
-	KeysWithSeveralIDs int64 // business keys seen under more than one id
-	Reuse              []Reuse
-	Keys               []KeyIDs
-}
-
-// Reuse is an id delivered with a different payload than the first time.
-type Reuse struct {
-	EventID     string
-	First, Then handler.Location
-}
-
-// KeyIDs is a business key seen under several ids.
-type KeyIDs struct {
-	Key   string
-	IDs   int64
-	First handler.Location
-	Some  string // the first few ids
 }
 
 // Findings counts the capture's repeated ids, reused ids and keys under

@@ -8,21 +8,11 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/checker"
-	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // A replay of millions of deliveries cannot keep its history in memory, so
 // the invariants that read the stored rows are aggregate queries here.
-
-// Broken is one invariant a replay broke: how many times, and the first few.
-type Broken struct {
-	Invariant invariant.Name
-	Count     int64
-	Examples  []checker.Violation
-	// Keys are the business keys of the examples, for duplicate-key.
-	Keys []string
-}
 
 // CountEffects returns the number of rows in the effect table.
 func (r *ReplayDB) CountEffects(ctx context.Context) (int64, error) {
@@ -46,7 +36,17 @@ func (r *ReplayDB) KeyStats(ctx context.Context) (keys, most, several int64, err
 //
 // The queries run on a connection of their own, so that they can run beside
 // the capture log's findings, which are on the replay's connection.
-func (r *ReplayDB) Invariants(ctx context.Context, s handler.Strategy, keyed bool, limit int) (out []Broken, err error) {
+func (r *ReplayDB) Invariants(ctx context.Context, s invariant.Guard, limit int) ([]Broken, error) {
+	return r.invariants(ctx, s, false, limit)
+}
+
+// KeyedInvariants is Invariants for a replay whose capture gave business
+// keys: one effect per key is checked whatever the strategy.
+func (r *ReplayDB) KeyedInvariants(ctx context.Context, s invariant.Guard, limit int) ([]Broken, error) {
+	return r.invariants(ctx, s, true, limit)
+}
+
+func (r *ReplayDB) invariants(ctx context.Context, s invariant.Guard, keyed bool, limit int) (out []Broken, err error) {
 	conn, err := r.db.Conn(ctx)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
@@ -34,13 +33,9 @@ const Memory = ":memory:"
 // timeLayout is fixed-width, so stored times sort as text and stay readable.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// ValidTableName reports whether name can be an effect table.
-func ValidTableName(name string) bool {
-	return identifier.MatchString(name) && !strings.EqualFold(name, "processed") &&
-		!strings.HasPrefix(strings.ToLower(name), "redeliver_") && !strings.HasPrefix(strings.ToLower(name), "sqlite_")
-}
+// ValidTableName reports whether name can be an effect table: the
+// handler's one rule, checked again because the name becomes SQL text.
+func ValidTableName(name string) bool { return handler.ValidEffectTable(name) }
 
 // DB is one scenario's (or one replay's) database.
 type DB struct {
@@ -331,7 +326,7 @@ func wrap(what string, err error) error {
 // Count returns the number of rows in a table of the handler: "processed"
 // or the effect table.
 func (d *DB) Count(ctx context.Context, table string) (int64, error) {
-	if table != "processed" && table != d.effect {
+	if table != handler.MarkerTable && table != d.effect {
 		return 0, fmt.Errorf("no table %q", table)
 	}
 	var n int64

@@ -161,8 +161,11 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Re
 			return runner.RunFile(ctx, s, open)
 		}
 		if s.Target != nil {
+			// Each repetition draws other random crash delays.
+			seed := opts.Seed
 			runFile = func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
-				return target.RunFile(ctx, s, target.Options{Seed: opts.Seed})
+				seed++
+				return target.RunFile(ctx, s, target.Options{Seed: seed - 1})
 			}
 		}
 		fr, err := repeated(ctx, s, runFile, opts.Repeat)
@@ -211,4 +214,17 @@ func dbPaths(scenarios []*scenario.Scenario, db string) ([]string, error) {
 		out[i] = filepath.Join(db, name)
 	}
 	return out, nil
+}
+
+// Workers is the most workers any step of the scenarios delivers with at once.
+func Workers(scenarios []*scenario.Scenario) int {
+	n := 1
+	for _, sc := range scenarios {
+		for _, c := range sc.Checks {
+			for _, st := range c.Steps {
+				n = max(n, st.Concurrent)
+			}
+		}
+	}
+	return n
 }

@@ -65,7 +65,7 @@ func judge(history []*Delivery, rows []effects.Row, table string) []checker.Viol
 	for _, d := range history {
 		if d.Answer.Kind == Conflict && d.Changed != "" {
 			out = append(out, checker.Violation{Invariant: invariant.ChangedByConflict.Name, EventID: d.EventID,
-				Detail: invariant.ChangedByConflict.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table}) + ": " + d.Changed, By: &d.Record})
+				Detail: invariant.ChangedByConflict.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Changed}), By: &d.Record})
 		}
 	}
 	return out

@@ -514,18 +514,10 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 		cr.res.Line = summary(cr.res.History, cnt, names)
 		return nil
 	}
-	values := map[string]string{
-		"deliveries": strconv.Itoa(cnt.Deliveries),
-		"effects":    strconv.Itoa(cnt.Effects),
-		"duplicates": strconv.Itoa(cnt.Redeliveries),
-		"conflicts":  strconv.Itoa(cnt.Conflicts),
-		"failures":   strconv.Itoa(cnt.Failed),
-		"crashes":    strconv.Itoa(cnt.Crashed),
-		"violations": "none",
-	}
-	if len(names) > 0 {
-		values["violations"] = strings.Join(names, ", ")
-	}
+	values := runner.SayValues(cnt, names)
+	// A consumer under test has no duplicate outcome: its duplicates are
+	// the redeliveries it was sent.
+	values["duplicates"] = strconv.Itoa(cnt.Redeliveries)
 	for _, f := range c.Say.Fields() {
 		if t, ok := strings.CutPrefix(f, "rows."); ok {
 			n, err := cr.sess.db.Count(ctx, t)

@@ -1,0 +1,478 @@
+package scenario
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/template"
+	"go.yaml.in/yaml/v3"
+)
+
+// Checks, their steps, events, expectations and state checks.
+
+func (l *loader) checks(n *yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		l.errorf(n, "checks must be a list of checks, not %s", describe(n))
+		return
+	}
+	if len(n.Content) == 0 {
+		l.errorf(n, "checks is empty; a scenario needs at least one check")
+	}
+	names := map[string]Pos{}
+	for _, cn := range n.Content {
+		cn = resolve(cn)
+		c := l.check(cn)
+		if c == nil {
+			continue
+		}
+		if c.Name != "" {
+			if first, dup := names[c.Name]; dup {
+				l.errorf(cn, "check name %q is already used at line %d; check names must be unique", c.Name, first.Line)
+			} else {
+				names[c.Name] = c.Pos
+			}
+		}
+		l.s.Checks = append(l.s.Checks, c)
+	}
+}
+
+func (l *loader) check(n *yaml.Node) *Check {
+	c := &Check{Pos: l.pos(n)}
+	var nameSeen, stepsSeen bool
+	ok := l.mapping(n, "a check", []field{
+		{"name", func(k, v *yaml.Node) {
+			nameSeen = true
+			c.Name, _ = l.str(v, "check name")
+			if strings.ContainsAny(c.Name, "\n\r") {
+				l.errorf(v, "check name must be one line")
+			}
+		}},
+		{"steps", func(k, v *yaml.Node) {
+			stepsSeen = true
+			if v.Kind != yaml.SequenceNode {
+				l.errorf(v, "steps must be a list of steps, not %s", describe(v))
+				return
+			}
+			if len(v.Content) == 0 {
+				l.errorf(v, "steps is empty; a check needs at least one step")
+			}
+			for _, sn := range v.Content {
+				if st := l.step(resolve(sn)); st != nil {
+					c.Steps = append(c.Steps, st)
+				}
+			}
+		}},
+		{"expect", func(k, v *yaml.Node) { c.Expect = l.state(v, "the check's expect") }},
+		{"say", func(k, v *yaml.Node) { c.Say = l.tmpl(v, "say"); l.sayFields(v, c.Say) }},
+		{"violations", func(k, v *yaml.Node) {
+			c.ViolationsDeclared = true
+			c.ViolationsPos = l.pos(v)
+			if v.Kind != yaml.SequenceNode {
+				l.errorf(v, "violations must be a list of invariant names, not %s", describe(v))
+				return
+			}
+			for _, e := range v.Content {
+				e = resolve(e)
+				s, ok := l.str(e, "violation")
+				if !ok {
+					continue
+				}
+				if !invariant.Known(s) {
+					l.errorf(e, "unknown invariant %q; expected %s", s, oneOf(invariant.Names()))
+					continue
+				}
+				c.Violations = append(c.Violations, s)
+			}
+		}},
+	})
+	if !ok {
+		return nil
+	}
+	if !nameSeen {
+		l.errorf(n, "this check has no name; add name: followed by what it shows")
+	}
+	if !stepsSeen {
+		l.errorf(n, "check %q has no steps", c.Name)
+	}
+	return c
+}
+
+// SayPlaceholders are the placeholders a check's say line may use, besides
+// {rows.TABLE}; runner.SayValues gives each its value.
+var SayPlaceholders = []string{"deliveries", "effects", "duplicates", "conflicts", "failures", "crashes", "violations", "charges", "key_conflicts", "orphan_charges", "uncharged_effects"}
+
+func (l *loader) sayFields(n *yaml.Node, t template.Template) {
+	for _, f := range t.Fields() {
+		if strings.HasPrefix(f, "rows.") {
+			l.stateChecks = append(l.stateChecks, &State{Pos: l.pos(n), Rows: []RowCount{{Table: strings.TrimPrefix(f, "rows."), N: -1, Pos: l.pos(n)}}})
+			continue
+		}
+		known := false
+		for _, c := range SayPlaceholders {
+			known = known || c == f
+		}
+		if !known {
+			l.errorf(n, "say uses unknown placeholder {%s}; expected {rows.TABLE} or one of %s", f, strings.Join(braced(SayPlaceholders), ", "))
+		}
+	}
+}
+
+func (l *loader) step(n *yaml.Node) *Step {
+	st := &Step{Pos: l.pos(n), Times: 1}
+	var deliverNode, expectNode, advanceNode, interleaveNode *yaml.Node
+	var modifiers []*yaml.Node  // fields that only a deliver step may have
+	var targetOnly []*yaml.Node // fields that only a target-mode step may have
+	handlerOnly := map[string]bool{}
+	ok := l.mapping(n, "a step", []field{
+		{"deliver", func(k, v *yaml.Node) { deliverNode = v; st.Event = l.event(v) }},
+		{"fail", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			handlerOnly["fail"] = true
+			s, ok := l.str(v, "fail")
+			if !ok {
+				return
+			}
+			for _, p := range handler.FaultPoints {
+				if string(p) == s {
+					st.Fail = p
+					return
+				}
+			}
+			l.errorf(v, "unknown fault point %q; expected %s", s, oneOf(words(handler.FaultPoints)))
+		}},
+		{"consumer", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			handlerOnly["consumer"] = true
+			if s, ok := l.str(v, "consumer"); ok {
+				st.Consumer = s
+				if s == "" {
+					l.errorf(v, "consumer must not be empty")
+				}
+			}
+		}},
+		{"times", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			st.Times, _ = l.integer(v, "times", 1, MaxTimes)
+		}},
+		{"concurrent", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			st.Concurrent, _ = l.integer(v, "concurrent", 2, MaxConcurrent)
+		}},
+		{"interleave", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			interleaveNode = k
+			handlerOnly["interleave"] = true
+			l.interleave(st, v)
+		}},
+		{"label", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			s, ok := l.str(v, "label")
+			if !ok {
+				return
+			}
+			if first, dup := l.labels[s]; dup {
+				l.errorf(v, "label %q is already defined at line %d; labels must be unique in a file", s, first.Line)
+				return
+			}
+			st.Label = s
+		}},
+		{"expect", func(k, v *yaml.Node) { expectNode = v }},
+		{"advance", func(k, v *yaml.Node) { advanceNode = v; st.Advance, _ = l.duration(v, "advance") }},
+		{"drop", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			if s, ok := l.str(v, "drop"); ok {
+				if s != "response" {
+					l.errorf(v, "drop must be response (the answer is cut off, so the delivery is redelivered), not %q", s)
+				}
+				st.Drop = true
+			}
+		}},
+		{"crash", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			st.Crash = l.crash(v)
+		}},
+		{"delay", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			st.Delay = l.delay(v, "delay")
+		}},
+	})
+	if !ok {
+		return nil
+	}
+	if l.targetMode {
+		l.targetStep(n, st, handlerOnly)
+	} else {
+		for _, k := range targetOnly {
+			l.errorf(k, "%s is a fault from outside for a target (your own consumer); the built-in handler takes fail: POINT", k.Value)
+		}
+	}
+	switch {
+	case deliverNode != nil && advanceNode != nil:
+		l.errorf(advanceNode, "a step either delivers or advances the clock, not both")
+		return nil
+	case deliverNode != nil:
+		st.Kind = Deliver
+		if expectNode != nil {
+			if st.Concurrent > 0 {
+				l.errorf(expectNode, "a concurrent step has one outcome per worker, so it takes no expect; the invariants check it, and a state check can follow it")
+			} else if l.targetMode {
+				st.Expect = l.answer(expectNode)
+			} else {
+				st.Expect = l.expectation(expectNode)
+			}
+		}
+		if st.Concurrent > 0 && st.Times > 1 {
+			l.errorf(n, "a step takes times or concurrent, not both")
+		}
+		if interleaveNode != nil && st.Concurrent == 0 {
+			l.errorf(interleaveNode, "interleave holds concurrent workers at a fault point, so it needs concurrent: N (2 to %d) on the same step", MaxConcurrent)
+		}
+		if st.Fail != "" || st.Interleave != "" {
+			// The handler block may come later in the file: check at the end.
+			l.faultSteps = append(l.faultSteps, st)
+		}
+		if st.Consumer != "" {
+			// The handler block may come later in the file: check at the end.
+			l.consumerSteps = append(l.consumerSteps, st)
+		}
+		if st.Label != "" {
+			l.labels[st.Label] = st.Pos
+		}
+		return st
+	case advanceNode != nil:
+		st.Kind = Advance
+		if expectNode != nil {
+			l.errorf(expectNode, "an advance step cannot have expect; put the state check in a step of its own")
+		}
+	case expectNode != nil:
+		st.Kind = Inspect
+		st.State = l.state(expectNode, "a state check")
+	default:
+		l.errorf(n, "this step does nothing; expected deliver, expect or advance")
+		return nil
+	}
+	for _, m := range modifiers {
+		l.errorf(m, "%s belongs to a deliver step", m.Value)
+	}
+	return st
+}
+
+var eventFields = []string{"id", "source", "type", "subject", "schema", "time", "headers", "data"}
+
+func (l *loader) event(n *yaml.Node) *Event {
+	ev := &Event{Pos: l.pos(n)}
+	env := map[string]any{}
+	var idSeen bool
+	fields := make([]field, 0, len(eventFields))
+	for _, name := range eventFields {
+		name := name
+		fields = append(fields, field{name, func(k, v *yaml.Node) {
+			switch name {
+			case "id":
+				idSeen = true
+				if s, ok := l.str(v, "event id"); ok {
+					if s == "" {
+						l.errorf(v, "event id must not be empty")
+					}
+					ev.ID = s
+					env["id"] = s
+				}
+			case "headers":
+				hs := map[string]string{}
+				l.mappingAny(v, "headers", func(k, v *yaml.Node) {
+					if s, ok := l.str(v, "header "+k.Value); ok {
+						hs[k.Value] = s
+					}
+				})
+				env["headers"] = hs
+			case "data":
+				raw, err := toJSON(v)
+				if err != nil {
+					l.errorf(v, "data cannot be written as JSON: %v", err)
+					return
+				}
+				env["data"] = json.RawMessage(raw)
+			default:
+				if s, ok := l.str(v, name); ok {
+					env[name] = s
+					switch name {
+					case "source":
+						ev.Source = s
+					case "schema":
+						ev.Schema = s
+					}
+				}
+			}
+		}})
+	}
+	if !l.mapping(n, "deliver", fields) {
+		return nil
+	}
+	if !idSeen {
+		l.errorf(n, "the event has no id; every delivered event needs id: (the message id the broker would carry)")
+	}
+	ev.Envelope, _ = json.Marshal(env) // keys are strings, values are marshalable
+	return ev
+}
+
+var outcomeWords = words(handler.Outcomes)
+
+func (l *loader) outcome(n *yaml.Node) handler.Outcome {
+	s, ok := l.str(n, "outcome")
+	if !ok {
+		return ""
+	}
+	for _, o := range handler.Outcomes {
+		if string(o) == s {
+			return o
+		}
+	}
+	l.errorf(n, "unknown outcome %q; expected %s", s, oneOf(outcomeWords))
+	return ""
+}
+
+func (l *loader) expectation(n *yaml.Node) *Expectation {
+	e := &Expectation{Pos: l.pos(n)}
+	if n.Kind == yaml.ScalarNode {
+		e.Outcome = l.outcome(n)
+		return e
+	}
+	l.mapping(n, "a delivery's expect", []field{
+		{"outcome", func(k, v *yaml.Node) { e.Outcome = l.outcome(v) }},
+		{"error", func(k, v *yaml.Node) { e.Error, _ = l.str(v, "error") }},
+		{"same_effect_as", func(k, v *yaml.Node) {
+			s, ok := l.str(v, "same_effect_as")
+			if !ok {
+				return
+			}
+			if _, defined := l.labels[s]; !defined {
+				l.errorf(v, "same_effect_as names label %q, which is not defined by an earlier step", s)
+				return
+			}
+			e.SameEffectAs = s
+		}},
+	})
+	return e
+}
+
+func (l *loader) state(n *yaml.Node, what string) *State {
+	st := &State{Pos: l.pos(n)}
+	l.mapping(n, what, []field{
+		{"rows", func(k, v *yaml.Node) {
+			l.mappingAny(v, "rows", func(k, v *yaml.Node) {
+				if c, ok := l.integer(v, "rows of "+k.Value, 0, math.MaxInt); ok {
+					st.Rows = append(st.Rows, RowCount{Table: k.Value, N: int64(c), Pos: l.pos(k)})
+				}
+			})
+		}},
+		{"processed", func(k, v *yaml.Node) { st.Processed = l.eventRefs(v, "processed") }},
+		{"not_processed", func(k, v *yaml.Node) { st.NotProcessed = l.eventRefs(v, "not_processed") }},
+		{"charges", func(k, v *yaml.Node) {
+			if c, ok := l.integer(v, "charges", 0, math.MaxInt); ok {
+				st.Charges = &c
+				st.ChargesPos = l.pos(k)
+			}
+		}},
+		{"effects", func(k, v *yaml.Node) {
+			if !l.targetMode {
+				l.errorf(k, "effects counts a target's effect rows by business key; the built-in handler counts rows: {TABLE: N}")
+				return
+			}
+			st.Effects = l.keyCounts(v)
+		}},
+	})
+	l.stateChecks = append(l.stateChecks, st)
+	return st
+}
+
+func (l *loader) eventRefs(n *yaml.Node, what string) []EventRef {
+	if n.Kind != yaml.SequenceNode {
+		l.errorf(n, "%s must be a list of event ids, not %s", what, describe(n))
+		return nil
+	}
+	var out []EventRef
+	for _, e := range n.Content {
+		e = resolve(e)
+		ref := EventRef{Pos: l.pos(e)}
+		if e.Kind == yaml.MappingNode {
+			l.mapping(e, what+" entry", []field{
+				{"id", func(k, v *yaml.Node) { ref.ID, _ = l.str(v, "event id") }},
+				{"consumer", func(k, v *yaml.Node) { ref.Consumer, _ = l.str(v, "consumer") }},
+			})
+			if ref.ID == "" {
+				l.errorf(e, "%s entry needs an id", what)
+				continue
+			}
+		} else if s, ok := l.str(e, what+" entry"); ok {
+			ref.ID = s
+		} else {
+			continue
+		}
+		out = append(out, ref)
+	}
+	return out
+}
+
+// validateState checks table names and gateway counts once the handler is known.
+func (l *loader) validateState(st *State) {
+	if l.s.Target != nil {
+		l.validateTargetState(st)
+		return
+	}
+	h := l.s.Handler
+	for _, r := range st.Rows {
+		if r.Table != handler.MarkerTable && r.Table != h.Effect {
+			l.errs = append(l.errs, errorf(r.Pos, "no table %q; expected processed or %s (the handler's effect table)", r.Table, h.Effect))
+		}
+	}
+	if st.Charges != nil && !h.Strategy.CallsOut() {
+		l.errs = append(l.errs, errorf(st.ChargesPos, "charges counts the payment gateway's charges, and only strategy external-key calls one (this handler is %s)", h.Strategy))
+	}
+}
+
+// faultPoint reads the name of a fault point.
+func (l *loader) faultPoint(n *yaml.Node, what string) handler.FaultPoint {
+	s, ok := l.str(n, what)
+	if !ok {
+		return ""
+	}
+	for _, p := range handler.FaultPoints {
+		if string(p) == s {
+			return p
+		}
+	}
+	l.errorf(n, "unknown fault point %q in %s; expected %s", s, what, oneOf(words(handler.FaultPoints)))
+	return ""
+}
+
+// interleave reads `interleave: POINT` or `interleave: {at: POINT, release: together|in-order}`.
+func (l *loader) interleave(st *Step, n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		st.Interleave = l.faultPoint(n, "interleave")
+		return
+	}
+	var at *yaml.Node
+	l.mapping(n, "interleave", []field{
+		{"at", func(k, v *yaml.Node) { at = v; st.Interleave = l.faultPoint(v, "interleave at") }},
+		{"release", func(k, v *yaml.Node) {
+			s, ok := l.str(v, "release")
+			switch {
+			case !ok:
+			case s == "together":
+			case s == "in-order":
+				st.InOrder = true
+			default:
+				l.errorf(v, "unknown release %q; expected together (all held workers at once) or in-order (one at a time, in worker order)", s)
+			}
+		}},
+	})
+	if at == nil {
+		l.errorf(n, "interleave needs at: the fault point to hold the workers at")
+	}
+}
