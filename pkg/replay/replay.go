@@ -100,6 +100,9 @@ func (o *Options) validate() error {
 			return inputf("%s must be a probability between 0 and 1, not %g", p.name, p.v)
 		}
 	}
+	if strings.HasPrefix(o.DB, "postgres://") || strings.HasPrefix(o.DB, "postgresql://") {
+		return inputf("replay runs on embedded SQLite: --db takes :memory: or a file, not a PostgreSQL URL (redeliver run --db postgres://… runs scenarios on PostgreSQL)")
+	}
 	if o.Concurrent > 0 {
 		return inputf("--concurrent needs a store that runs transactions side by side; the embedded SQLite store runs one at a time, so two workers cannot race on it (drop --concurrent)")
 	}

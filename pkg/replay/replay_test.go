@@ -246,6 +246,7 @@ func TestInvalidOptions(t *testing.T) {
 		{"no file", Options{Inputs: []string{"nope.ndjson"}}, "nope.ndjson: no such capture file"},
 		{"two stdins", Options{Inputs: []string{"-", "-"}}, "read only once"},
 		{"external-key", Options{Inputs: in, Handler: handler.Config{Strategy: handler.ExternalKey}}, "payment gateway"},
+		{"PostgreSQL", Options{Inputs: in, DB: "postgres://postgres@127.0.0.1:5432/test"}, "replay runs on embedded SQLite: --db takes :memory: or a file, not a PostgreSQL URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

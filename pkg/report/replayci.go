@@ -198,7 +198,7 @@ func ReplayJUnit(w io.Writer, r *Replay) error {
 			s := junitSuite{Name: in.File, File: in.File, Time: junitTime(r.Duration), Properties: &junitProps{Props: []junitProp{
 				{Name: "format", Value: in.Format},
 				{Name: "strategy", Value: string(rep.Strategy)},
-				{Name: "store", Value: rep.Store},
+				{Name: "store", Value: replayStore(rep.Store)},
 				{Name: "seed", Value: strconv.FormatInt(rep.Seed, 10)},
 			}}}
 			for _, c := range checks {
@@ -362,4 +362,13 @@ func (r *Replay) Summarize(w io.Writer) error {
 		o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed, count(rep.Effects, "effect", "effects"))))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// replayStore names a replay's store as run's JUnit reports name theirs
+// (sqlite-memory, sqlite-file), so one CI query reads both.
+func replayStore(store string) string {
+	if strings.HasPrefix(store, "SQLite file") {
+		return StoreSQLiteFile
+	}
+	return StoreSQLiteMemory
 }

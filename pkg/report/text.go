@@ -5,6 +5,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/fatih/color"
@@ -59,7 +60,11 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 			}
 			if opts.Verbose {
 				for _, v := range c.Violations {
-					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("caught: "+v.String()))
+					// Only a declared violation was caught; one nobody
+					// declared is the check's failure, printed above.
+					if slices.Contains(c.Declared, string(v.Invariant)) {
+						fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("caught: "+v.String()))
+					}
 				}
 				for _, r := range c.Reconciliation {
 					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("reconcile: "+r))
