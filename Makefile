@@ -18,9 +18,21 @@ run: build ## the fixture, then the whole scenario library, on embedded SQLite i
 	@echo
 	./$(BIN) run scenarios
 
+# The PostgreSQL tests run against REDELIVER_TEST_POSTGRES; unset, a server
+# listening on 127.0.0.1:5432 is used as the local default (user postgres,
+# database test); REDELIVER_TEST_POSTGRES=off skips them. Either way one line
+# says which.
+PG_LOCAL := postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+
 test: ## vet, then every test with the race detector
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	@pg="$${REDELIVER_TEST_POSTGRES:-}"; \
+	if [ -z "$$pg" ] && bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432' 2>/dev/null; then pg='$(PG_LOCAL)'; fi; \
+	if [ "$$pg" = off ]; then pg=; fi; \
+	if [ -n "$$pg" ]; then echo "make test: PostgreSQL tests run against $$pg (REDELIVER_TEST_POSTGRES=off skips them)"; \
+	else echo "make test: no PostgreSQL at 127.0.0.1:5432, its tests are skipped; set REDELIVER_TEST_POSTGRES=postgres://USER@HOST:PORT/DB to run them"; fi; \
+	echo "$(GO) test -race -count=1 ./..."; \
+	REDELIVER_TEST_POSTGRES="$$pg" $(GO) test -race -count=1 ./...
 
 bench: ## benchmarks (see docs/performance.md); REDELIVER_BENCH_N=100000 for a quick run
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
