@@ -25,6 +25,14 @@ func TestMain(m *testing.M) {
 		// drop-kept-schemas FILE drops the PostgreSQL schemas that the
 		// "kept schema NAME" lines of FILE (a --keep run's stderr) name.
 		"drop-kept-schemas": func() { os.Exit(dropKeptSchemas(os.Args[1])) },
+		// publish-capture URL STREAM FILE publishes a CloudEvents NDJSON
+		// capture into a new JetStream stream; delete-stream URL STREAM
+		// deletes it again.
+		"publish-capture": func() { os.Exit(publishCapture(os.Args[1], os.Args[2], os.Args[3])) },
+		"delete-stream":   func() { os.Exit(deleteStream(os.Args[1], os.Args[2])) },
+		// strip-inputs IN OUT writes IN with capture names (files, streams,
+		// and the format beside them) replaced by CAPTURE.
+		"strip-inputs": func() { os.Exit(stripInputs(os.Args[1], os.Args[2])) },
 		// consumer is a small consumer under test for the target-mode scripts.
 		"consumer": func() { os.Exit(consumertest.Main(os.Args[1:])) },
 	})
@@ -41,6 +49,9 @@ func TestScripts(t *testing.T) {
 			if cond == "postgres" {
 				return os.Getenv("REDELIVER_TEST_POSTGRES") != "", nil
 			}
+			if cond == "nats" {
+				return natsUp()
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(env *testscript.Env) error {
@@ -49,6 +60,9 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GITHUB_ACTIONS", "")
 			// Scripts marked [postgres] run against this server, and skip without it.
 			env.Setenv("REDELIVER_TEST_POSTGRES", os.Getenv("REDELIVER_TEST_POSTGRES"))
+			// Scripts marked [nats] publish into this server, and skip without it (fail under CI).
+			env.Setenv("NATS", natsURL())
+			env.Setenv("STREAM", uniqueStream())
 			// A free port for a consumer the script starts.
 			port, err := freePort()
 			if err != nil {

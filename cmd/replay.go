@@ -52,7 +52,7 @@ type replayOptions struct {
 func newReplayCmd(s *Streams) *cobra.Command {
 	o := &replayOptions{}
 	c := &cobra.Command{
-		Use:   "replay LOG...",
+		Use:   "replay LOG|nats://HOST:PORT/STREAM...",
 		Short: "Replay captured event logs with injected duplicates and faults",
 		Long: `Replay captured event logs through the handler, streaming them, and inject the
 duplicates real brokers make. The report says what the capture holds (repeated
@@ -64,6 +64,13 @@ Formats (detected; --input forces one): CloudEvents JSON (one event, NDJSON or a
 batch array; data or data_base64), kcat -J lines, SQS ReceiveMessage and Lambda
 Records JSON (SNS notifications unwrapped), nats sub --dump - output, and plain
 NDJSON with --id (and --key, --payload) paths. Gzip is read as is; - is stdin.
+
+A JetStream stream is a captured log too: nats://HOST:PORT/STREAM reads it
+from its first sequence (?seq=N from sequence N, &subject=S only subject S)
+up to the last message stored when the replay began, through an ephemeral
+consumer it deletes again. Messages in the CloudEvents NATS binding are read
+as their events (ce-id and ce-source headers, or a structured body); report
+lines name the stream sequence where a file has a line number.
 
 On a file --db a replay resumes: replaying the same log again makes no new
 effects, and a replay killed mid-way and started again ends with the effects
@@ -93,7 +100,8 @@ them, and its GitHub annotation points at the first of those lines.
   redeliver replay --strategy none --redeliver 0.3 --emit-scenario repro.yaml capture.ndjson
   kcat -C -J -b broker:9092 -t orders -e | redeliver replay --id headers.ce_id -
   redeliver replay --db replay.db --crash 0.1 --rewind 100 capture.ndjson.gz
-  redeliver replay --fail-on identity-reuse --report junit=replay.xml capture.ndjson`,
+  redeliver replay --fail-on identity-reuse --report junit=replay.xml capture.ndjson
+  redeliver replay 'nats://127.0.0.1:4222/ORDERS?seq=1000'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			o.Logs = args

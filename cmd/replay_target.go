@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -36,6 +37,9 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	for _, in := range o.Logs {
 		if in == "-" {
 			continue
+		}
+		if nats.IsStreamURL(in) {
+			return problem.Usagef("%s: replay --target reads capture files; a JetStream stream replays through the built-in handler only (drop --target)", in)
 		}
 		if st, err := os.Stat(in); err != nil || st.IsDir() {
 			return problem.Usagef("%s: no such capture file", in)

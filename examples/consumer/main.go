@@ -46,6 +46,7 @@ type config struct {
 	work      time.Duration
 	secretEnv string
 	idHeader  string
+	broker    brokerConfig
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -60,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.work, "work", 0, "simulated downstream latency, spent inside each flaw's window")
 	fs.StringVar(&c.secretEnv, "secret-env", "", "environment variable holding the Standard Webhooks secret (whsec_<base64> or raw) to verify signatures with")
 	fs.StringVar(&c.idHeader, "id-header", "Idempotency-Key", "raw mode: the header carrying the event id")
+	c.broker.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -74,8 +76,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	switch {
 	case c.db == "":
 		return c, errors.New("--db is required: a SQLite file path or a postgres:// URL")
+	case c.broker.on() && (c.exec || c.listen != ""):
+		return c, errors.New("give one of --listen ADDR, --exec, --nats URL and --amqp URL")
+	case c.broker.on():
+		if err := c.broker.check(); err != nil {
+			return c, err
+		}
 	case c.exec == (c.listen != ""):
-		return c, errors.New("give exactly one of --listen ADDR and --exec")
+		return c, errors.New("give exactly one of --listen ADDR, --exec, --nats URL and --amqp URL")
 	case c.exec && c.flaw == flawAckBeforeCommit:
 		return c, errors.New("--flaw ack-before-commit needs --listen: an --exec process that has exited has nothing left to commit")
 	case c.work < 0:
@@ -115,6 +123,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	if cfg.exec {
 		return c.execOne(ctx, stdin, stdout)
+	}
+	if cfg.broker.on() {
+		return consumeBroker(ctx, c, cfg.broker, stdout, stderr)
 	}
 	return serve(ctx, c, cfg.listen, stdout, stderr)
 }

@@ -167,13 +167,17 @@ func (r *Reader) Format() Format { return r.format }
 // a record that cannot be read (call Next again to go on, unless Fatal).
 func (r *Reader) Next() (Event, error) { return r.next() }
 
-// Close releases the decompressor, if any; it does not close the input.
+// Close releases the decompressor, if any, and what OnClose was given;
+// it does not close the input.
 func (r *Reader) Close() error {
 	if r.closer != nil {
 		return r.closer.Close()
 	}
 	return nil
 }
+
+// OnClose makes Close close c as well (the source of OpenRecords).
+func (r *Reader) OnClose(c io.Closer) { r.closer = c }
 
 // lineShaped reports whether the first JSON value ends on its first line
 // (NDJSON) rather than spanning lines or being an array (one document).
@@ -244,4 +248,31 @@ func detect(name string, br *bufio.Reader, opts Options) (Format, error) {
 		return NDJSON, nil
 	}
 	return "", &UnknownFormatError{File: name, Why: "the first line is no CloudEvent, kcat -J, SQS or NATS record, and no --id path was given for plain NDJSON"}
+}
+
+// OpenRecords reads a capture that arrives one record at a time rather
+// than as a file — a JetStream stream read back — in format f (only NATS
+// so far: each record a message as `nats sub --dump` writes it). next
+// returns a record and its position in the source (the stream sequence,
+// which reports show where a file has its line), or io.EOF at the end.
+func OpenRecords(name string, f Format, opts Options, next func() ([]byte, int, error)) (*Reader, error) {
+	if f != NATS {
+		return nil, fmt.Errorf("a record source reads NATS messages, not %s", f)
+	}
+	parse := natsRecord(name, opts)
+	rd := &Reader{name: name, format: f}
+	rd.next = func() (Event, error) {
+		rec, pos, err := next()
+		if err != nil {
+			return Event{}, err
+		}
+		at := handler.Location{File: name, Line: pos}
+		ev, why := parse(rec, at)
+		if why != "" {
+			return Event{}, &BadRecordError{At: at, Reason: why}
+		}
+		ev.At = at
+		return ev, nil
+	}
+	return rd, nil
 }

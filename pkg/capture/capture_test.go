@@ -97,6 +97,11 @@ func TestSamples(t *testing.T) {
 			{"evt-2", "order-2", `{"orderId": "order-2", "amount": 20}`, 3, true},
 			{"ORDERS/3", "order-3", `{"orderId": "order-3", "amount": 30}`, 4, false},
 		}},
+		{"nats-cloudevents.dump", Options{}, NATS, []want{
+			{"/orders/evt-1", "order-1", `{"orderId":"order-1","amount":10}`, 1, false},
+			{"/orders/evt-1", "order-1", `{"orderId":"order-1","amount":10}`, 2, true},
+			{"/orders/evt-2", "order-2", `{"orderId":"order-2","amount":20}`, 3, false},
+		}},
 		{"plain.ndjson", Options{ID: "eventId", Key: "order.id"}, NDJSON, []want{
 			{"p-1", "order-1", `{"eventId":"p-1","order":{"id":"order-1"},"amount":10}`, 1, false},
 			{"p-2", "order-2", `{"eventId":"p-2","order":{"id":"order-2"},"amount":20}`, 2, false},

@@ -77,7 +77,7 @@ func FuzzKcat(f *testing.F) { fuzzReader(f, Kcat, Options{ID: "headers.ce_id"}, 
 
 func FuzzSQS(f *testing.F) { fuzzReader(f, SQS, Options{}, "sqs-receive.json", "lambda-sqs-sns.json") }
 
-func FuzzNATS(f *testing.F) { fuzzReader(f, NATS, Options{}, "nats.dump") }
+func FuzzNATS(f *testing.F) { fuzzReader(f, NATS, Options{}, "nats.dump", "nats-cloudevents.dump") }
 
 func FuzzNDJSON(f *testing.F) {
 	fuzzReader(f, NDJSON, Options{ID: "eventId", Key: "order.id"}, "plain.ndjson")

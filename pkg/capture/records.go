@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"strconv"
@@ -219,39 +220,62 @@ func sqsRecord(name string, opts Options) recordParser {
 
 // natsRecord reads one message of `nats sub --dump -`: a JSON-encoded
 // nats.Msg (Subject, Reply, Header, Data in base64), NUL-terminated.
+// A message in the CloudEvents NATS binding is read as the event it
+// carries: in binary mode its id and source come from the ce-id and
+// ce-source headers; in structured mode (Content-Type
+// application/cloudevents+json) the body is the event.
 func natsRecord(name string, opts Options) recordParser {
-	return func(rec []byte, _ handler.Location) (Event, string) {
+	structured := cloudRecord(name, opts)
+	return func(rec []byte, at handler.Location) (Event, string) {
 		f := gjson.GetManyBytes(rec, "Subject", "Reply", "Header", "Data")
 		if !f[0].Exists() {
 			return Event{}, "not a NATS message dump (no Subject)"
 		}
-		var data []byte
+		var raw []byte
+		data := []byte("null")
 		if f[3].Type == gjson.String {
-			raw, err := base64.StdEncoding.DecodeString(f[3].Str)
+			var err error
+			raw, err = base64.StdEncoding.DecodeString(f[3].Str)
 			if err != nil {
 				return Event{}, fmt.Sprintf("Data does not decode as base64: %v", err)
 			}
 			data = rawPayload(raw)
-		} else {
-			data = []byte("null")
 		}
 		env := newEnvelope(len(rec))
 		env.str("subject", f[0].String())
-		msgID := ""
+		var msgID, ceID, ceSource, ceKey, contentType string
 		headers := newEnvelope(len(f[2].Raw))
 		f[2].ForEach(func(k, v gjson.Result) bool {
 			val := v.String()
 			if v.IsArray() {
 				val = v.Get("0").String()
 			}
-			if strings.EqualFold(k.String(), "Nats-Msg-Id") {
+			switch strings.ToLower(k.String()) {
+			case "nats-msg-id":
 				msgID = val
+			case "ce-id":
+				ceID = val
+			case "ce-source":
+				ceSource = val
+			case "ce-partitionkey":
+				ceKey = val
+			case "ce-subject":
+				if ceKey == "" {
+					ceKey = val
+				}
+			case "content-type":
+				contentType = val
 			}
 			headers.str(k.String(), val)
 			return true
 		})
-		env.raw("headers", headers.bytes())
 		stream, seq, delivered := jsAck(f[1].String())
+		if strings.HasPrefix(strings.ToLower(contentType), "application/cloudevents+json") && validJSON(raw) {
+			ev, why := structured(bytes.TrimSpace(raw), at)
+			ev.Redelivered = delivered > 1
+			return ev, why
+		}
+		env.raw("headers", headers.bytes())
 		if f[1].String() != "" {
 			env.str("reply", f[1].String())
 		}
@@ -266,6 +290,10 @@ func natsRecord(name string, opts Options) recordParser {
 		if opts.ID != "" {
 			id = idValue(gjson.GetBytes(body, opts.ID))
 		}
+		source := ""
+		if id == "" && ceID != "" {
+			id, source = cloudEventID(ceSource, ceID), ceSource
+		}
 		if id == "" {
 			id = msgID
 		}
@@ -278,7 +306,11 @@ func natsRecord(name string, opts Options) recordParser {
 		body = append(body[:len(body)-1], `,"id":`...)
 		body = appendString(body, id)
 		body = append(body, '}')
-		return Event{ID: id, Key: keyValue(body, opts.Key), Envelope: body, Redelivered: delivered > 1}, ""
+		key := keyValue(body, opts.Key)
+		if opts.Key == "" {
+			key = ceKey // as a CloudEvent's partitionkey or subject is
+		}
+		return Event{ID: id, Source: source, Key: key, Envelope: body, Redelivered: delivered > 1}, ""
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/ledger"
+	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/template"
 )
@@ -173,9 +174,20 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 	for n, name := range e.o.Inputs {
 		var r io.Reader
 		label := name
-		if name == "-" {
+		var rd *capture.Reader
+		var err error
+		switch {
+		case name == "-":
 			r, label = e.o.Stdin, "stdin"
-		} else {
+		case nats.IsStreamURL(name):
+			rd, err = openStream(ctx, name, e.o.Capture)
+			if err != nil {
+				cur.err = err
+				send()
+				return
+			}
+			defer rd.Close()
+		default:
 			f, err := os.Open(name)
 			if err != nil {
 				cur.err = fmt.Errorf("open %s: %w", name, err)
@@ -185,7 +197,9 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 			defer f.Close()
 			r = &countingReader{r: f, n: &e.bytesRead}
 		}
-		rd, err := capture.Open(label, r, e.o.Capture)
+		if rd == nil {
+			rd, err = capture.Open(label, r, e.o.Capture)
+		}
 		if err != nil {
 			var be *capture.BadRecordError
 			var ue *capture.UnknownFormatError
@@ -423,4 +437,24 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// openStream reads a JetStream stream as a capture: its messages, in
+// stream order, each placed at its sequence where a file has a line.
+func openStream(ctx context.Context, name string, opts capture.Options) (*capture.Reader, error) {
+	u, err := nats.ParseStreamURL(name)
+	if err != nil {
+		return nil, inputf("%v", err)
+	}
+	sr, err := nats.ReadStream(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := capture.OpenRecords(name, capture.NATS, opts, sr.Next)
+	if err != nil {
+		sr.Close()
+		return nil, err
+	}
+	rd.OnClose(sr)
+	return rd, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/ledger"
+	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
@@ -39,7 +40,7 @@ var Findings = []Finding{IdentityReuse, RepeatedIDs, KeysWithSeveralIDs, BadReco
 
 // Options are what a replay reads, how it injects faults, and where it writes.
 type Options struct {
-	Inputs  []string // capture files; "-" reads Stdin
+	Inputs  []string // capture files; "-" reads Stdin; nats://HOST:PORT/STREAM reads a JetStream stream
 	Stdin   io.Reader
 	Capture capture.Options
 	DB      string // ":memory:" or a file (kept, and resumed on the next replay)
@@ -170,6 +171,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if in == "-" {
 			continue
 		}
+		if nats.IsStreamURL(in) {
+			if _, err := nats.ParseStreamURL(in); err != nil {
+				return nil, inputf("%v", err)
+			}
+			if f := o.Capture.Format; f != "" && f != capture.Auto && f != capture.NATS {
+				return nil, inputf("%s is a NATS stream: its messages are read as --input nats, not %s", in, f)
+			}
+			continue
+		}
 		if st, err := os.Stat(in); err != nil {
 			return nil, problem.Invalid(problem.Pos{File: in}, "no such capture file")
 		} else if st.IsDir() {
@@ -241,6 +251,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Compare && rep.keyed > 0 {
 		if slices.Contains(o.Inputs, "-") {
 			rep.NotCompared = "stdin cannot be read again"
+		} else if slices.ContainsFunc(o.Inputs, nats.IsStreamURL) {
+			rep.NotCompared = "a stream is replayed once"
 		} else {
 			own, err := row(ctx, db, rep)
 			if err != nil {

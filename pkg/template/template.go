@@ -91,6 +91,21 @@ func (t Template) Fields() []string {
 	return out
 }
 
+// Part is a piece of a template: literal text, or a placeholder's name.
+type Part struct {
+	Text  string
+	Field bool
+}
+
+// Parts returns the template's pieces, in order.
+func (t Template) Parts() []Part {
+	out := make([]Part, len(t.parts))
+	for i, p := range t.parts {
+		out[i] = Part{Text: p.text, Field: p.field}
+	}
+	return out
+}
+
 // Expand writes the template with every placeholder replaced by value(name).
 func (t Template) Expand(value func(name string) string) string {
 	if len(t.parts) == 1 && !t.parts[0].field {
