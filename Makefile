@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION) -X github.com/redeliver/redeliver/cmd.commit=$(COMMIT)
 
-.PHONY: build examples run test bench lint fuzz clean
+.PHONY: build examples run test bench bench-go lint fuzz clean
 
 build: ## build bin/redeliver
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -34,7 +34,15 @@ test: ## vet, then every test with the race detector
 	echo "$(GO) test -race -count=1 ./..."; \
 	REDELIVER_TEST_POSTGRES="$$pg" $(GO) test -race -count=1 ./...
 
-bench: ## benchmarks (see docs/performance.md); REDELIVER_BENCH_N=100000 for a quick run
+# The Node.js peer replay is compared with (docs/peer), installed outside
+# the repository: cp -r docs/peer DIR && (cd DIR && npm install).
+PEER        ?=
+BENCH_N     ?= 300000
+BENCH_ROUNDS ?= 3
+bench: build ## replay UUID and sequential-id captures against the peer, alternating: make bench PEER=DIR
+	$(GO) run ./pkg/bench/peerbench -peer '$(PEER)' -redeliver $(BIN) -n $(BENCH_N) -rounds $(BENCH_ROUNDS)
+
+bench-go: ## the Go benchmarks (see docs/performance.md); REDELIVER_BENCH_N=100000 for a quick run
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -1,44 +1,33 @@
 package replay
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/bench"
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
-// writeCapture writes n CloudEvents NDJSON lines of which about a fifth are
-// redeliveries of a recent event (same id, same payload): the shape of the
-// benchmark capture, and of the file the Node.js peer replays.
+// writeCapture writes the benchmark capture's shape with sequential ids.
 func writeCapture(w io.Writer, n int, seed uint64) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	rng := rand.New(rand.NewPCG(seed, 1))
-	next := 0
-	var line []byte
-	for i := 0; i < n; i++ {
-		id := next
-		if next > 0 && rng.Float64() < 0.2 {
-			id = next - 1 - rng.IntN(min(next, 1000))
-		} else {
-			next++
-		}
-		line = append(line[:0], `{"specversion":"1.0","id":"evt-`...)
-		line = strconv.AppendInt(line, int64(id), 10)
-		line = append(line, `","source":"/orders","type":"order.created","time":"2026-11-01T10:00:00Z","data":{"orderId":"order-`...)
-		line = strconv.AppendInt(line, int64(id), 10)
-		line = append(line, "\"}}\n"...)
-		if _, err := bw.Write(line); err != nil {
-			return err
-		}
+	return bench.WriteCapture(w, n, seed, bench.Sequential)
+}
+
+// benchIDs is the id shape of the capture: UUIDs, or REDELIVER_BENCH_IDS.
+func benchIDs(b *testing.B) bench.IDs {
+	ids, err := bench.ParseIDs(os.Getenv("REDELIVER_BENCH_IDS"))
+	if os.Getenv("REDELIVER_BENCH_IDS") == "" {
+		ids, err = bench.UUID, nil
 	}
-	return bw.Flush()
+	if err != nil {
+		b.Fatalf("REDELIVER_BENCH_IDS: %v", err)
+	}
+	return ids
 }
 
 // benchN is the capture size: 1,000,000 lines, or REDELIVER_BENCH_N.
@@ -63,7 +52,7 @@ func benchCapture(b *testing.B) (string, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := writeCapture(f, n, 1); err != nil {
+	if err := bench.WriteCapture(f, n, 1, benchIDs(b)); err != nil {
 		b.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -84,6 +73,7 @@ func benchReplay(b *testing.B, file bool) {
 			Inputs:  []string{path},
 			DB:      db,
 			Handler: handler.Config{Strategy: handler.EventID, Identity: []string{"data.orderId"}},
+			Batch:   benchBatch(b),
 			Seed:    1,
 		})
 		if err != nil {
@@ -101,3 +91,16 @@ func BenchmarkReplayMemory(b *testing.B) { benchReplay(b, false) }
 
 // BenchmarkReplayFile replays the capture into a SQLite file (WAL).
 func BenchmarkReplayFile(b *testing.B) { benchReplay(b, true) }
+
+// benchBatch is --batch: the default, or REDELIVER_BENCH_BATCH.
+func benchBatch(b *testing.B) int {
+	s := os.Getenv("REDELIVER_BENCH_BATCH")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("REDELIVER_BENCH_BATCH=%q is not a positive number", s)
+	}
+	return n
+}

@@ -57,7 +57,7 @@ type Options struct {
 	MaxBad       int       // bad records skipped (and reported) before the replay stops
 	FailOn       []Finding // capture findings that fail the replay
 	EmitScenario string    // where to write a reproducer when an invariant breaks
-	Batch        int       // deliveries per commit (default 1000)
+	Batch        int       // deliveries per commit (0: the store chooses)
 	Examples     int       // examples per finding and invariant (default 5)
 	// Compare replays the captures again with every other strategy, in
 	// memory, when they give business keys: which would have been safe.
@@ -139,8 +139,8 @@ func (o *Options) validate() error {
 	if o.EmitScenario != "" && stdin > 0 {
 		return inputf("--emit-scenario reads the capture twice; save stdin to a file and replay that")
 	}
-	if o.Batch <= 0 {
-		o.Batch = 1000
+	if o.Batch < 0 {
+		return inputf("--batch must not be negative")
 	}
 	if o.Examples <= 0 {
 		o.Examples = 5
@@ -225,13 +225,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var found ledger.CaptureFindings
 	var ferr error
 	done := make(chan struct{})
-	go func() {
+	findings := func() {
 		defer close(done)
 		found, ferr = log.Findings(ctx, o.Examples)
-	}()
+	}
 	judge := db.Invariants
 	if rep.keyed > 0 {
 		judge = db.KeyedInvariants
+	}
+	// A ledger whose database lives in one connection answers one query
+	// at a time.
+	if one, ok := db.(interface{ SideBySide() bool }); ok && !one.SideBySide() {
+		findings()
+	} else {
+		go findings()
 	}
 	broken, err := judge(ctx, o.Handler.Strategy, o.Examples)
 	<-done

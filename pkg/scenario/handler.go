@@ -58,7 +58,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		l.validateState(st)
 	}
 	for _, st := range l.crashSteps {
-		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil {
+		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil && !s.Target.Broker() {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
 		}
 	}
@@ -74,6 +74,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 			}
 		}
 	}
+	l.validateDeliverSteps()
 	for _, st := range l.consumerSteps {
 		if s.Handler.Strategy != handler.ConsumerScoped {
 			l.errs = append(l.errs, errorf(st.Pos, "consumer on a step needs strategy consumer-scoped; a %s handler is one consumer (set handler.consumer)", s.Handler.Strategy))

@@ -21,6 +21,8 @@ type Target struct {
 	Pos   Pos
 	HTTP  *HTTPTarget
 	Exec  *ExecTarget
+	NATS  *NATSTarget
+	AMQP  *AMQPTarget
 	Start *Start
 }
 
@@ -110,20 +112,28 @@ type Crash struct {
 // Answers are the words a target-mode delivery expect may name.
 var Answers = []string{"acked", "conflict", "rejected", "unacked"}
 
-// Channel names the way the target is reached: http or exec.
+// Channel names the way the target is reached: http, exec, nats or amqp.
 func (t *Target) Channel() string {
-	if t.HTTP != nil {
+	switch {
+	case t.HTTP != nil:
 		return "http"
+	case t.NATS != nil:
+		return "nats"
+	case t.AMQP != nil:
+		return "amqp"
 	}
 	return "exec"
 }
 
 // Timeout is how long one delivery may take.
 func (t *Target) Timeout() time.Duration {
-	if t.HTTP != nil {
+	switch {
+	case t.HTTP != nil:
 		return t.HTTP.Timeout
+	case t.Exec != nil:
+		return t.Exec.Timeout
 	}
-	return t.Exec.Timeout
+	return DefaultTimeout
 }
 
 var envRef = regexp.MustCompile(`\$\{([^}]*)\}`)
@@ -235,14 +245,16 @@ func (l *loader) target(n *yaml.Node) {
 	l.mapping(n, "the target", []field{
 		{"http", func(k, v *yaml.Node) { channels = append(channels, k); t.HTTP = l.httpTarget(v) }},
 		{"exec", func(k, v *yaml.Node) { channels = append(channels, k); t.Exec = l.execTarget(v) }},
+		{"nats", func(k, v *yaml.Node) { channels = append(channels, k); t.NATS = l.natsTarget(v) }},
+		{"amqp", func(k, v *yaml.Node) { channels = append(channels, k); t.AMQP = l.amqpTarget(v) }},
 		{"start", func(k, v *yaml.Node) { t.Start = l.start(v) }},
 	})
 	switch {
 	case n.Kind != yaml.MappingNode:
 	case len(channels) == 0:
-		l.errorf(n, "the target names no channel; expected http: (a URL the consumer listens on) or exec: (a command run once per delivery)")
+		l.errorf(n, "the target names no channel; expected http: (a URL the consumer listens on), exec: (a command run once per delivery), nats: (a JetStream stream) or amqp: (a RabbitMQ queue)")
 	case len(channels) > 1:
-		l.errorf(channels[1], "the target has two channels; choose http or exec")
+		l.errorf(channels[1], "the target has two channels; choose one of http, exec, nats or amqp")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -31,6 +32,8 @@ type ReplayDB struct {
 	conn   *sql.Conn
 	path   string
 	effect string
+	// private: the database is SQLite's temporary one, which only conn sees.
+	private bool
 	// Resumed is set when the file already held a replay's tables.
 	Resumed bool
 }
@@ -57,12 +60,18 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 			return nil, err
 		}
 	}
-	d, err := open(path)
+	var d *DB
+	var err error
+	if path == Memory {
+		d, err = openPrivate()
+	} else {
+		d, err = open(path)
+	}
 	if err != nil {
 		return nil, err
 	}
 	d.effect, d.clustered = cfg.Effect, true
-	r := &ReplayDB{db: d.db, path: path, effect: cfg.Effect}
+	r := &ReplayDB{db: d.db, path: path, effect: cfg.Effect, private: d.private}
 	if resume {
 		if err := r.checkMeta(ctx, path, cfg); err != nil {
 			d.Close()
@@ -73,8 +82,16 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 		d.Close()
 		return nil, err
 	}
+	if d.private {
+		r.conn = d.anchor
+		return r, nil
+	}
 	if r.conn, err = r.db.Conn(ctx); err != nil {
 		d.Close()
+		return nil, err
+	}
+	if _, err := r.conn.ExecContext(ctx, `PRAGMA cache_size = -`+strconv.Itoa(replayCacheKiB)); err != nil {
+		r.Close()
 		return nil, err
 	}
 	return r, nil
@@ -110,6 +127,11 @@ var ErrMismatch = errors.New("it cannot be resumed with this handler")
 // Path returns where the database lives.
 func (r *ReplayDB) Path() string { return r.path }
 
+// SideBySide reports whether the invariants can be checked on a connection
+// of their own while the capture findings are counted on the replay's: not
+// when the database is private to the replay's connection.
+func (r *ReplayDB) SideBySide() bool { return !r.private }
+
 // Close closes the database.
 func (r *ReplayDB) Close() error {
 	if r.conn != nil {
@@ -118,17 +140,44 @@ func (r *ReplayDB) Close() error {
 	return r.db.Close()
 }
 
+// When a batch commits. On a file a batch costs the pages it dirties, each
+// written to the WAL once per commit however often the batch touched it,
+// and a commit that grows the WAL past its limit costs a checkpoint with
+// its fsyncs. With random ids every delivery dirties a leaf of each keyed
+// index, so a batch of a thousand dirties thousands of pages and the next
+// batch dirties them again. Once a batch's dirty pages fill the page cache
+// SQLite spills them to the WAL mid-transaction, so the cache, not the
+// batch, sets how many pages a delivery writes; what the batch still
+// decides is how many commits and checkpoints there are. Fewer is better,
+// up to what a kill -9 may make a resumed replay redo: so a file's batch
+// commits by the clock, every maxBatchAge. The private database of a
+// replay that keeps nothing never commits before the end: it starts empty,
+// and SQLite journals no page created inside the open transaction, so one
+// transaction journals almost nothing, while every commit would make the
+// next batch journal again each older page it touches.
+const maxBatchAge = time.Second
+
+// replayCacheKiB is the page cache of a replay's database: the leaves a
+// batch keeps dirty and the index pages every delivery passes through. It
+// is most of a replay's memory, about twice over (each 4 KiB page takes an
+// 8 KiB slot of the allocator), and it does not grow with the capture.
+const replayCacheKiB = 16 << 10
+
 // Run calls f with the group-commit store on the database's connection,
 // then commits what f left open. batch is how many deliveries share one
-// commit.
+// commit; 0 lets the store choose (above).
 func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) error {
-	if batch < 1 {
+	if batch < 0 {
 		batch = 1
 	}
 	return r.conn.Raw(func(dc any) error {
 		b, err := newBatch(dc, r.effect, batch)
 		if err != nil {
 			return err
+		}
+		b.private = r.private
+		if !r.Resumed {
+			b.seen = newSeen()
 		}
 		defer b.close()
 		ferr := f(b)
@@ -149,13 +198,16 @@ func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) e
 // Batch is the group-commit store. It implements handler.Store; one
 // delivery's transaction is open at a time.
 type Batch struct {
-	conn  driver.Conn
-	size  int
-	count int  // deliveries in the open batch
-	open  bool // the batch transaction has begun
-	tx    batchTx
-	args  []driver.NamedValue
-	times struct {
+	conn    driver.Conn
+	size    int       // deliveries per commit; 0: by the cache and the clock
+	private bool      // the database is the replay's alone: one transaction
+	seen    *seen     // the markers written, when the replay wrote them all
+	opened  time.Time // when the open batch began
+	count   int       // deliveries in the open batch
+	open    bool      // the batch transaction has begun
+	tx      batchTx
+	args    []driver.NamedValue
+	times   struct {
 		t time.Time
 		s string
 	}
@@ -236,6 +288,8 @@ func prepare(conn driver.Conn, q string) (*prepared, error) {
 }
 
 func (b *Batch) close() {
+	b.seen.close()
+	b.seen = nil
 	for _, p := range []*prepared{b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
 		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.captureRow, b.captureRows, b.captureFile} {
 		if p != nil {
@@ -312,7 +366,23 @@ func (b *Batch) openBatch() error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	b.open = true
+	if b.size == 0 && !b.private {
+		b.opened = time.Now()
+	}
 	return nil
+}
+
+// full reports whether the open batch should commit now (see maxBatchAge).
+func (b *Batch) full() bool {
+	switch {
+	case b.size > 0:
+		return b.count >= b.size
+	case b.private:
+		return false
+	case b.count%64 != 0: // the clock and the counters, now and then
+		return false
+	}
+	return time.Since(b.opened) >= maxBatchAge
 }
 
 // write opens the delivery's savepoint before its first write.
@@ -356,6 +426,9 @@ type batchTx struct {
 
 func (t *batchTx) Marker(_ context.Context, eventID, consumer string) (handler.Marker, bool, error) {
 	m := handler.Marker{EventID: eventID, Consumer: consumer}
+	if t.b.seen != nil && !t.b.seen.has(eventID, consumer) {
+		return m, false, nil
+	}
 	found, err := t.b.row(t.b.marker, t.row[:2], eventID, consumer)
 	if err != nil || !found {
 		return m, false, wrap("look up marker", err)
@@ -368,6 +441,9 @@ func (t *batchTx) Marker(_ context.Context, eventID, consumer string) (handler.M
 func (t *batchTx) InsertMarker(_ context.Context, m handler.Marker) error {
 	if err := t.write(); err != nil {
 		return err
+	}
+	if t.b.seen != nil {
+		t.b.seen.add(m.EventID, m.Consumer)
 	}
 	_, err := t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, t.b.stamp(m.At))
 	return wrap("insert marker", err)
@@ -423,7 +499,7 @@ func (t *batchTx) Commit() error {
 		}
 	}
 	t.b.count++
-	if t.b.count >= t.b.size {
+	if t.b.full() {
 		return t.b.Flush()
 	}
 	return nil

@@ -3,8 +3,11 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
 )
@@ -23,6 +26,8 @@ func TestBatchKeepsDeliveriesAtomic(t *testing.T) {
 		{"memory, fail after effect", Memory, 4, handler.AfterEffect, 9},
 		{"file, fail after effect", "file", 3, handler.AfterEffect, 9},
 		{"one delivery a batch", Memory, 1, handler.AfterEffect, 9},
+		{"memory, batch chosen by the store", Memory, 0, handler.AfterMarker, 9},
+		{"file, batch chosen by the store", "file", 0, handler.AfterEffect, 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,5 +226,92 @@ func TestCaptureLogBesideDeliveries(t *testing.T) {
 	}
 	if n, err := db.CountEffects(ctx); err != nil || n != 0 {
 		t.Errorf("%d effects (%v), want none: the failed delivery rolled back", n, err)
+	}
+}
+
+// TestBatchFull: when a batch commits, by count when one was asked for,
+// never before the end on a private database, by the clock on a file.
+func TestBatchFull(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name     string
+		b        Batch
+		wantFull bool
+	}{
+		{"count not reached", Batch{size: 10, count: 9}, false},
+		{"count reached", Batch{size: 10, count: 10}, true},
+		{"private, any count", Batch{private: true, count: 1 << 20, opened: now.Add(-time.Hour)}, false},
+		{"file, young batch", Batch{count: 64, opened: now}, false},
+		{"file, old batch", Batch{count: 64, opened: now.Add(-2 * maxBatchAge)}, true},
+		{"file, old batch between clock reads", Batch{count: 65, opened: now.Add(-2 * maxBatchAge)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.b.full(); got != tt.wantFull {
+				t.Errorf("full() = %v, want %v", got, tt.wantFull)
+			}
+		})
+	}
+}
+
+// TestPrivateReplayLeavesNothing: the database of a replay that keeps
+// nothing lives in SQLite's temporary files, which are unlinked as soon as
+// they are opened, so that not even kill -9 leaves one behind.
+func TestPrivateReplayLeavesNothing(t *testing.T) {
+	open := func() map[string]string {
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("needs /proc/self/fd to see which files are open")
+		}
+		m := map[string]string{}
+		for _, fd := range fds {
+			if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(l, "/") {
+				m[fd.Name()] = l
+			}
+		}
+		return m
+	}
+	before := open()
+	ctx := context.Background()
+	cfg := handler.Config{Strategy: handler.EventID, Consumer: "c", Effect: "effects"}
+	db, err := OpenReplay(ctx, Memory, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.SideBySide() {
+		t.Error("a private database cannot be read from a second connection")
+	}
+	// Enough rows to outgrow the page cache, so that pages go to the file.
+	payload := strings.Repeat("x", 4000)
+	n := 2 * replayCacheKiB / 4
+	err = db.Run(ctx, 0, func(b *Batch) error {
+		h := handler.New(cfg, b, nil, nil)
+		for i := 0; i < n; i++ {
+			d := handler.Delivery{EventID: fmt.Sprintf("e%d", i), Envelope: []byte(`{"data":{"p":"` + payload + `"}}`)}
+			if r := h.Handle(ctx, d, nil); r.Outcome != handler.Processed {
+				return fmt.Errorf("delivery %d: %s %v", i, r.Outcome, r.Err)
+			}
+		}
+		files := 0
+		for fd, l := range open() {
+			if before[fd] == l {
+				continue
+			}
+			files++
+			if !strings.HasSuffix(l, " (deleted)") {
+				return fmt.Errorf("the replay's file %s is linked, want it unlinked", l)
+			}
+		}
+		if files == 0 {
+			return fmt.Errorf("the replay opened no file: the database did not outgrow its cache")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.CountEffects(ctx); err != nil || got != int64(n) {
+		t.Errorf("%d effects (%v), want %d", got, err, n)
 	}
 }

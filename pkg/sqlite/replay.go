@@ -35,7 +35,8 @@ func (r *ReplayDB) KeyStats(ctx context.Context) (keys, most, several int64, err
 // the broken ones with up to limit examples each.
 //
 // The queries run on a connection of their own, so that they can run beside
-// the capture log's findings, which are on the replay's connection.
+// the capture log's findings, which are on the replay's connection (unless
+// the database is private to that connection: see SideBySide).
 func (r *ReplayDB) Invariants(ctx context.Context, s invariant.Guard, limit int) ([]Broken, error) {
 	return r.invariants(ctx, s, false, limit)
 }
@@ -47,11 +48,13 @@ func (r *ReplayDB) KeyedInvariants(ctx context.Context, s invariant.Guard, limit
 }
 
 func (r *ReplayDB) invariants(ctx context.Context, s invariant.Guard, keyed bool, limit int) (out []Broken, err error) {
-	conn, err := r.db.Conn(ctx)
-	if err != nil {
-		return nil, err
+	conn := r.conn
+	if !r.private {
+		if conn, err = r.db.Conn(ctx); err != nil {
+			return nil, err
+		}
+		defer conn.Close()
 	}
-	defer conn.Close()
 	t := `"` + r.effect + `"`
 	// Each query's four columns become the facts the catalogue words a
 	// breach from.

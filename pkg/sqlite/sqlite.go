@@ -47,6 +47,8 @@ type DB struct {
 	// clustered makes the keyed markers a WITHOUT ROWID table (the replay
 	// store, which never lists them in insertion order).
 	clustered bool
+	// private: the database lives in its one connection, the anchor.
+	private bool
 }
 
 type queries struct {
@@ -102,6 +104,11 @@ func open(path string) (*DB, error) {
 		}
 		dsn = "file:/redeliver-" + hex.EncodeToString(name[:]) + "?vfs=memdb&" + params
 	}
+	return openDSN(dsn, path)
+}
+
+// openDSN opens a pool on dsn and holds one connection of it.
+func openDSN(dsn, path string) (*DB, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -194,7 +201,7 @@ func (d *DB) createSchema(ctx context.Context, cfg handler.Config) error {
 	if err != nil {
 		return err
 	}
-	tx, err := d.db.BeginTx(ctx, nil)
+	tx, err := d.anchor.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -43,14 +43,27 @@ type Session struct {
 // Open connects to the effects database, starts the consumer (when the
 // target says how) and runs the reset statements. Close stops it.
 func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Session, error) {
-	s := &Session{t: t, fx: fx, dl: newDeliverer(t)}
+	s := &Session{t: t, fx: fx}
 	db, err := effects.Open(ctx, fx)
 	if err != nil {
 		return nil, err
 	}
 	s.db = db
+	if t.Broker() {
+		// The broker first: with create: true, the stream or queue must
+		// exist before the consumer starts reading it.
+		bd, err := openBroker(ctx, t)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		s.dl = bd
+	} else {
+		s.dl = newDeliverer(t)
+	}
 	if t.Start != nil {
 		if s.proc, err = StartProcess(ctx, t.Start); err != nil {
+			s.closeBroker()
 			db.Close()
 			return nil, err
 		}
@@ -68,6 +81,7 @@ func (s *Session) Close() {
 	if s.proc != nil {
 		s.proc.Stop()
 	}
+	s.closeBroker()
 	s.db.Close()
 }
 
@@ -114,6 +128,9 @@ func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 		if died, msg := s.proc.DiedByItself(); died {
 			return errors.New(msg)
 		}
+	}
+	if s.t.Broker() && a.Err != nil {
+		return a.Err
 	}
 	var xe *ExecError
 	switch {
@@ -184,6 +201,7 @@ type run struct {
 	history  []*Delivery
 	seen     map[string]bool // event ids and keys delivered so far
 	reported map[string]bool
+	broker   brokerCounts
 	mu       sync.Mutex
 }
 
@@ -239,13 +257,18 @@ func (cr *checkRun) check(ctx context.Context, c *scenario.Check) (int, error) {
 		case scenario.Deliver:
 			err = cr.deliverStep(ctx, i+1, st)
 		case scenario.Inspect:
-			err = cr.inspect(ctx, i+1, st.State)
+			if err = cr.drain(ctx); err == nil {
+				err = cr.inspect(ctx, i+1, st.State)
+			}
 		case scenario.Advance:
 			// The consumer keeps its own clock: nothing to move.
 		}
 		if err != nil {
 			return i, err
 		}
+	}
+	if err := cr.drain(ctx); err != nil {
+		return len(c.Steps), err
 	}
 	if c.Expect != nil {
 		if err := cr.inspect(ctx, 0, c.Expect); err != nil {
@@ -272,6 +295,21 @@ func (cr *checkRun) check(ctx context.Context, c *scenario.Check) (int, error) {
 	return len(c.Steps), cr.line(ctx, c)
 }
 
+// drain waits for a broker target's consumer to take what was published,
+// and adds what the broker redelivered meanwhile to the check's counters.
+func (cr *checkRun) drain(ctx context.Context) error {
+	if !cr.sess.t.Broker() {
+		return nil
+	}
+	if err := cr.sess.drain(ctx, &cr.broker); err != nil {
+		return err
+	}
+	cr.res.Counters.BrokerRedelivered += int(cr.broker.delta)
+	cr.res.Counters.Uncounted = cr.broker.uncounted
+	cr.broker.delta = 0
+	return nil
+}
+
 func (cr *checkRun) fail(step int, pos handler.Location, expected, got, msg string) {
 	cr.res.Failures = append(cr.res.Failures, runner.Failure{Step: step, Pos: pos, Message: msg, Expected: expected, Got: got})
 }
@@ -279,6 +317,7 @@ func (cr *checkRun) fail(step int, pos handler.Location, expected, got, msg stri
 // deliverStep runs one deliver step with its faults.
 func (cr *checkRun) deliverStep(ctx context.Context, step int, st *scenario.Step) error {
 	ev := EventOf(st.Event.Envelope)
+	ev.MsgID = st.MessageID
 	key := KeyOf(cr.sess.fx.KeyOf, st.Event.Envelope)
 	if st.Concurrent > 0 {
 		return cr.concurrent(ctx, step, st, ev, key)
@@ -422,6 +461,13 @@ func (cr *checkRun) record(step int, st *scenario.Step, ev Event, key string, a 
 	}
 	if a.Crashed {
 		c.Crashed++
+	}
+	if cr.sess.t.Broker() {
+		if a.Duplicate {
+			c.DroppedDuplicates++
+		} else if a.Kind == Acked {
+			c.Published++
+		}
 	}
 	return d
 }
