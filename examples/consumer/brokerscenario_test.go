@@ -12,8 +12,10 @@ import (
 )
 
 // TestShippedBrokerScenarios runs examples/consumer/brokers/*.yaml through
-// the redeliver command: redeliver publishes into the real broker, the
-// consumer reads from it, and the broker says when it has drained. The safe
+// the redeliver command: redeliver publishes into the real broker, three
+// instances of the consumer read from it (two of them are killed and
+// restarted on the way, and none may be left running at the end), and the
+// broker says when they have drained. The safe
 // consumer passes; --flaw none pays an order twice when the outbox
 // publishes it twice, and the run says duplicate-effect.
 func TestShippedBrokerScenarios(t *testing.T) {
@@ -25,8 +27,8 @@ func TestShippedBrokerScenarios(t *testing.T) {
 		// safe is a line the verbose report of a safe run must hold.
 		safe string
 	}{
-		{"examples/consumer/brokers/nats.yaml", natsStream, "3 published, 1 dropped by the duplicate window"},
-		{"examples/consumer/brokers/amqp.yaml", amqpQueue, "4 published, 0 dropped by the duplicate window, redeliveries not counted by the broker"},
+		{"examples/consumer/brokers/nats.yaml", natsStream, "2 crashes, 5 effect rows; broker: 6 published, 1 dropped by the duplicate window"},
+		{"examples/consumer/brokers/amqp.yaml", amqpQueue, "2 crashes, 5 effect rows; broker: 7 published, 0 dropped by the duplicate window, redeliveries not counted by the broker"},
 	} {
 		for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"none", "duplicate-effect"}} {
 			t.Run(strings.TrimSuffix(b.file[strings.LastIndex(b.file, "/")+1:], ".yaml")+"/"+tt.flaw, func(t *testing.T) {
@@ -34,8 +36,8 @@ func TestShippedBrokerScenarios(t *testing.T) {
 				b.setup(t, env)
 				o := redeliver(t, env, "run", b.file, "-v")
 				if tt.invariant == "" {
-					if o.exit != 0 || !strings.Contains(o.stdout, b.safe) {
-						t.Fatalf("want exit 0 and %q, got\n%s", b.safe, o)
+					if o.exit != 0 || !strings.Contains(o.stdout, b.safe) || !strings.Contains(o.stdout, "(3 instances)") {
+						t.Fatalf("want exit 0, 3 instances and %q, got\n%s", b.safe, o)
 					}
 					return
 				}

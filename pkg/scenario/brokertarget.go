@@ -9,6 +9,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// MaxInstances bounds start.instances.
+const MaxInstances = 64
+
 // DefaultDrainTimeout is how long a broker target's consumer may take to
 // drain what a check published.
 const DefaultDrainTimeout = 60 * time.Second
@@ -179,8 +182,10 @@ func (l *loader) brokerStep(n *yaml.Node, st *Step) {
 	switch {
 	case st.Drop:
 		l.errorf(n, "drop cuts off an answer, and a broker target has none to cut: a publish is stored or the run stops")
-	case st.Crash != nil:
-		l.errorf(n, "crash on a broker target is not supported yet: redeliver does not know which instance holds the message")
+	case st.Crash != nil && l.s.Target.Start == nil:
+		l.errorf(n, "crash kills a consumer instance redeliver started, and this target has no start: add target start (command and ready; instances: N for several)")
+	case st.Crash != nil && st.Crash.Kind == CrashSweep:
+		l.errorf(n, "crash: sweep waits for an answer, and a broker target has none; use crash: {after: DURATION} or crash: random")
 	case st.Concurrent > 0:
 		l.errorf(n, "concurrent hands one event to several workers at once; on a broker target the broker decides who gets it: publish it again with times or message_id")
 	}

@@ -79,6 +79,10 @@ type Start struct {
 	ReadyTCP     string
 	ReadyLine    string
 	ReadyTimeout time.Duration
+	// Instances is how many copies of the consumer run at once (default
+	// 1); more than one needs a broker target, which shares the work out.
+	Instances    int
+	InstancesPos Pos
 }
 
 // Effects is where the consumer's business effects land, and how a
@@ -372,7 +376,7 @@ func (l *loader) execTarget(n *yaml.Node) *ExecTarget {
 }
 
 func (l *loader) start(n *yaml.Node) *Start {
-	s := &Start{Pos: l.pos(n), ReadyTimeout: DefaultReadyTimeout}
+	s := &Start{Pos: l.pos(n), ReadyTimeout: DefaultReadyTimeout, Instances: 1}
 	var cmdSeen, readySeen bool
 	l.mapping(n, "target start", []field{
 		{"command", func(k, v *yaml.Node) { cmdSeen = true; s.Command = l.xstrs(v, "command") }},
@@ -380,6 +384,13 @@ func (l *loader) start(n *yaml.Node) *Start {
 		{"dir", func(k, v *yaml.Node) { s.Dir, _ = l.xstr(v, "dir") }},
 		{"ready", func(k, v *yaml.Node) { readySeen = true; l.ready(s, v) }},
 		{"ready_timeout", func(k, v *yaml.Node) { s.ReadyTimeout = l.timeout(v, "ready_timeout") }},
+		{"instances", func(k, v *yaml.Node) {
+			s.InstancesPos = l.pos(k)
+			s.Instances, _ = l.integer(v, "instances", 1, MaxInstances)
+			if s.Instances == 0 {
+				s.Instances = 1
+			}
+		}},
 	})
 	if n.Kind != yaml.MappingNode {
 		return s
@@ -644,6 +655,9 @@ func (l *loader) validateTarget(root *yaml.Node, handlerNode, effectsNode *yaml.
 			l.errorf(effectsNode, "effects describes a target's database; add target: (the consumer under test) or remove effects")
 		}
 		return
+	}
+	if st := s.Target.Start; st != nil && st.Instances > 1 && !s.Target.Broker() {
+		l.errs = append(l.errs, errorf(st.InstancesPos, "instances: %d needs a broker target (nats or amqp), where the copies share one queue; %s copies would each need their own address", st.Instances, s.Target.Channel()))
 	}
 	if handlerNode != nil {
 		l.errorf(handlerNode, "a scenario tests either the built-in handler or your own target, not both: remove handler or target")

@@ -71,10 +71,8 @@ func (s *Session) drain(ctx context.Context, c *brokerCounts) error {
 	}
 	counts, err := bd.pub.Drain(ctx, broker.DrainOptions{Timeout: s.t.DrainTimeout()})
 	if err != nil {
-		if s.proc != nil {
-			if died, msg := s.proc.DiedByItself(); died {
-				return errors.New(msg)
-			}
+		if died, msg := s.diedByItself(); died {
+			return errors.New(msg)
 		}
 		return err
 	}

@@ -36,8 +36,10 @@ type Session struct {
 	t    *scenario.Target
 	fx   *scenario.Effects
 	dl   deliverer
-	proc *Process
-	db   *effects.DB
+	proc *Process // the first instance, or nil
+	// procs are every instance of start (start.instances), proc first.
+	procs []*Process
+	db    *effects.DB
 }
 
 // Open connects to the effects database, starts the consumer (when the
@@ -62,9 +64,8 @@ func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Sessi
 		s.dl = newDeliverer(t)
 	}
 	if t.Start != nil {
-		if s.proc, err = StartProcess(ctx, t.Start); err != nil {
-			s.closeBroker()
-			db.Close()
+		if err := s.startInstances(ctx); err != nil {
+			s.Close()
 			return nil, err
 		}
 	}
@@ -78,11 +79,57 @@ func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Sessi
 // Close stops the started consumer (SIGTERM, then SIGKILL to its process
 // group) and closes the database.
 func (s *Session) Close() {
-	if s.proc != nil {
-		s.proc.Stop()
+	var wg sync.WaitGroup
+	for _, p := range s.procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop() }()
 	}
+	wg.Wait()
 	s.closeBroker()
 	s.db.Close()
+}
+
+// startInstances starts every instance of the consumer, each in its own
+// process group, with REDELIVER_INSTANCE set to its number (1, 2, …).
+// On a failure the ones started are left for Close to stop.
+func (s *Session) startInstances(ctx context.Context) error {
+	n := max(s.t.Start.Instances, 1)
+	for i := 1; i <= n; i++ {
+		spec := *s.t.Start
+		if n > 1 {
+			spec.Env = map[string]string{}
+			for k, v := range s.t.Start.Env {
+				spec.Env[k] = v
+			}
+			spec.Env["REDELIVER_INSTANCE"] = strconv.Itoa(i)
+		}
+		p, err := StartProcess(ctx, &spec)
+		if err != nil {
+			return err
+		}
+		s.procs = append(s.procs, p)
+	}
+	s.proc = s.procs[0]
+	return nil
+}
+
+// diedByItself reports an instance that exited without being killed.
+func (s *Session) diedByItself() (bool, string) {
+	for _, p := range s.procs {
+		if died, msg := p.DiedByItself(); died {
+			return true, msg
+		}
+	}
+	return false, ""
+}
+
+// crashInstance kills a random instance (SIGKILL to its process group),
+// starts it again and waits until it is ready.
+func (s *Session) crashInstance(ctx context.Context, rng *rand.Rand) error {
+	if len(s.procs) == 0 {
+		return nil
+	}
+	return s.procs[rng.IntN(len(s.procs))].Crash(ctx)
 }
 
 // Process is the started consumer, or nil.
@@ -93,6 +140,9 @@ func (s *Session) Describe() string {
 	d := s.dl.Describe()
 	if s.proc != nil {
 		d += ", started as " + s.proc.Command()
+		if len(s.procs) > 1 {
+			d += fmt.Sprintf(" (%d instances)", len(s.procs))
+		}
 	}
 	return d
 }
@@ -125,7 +175,7 @@ func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 		if a.Err != nil && !a.Killed && !a.TimedOut {
 			s.proc.exited(2 * time.Second)
 		}
-		if died, msg := s.proc.DiedByItself(); died {
+		if died, msg := s.diedByItself(); died {
 			return errors.New(msg)
 		}
 	}
@@ -354,6 +404,21 @@ func (cr *checkRun) faulted(ctx context.Context, step int, st *scenario.Step, ev
 			return a, err
 		}
 		return cr.plain(ctx, step, st, ev, key, tolerate)
+	case st.Crash != nil && cr.sess.t.Broker():
+		// Publish, then kill a random instance: the broker redelivers
+		// whatever that instance held unacknowledged.
+		d := cr.crashDelays(st.Crash)[0]
+		return cr.once(ctx, step, st, ev, key, true, func() (Answer, error) {
+			a := cr.sess.deliver(ctx, ev, nil)
+			if a.Err != nil {
+				return a, nil
+			}
+			if err := sleep(ctx, d); err != nil {
+				return a, err
+			}
+			a.Crashed = true
+			return a, cr.sess.crashInstance(ctx, cr.rng)
+		})
 	case st.Crash != nil:
 		var a Answer
 		var err error
