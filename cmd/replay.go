@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -44,6 +46,7 @@ type replayOptions struct {
 	FailOn     []string
 	Emit       string
 	Batch      int
+	Compare    bool
 	Target     string
 	Parallel   int
 	Output     outputOptions
@@ -81,6 +84,9 @@ onto the file resumes.
 
 ` + outputHelp + `
 
+A delivery that fails where no fault was injected (a business key that did
+not resolve, say) fails the replay, with the reason and the capture line.
+
 With --target FILE (version, target and effects, as in a scenario) the
 capture is delivered to your own consumer instead: --redeliver drops answers
 (a lost ack, then the redelivery), --crash kills the started consumer
@@ -89,7 +95,8 @@ delivers the last N events again, --parallel N keeps N deliveries in flight
 (one business key's in order); then the effect table is judged.
 
 In JUnit XML each capture is a <testsuite> with a <testcase> per invariant
-checked and per --fail-on finding; TAP has a test point for each. A broken
+checked, one for failures only where injected, and one per --fail-on
+finding; TAP has a test point for each. A broken
 invariant names its first examples and the capture lines that delivered
 them, and its GitHub annotation points at the first of those lines.
 
@@ -129,6 +136,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringSliceVar(&o.FailOn, "fail-on", nil, "capture findings that fail the replay: identity-reuse, repeated-ids, keys-with-several-ids, bad-records")
 	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
 	f.IntVar(&o.Batch, "batch", 0, "deliveries per commit; 0 lets the store choose: a file commits every second, the private :memory: database once at the end (each delivery stays atomic in its own savepoint)")
+	f.BoolVar(&o.Compare, "compare", true, "when the capture gives business keys, replay it again in memory with every other strategy and say which would have been safe")
 	f.StringVar(&o.Target, "target", "", "deliver to your own consumer: a file holding version, target and effects (see docs/target.md)")
 	f.IntVar(&o.Parallel, "parallel", 1, "with --target: deliveries in flight (one business key's stay in order)")
 	addOutputFlags(f, &o.Output)
@@ -179,23 +187,15 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, CrashAt: crashAt, Rewind: o.Rewind,
 		Republish: o.Republish, Concurrent: o.Concurrent,
 		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, Batch: o.Batch,
-		Warn: s.Err,
+		Compare: o.Compare, Warn: s.Err,
 	}
 	finish := func() {}
 	if s.ErrTTY {
-		bar := progressbar.NewOptions64(-1,
-			progressbar.OptionSetWriter(s.Err),
-			progressbar.OptionSetDescription("replaying"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("deliveries"),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100_000_000),
-			// No spinner ticker: its goroutine reads the bar's state
-			// without the bar's lock (a data race in the library).
-			progressbar.OptionSetSpinnerChangeInterval(0),
-		)
-		opts.Progress = func(n int64) { _ = bar.Set64(n) }
+		bar := progressBar(s.Err, captureSize(o.Logs))
+		opts.Progress = func(deliveries, bytes int64) {
+			bar.Describe(fmt.Sprintf("replaying: %d deliveries", deliveries))
+			_ = bar.Set64(bytes)
+		}
 		finish = func() { _ = bar.Finish() }
 	}
 	start := time.Now()
@@ -254,4 +254,36 @@ func (o *replayOptions) checkValues(s *Streams) error {
 		}
 	}
 	return nil
+}
+
+// progressBar is the replay's progress line on a terminal: the deliveries
+// handled, and the bytes read of the captures' total size (when it is
+// known) with the rate. It is drawn blank at once, so the clock of the
+// first rate starts with the replay, not at the first update; and it runs
+// no goroutine of its own.
+func progressBar(w io.Writer, total int64) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("replaying"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetSpinnerChangeInterval(0),
+		progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)
+}
+
+// captureSize is the total size of the capture files, or -1 when one of
+// them is stdin or cannot be measured.
+func captureSize(logs []string) int64 {
+	var total int64
+	for _, l := range logs {
+		st, err := os.Stat(l)
+		if l == "-" || err != nil || !st.Mode().IsRegular() {
+			return -1
+		}
+		total += st.Size()
+	}
+	return total
 }

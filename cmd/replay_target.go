@@ -53,6 +53,9 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if err != nil {
 		return err
 	}
+	if t.Target.Broker() {
+		return problem.Usagef("%s: replay --target delivers over http or exec; a %s target is for scenario files (replay into a broker is not supported yet)", o.Target, t.Target.Channel())
+	}
 	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
 		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", o.Target)
 	}

@@ -24,3 +24,9 @@ CREATE TABLE IF NOT EXISTS provider_charges (
     request         TEXT NOT NULL,
     created_at      TIMESTAMPTZ NOT NULL DEFAULT now()
 );
+-- Not unique (a flawed consumer must be able to write a second row), but
+-- indexed: the order and the event are what the consumer, and redeliver's
+-- judge, look rows up by.
+CREATE INDEX IF NOT EXISTS payments_order_id ON payments (order_id);
+CREATE INDEX IF NOT EXISTS payments_event_id ON payments (event_id);
+CREATE INDEX IF NOT EXISTS provider_charges_order_id ON provider_charges (order_id);

@@ -82,6 +82,9 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 }
 
 // redact drops the password from a URL shown in a message.
+// Name is the broker's URL without its password.
+func (p *Publisher) Name() string { return p.name }
+
 func redact(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.User == nil {

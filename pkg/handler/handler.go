@@ -69,6 +69,10 @@ type Delivery struct {
 	// computed already by whoever made it; the handler then does not read
 	// the envelope for it again.
 	Identity string
+	// BusinessKey, when not empty, is the business key the delivery came
+	// with (a replayed capture names one per record); the handler uses it
+	// instead of expanding its key template.
+	BusinessKey string
 }
 
 // Result is what the handler returned for one delivery.

@@ -154,7 +154,12 @@ func scenarioYAML(o Options, steps []step, inv invariant.Name) []byte {
 	fmt.Fprintf(&b, "# %d %s that still %s. Run it with: redeliver run %s\n", len(steps), plural(len(steps), "delivery", "deliveries"), what, escape.Input(o.EmitScenario))
 	b.WriteString("version: 1\nname: replay reproducer\nhandler:\n")
 	fmt.Fprintf(&b, "  strategy: %s\n  consumer: %s\n  effect: %s\n", o.Handler.Strategy, quote(o.Handler.Consumer), o.Handler.Effect)
+	// Every strategy records the key the capture gave, and is held to one
+	// effect per key: the reproducer carries it whenever there is one.
 	keyed := o.Handler.Strategy.UsesKey()
+	for _, s := range steps {
+		keyed = keyed || s.res.Key != ""
+	}
 	if keyed {
 		// The business key travels as the event's subject.
 		b.WriteString("  key: \"{subject}\"\n")

@@ -3,12 +3,12 @@ package replay
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -66,20 +66,21 @@ const (
 
 // engine runs one replay: reads, injects, handles, counts.
 type engine struct {
-	o      Options
-	log    ledger.Batch // nil: the capture is not recorded
-	rows   []ledger.CaptureRow
-	h      *handler.Handler
-	rep    *Report
-	watch  func(step) // sees every delivery, when a reproducer is being collected
-	seq    int64      // deliveries of the capture handed over so far
-	total  int64
-	queue  pending
-	order  int64
-	ring   []handler.Delivery // the last Rewind deliveries, for a rebalance
-	ringAt int
-	nextRb int64
-	bad    int
+	o         Options
+	log       ledger.Batch // nil: the capture is not recorded
+	rows      []ledger.CaptureRow
+	h         *handler.Handler
+	rep       *Report
+	watch     func(step) // sees every delivery, when a reproducer is being collected
+	seq       int64      // deliveries of the capture handed over so far
+	total     int64
+	queue     pending
+	order     int64
+	ring      []handler.Delivery // the last Rewind deliveries, for a rebalance
+	ringAt    int
+	nextRb    int64
+	bad       int
+	bytesRead atomic.Int64 // bytes of the capture files read so far, by the reading goroutine
 }
 
 func newEngine(o Options, store handler.Store, log ledger.Batch, rep *Report, watch func(step)) *engine {
@@ -190,7 +191,7 @@ func (e *engine) replay(ctx context.Context) error {
 		}
 	}
 	if e.o.Progress != nil {
-		e.o.Progress(e.total)
+		e.o.Progress(e.total, e.bytesRead.Load())
 	}
 	return nil
 }
@@ -237,7 +238,7 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 				return
 			}
 			defer f.Close()
-			r = f
+			r = &countingReader{r: f, n: &e.bytesRead}
 		}
 		if rd == nil {
 			rd, err = capture.Open(label, r, e.o.Capture)
@@ -290,14 +291,10 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 
 // parsed makes the delivery of a capture event and hashes its identity.
 func (e *engine) parsed(ev capture.Event, file int) item {
-	env := ev.Envelope
-	if e.o.Handler.Strategy.UsesKey() && e.o.Handler.Key.String() == businessKeyTemplate.String() {
-		env = append(env[:len(env)-1:len(env)-1], `,"businesskey":`...)
-		key, _ := json.Marshal(ev.Key) // a Go string always marshals
-		env = append(env, key...)
-		env = append(env, '}')
-	}
-	d := handler.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: e.o.Handler.Consumer, Envelope: env, Attempt: 1, At: ev.At}
+	// The business key the capture gives (--key, or the format's own) goes
+	// with the delivery: every strategy records it with its effect, so one
+	// effect per business key is checked whatever the strategy.
+	d := handler.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: e.o.Handler.Consumer, Envelope: ev.Envelope, Attempt: 1, At: ev.At, BusinessKey: ev.Key}
 	id, err := e.o.Handler.IdentityOf(d)
 	if err != nil {
 		return item{bad: &capture.BadRecordError{At: ev.At, Reason: err.Error()}}
@@ -334,6 +331,9 @@ func (e *engine) capture(ctx context.Context, it *item) error {
 		return nil
 	}
 	e.seq++
+	if it.key != "" {
+		e.rep.keyed++
+	}
 	if it.marked {
 		e.rep.Capture.MarkedRedelivered++
 	}
@@ -388,7 +388,7 @@ func (e *engine) handle(ctx context.Context, s step, gap int64) error {
 		e.watch(s)
 	}
 	if e.o.Progress != nil && e.total%4096 == 0 {
-		e.o.Progress(e.total)
+		e.o.Progress(e.total, e.bytesRead.Load())
 	}
 	var inj *handler.InjectedError
 	injected := errors.As(s.res.Err, &inj)
@@ -476,6 +476,19 @@ func (p *pending) Pop() any {
 	x := old[len(old)-1]
 	*p = old[:len(old)-1]
 	return x
+}
+
+// countingReader counts the bytes read from a capture file, for the
+// progress line: bytes read of the file's size.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // openStream reads a JetStream stream as a capture: its messages, in

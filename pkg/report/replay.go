@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/replay"
 
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -64,6 +65,33 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 			fmt.Fprintf(&b, "  %s\n", escape.Line(x.Detail))
 		}
 	}
+	if len(r.Strategies) > 0 {
+		b.WriteString("strategies on this capture (the same seed and injections; a business key should get one effect):\n")
+		fmt.Fprintf(&b, "  %-28s %8s %8s %13s %10s  %s\n", "strategy", "effects", "keys", "most per key", "conflicts", "verdict")
+		for _, s := range r.Strategies {
+			verdict := "safe"
+			if !s.Safe {
+				why := append([]string{}, s.Broken...)
+				if s.Unexpected > 0 {
+					why = append(why, count(s.Unexpected, "unexpected failure", "unexpected failures"))
+				}
+				verdict = "unsafe: " + strings.Join(why, ", ")
+			}
+			name := string(s.Strategy)
+			if s.Strategy == r.Strategy {
+				name += " (this replay)"
+			}
+			fmt.Fprintf(&b, "  %-28s %8d %8d %13d %10d  %s\n", name, s.Effects, s.Keys, s.MostPerKey, s.Conflicts, verdict)
+		}
+	} else if r.NotCompared != "" {
+		fmt.Fprintf(&b, "strategies: not compared (%s)\n", r.NotCompared)
+	}
+	if u := r.Unexpected; u.Count > 0 {
+		fmt.Fprintf(&b, "failures: %s without an injected fault\n", count(u.Count, "delivery failed", "deliveries failed"))
+		for _, x := range u.Examples {
+			fmt.Fprintf(&b, "  %s at %s: %s\n", x.Event, handler.Location(x.At), x.Error)
+		}
+	}
 	for _, f := range r.FailedOn {
 		fmt.Fprintf(&b, "--fail-on %s: the capture holds %s\n", f, findingWords(f))
 	}
@@ -79,6 +107,9 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 		}
 		for _, f := range r.FailedOn {
 			why = append(why, string(f))
+		}
+		if r.Unexpected.Count > 0 {
+			why = append(why, count(r.Unexpected.Count, "delivery failed", "deliveries failed")+" without an injected fault")
 		}
 		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(why, ", "), r.Seed)
 	}

@@ -46,12 +46,12 @@ func tapLocation(l handler.Location) *tapAt {
 	return &tapAt{File: l.File, Line: l.Line, Column: l.Col}
 }
 
-// TAP writes the run as TAP version 14: a plan, one test point per check
+// TAP writes the run as TAP version 13: a plan, one test point per check
 // (and per harness error), and a YAML diagnostic block under each one that
 // did not pass.
 func TAP(w io.Writer, run *Run) error {
 	var b strings.Builder
-	b.WriteString("TAP version 14\n")
+	b.WriteString("TAP version 13\n")
 	fmt.Fprintf(&b, "1..%d\n", run.checks()+len(run.Errors))
 	point := tapPoints(&b)
 	for _, f := range run.Files {
@@ -121,7 +121,7 @@ func errorDiagnostic(e *problem.Error) *tapDiagnostic {
 	return &tapDiagnostic{Message: e.Msg, Severity: "error", At: tapLocation(e.Pos)}
 }
 
-// tapEscape escapes a test point description as TAP 14 asks: a backslash
+// tapEscape escapes a test point description as TAP asks: a backslash
 // and a hash are escaped with a backslash, and it stays on one line.
 func tapEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "#", `\#`).Replace(oneLine(s))

@@ -22,6 +22,11 @@ type Counters struct {
 	FailedAfterExternal int `json:"failed_after_external"` // failures after the external call was made
 	OrphanCharges       int `json:"orphan_charges"`        // reconciliation: charges with no local effect
 	UnchargedEffects    int `json:"uncharged_effects"`     // reconciliation: effects with no charge
+	// A broker target's publishes, and what the broker did with them.
+	Published         int  `json:"published,omitempty"`          // stored (JetStream) or confirmed (RabbitMQ)
+	DroppedDuplicates int  `json:"dropped_duplicates,omitempty"` // dropped by JetStream's duplicate window
+	BrokerRedelivered int  `json:"broker_redelivered,omitempty"` // JetStream's redeliveries to the consumer
+	Uncounted         bool `json:"-"`                            // the broker does not count its redeliveries (RabbitMQ)
 }
 
 // Add adds o to c.
@@ -38,6 +43,10 @@ func (c *Counters) Add(o Counters) {
 	c.FailedAfterExternal += o.FailedAfterExternal
 	c.OrphanCharges += o.OrphanCharges
 	c.UnchargedEffects += o.UnchargedEffects
+	c.Published += o.Published
+	c.DroppedDuplicates += o.DroppedDuplicates
+	c.BrokerRedelivered += o.BrokerRedelivered
+	c.Uncounted = c.Uncounted || o.Uncounted
 }
 
 // Failure is one way a check did not hold: an expectation or an invariant.

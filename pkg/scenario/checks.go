@@ -132,7 +132,7 @@ func (l *loader) sayFields(n *yaml.Node, t template.Template) {
 
 func (l *loader) step(n *yaml.Node) *Step {
 	st := &Step{Pos: l.pos(n), Times: 1}
-	var deliverNode, expectNode, advanceNode, interleaveNode *yaml.Node
+	var deliverNode, expectNode, advanceNode, interleaveNode, messageIDNode *yaml.Node
 	var modifiers []*yaml.Node  // fields that only a deliver step may have
 	var targetOnly []*yaml.Node // fields that only a target-mode step may have
 	handlerOnly := map[string]bool{}
@@ -211,6 +211,17 @@ func (l *loader) step(n *yaml.Node) *Step {
 			targetOnly = append(targetOnly, k)
 			st.Delay = l.delay(v, "delay")
 		}},
+		{"message_id", func(k, v *yaml.Node) {
+			modifiers = append(modifiers, k)
+			targetOnly = append(targetOnly, k)
+			messageIDNode = k
+			if s, ok := l.str(v, "message_id"); ok {
+				if strings.TrimSpace(s) == "" {
+					l.errorf(v, "message_id is empty; it is the broker's message id to publish the event under")
+				}
+				st.MessageID = s
+			}
+		}},
 	})
 	if !ok {
 		return nil
@@ -237,11 +248,19 @@ func (l *loader) step(n *yaml.Node) *Step {
 				st.Expect = l.expectation(expectNode)
 			}
 		}
+		if l.targetMode {
+			// The target block may come later in the file: check at the end.
+			l.deliverSteps = append(l.deliverSteps, deliverStep{n: n, messageID: messageIDNode, st: st})
+		}
 		if st.Concurrent > 0 && st.Times > 1 {
 			l.errorf(n, "a step takes times or concurrent, not both")
 		}
 		if interleaveNode != nil && st.Concurrent == 0 {
 			l.errorf(interleaveNode, "interleave holds concurrent workers at a fault point, so it needs concurrent: N (2 to %d) on the same step", MaxConcurrent)
+		}
+		if st.Fail != "" || st.Interleave != "" {
+			// The handler block may come later in the file: check at the end.
+			l.faultSteps = append(l.faultSteps, st)
 		}
 		if st.Consumer != "" {
 			// The handler block may come later in the file: check at the end.

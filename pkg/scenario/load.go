@@ -163,6 +163,9 @@ type loader struct {
 	stateChecks []*State
 	// consumerSteps name a consumer, which only consumer-scoped handlers allow.
 	consumerSteps []*Step
+	faultSteps    []*Step // steps with fail or interleave, checked against the strategy at the end
+	// deliverSteps are a target-mode file's, checked once the target is known.
+	deliverSteps []deliverStep
 	// targetMode is set when the file names a target: deliver steps then
 	// expect a consumer's answers, not the built-in handler's outcomes.
 	targetMode bool

@@ -73,6 +73,9 @@ type Step struct {
 	Drop  bool          // Deliver: the answer is cut off, then the event is redelivered
 	Crash *Crash        // Deliver: kill the started consumer during the delivery
 	Delay time.Duration // Deliver: wait this long before each delivery
+	// MessageID is the broker's message id (broker targets): the event id
+	// unless the step republishes the event under another.
+	MessageID string
 }
 
 // Event is the event a deliver step hands over.

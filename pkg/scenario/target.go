@@ -21,6 +21,8 @@ type Target struct {
 	Pos   Pos
 	HTTP  *HTTPTarget
 	Exec  *ExecTarget
+	NATS  *NATSTarget
+	AMQP  *AMQPTarget
 	Start *Start
 }
 
@@ -77,6 +79,10 @@ type Start struct {
 	ReadyTCP     string
 	ReadyLine    string
 	ReadyTimeout time.Duration
+	// Instances is how many copies of the consumer run at once (default
+	// 1); more than one needs a broker target, which shares the work out.
+	Instances    int
+	InstancesPos Pos
 }
 
 // Effects is where the consumer's business effects land, and how a
@@ -110,20 +116,28 @@ type Crash struct {
 // Answers are the words a target-mode delivery expect may name.
 var Answers = []string{"acked", "conflict", "rejected", "unacked"}
 
-// Channel names the way the target is reached: http or exec.
+// Channel names the way the target is reached: http, exec, nats or amqp.
 func (t *Target) Channel() string {
-	if t.HTTP != nil {
+	switch {
+	case t.HTTP != nil:
 		return "http"
+	case t.NATS != nil:
+		return "nats"
+	case t.AMQP != nil:
+		return "amqp"
 	}
 	return "exec"
 }
 
 // Timeout is how long one delivery may take.
 func (t *Target) Timeout() time.Duration {
-	if t.HTTP != nil {
+	switch {
+	case t.HTTP != nil:
 		return t.HTTP.Timeout
+	case t.Exec != nil:
+		return t.Exec.Timeout
 	}
-	return t.Exec.Timeout
+	return DefaultTimeout
 }
 
 var envRef = regexp.MustCompile(`\$\{([^}]*)\}`)
@@ -235,14 +249,16 @@ func (l *loader) target(n *yaml.Node) {
 	l.mapping(n, "the target", []field{
 		{"http", func(k, v *yaml.Node) { channels = append(channels, k); t.HTTP = l.httpTarget(v) }},
 		{"exec", func(k, v *yaml.Node) { channels = append(channels, k); t.Exec = l.execTarget(v) }},
+		{"nats", func(k, v *yaml.Node) { channels = append(channels, k); t.NATS = l.natsTarget(v) }},
+		{"amqp", func(k, v *yaml.Node) { channels = append(channels, k); t.AMQP = l.amqpTarget(v) }},
 		{"start", func(k, v *yaml.Node) { t.Start = l.start(v) }},
 	})
 	switch {
 	case n.Kind != yaml.MappingNode:
 	case len(channels) == 0:
-		l.errorf(n, "the target names no channel; expected http: (a URL the consumer listens on) or exec: (a command run once per delivery)")
+		l.errorf(n, "the target names no channel; expected http: (a URL the consumer listens on), exec: (a command run once per delivery), nats: (a JetStream stream) or amqp: (a RabbitMQ queue)")
 	case len(channels) > 1:
-		l.errorf(channels[1], "the target has two channels; choose http or exec")
+		l.errorf(channels[1], "the target has two channels; choose one of http, exec, nats or amqp")
 	}
 }
 
@@ -360,7 +376,7 @@ func (l *loader) execTarget(n *yaml.Node) *ExecTarget {
 }
 
 func (l *loader) start(n *yaml.Node) *Start {
-	s := &Start{Pos: l.pos(n), ReadyTimeout: DefaultReadyTimeout}
+	s := &Start{Pos: l.pos(n), ReadyTimeout: DefaultReadyTimeout, Instances: 1}
 	var cmdSeen, readySeen bool
 	l.mapping(n, "target start", []field{
 		{"command", func(k, v *yaml.Node) { cmdSeen = true; s.Command = l.xstrs(v, "command") }},
@@ -368,6 +384,13 @@ func (l *loader) start(n *yaml.Node) *Start {
 		{"dir", func(k, v *yaml.Node) { s.Dir, _ = l.xstr(v, "dir") }},
 		{"ready", func(k, v *yaml.Node) { readySeen = true; l.ready(s, v) }},
 		{"ready_timeout", func(k, v *yaml.Node) { s.ReadyTimeout = l.timeout(v, "ready_timeout") }},
+		{"instances", func(k, v *yaml.Node) {
+			s.InstancesPos = l.pos(k)
+			s.Instances, _ = l.integer(v, "instances", 1, MaxInstances)
+			if s.Instances == 0 {
+				s.Instances = 1
+			}
+		}},
 	})
 	if n.Kind != yaml.MappingNode {
 		return s
@@ -632,6 +655,9 @@ func (l *loader) validateTarget(root *yaml.Node, handlerNode, effectsNode *yaml.
 			l.errorf(effectsNode, "effects describes a target's database; add target: (the consumer under test) or remove effects")
 		}
 		return
+	}
+	if st := s.Target.Start; st != nil && st.Instances > 1 && !s.Target.Broker() {
+		l.errs = append(l.errs, errorf(st.InstancesPos, "instances: %d needs a broker target (nats or amqp), where the copies share one queue; %s copies would each need their own address", st.Instances, s.Target.Channel()))
 	}
 	if handlerNode != nil {
 		l.errorf(handlerNode, "a scenario tests either the built-in handler or your own target, not both: remove handler or target")

@@ -89,10 +89,11 @@ func TestLoadTargetErrors(t *testing.T) {
 	const effects = "effects: {db: x.db, table: payments, key: order_id, key_of: \"{data.orderId}\"}\n"
 	const checks = "checks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
 	const http = "target:\n  http: {url: \"http://127.0.0.1:1/e\"}\n"
+	const amqpT = "target: {amqp: {url: \"amqp://a:5672/\", queue: q}}\n"
 	tests := []struct{ name, src, want string }{
-		{"unknown channel", "version: 1\ntarget:\n  grpc: {url: x}\n" + effects + checks, "f.yaml:3:3: unknown field \"grpc\" in the target; expected one of http, exec, start"},
+		{"unknown channel", "version: 1\ntarget:\n  grpc: {url: x}\n" + effects + checks, "f.yaml:3:3: unknown field \"grpc\" in the target; expected one of http, exec, nats, amqp, start"},
 		{"no channel", "version: 1\ntarget:\n  start: {command: [a], ready: \"tcp://127.0.0.1:1\"}\n" + effects + checks, "f.yaml:3:3: the target names no channel"},
-		{"two channels", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  exec: {command: [a]}\n" + effects + checks, "f.yaml:4:3: the target has two channels; choose http or exec"},
+		{"two channels", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  exec: {command: [a]}\n" + effects + checks, "f.yaml:4:3: the target has two channels; choose one of http, exec, nats or amqp"},
 		{"handler and target", "version: 1\nhandler: {strategy: none}\n" + http + effects + checks, "f.yaml:2:1: a scenario tests either the built-in handler or your own target, not both"},
 		{"target without effects", "version: 1\n" + http + checks, "f.yaml:1:1: a target needs effects"},
 		{"effects without target", "version: 1\n" + effects + checks, "f.yaml:2:1: effects describes a target's database"},
@@ -122,6 +123,29 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"status on exec", "version: 1\ntarget:\n  exec: {command: [a]}\n" + effects + checks + "        expect: {status: 200}\n", "f.yaml:9:17: status is an HTTP status, and this target is exec"},
 		{"advance in target mode", "version: 1\n" + http + effects + checks + "      - advance: 1h\n", "f.yaml:9:9: advance moves the built-in handler's clock"},
 		{"crash with concurrent", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: \"tcp://127.0.0.1:1\"}\n" + effects + checks + "        concurrent: 2\n        crash: random\n", "f.yaml:9:9: a step takes crash or concurrent, not both"},
+		{"nats without durable", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: \"s.{type}\"}\n" + effects + checks, "f.yaml:3:9: target nats needs durable"},
+		{"nats bad url", "version: 1\ntarget:\n  nats: {url: \"http://a:4222\", stream: S, subject: s, durable: d}\n" + effects + checks, "f.yaml:3:15: url must be a nats:// URL"},
+		{"nats empty subject", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: \"\", durable: d}\n" + effects + checks, "f.yaml:3:52: subject is empty"},
+		{"nats bad subject template", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: \"s.{type\", durable: d}\n" + effects + checks, "f.yaml:3:52: subject: placeholder at byte 3 is not closed"},
+		{"nats create not bool", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, create: yes please}\n" + effects + checks, "f.yaml:3:75: create must be true or false"},
+		{"nats unknown field", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, queue: q}\n" + effects + checks, "f.yaml:3:67: unknown field \"queue\" in target nats"},
+		{"nats bad mode", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, mode: raw}\n" + effects + checks, "f.yaml:3:73: unknown mode \"raw\"; expected binary or structured"},
+		{"amqp without queue", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\"}\n" + effects + checks, "f.yaml:3:9: target amqp needs queue"},
+		{"amqp bad url", "version: 1\ntarget:\n  amqp: {url: \"nats://a:4222\", queue: q}\n" + effects + checks, "f.yaml:3:15: url must be a amqp:// URL"},
+		{"amqp exchange without routing key", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q, exchange: x}\n" + effects + checks, "f.yaml:3:9: target amqp publishes to exchange x, so it needs routing_key"},
+		{"broker and http", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  amqp: {url: \"amqp://a:5672/\", queue: q}\n" + effects + checks, "f.yaml:4:3: the target has two channels"},
+		{"broker drop", "version: 1\n" + amqpT + effects + checks + "        drop: response\n", "f.yaml:7:9: drop cuts off an answer, and a broker target has none"},
+		{"broker crash without start", "version: 1\n" + amqpT + effects + checks + "        crash: random\n", "f.yaml:7:9: crash kills a consumer instance redeliver started, and this target has no start"},
+		{"broker crash sweep", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q}\n  start: {command: [a], ready: {stdout: x}, instances: 3}\n" + effects + checks + "        crash: sweep\n", "f.yaml:9:9: crash: sweep waits for an answer, and a broker target has none"},
+		{"instances on http", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: {stdout: x}, instances: 3}\n" + effects + checks, "f.yaml:4:45: instances: 3 needs a broker target (nats or amqp)"},
+		{"instances zero", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q}\n  start: {command: [a], ready: {stdout: x}, instances: 0}\n" + effects + checks, "f.yaml:4:56: instances must be"},
+		{"broker concurrent", "version: 1\n" + amqpT + effects + checks + "        concurrent: 2\n", "f.yaml:7:9: concurrent hands one event to several workers"},
+		{"broker expect conflict", "version: 1\n" + amqpT + effects + checks + "        expect: conflict\n", "f.yaml:7:9: a broker target has no answer per delivery"},
+		{"broker expect status", "version: 1\n" + amqpT + effects + checks + "        expect: {status: 200}\n", "f.yaml:7:9: a broker target has no answer per delivery"},
+		{"message_id on http", "version: 1\n" + http + effects + checks + "        message_id: again\n", "f.yaml:9:9: message_id is the id a broker target publishes under; this target is http"},
+		{"message_id in handler mode", "version: 1\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e}\n        message_id: x\n", "f.yaml:6:9: message_id is a fault from outside for a target"},
+		{"empty message_id", "version: 1\n" + amqpT + effects + checks + "        message_id: \"\"\n", "f.yaml:8:21: message_id is empty"},
+		{"target after checks", "version: 1\n" + effects + checks + "        drop: response\n" + amqpT, "f.yaml:6:9: drop cuts off an answer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,4 +223,30 @@ func FuzzExpandEnv(f *testing.F) {
 			t.Fatalf("ExpandEnv(%q) = %q, want it unchanged", s, got)
 		}
 	})
+}
+
+func TestLoadBrokerTarget(t *testing.T) {
+	src := "version: 1\ntarget:\n  nats: {url: \"nats://127.0.0.1:4222\", stream: S, subject: \"s.{type}\", durable: d, create: true, mode: structured, drain_timeout: 5s}\neffects: {db: x.db, table: p, key: k, key_of: \"{data.orderId}\"}\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n        message_id: e-again\n        times: 2\n        expect: acked\n"
+	s, err := Load("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	n := s.Target.NATS
+	if n == nil || n.URL != "nats://127.0.0.1:4222" || n.Stream != "S" || n.Subject.String() != "s.{type}" || n.Durable != "d" || !n.Create || n.Mode != "structured" || n.DrainTimeout != 5*time.Second {
+		t.Errorf("nats = %+v", n)
+	}
+	if !s.Target.Broker() || s.Target.Channel() != "nats" {
+		t.Errorf("Broker() = %v, Channel() = %q", s.Target.Broker(), s.Target.Channel())
+	}
+	if st := s.Checks[0].Steps[0]; st.MessageID != "e-again" || st.Times != 2 {
+		t.Errorf("step = %+v", st)
+	}
+	src = "version: 1\ntarget:\n  amqp: {url: \"amqp://guest:guest@127.0.0.1:5672/\", queue: q}\neffects: {db: x.db, table: p, key: k, key_of: \"{data.orderId}\"}\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
+	if s, err = Load("t.yaml", []byte(src)); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	a := s.Target.AMQP
+	if a == nil || a.Queue != "q" || a.Exchange != "" || !a.RoutingKey.IsZero() || a.Create || a.Mode != "binary" || a.DrainTimeout != DefaultDrainTimeout {
+		t.Errorf("amqp = %+v", a)
+	}
 }

@@ -46,6 +46,9 @@ type Answer struct {
 	Dropped  bool // the answer arrived and was cut off on purpose (drop: response)
 	Killed   bool // the consumer was killed while the delivery was in flight
 	Crashed  bool // the consumer was killed during or after this delivery (crash:)
+	// Duplicate: a broker target's publish was dropped by the broker's
+	// duplicate window (the same message id inside it).
+	Duplicate bool
 }
 
 // String says the answer in a few words for a report.
@@ -61,6 +64,8 @@ func (a Answer) String() string {
 		return "unacked (" + a.Err.Error() + ")"
 	case a.Status != 0:
 		return fmt.Sprintf("%s (%d)", a.Kind, a.Status)
+	case a.Duplicate:
+		return "acked (dropped by the broker's duplicate window)"
 	}
 	return string(a.Kind)
 }

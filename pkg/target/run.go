@@ -36,22 +36,36 @@ type Session struct {
 	t    *scenario.Target
 	fx   *scenario.Effects
 	dl   deliverer
-	proc *Process
-	db   *effects.DB
+	proc *Process // the first instance, or nil
+	// procs are every instance of start (start.instances), proc first.
+	procs []*Process
+	db    *effects.DB
 }
 
 // Open connects to the effects database, starts the consumer (when the
 // target says how) and runs the reset statements. Close stops it.
 func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Session, error) {
-	s := &Session{t: t, fx: fx, dl: newDeliverer(t)}
+	s := &Session{t: t, fx: fx}
 	db, err := effects.Open(ctx, fx)
 	if err != nil {
 		return nil, err
 	}
 	s.db = db
-	if t.Start != nil {
-		if s.proc, err = StartProcess(ctx, t.Start); err != nil {
+	if t.Broker() {
+		// The broker first: with create: true, the stream or queue must
+		// exist before the consumer starts reading it.
+		bd, err := openBroker(ctx, t)
+		if err != nil {
 			db.Close()
+			return nil, err
+		}
+		s.dl = bd
+	} else {
+		s.dl = newDeliverer(t)
+	}
+	if t.Start != nil {
+		if err := s.startInstances(ctx); err != nil {
+			s.Close()
 			return nil, err
 		}
 	}
@@ -65,10 +79,57 @@ func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Sessi
 // Close stops the started consumer (SIGTERM, then SIGKILL to its process
 // group) and closes the database.
 func (s *Session) Close() {
-	if s.proc != nil {
-		s.proc.Stop()
+	var wg sync.WaitGroup
+	for _, p := range s.procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop() }()
 	}
+	wg.Wait()
+	s.closeBroker()
 	s.db.Close()
+}
+
+// startInstances starts every instance of the consumer, each in its own
+// process group, with REDELIVER_INSTANCE set to its number (1, 2, …).
+// On a failure the ones started are left for Close to stop.
+func (s *Session) startInstances(ctx context.Context) error {
+	n := max(s.t.Start.Instances, 1)
+	for i := 1; i <= n; i++ {
+		spec := *s.t.Start
+		if n > 1 {
+			spec.Env = map[string]string{}
+			for k, v := range s.t.Start.Env {
+				spec.Env[k] = v
+			}
+			spec.Env["REDELIVER_INSTANCE"] = strconv.Itoa(i)
+		}
+		p, err := StartProcess(ctx, &spec)
+		if err != nil {
+			return err
+		}
+		s.procs = append(s.procs, p)
+	}
+	s.proc = s.procs[0]
+	return nil
+}
+
+// diedByItself reports an instance that exited without being killed.
+func (s *Session) diedByItself() (bool, string) {
+	for _, p := range s.procs {
+		if died, msg := p.DiedByItself(); died {
+			return true, msg
+		}
+	}
+	return false, ""
+}
+
+// crashInstance kills a random instance (SIGKILL to its process group),
+// starts it again and waits until it is ready.
+func (s *Session) crashInstance(ctx context.Context, rng *rand.Rand) error {
+	if len(s.procs) == 0 {
+		return nil
+	}
+	return s.procs[rng.IntN(len(s.procs))].Crash(ctx)
 }
 
 // Process is the started consumer, or nil.
@@ -79,6 +140,9 @@ func (s *Session) Describe() string {
 	d := s.dl.Describe()
 	if s.proc != nil {
 		d += ", started as " + s.proc.Command()
+		if len(s.procs) > 1 {
+			d += fmt.Sprintf(" (%d instances)", len(s.procs))
+		}
 	}
 	return d
 }
@@ -111,9 +175,12 @@ func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 		if a.Err != nil && !a.Killed && !a.TimedOut {
 			s.proc.exited(2 * time.Second)
 		}
-		if died, msg := s.proc.DiedByItself(); died {
+		if died, msg := s.diedByItself(); died {
 			return errors.New(msg)
 		}
+	}
+	if s.t.Broker() && a.Err != nil {
+		return a.Err
 	}
 	var xe *ExecError
 	switch {
@@ -184,6 +251,7 @@ type run struct {
 	history  []*Delivery
 	seen     map[string]bool // event ids and keys delivered so far
 	reported map[string]bool
+	broker   brokerCounts
 	mu       sync.Mutex
 }
 
@@ -239,13 +307,18 @@ func (cr *checkRun) check(ctx context.Context, c *scenario.Check) (int, error) {
 		case scenario.Deliver:
 			err = cr.deliverStep(ctx, i+1, st)
 		case scenario.Inspect:
-			err = cr.inspect(ctx, i+1, st.State)
+			if err = cr.drain(ctx); err == nil {
+				err = cr.inspect(ctx, i+1, st.State)
+			}
 		case scenario.Advance:
 			// The consumer keeps its own clock: nothing to move.
 		}
 		if err != nil {
 			return i, err
 		}
+	}
+	if err := cr.drain(ctx); err != nil {
+		return len(c.Steps), err
 	}
 	if c.Expect != nil {
 		if err := cr.inspect(ctx, 0, c.Expect); err != nil {
@@ -272,6 +345,21 @@ func (cr *checkRun) check(ctx context.Context, c *scenario.Check) (int, error) {
 	return len(c.Steps), cr.line(ctx, c)
 }
 
+// drain waits for a broker target's consumer to take what was published,
+// and adds what the broker redelivered meanwhile to the check's counters.
+func (cr *checkRun) drain(ctx context.Context) error {
+	if !cr.sess.t.Broker() {
+		return nil
+	}
+	if err := cr.sess.drain(ctx, &cr.broker); err != nil {
+		return err
+	}
+	cr.res.Counters.BrokerRedelivered += int(cr.broker.delta)
+	cr.res.Counters.Uncounted = cr.broker.uncounted
+	cr.broker.delta = 0
+	return nil
+}
+
 func (cr *checkRun) fail(step int, pos handler.Location, expected, got, msg string) {
 	cr.res.Failures = append(cr.res.Failures, runner.Failure{Step: step, Pos: pos, Message: msg, Expected: expected, Got: got})
 }
@@ -279,6 +367,7 @@ func (cr *checkRun) fail(step int, pos handler.Location, expected, got, msg stri
 // deliverStep runs one deliver step with its faults.
 func (cr *checkRun) deliverStep(ctx context.Context, step int, st *scenario.Step) error {
 	ev := EventOf(st.Event.Envelope)
+	ev.MsgID = st.MessageID
 	key := KeyOf(cr.sess.fx.KeyOf, st.Event.Envelope)
 	if st.Concurrent > 0 {
 		return cr.concurrent(ctx, step, st, ev, key)
@@ -315,6 +404,21 @@ func (cr *checkRun) faulted(ctx context.Context, step int, st *scenario.Step, ev
 			return a, err
 		}
 		return cr.plain(ctx, step, st, ev, key, tolerate)
+	case st.Crash != nil && cr.sess.t.Broker():
+		// Publish, then kill a random instance: the broker redelivers
+		// whatever that instance held unacknowledged.
+		d := cr.crashDelays(st.Crash)[0]
+		return cr.once(ctx, step, st, ev, key, true, func() (Answer, error) {
+			a := cr.sess.deliver(ctx, ev, nil)
+			if a.Err != nil {
+				return a, nil
+			}
+			if err := sleep(ctx, d); err != nil {
+				return a, err
+			}
+			a.Crashed = true
+			return a, cr.sess.crashInstance(ctx, cr.rng)
+		})
 	case st.Crash != nil:
 		var a Answer
 		var err error
@@ -422,6 +526,13 @@ func (cr *checkRun) record(step int, st *scenario.Step, ev Event, key string, a 
 	}
 	if a.Crashed {
 		c.Crashed++
+	}
+	if cr.sess.t.Broker() {
+		if a.Duplicate {
+			c.DroppedDuplicates++
+		} else if a.Kind == Acked {
+			c.Published++
+		}
 	}
 	return d
 }

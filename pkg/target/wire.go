@@ -26,6 +26,9 @@ type Event struct {
 	Time    string
 	Headers map[string]string
 	Data    json.RawMessage // nil when the event has none
+	// MsgID is the broker's message id (broker targets); empty means the
+	// event id.
+	MsgID string
 }
 
 // Defaults for the CloudEvents attributes an event left out.

@@ -1,0 +1,230 @@
+package scenario
+
+import (
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/broker"
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxInstances bounds start.instances.
+const MaxInstances = 64
+
+// DefaultDrainTimeout is how long a broker target's consumer may take to
+// drain what a check published.
+const DefaultDrainTimeout = 60 * time.Second
+
+// NATSTarget publishes every delivery into a JetStream stream, for the
+// consumer reading the durable to take.
+type NATSTarget struct {
+	Pos          Pos
+	URL          string
+	Stream       string
+	Subject      broker.Route
+	Durable      string
+	Create       bool
+	Mode         broker.Mode
+	DrainTimeout time.Duration
+}
+
+// AMQPTarget publishes every delivery to a RabbitMQ exchange, for the
+// consumer reading the queue to take.
+type AMQPTarget struct {
+	Pos          Pos
+	URL          string
+	Exchange     string
+	RoutingKey   broker.Route
+	Queue        string
+	Create       bool
+	Mode         broker.Mode
+	DrainTimeout time.Duration
+}
+
+// Broker reports whether the target is a broker (nats or amqp): its
+// deliveries are publishes, and the broker decides when a check ends.
+func (t *Target) Broker() bool { return t.NATS != nil || t.AMQP != nil }
+
+// DrainTimeout is how long a broker target's consumer may take to drain.
+func (t *Target) DrainTimeout() time.Duration {
+	switch {
+	case t.NATS != nil:
+		return t.NATS.DrainTimeout
+	case t.AMQP != nil:
+		return t.AMQP.DrainTimeout
+	}
+	return 0
+}
+
+func (l *loader) boolean(n *yaml.Node, what string) bool {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		l.errorf(n, "%s must be true or false, not %s", what, describe(n))
+		return false
+	}
+	return n.Value == "true"
+}
+
+func (l *loader) route(n *yaml.Node, what string) broker.Route {
+	s, ok := l.xstr(n, what)
+	if !ok {
+		return broker.Route{}
+	}
+	if strings.TrimSpace(s) == "" {
+		l.errorf(n, "%s is empty", what)
+		return broker.Route{}
+	}
+	r, err := broker.ParseRoute(s)
+	if err != nil {
+		l.errorf(n, "%s: %v", what, err)
+	}
+	return r
+}
+
+func (l *loader) brokerMode(n *yaml.Node) broker.Mode {
+	s, ok := l.xstr(n, "mode")
+	if !ok {
+		return broker.Binary
+	}
+	m, err := broker.ParseMode(s)
+	if err != nil {
+		l.errorf(n, "%v", err)
+		return broker.Binary
+	}
+	return m
+}
+
+func (l *loader) brokerURL(n *yaml.Node, schemes []string, example string) string {
+	s, ok := l.xstr(n, "url")
+	if !ok {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || !contains(schemes, u.Scheme) {
+		l.errorf(n, "url must be a %s:// URL such as %s", schemes[0], example)
+	}
+	return s
+}
+
+func (l *loader) nonEmpty(n *yaml.Node, what string) string {
+	s, ok := l.xstr(n, what)
+	if ok && strings.TrimSpace(s) == "" {
+		l.errorf(n, "%s is empty", what)
+	}
+	return s
+}
+
+func (l *loader) natsTarget(n *yaml.Node) *NATSTarget {
+	t := &NATSTarget{Pos: l.pos(n), Mode: broker.Binary, DrainTimeout: DefaultDrainTimeout}
+	seen := map[string]bool{}
+	l.mapping(n, "target nats", []field{
+		{"url", func(k, v *yaml.Node) {
+			seen["url"] = true
+			t.URL = l.brokerURL(v, []string{"nats", "tls"}, "nats://127.0.0.1:4222")
+		}},
+		{"stream", func(k, v *yaml.Node) { seen["stream"] = true; t.Stream = l.nonEmpty(v, "stream") }},
+		{"subject", func(k, v *yaml.Node) { seen["subject"] = true; t.Subject = l.route(v, "subject") }},
+		{"durable", func(k, v *yaml.Node) { seen["durable"] = true; t.Durable = l.nonEmpty(v, "durable") }},
+		{"create", func(k, v *yaml.Node) { t.Create = l.boolean(v, "create") }},
+		{"mode", func(k, v *yaml.Node) { t.Mode = l.brokerMode(v) }},
+		{"drain_timeout", func(k, v *yaml.Node) { t.DrainTimeout = l.timeout(v, "drain_timeout") }},
+	})
+	if n.Kind != yaml.MappingNode {
+		return t
+	}
+	for _, need := range []struct{ field, what string }{
+		{"url", "the server, such as nats://127.0.0.1:4222"},
+		{"stream", "the JetStream stream the deliveries are stored in"},
+		{"subject", "where each delivery is published, a template such as orders.{type}"},
+		{"durable", "the durable consumer your consumer reads, whose pending and unacknowledged messages end a check"},
+	} {
+		if !seen[need.field] {
+			l.errorf(n, "target nats needs %s: %s", need.field, need.what)
+		}
+	}
+	return t
+}
+
+func (l *loader) amqpTarget(n *yaml.Node) *AMQPTarget {
+	t := &AMQPTarget{Pos: l.pos(n), Mode: broker.Binary, DrainTimeout: DefaultDrainTimeout}
+	seen := map[string]bool{}
+	l.mapping(n, "target amqp", []field{
+		{"url", func(k, v *yaml.Node) {
+			seen["url"] = true
+			t.URL = l.brokerURL(v, []string{"amqp", "amqps"}, "amqp://guest:guest@127.0.0.1:5672/")
+		}},
+		{"exchange", func(k, v *yaml.Node) { t.Exchange, _ = l.xstr(v, "exchange") }},
+		{"routing_key", func(k, v *yaml.Node) { t.RoutingKey = l.route(v, "routing_key") }},
+		{"queue", func(k, v *yaml.Node) { seen["queue"] = true; t.Queue = l.nonEmpty(v, "queue") }},
+		{"create", func(k, v *yaml.Node) { t.Create = l.boolean(v, "create") }},
+		{"mode", func(k, v *yaml.Node) { t.Mode = l.brokerMode(v) }},
+		{"drain_timeout", func(k, v *yaml.Node) { t.DrainTimeout = l.timeout(v, "drain_timeout") }},
+	})
+	if n.Kind != yaml.MappingNode {
+		return t
+	}
+	if !seen["url"] {
+		l.errorf(n, "target amqp needs url: the server, such as amqp://guest:guest@127.0.0.1:5672/")
+	}
+	if !seen["queue"] {
+		l.errorf(n, "target amqp needs queue: the queue your consumer reads, which must stay empty for a check to end")
+	}
+	if t.Exchange != "" && t.RoutingKey.IsZero() {
+		l.errorf(n, "target amqp publishes to exchange %s, so it needs routing_key: a template such as orders.{type}", t.Exchange)
+	}
+	return t
+}
+
+// brokerStep checks a deliver step of a broker target: the broker, not
+// redeliver, hands the event to the consumer, so only publishing faults
+// apply.
+func (l *loader) brokerStep(n *yaml.Node, st *Step) {
+	switch {
+	case st.Drop:
+		l.errorf(n, "drop cuts off an answer, and a broker target has none to cut: a publish is stored or the run stops")
+	case st.Crash != nil && l.s.Target.Start == nil:
+		l.errorf(n, "crash kills a consumer instance redeliver started, and this target has no start: add target start (command and ready; instances: N for several)")
+	case st.Crash != nil && st.Crash.Kind == CrashSweep:
+		l.errorf(n, "crash: sweep waits for an answer, and a broker target has none; use crash: {after: DURATION} or crash: random")
+	case st.Concurrent > 0:
+		l.errorf(n, "concurrent hands one event to several workers at once; on a broker target the broker decides who gets it: publish it again with times or message_id")
+	}
+	if st.Expect != nil && (st.Expect.Status != 0 || (st.Expect.Answer != "" && st.Expect.Answer != "acked")) {
+		l.errorf(n, "a broker target has no answer per delivery: the publish is acked by the broker (expect: acked) or the run stops; judge the consumer with a state check")
+	}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) channel() string {
+	if l.s.Target == nil {
+		return "the built-in handler"
+	}
+	return l.s.Target.Channel()
+}
+
+// deliverStep is a target-mode deliver step, checked at the end of the
+// file against the target.
+type deliverStep struct {
+	n, messageID *yaml.Node
+	st           *Step
+}
+
+func (l *loader) validateDeliverSteps() {
+	for _, d := range l.deliverSteps {
+		switch {
+		case l.s.Target == nil:
+		case l.s.Target.Broker():
+			l.brokerStep(d.n, d.st)
+		case d.messageID != nil:
+			l.errorf(d.messageID, "message_id is the id a broker target publishes under; this target is %s", l.channel())
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redeliver/redeliver/pkg/amqp"
+	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/nats"
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// brokerDeliverer publishes each delivery into a broker. The consumer
+// reads it from there, so a delivery's answer is the broker's: the
+// publish was stored (acked), or dropped by the duplicate window (acked,
+// and Duplicate set). A publish the broker refused or did not confirm
+// ends the run.
+type brokerDeliverer struct {
+	pub  broker.Publisher
+	desc string
+}
+
+// openBroker connects to a broker target's broker.
+func openBroker(ctx context.Context, t *scenario.Target) (*brokerDeliverer, error) {
+	switch {
+	case t.NATS != nil:
+		n := t.NATS
+		p, err := nats.Open(ctx, nats.Config{URL: n.URL, Stream: n.Stream, Subject: n.Subject, Consumer: n.Durable, Mode: n.Mode, Create: n.Create})
+		if err != nil {
+			return nil, err
+		}
+		return &brokerDeliverer{pub: p, desc: fmt.Sprintf("JetStream %s, stream %s, subject %s, durable %s (%s)", n.URL, n.Stream, n.Subject, n.Durable, n.Mode)}, nil
+	case t.AMQP != nil:
+		a := t.AMQP
+		p, err := amqp.Open(ctx, amqp.Config{URL: a.URL, Exchange: a.Exchange, RoutingKey: a.RoutingKey, Queue: a.Queue, Mode: a.Mode, Create: a.Create})
+		if err != nil {
+			return nil, err
+		}
+		ex := "the default exchange"
+		if a.Exchange != "" {
+			ex = "exchange " + a.Exchange
+		}
+		rk := a.Queue
+		if !a.RoutingKey.IsZero() {
+			rk = a.RoutingKey.String()
+		}
+		return &brokerDeliverer{pub: p, desc: fmt.Sprintf("RabbitMQ %s, %s, routing key %s, queue %s (%s)", p.Name(), ex, rk, a.Queue, a.Mode)}, nil
+	}
+	return nil, errors.New("the target names no broker")
+}
+
+func (d *brokerDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}) Answer {
+	r, err := d.pub.Publish(ctx, broker.Message{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: ev.Time, Data: ev.Data, MsgID: ev.MsgID})
+	if err != nil {
+		return Answer{Kind: Unacked, Err: err}
+	}
+	return Answer{Kind: Acked, Duplicate: r.Duplicate}
+}
+
+func (d *brokerDeliverer) Forget() {}
+
+func (d *brokerDeliverer) Describe() string { return d.desc }
+
+// drain waits until the broker says the consumer has taken everything
+// published, and counts what the broker did since the last drain.
+func (s *Session) drain(ctx context.Context, c *brokerCounts) error {
+	bd, ok := s.dl.(*brokerDeliverer)
+	if !ok {
+		return nil
+	}
+	counts, err := bd.pub.Drain(ctx, broker.DrainOptions{Timeout: s.t.DrainTimeout()})
+	if err != nil {
+		if died, msg := s.diedByItself(); died {
+			return errors.New(msg)
+		}
+		return err
+	}
+	if counts.Redelivered == broker.Unknown {
+		c.uncounted = true
+	} else {
+		c.delta = counts.Redelivered - c.seen
+		c.seen = counts.Redelivered
+	}
+	return nil
+}
+
+// brokerCounts follows the broker's cumulative redelivery count.
+type brokerCounts struct {
+	seen, delta int64
+	uncounted   bool
+}
+
+// closeBroker disconnects from the broker, if the target is one.
+func (s *Session) closeBroker() {
+	if bd, ok := s.dl.(*brokerDeliverer); ok {
+		bd.pub.Close()
+	}
+}
