@@ -2,7 +2,8 @@
 GO       ?= go
 BIN      ?= bin/redeliver
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION) -X github.com/redeliver/redeliver/cmd.commit=$(COMMIT)
 
 .PHONY: build examples run test bench bench-go lint fuzz clean
 
@@ -17,9 +18,21 @@ run: build ## the fixture, then the whole scenario library, on embedded SQLite i
 	@echo
 	./$(BIN) run scenarios
 
+# The PostgreSQL tests run against REDELIVER_TEST_POSTGRES; unset, a server
+# listening on 127.0.0.1:5432 is used as the local default (user postgres,
+# database test); REDELIVER_TEST_POSTGRES=off skips them. Either way one line
+# says which.
+PG_LOCAL := postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+
 test: ## vet, then every test with the race detector
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	@pg="$${REDELIVER_TEST_POSTGRES:-}"; \
+	if [ -z "$$pg" ] && bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432' 2>/dev/null; then pg='$(PG_LOCAL)'; fi; \
+	if [ "$$pg" = off ]; then pg=; fi; \
+	if [ -n "$$pg" ]; then echo "make test: PostgreSQL tests run against $$pg (REDELIVER_TEST_POSTGRES=off skips them)"; \
+	else echo "make test: no PostgreSQL at 127.0.0.1:5432, its tests are skipped; set REDELIVER_TEST_POSTGRES=postgres://USER@HOST:PORT/DB to run them"; fi; \
+	echo "$(GO) test -race -count=1 ./..."; \
+	REDELIVER_TEST_POSTGRES="$$pg" $(GO) test -race -count=1 ./...
 
 # The Node.js peer replay is compared with (docs/peer), installed outside
 # the repository: cp -r docs/peer DIR && (cd DIR && npm install).

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/redeliver/redeliver/cmd"
 	"github.com/redeliver/redeliver/pkg/target/consumertest"
 	"github.com/rogpeppe/go-internal/testscript"
+	_ "modernc.org/sqlite"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/script from what the command printed")
@@ -25,6 +30,10 @@ func TestMain(m *testing.M) {
 		// drop-kept-schemas FILE drops the PostgreSQL schemas that the
 		// "kept schema NAME" lines of FILE (a --keep run's stderr) name.
 		"drop-kept-schemas": func() { os.Exit(dropKeptSchemas(os.Args[1])) },
+		// exit-status N PROG ARGS... runs PROG and succeeds only if it exits with N.
+		"exit-status": func() { os.Exit(exitStatus(os.Args[1], os.Args[2:])) },
+		// foreign-db FILE makes a SQLite database of another program's.
+		"foreign-db": func() { os.Exit(foreignDB(os.Args[1])) },
 		// publish-capture URL STREAM FILE publishes a CloudEvents NDJSON
 		// capture into a new JetStream stream; delete-stream URL STREAM
 		// deletes it again.
@@ -97,6 +106,38 @@ func dropKeptSchemas(file string) int {
 			return 1
 		}
 		fmt.Println("dropped", name)
+	}
+	return 0
+}
+
+func exitStatus(want string, args []string) int {
+	c := exec.Command(args[0], args[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := c.Run()
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if strconv.Itoa(got) != want {
+		fmt.Fprintf(os.Stderr, "exit status %d, want %s\n", got, want)
+		return 1
+	}
+	return 0
+}
+
+func foreignDB(file string) int {
+	db, err := sql.Open("sqlite", file)
+	if err == nil {
+		_, err = db.Exec(`CREATE TABLE important(x); INSERT INTO important VALUES ('keep me')`)
+		db.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return 0
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/redeliver/redeliver/pkg/problem"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // The documented exit statuses.
@@ -46,10 +48,10 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "redeliver: interrupted")
 	case errors.As(err, &es):
 		for _, e := range es {
-			fmt.Fprintln(stderr, e.Error())
+			fmt.Fprintln(stderr, escape.Line(e.Error()))
 		}
 	default:
-		fmt.Fprintf(stderr, "redeliver: %v\n", err)
+		fmt.Fprintf(stderr, "redeliver: %s\n", escape.Line(err.Error()))
 	}
 	return exitCodes[kind]
 }

@@ -2,9 +2,15 @@ package cmd
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
@@ -40,6 +46,7 @@ type replayOptions struct {
 	FailOn     []string
 	Emit       string
 	Batch      int
+	Compare    bool
 	Target     string
 	Parallel   int
 	KillEvery  time.Duration
@@ -71,9 +78,15 @@ lines name the stream sequence where a file has a line number.
 
 On a file --db a replay resumes: replaying the same log again makes no new
 effects, and a replay killed mid-way and started again ends with the effects
-of one uninterrupted run.
+of one uninterrupted run. A bad record stops a replay with exit status 2
+(unless --max-bad skips it); on a file --db the deliveries before it stay
+committed, the message says how many, and replaying the corrected capture
+onto the file resumes.
 
 ` + outputHelp + `
+
+A delivery that fails where no fault was injected (a business key that did
+not resolve, say) fails the replay, with the reason and the capture line.
 
 With --target FILE (version, target and effects, as in a scenario) the
 capture is delivered to your own consumer instead: --redeliver drops answers
@@ -83,7 +96,8 @@ delivers the last N events again, --parallel N keeps N deliveries in flight
 (one business key's in order); then the effect table is judged.
 
 In JUnit XML each capture is a <testsuite> with a <testcase> per invariant
-checked and per --fail-on finding; TAP has a test point for each. A broken
+checked, one for failures only where injected, and one per --fail-on
+finding; TAP has a test point for each. A broken
 invariant names its first examples and the capture lines that delivered
 them, and its GitHub annotation points at the first of those lines.
 
@@ -123,6 +137,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringSliceVar(&o.FailOn, "fail-on", nil, "capture findings that fail the replay: identity-reuse, repeated-ids, keys-with-several-ids, bad-records")
 	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
 	f.IntVar(&o.Batch, "batch", 0, "deliveries per commit; 0 lets the store choose: a file commits every second, the private :memory: database once at the end (each delivery stays atomic in its own savepoint)")
+	f.BoolVar(&o.Compare, "compare", true, "when the capture gives business keys, replay it again in memory with every other strategy and say which would have been safe")
 	f.StringVar(&o.Target, "target", "", "deliver to your own consumer: a file holding version, target and effects (see docs/target.md)")
 	f.IntVar(&o.Parallel, "parallel", 1, "with --target: deliveries in flight (one business key's stay in order)")
 	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this often, and restart it, until the broker has drained")
@@ -133,6 +148,9 @@ them, and its GitHub annotation points at the first of those lines.
 func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	out, err := o.Output.prepare(s)
 	if err != nil {
+		return err
+	}
+	if err := o.checkValues(s); err != nil {
 		return err
 	}
 	format, err := capture.ParseFormat(o.Input)
@@ -174,23 +192,15 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, CrashAt: crashAt, Rewind: o.Rewind,
 		Republish: o.Republish, Concurrent: o.Concurrent,
 		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, Batch: o.Batch,
-		Warn: s.Err,
+		Compare: o.Compare, Warn: s.Err,
 	}
 	finish := func() {}
 	if s.ErrTTY {
-		bar := progressbar.NewOptions64(-1,
-			progressbar.OptionSetWriter(s.Err),
-			progressbar.OptionSetDescription("replaying"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("deliveries"),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100_000_000),
-			// No spinner ticker: its goroutine reads the bar's state
-			// without the bar's lock (a data race in the library).
-			progressbar.OptionSetSpinnerChangeInterval(0),
-		)
-		opts.Progress = func(n int64) { _ = bar.Set64(n) }
+		bar := progressBar(s.Err, captureSize(o.Logs))
+		opts.Progress = func(deliveries, bytes int64) {
+			bar.Describe(fmt.Sprintf("replaying: %d deliveries", deliveries))
+			_ = bar.Set64(bytes)
+		}
 		finish = func() { _ = bar.Finish() }
 	}
 	start := time.Now()
@@ -217,4 +227,68 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		return problem.ErrVerdict
 	}
 	return nil
+}
+
+// maxRecordLimit is the largest --max-record: one record is held in memory.
+const maxRecordLimit = 1 << 30
+
+// checkValues refuses flag values that parse but mean nothing: the library
+// would quietly replace them with defaults.
+func (o *replayOptions) checkValues(s *Streams) error {
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--republish", o.Republish}, {"--concurrent", o.Concurrent}} {
+		if math.IsNaN(p.v) || p.v < 0 || p.v > 1 {
+			return problem.Usagef("%s must be a probability between 0 and 1, not %g", p.name, p.v)
+		}
+	}
+	switch {
+	case o.Batch < 0:
+		return problem.Usagef("--batch must be 0 (the store chooses) or a number of deliveries per commit, not %d", o.Batch)
+	case o.MaxRecord < 1 || o.MaxRecord > maxRecordLimit:
+		return problem.Usagef("--max-record must be between 1 and %d bytes, not %d", maxRecordLimit, o.MaxRecord)
+	case o.Consumer == "":
+		return problem.Usagef("--consumer must name a consumer, not be empty")
+	case !sqlite.ValidTableName(o.Effect):
+		return problem.Usagef("--effect %s cannot be the effect table: it must be a plain SQL identifier, and not processed or a name starting redeliver_ or sqlite_", escape.Input(o.Effect))
+	}
+	if f, ok := s.In.(*os.File); ok && slices.Contains(o.Logs, "-") {
+		if _, err := f.Stat(); err != nil {
+			return problem.Usagef("- reads the capture from stdin, but stdin is closed")
+		}
+	}
+	return nil
+}
+
+// progressBar is the replay's progress line on a terminal: the deliveries
+// handled, and the bytes read of the captures' total size (when it is
+// known) with the rate. It is drawn blank at once, so the clock of the
+// first rate starts with the replay, not at the first update; and it runs
+// no goroutine of its own.
+func progressBar(w io.Writer, total int64) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("replaying"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetSpinnerChangeInterval(0),
+		progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)
+}
+
+// captureSize is the total size of the capture files, or -1 when one of
+// them is stdin or cannot be measured.
+func captureSize(logs []string) int64 {
+	var total int64
+	for _, l := range logs {
+		st, err := os.Stat(l)
+		if l == "-" || err != nil || !st.Mode().IsRegular() {
+			return -1
+		}
+		total += st.Size()
+	}
+	return total
 }

@@ -2,12 +2,15 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -18,9 +21,15 @@ const replaySchema = "docs/replay.schema.json"
 // safely, the naive handler with seeded redeliveries, capture findings that
 // --fail-on makes fatal, and a capture that cannot be read.
 var replayFixtures = []outputFixture{
-	{"replay-pass", []string{"testdata/capture/cloudevents.ndjson"}, ExitPass, 3, 0},
-	{"replay-fail", []string{"--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson"}, ExitFail, 0, 1},
-	{"replay-fail-on", []string{"--fail-on", "identity-reuse,bad-records", "testdata/capture/cloudevents.ndjson"}, ExitFail, 4, 1},
+	{"replay-pass", []string{"--strategy", "business-key", "testdata/capture/cloudevents.ndjson"}, ExitPass, 5, 0},
+	{"replay-fail", []string{"--strategy", "none", "--redeliver", "0.3", "testdata/capture/cloudevents.ndjson"}, ExitFail, 1, 2},
+	{"replay-fail-on", []string{"--strategy", "business-key", "--fail-on", "identity-reuse,bad-records", "testdata/capture/cloudevents.ndjson"}, ExitFail, 6, 1},
+	// The default strategy on a capture with one order under two ids: one
+	// effect per business key is checked for it too, and the strategies
+	// are compared.
+	{"replay-keys", []string{"testdata/capture/cloudevents.ndjson"}, ExitFail, 4, 1},
+	// Every delivery fails (the business key does not resolve) and nothing was injected.
+	{"replay-unexpected", []string{"--id", "eventId", "--strategy", "business-key", "testdata/capture/plain.ndjson"}, ExitFail, 4, 1},
 	{"replay-invalid", []string{"testdata/capture/bad/truncated.ndjson"}, ExitUsage, 0, 1},
 }
 
@@ -86,7 +95,7 @@ func TestReplayGitHubActions(t *testing.T) {
 func TestReplayAnnotationLine(t *testing.T) {
 	toRoot(t)
 	got := invocation{args: append([]string{"replay", "--format", "tap"}, replayFixtures[1].args...), env: map[string]string{"GITHUB_ACTIONS": "true"}}.run(t)
-	want := "::error file=testdata/capture/cloudevents.ndjson,line=1,title=redeliver replay%3A invariant duplicate-effect::broken 3 times: event /orders/evt-1"
+	want := "::error file=testdata/capture/cloudevents.ndjson,line=2,title=redeliver replay%3A invariant duplicate-effect::broken 2 times: event /orders/evt-2"
 	if !strings.HasPrefix(got.stderr, want) {
 		t.Errorf("stderr %q\ndoes not start with %q", got.stderr, want)
 	}
@@ -120,14 +129,20 @@ func TestReplayBadOutputFlags(t *testing.T) {
 // format, and each structured report carries it as a harness error.
 func TestReplayRuntimeError(t *testing.T) {
 	toRoot(t)
-	db := t.TempDir() // a folder is no database file
+	db := filepath.Join(t.TempDir(), "replay.db")
+	// The database is in use by another replay.
+	held, err := sqlite.OpenReplay(context.Background(), db, handler.Config{Strategy: handler.EventID, Effect: "effects"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	for _, f := range replayFormats {
 		t.Run(f.name, func(t *testing.T) {
 			got := invocation{args: []string{"replay", "--format", f.name, "--db", db, "testdata/capture/cloudevents.ndjson"}}.run(t)
 			if got.code != ExitRuntime {
 				t.Fatalf("exit status %d, want %d (stderr: %s)", got.code, ExitRuntime, got.stderr)
 			}
-			if !strings.Contains(got.stderr, "is a directory, not a database file") {
+			if !strings.Contains(got.stderr, "is in use by another redeliver") {
 				t.Errorf("stderr does not say what failed: %q", got.stderr)
 			}
 			if f.name == "text" && got.stdout != "" {
@@ -137,7 +152,7 @@ func TestReplayRuntimeError(t *testing.T) {
 			case "tap":
 				// A database error has no place in a file, so its
 				// diagnostic has no at: validTAP would ask for one.
-				if !strings.HasPrefix(got.stdout, "TAP version 14\n1..1\nnot ok 1 - runtime error\n  ---\n") || !strings.Contains(got.stdout, "severity: error") {
+				if !strings.HasPrefix(got.stdout, "TAP version 13\n1..1\nnot ok 1 - runtime error\n  ---\n") || !strings.Contains(got.stdout, "severity: error") {
 					t.Errorf("the TAP report lacks the harness error:\n%s", got.stdout)
 				}
 			case "json":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -25,11 +26,15 @@ func TestReplayProgress(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			s := &Streams{In: strings.NewReader(""), Out: &out, Err: &errOut, ErrTTY: tt.errTTY, Getenv: func(string) string { return "" }}
-			if code := Run(context.Background(), s, []string{"replay", capture}); code != ExitPass {
+			if code := Run(context.Background(), s, []string{"replay", "--strategy", "business-key", capture}); code != ExitPass {
 				t.Fatalf("exit %d, stderr %q", code, errOut.String())
 			}
 			if got := strings.Contains(errOut.String(), "replaying"); got != tt.progress {
 				t.Errorf("progress on stderr: %v, want %v (stderr %q)", got, tt.progress, errOut.String())
+			}
+			// A file of known size: the line shows the bytes read of its size.
+			if tt.progress && !regexp.MustCompile(`\( *[0-9.]+ [kMG]?B/[0-9.]+ [kMG]?B`).MatchString(errOut.String()) {
+				t.Errorf("progress line without bytes read of the total: %q", errOut.String())
 			}
 			if !tt.progress && errOut.Len() > 0 {
 				t.Errorf("stderr %q, want nothing", errOut.String())

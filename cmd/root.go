@@ -70,6 +70,9 @@ crashes produce, and checks that nothing is lost and nothing happens twice.
 	root.SetErr(s.Err)
 	root.SetIn(s.In)
 	root.CompletionOptions.HiddenDefaultCmd = true
+	// --version prints what the version command prints.
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newRunCmd(s), newReplayCmd(s), newValidateCmd(s), newInitCmd(s), newVersionCmd(s))
 	return root
 }

@@ -107,7 +107,7 @@ func runSuite(ctx context.Context, o *runOptions, run *report.Run, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	scenarios, err := suite.Load(files)
+	scenarios, err := suite.Load(ctx, files)
 	if err != nil {
 		return err
 	}

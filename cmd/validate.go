@@ -25,7 +25,7 @@ what was expected.
 			if err != nil {
 				return err
 			}
-			scenarios, err := suite.Load(files)
+			scenarios, err := suite.Load(cmd.Context(), files)
 			if err != nil {
 				return err
 			}

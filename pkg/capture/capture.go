@@ -123,7 +123,7 @@ func Open(name string, r io.Reader, opts Options) (*Reader, error) {
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, &BadRecordError{At: handler.Location{File: name}, Reason: "gzip header: " + err.Error(), Fatal: true}
+			return nil, &BadRecordError{At: handler.Location{File: name, Line: 1}, Reason: "the gzip header is damaged (" + err.Error() + ")", Fatal: true}
 		}
 		rd.closer = gz
 		br = bufio.NewReaderSize(gz, 64<<10)
@@ -165,7 +165,13 @@ func (r *Reader) Format() Format { return r.format }
 
 // Next returns the next event, io.EOF at the end, or a *BadRecordError for
 // a record that cannot be read (call Next again to go on, unless Fatal).
-func (r *Reader) Next() (Event, error) { return r.next() }
+func (r *Reader) Next() (Event, error) {
+	ev, err := r.next()
+	if err == nil && len(ev.ID) > handler.MaxIDBytes {
+		return Event{}, &BadRecordError{At: ev.At, Reason: fmt.Sprintf("the event id is %d bytes long; ids are limited to %d bytes on every store", len(ev.ID), handler.MaxIDBytes)}
+	}
+	return ev, err
+}
 
 // Close releases the decompressor, if any, and what OnClose was given;
 // it does not close the input.
@@ -198,6 +204,11 @@ func lineShaped(br *bufio.Reader) bool {
 func detect(name string, br *bufio.Reader, opts Options) (Format, error) {
 	head, err := br.Peek(64 << 10)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		if damaged(err) {
+			// Within the first 64 KiB: the line is where the data ends.
+			line := 1 + bytes.Count(head, []byte{'\n'})
+			return "", &BadRecordError{At: handler.Location{File: name, Line: line}, Reason: "the compressed data is damaged or cut off here (" + err.Error() + "): the rest of the file cannot be read", Fatal: true}
+		}
 		return "", err
 	}
 	head = bytes.TrimLeft(head, " \t\r\n")

@@ -3,6 +3,8 @@ package capture
 import (
 	"bufio"
 	"bytes"
+	"compress/flate"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -84,7 +86,10 @@ func (s *lineSource) next() (Event, error) {
 			s.done, atEOF = true, true
 		case err != nil:
 			s.done = true
-			return Event{}, fmt.Errorf("read %s: %w", s.name, err)
+			if damaged(err) {
+				return Event{}, &BadRecordError{At: at, Reason: "the compressed data is damaged or cut off here (" + err.Error() + "): the rest of the file cannot be read", Fatal: true}
+			}
+			return Event{}, fmt.Errorf("read %s at line %d: %w", s.name, at.Line, err)
 		}
 		if tooLong {
 			return Event{}, &BadRecordError{At: at, Reason: fmt.Sprintf("record is longer than the limit of %d bytes", s.max)}
@@ -116,4 +121,11 @@ func (s *lineSource) next() (Event, error) {
 		ev.At = at
 		return ev, nil
 	}
+}
+
+// damaged reports whether a read error is a fault of a gzip stream's data
+// (bad input) rather than of the file system.
+func damaged(err error) bool {
+	var corrupt flate.CorruptInputError
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &corrupt)
 }

@@ -11,13 +11,53 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// idValue reads an event id: a non-empty string or a number.
+// idValue reads an event id: a non-empty string or a number. A string
+// with a lone surrogate escape is no id: it would read the same as others.
 func idValue(r gjson.Result) string {
 	switch r.Type {
-	case gjson.String, gjson.Number:
+	case gjson.String:
+		if handler.HasLoneSurrogate([]byte(r.Raw)) {
+			return ""
+		}
+		return r.String()
+	case gjson.Number:
 		return r.String()
 	}
 	return ""
+}
+
+// duplicateKey returns a key the JSON object rec names twice at its top
+// level, where the id, source and data are read: one reader would take the
+// first, another the last.
+func duplicateKey(rec []byte) (string, bool) {
+	var seen [16]string
+	n := 0
+	var extra map[string]bool
+	dup, found := "", false
+	gjson.ParseBytes(rec).ForEach(func(k, _ gjson.Result) bool {
+		key := k.String()
+		for _, s := range seen[:n] {
+			if s == key {
+				dup, found = key, true
+				return false
+			}
+		}
+		if n < len(seen) {
+			seen[n] = key
+			n++
+			return true
+		}
+		if extra == nil {
+			extra = map[string]bool{}
+		}
+		if extra[key] {
+			dup, found = key, true
+			return false
+		}
+		extra[key] = true
+		return true
+	})
+	return dup, found
 }
 
 // keyValue reads a business key from a path, if one was given.
@@ -32,21 +72,34 @@ func keyValue(doc []byte, path string) string {
 	return r.String()
 }
 
-// cloudEventID joins source and id, the pair that identifies a CloudEvent.
+// cloudEventID joins source and id, the pair that identifies a CloudEvent,
+// into one key that no other pair gives: the id's own "%" and "/" are
+// escaped (%25, %2F), so the last "/" is always the one between them, and
+// a key without a source holds no "/" at all. Ids without either character
+// read as they are.
 func cloudEventID(source, id string) string {
+	if strings.ContainsAny(id, "%/") {
+		id = strings.NewReplacer("%", "%25", "/", "%2F").Replace(id)
+	}
 	if source == "" {
 		return id
 	}
-	return strings.TrimSuffix(source, "/") + "/" + id
+	return source + "/" + id
 }
 
 // cloudRecord reads one CloudEvent in structured JSON mode.
 func cloudRecord(name string, opts Options) recordParser {
 	paths := []string{"id", "source", "data_base64", "partitionkey", "subject"}
 	return func(rec []byte, _ handler.Location) (Event, string) {
+		if k, dup := duplicateKey(rec); dup {
+			return Event{}, fmt.Sprintf("the record names %s twice", strconv.Quote(k))
+		}
 		f := gjson.GetManyBytes(rec, paths...)
 		id := idValue(f[0])
 		if id == "" {
+			if f[0].Type == gjson.String && f[0].Str != "" {
+				return Event{}, "the event id holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF), which names no character"
+			}
 			return Event{}, "the event has no id (a CloudEvent needs a string id)"
 		}
 		// rec is the reader's buffer: the event keeps its own copy.
@@ -342,8 +395,15 @@ func jsAck(reply string) (stream string, seq, delivered uint64) {
 // payload) at the paths given.
 func plainRecord(name string, opts Options) recordParser {
 	return func(rec []byte, _ handler.Location) (Event, string) {
-		id := idValue(gjson.GetBytes(rec, opts.ID))
+		if k, dup := duplicateKey(rec); dup {
+			return Event{}, fmt.Sprintf("the record names %s twice", strconv.Quote(k))
+		}
+		r := gjson.GetBytes(rec, opts.ID)
+		id := idValue(r)
 		if id == "" {
+			if r.Type == gjson.String && r.Str != "" {
+				return Event{}, "the event id holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF), which names no character"
+			}
 			return Event{}, fmt.Sprintf("no event id at --id path %s", opts.ID)
 		}
 		data := rec

@@ -74,7 +74,11 @@ func Check(strategy handler.Strategy, effectTable string, history []Record, st S
 	c := &check{strategy: strategy, table: effectTable, history: history, st: st}
 	c.index()
 	c.duplicateEffects()
-	if c.checks(invariant.DuplicateKey) {
+	// Invariant 2 holds wherever a business key is known: for the
+	// strategies that dedup on it, and for any other whose handler names one
+	// (recorded with every effect) — one business event, one effect,
+	// whatever its ids.
+	if c.checks(invariant.DuplicateKey) || c.keyed() {
 		c.duplicateKeys()
 	}
 	c.charges()
@@ -170,6 +174,28 @@ func (c *check) duplicateEffects() {
 	}
 }
 
+// keyed reports whether any effect carries a business key.
+func (c *check) keyed() bool { return len(c.byKey) > 0 }
+
+// byConsumer splits the effects of one key by consumer: a strategy that
+// does not dedup on the key guards each consumer on its own, so each
+// consumer must keep to one effect per key (the business-key strategies'
+// guard is one effect per key, whatever the consumer).
+func byConsumer(es []handler.Effect) [][]handler.Effect {
+	var out [][]handler.Effect
+	at := map[string]int{}
+	for _, e := range es {
+		i, ok := at[e.Consumer]
+		if !ok {
+			i = len(out)
+			at[e.Consumer] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], e)
+	}
+	return out
+}
+
 // Invariant 2, effects.
 func (c *check) duplicateKeys() {
 	keys := make([]string, 0, len(c.byKey))
@@ -178,17 +204,22 @@ func (c *check) duplicateKeys() {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		es := c.byKey[k]
-		if len(es) < 2 {
-			continue
+		groups := [][]handler.Effect{c.byKey[k]}
+		if !c.strategy.UsesKey() {
+			groups = byConsumer(c.byKey[k])
 		}
-		var events []string
-		for _, e := range es {
-			events = append(events, e.EventID)
+		for _, es := range groups {
+			if len(es) < 2 {
+				continue
+			}
+			var events []string
+			for _, e := range es {
+				events = append(events, e.EventID)
+			}
+			c.add(Violation{Invariant: invariant.DuplicateKey.Name, EventID: es[1].EventID, Consumer: es[1].Consumer,
+				Detail: invariant.DuplicateKey.Say(invariant.Facts{Key: k, Table: c.table, Rows: int64(len(es)), IDs: ids(es), Events: events}),
+				By:     c.byEffectID[es[1].ID]})
 		}
-		c.add(Violation{Invariant: invariant.DuplicateKey.Name, EventID: es[1].EventID, Consumer: es[1].Consumer,
-			Detail: invariant.DuplicateKey.Say(invariant.Facts{Key: k, Table: c.table, Rows: int64(len(es)), IDs: ids(es), Events: events}),
-			By:     c.byEffectID[es[1].ID]})
 	}
 }
 

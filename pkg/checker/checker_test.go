@@ -60,6 +60,22 @@ func breakingCases() []breakingCase {
 			detail:   "business key o1 has 2 rows in shipments (ids 1, 2, events e1, e2)",
 		},
 		{
+			name:     "one order under two event ids, on a strategy that names the key",
+			strategy: handler.EventID,
+			history:  []Record{keyed(rec("e1", handler.Processed, 1), "o1"), keyed(rec("e2", handler.Processed, 2), "o1")},
+			state:    State{Markers: []handler.Marker{mark("e1"), mark("e2")}, Effects: []handler.Effect{eff(1, "e1", "o1"), eff(2, "e2", "o1")}},
+			want:     []*invariant.Invariant{invariant.DuplicateKey},
+			detail:   "business key o1 has 2 rows in shipments (ids 1, 2, events e1, e2)",
+		},
+		{
+			name:     "one effect per key and consumer, on a strategy scoped by consumer",
+			strategy: handler.ConsumerScoped,
+			history: []Record{keyed(rec("e1", handler.Processed, 1), "o1"),
+				{EventID: "e1", Consumer: "d", Key: "o1", Result: handler.Result{Outcome: handler.Processed, EffectID: 2}, Step: 1}},
+			state: State{Markers: []handler.Marker{mark("e1"), {EventID: "e1", Consumer: "d"}},
+				Effects: []handler.Effect{eff(1, "e1", "o1"), {ID: 2, EventID: "e1", Consumer: "d", BusinessKey: "o1"}}},
+		},
+		{
 			name:     "double charge and unstable key",
 			strategy: handler.ExternalKey,
 			history: []Record{

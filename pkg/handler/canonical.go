@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // Canonical returns the canonical JSON form of the JSON document raw: object
@@ -19,11 +21,20 @@ func Canonical(raw []byte) (string, error) {
 		// Already canonical; replays compare millions of these.
 		return string(raw), nil
 	}
+	// A lone surrogate escape decodes to U+FFFD, so that different payloads
+	// would compare equal; a key given twice would be read as its last
+	// value here and as its first by a path. Both are refused.
+	if HasLoneSurrogate(raw) {
+		return "", fmt.Errorf("payload holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF), which names no character")
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return "", fmt.Errorf("payload is not valid JSON: %w", err)
+	}
+	if k, dup := duplicateKey(gjson.ParseBytes(raw)); dup {
+		return "", fmt.Errorf("payload names the key %s twice in one object", strconv.Quote(k))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return "", fmt.Errorf("payload has data after its JSON value")
@@ -46,6 +57,73 @@ func plainString(raw []byte) bool {
 		}
 	}
 	return true
+}
+
+// duplicateKey returns a key that an object in r names twice.
+func duplicateKey(r gjson.Result) (dup string, found bool) {
+	switch {
+	case r.IsObject():
+		var small [8]string
+		seen := small[:0]
+		r.ForEach(func(k, v gjson.Result) bool {
+			for _, s := range seen {
+				if s == k.Str {
+					dup, found = k.Str, true
+					return false
+				}
+			}
+			seen = append(seen, k.Str)
+			dup, found = duplicateKey(v)
+			return !found
+		})
+	case r.IsArray():
+		r.ForEach(func(_, v gjson.Result) bool {
+			dup, found = duplicateKey(v)
+			return !found
+		})
+	}
+	return dup, found
+}
+
+// HasLoneSurrogate reports whether the JSON text raw holds a \u escape of a
+// UTF-16 surrogate that is not half of a pair: decoders turn each into
+// U+FFFD, so two different texts would read the same.
+func HasLoneSurrogate(raw []byte) bool {
+	if !bytes.Contains(raw, []byte(`\u`)) {
+		return false
+	}
+	hex := func(i int) int {
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return -1
+		}
+		v, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		if err != nil {
+			return -1
+		}
+		return int(v)
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' || i+1 >= len(raw) {
+			continue
+		}
+		if raw[i+1] != 'u' {
+			i++ // an escaped character: \\ is not the start of \u
+			continue
+		}
+		v := hex(i)
+		switch {
+		case v >= 0xD800 && v <= 0xDBFF:
+			if w := hex(i + 6); w < 0xDC00 || w > 0xDFFF {
+				return true
+			}
+			i += 11
+		case v >= 0xDC00 && v <= 0xDFFF:
+			return true
+		default:
+			i += 5
+		}
+	}
+	return false
 }
 
 func writeCanonical(b *strings.Builder, v any) {

@@ -110,3 +110,28 @@ func TestCanonicalPlainString(t *testing.T) {
 		})
 	}
 }
+
+// TestCanonicalRefusesAmbiguousPayloads: a payload that readers would
+// read differently has no canonical form.
+func TestCanonicalRefusesAmbiguousPayloads(t *testing.T) {
+	tests := []struct{ name, raw, want string }{
+		{"key twice", `{"a":1,"a":2}`, `names the key "a" twice`},
+		{"key twice, nested", `{"x":[{"b":1,"c":2,"b":1}]}`, `names the key "b" twice`},
+		{"lone high surrogate", `"a\ud800"`, "lone UTF-16 surrogate"},
+		{"lone low surrogate", `{"k":"\udc00x"}`, "lone UTF-16 surrogate"},
+		{"high surrogate then a plain escape", `"\ud800\u0041"`, "lone UTF-16 surrogate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Canonical([]byte(tt.raw))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Canonical(%s) = %q, %v; want an error saying %q", tt.raw, got, err, tt.want)
+			}
+		})
+	}
+	for _, ok := range []string{`"\ud83d\ude00"`, `"\\ud800"`, `{"a":{"a":1}}`, `[{"a":1},{"a":2}]`} {
+		if _, err := Canonical([]byte(ok)); err != nil {
+			t.Errorf("Canonical(%s): %v", ok, err)
+		}
+	}
+}

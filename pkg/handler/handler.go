@@ -13,6 +13,12 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 )
 
+// MaxIDBytes is the longest event id any store accepts. PostgreSQL cannot
+// index a key of more than about 2.7 KB, so one limit below that holds for
+// every store, and files are refused at validation rather than half-way
+// through a run.
+const MaxIDBytes = 1024
+
 // Outcome is what one delivery did.
 type Outcome string
 
@@ -63,6 +69,10 @@ type Delivery struct {
 	// computed already by whoever made it; the handler then does not read
 	// the envelope for it again.
 	Identity string
+	// BusinessKey, when not empty, is the business key the delivery came
+	// with (a replayed capture names one per record); the handler uses it
+	// instead of expanding its key template.
+	BusinessKey string
 }
 
 // Result is what the handler returned for one delivery.

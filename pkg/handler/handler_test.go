@@ -245,3 +245,29 @@ func TestCheckThenActRace(t *testing.T) {
 		t.Errorf("effects = %d, want 2: the forced race must double the effect", n)
 	}
 }
+
+// TestReachesIsWhatTheHandlerDoes: for every strategy and fault point, a
+// fresh delivery fails there exactly when Reaches says the strategy reaches
+// the point (what validation refuses is what could never fire).
+func TestReachesIsWhatTheHandlerDoes(t *testing.T) {
+	for _, s := range handler.Strategies {
+		for _, p := range handler.FaultPoints {
+			t.Run(string(s)+"/"+string(p), func(t *testing.T) {
+				cfg := handler.Config{Strategy: s}
+				if s.UsesKey() {
+					cfg.Key = template.MustParse("{data.orderId}")
+				}
+				if s.CallsOut() {
+					cfg.ExternalKey, cfg.ExternalAmount = template.MustParse("pay-{data.orderId}"), template.MustParse("10")
+				}
+				e := newEnv(t, cfg)
+				res := e.h.Handle(context.Background(), delivery("e1", "c", "", 1), handler.FailAt(p))
+				var injected *handler.InjectedError
+				fired := errors.As(res.Err, &injected)
+				if fired != s.Reaches(p) {
+					t.Errorf("fault fired %v (outcome %s, err %v), but Reaches says %v", fired, res.Outcome, res.Err, s.Reaches(p))
+				}
+			})
+		}
+	}
+}

@@ -40,6 +40,21 @@ func (s Strategy) Safe() bool {
 // KeepsMarkers reports whether the strategy writes processed markers.
 func (s Strategy) KeepsMarkers() bool { return s != None }
 
+// Reaches reports whether a delivery handled with the strategy can ever
+// reach the fault point: a strategy without a marker lookup has no
+// after-check, one without a marker no after-marker, and only a strategy
+// that calls out has after-external. (A duplicate stops before most points;
+// that depends on the delivery, not on the strategy.)
+func (s Strategy) Reaches(p FaultPoint) bool {
+	switch p {
+	case AfterCheck, AfterMarker:
+		return s != None
+	case AfterExternal:
+		return s.CallsOut()
+	}
+	return true
+}
+
 // UsesKey reports whether the strategy dedups on a business key.
 func (s Strategy) UsesKey() bool { return s == BusinessKey || s == ExternalKey }
 
@@ -178,7 +193,10 @@ func (h *Handler) Handle(ctx context.Context, d Delivery, inject Injector) Resul
 	}
 	// Every strategy records the business key when the handler names one;
 	// business-key and external-key also dedup on it, so they need one.
-	key := h.cfg.Key.Expand(func(n string) string { return Value(d, n) })
+	key := d.BusinessKey
+	if key == "" && !h.cfg.Key.IsZero() {
+		key = h.cfg.Key.Expand(func(n string) string { return Value(d, n) })
+	}
 	if h.cfg.Strategy.UsesKey() {
 		if key == "" {
 			return Result{Outcome: Failed, Err: &KeyError{Template: h.cfg.Key.String(), EventID: d.EventID}}

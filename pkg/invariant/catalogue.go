@@ -59,6 +59,10 @@ var (
 			return fmt.Sprintf("event %s has %s in %s (ids %s) for consumer %s", f.Event, rows(f.Rows), f.Table, strings.Join(f.IDs, ", "), f.Consumer)
 		},
 	}
+	// DuplicateKey is always checked for the strategies that dedup on the
+	// key; the checker and the replay also check it for every other
+	// strategy whenever a business key is known (a handler that names one,
+	// a capture that gives them), one effect per key and consumer there.
 	DuplicateKey = &Invariant{
 		Name: "duplicate-key", Number: 2,
 		Meaning: "more than one effect for one business key",

@@ -28,6 +28,8 @@
 // shown breakable by the checker of every kind that claims it.
 package invariant
 
+import "github.com/redeliver/redeliver/pkg/escape"
+
 // Name is the stable name of an invariant, as scenario files write it in
 // `violations:` and reports print it.
 type Name string
@@ -71,7 +73,21 @@ type Invariant struct {
 func (i *Invariant) String() string { return string(i.Name) }
 
 // Say words one breach of the invariant from its facts.
-func (i *Invariant) Say(f Facts) string { return i.say(f) }
+//
+// Every value in the facts that came from input (ids, keys, consumer
+// names, table names) is written through escape.Input, so that none can
+// break the line or reach a terminal raw.
+func (i *Invariant) Say(f Facts) string {
+	for _, v := range []*string{&f.Event, &f.Consumer, &f.Key, &f.Table, &f.By, &f.OtherKey} {
+		*v = escape.Input(*v)
+	}
+	for _, vs := range [][]string{f.IDs, f.Events} {
+		for j, v := range vs {
+			vs[j] = escape.Input(v)
+		}
+	}
+	return i.say(f)
+}
 
 // CheckedBy reports whether a kind of target checks the invariant, with
 // the strategy g (nil for a user's consumer).

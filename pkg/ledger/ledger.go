@@ -38,6 +38,12 @@ type Ledger interface {
 	// CaptureLog starts an empty log of what the capture holds, written
 	// through Batch.RecordRows and RecordFile.
 	CaptureLog(ctx context.Context) (CaptureLog, error)
+	// KeyedInvariants is Judge.Invariants for a capture that gave business
+	// keys: one effect per key is checked whatever the strategy.
+	KeyedInvariants(ctx context.Context, g invariant.Guard, limit int) ([]Broken, error)
+	// KeyStats counts the business keys the effects carry, the most effects
+	// one key has, and how many keys have more than one.
+	KeyStats(ctx context.Context) (keys, most, several int64, err error)
 	Close() error
 }
 

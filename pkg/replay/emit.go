@@ -13,6 +13,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/tidwall/gjson"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // The reproducer: the deliveries of the event behind the first broken
@@ -146,17 +148,28 @@ func scenarioYAML(o Options, steps []step, inv invariant.Name) []byte {
 	if inv != "" {
 		what = "break invariant " + string(inv)
 	}
-	fmt.Fprintf(&b, "# A reproducer written by redeliver replay --seed %d from %s:\n", o.Seed, describeInputs(o.Inputs))
-	fmt.Fprintf(&b, "# %d %s that still %s. Run it with: redeliver run %s\n", len(steps), plural(len(steps), "delivery", "deliveries"), what, o.EmitScenario)
+	// Comments hold file names, which may hold anything: escaped, so that
+	// none can end the comment and write YAML of its own.
+	fmt.Fprintf(&b, "# A reproducer written by redeliver replay --seed %d from %s:\n", o.Seed, escape.Line(describeInputs(o.Inputs)))
+	fmt.Fprintf(&b, "# %d %s that still %s. Run it with: redeliver run %s\n", len(steps), plural(len(steps), "delivery", "deliveries"), what, escape.Input(o.EmitScenario))
 	b.WriteString("version: 1\nname: replay reproducer\nhandler:\n")
 	fmt.Fprintf(&b, "  strategy: %s\n  consumer: %s\n  effect: %s\n", o.Handler.Strategy, quote(o.Handler.Consumer), o.Handler.Effect)
+	// Every strategy records the key the capture gave, and is held to one
+	// effect per key: the reproducer carries it whenever there is one.
 	keyed := o.Handler.Strategy.UsesKey()
+	for _, s := range steps {
+		keyed = keyed || s.res.Key != ""
+	}
 	if keyed {
 		// The business key travels as the event's subject.
 		b.WriteString("  key: \"{subject}\"\n")
 	}
 	if len(o.Handler.Identity) > 0 {
-		fmt.Fprintf(&b, "  identity: [%s]\n", strings.Join(o.Handler.Identity, ", "))
+		var paths []string
+		for _, p := range o.Handler.Identity {
+			paths = append(paths, quote(p))
+		}
+		fmt.Fprintf(&b, "  identity: [%s]\n", strings.Join(paths, ", "))
 	}
 	b.WriteString("checks:\n")
 	fmt.Fprintf(&b, "  - name: %s\n    steps:\n", quote("replayed deliveries "+what))
@@ -173,7 +186,7 @@ func scenarioYAML(o Options, steps []step, inv invariant.Name) []byte {
 		}
 		fmt.Fprintf(&b, ", data: %s}", c.String())
 		if at := s.d.At.String(); at != "" {
-			fmt.Fprintf(&b, " # %s%s", at, kindNote(s.kind))
+			fmt.Fprintf(&b, " # %s%s", escape.Line(at), kindNote(s.kind))
 		}
 		b.WriteByte('\n')
 		if s.fault != "" {
@@ -197,11 +210,9 @@ func kindNote(k kind) string {
 	return ""
 }
 
-// quote writes a YAML double-quoted scalar (a JSON string is one).
-func quote(s string) string {
-	q, _ := json.Marshal(s)
-	return string(q)
-}
+// quote writes a YAML double-quoted scalar: YAML reads every escape Quote
+// writes, and no line break or control character is left raw in it.
+func quote(s string) string { return escape.Quote(s) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

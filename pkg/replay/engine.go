@@ -3,13 +3,12 @@ package replay
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -52,6 +51,7 @@ type step struct {
 	fault handler.FaultPoint
 	kind  kind
 	res   handler.Result
+	pos   int64 // position in the capture of the delivery it comes from
 }
 
 type kind int
@@ -66,27 +66,26 @@ const (
 
 // engine runs one replay: reads, injects, handles, counts.
 type engine struct {
-	o      Options
-	log    ledger.Batch // nil: the capture is not recorded
-	rows   []ledger.CaptureRow
-	h      *handler.Handler
-	rep    *Report
-	rng    *rand.Rand
-	watch  func(step) // sees every delivery, when a reproducer is being collected
-	seq    int64      // deliveries of the capture handed over so far
-	total  int64
-	queue  pending
-	order  int64
-	ring   []handler.Delivery // the last Rewind deliveries, for a rebalance
-	ringAt int
-	nextRb int64
-	bad    int
+	o         Options
+	log       ledger.Batch // nil: the capture is not recorded
+	rows      []ledger.CaptureRow
+	h         *handler.Handler
+	rep       *Report
+	watch     func(step) // sees every delivery, when a reproducer is being collected
+	seq       int64      // deliveries of the capture handed over so far
+	total     int64
+	queue     pending
+	order     int64
+	ring      []handler.Delivery // the last Rewind deliveries, for a rebalance
+	ringAt    int
+	nextRb    int64
+	bad       int
+	bytesRead atomic.Int64 // bytes of the capture files read so far, by the reading goroutine
 }
 
 func newEngine(o Options, store handler.Store, log ledger.Batch, rep *Report, watch func(step)) *engine {
 	e := &engine{o: o, log: log, rep: rep, watch: watch}
 	e.h = handler.New(o.Handler, store, nil, clock)
-	e.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b97f4a7c15))
 	if o.Rewind > 0 {
 		e.ring = make([]handler.Delivery, 0, o.Rewind)
 		e.nextRb = e.rebalanceGap()
@@ -94,10 +93,43 @@ func newEngine(o Options, store handler.Store, log ledger.Batch, rep *Report, wa
 	return e
 }
 
-// rebalanceGap is how many deliveries pass before the next rebalance.
+// rebalanceGap is how many deliveries pass before the next rebalance, drawn
+// at the position of the rebalance before it.
 func (e *engine) rebalanceGap() int64 {
-	n := int64(e.o.Rewind)
-	return 2*n + e.rng.Int64N(2*n+1)
+	n := uint64(e.o.Rewind)
+	return int64(2*n + draw(e.o.Seed, e.seq, slotRebalance)%(2*n+1))
+}
+
+// Every injected decision is a function of --seed and the position of
+// the capture delivery it is about, never of what came before it: a
+// replay resumed on a file makes, delivery for delivery, the choices the
+// interrupted one made, whatever the handler answered in between.
+const (
+	slotRedeliver uint64 = iota + 1
+	slotCrash
+	slotPoint
+	slotRepublish
+	slotGap
+	slotRebalance
+	slotLater // + kind<<32 + attempt: the gap after a later delivery
+)
+
+// draw is a 64-bit pseudo-random number for (seed, position, slot): a
+// SplitMix64 finalizer over the three, so that neighbouring positions and
+// slots give unrelated numbers.
+func draw(seed, pos int64, slot uint64) uint64 {
+	x := uint64(seed)*0x9e3779b97f4a7c15 ^ uint64(pos)*0xbf58476d1ce4e5b9 ^ slot*0x94d049bb133111eb
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// chance is draw as a number in [0, 1).
+func chance(seed, pos int64, slot uint64) float64 {
+	return float64(draw(seed, pos, slot)>>11) / (1 << 53)
 }
 
 func (e *engine) replay(ctx context.Context) error {
@@ -105,7 +137,19 @@ func (e *engine) replay(ctx context.Context) error {
 	defer cancel()
 	chunks := make(chan chunk, 4)
 	go e.read(ctx, chunks)
-	for c := range chunks {
+	for {
+		// A read blocked on a FIFO or a silent stdin must not keep an
+		// interrupted replay waiting: the reader is left behind.
+		var c chunk
+		var more bool
+		select {
+		case c, more = <-chunks:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !more {
+			break
+		}
 		e.rep.Inputs = append(e.rep.Inputs, c.files...)
 		if e.log != nil {
 			for i, n := range c.nums {
@@ -147,7 +191,7 @@ func (e *engine) replay(ctx context.Context) error {
 		}
 	}
 	if e.o.Progress != nil {
-		e.o.Progress(e.total)
+		e.o.Progress(e.total, e.bytesRead.Load())
 	}
 	return nil
 }
@@ -194,7 +238,7 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 				return
 			}
 			defer f.Close()
-			r = f
+			r = &countingReader{r: f, n: &e.bytesRead}
 		}
 		if rd == nil {
 			rd, err = capture.Open(label, r, e.o.Capture)
@@ -247,14 +291,10 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 
 // parsed makes the delivery of a capture event and hashes its identity.
 func (e *engine) parsed(ev capture.Event, file int) item {
-	env := ev.Envelope
-	if e.o.Handler.Strategy.UsesKey() && e.o.Handler.Key.String() == businessKeyTemplate.String() {
-		env = append(env[:len(env)-1:len(env)-1], `,"businesskey":`...)
-		key, _ := json.Marshal(ev.Key) // a Go string always marshals
-		env = append(env, key...)
-		env = append(env, '}')
-	}
-	d := handler.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: e.o.Handler.Consumer, Envelope: env, Attempt: 1, At: ev.At}
+	// The business key the capture gives (--key, or the format's own) goes
+	// with the delivery: every strategy records it with its effect, so one
+	// effect per business key is checked whatever the strategy.
+	d := handler.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: e.o.Handler.Consumer, Envelope: ev.Envelope, Attempt: 1, At: ev.At, BusinessKey: ev.Key}
 	id, err := e.o.Handler.IdentityOf(d)
 	if err != nil {
 		return item{bad: &capture.BadRecordError{At: ev.At, Reason: err.Error()}}
@@ -291,12 +331,21 @@ func (e *engine) capture(ctx context.Context, it *item) error {
 		return nil
 	}
 	e.seq++
+	if it.key != "" {
+		e.rep.keyed++
+	}
 	if it.marked {
 		e.rep.Capture.MarkedRedelivered++
 	}
-	// Every draw is made for every delivery, so one choice never shifts the
-	// others: same seed, same input, same replay.
-	rRedeliver, rCrash, rPoint, rRepublish, rGap := e.rng.Float64(), e.rng.Float64(), e.rng.IntN(len(e.o.CrashAt)), e.rng.Float64(), e.rng.Int64N(8)
+	// Same seed, same input, same replay; and a resumed replay makes the
+	// same choice for each delivery as the interrupted one.
+	pos, seed := e.seq, e.o.Seed
+	rRedeliver, rCrash, rRepublish := chance(seed, pos, slotRedeliver), chance(seed, pos, slotCrash), chance(seed, pos, slotRepublish)
+	rGap := int64(draw(seed, pos, slotGap) % 8)
+	rPoint := 0
+	if len(e.o.CrashAt) > 0 {
+		rPoint = int(draw(seed, pos, slotPoint) % uint64(len(e.o.CrashAt)))
+	}
 	var fault handler.FaultPoint
 	switch {
 	case rCrash < e.o.Crash:
@@ -304,14 +353,16 @@ func (e *engine) capture(ctx context.Context, it *item) error {
 	case rRedeliver < e.o.Redeliver:
 		fault = handler.AfterCommit
 	}
-	if err := e.handle(ctx, step{d: it.d, fault: fault, kind: original}, rGap); err != nil {
+	if err := e.handle(ctx, step{d: it.d, fault: fault, kind: original, pos: pos}, rGap); err != nil {
 		return err
 	}
 	if rRepublish < e.o.Republish {
 		d := it.d
 		e.rep.Injected.Republished++
-		d.EventID = it.d.EventID + "~republish-" + strconv.FormatInt(e.rep.Injected.Republished, 10)
-		e.schedule(step{d: d, kind: republished}, rGap)
+		// Named by the position of the delivery it copies, so that a
+		// resumed replay republishes under the same id.
+		d.EventID = it.d.EventID + "~republish-" + strconv.FormatInt(pos, 10)
+		e.schedule(step{d: d, kind: republished, pos: pos}, rGap)
 	}
 	if e.o.Rewind > 0 {
 		if err := e.rewind(ctx, it.d); err != nil {
@@ -337,7 +388,7 @@ func (e *engine) handle(ctx context.Context, s step, gap int64) error {
 		e.watch(s)
 	}
 	if e.o.Progress != nil && e.total%4096 == 0 {
-		e.o.Progress(e.total)
+		e.o.Progress(e.total, e.bytesRead.Load())
 	}
 	var inj *handler.InjectedError
 	injected := errors.As(s.res.Err, &inj)
@@ -346,12 +397,12 @@ func (e *engine) handle(ctx context.Context, s step, gap int64) error {
 		e.rep.Injected.Redelivered++
 		next := s.d
 		next.Attempt++
-		e.schedule(step{d: next, kind: redelivery}, gap)
+		e.schedule(step{d: next, kind: redelivery, pos: s.pos}, gap)
 	case s.fault != "" && s.res.Outcome == handler.Failed && injected:
 		e.rep.Injected.Crashed++
 		next := s.d
 		next.Attempt++
-		e.schedule(step{d: next, kind: retry}, gap)
+		e.schedule(step{d: next, kind: retry, pos: s.pos}, gap)
 	}
 	return nil
 }
@@ -375,7 +426,7 @@ func (e *engine) rewind(ctx context.Context, d handler.Delivery) error {
 		d := e.ring[(e.ringAt+i)%len(e.ring)]
 		d.Attempt++
 		e.rep.Injected.Rewound++
-		if err := e.handle(ctx, step{d: d, kind: rewound}, 0); err != nil {
+		if err := e.handle(ctx, step{d: d, kind: rewound, pos: e.seq}, 0); err != nil {
 			return err
 		}
 	}
@@ -395,7 +446,8 @@ func (e *engine) deliverDue(ctx context.Context, now int64) error {
 		q := heap.Pop(&e.queue).(queued)
 		// A later delivery is not injected into again, so every event ends
 		// handled; its own gap is drawn all the same.
-		if err := e.handle(ctx, q.s, 1+e.rng.Int64N(8)); err != nil {
+		gap := 1 + int64(draw(e.o.Seed, q.s.pos, slotLater+uint64(q.s.kind)<<32+uint64(q.s.d.Attempt))%8)
+		if err := e.handle(ctx, q.s, gap); err != nil {
 			return err
 		}
 	}
@@ -424,6 +476,19 @@ func (p *pending) Pop() any {
 	x := old[len(old)-1]
 	*p = old[:len(old)-1]
 	return x
+}
+
+// countingReader counts the bytes read from a capture file, for the
+// progress line: bytes read of the file's size.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // openStream reads a JetStream stream as a capture: its messages, in

@@ -12,10 +12,12 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/nats"
@@ -58,9 +60,13 @@ type Options struct {
 	EmitScenario string    // where to write a reproducer when an invariant breaks
 	Batch        int       // deliveries per commit (0: the store chooses)
 	Examples     int       // examples per finding and invariant (default 5)
+	// Compare replays the captures again with every other strategy, in
+	// memory, when they give business keys: which would have been safe.
+	Compare bool
 
-	// Progress, if set, is told how many deliveries have been handled so far.
-	Progress func(deliveries int64)
+	// Progress, if set, is told how many deliveries have been handled so
+	// far and how many bytes of the capture files have been read.
+	Progress func(deliveries, bytes int64)
 
 	// Open opens the store the capture is replayed into (pkg/sqlite's
 	// OpenLedger); OpenScenario the store a reproducer is checked on.
@@ -95,6 +101,9 @@ func (o *Options) validate() error {
 		if p.v < 0 || p.v > 1 {
 			return inputf("%s must be a probability between 0 and 1, not %g", p.name, p.v)
 		}
+	}
+	if strings.HasPrefix(o.DB, "postgres://") || strings.HasPrefix(o.DB, "postgresql://") {
+		return inputf("replay runs on embedded SQLite: --db takes :memory: or a file, not a PostgreSQL URL (redeliver run --db postgres://… runs scenarios on PostgreSQL)")
 	}
 	if o.Concurrent > 0 {
 		return inputf("--concurrent needs a store that runs transactions side by side; the embedded SQLite store runs one at a time, so two workers cannot race on it (drop --concurrent)")
@@ -206,7 +215,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return newEngine(o, b, b, rep, nil).replay(ctx)
 	})
 	if err != nil {
-		return nil, err
+		return nil, stoppedAt(err, o, rep)
+	}
+	if rep.Counters.Deliveries == 0 && rep.Capture.BadRecords == 0 && !readsStream(o.Inputs) {
+		// An empty capture file proves nothing; so does a closed stdin,
+		// which reads as empty. (A stream read from a sequence past its
+		// end has simply nothing new.)
+		names := make([]string, len(o.Inputs))
+		for i, in := range o.Inputs {
+			names[i] = in
+			if in == "-" {
+				names[i] = "stdin"
+			}
+		}
+		return nil, inputf("%s held no events: nothing was replayed", escape.Line(describeInputs(names)))
 	}
 	if rep.Effects, err = db.CountEffects(ctx); err != nil {
 		return nil, err
@@ -221,6 +243,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer close(done)
 		found, ferr = log.Findings(ctx, o.Examples)
 	}
+	judge := db.Invariants
+	if rep.keyed > 0 {
+		judge = db.KeyedInvariants
+	}
 	// A ledger whose database lives in one connection answers one query
 	// at a time.
 	if one, ok := db.(interface{ SideBySide() bool }); ok && !one.SideBySide() {
@@ -228,7 +254,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	} else {
 		go findings()
 	}
-	broken, err := db.Invariants(ctx, o.Handler.Strategy, o.Examples)
+	broken, err := judge(ctx, o.Handler.Strategy, o.Examples)
 	<-done
 	if err == nil {
 		err = ferr
@@ -237,11 +263,27 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.setCapture(found)
+	rep.keyedInvariants()
 	rep.setViolations(broken)
 	if err := rep.locate(ctx, log); err != nil {
 		return nil, err
 	}
 	rep.decide(o.FailOn)
+	if o.Compare && rep.keyed > 0 {
+		if slices.Contains(o.Inputs, "-") {
+			rep.NotCompared = "stdin cannot be read again"
+		} else if slices.ContainsFunc(o.Inputs, nats.IsStreamURL) {
+			rep.NotCompared = "a stream is replayed once"
+		} else {
+			own, err := row(ctx, db, rep)
+			if err != nil {
+				return nil, err
+			}
+			if rep.Strategies, err = compare(ctx, o, own); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if o.EmitScenario != "" && len(broken) > 0 {
 		if err := emit(ctx, o, broken, rep); err != nil {
 			return rep, err
@@ -250,8 +292,40 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// businessKeyTemplate reads the key the capture gave each event, which the
-// engine writes into the envelope.
+// readsStream reports whether an input is a broker stream (a URL), not a
+// file or stdin.
+func readsStream(inputs []string) bool {
+	for _, in := range inputs {
+		if strings.Contains(in, "://") {
+			return true
+		}
+	}
+	return false
+}
+
+// stoppedAt says what a bad record that stopped a replay on a file leaves
+// behind: the deliveries before it are committed (each delivery is atomic,
+// and the open batch is committed when the replay stops), and a replay of
+// the corrected capture onto the same file resumes from them.
+func stoppedAt(err error, o Options, rep *Report) error {
+	var pe *problem.Error
+	if o.DB == ledger.Memory || !errors.As(err, &pe) || pe.Kind != problem.InvalidInput || rep.Counters.Deliveries == 0 {
+		return err
+	}
+	stopped := *pe
+	n := rep.Counters.Deliveries
+	what := fmt.Sprintf("the %d deliveries before it are", n)
+	if n == 1 {
+		what = "the delivery before it is"
+	}
+	stopped.Msg += fmt.Sprintf("; the replay stopped there, and %s committed to %s (replaying the corrected capture onto it resumes)", what, escape.Input(o.DB))
+	return &stopped
+}
+
+// businessKeyTemplate is the key template of a replay's business-key
+// strategies: the key comes with each delivery (Delivery.BusinessKey), so
+// the template is expanded only for a record that gave none, and the
+// handler then names it in its error.
 var businessKeyTemplate = mustKey("{businesskey}")
 
 // clock is the replay's fixed time: reports do not depend on when they ran.

@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -91,8 +93,15 @@ func TestFindings(t *testing.T) {
 			if rep.Outcomes != tt.outcomes {
 				t.Errorf("outcomes %+v, want %+v", rep.Outcomes, tt.outcomes)
 			}
-			if !rep.Passed() {
+			// One order under two ids: the default strategy (event-id)
+			// makes two effects for it, and one effect per business key is
+			// checked whatever the strategy.
+			wantPass := tt.keys == nil
+			if rep.Passed() != wantPass {
 				t.Errorf("verdict %s, violations %+v", rep.Verdict, rep.Violations)
+			}
+			if !wantPass && (len(rep.Violations) != 1 || rep.Violations[0].Invariant != string(invariant.DuplicateKey.Name)) {
+				t.Errorf("violations %+v, want duplicate-key alone", rep.Violations)
 			}
 		})
 	}
@@ -123,7 +132,7 @@ func bigCapture(t *testing.T, n int) string {
 // TestInjection checks what each kind of injection does to a safe and an
 // unsafe consumer.
 func TestInjection(t *testing.T) {
-	path := bigCapture(t, 3000)
+	path := bigCapture(t, 1000)
 	base := run(t, Options{Inputs: []string{path}})
 	distinct := base.Capture.DistinctIDs
 	tests := []struct {
@@ -161,6 +170,7 @@ func TestInjection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each replay has a database of its own
 			o := tt.o
 			o.Inputs, o.Seed = []string{path}, 42
 			r := run(t, o)
@@ -189,7 +199,7 @@ func TestInjection(t *testing.T) {
 
 // TestSameSeedSameReport: every injected fault comes from --seed.
 func TestSameSeedSameReport(t *testing.T) {
-	path := bigCapture(t, 2000)
+	path := bigCapture(t, 800)
 	o := Options{Inputs: []string{path}, Redeliver: 0.2, Crash: 0.1, Rewind: 10, Republish: 0.05, Handler: handler.Config{Strategy: handler.None}}
 	report := func(seed int64) []byte {
 		o := o
@@ -216,7 +226,7 @@ func TestFailOn(t *testing.T) {
 		{[]Finding{RepeatedIDs, KeysWithSeveralIDs, BadRecords}, []Finding{RepeatedIDs, KeysWithSeveralIDs}},
 	}
 	for _, tt := range tests {
-		r := run(t, Options{Inputs: []string{sample("cloudevents.ndjson")}, FailOn: tt.failOn})
+		r := run(t, Options{Inputs: []string{sample("cloudevents.ndjson")}, FailOn: tt.failOn, Handler: handler.Config{Strategy: handler.BusinessKey}})
 		if !equalJSON(r.FailedOn, append([]Finding{}, tt.want...)) || r.Passed() != (len(tt.want) == 0) {
 			t.Errorf("--fail-on %v: failed on %v (verdict %s), want %v", tt.failOn, r.FailedOn, r.Verdict, tt.want)
 		}
@@ -236,6 +246,7 @@ func TestInvalidOptions(t *testing.T) {
 		{"no file", Options{Inputs: []string{"nope.ndjson"}}, "nope.ndjson: no such capture file"},
 		{"two stdins", Options{Inputs: []string{"-", "-"}}, "read only once"},
 		{"external-key", Options{Inputs: in, Handler: handler.Config{Strategy: handler.ExternalKey}}, "payment gateway"},
+		{"PostgreSQL", Options{Inputs: in, DB: "postgres://postgres@127.0.0.1:5432/test"}, "replay runs on embedded SQLite: --db takes :memory: or a file, not a PostgreSQL URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,7 +304,7 @@ func TestBadRecords(t *testing.T) {
 // TestReproducer: an unsafe replay writes a small scenario, and running
 // that scenario breaks the same invariant.
 func TestReproducer(t *testing.T) {
-	path := bigCapture(t, 2000)
+	path := bigCapture(t, 800)
 	out := filepath.Join(t.TempDir(), "repro.yaml")
 	tests := []struct {
 		name string
@@ -340,7 +351,7 @@ func TestReproducer(t *testing.T) {
 
 // TestResume: replaying the same log onto the same file makes no new effects.
 func TestResume(t *testing.T) {
-	path := bigCapture(t, 3000)
+	path := bigCapture(t, 1000)
 	db := filepath.Join(t.TempDir(), "replay.db")
 	o := Options{Inputs: []string{path}, DB: db, Redeliver: 0.2, Seed: 9}
 	first := run(t, o)
@@ -369,7 +380,18 @@ func TestMain(m *testing.M) {
 		if err := json.Unmarshal([]byte(spec), &c); err != nil {
 			os.Exit(3)
 		}
-		if _, err := runSQLite(context.Background(), c.options()); err != nil {
+		o := c.options()
+		if c.HoldAt > 0 {
+			// Stop handing deliveries over once HoldAt are handled, with a
+			// group open, and wait to be killed: however fast the machine,
+			// the kill lands mid-way.
+			o.Progress = func(n, _ int64) {
+				if n >= c.HoldAt {
+					select {}
+				}
+			}
+		}
+		if _, err := runSQLite(context.Background(), o); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(3)
 		}
@@ -385,6 +407,7 @@ type childSpec struct {
 	Redeliver, Crash float64
 	Seed             int64
 	Batch            int
+	HoldAt           int64 // deliveries after which the child waits to be killed
 }
 
 func (c childSpec) options() Options {
@@ -407,12 +430,11 @@ func effectsIn(t *testing.T, db string) (n, distinct int64) {
 // TestKilledReplayResumes: a replay killed with SIGKILL and started again
 // ends with the same effects as one uninterrupted run.
 func TestKilledReplayResumes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a replay of 100,000 deliveries")
-	}
-	path := bigCapture(t, 100_000)
+	path := bigCapture(t, 6000)
 	db := filepath.Join(t.TempDir(), "replay.db")
-	c := childSpec{Inputs: []string{path}, DB: db, Redeliver: 0.2, Crash: 0.1, Seed: 11, Batch: 500}
+	// The child reports progress every 4,096 deliveries and holds at the
+	// first report, with 8 groups of 500 committed and one open.
+	c := childSpec{Inputs: []string{path}, DB: db, Redeliver: 0.2, Crash: 0.1, Seed: 11, Batch: 500, HoldAt: 4096}
 	o := c.options()
 	spec, err := json.Marshal(c)
 	if err != nil {
@@ -436,6 +458,7 @@ func TestKilledReplayResumes(t *testing.T) {
 		default:
 		}
 		before, _ = effectsIn(t, db)
+		time.Sleep(20 * time.Millisecond) // leave the cores to the child
 	}
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -451,6 +474,103 @@ func TestKilledReplayResumes(t *testing.T) {
 	if n != want.Effects || distinct != want.Effects || !resumed.Passed() {
 		t.Errorf("after kill at %d effects and resume: %d effects (%d distinct events), verdict %s; an uninterrupted run makes %d",
 			killedAt, n, distinct, resumed.Verdict, want.Effects)
+	}
+}
+
+// TestUnexpectedFailures: a delivery that fails where no fault was injected
+// fails the replay and says why; injected failures do not.
+func TestUnexpectedFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		o        Options
+		count    int64
+		verdict  string
+		contains string
+	}{
+		{"business key that does not resolve", Options{Capture: capture.Options{ID: "eventId"}, Handler: handler.Config{Strategy: handler.BusinessKey}},
+			3, "fail", "needs a business key and the record gives none; name the field that holds it with --key PATH"},
+		{"business key named", Options{Capture: capture.Options{ID: "eventId", Key: "order.id"}, Handler: handler.Config{Strategy: handler.BusinessKey}},
+			0, "pass", ""},
+		{"injected crashes only", Options{Capture: capture.Options{ID: "eventId"}, Crash: 1},
+			0, "pass", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.Inputs = []string{sample("plain.ndjson")}
+			r := run(t, tt.o)
+			if r.Unexpected.Count != tt.count || r.Verdict != tt.verdict {
+				t.Fatalf("unexpected failures %d, verdict %s; want %d, %s", r.Unexpected.Count, r.Verdict, tt.count, tt.verdict)
+			}
+			if tt.count == 0 {
+				if tt.o.Crash > 0 && r.Outcomes.Failed == 0 {
+					t.Errorf("no delivery failed: the injected crashes did not fire")
+				}
+				return
+			}
+			if len(r.Unexpected.Examples) == 0 || !strings.Contains(r.Unexpected.Examples[0].Error, tt.contains) {
+				t.Errorf("examples %+v; want one saying %q", r.Unexpected.Examples, tt.contains)
+			}
+			if at := handler.Location(r.Unexpected.Examples[0].At); at.Line != 1 {
+				t.Errorf("first example at %s, want line 1 of the capture", at)
+			}
+		})
+	}
+}
+
+// TestOneEffectPerKeyForEveryStrategy: when the capture gives business keys,
+// one effect per key is checked whatever the strategy, and the report says
+// which strategies would have been safe on the capture.
+func TestOneEffectPerKeyForEveryStrategy(t *testing.T) {
+	orders := filepath.Join("..", "..", "scenarios", "captures", "orders.ndjson")
+	tests := []struct {
+		name     string
+		o        Options
+		pass     bool
+		safe     string // the strategies the comparison calls safe
+		reproKey bool   // the reproducer carries the key and fails under run
+	}{
+		{"event-id, one order under two ids", Options{Inputs: []string{orders}, Compare: true}, false, "business-key", true},
+		{"business-key on the same capture", Options{Inputs: []string{orders}, Compare: true, Handler: handler.Config{Strategy: handler.BusinessKey}}, true, "business-key", false},
+		{"event-id with republished events", Options{Inputs: []string{sample("kcat.jsonl")}, Capture: capture.Options{ID: "headers.ce_id"}, Republish: 0.5, Compare: true}, false, "business-key", false},
+		{"no comparison unless asked", Options{Inputs: []string{orders}}, false, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.reproKey {
+				tt.o.EmitScenario = filepath.Join(t.TempDir(), "repro.yaml")
+			}
+			r := run(t, tt.o)
+			if r.Passed() != tt.pass {
+				t.Fatalf("verdict %s, violations %+v", r.Verdict, r.Violations)
+			}
+			if !tt.pass && !slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Invariant == string(invariant.DuplicateKey.Name) }) {
+				t.Errorf("violations %+v, want duplicate-key among them", r.Violations)
+			}
+			var safe []string
+			for _, s := range r.Strategies {
+				if s.Safe {
+					safe = append(safe, string(s.Strategy))
+				}
+				if s.Safe != (s.MostPerKey <= 1 && len(s.Broken) == 0) {
+					t.Errorf("row %+v: safe does not follow the effects per key", s)
+				}
+			}
+			if got := strings.Join(safe, ","); got != tt.safe {
+				t.Errorf("safe strategies %q, want %q (rows %+v)", got, tt.safe, r.Strategies)
+			}
+			if tt.o.Compare && len(r.Strategies) != len(compared) {
+				t.Errorf("%d rows, want one per strategy a replay can run (%d)", len(r.Strategies), len(compared))
+			}
+			if tt.reproKey {
+				src, err := os.ReadFile(tt.o.EmitScenario)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(src), `key: "{subject}"`) || !strings.Contains(string(src), "break invariant duplicate-key") {
+					t.Errorf("reproducer does not carry the key:\n%s", src)
+				}
+			}
+		})
 	}
 }
 

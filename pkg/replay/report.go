@@ -2,6 +2,8 @@ package replay
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/capture"
@@ -33,14 +35,27 @@ type Report struct {
 	Invariants []InvariantCheck `json:"invariants"`
 	// Violations are the broken invariants, each with a count and examples.
 	Violations []Violation `json:"violations"`
+	// Unexpected are the deliveries that failed where no fault was
+	// injected: the handler could not do its work (a business key that did
+	// not resolve, a broken payload), which fails the replay.
+	Unexpected Unexpected `json:"unexpected_failures"`
 	// FailOn lists the findings --fail-on asked about; FailedOn those of
 	// them the capture holds.
-	FailOn     []Finding `json:"fail_on"`
-	FailedOn   []Finding `json:"failed_on"`
-	Reproducer string    `json:"reproducer,omitempty"`
+	// Strategies says, when the capture gives business keys, how every
+	// strategy the replay can run fares on it (same seed, same
+	// injections); empty when not compared, and NotCompared says why when
+	// it could not be.
+	Strategies  []StrategyRow `json:"strategies"`
+	NotCompared string        `json:"not_compared,omitempty"`
+	FailOn      []Finding     `json:"fail_on"`
+	FailedOn    []Finding     `json:"failed_on"`
+	Reproducer  string        `json:"reproducer,omitempty"`
 	// ReproducerSteps is how many deliveries the reproducer kept.
 	ReproducerSteps int    `json:"reproducer_steps,omitempty"`
 	Verdict         string `json:"verdict"` // "pass" or "fail"; "error" when the replay did not finish
+
+	examples int   // how many examples a list keeps
+	keyed    int64 // deliveries of the capture that came with a business key
 }
 
 // Place is a line of a capture file. JSON writes it as file:line, the way
@@ -136,6 +151,19 @@ type Example struct {
 	At []Place `json:"at"`
 }
 
+// Unexpected counts the deliveries that failed without an injected fault.
+type Unexpected struct {
+	Count    int64            `json:"count"`
+	Examples []FailureExample `json:"examples"`
+}
+
+// FailureExample is one delivery that failed without an injected fault.
+type FailureExample struct {
+	Event string `json:"event"`
+	At    Place  `json:"at"`
+	Error string `json:"error"`
+}
+
 // Passed reports whether the verdict is pass.
 func (r *Report) Passed() bool { return r.Verdict == "pass" }
 
@@ -150,6 +178,12 @@ func newReport(o Options, resumed bool, before int64) *Report {
 		r.Invariants = append(r.Invariants, InvariantCheck{Name: string(inv.Name), Description: inv.Meaning})
 	}
 	r.Capture.ReuseExamples, r.Capture.KeyExamples = []ReuseEx{}, []KeyExample{}
+	r.Unexpected.Examples = []FailureExample{}
+	r.Strategies = []StrategyRow{}
+	r.examples = o.Examples
+	if r.examples <= 0 {
+		r.examples = 5
+	}
 	return r
 }
 
@@ -199,6 +233,13 @@ func (r *Report) count(s step) {
 	case handler.Failed:
 		r.Outcomes.Failed++
 		c.Failed++
+		var inj *handler.InjectedError
+		if !errors.As(s.res.Err, &inj) {
+			r.Unexpected.Count++
+			if len(r.Unexpected.Examples) < r.examples {
+				r.Unexpected.Examples = append(r.Unexpected.Examples, FailureExample{Event: s.d.EventID, At: Place(s.d.At), Error: r.errorText(s.res.Err)})
+			}
+		}
 	case handler.Crashed:
 		r.Outcomes.Crashed++
 		c.Crashed++
@@ -220,6 +261,16 @@ func (r *Report) setCapture(f ledger.CaptureFindings) {
 	}
 	// The capture's own repeats are redeliveries too, beside the injected ones.
 	r.Counters.Redeliveries += int(f.Deliveries - f.DistinctIDs)
+}
+
+// keyedInvariants adds invariant 2 to the list checked when the capture
+// gave business keys to a strategy that does not dedup on them.
+func (r *Report) keyedInvariants() {
+	if r.keyed == 0 || r.Strategy.UsesKey() {
+		return
+	}
+	inv := invariant.DuplicateKey
+	r.Invariants = append(r.Invariants[:1], append([]InvariantCheck{{Name: string(inv.Name), Description: inv.Meaning}}, r.Invariants[1:]...)...)
 }
 
 func (r *Report) setViolations(broken []ledger.Broken) {
@@ -302,7 +353,7 @@ func (r *Report) decide(failOn []Finding) {
 		}
 	}
 	r.Verdict = "pass"
-	if len(r.Violations) > 0 || len(r.FailedOn) > 0 {
+	if len(r.Violations) > 0 || len(r.FailedOn) > 0 || r.Unexpected.Count > 0 {
 		r.Verdict = "fail"
 	}
 }
@@ -319,4 +370,17 @@ func ParseFinding(s string) (Finding, error) {
 		names[i] = string(f)
 	}
 	return "", problem.Usagef("unknown --fail-on %q; expected one of %s", s, strings.Join(names, ", "))
+}
+
+// errorText is the reason a delivery failed, in one line, in the words of
+// the replay's flags.
+func (r *Report) errorText(err error) string {
+	if err == nil {
+		return "failed without an error"
+	}
+	var ke *handler.KeyError
+	if errors.As(err, &ke) && ke.Template == businessKeyTemplate.String() {
+		return fmt.Sprintf("strategy %s needs a business key and the record gives none; name the field that holds it with --key PATH", r.Strategy)
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // TestExamplesNameTheirLines: each example of a broken invariant carries
@@ -12,8 +13,10 @@ import (
 // invariants the strategy checked with how many times each broke.
 func TestExamplesNameTheirLines(t *testing.T) {
 	rep := run(t, Options{Inputs: []string{sample("cloudevents.ndjson")}, Handler: handler.Config{Strategy: handler.None}, Seed: 1, Redeliver: 0.3})
-	if len(rep.Violations) != 1 {
-		t.Fatalf("violations %+v, want duplicate-effect alone", rep.Violations)
+	// The capture gives business keys (its subjects), so one effect per key
+	// is checked too, and broken.
+	if len(rep.Violations) != 2 || rep.Violations[0].Invariant != "duplicate-effect" || rep.Violations[1].Invariant != "duplicate-key" {
+		t.Fatalf("violations %+v, want duplicate-effect and duplicate-key", rep.Violations)
 	}
 	want := map[string]string{
 		"/orders/evt-1": fmt.Sprint([]Place{{File: sample("cloudevents.ndjson"), Line: 1}}),
@@ -24,7 +27,7 @@ func TestExamplesNameTheirLines(t *testing.T) {
 			t.Errorf("event %s at %v, want %s", x.Event, x.At, w)
 		}
 	}
-	if got := fmt.Sprint(rep.Invariants); got != "[{duplicate-effect a consumer has more than one effect for one event id 3}]" {
+	if got := fmt.Sprint(rep.Invariants); got != "[{duplicate-effect a consumer has more than one effect for one event id 2} {duplicate-key "+invariant.DuplicateKey.Meaning+" 3}]" {
 		t.Errorf("invariants %s", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // Boundaries are what a run tested: results hold only within them. Every
@@ -135,7 +137,9 @@ func boundaryLine(b Boundaries) string {
 	var reached, missed []string
 	for _, fp := range b.FaultPoints {
 		if !fp.Reached {
-			missed = append(missed, fp.Point)
+			if reachable(b.Strategies, fp.Point) {
+				missed = append(missed, fp.Point)
+			}
 			continue
 		}
 		var parts []string
@@ -168,21 +172,27 @@ func Coverage(w io.Writer, run *Run) error {
 		width = max(width, len(p))
 	}
 	strategy := ""
+	// A point counts as missed only where a strategy of the run can reach
+	// it: none has no after-check, only external-key an after-external.
 	missed := map[string]bool{}
-	for _, p := range handler.FaultPoints {
-		missed[string(p)] = true
-	}
 	for _, cell := range coverageOf(run) {
 		if cell.Strategy != strategy {
 			strategy = cell.Strategy
 			fmt.Fprintf(&b, "  %s\n", strategy)
 		}
+		if !handler.Strategy(cell.Strategy).Reaches(handler.FaultPoint(cell.FaultPoint)) {
+			fmt.Fprintf(&b, "    %-*s  (this strategy never reaches it)\n", width, cell.FaultPoint)
+			continue
+		}
+		if _, seen := missed[cell.FaultPoint]; !seen {
+			missed[cell.FaultPoint] = true
+		}
 		names := []string{}
 		for _, c := range cell.Checks {
 			if several {
-				names = append(names, fmt.Sprintf("%s (%s)", c.Check, c.File))
+				names = append(names, escape.Line(fmt.Sprintf("%s (%s)", c.Check, c.File)))
 			} else {
-				names = append(names, c.Check)
+				names = append(names, escape.Line(c.Check))
 			}
 		}
 		if len(names) > 0 {
@@ -229,6 +239,17 @@ func plural(n int, one, many string) string {
 func containsString(xs []string, s string) bool {
 	for _, x := range xs {
 		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// reachable reports whether any of the strategies can reach the fault
+// point: a point none of them reaches is not a gap in the scenarios.
+func reachable(strategies []string, point string) bool {
+	for _, s := range strategies {
+		if handler.Strategy(s).Reaches(handler.FaultPoint(point)) {
 			return true
 		}
 	}

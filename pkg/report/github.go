@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // GitHub Actions reads workflow commands from a step's output: each
@@ -37,7 +39,7 @@ func errorCommand(at handler.Location, title, message string) string {
 	add("file", at.File)
 	add("line", strconv.Itoa(at.Line))
 	add("col", strconv.Itoa(at.Col))
-	add("title", title)
+	add("title", escape.Line(title))
 	cmd := "::error"
 	if len(props) > 0 {
 		cmd += " " + strings.Join(props, ",")

@@ -6,7 +6,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/replay"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // ReplayText writes a replay's report: the inputs and seed, what the
@@ -17,9 +20,9 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	var b strings.Builder
 	var ins []string
 	for _, in := range r.Inputs {
-		ins = append(ins, fmt.Sprintf("%s (%s)", in.File, in.Format))
+		ins = append(ins, fmt.Sprintf("%s (%s)", escape.Input(in.File), in.Format))
 	}
-	fmt.Fprintf(&b, "replay: %s; strategy %s on %s; seed %d\n", strings.Join(ins, ", "), r.Strategy, r.Store, r.Seed)
+	fmt.Fprintf(&b, "replay: %s; strategy %s on %s; seed %d\n", strings.Join(ins, ", "), r.Strategy, escape.Line(r.Store), r.Seed)
 	c := r.Capture
 	fmt.Fprintf(&b, "capture: %s, %s, %s repeated, %s reused with a different payload, %s under several ids",
 		count(c.Deliveries, "delivery", "deliveries"), count(c.DistinctIDs, "distinct id", "distinct ids"),
@@ -32,10 +35,10 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	}
 	b.WriteString("\n")
 	for _, x := range c.ReuseExamples {
-		fmt.Fprintf(&b, "  id %s reused with a different payload at %s (first at %s)\n", x.ID, x.Then, x.First)
+		fmt.Fprintf(&b, "  id %s reused with a different payload at %s (first at %s)\n", escape.Input(x.ID), escape.Line(x.Then), escape.Line(x.First))
 	}
 	for _, k := range c.KeyExamples {
-		fmt.Fprintf(&b, "  business key %s under %d ids (%s), first at %s\n", k.Key, k.IDs, k.Some, k.First)
+		fmt.Fprintf(&b, "  business key %s under %d ids (%s), first at %s\n", escape.Input(k.Key), k.IDs, escape.Line(k.Some), escape.Line(k.First))
 	}
 	in := r.Injected
 	fmt.Fprintf(&b, "injected: %d redelivered after a crash before the ack, %d crashed mid-transaction and retried, %d rewound by %s, %d republished under a new id\n",
@@ -59,14 +62,41 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "invariant %s broken %s\n", v.Invariant, count(v.Count, "time", "times"))
 		for _, x := range v.Examples {
-			fmt.Fprintf(&b, "  %s\n", x.Detail)
+			fmt.Fprintf(&b, "  %s\n", escape.Line(x.Detail))
+		}
+	}
+	if len(r.Strategies) > 0 {
+		b.WriteString("strategies on this capture (the same seed and injections; a business key should get one effect):\n")
+		fmt.Fprintf(&b, "  %-28s %8s %8s %13s %10s  %s\n", "strategy", "effects", "keys", "most per key", "conflicts", "verdict")
+		for _, s := range r.Strategies {
+			verdict := "safe"
+			if !s.Safe {
+				why := append([]string{}, s.Broken...)
+				if s.Unexpected > 0 {
+					why = append(why, count(s.Unexpected, "unexpected failure", "unexpected failures"))
+				}
+				verdict = "unsafe: " + strings.Join(why, ", ")
+			}
+			name := string(s.Strategy)
+			if s.Strategy == r.Strategy {
+				name += " (this replay)"
+			}
+			fmt.Fprintf(&b, "  %-28s %8d %8d %13d %10d  %s\n", name, s.Effects, s.Keys, s.MostPerKey, s.Conflicts, verdict)
+		}
+	} else if r.NotCompared != "" {
+		fmt.Fprintf(&b, "strategies: not compared (%s)\n", r.NotCompared)
+	}
+	if u := r.Unexpected; u.Count > 0 {
+		fmt.Fprintf(&b, "failures: %s without an injected fault\n", count(u.Count, "delivery failed", "deliveries failed"))
+		for _, x := range u.Examples {
+			fmt.Fprintf(&b, "  %s at %s: %s\n", x.Event, handler.Location(x.At), x.Error)
 		}
 	}
 	for _, f := range r.FailedOn {
 		fmt.Fprintf(&b, "--fail-on %s: the capture holds %s\n", f, findingWords(f))
 	}
 	if r.Reproducer != "" {
-		fmt.Fprintf(&b, "reproducer: %s (%s; run it with redeliver run %s)\n", r.Reproducer, count(int64(r.ReproducerSteps), "delivery", "deliveries"), r.Reproducer)
+		fmt.Fprintf(&b, "reproducer: %s (%s; run it with redeliver run %s)\n", escape.Input(r.Reproducer), count(int64(r.ReproducerSteps), "delivery", "deliveries"), escape.Input(r.Reproducer))
 	}
 	if r.Passed() {
 		fmt.Fprintf(&b, "%s %s, %s, no invariant broken (seed %d)\n", p.pass.Sprint("PASS:"), count(int64(k.Deliveries), "delivery", "deliveries"), count(r.Effects, "effect", "effects"), r.Seed)
@@ -77,6 +107,9 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 		}
 		for _, f := range r.FailedOn {
 			why = append(why, string(f))
+		}
+		if r.Unexpected.Count > 0 {
+			why = append(why, count(r.Unexpected.Count, "delivery failed", "deliveries failed")+" without an injected fault")
 		}
 		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(why, ", "), r.Seed)
 	}

@@ -95,6 +95,22 @@ func (r *Replay) checks() []replayCheck {
 		}
 		out = append(out, c)
 	}
+	u := rep.Unexpected
+	c := replayCheck{name: "failures only where injected", passed: u.Count == 0, kind: "delivery",
+		expected: "no delivery fails unless a fault was injected into it", got: count(u.Count, "delivery failed", "deliveries failed") + " without an injected fault", at: r.firstInput()}
+	if c.passed {
+		c.line = fmt.Sprintf("no delivery failed without an injected fault, over %s", deliveries)
+	} else {
+		c.line, c.message = c.got, c.got
+		for i, x := range u.Examples {
+			c.details = append(c.details, fmt.Sprintf("%s at %s: %s", x.Event, handler.Location(x.At), x.Error))
+			if i == 0 {
+				c.message += ": " + c.details[0]
+				c.at = handler.Location(x.At)
+			}
+		}
+	}
+	out = append(out, c)
 	failed := map[replay.Finding]bool{}
 	for _, f := range rep.FailedOn {
 		failed[f] = true
@@ -182,7 +198,7 @@ func ReplayJUnit(w io.Writer, r *Replay) error {
 			s := junitSuite{Name: in.File, File: in.File, Time: junitTime(r.Duration), Properties: &junitProps{Props: []junitProp{
 				{Name: "format", Value: in.Format},
 				{Name: "strategy", Value: string(rep.Strategy)},
-				{Name: "store", Value: rep.Store},
+				{Name: "store", Value: replayStore(rep.Store)},
 				{Name: "seed", Value: strconv.FormatInt(rep.Seed, 10)},
 			}}}
 			for _, c := range checks {
@@ -238,12 +254,12 @@ func errorSuites(errs []*problem.Error) []junitSuite {
 	return out
 }
 
-// ReplayTAP writes a replay as TAP version 14: one test point per invariant
+// ReplayTAP writes a replay as TAP version 13: one test point per invariant
 // checked and per --fail-on finding (or per harness error), with a YAML
 // diagnostic under each one that did not pass.
 func ReplayTAP(w io.Writer, r *Replay) error {
 	var b strings.Builder
-	b.WriteString("TAP version 14\n")
+	b.WriteString("TAP version 13\n")
 	point := tapPoints(&b)
 	if r.Incomplete() {
 		fmt.Fprintf(&b, "1..%d\n", len(r.Errors))
@@ -346,4 +362,13 @@ func (r *Replay) Summarize(w io.Writer) error {
 		o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed, count(rep.Effects, "effect", "effects"))))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// replayStore names a replay's store as run's JUnit reports name theirs
+// (sqlite-memory, sqlite-file), so one CI query reads both.
+func replayStore(store string) string {
+	if strings.HasPrefix(store, "SQLite file") {
+		return StoreSQLiteFile
+	}
+	return StoreSQLiteMemory
 }

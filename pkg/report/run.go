@@ -11,6 +11,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // Format is a report format.
@@ -223,9 +225,9 @@ func textErrors(w io.Writer, errs []*problem.Error, what string) error {
 	var b strings.Builder
 	for _, e := range errs {
 		if s := e.Pos.String(); s != "" {
-			fmt.Fprintf(&b, "%s: %s\n", s, e.Msg)
+			fmt.Fprintf(&b, "%s: %s\n", escape.Line(s), escape.Line(e.Msg))
 		} else {
-			fmt.Fprintf(&b, "%s\n", e.Msg)
+			fmt.Fprintf(&b, "%s\n", escape.Line(e.Msg))
 		}
 	}
 	fmt.Fprintf(&b, "ERROR: the %s did not complete (%s)\n", what, countOf(len(errs), "error"))

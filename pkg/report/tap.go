@@ -10,6 +10,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // tapDiagnostic is the YAML block under a test point that did not pass.
@@ -44,12 +46,12 @@ func tapLocation(l handler.Location) *tapAt {
 	return &tapAt{File: l.File, Line: l.Line, Column: l.Col}
 }
 
-// TAP writes the run as TAP version 14: a plan, one test point per check
+// TAP writes the run as TAP version 13: a plan, one test point per check
 // (and per harness error), and a YAML diagnostic block under each one that
 // did not pass.
 func TAP(w io.Writer, run *Run) error {
 	var b strings.Builder
-	b.WriteString("TAP version 14\n")
+	b.WriteString("TAP version 13\n")
 	fmt.Fprintf(&b, "1..%d\n", run.checks()+len(run.Errors))
 	point := tapPoints(&b)
 	for _, f := range run.Files {
@@ -119,14 +121,16 @@ func errorDiagnostic(e *problem.Error) *tapDiagnostic {
 	return &tapDiagnostic{Message: e.Msg, Severity: "error", At: tapLocation(e.Pos)}
 }
 
-// tapEscape escapes a test point description as TAP 14 asks: a backslash
+// tapEscape escapes a test point description as TAP asks: a backslash
 // and a hash are escaped with a backslash, and it stays on one line.
 func tapEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "#", `\#`).Replace(oneLine(s))
 }
 
+// oneLine keeps text that may hold input on one line, with nothing in it a
+// terminal or a TAP parser would act on.
 func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	return escape.Line(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
 }
 
 // tapPoints returns a function that writes numbered test points to b, each

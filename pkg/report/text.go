@@ -5,10 +5,13 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/fatih/color"
 	"github.com/redeliver/redeliver/pkg/runner"
+
+	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 type painter struct {
@@ -39,30 +42,34 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 		indent := ""
 		if several {
 			indent = "  "
-			fmt.Fprintf(&b, "%s (%s)\n", f.Name, f.File)
+			fmt.Fprintf(&b, "%s (%s)\n", escape.Line(f.Name), escape.Line(f.File))
 		}
 		if f.Target != "" {
-			fmt.Fprintf(&b, "%s%s\n", indent, p.dim.Sprint("target: "+f.Target+"; effects: "+f.Effects))
+			fmt.Fprintf(&b, "%s%s\n", indent, p.dim.Sprint(escape.Line("target: "+f.Target+"; effects: "+f.Effects)))
 		}
 		for _, c := range f.Checks {
 			total++
-			names = append(names, c.Name)
+			names = append(names, escape.Line(c.Name))
 			if c.Passed {
-				fmt.Fprintf(&b, "%s%s: %s\n", indent, c.Name, c.Line)
+				fmt.Fprintf(&b, "%s%s: %s\n", indent, escape.Line(c.Name), escape.Line(c.Line))
 			} else {
 				failed++
 				first := c.Failures[0]
-				fmt.Fprintf(&b, "%s%s: %s %s\n", indent, c.Name, p.fail.Sprint("FAIL:"), located(first))
+				fmt.Fprintf(&b, "%s%s: %s %s\n", indent, escape.Line(c.Name), p.fail.Sprint("FAIL:"), located(first))
 				for _, more := range c.Failures[1:] {
 					fmt.Fprintf(&b, "%s  %s\n", indent, located(more))
 				}
 			}
 			if opts.Verbose {
 				for _, v := range c.Violations {
-					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("caught: "+v.String()))
+					// Only a declared violation was caught; one nobody
+					// declared is the check's failure, printed above.
+					if slices.Contains(c.Declared, string(v.Invariant)) {
+						fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("caught: "+escape.Line(v.String())))
+					}
 				}
 				for _, r := range c.Reconciliation {
-					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("reconcile: "+r))
+					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("reconcile: "+escape.Line(r)))
 				}
 			}
 		}
@@ -86,17 +93,18 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 
 func located(f runner.Failure) string {
 	if s := f.Pos.String(); s != "" {
-		return fmt.Sprintf("%s (%s)", f.Message, s)
+		return escape.Line(fmt.Sprintf("%s (%s)", f.Message, s))
 	}
-	return f.Message
+	return escape.Line(f.Message)
 }
 
 func counterLine(f *runner.FileResult) string {
 	c := f.Counters
 	if f.Target != "" {
 		// A target's counters are its answers; the handler's words do not apply.
-		s := fmt.Sprintf("counters (target): %d deliveries, %d redeliveries, %d acked, %d conflicts, %d rejected or unacked, %d crashes, %d effect rows",
-			c.Deliveries, c.Redeliveries, c.Processed, c.Conflicts, c.Failed, c.Crashed, c.Effects)
+		s := fmt.Sprintf("counters (target): %s, %s, %d acked, %s, %d rejected or unacked, %s, %s",
+			n(c.Deliveries, "delivery", "deliveries"), n(c.Redeliveries, "redelivery", "redeliveries"), c.Processed, n(c.Conflicts, "conflict", "conflicts"),
+			c.Failed, n(c.Crashed, "crash", "crashes"), n(c.Effects, "effect row", "effect rows"))
 		if c.Published+c.DroppedDuplicates > 0 {
 			s += fmt.Sprintf("; broker: %d published, %d dropped by the duplicate window, ", c.Published, c.DroppedDuplicates)
 			if c.Uncounted {
@@ -107,10 +115,15 @@ func counterLine(f *runner.FileResult) string {
 		}
 		return s
 	}
-	s := fmt.Sprintf("counters (%s): %d deliveries, %d duplicate deliveries, %d skipped duplicates, %d identity conflicts, %d key conflicts, %d failed, %d failed after an external call, %d crashed, %d effects",
-		f.Strategy, c.Deliveries, c.Redeliveries, c.Duplicates, c.Conflicts, c.KeyConflicts, c.Failed, c.FailedAfterExternal, c.Crashed, c.Effects)
+	s := fmt.Sprintf("counters (%s): %s, %s, %s, %s, %s, %d failed, %d failed after an external call, %d crashed, %s",
+		f.Strategy, n(c.Deliveries, "delivery", "deliveries"), n(c.Redeliveries, "duplicate delivery", "duplicate deliveries"),
+		n(c.Duplicates, "skipped duplicate", "skipped duplicates"), n(c.Conflicts, "identity conflict", "identity conflicts"),
+		n(c.KeyConflicts, "key conflict", "key conflicts"), c.Failed, c.FailedAfterExternal, c.Crashed, n(c.Effects, "effect", "effects"))
 	if f.Strategy.CallsOut() {
-		s += fmt.Sprintf(", %d charges without an effect, %d effects without a charge", c.OrphanCharges, c.UnchargedEffects)
+		s += fmt.Sprintf(", %s without an effect, %s without a charge", n(c.OrphanCharges, "charge", "charges"), n(c.UnchargedEffects, "effect", "effects"))
 	}
 	return s
 }
+
+// n writes a count with the word it counts, singular for one.
+func n(c int, one, many string) string { return count(int64(c), one, many) }

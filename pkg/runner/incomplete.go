@@ -7,11 +7,23 @@ import (
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
-// stepError is a runtime error at one step of a check (0-based).
+// stepError is a runtime error at one step of a check (0-based), after
+// done of the step's deliveries completed.
 type stepError struct {
 	step int
+	done int
 	err  error
 }
+
+// partialStep is a runtime error in a step that repeats a delivery, after
+// done of them completed (and are in the history and the database).
+type partialStep struct {
+	done int
+	err  error
+}
+
+func (e *partialStep) Error() string { return e.err.Error() }
+func (e *partialStep) Unwrap() error { return e.err }
 
 func (e *stepError) Error() string { return e.err.Error() }
 func (e *stepError) Unwrap() error { return e.err }
@@ -26,9 +38,9 @@ const maxListed = 8
 func notCompleted(s *scenario.Scenario, ci int, err error) error {
 	// An error after the steps (reading the state for the check's
 	// expectations and invariants) leaves the check's deliveries done.
-	from := len(s.Checks[ci].Steps)
+	from, done := len(s.Checks[ci].Steps), 0
 	if se, ok := err.(*stepError); ok {
-		from = se.step
+		from, done = se.step, se.done
 		err = se.err
 	}
 	var left []string
@@ -47,6 +59,9 @@ func notCompleted(s *scenario.Scenario, ci int, err error) error {
 			if st.Concurrent > 0 {
 				n = st.Concurrent
 			}
+			if c == ci && i == from {
+				n -= done // those completed before the error
+			}
 			count += n
 			if len(left) < maxListed {
 				d := st.Event.ID
@@ -64,7 +79,7 @@ func notCompleted(s *scenario.Scenario, ci int, err error) error {
 	if n := count - len(left); n > 0 && len(left) == maxListed {
 		more = ", and more"
 	}
-	what := fmt.Sprintf("%d deliveries, from the step that failed on, did not complete", count)
+	what := fmt.Sprintf("%d deliveries, from the one that failed on, did not complete", count)
 	if count == 1 {
 		what = "1 delivery did not complete"
 	}

@@ -124,7 +124,12 @@ func (r *run) check(ctx context.Context, index int, c *scenario.Check) (*CheckRe
 			r.now = r.now.Add(st.Advance)
 		}
 		if err != nil {
-			return nil, &stepError{step: i, err: err}
+			se := &stepError{step: i, err: err}
+			var pe *partialStep
+			if errors.As(err, &pe) {
+				se.done, se.err = pe.done, pe.err
+			}
+			return nil, se
 		}
 	}
 	if c.Expect != nil {
@@ -169,7 +174,7 @@ func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) er
 	for n := 1; n <= st.Times; n++ {
 		rec, err := cr.one(ctx, step, st, d, scope, inject)
 		if err != nil {
-			return err
+			return &partialStep{done: n - 1, err: err}
 		}
 		if n == 1 && st.Label != "" {
 			cr.labels[st.Label] = rec.Result.EffectID

@@ -48,6 +48,8 @@ func (l *loader) check(n *yaml.Node) *Check {
 			c.Name, _ = l.str(v, "check name")
 			if strings.ContainsAny(c.Name, "\n\r") {
 				l.errorf(v, "check name must be one line")
+			} else if strings.TrimSpace(c.Name) == "" && v.Kind == yaml.ScalarNode {
+				l.errorf(v, "check name is empty; expected a few words that say what the check shows")
 			}
 		}},
 		{"steps", func(k, v *yaml.Node) {
@@ -60,6 +62,14 @@ func (l *loader) check(n *yaml.Node) *Check {
 				l.errorf(v, "steps is empty; a check needs at least one step")
 			}
 			for _, sn := range v.Content {
+				// Steps are counted as they are expanded: aliased checks
+				// and step lists could otherwise make millions of them.
+				if l.steps++; l.steps > maxFileSteps {
+					if l.steps == maxFileSteps+1 {
+						l.errorf(sn, "the file has more than %d steps here, aliases expanded; a scenario file is written by hand", maxFileSteps)
+					}
+					return
+				}
 				if st := l.step(resolve(sn)); st != nil {
 					c.Steps = append(c.Steps, st)
 				}
@@ -248,6 +258,10 @@ func (l *loader) step(n *yaml.Node) *Step {
 		if interleaveNode != nil && st.Concurrent == 0 {
 			l.errorf(interleaveNode, "interleave holds concurrent workers at a fault point, so it needs concurrent: N (2 to %d) on the same step", MaxConcurrent)
 		}
+		if st.Fail != "" || st.Interleave != "" {
+			// The handler block may come later in the file: check at the end.
+			l.faultSteps = append(l.faultSteps, st)
+		}
 		if st.Consumer != "" {
 			// The handler block may come later in the file: check at the end.
 			l.consumerSteps = append(l.consumerSteps, st)
@@ -290,6 +304,8 @@ func (l *loader) event(n *yaml.Node) *Event {
 				if s, ok := l.str(v, "event id"); ok {
 					if s == "" {
 						l.errorf(v, "event id must not be empty")
+					} else if len(s) > handler.MaxIDBytes {
+						l.errorf(v, "event id is %d bytes long; ids are limited to %d bytes on every store", len(s), handler.MaxIDBytes)
 					}
 					ev.ID = s
 					env["id"] = s
@@ -303,9 +319,16 @@ func (l *loader) event(n *yaml.Node) *Event {
 				})
 				env["headers"] = hs
 			case "data":
+				if l.dataSize > maxFileDataSize {
+					return // said once, where the file went over
+				}
 				raw, err := toJSON(v)
 				if err != nil {
 					l.errorf(v, "data cannot be written as JSON: %v", err)
+					return
+				}
+				if l.dataSize += len(raw); l.dataSize > maxFileDataSize {
+					l.errorf(v, "the events' data up to here expands to more than %d MiB in all (aliases included); a scenario file is written by hand", maxFileDataSize>>20)
 					return
 				}
 				env["data"] = json.RawMessage(raw)

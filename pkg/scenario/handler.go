@@ -62,6 +62,18 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
 		}
 	}
+	if s.Target == nil {
+		for _, st := range l.faultSteps {
+			for _, p := range []struct {
+				point handler.FaultPoint
+				what  string
+			}{{st.Fail, "fail"}, {st.Interleave, "interleave"}} {
+				if p.point != "" && !s.Handler.Strategy.Reaches(p.point) {
+					l.errs = append(l.errs, errorf(st.Pos, "%s: %s is never reached by strategy %s (%s), so nothing would be injected there", p.what, p.point, s.Handler.Strategy, unreachable(p.point)))
+				}
+			}
+		}
+	}
 	l.validateDeliverSteps()
 	for _, st := range l.consumerSteps {
 		if s.Handler.Strategy != handler.ConsumerScoped {
@@ -183,3 +195,14 @@ func (l *loader) paths(n *yaml.Node) []string {
 }
 
 func validTable(s string) bool { return handler.ValidEffectTable(s) }
+
+// unreachable says why a strategy never reaches a fault point.
+func unreachable(p handler.FaultPoint) string {
+	switch p {
+	case handler.AfterExternal:
+		return "only external-key calls out"
+	case handler.AfterCheck:
+		return "it looks no marker up"
+	}
+	return "it writes no marker"
+}

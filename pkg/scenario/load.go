@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	goyaml "github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
@@ -53,6 +54,9 @@ func Load(file string, src []byte) (*Scenario, error) { return load(file, src, f
 func LoadTarget(file string, src []byte) (*Scenario, error) { return load(file, src, true) }
 
 func load(file string, src []byte, targetFile bool) (*Scenario, error) {
+	if e := notText(file, src); e != nil {
+		return nil, Errors{e}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
@@ -74,6 +78,35 @@ func load(file string, src []byte, targetFile bool) (*Scenario, error) {
 		return nil, l.errs
 	}
 	return s, nil
+}
+
+// notText finds the first byte of src that cannot be in a YAML text file
+// (invalid UTF-8, a control character other than tab, newline and carriage
+// return), so that a binary file is refused at its line and column rather
+// than with the YAML parser's sentence without one.
+func notText(file string, src []byte) *Error {
+	line, col := 1, 1
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		why := ""
+		switch {
+		case r == utf8.RuneError && n == 1:
+			why = fmt.Sprintf("byte 0x%02x is not UTF-8", src[i])
+		case r == '\n':
+			line, col = line+1, 1
+			i += n
+			continue
+		case r == '\t' || r == '\r' || r == 0x85 || (r == 0xFEFF && i == 0):
+		case r < 0x20 || (r >= 0x7f && r < 0xa0):
+			why = fmt.Sprintf("control character %U is not allowed in YAML", r)
+		}
+		if why != "" {
+			return errorf(Pos{File: file, Line: line, Col: col}, "%s; a scenario file is YAML text (is this a binary file?)", why)
+		}
+		col++
+		i += n
+	}
+	return nil
 }
 
 // syntaxError places a YAML syntax error. The node parser (go.yaml.in/yaml)
@@ -118,14 +151,19 @@ func syntaxPosition(src []byte) (p *token.Position, msg string, ok bool) {
 func pos(file string, n *yaml.Node) Pos { return Pos{File: file, Line: n.Line, Col: n.Column} }
 
 type loader struct {
-	file   string
-	errs   Errors
+	file string
+	errs Errors
+	// dataSize is the size of every event's data so far, aliases expanded.
+	dataSize int
+	// steps counts the steps so far, aliases expanded.
+	steps  int
 	labels map[string]Pos // labels defined so far, in file order
 	s      *Scenario
 	// stateChecks are validated once the handler block is known.
 	stateChecks []*State
 	// consumerSteps name a consumer, which only consumer-scoped handlers allow.
 	consumerSteps []*Step
+	faultSteps    []*Step // steps with fail or interleave, checked against the strategy at the end
 	// deliverSteps are a target-mode file's, checked once the target is known.
 	deliverSteps []deliverStep
 	// targetMode is set when the file names a target: deliver steps then

@@ -28,6 +28,14 @@ func toJSON(n *yaml.Node) ([]byte, error) {
 // few lines of nested aliases cannot expand into gigabytes.
 const maxDataSize = 1 << 20
 
+// maxFileDataSize bounds the data of all a file's events once aliases are
+// expanded: one large anchor referenced by many steps stays within
+// maxDataSize each, and would otherwise still make gigabytes.
+const maxFileDataSize = 8 << 20
+
+// maxFileSteps bounds the steps of one file once aliases are expanded.
+const maxFileSteps = 20_000
+
 func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 	if depth > 100 {
 		return errors.New("nested more than 100 levels deep")

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"time"
 
@@ -29,6 +28,8 @@ import (
 // what an earlier replay wrote, so a replay can be resumed.
 type ReplayDB struct {
 	db     *sql.DB
+	anchor *sql.Conn
+	lock   *fileLock
 	conn   *sql.Conn
 	path   string
 	effect string
@@ -46,17 +47,10 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 		return nil, fmt.Errorf("effect table name %q is not a plain SQL identifier", cfg.Effect)
 	}
 	resume := false
+	var lock *fileLock
 	if path != Memory {
-		st, err := os.Stat(path)
-		switch {
-		case err == nil && st.IsDir():
-			return nil, fmt.Errorf("%s is a directory, not a database file", path)
-		case err == nil && st.Size() > 0:
-			if !isSQLite(path) {
-				return nil, fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
-			}
-			resume = true
-		case err != nil && !errors.Is(err, os.ErrNotExist):
+		var err error
+		if lock, resume, err = claimReplay(ctx, path, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -68,15 +62,13 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 		d, err = open(path)
 	}
 	if err != nil {
+		lock.release()
 		return nil, err
 	}
+	d.lock = lock
 	d.effect, d.clustered = cfg.Effect, true
-	r := &ReplayDB{db: d.db, path: path, effect: cfg.Effect, private: d.private}
+	r := &ReplayDB{db: d.db, anchor: d.anchor, lock: lock, path: path, effect: cfg.Effect, private: d.private}
 	if resume {
-		if err := r.checkMeta(ctx, path, cfg); err != nil {
-			d.Close()
-			return nil, err
-		}
 		r.Resumed = true
 	} else if err := d.createSchema(ctx, cfg); err != nil {
 		d.Close()
@@ -97,28 +89,35 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 	return r, nil
 }
 
-func (r *ReplayDB) checkMeta(ctx context.Context, path string, cfg handler.Config) error {
-	meta := map[string]string{}
-	rows, err := r.db.QueryContext(ctx, `SELECT key, value FROM redeliver_meta`)
-	if err != nil {
-		return fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
+// claimReplay locks path and says whether it holds a replay to resume. A
+// file that is not empty must be a replay database redeliver made for the
+// same handler; it is read without being written until then.
+func claimReplay(ctx context.Context, path string, cfg handler.Config) (lock *fileLock, resume bool, err error) {
+	if lock, err = lockFile(path); err != nil {
+		return nil, false, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return err
+	defer func() {
+		if err != nil {
+			lock.release()
+			lock = nil
 		}
-		meta[k] = v
+	}()
+	size, err := lock.size()
+	if err != nil || size == 0 {
+		return lock, false, removeSidecars(path)
 	}
-	if err := rows.Err(); err != nil {
-		return err
+	meta, ours, err := readMeta(ctx, path)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ours {
+		return nil, false, fmt.Errorf("%s exists and is %w; choose another --db path", quote(path), ErrNotOurs)
 	}
 	if meta["strategy"] != string(cfg.Strategy) || meta["effect"] != cfg.Effect {
-		return fmt.Errorf("%s holds a replay with strategy %s and effect table %s, not %s and %s; %w (use another --db path to start afresh)",
-			path, meta["strategy"], meta["effect"], cfg.Strategy, cfg.Effect, ErrMismatch)
+		return nil, false, fmt.Errorf("%s holds a replay with strategy %s and effect table %s, not %s and %s; %w (use another --db path to start afresh)",
+			quote(path), meta["strategy"], meta["effect"], cfg.Strategy, cfg.Effect, ErrMismatch)
 	}
-	return nil
+	return lock, true, nil
 }
 
 // ErrMismatch is returned when a database to resume was made for another handler.
@@ -137,7 +136,10 @@ func (r *ReplayDB) Close() error {
 	if r.conn != nil {
 		r.conn.Close()
 	}
-	return r.db.Close()
+	r.anchor.Close()
+	err := r.db.Close()
+	r.lock.release()
+	return err
 }
 
 // When a batch commits. On a file a batch costs the pages it dirties, each
@@ -338,7 +340,7 @@ func (b *Batch) row(p *prepared, dest []driver.Value, args ...any) (bool, error)
 
 func (b *Batch) stamp(t time.Time) string {
 	if !t.Equal(b.times.t) || b.times.s == "" {
-		b.times.t, b.times.s = t, t.UTC().Format(timeLayout)
+		b.times.t, b.times.s = t, formatTime(t)
 	}
 	return b.times.s
 }
@@ -482,7 +484,7 @@ func (t *batchTx) PurgeMarkers(_ context.Context, before time.Time) error {
 	if err := t.write(); err != nil {
 		return err
 	}
-	_, err := t.b.exec(t.b.purge, before.UTC().Format(timeLayout))
+	_, err := t.b.exec(t.b.purge, formatTime(before))
 	return wrap("purge markers", err)
 }
 

@@ -28,7 +28,7 @@ type (
 // redeliver did not make, or made for another handler, is invalid input.
 func OpenLedger(ctx context.Context, path string, cfg handler.Config) (ledger.Ledger, error) {
 	r, err := OpenReplay(ctx, path, cfg)
-	if errors.Is(err, ErrNotOurs) || errors.Is(err, ErrMismatch) {
+	if errors.Is(err, ErrNotOurs) || errors.Is(err, ErrMismatch) || errors.Is(err, ErrNotRegular) || errors.Is(err, ErrBadPath) {
 		return nil, &problem.Error{Kind: problem.InvalidInput, Msg: err.Error(), Err: err}
 	}
 	if err != nil {

@@ -21,15 +21,33 @@ func (r *ReplayDB) CountEffects(ctx context.Context) (int64, error) {
 	return n, err
 }
 
+// KeyStats counts the business keys the effects carry, the most effects one
+// key has, and how many keys have more than one.
+func (r *ReplayDB) KeyStats(ctx context.Context) (keys, most, several int64, err error) {
+	err = r.conn.QueryRowContext(ctx, `SELECT count(*), COALESCE(max(n), 0), COALESCE(sum(n > 1), 0) FROM (SELECT count(*) AS n FROM "`+r.effect+`" WHERE business_key IS NOT NULL GROUP BY business_key)`).Scan(&keys, &most, &several)
+	return keys, most, several, err
+}
+
 // Invariants checks the stored rows: one effect per event and consumer (1),
-// one effect per business key (2, for strategies that use one), and no
+// one effect per business key (2, when keyed: the strategy dedups on the
+// key, or the capture gave keys that every strategy records), and no
 // marker without its effect nor effect without its marker (3). It returns
 // the broken ones with up to limit examples each.
 //
 // The queries run on a connection of their own, so that they can run beside
 // the capture log's findings, which are on the replay's connection (unless
 // the database is private to that connection: see SideBySide).
-func (r *ReplayDB) Invariants(ctx context.Context, s invariant.Guard, limit int) (out []Broken, err error) {
+func (r *ReplayDB) Invariants(ctx context.Context, s invariant.Guard, limit int) ([]Broken, error) {
+	return r.invariants(ctx, s, false, limit)
+}
+
+// KeyedInvariants is Invariants for a replay whose capture gave business
+// keys: one effect per key is checked whatever the strategy.
+func (r *ReplayDB) KeyedInvariants(ctx context.Context, s invariant.Guard, limit int) ([]Broken, error) {
+	return r.invariants(ctx, s, true, limit)
+}
+
+func (r *ReplayDB) invariants(ctx context.Context, s invariant.Guard, keyed bool, limit int) (out []Broken, err error) {
 	conn := r.conn
 	if !r.private {
 		if conn, err = r.db.Conn(ctx); err != nil {
@@ -51,7 +69,7 @@ func (r *ReplayDB) Invariants(ctx context.Context, s invariant.Guard, limit int)
 		func(ev, consumer, n, ids string) invariant.Facts {
 			return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect, Rows: count(n), IDs: list(ids)}
 		}}}
-	if checks(invariant.DuplicateKey) {
+	if checks(invariant.DuplicateKey) || keyed {
 		qs = append(qs, query{invariant.DuplicateKey,
 			`SELECT business_key, count(*), group_concat(id, ', '), group_concat(event_id, ', ') FROM ` + t + ` WHERE business_key IS NOT NULL GROUP BY business_key HAVING count(*) > 1 ORDER BY min(id)`,
 			func(key, n, ids, events string) invariant.Facts {

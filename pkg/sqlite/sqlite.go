@@ -10,8 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/template"
@@ -33,6 +31,40 @@ const Memory = ":memory:"
 // timeLayout is fixed-width, so stored times sort as text and stay readable.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
+// formatTime writes t as text that sorts as t does. Years 0 to 9999 are
+// timeLayout; a later year (a scenario clock advanced that far) is written
+// after a "~" and its number of digits, so that it sorts after every
+// four-digit year and before every longer one: "~510000-01-01T…".
+func formatTime(t time.Time) string {
+	t = t.UTC()
+	if y := t.Year(); y > 9999 {
+		ys := strconv.Itoa(y)
+		return "~" + string(rune('0'+len(ys))) + ys + t.Format(timeLayout[4:])
+	}
+	return t.Format(timeLayout)
+}
+
+// parseTime reads what formatTime wrote.
+func parseTime(s string) (time.Time, error) {
+	if !strings.HasPrefix(s, "~") || len(s) < 2 {
+		return time.Parse(timeLayout, s)
+	}
+	n := int(s[1] - '0')
+	if n < 5 || len(s) < 2+n {
+		return time.Time{}, fmt.Errorf("bad time %q", s)
+	}
+	y, err := strconv.Atoi(s[2 : 2+n])
+	if err != nil {
+		return time.Time{}, err
+	}
+	// The rest is read in a leap year, so that 29 February parses.
+	t, err := time.Parse(timeLayout, "2000"+s[2+n:])
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Date(y, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), nil
+}
+
 // ValidTableName reports whether name can be an effect table: the
 // handler's one rule, checked again because the name becomes SQL text.
 func ValidTableName(name string) bool { return handler.ValidEffectTable(name) }
@@ -42,6 +74,7 @@ type DB struct {
 	db     *sql.DB
 	anchor *sql.Conn // held open for the life of the database
 	path   string
+	lock   *fileLock // the file's lock, nil in memory
 	effect string
 	q      queries
 	// clustered makes the keyed markers a WITHOUT ROWID table (the replay
@@ -55,24 +88,26 @@ type queries struct {
 	marker, insertMarker, insertEffect, effectOf, effectByKey, purge string
 }
 
-// ErrNotOurs is returned when a file to be replaced is not a redeliver database.
-var ErrNotOurs = errors.New("not a redeliver database")
-
 // Create opens a fresh database for cfg at path (":memory:" or a file). An
-// existing file is replaced only if redeliver made it.
+// existing file is emptied only if it is a regular file redeliver made; the
+// file stays locked against other redeliver processes until Close.
 func Create(ctx context.Context, path string, cfg handler.Config) (*DB, error) {
 	if !ValidTableName(cfg.Effect) {
 		return nil, fmt.Errorf("effect table name %q is not a plain SQL identifier", cfg.Effect)
 	}
+	var lock *fileLock
 	if path != Memory {
-		if err := removeOurs(ctx, path); err != nil {
+		var err error
+		if lock, err = claimFresh(ctx, path); err != nil {
 			return nil, err
 		}
 	}
 	d, err := open(path)
 	if err != nil {
+		lock.release()
 		return nil, err
 	}
+	d.lock = lock
 	d.effect = cfg.Effect
 	d.q = makeQueries(cfg.Effect)
 	if err := d.createSchema(ctx, cfg); err != nil {
@@ -82,9 +117,38 @@ func Create(ctx context.Context, path string, cfg handler.Config) (*DB, error) {
 	return d, nil
 }
 
+// claimFresh locks path and empties it if an earlier run of redeliver made
+// it, in place (the lock is on the file), refusing anything else.
+func claimFresh(ctx context.Context, path string) (*fileLock, error) {
+	lock, err := lockFile(path)
+	if err != nil {
+		return nil, err
+	}
+	size, err := lock.size()
+	if err == nil && size > 0 {
+		var ours bool
+		if _, ours, err = readMeta(ctx, path); err == nil && !ours {
+			err = fmt.Errorf("%s exists and is %w; choose another --db path", quote(path), ErrNotOurs)
+		}
+	}
+	if err == nil {
+		err = removeSidecars(path)
+	}
+	if err == nil && size > 0 {
+		err = lock.f.Truncate(0)
+	}
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	return lock, nil
+}
+
 func open(path string) (*DB, error) {
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("database path %q may not contain ? or #", path)
+	if path != Memory {
+		if err := checkPath(path); err != nil {
+			return nil, err
+		}
 	}
 	// Every worker of a concurrent step gets its own connection, and a
 	// connection waits up to busyTimeout for the write lock (SQLite's busy
@@ -136,58 +200,10 @@ func openDSN(dsn, path string) (*DB, error) {
 // write lock before it gives up with SQLITE_BUSY.
 const busyTimeout = 5000
 
-// removeOurs deletes a database file that an earlier run left, refusing to
-// touch anything else.
-func removeOurs(ctx context.Context, path string) error {
-	st, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if st.IsDir() {
-		return fmt.Errorf("%s is a directory, not a database file", path)
-	}
-	if st.Size() > 0 {
-		n := 0
-		if isSQLite(path) {
-			d, err := open(path)
-			if err != nil {
-				return fmt.Errorf("open %s: %w", path, err)
-			}
-			err = d.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'redeliver_meta'`).Scan(&n)
-			d.Close()
-			if err != nil {
-				n = 0
-			}
-		}
-		if n == 0 {
-			return fmt.Errorf("%s exists and is %w; choose another --db path", path, ErrNotOurs)
-		}
-	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
-}
-
-// isSQLite reads the file header, without opening the file as a database
-// (which could leave -wal and -shm files beside something that is not one).
-func isSQLite(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 16)
-	_, err = io.ReadFull(f, head)
-	return err == nil && string(head) == "SQLite format 3\x00"
-}
-
 func (d *DB) createSchema(ctx context.Context, cfg handler.Config) error {
+	// The schema is made whole or not at all, even when the run is being
+	// interrupted: a half-made file would not be recognised as ours.
+	ctx = context.WithoutCancel(ctx)
 	s := cfg.Strategy
 	var b strings.Builder
 	err := schema.Execute(&b, map[string]any{
@@ -233,7 +249,12 @@ func (d *DB) Path() string { return d.path }
 // Close closes the database.
 func (d *DB) Close() error {
 	d.anchor.Close()
-	return d.db.Close()
+	err := d.db.Close()
+	// SQLite's own locks are gone once its connections are: only then may
+	// the lock's descriptor be closed (closing any descriptor of a file
+	// drops a process's POSIX locks on it).
+	d.lock.release()
+	return err
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE).
@@ -269,17 +290,17 @@ func (t *txn) Marker(ctx context.Context, eventID, consumer string) (handler.Mar
 	if err != nil {
 		return m, false, fmt.Errorf("look up marker: %w", err)
 	}
-	m.At, _ = time.Parse(timeLayout, at)
+	m.At, _ = parseTime(at)
 	return m, true, nil
 }
 
 func (t *txn) InsertMarker(ctx context.Context, m handler.Marker) error {
-	_, err := t.tx.ExecContext(ctx, t.q.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, m.At.UTC().Format(timeLayout))
+	_, err := t.tx.ExecContext(ctx, t.q.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, formatTime(m.At))
 	return wrap("insert marker", err)
 }
 
 func (t *txn) InsertEffect(ctx context.Context, e handler.Effect) (int64, error) {
-	r, err := t.tx.ExecContext(ctx, t.q.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, e.At.UTC().Format(timeLayout))
+	r, err := t.tx.ExecContext(ctx, t.q.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, formatTime(e.At))
 	if err != nil {
 		return 0, wrap("insert effect", err)
 	}
@@ -306,7 +327,7 @@ func (t *txn) EffectByKey(ctx context.Context, key string) (int64, string, bool,
 }
 
 func (t *txn) PurgeMarkers(ctx context.Context, before time.Time) error {
-	_, err := t.tx.ExecContext(ctx, t.q.purge, before.UTC().Format(timeLayout))
+	_, err := t.tx.ExecContext(ctx, t.q.purge, formatTime(before))
 	return wrap("purge markers", err)
 }
 
@@ -355,7 +376,7 @@ func (d *DB) Markers(ctx context.Context) ([]handler.Marker, error) {
 		if err := rows.Scan(&m.EventID, &m.Consumer, &m.Identity, &m.BusinessKey, &at); err != nil {
 			return nil, err
 		}
-		m.At, _ = time.Parse(timeLayout, at)
+		m.At, _ = parseTime(at)
 		out = append(out, m)
 	}
 	return out, rows.Err()
@@ -375,7 +396,7 @@ func (d *DB) Effects(ctx context.Context) ([]handler.Effect, error) {
 		if err := rows.Scan(&e.ID, &e.EventID, &e.Consumer, &e.BusinessKey, &e.Payload, &at); err != nil {
 			return nil, err
 		}
-		e.At, _ = time.Parse(timeLayout, at)
+		e.At, _ = parseTime(at)
 		out = append(out, e)
 	}
 	return out, rows.Err()

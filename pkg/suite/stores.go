@@ -63,7 +63,7 @@ func (st *stores) opener(i int) runner.Opener {
 	path := st.paths[i]
 	return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
 		db, err := sqlite.Create(ctx, path, s.Handler.Config)
-		if errors.Is(err, sqlite.ErrNotOurs) {
+		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrNotRegular) || errors.Is(err, sqlite.ErrBadPath) {
 			return nil, &problem.Error{Kind: problem.InvalidInput, Msg: err.Error(), Err: err}
 		}
 		return db, err

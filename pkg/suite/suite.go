@@ -81,12 +81,29 @@ func isScenario(path string) bool {
 	return ext == ".yaml" || ext == ".yml"
 }
 
-// Load validates every file and returns them all, or every mistake of every file.
-func Load(files []string) ([]*scenario.Scenario, error) {
+// Load validates every file and returns them all, or every mistake of every
+// file. It returns ctx's error as soon as ctx is done, even while a read is
+// blocked (a FIFO with no writer): the read is left behind.
+func Load(ctx context.Context, files []string) ([]*scenario.Scenario, error) {
 	var all scenario.Errors
 	var out []*scenario.Scenario
+	type loaded struct {
+		s   *scenario.Scenario
+		err error
+	}
 	for _, f := range files {
-		s, err := scenario.LoadFile(f)
+		done := make(chan loaded, 1)
+		go func() {
+			s, err := scenario.LoadFile(f)
+			done <- loaded{s, err}
+		}()
+		var l loaded
+		select {
+		case l = <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		s, err := l.s, l.err
 		var errs scenario.Errors
 		switch {
 		case errors.As(err, &errs):
