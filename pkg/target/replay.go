@@ -375,30 +375,8 @@ func (r *replayer) record(j job, ev Event, a Answer, _ bool) *Delivery {
 	}
 	d := &Delivery{Record: checker.Record{Seq: len(r.hist) + 1, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At}, Answer: a}
 	r.hist = append(r.hist, d)
-	c := &r.res.Counters
-	c.Deliveries++
-	if r.seen[ev.ID] {
-		c.Redeliveries++
-	}
+	count(&r.res.Counters, a, r.seen[ev.ID], r.sess.t.Broker())
 	r.seen[ev.ID] = true
-	switch a.Kind {
-	case Acked:
-		c.Processed++
-	case Conflict:
-		c.Conflicts++
-	default:
-		c.Failed++
-	}
-	if a.Crashed {
-		c.Crashed++
-	}
-	if r.sess.t.Broker() {
-		if a.Duplicate {
-			c.DroppedDuplicates++
-		} else if a.Kind == Acked {
-			c.Published++
-		}
-	}
 	n := r.sent.Add(1)
 	if r.o.Progress != nil {
 		r.o.Progress(n)

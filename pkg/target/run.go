@@ -511,29 +511,7 @@ func (cr *checkRun) record(step int, st *scenario.Step, ev Event, key string, a 
 	d := &Delivery{Record: checker.Record{Seq: len(cr.history) + 1, EventID: ev.ID, Key: key, Result: res, Check: cr.index, Step: step, Pos: st.Pos}, Answer: a}
 	cr.history = append(cr.history, d)
 	cr.res.History = append(cr.res.History, d.Record)
-	c := &cr.res.Counters
-	c.Deliveries++
-	if cr.seen[ev.ID] {
-		c.Redeliveries++
-	}
-	switch a.Kind {
-	case Acked:
-		c.Processed++
-	case Conflict:
-		c.Conflicts++
-	default:
-		c.Failed++
-	}
-	if a.Crashed {
-		c.Crashed++
-	}
-	if cr.sess.t.Broker() {
-		if a.Duplicate {
-			c.DroppedDuplicates++
-		} else if a.Kind == Acked {
-			c.Published++
-		}
-	}
+	count(&cr.res.Counters, a, cr.seen[ev.ID], cr.sess.t.Broker())
 	return d
 }
 
@@ -757,4 +735,31 @@ func withLeft(msg, left string) string {
 		return msg[:i] + left + msg[i:]
 	}
 	return msg + left
+}
+
+// count adds one delivery's answer to the counters, for a scenario's check
+// and a replay alike.
+func count(c *runner.Counters, a Answer, redelivery, broker bool) {
+	c.Deliveries++
+	if redelivery {
+		c.Redeliveries++
+	}
+	switch a.Kind {
+	case Acked:
+		c.Processed++
+	case Conflict:
+		c.Conflicts++
+	default:
+		c.Failed++
+	}
+	if a.Crashed {
+		c.Crashed++
+	}
+	if broker {
+		if a.Duplicate {
+			c.DroppedDuplicates++
+		} else if a.Kind == Acked {
+			c.Published++
+		}
+	}
 }
