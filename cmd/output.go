@@ -143,6 +143,22 @@ func unwrapPath(err error) error {
 	return err
 }
 
+// finish writes a run whose harness error (if any) is err, and returns what
+// its exit status comes from: the harness error, a failed write, or the
+// verdict.
+func (out *output) finish(s *Streams, run *report.Run, err error) error {
+	if werr := out.write(s, run); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	if run.Verdict() != report.VerdictPass {
+		return problem.ErrVerdict
+	}
+	return nil
+}
+
 // write renders a run or a replay on stdout and into every report file,
 // and, in GitHub Actions, annotates the failures and appends the step
 // summary. A text report is left off stdout when the harness failed: the

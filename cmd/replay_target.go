@@ -111,14 +111,5 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		}
 		run.Errors = problem.List(err)
 	}
-	if werr := out.write(s, run); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
-		return err
-	}
-	if run.Verdict() != report.VerdictPass {
-		return problem.ErrVerdict
-	}
-	return nil
+	return out.finish(s, run, err)
 }

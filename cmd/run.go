@@ -89,16 +89,7 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 	if err != nil {
 		run.Errors = problem.List(err)
 	}
-	if werr := out.write(s, run); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
-		return err
-	}
-	if run.Verdict() != report.VerdictPass {
-		return problem.ErrVerdict
-	}
-	return nil
+	return out.finish(s, run, err)
 }
 
 // runSuite loads and runs the scenario files, filling in the run's results.

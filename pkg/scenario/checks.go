@@ -145,11 +145,9 @@ func (l *loader) step(n *yaml.Node) *Step {
 			if !ok {
 				return
 			}
-			for _, p := range handler.FaultPoints {
-				if string(p) == s {
-					st.Fail = p
-					return
-				}
+			if p, ok := handler.ParseFaultPoint(s); ok {
+				st.Fail = p
+				return
 			}
 			l.errorf(v, "unknown fault point %q; expected %s", s, oneOf(words(handler.FaultPoints)))
 		}},
@@ -476,10 +474,8 @@ func (l *loader) faultPoint(n *yaml.Node, what string) handler.FaultPoint {
 	if !ok {
 		return ""
 	}
-	for _, p := range handler.FaultPoints {
-		if string(p) == s {
-			return p
-		}
+	if p, ok := handler.ParseFaultPoint(s); ok {
+		return p
 	}
 	l.errorf(n, "unknown fault point %q in %s; expected %s", s, what, oneOf(words(handler.FaultPoints)))
 	return ""

@@ -94,11 +94,9 @@ func (l *loader) handler(n *yaml.Node) {
 			if !ok {
 				return
 			}
-			for _, known := range handler.Strategies {
-				if string(known) == s {
-					h.Strategy = known
-					return
-				}
+			if known, ok := handler.ParseStrategy(s); ok {
+				h.Strategy = known
+				return
 			}
 			l.errorf(v, "unknown strategy %q; expected %s", s, oneOf(words(handler.Strategies)))
 		}},
