@@ -144,7 +144,7 @@ func TestRaceScenarios(t *testing.T) {
 					t.Fatal(err)
 				}
 				open := st.open(t)
-				for run := 1; run <= 5; run++ {
+				for run := 1; run <= 2; run++ {
 					res, err := runner.RunFile(context.Background(), s, open)
 					if err != nil {
 						t.Fatalf("run %d: %v", run, err)

@@ -47,8 +47,44 @@ func harnessError(file string, err error) error {
 	return problem.Environmentf(problem.Pos{File: file}, err)
 }
 
-// RunFile runs every check of one scenario against a fresh store.
+// RunFile runs every check of one scenario against a fresh store. A check
+// with a concurrent step that has no interleave is explored: it is run once
+// under each of its schedules, each time on a fresh store that the file's
+// earlier checks are run on first, and it passes only if it passes under
+// every schedule (see fold). The schedules run before the file's own run,
+// so that the store left at the end is that run's.
 func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResult, error) {
+	plans := make([][]schedule, len(s.Checks))
+	explored := make([][]CheckResult, len(s.Checks))
+	for i, c := range s.Checks {
+		plans[i] = schedules(s.Handler.Strategy, c)
+		for k := 1; k < len(plans[i]); k++ {
+			res, err := runChecks(ctx, s, open, plans, i+1, &plans[i][k])
+			if err != nil {
+				return &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}, err
+			}
+			explored[i] = append(explored[i], res.Checks[i])
+		}
+	}
+	res, err := runChecks(ctx, s, open, plans, len(s.Checks), nil)
+	if res == nil {
+		return nil, err
+	}
+	for i := range res.Checks {
+		if len(plans[i]) > 1 {
+			res.Checks[i] = fold(s.Checks[i], plans[i], append([]CheckResult{res.Checks[i]}, explored[i]...))
+		}
+	}
+	for _, cr := range res.Checks {
+		res.Counters.Add(cr.Counters)
+		res.Counters.OrphanCharges, res.Counters.UnchargedEffects = cr.Counters.OrphanCharges, cr.Counters.UnchargedEffects
+	}
+	return res, err
+}
+
+// runChecks runs the first n checks of a file on a fresh store, each under
+// the first of its schedules, but the last under last if it is given.
+func runChecks(ctx context.Context, s *scenario.Scenario, open Opener, plans [][]schedule, n int, last *schedule) (*FileResult, error) {
 	store, err := open(ctx, s)
 	if err != nil {
 		return nil, harnessError(s.File, err)
@@ -65,9 +101,13 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 	}
 	r.h = handler.New(s.Handler.Config, store, r.gatewayOrNil(), func() time.Time { return r.now })
 	res := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
-	for i, c := range s.Checks {
+	for i, c := range s.Checks[:n] {
+		var sched *schedule
+		if i == n-1 {
+			sched = last
+		}
 		start := time.Now()
-		cr, err := r.check(ctx, i+1, c)
+		cr, err := r.check(ctx, i+1, c, len(plans[i]) > 1, sched)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, ctx.Err()
@@ -76,8 +116,6 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 		}
 		cr.Duration = time.Since(start)
 		res.Checks = append(res.Checks, *cr)
-		res.Counters.Add(cr.Counters)
-		res.Counters.OrphanCharges, res.Counters.UnchargedEffects = cr.Counters.OrphanCharges, cr.Counters.UnchargedEffects
 	}
 	return res, nil
 }
@@ -106,10 +144,14 @@ type checkRun struct {
 	*run
 	res   *CheckResult
 	index int
+	// explored: the check is run under several schedules, and sched is
+	// the one of this run (nil: every explored step unforced).
+	explored bool
+	sched    *schedule
 }
 
-func (r *run) check(ctx context.Context, index int, c *scenario.Check) (*CheckResult, error) {
-	cr := &checkRun{run: r, res: &CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: index}
+func (r *run) check(ctx context.Context, index int, c *scenario.Check, explored bool, sched *schedule) (*CheckResult, error) {
+	cr := &checkRun{run: r, res: &CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: index, explored: explored, sched: sched}
 	for i, st := range c.Steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -417,7 +459,11 @@ func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
 		cr.reported[v.Key()] = true
 		cr.res.Violations = append(cr.res.Violations, v)
 	}
-	Verdict(cr.res, c)
+	if cr.explored {
+		scheduleVerdict(cr.res, c)
+	} else {
+		Verdict(cr.res, c)
+	}
 	return nil
 }
 
