@@ -9,7 +9,6 @@ package ledger
 import (
 	"context"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
@@ -73,7 +72,7 @@ type CaptureLog interface {
 type Broken struct {
 	Invariant invariant.Name
 	Count     int64
-	Examples  []checker.Violation
+	Examples  []invariant.Violation
 	// Keys are the business keys of the examples, where the breach is
 	// about a key.
 	Keys []string

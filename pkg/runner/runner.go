@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/gateway"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -88,7 +87,7 @@ type run struct {
 	gateway  *gateway.Gateway
 	h        *handler.Handler
 	now      time.Time
-	history  []checker.Record
+	history  []invariant.Record
 	attempts map[[2]string]int
 	labels   map[string]int64
 	reported map[string]bool // violations already reported by an earlier check
@@ -185,7 +184,7 @@ func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) er
 }
 
 // one delivers once and records it.
-func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector) (checker.Record, error) {
+func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector) (invariant.Record, error) {
 	unit := [2]string{d.EventID, scope}
 	cr.attempts[unit]++
 	d.Attempt = cr.attempts[unit]
@@ -194,7 +193,7 @@ func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d hand
 	if redelivery && cr.s.Handler.Strategy.KeepsMarkers() {
 		var err error
 		if before, err = cr.digest(ctx); err != nil {
-			return checker.Record{}, err
+			return invariant.Record{}, err
 		}
 	}
 	res := cr.h.Handle(ctx, d, inject)
@@ -214,15 +213,15 @@ func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d hand
 }
 
 // record appends a delivery to the history and counts it.
-func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, res handler.Result) (checker.Record, error) {
+func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, res handler.Result) (invariant.Record, error) {
 	var se *handler.StoreError
 	if errors.As(res.Err, &se) {
 		if ctx.Err() != nil {
-			return checker.Record{}, ctx.Err()
+			return invariant.Record{}, ctx.Err()
 		}
-		return checker.Record{}, fmt.Errorf("delivering %s (%s): %w", d.EventID, st.Pos, se.Err)
+		return invariant.Record{}, fmt.Errorf("delivering %s (%s): %w", d.EventID, st.Pos, se.Err)
 	}
-	rec := checker.Record{Seq: len(cr.history) + 1, EventID: d.EventID, Consumer: scope, Key: res.Key, Result: res, At: cr.now, Check: cr.index, Step: step, Pos: st.Pos}
+	rec := invariant.Record{Seq: len(cr.history) + 1, EventID: d.EventID, Consumer: scope, Key: res.Key, Result: res, At: cr.now, Check: cr.index, Step: step, Pos: st.Pos}
 	cr.history = append(cr.history, rec)
 	cr.res.History = append(cr.res.History, rec)
 	c := &cr.res.Counters
@@ -256,7 +255,7 @@ func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d h
 	return rec, nil
 }
 
-func (cr *checkRun) expect(step, n int, st *scenario.Step, rec checker.Record) {
+func (cr *checkRun) expect(step, n int, st *scenario.Step, rec invariant.Record) {
 	e := st.Expect
 	if e == nil {
 		return
@@ -357,8 +356,8 @@ func (r *run) charges(ctx context.Context) (int, error) {
 }
 
 // state reads what the checker looks at.
-func (r *run) state(ctx context.Context) (checker.State, error) {
-	var st checker.State
+func (r *run) state(ctx context.Context) (invariant.State, error) {
+	var st invariant.State
 	var err error
 	if st.Markers, err = r.store.Markers(ctx); err != nil {
 		return st, err
@@ -372,7 +371,7 @@ func (r *run) state(ctx context.Context) (checker.State, error) {
 			return st, err
 		}
 		for _, c := range chs {
-			st.Charges = append(st.Charges, checker.Charge{ID: c.ID, IdempotencyKey: c.IdempotencyKey, OrderRef: c.OrderRef})
+			st.Charges = append(st.Charges, invariant.Charge{ID: c.ID, IdempotencyKey: c.IdempotencyKey, OrderRef: c.OrderRef})
 		}
 	}
 	if ret := r.s.Handler.Retention; ret > 0 {
@@ -403,14 +402,14 @@ func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
 		return err
 	}
 	if cr.gateway != nil {
-		rec := checker.Reconcile(st)
+		rec := invariant.Reconcile(st)
 		cr.res.Reconciliation = rec.Findings(cr.s.Handler.Effect)
 		// Reconciliation describes the state at the end of the check; the
 		// file's totals take the last check's figures, not a sum.
 		cr.res.Counters.OrphanCharges = len(rec.OrphanCharges)
 		cr.res.Counters.UnchargedEffects = len(rec.Uncharged)
 	}
-	for _, v := range checker.Check(cr.s.Handler.Strategy, cr.s.Handler.Effect, cr.history, st) {
+	for _, v := range invariant.Check(cr.s.Handler.Strategy, cr.s.Handler.Effect, cr.history, st) {
 		if cr.reported[v.Key()] {
 			continue
 		}
@@ -550,7 +549,7 @@ func contains(xs []string, s string) bool {
 }
 
 // summary is the report line of a check without say.
-func summary(c Counters, vs []checker.Violation) string {
+func summary(c Counters, vs []invariant.Violation) string {
 	parts := []string{}
 	add := func(n int, word string) {
 		if n > 0 {

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -508,7 +508,7 @@ func (cr *checkRun) record(step int, st *scenario.Step, ev Event, key string, a 
 	if a.Kind == Unacked || a.Killed {
 		res.Err = errors.New(a.String())
 	}
-	d := &Delivery{Record: checker.Record{Seq: len(cr.history) + 1, EventID: ev.ID, Key: key, Result: res, Check: cr.index, Step: step, Pos: st.Pos}, Answer: a}
+	d := &Delivery{Record: invariant.Record{Seq: len(cr.history) + 1, EventID: ev.ID, Key: key, Result: res, Check: cr.index, Step: step, Pos: st.Pos}, Answer: a}
 	cr.history = append(cr.history, d)
 	cr.res.History = append(cr.res.History, d.Record)
 	count(&cr.res.Counters, a, cr.seen[ev.ID], cr.sess.t.Broker())
@@ -622,7 +622,7 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 
 // summary is the line of a check without say: the answers, the effect rows
 // and what was caught.
-func summary(history []checker.Record, c runner.Counters, caught []string) string {
+func summary(history []invariant.Record, c runner.Counters, caught []string) string {
 	counts := map[handler.Outcome]int{}
 	for _, r := range history {
 		counts[r.Result.Outcome]++
