@@ -180,8 +180,8 @@ func TestJUnitHarnessErrors(t *testing.T) {
 		}
 	}
 	xmllint(t, out)
-	if run.Verdict() != VerdictError {
-		t.Errorf("verdict %s, want %s", run.Verdict(), VerdictError)
+	if run.Verdict() != invariant.Error {
+		t.Errorf("verdict %s, want %s", run.Verdict(), invariant.Error)
 	}
 }
 
