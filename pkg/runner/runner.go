@@ -17,6 +17,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -145,19 +146,8 @@ func (r *run) check(ctx context.Context, index int, c *scenario.Check) (*CheckRe
 	return cr.res, nil
 }
 
-func (cr *checkRun) fail(step int, pos handler.Location, expected, got, msg string) {
-	cr.res.Failures = append(cr.res.Failures, Failure{Step: step, Pos: pos, Message: msg, Expected: expected, Got: got})
-}
-
-func stepName(step, n, of int) string {
-	s := "the check"
-	if step > 0 {
-		s = "step " + strconv.Itoa(step)
-	}
-	if of > 1 {
-		s += fmt.Sprintf(" (delivery %d of %d)", n, of)
-	}
-	return s
+func (cr *checkRun) fail(step int, pos handler.Location, m words.Miss) {
+	cr.res.Failures = append(cr.res.Failures, Failure{Step: step, Pos: pos, Message: m.Message, Expected: m.Expected, Got: m.Got})
 }
 
 func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) error {
@@ -260,41 +250,35 @@ func (cr *checkRun) expect(step, n int, st *scenario.Step, rec invariant.Record)
 	if e == nil {
 		return
 	}
-	name := stepName(step, n, st.Times)
+	name := words.Step(step, n, st.Times)
 	res := rec.Result
 	if e.Outcome != "" && res.Outcome != e.Outcome {
 		got := string(res.Outcome)
 		if res.Err != nil && res.Outcome == handler.Failed {
 			got += " (" + res.Err.Error() + ")"
 		}
-		cr.fail(step, st.Pos, string(e.Outcome), string(res.Outcome), fmt.Sprintf("%s expected %s, got %s", name, e.Outcome, got))
+		cr.fail(step, st.Pos, words.Outcome(name, string(e.Outcome), string(res.Outcome), got))
 	}
-	if e.Error != "" {
-		switch {
-		case res.Err == nil:
-			cr.fail(step, st.Pos, "error containing "+strconv.Quote(e.Error), "no error", fmt.Sprintf("%s expected an error containing %q, got no error", name, e.Error))
-		case !strings.Contains(res.Err.Error(), e.Error):
-			cr.fail(step, st.Pos, "error containing "+strconv.Quote(e.Error), res.Err.Error(), fmt.Sprintf("%s expected an error containing %q, got %q", name, e.Error, res.Err.Error()))
-		}
+	if e.Error != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), e.Error)) {
+		cr.fail(step, st.Pos, words.Error(name, e.Error, res.Err))
 	}
 	if e.SameEffectAs != "" {
 		want := cr.labels[e.SameEffectAs]
 		if res.EffectID != want || want == 0 {
-			cr.fail(step, st.Pos, fmt.Sprintf("effect %d", want), fmt.Sprintf("effect %d", res.EffectID),
-				fmt.Sprintf("%s expected the effect of %q (id %d), got effect id %d", name, e.SameEffectAs, want, res.EffectID))
+			cr.fail(step, st.Pos, words.SameEffect(name, e.SameEffectAs, want, res.EffectID))
 		}
 	}
 }
 
 func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) error {
-	name := stepName(step, 1, 1)
+	name := words.Step(step, 1, 1)
 	for _, rc := range s.Rows {
 		n, err := cr.store.Count(ctx, rc.Table)
 		if err != nil {
 			return err
 		}
 		if n != rc.N {
-			cr.fail(step, rc.Pos, fmt.Sprintf("%d", rc.N), fmt.Sprintf("%d", n), fmt.Sprintf("%s expected %s in %s, got %d", name, plural(rc.N, "row"), rc.Table, n))
+			cr.fail(step, rc.Pos, words.Rows(name, rc.N, rc.Table, n))
 		}
 	}
 	if len(s.Processed)+len(s.NotProcessed) > 0 {
@@ -312,12 +296,12 @@ func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) er
 		}
 		for _, ref := range s.Processed {
 			if !marked(ref) {
-				cr.fail(step, ref.Pos, "marked processed", "not marked", fmt.Sprintf("%s expected %s to be marked processed, it is not", name, refName(ref)))
+				cr.fail(step, ref.Pos, words.Marked(name, words.Event(ref.ID, ref.Consumer), true))
 			}
 		}
 		for _, ref := range s.NotProcessed {
 			if marked(ref) {
-				cr.fail(step, ref.Pos, "not marked", "marked processed", fmt.Sprintf("%s expected %s not to be marked processed, it is", name, refName(ref)))
+				cr.fail(step, ref.Pos, words.Marked(name, words.Event(ref.ID, ref.Consumer), false))
 			}
 		}
 	}
@@ -327,24 +311,10 @@ func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) er
 			return err
 		}
 		if n != *s.Charges {
-			cr.fail(step, s.ChargesPos, fmt.Sprint(*s.Charges), fmt.Sprint(n), fmt.Sprintf("%s expected %s at the gateway, got %d", name, plural(int64(*s.Charges), "charge"), n))
+			cr.fail(step, s.ChargesPos, words.Charges(name, *s.Charges, n))
 		}
 	}
 	return nil
-}
-
-func refName(ref scenario.EventRef) string {
-	if ref.Consumer != "" {
-		return ref.ID + " (consumer " + ref.Consumer + ")"
-	}
-	return ref.ID
-}
-
-func plural(n int64, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func (r *run) charges(ctx context.Context) (int, error) {
@@ -454,8 +424,8 @@ func Verdict(res *CheckResult, c *scenario.Check) {
 		}
 		sort.Strings(extra)
 		if len(missing) > 0 || len(extra) > 0 {
-			msg := fmt.Sprintf("expected exactly the violations %s, got %s", list(c.Violations), list(sortedKeys(got)))
-			res.Failures = append(res.Failures, Failure{Pos: c.ViolationsPos, Message: msg, Expected: list(c.Violations), Got: list(sortedKeys(got))})
+			m := words.Violations(c.Violations, sortedKeys(got))
+			res.Failures = append(res.Failures, Failure{Pos: c.ViolationsPos, Message: m.Message, Expected: m.Expected, Got: m.Got})
 			for _, v := range res.Violations {
 				if !want[string(v.Invariant)] {
 					f := Failure{Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: string(v.Invariant), Pos: c.Pos}
@@ -478,13 +448,6 @@ func sortedKeys(m map[string]bool) []string {
 		}
 	}
 	return out
-}
-
-func list(xs []string) string {
-	if len(xs) == 0 {
-		return "none"
-	}
-	return strings.Join(xs, ", ")
 }
 
 func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
@@ -531,7 +494,7 @@ func SayValues(cnt Counters, violations []string) map[string]string {
 		"conflicts":         strconv.Itoa(cnt.Conflicts),
 		"failures":          strconv.Itoa(cnt.Failed),
 		"crashes":           strconv.Itoa(cnt.Crashed),
-		"violations":        list(violations),
+		"violations":        words.List(violations),
 		"charges":           "0",
 		"orphan_charges":    strconv.Itoa(cnt.OrphanCharges),
 		"uncharged_effects": strconv.Itoa(cnt.UnchargedEffects),
@@ -550,39 +513,17 @@ func contains(xs []string, s string) bool {
 
 // summary is the report line of a check without say.
 func summary(c Counters, vs []invariant.Violation) string {
-	parts := []string{}
-	add := func(n int, word string) {
-		if n > 0 {
-			parts = append(parts, plural(int64(n), word))
+	var caught []string
+	for _, v := range vs {
+		if !contains(caught, string(v.Invariant)) {
+			caught = append(caught, string(v.Invariant))
 		}
 	}
-	if c.Processed > 0 {
-		parts = append(parts, fmt.Sprintf("%d processed", c.Processed))
-	}
-	add(c.Duplicates, "duplicate")
-	add(c.Conflicts, "conflict")
-	add(c.Failed, "failure")
-	if c.Crashed > 0 {
-		parts = append(parts, fmt.Sprintf("%d crashed", c.Crashed))
-	}
-	s := "1 delivery"
-	if c.Deliveries != 1 {
-		s = fmt.Sprintf("%d deliveries", c.Deliveries)
-	}
-	if len(parts) > 0 {
-		s += ": " + strings.Join(parts, ", ")
-	}
-	if c.Deliveries == 0 {
-		s = "state as expected"
-	}
-	if len(vs) > 0 {
-		var names []string
-		for _, v := range vs {
-			if !contains(names, string(v.Invariant)) {
-				names = append(names, string(v.Invariant))
-			}
-		}
-		s += "; caught " + strings.Join(names, ", ")
-	}
-	return s
+	return words.Summary(c.Deliveries, []words.Tally{
+		{N: c.Processed, Word: "processed"},
+		{N: c.Duplicates, Word: "duplicate", Plural: true},
+		{N: c.Conflicts, Word: "conflict", Plural: true},
+		{N: c.Failed, Word: "failure", Plural: true},
+		{N: c.Crashed, Word: "crashed"},
+	}, "", caught)
 }
