@@ -14,19 +14,19 @@ const SchemaVersion = 1
 
 // Document is the JSON report, as docs/report-json.md describes it.
 type Document struct {
-	Schema     int              `json:"schema"`
-	Tool       string           `json:"tool"`
-	Command    string           `json:"command"`
-	Verdict    string           `json:"verdict"`
-	Seed       int64            `json:"seed"`
-	Duration   float64          `json:"duration_seconds"`
-	Summary    Summary          `json:"summary"`
-	Counters   runner.Counters  `json:"counters"`
-	Boundaries Boundaries       `json:"boundaries"`
-	Coverage   []CoverageCell   `json:"coverage"`
-	Invariants []InvariantTally `json:"invariants"`
-	Files      []FileDoc        `json:"files"`
-	Errors     []ErrorDoc       `json:"errors"`
+	Schema     int               `json:"schema"`
+	Tool       string            `json:"tool"`
+	Command    string            `json:"command"`
+	Verdict    invariant.Verdict `json:"verdict"`
+	Seed       int64             `json:"seed"`
+	Duration   float64           `json:"duration_seconds"`
+	Summary    Summary           `json:"summary"`
+	Counters   runner.Counters   `json:"counters"`
+	Boundaries Boundaries        `json:"boundaries"`
+	Coverage   []CoverageCell    `json:"coverage"`
+	Invariants []InvariantTally  `json:"invariants"`
+	Files      []FileDoc         `json:"files"`
+	Errors     []ErrorDoc        `json:"errors"`
 }
 
 // Summary counts the run's files and checks.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
@@ -78,23 +78,23 @@ func TestTAPEscape(t *testing.T) {
 	}
 }
 
-func record(outcome handler.Outcome, err error) checker.Record {
-	return checker.Record{EventID: "evt", Result: handler.Result{Outcome: outcome, Err: err}}
+func record(outcome handler.Outcome, err error) invariant.Record {
+	return invariant.Record{EventID: "evt", Result: handler.Result{Outcome: outcome, Err: err}}
 }
 
 // A fault point counts as reached only when its injected failure fired.
 func TestBoundariesAndCoverage(t *testing.T) {
 	run := &Run{Store: StoreSQLiteFile, Workers: 0, Files: []*runner.FileResult{
 		{File: "a.yaml", Strategy: handler.EventID, Checks: []runner.CheckResult{
-			{Name: "rollback", Passed: true, History: []checker.Record{
+			{Name: "rollback", Passed: true, History: []invariant.Record{
 				record(handler.Failed, &handler.InjectedError{Point: handler.AfterMarker}),
 				record(handler.Processed, nil),
 			}},
-			{Name: "duplicate asked to fail", Passed: true, History: []checker.Record{
+			{Name: "duplicate asked to fail", Passed: true, History: []invariant.Record{
 				// fail: after-marker on a duplicate: it never got there.
 				record(handler.Duplicate, nil),
 			}},
-			{Name: "crash", Passed: true, History: []checker.Record{
+			{Name: "crash", Passed: true, History: []invariant.Record{
 				record(handler.Crashed, &handler.InjectedError{Point: handler.AfterCommit}),
 				record(handler.Failed, &handler.InjectedError{Point: handler.AfterMarker}),
 			}},
@@ -106,7 +106,7 @@ func TestBoundariesAndCoverage(t *testing.T) {
 			}},
 		}},
 		{File: "b.yaml", Strategy: handler.BusinessKey, Checks: []runner.CheckResult{
-			{Name: "empty key", Passed: true, History: []checker.Record{
+			{Name: "empty key", Passed: true, History: []invariant.Record{
 				record(handler.Failed, &handler.KeyError{Template: "{x}", EventID: "evt"}),
 			}},
 		}},
@@ -224,8 +224,8 @@ func TestJUnitHarnessErrors(t *testing.T) {
 		}
 	}
 	xmllint(t, out)
-	if run.Verdict() != VerdictError {
-		t.Errorf("verdict %s, want %s", run.Verdict(), VerdictError)
+	if run.Verdict() != invariant.Error {
+		t.Errorf("verdict %s, want %s", run.Verdict(), invariant.Error)
 	}
 }
 

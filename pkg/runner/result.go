@@ -3,7 +3,6 @@ package runner
 import (
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
@@ -68,10 +67,10 @@ type CheckResult struct {
 	Line     string // the report line: the check's say, or a plain summary
 	Failures []Failure
 	// Violations are the invariants this check broke (newly, in this check).
-	Violations []checker.Violation
+	Violations []invariant.Violation
 	Declared   []string // the violations the check declared, if it did
 	Counters   Counters
-	History    []checker.Record
+	History    []invariant.Record
 	Duration   time.Duration // wall time of the check, for the reports that show it
 	// Reconciliation lists the gateway mismatches when the check ended
 	// (external-key handlers only).
