@@ -100,7 +100,7 @@ func TestBoundariesAndCoverage(t *testing.T) {
 			}},
 			// interleave held the workers at after-check: reached, though
 			// no failure fired there; at after-commit one also fired.
-			{Name: "race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck, handler.AfterCommit}, History: []checker.Record{
+			{Name: "race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck, handler.AfterCommit}, History: []invariant.Record{
 				record(handler.Processed, nil),
 				record(handler.Crashed, &handler.InjectedError{Point: handler.AfterCommit}),
 			}},
@@ -166,10 +166,10 @@ func TestBoundariesAndCoverage(t *testing.T) {
 func TestCoverageText(t *testing.T) {
 	run := &Run{Store: StoreSQLiteMemory, Files: []*runner.FileResult{
 		{File: "a.yaml", Strategy: handler.EventID, Checks: []runner.CheckResult{
-			{Name: "forced race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck}, History: []checker.Record{record(handler.Processed, nil)}},
+			{Name: "forced race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck}, History: []invariant.Record{record(handler.Processed, nil)}},
 		}},
 		{File: "b.yaml", Strategy: handler.None, Checks: []runner.CheckResult{
-			{Name: "rollback", Passed: true, History: []checker.Record{record(handler.Failed, &handler.InjectedError{Point: handler.AfterEffect})}},
+			{Name: "rollback", Passed: true, History: []invariant.Record{record(handler.Failed, &handler.InjectedError{Point: handler.AfterEffect})}},
 		}},
 	}}
 	var b strings.Builder

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -188,7 +188,7 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	}
 	if first >= 0 {
 		fs := append([]Failure(nil), out.Failures...)
-		fs[0].Message = fmt.Sprintf("failed in %d of %d schedules; first in schedule %d (%s): %s", failed, n, first+1, plan[first], fs[0].Message)
+		fs[0].Message = words.Explored(fs[0].Message, n, failed, first+1, plan[first].String(), nil)
 		out.Failures = fs
 		out.Passed = false
 		return out
@@ -196,7 +196,7 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	// Every schedule passed: the violations are those any schedule broke,
 	// each invariant once, and each declared one must be among them.
 	have := map[invariant.Name]bool{}
-	var union []checker.Violation
+	var union []invariant.Violation
 	for _, r := range results {
 		for _, v := range r.Violations {
 			if !have[v.Invariant] {
@@ -212,16 +212,12 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 			caught = append(caught, fmt.Sprintf("%s in %d", inv.Name, k))
 		}
 	}
-	tail := fmt.Sprintf("%d schedules", n)
-	if len(caught) > 0 {
-		tail += ", caught " + strings.Join(caught, ", ")
-	}
-	out.Line = fmt.Sprintf("%s (%s)", out.Line, tail)
+	out.Line = words.Explored(out.Line, n, 0, 0, "", caught)
 	u := CheckResult{Violations: union}
 	Verdict(&u, c)
 	if !u.Passed {
 		for i := range u.Failures {
-			u.Failures[i].Message += fmt.Sprintf(" (in %d schedules)", n)
+			u.Failures[i].Message = words.InNoSchedule(u.Failures[i].Message, n)
 		}
 		out.Failures, out.Passed = u.Failures, false
 	}

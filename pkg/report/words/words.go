@@ -173,4 +173,25 @@ func Repeated(line string, runs, failed, first int, broken []string) string {
 	return fmt.Sprintf("failed in %d of %d runs (invariants broken: %s); first in run %d: %s", failed, runs, what, first, line)
 }
 
+// Explored words a check run under several schedules (a race explored):
+// the line of one that passed in every schedule gains how many were tried,
+// and in how many each invariant broke; the first failure of one that did
+// not gains how often, and the first schedule that failed, by name, so that
+// it can be written as interleave.
+func Explored(line string, schedules, failed, first int, name string, broken []string) string {
+	if failed == 0 {
+		if len(broken) == 0 {
+			return fmt.Sprintf("%s (%d schedules)", line, schedules)
+		}
+		return fmt.Sprintf("%s (%d schedules, caught %s)", line, schedules, strings.Join(broken, ", "))
+	}
+	return fmt.Sprintf("failed in %d of %d schedules; first in schedule %d (%s): %s", failed, schedules, first, name, line)
+}
+
+// InNoSchedule words a failure that no schedule of an explored check
+// answered: a declared violation that broke in none of them.
+func InNoSchedule(message string, schedules int) string {
+	return fmt.Sprintf("%s (in %d schedules)", message, schedules)
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -27,6 +27,10 @@ func TestWords(t *testing.T) {
 		{"summary without deliveries", Summary(0, nil, "0 effect rows", nil), "state as expected"},
 		{"repeated and passed", Repeated("8 deliveries", 3, 0, 0, nil), "8 deliveries (3 runs: 3 passed, invariants broken: none)"},
 		{"repeated and failed", Repeated("step 1 expected x", 3, 2, 1, []string{"duplicate-effect in 2"}), "failed in 2 of 3 runs (invariants broken: duplicate-effect in 2); first in run 1: step 1 expected x"},
+		{"explored and passed", Explored("4 deliveries", 11, 0, 0, "", nil), "4 deliveries (11 schedules)"},
+		{"explored and caught", Explored("4 deliveries", 11, 0, 0, "", []string{"duplicate-effect in 2"}), "4 deliveries (11 schedules, caught duplicate-effect in 2)"},
+		{"explored and failed", Explored("invariant x broken", 11, 2, 4, "held at after-check, released together", nil), "failed in 2 of 11 schedules; first in schedule 4 (held at after-check, released together): invariant x broken"},
+		{"in no schedule", InNoSchedule("expected exactly the violations duplicate-effect, got none", 11), "expected exactly the violations duplicate-effect, got none (in 11 schedules)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
