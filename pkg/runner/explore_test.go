@@ -51,7 +51,7 @@ func TestUnforcedRaceIsCaught(t *testing.T) {
 	for _, st := range stores(t) {
 		t.Run(st.name, func(t *testing.T) {
 			open := st.open(t)
-			for run := 1; run <= 3; run++ {
+			for run := 1; run <= 2; run++ {
 				res, err := runner.RunFile(context.Background(), s, open)
 				if err != nil {
 					t.Fatalf("run %d: %v", run, err)
