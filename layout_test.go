@@ -19,7 +19,6 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"./pkg/report", append(append([]string{}, drivers...), adapters...)},
 		{"./pkg/replay", append(append([]string{}, drivers...), adapters...)},
 		{"./pkg/invariant", append(append([]string{}, drivers...), adapters...)},
-		{"./pkg/checker", append(append([]string{}, drivers...), adapters...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg, func(t *testing.T) {

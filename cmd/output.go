@@ -12,6 +12,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/spf13/pflag"
+
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // outputOptions are the report flags of every command that runs checks
@@ -153,7 +155,7 @@ func (out *output) finish(s *Streams, run *report.Run, err error) error {
 	if err != nil {
 		return err
 	}
-	if run.Verdict() != report.VerdictPass {
+	if run.Verdict() != invariant.Pass {
 		return problem.ErrVerdict
 	}
 	return nil

@@ -51,6 +51,7 @@ var (
 	DuplicateEffect = &Invariant{
 		Name: "duplicate-effect", Number: 1,
 		Meaning: "a consumer has more than one effect for one event id",
+		decide:  (*check).duplicateEffects,
 		rules:   map[Kind]func(Guard) bool{Handler: nil, Replay: nil, Database: nil},
 		say: func(f Facts) string {
 			if f.Event == "" { // a user's database: rows counted by key
@@ -66,6 +67,8 @@ var (
 	DuplicateKey = &Invariant{
 		Name: "duplicate-key", Number: 2,
 		Meaning: "more than one effect for one business key",
+		decide:  (*check).duplicateKeys,
+		Keyed:   true,
 		rules:   map[Kind]func(Guard) bool{Handler: usesKey, Replay: usesKey},
 		say: func(f Facts) string {
 			return fmt.Sprintf("business key %s has %s in %s (ids %s, events %s)", f.Key, rows(f.Rows), f.Table, strings.Join(f.IDs, ", "), strings.Join(f.Events, ", "))
@@ -74,6 +77,7 @@ var (
 	DoubleCharge = &Invariant{
 		Name: "double-charge", Number: 2,
 		Meaning: "more than one external charge for one business key",
+		decide:  (*check).doubleCharges,
 		rules:   map[Kind]func(Guard) bool{Handler: callsOut},
 		say: func(f Facts) string {
 			s := fmt.Sprintf("business key %s was charged %d times by the gateway (charges %s)", f.Key, f.Rows, strings.Join(f.IDs, ", "))
@@ -86,6 +90,7 @@ var (
 	LostEffect = &Invariant{
 		Name: "lost-effect", Number: 3,
 		Meaning: "an event that was handled has no effect",
+		decide:  (*check).lostEffects,
 		rules:   map[Kind]func(Guard) bool{Handler: nil, Replay: keepsMarkers, Database: nil},
 		say: func(f Facts) string {
 			switch {
@@ -102,6 +107,7 @@ var (
 	MissingMarker = &Invariant{
 		Name: "missing-marker", Number: 3,
 		Meaning: "an event has an effect but no processed marker",
+		decide:  (*check).missingMarkers,
 		rules:   map[Kind]func(Guard) bool{Handler: keepsMarkers, Replay: keepsMarkers},
 		say: func(f Facts) string {
 			if f.Outcome == "" {
@@ -113,6 +119,7 @@ var (
 	HalfWritten = &Invariant{
 		Name: "half-written", Number: 3,
 		Meaning: "an event none of whose deliveries succeeded left rows behind",
+		decide:  (*check).halfWritten,
 		rules:   map[Kind]func(Guard) bool{Handler: nil},
 		say: func(f Facts) string {
 			var what []string
@@ -128,6 +135,7 @@ var (
 	WrongEffect = &Invariant{
 		Name: "wrong-effect", Number: 4,
 		Meaning: "a duplicate returned another effect id than the original's",
+		decide:  (*check).wrongEffects,
 		rules:   map[Kind]func(Guard) bool{Handler: nil},
 		say: func(f Facts) string {
 			return fmt.Sprintf("a duplicate of event %s returned effect %d, the original is %d", f.Event, f.Returned, f.Original)
@@ -136,6 +144,7 @@ var (
 	ChangedByConflict = &Invariant{
 		Name: "changed-by-conflict", Number: 5,
 		Meaning: "a conflicting redelivery changed what is stored",
+		decide:  (*check).changedByConflict,
 		rules:   map[Kind]func(Guard) bool{Handler: nil, Database: nil},
 		say: func(f Facts) string {
 			if f.Key != "" && f.Table != "" {
@@ -151,6 +160,7 @@ var (
 	UnstableKey = &Invariant{
 		Name: "unstable-key", Number: 6,
 		Meaning: "retries of one event sent different idempotency keys",
+		decide:  (*check).unstableKeys,
 		rules:   map[Kind]func(Guard) bool{Handler: callsOut},
 		say: func(f Facts) string {
 			q := make([]string, len(f.IdempotencyKeys))
@@ -163,6 +173,7 @@ var (
 	SharedKey = &Invariant{
 		Name: "shared-key", Number: 6,
 		Meaning: "different business keys sent the same idempotency key",
+		decide:  (*check).sharedKeys,
 		rules:   map[Kind]func(Guard) bool{Handler: callsOut},
 		say: func(f Facts) string {
 			k := ""

@@ -22,10 +22,11 @@
 //
 // # Adding an invariant
 //
-// Add a variable below, list it in All (its position there is the order
-// reports use), give it a rule for each Kind that checks it, and a Say.
-// The catalogue's own tests then require it to be worded, described and
-// shown breakable by the checker of every kind that claims it.
+// Add a variable in catalogue.go, list it in All (its position there is
+// the order reports use), give it a rule for each Kind that checks it, a
+// Say and, when a run checks it, a decide (check.go). The catalogue's own
+// tests then require it to be worded, described and shown breakable by the
+// checker of every kind that claims it.
 package invariant
 
 import "github.com/redeliver/redeliver/pkg/escape"
@@ -66,7 +67,14 @@ type Invariant struct {
 	// rules says, per kind of target that checks it, for which strategies
 	// (nil: for every strategy, and for a user's consumer, which has none).
 	rules map[Kind]func(Guard) bool
+	// Keyed: a run also checks it, whatever the strategy, whenever a
+	// business key is known (recorded with the effects).
+	Keyed bool
 	say   func(Facts) string
+	// decide finds the invariant's breaches in a run's history and state
+	// (check.go); nil for an invariant only a replay or a user's database
+	// decides.
+	decide func(*check, *Invariant)
 }
 
 // String returns the invariant's name.

@@ -1,6 +1,9 @@
 package invariant
 
 import (
+	"encoding/json"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -107,5 +110,43 @@ func TestSay(t *testing.T) {
 	}
 	if got, want := Sentence(LostEffect.Name, "event e1 …", 3), "invariant lost-effect broken: event e1 …, by step 3"; got != want {
 		t.Errorf("Sentence = %q, want %q", got, want)
+	}
+}
+
+// TestDocumentsNameTheCatalogue: the JSON schemas users validate reports
+// against, and the table of invariants in the scenario reference, list
+// exactly the catalogue, in its order. A new invariant is added here, in
+// this package; this test says which documents to bring along.
+func TestDocumentsNameTheCatalogue(t *testing.T) {
+	want := strings.Join(Names(), " ")
+	for _, schema := range []string{"../../docs/report.schema.json", "../../docs/replay.schema.json"} {
+		b, err := os.ReadFile(schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Defs struct {
+				Invariant struct {
+					Enum []string `json:"enum"`
+				} `json:"invariant"`
+			} `json:"$defs"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: %v", schema, err)
+		}
+		if got := strings.Join(s.Defs.Invariant.Enum, " "); got != want {
+			t.Errorf("%s: $defs.invariant.enum is %q, want %q", schema, got, want)
+		}
+	}
+	b, err := os.ReadFile("../../docs/scenarios.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| [1-6] \\| .* \\|$").FindAllStringSubmatch(string(b), -1) {
+		table = append(table, m[1])
+	}
+	if got := strings.Join(table, " "); got != want {
+		t.Errorf("docs/scenarios.md's table of invariants lists %q, want %q", got, want)
 	}
 }

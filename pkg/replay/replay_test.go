@@ -484,7 +484,7 @@ func TestUnexpectedFailures(t *testing.T) {
 		name     string
 		o        Options
 		count    int64
-		verdict  string
+		verdict  invariant.Verdict
 		contains string
 	}{
 		{"business key that does not resolve", Options{Capture: capture.Options{ID: "eventId"}, Handler: handler.Config{Strategy: handler.BusinessKey}},

@@ -51,8 +51,8 @@ type Report struct {
 	FailedOn    []Finding     `json:"failed_on"`
 	Reproducer  string        `json:"reproducer,omitempty"`
 	// ReproducerSteps is how many deliveries the reproducer kept.
-	ReproducerSteps int    `json:"reproducer_steps,omitempty"`
-	Verdict         string `json:"verdict"` // "pass" or "fail"; "error" when the replay did not finish
+	ReproducerSteps int               `json:"reproducer_steps,omitempty"`
+	Verdict         invariant.Verdict `json:"verdict"` // pass or fail; error when the replay did not finish
 
 	examples int   // how many examples a list keeps
 	keyed    int64 // deliveries of the capture that came with a business key
@@ -165,7 +165,7 @@ type FailureExample struct {
 }
 
 // Passed reports whether the verdict is pass.
-func (r *Report) Passed() bool { return r.Verdict == "pass" }
+func (r *Report) Passed() bool { return r.Verdict == invariant.Pass }
 
 func newReport(o Options, resumed bool, before int64) *Report {
 	store := "SQLite in memory"
@@ -209,7 +209,7 @@ func Unfinished(o Options) *Report {
 		}
 		r.Inputs = append(r.Inputs, input{File: name, Format: string(format)})
 	}
-	r.Verdict = "error"
+	r.Verdict = invariant.Error
 	return r
 }
 
@@ -352,9 +352,9 @@ func (r *Report) decide(failOn []Finding) {
 			r.FailedOn = append(r.FailedOn, f)
 		}
 	}
-	r.Verdict = "pass"
+	r.Verdict = invariant.Pass
 	if len(r.Violations) > 0 || len(r.FailedOn) > 0 || r.Unexpected.Count > 0 {
-		r.Verdict = "fail"
+		r.Verdict = invariant.Fail
 	}
 }
 

@@ -31,7 +31,8 @@ type FaultPointReach struct {
 }
 
 // CoverageCell is one cell of the strategy × fault point matrix: the checks
-// whose injected failure fired at that point under that strategy.
+// whose injected failure fired at that point under that strategy, or whose
+// concurrent workers were held there (interleave, or an explored race).
 type CoverageCell struct {
 	Strategy   string     `json:"strategy"`
 	FaultPoint string     `json:"fault_point"`
@@ -42,6 +43,9 @@ type CoverageCell struct {
 type CheckRef struct {
 	File  string `json:"file"`
 	Check string `json:"check"`
+	// Held: the check's workers were held at the point, and no injected
+	// failure fired there.
+	Held bool `json:"held,omitempty"`
 }
 
 // boundariesOf reads what was tested from the run's history: a fault point
@@ -84,7 +88,8 @@ func boundariesOf(run *Run) Boundaries {
 }
 
 // coverageOf builds the strategy × fault point matrix: every strategy the
-// run used against every fault point, with the checks that reached it.
+// run used against every fault point it can reach, with the checks whose
+// injected failure fired there or whose workers were held there.
 func coverageOf(run *Run) []CoverageCell {
 	var strategies []string
 	cells := map[[2]string][]CheckRef{}
@@ -104,11 +109,21 @@ func coverageOf(run *Run) []CoverageCell {
 				k := [2]string{s, string(p)}
 				cells[k] = append(cells[k], CheckRef{File: f.File, Check: c.Name})
 			}
+			for _, p := range c.Held {
+				if !seen[p] {
+					seen[p] = true
+					k := [2]string{s, string(p)}
+					cells[k] = append(cells[k], CheckRef{File: f.File, Check: c.Name, Held: true})
+				}
+			}
 		}
 	}
 	out := []CoverageCell{}
 	for _, s := range strategies {
 		for _, p := range handler.FaultPoints {
+			if !handler.Strategy(s).Reaches(p) {
+				continue
+			}
 			checks := cells[[2]string{s, string(p)}]
 			if checks == nil {
 				checks = []CheckRef{}
@@ -165,35 +180,35 @@ func boundaryLine(b Boundaries) string {
 // the failure modes its scenarios never touch.
 func Coverage(w io.Writer, run *Run) error {
 	var b strings.Builder
-	b.WriteString("coverage: strategy × fault point → checks whose injected failure fired there\n")
+	b.WriteString("coverage: strategy × reachable fault point → checks whose injected failure fired there, or [held] racing workers there\n")
 	several := len(run.Files) > 1
 	width := 0
 	for _, p := range handler.FaultPoints {
 		width = max(width, len(p))
 	}
 	strategy := ""
-	// A point counts as missed only where a strategy of the run can reach
-	// it: none has no after-check, only external-key an after-external.
+	// The matrix holds only the points a strategy can reach (none has no
+	// after-check, only external-key an after-external), so a point is
+	// missed only where one could have reached it.
 	missed := map[string]bool{}
 	for _, cell := range coverageOf(run) {
 		if cell.Strategy != strategy {
 			strategy = cell.Strategy
 			fmt.Fprintf(&b, "  %s\n", strategy)
 		}
-		if !handler.Strategy(cell.Strategy).Reaches(handler.FaultPoint(cell.FaultPoint)) {
-			fmt.Fprintf(&b, "    %-*s  (this strategy never reaches it)\n", width, cell.FaultPoint)
-			continue
-		}
 		if _, seen := missed[cell.FaultPoint]; !seen {
 			missed[cell.FaultPoint] = true
 		}
 		names := []string{}
 		for _, c := range cell.Checks {
+			name := c.Check
 			if several {
-				names = append(names, escape.Line(fmt.Sprintf("%s (%s)", c.Check, c.File)))
-			} else {
-				names = append(names, escape.Line(c.Check))
+				name = fmt.Sprintf("%s (%s)", c.Check, c.File)
 			}
+			if c.Held {
+				name += " [held]"
+			}
+			names = append(names, escape.Line(name))
 		}
 		if len(names) > 0 {
 			missed[cell.FaultPoint] = false

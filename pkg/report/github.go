@@ -9,6 +9,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 
 	"github.com/redeliver/redeliver/pkg/escape"
+
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // GitHub Actions reads workflow commands from a step's output: each
@@ -79,9 +81,9 @@ func StepSummary(w io.Writer, run *Run) error {
 	var b strings.Builder
 	total, failed := run.checks(), run.failed()
 	switch run.Verdict() {
-	case VerdictPass:
+	case invariant.Pass:
 		fmt.Fprintf(&b, "### redeliver: PASS, %s passed\n\n", countOf(total, "check"))
-	case VerdictFail:
+	case invariant.Fail:
 		fmt.Fprintf(&b, "### redeliver: FAIL, %d of %s failed\n\n", failed, countOf(total, "check"))
 	default:
 		fmt.Fprintf(&b, "### redeliver: ERROR, %s\n\n", countOf(len(run.Errors), "harness error"))

@@ -14,19 +14,19 @@ const SchemaVersion = 1
 
 // Document is the JSON report, as docs/report-json.md describes it.
 type Document struct {
-	Schema     int              `json:"schema"`
-	Tool       string           `json:"tool"`
-	Command    string           `json:"command"`
-	Verdict    string           `json:"verdict"`
-	Seed       int64            `json:"seed"`
-	Duration   float64          `json:"duration_seconds"`
-	Summary    Summary          `json:"summary"`
-	Counters   runner.Counters  `json:"counters"`
-	Boundaries Boundaries       `json:"boundaries"`
-	Coverage   []CoverageCell   `json:"coverage"`
-	Invariants []InvariantTally `json:"invariants"`
-	Files      []FileDoc        `json:"files"`
-	Errors     []ErrorDoc       `json:"errors"`
+	Schema     int               `json:"schema"`
+	Tool       string            `json:"tool"`
+	Command    string            `json:"command"`
+	Verdict    invariant.Verdict `json:"verdict"`
+	Seed       int64             `json:"seed"`
+	Duration   float64           `json:"duration_seconds"`
+	Summary    Summary           `json:"summary"`
+	Counters   runner.Counters   `json:"counters"`
+	Boundaries Boundaries        `json:"boundaries"`
+	Coverage   []CoverageCell    `json:"coverage"`
+	Invariants []InvariantTally  `json:"invariants"`
+	Files      []FileDoc         `json:"files"`
+	Errors     []ErrorDoc        `json:"errors"`
 }
 
 // Summary counts the run's files and checks.
@@ -62,10 +62,13 @@ type FileDoc struct {
 
 // CheckDoc is one check's result.
 type CheckDoc struct {
-	Name       string          `json:"name"`
-	Location   *Location       `json:"location"`
-	Passed     bool            `json:"passed"`
-	Line       string          `json:"line"`
+	Name     string    `json:"name"`
+	Location *Location `json:"location"`
+	Passed   bool      `json:"passed"`
+	Line     string    `json:"line"`
+	// Schedules is how many schedules an explored check (a concurrent
+	// step without interleave) was run under; absent for other checks.
+	Schedules  int             `json:"schedules,omitempty"`
 	Duration   float64         `json:"duration_seconds"`
 	Counters   runner.Counters `json:"counters"`
 	Declared   []string        `json:"declared_violations"`
@@ -157,7 +160,7 @@ func NewDocument(run *Run) *Document {
 
 func checkDoc(c runner.CheckResult) CheckDoc {
 	cd := CheckDoc{
-		Name: c.Name, Location: locationOf(c.Pos), Passed: c.Passed, Line: c.Line,
+		Name: c.Name, Location: locationOf(c.Pos), Passed: c.Passed, Line: c.Line, Schedules: c.Schedules,
 		Duration: seconds(c.Duration), Counters: c.Counters, Declared: c.Declared,
 		Failures: []FailureDoc{}, Violations: []ViolationDoc{}, Deliveries: []DeliveryDoc{},
 		Reconciliation: append([]string{}, c.Reconciliation...),

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
@@ -78,29 +78,35 @@ func TestTAPEscape(t *testing.T) {
 	}
 }
 
-func record(outcome handler.Outcome, err error) checker.Record {
-	return checker.Record{EventID: "evt", Result: handler.Result{Outcome: outcome, Err: err}}
+func record(outcome handler.Outcome, err error) invariant.Record {
+	return invariant.Record{EventID: "evt", Result: handler.Result{Outcome: outcome, Err: err}}
 }
 
 // A fault point counts as reached only when its injected failure fired.
 func TestBoundariesAndCoverage(t *testing.T) {
 	run := &Run{Store: StoreSQLiteFile, Workers: 0, Files: []*runner.FileResult{
 		{File: "a.yaml", Strategy: handler.EventID, Checks: []runner.CheckResult{
-			{Name: "rollback", Passed: true, History: []checker.Record{
+			{Name: "rollback", Passed: true, History: []invariant.Record{
 				record(handler.Failed, &handler.InjectedError{Point: handler.AfterMarker}),
 				record(handler.Processed, nil),
 			}},
-			{Name: "duplicate asked to fail", Passed: true, History: []checker.Record{
+			{Name: "duplicate asked to fail", Passed: true, History: []invariant.Record{
 				// fail: after-marker on a duplicate: it never got there.
 				record(handler.Duplicate, nil),
 			}},
-			{Name: "crash", Passed: true, History: []checker.Record{
+			{Name: "crash", Passed: true, History: []invariant.Record{
 				record(handler.Crashed, &handler.InjectedError{Point: handler.AfterCommit}),
 				record(handler.Failed, &handler.InjectedError{Point: handler.AfterMarker}),
 			}},
+			// interleave held the workers at after-check: reached, though
+			// no failure fired there; at after-commit one also fired.
+			{Name: "race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck, handler.AfterCommit}, History: []invariant.Record{
+				record(handler.Processed, nil),
+				record(handler.Crashed, &handler.InjectedError{Point: handler.AfterCommit}),
+			}},
 		}},
 		{File: "b.yaml", Strategy: handler.BusinessKey, Checks: []runner.CheckResult{
-			{Name: "empty key", Passed: true, History: []checker.Record{
+			{Name: "empty key", Passed: true, History: []invariant.Record{
 				record(handler.Failed, &handler.KeyError{Template: "{x}", EventID: "evt"}),
 			}},
 		}},
@@ -112,7 +118,7 @@ func TestBoundariesAndCoverage(t *testing.T) {
 	if want := []string{"event-id", "business-key"}; !reflect.DeepEqual(b.Strategies, want) {
 		t.Errorf("strategies %v, want %v", b.Strategies, want)
 	}
-	wantOutcomes := map[string]int{"processed": 1, "duplicate": 1, "conflict": 0, "failed": 3, "crashed": 1}
+	wantOutcomes := map[string]int{"processed": 2, "duplicate": 1, "conflict": 0, "failed": 3, "crashed": 2}
 	if !reflect.DeepEqual(b.Outcomes, wantOutcomes) {
 		t.Errorf("outcomes %v, want %v", b.Outcomes, wantOutcomes)
 	}
@@ -122,7 +128,7 @@ func TestBoundariesAndCoverage(t *testing.T) {
 			reached[fp.Point] = fp.Outcomes
 		}
 	}
-	wantReached := map[string]map[string]int{"after-marker": {"failed": 2}, "after-commit": {"crashed": 1}}
+	wantReached := map[string]map[string]int{"after-marker": {"failed": 2}, "after-commit": {"crashed": 2}}
 	if !reflect.DeepEqual(reached, wantReached) {
 		t.Errorf("reached %v, want %v", reached, wantReached)
 	}
@@ -131,21 +137,59 @@ func TestBoundariesAndCoverage(t *testing.T) {
 	for _, c := range coverageOf(run) {
 		var names []string
 		for _, ref := range c.Checks {
-			names = append(names, ref.File+"/"+ref.Check)
+			name := ref.File + "/" + ref.Check
+			if ref.Held {
+				name += " (held)"
+			}
+			names = append(names, name)
 		}
 		cells[c.Strategy+" × "+c.FaultPoint] = names
 	}
-	if len(cells) != 2*len(handler.FaultPoints) {
-		t.Errorf("%d cells, want every strategy used × every fault point (%d)", len(cells), 2*len(handler.FaultPoints))
+	// Neither strategy reaches after-external: 5 cells each.
+	if len(cells) != 2*5 || cells["event-id × after-external"] != nil {
+		t.Errorf("%d cells, want every strategy used × every fault point it reaches (10): %v", len(cells), cells)
 	}
 	wantCells := map[string][]string{
 		"event-id × after-marker": {"a.yaml/rollback", "a.yaml/crash"},
-		"event-id × after-commit": {"a.yaml/crash"},
+		"event-id × after-commit": {"a.yaml/crash", "a.yaml/race"},
+		"event-id × after-check":  {"a.yaml/race (held)"},
 	}
 	for k, v := range cells {
 		if !reflect.DeepEqual(v, wantCells[k]) {
 			t.Errorf("cell %s: %v, want %v", k, v, wantCells[k])
 		}
+	}
+}
+
+// TestCoverageText: the matrix lists only the points each strategy can
+// reach, and a point where interleave held racing workers was reached.
+func TestCoverageText(t *testing.T) {
+	run := &Run{Store: StoreSQLiteMemory, Files: []*runner.FileResult{
+		{File: "a.yaml", Strategy: handler.EventID, Checks: []runner.CheckResult{
+			{Name: "forced race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck}, History: []invariant.Record{record(handler.Processed, nil)}},
+		}},
+		{File: "b.yaml", Strategy: handler.None, Checks: []runner.CheckResult{
+			{Name: "rollback", Passed: true, History: []invariant.Record{record(handler.Failed, &handler.InjectedError{Point: handler.AfterEffect})}},
+		}},
+	}}
+	var b strings.Builder
+	if err := Coverage(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"\n    after-check     forced race (a.yaml) [held]\n",
+		"\n    after-effect    rollback (b.yaml)\n",
+		"\nnever reached: before-begin, after-marker, after-commit\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("coverage lacks %q:\n%s", want, got)
+		}
+	}
+	// none reaches neither after-check nor after-marker; neither strategy
+	// after-external: each strategy lists 5 and 3 points.
+	if n := strings.Count(got, "\n    "); n != 5+3 || strings.Contains(got, "after-external") {
+		t.Errorf("%d points listed, want 8 and no after-external:\n%s", n, got)
 	}
 }
 
@@ -180,8 +224,8 @@ func TestJUnitHarnessErrors(t *testing.T) {
 		}
 	}
 	xmllint(t, out)
-	if run.Verdict() != VerdictError {
-		t.Errorf("verdict %s, want %s", run.Verdict(), VerdictError)
+	if run.Verdict() != invariant.Error {
+		t.Errorf("verdict %s, want %s", run.Verdict(), invariant.Error)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/runner"
 
 	"github.com/redeliver/redeliver/pkg/escape"
+
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // Format is a report format.
@@ -93,23 +95,16 @@ type Run struct {
 	Duration time.Duration
 }
 
-// Verdicts of a run.
-const (
-	VerdictPass  = "pass"
-	VerdictFail  = "fail"
-	VerdictError = "error"
-)
-
 // Verdict is pass when every check passed, error when the harness failed,
 // and fail when a check did.
-func (r *Run) Verdict() string {
+func (r *Run) Verdict() invariant.Verdict {
 	switch {
 	case len(r.Errors) > 0:
-		return VerdictError
+		return invariant.Error
 	case r.failed() > 0:
-		return VerdictFail
+		return invariant.Fail
 	}
-	return VerdictPass
+	return invariant.Pass
 }
 
 func (r *Run) checks() int {

@@ -3,7 +3,6 @@ package runner
 import (
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
@@ -68,14 +67,30 @@ type CheckResult struct {
 	Line     string // the report line: the check's say, or a plain summary
 	Failures []Failure
 	// Violations are the invariants this check broke (newly, in this check).
-	Violations []checker.Violation
+	Violations []invariant.Violation
 	Declared   []string // the violations the check declared, if it did
 	Counters   Counters
-	History    []checker.Record
+	History    []invariant.Record
 	Duration   time.Duration // wall time of the check, for the reports that show it
 	// Reconciliation lists the gateway mismatches when the check ended
 	// (external-key handlers only).
 	Reconciliation []string
+	// Held lists the fault points at which a concurrent step's workers were
+	// held (by interleave, or while the check was explored): reached.
+	Held []handler.FaultPoint
+	// Schedules is how many schedules the check was run under, when it was
+	// explored (a concurrent step without interleave); 0 otherwise.
+	Schedules int
+}
+
+// held records that workers were held at p.
+func (c *CheckResult) held(p handler.FaultPoint) {
+	for _, q := range c.Held {
+		if q == p {
+			return
+		}
+	}
+	c.Held = append(c.Held, p)
 }
 
 // FileResult is the outcome of one scenario file.

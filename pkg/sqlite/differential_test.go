@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -93,12 +92,12 @@ func compare(t *testing.T, strategy handler.Strategy, ds []delivery) []invariant
 	}
 	defer plain.Close()
 	h := handler.New(cfg, plain, nil, clock)
-	var history []checker.Record
+	var history []invariant.Record
 	var results []handler.Result
 	for i, d := range ds {
 		res := h.Handle(ctx, d.of(i+1), handler.FailAt(d.fault))
 		results = append(results, res)
-		history = append(history, checker.Record{Seq: i + 1, EventID: d.event, Consumer: h.Scope(d.of(i + 1)), Key: res.Key, Result: res, At: clock()})
+		history = append(history, invariant.Record{Seq: i + 1, EventID: d.event, Consumer: h.Scope(d.of(i + 1)), Key: res.Key, Result: res, At: clock()})
 	}
 	markers, err := plain.Markers(ctx)
 	if err != nil {
@@ -108,7 +107,7 @@ func compare(t *testing.T, strategy handler.Strategy, ds []delivery) []invariant
 	if err != nil {
 		t.Fatal(err)
 	}
-	inMemory := checker.Check(strategy, cfg.Effect, history, checker.State{Markers: markers, Effects: effects})
+	inMemory := invariant.Check(strategy, cfg.Effect, history, invariant.State{Markers: markers, Effects: effects})
 
 	rdb, err := sqlite.OpenReplay(ctx, sqlite.Memory, cfg)
 	if err != nil {
@@ -142,7 +141,7 @@ func compare(t *testing.T, strategy handler.Strategy, ds []delivery) []invariant
 			t.Fatalf("%s: %d breaches, %d examples under a limit of 1000", b.Invariant, b.Count, len(b.Examples))
 		}
 	}
-	memBy := map[invariant.Name][]checker.Violation{}
+	memBy := map[invariant.Name][]invariant.Violation{}
 	for _, v := range inMemory {
 		memBy[v.Invariant] = append(memBy[v.Invariant], v)
 	}
@@ -165,7 +164,7 @@ func compare(t *testing.T, strategy handler.Strategy, ds []delivery) []invariant
 }
 
 // words lists the breaches as "event consumer: detail", sorted.
-func words(vs []checker.Violation) string {
+func words(vs []invariant.Violation) string {
 	var s []string
 	for _, v := range vs {
 		s = append(s, v.EventID+" "+v.Consumer+": "+v.Detail)
@@ -175,7 +174,7 @@ func words(vs []checker.Violation) string {
 }
 
 // events lists the distinct events and consumers named, sorted.
-func events(lists ...[]checker.Violation) string {
+func events(lists ...[]invariant.Violation) string {
 	seen := map[string]bool{}
 	var s []string
 	for _, vs := range lists {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
@@ -115,7 +114,7 @@ func (r *ReplayDB) invariants(ctx context.Context, s invariant.Guard, keyed bool
 				if f.Key != "" {
 					b.Keys = append(b.Keys, f.Key)
 				}
-				b.Examples = append(b.Examples, checker.Violation{Invariant: q.inv.Name, EventID: f.Event, Consumer: f.Consumer, Detail: q.inv.Say(f)})
+				b.Examples = append(b.Examples, invariant.Violation{Invariant: q.inv.Name, EventID: f.Event, Consumer: f.Consumer, Detail: q.inv.Say(f)})
 			}
 		})
 		if err != nil {
@@ -184,14 +183,14 @@ func (r *ReplayDB) unmatched(ctx context.Context, conn *sql.Conn, limit int) (lo
 		case c < 0:
 			lost.Count++
 			if len(lost.Examples) < limit {
-				lost.Examples = append(lost.Examples, checker.Violation{Invariant: lost.Invariant, EventID: p.event, Consumer: p.consumer,
+				lost.Examples = append(lost.Examples, invariant.Violation{Invariant: lost.Invariant, EventID: p.event, Consumer: p.consumer,
 					Detail: invariant.LostEffect.Say(invariant.Facts{Event: p.event, Consumer: p.consumer, Table: r.effect})})
 			}
 			err = nextP()
 		case c > 0:
 			missing.Count++
 			if len(missing.Examples) < limit {
-				missing.Examples = append(missing.Examples, checker.Violation{Invariant: missing.Invariant, EventID: e.event, Consumer: e.consumer,
+				missing.Examples = append(missing.Examples, invariant.Violation{Invariant: missing.Invariant, EventID: e.event, Consumer: e.consumer,
 					Detail: invariant.MissingMarker.Say(invariant.Facts{Event: e.event, Consumer: e.consumer, Table: r.effect, IDs: []string{strconv.FormatInt(e.id, 10)}})})
 			}
 			err = nextE()

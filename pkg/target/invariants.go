@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
@@ -15,7 +14,7 @@ var Invariants = invariant.Checked(invariant.Database, nil)
 
 // Delivery is one delivery to the target and what came back.
 type Delivery struct {
-	checker.Record
+	invariant.Record
 	Answer Answer
 	// Changed describes how a conflict answer changed the key's rows
 	// ("" when it did not).
@@ -24,8 +23,8 @@ type Delivery struct {
 
 // judge reads the history and the effect rows and returns every broken
 // invariant, sorted by invariant and event.
-func judge(history []*Delivery, rows []effects.Row, table string) []checker.Violation {
-	var out []checker.Violation
+func judge(history []*Delivery, rows []effects.Row, table string) []invariant.Violation {
+	var out []invariant.Violation
 	byKey := map[string][]effects.Row{}
 	for _, r := range rows {
 		byKey[r.Key] = append(byKey[r.Key], r)
@@ -44,7 +43,7 @@ func judge(history []*Delivery, rows []effects.Row, table string) []checker.Viol
 	sort.Strings(keys)
 	for _, k := range keys {
 		rs := byKey[k]
-		v := checker.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: k, Detail: invariant.DuplicateEffect.Say(invariant.Facts{Key: k, Rows: int64(len(rs)), Table: table, Events: eventsOf(rs)})}
+		v := invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: k, Detail: invariant.DuplicateEffect.Say(invariant.Facts{Key: k, Rows: int64(len(rs)), Table: table, Events: eventsOf(rs)})}
 		if d := lastOfKey[k]; d != nil {
 			v.EventID = d.EventID
 			v.By = &d.Record
@@ -59,13 +58,13 @@ func judge(history []*Delivery, rows []effects.Row, table string) []checker.Viol
 			continue
 		}
 		lost[d.EventID] = true
-		out = append(out, checker.Violation{Invariant: invariant.LostEffect.Name, EventID: d.EventID,
+		out = append(out, invariant.Violation{Invariant: invariant.LostEffect.Name, EventID: d.EventID,
 			Detail: invariant.LostEffect.Say(invariant.Facts{Event: d.EventID, Outcome: string(Acked), Key: d.Key, Table: table}), By: &d.Record})
 	}
 	// changed-by-conflict: a conflict answer that changed the key's rows.
 	for _, d := range history {
 		if d.Answer.Kind == Conflict && d.Changed != "" {
-			out = append(out, checker.Violation{Invariant: invariant.ChangedByConflict.Name, EventID: d.EventID,
+			out = append(out, invariant.Violation{Invariant: invariant.ChangedByConflict.Name, EventID: d.EventID,
 				Detail: invariant.ChangedByConflict.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Changed}), By: &d.Record})
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 func delivery(id, key string, kind Kind, changed string) *Delivery {
-	return &Delivery{Record: checker.Record{EventID: id, Key: key}, Answer: Answer{Kind: kind}, Changed: changed}
+	return &Delivery{Record: invariant.Record{EventID: id, Key: key}, Answer: Answer{Kind: kind}, Changed: changed}
 }
 
 func TestJudge(t *testing.T) {
@@ -26,8 +26,8 @@ func TestJudge(t *testing.T) {
 		{"unacked without a row is not lost", []*Delivery{delivery("e1", "O-1", Unacked, "")}, nil, nil},
 		{"rejected without a row is not lost", []*Delivery{delivery("e1", "O-1", Rejected, "")}, nil, nil},
 		{"a conflict that changed the rows", []*Delivery{delivery("e1", "O-1", Acked, ""), delivery("e1", "O-1", Conflict, "1 became 2")}, []effects.Row{row("O-1", "e1")}, []string{"changed-by-conflict e1"}},
-		{"a publish dropped by the duplicate window is not lost", []*Delivery{{Record: checker.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Acked, Duplicate: true}}}, nil, nil},
-		{"a published event without a row is lost", []*Delivery{delivery("e1", "O-1", Acked, ""), {Record: checker.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Acked, Duplicate: true}}}, nil, []string{"lost-effect e1"}},
+		{"a publish dropped by the duplicate window is not lost", []*Delivery{{Record: invariant.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Acked, Duplicate: true}}}, nil, nil},
+		{"a published event without a row is lost", []*Delivery{delivery("e1", "O-1", Acked, ""), {Record: invariant.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Acked, Duplicate: true}}}, nil, []string{"lost-effect e1"}},
 		{"a conflict that changed nothing", []*Delivery{delivery("e1", "O-1", Acked, ""), delivery("e1", "O-1", Conflict, "")}, []effects.Row{row("O-1", "e1")}, nil},
 	}
 	for _, tt := range tests {

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
-	"github.com/redeliver/redeliver/pkg/checker"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -373,7 +373,7 @@ func (r *replayer) record(j job, ev Event, a Answer, _ bool) *Delivery {
 	if a.Kind == Unacked {
 		res.Err = errors.New(a.String())
 	}
-	d := &Delivery{Record: checker.Record{Seq: len(r.hist) + 1, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At}, Answer: a}
+	d := &Delivery{Record: invariant.Record{Seq: len(r.hist) + 1, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At}, Answer: a}
 	r.hist = append(r.hist, d)
 	count(&r.res.Counters, a, r.seen[ev.ID], r.sess.t.Broker())
 	r.seen[ev.ID] = true

@@ -1,8 +1,8 @@
-// Package checker decides whether a run kept the guarantees of an
-// idempotent consumer: it reads the history of deliveries and what the
-// store holds, and names every broken invariant of the catalogue
-// (package invariant) with its event and rows.
-package checker
+package invariant
+
+// The in-memory checker: it reads the history of a run's deliveries and
+// what the stores hold, and asks every invariant a run checks (its
+// decide, in the catalogue) for its breaches.
 
 import (
 	"sort"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
-	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // Record is one delivery of the history and what came back.
@@ -46,7 +45,7 @@ type Charge struct {
 
 // Violation is one broken invariant, with the event, the rows and the delivery behind it.
 type Violation struct {
-	Invariant invariant.Name
+	Invariant Name
 	EventID   string
 	Consumer  string
 	Detail    string
@@ -63,38 +62,33 @@ func (v Violation) String() string {
 	if v.By != nil {
 		step = v.By.Step
 	}
-	return invariant.Sentence(v.Invariant, v.Detail, step)
+	return Sentence(v.Invariant, v.Detail, step)
 }
 
 type unit struct{ event, consumer string }
 
 // Check reads the history and the state and returns every broken invariant,
-// sorted by invariant and event.
+// sorted by invariant and event: each invariant of the catalogue that a run
+// with this strategy checks decides its own breaches (its decide).
 func Check(strategy handler.Strategy, effectTable string, history []Record, st State) []Violation {
 	c := &check{strategy: strategy, table: effectTable, history: history, st: st}
 	c.index()
-	c.duplicateEffects()
-	// Invariant 2 holds wherever a business key is known: for the
-	// strategies that dedup on it, and for any other whose handler names one
-	// (recorded with every effect) — one business event, one effect,
-	// whatever its ids.
-	if c.checks(invariant.DuplicateKey) || c.keyed() {
-		c.duplicateKeys()
+	for _, inv := range All {
+		if inv.decide != nil && (inv.CheckedBy(Handler, strategy) || inv.Keyed && c.keyed()) {
+			inv.decide(c, inv)
+		}
 	}
-	c.charges()
-	c.handled()
-	c.duplicatesReturnOriginal()
-	c.conflicts()
 	sort.SliceStable(c.out, func(i, j int) bool {
 		a, b := c.out[i], c.out[j]
 		if a.Invariant != b.Invariant {
-			return invariant.Order(a.Invariant) < invariant.Order(b.Invariant)
+			return Order(a.Invariant) < Order(b.Invariant)
 		}
 		return a.EventID < b.EventID
 	})
 	return c.out
 }
 
+// check is a run's history and state, indexed for the decisions.
 type check struct {
 	strategy handler.Strategy
 	table    string
@@ -108,6 +102,7 @@ type check struct {
 	byKey      map[string][]handler.Effect
 	markers    map[unit]bool
 	byEffectID map[int64]*Record
+	byCharge   map[int64]*Record // the delivery that made each charge
 }
 
 func (c *check) index() {
@@ -116,6 +111,7 @@ func (c *check) index() {
 	c.byKey = map[string][]handler.Effect{}
 	c.markers = map[unit]bool{}
 	c.byEffectID = map[int64]*Record{}
+	c.byCharge = map[int64]*Record{}
 	for i := range c.history {
 		r := &c.history[i]
 		u := unit{r.EventID, r.Consumer}
@@ -127,6 +123,9 @@ func (c *check) index() {
 			if _, seen := c.byEffectID[r.Result.EffectID]; !seen {
 				c.byEffectID[r.Result.EffectID] = r
 			}
+		}
+		if x := r.Result.External; x != nil && x.ChargeID != 0 && !x.Replayed {
+			c.byCharge[x.ChargeID] = r
 		}
 	}
 	for _, e := range c.st.Effects {
@@ -141,11 +140,9 @@ func (c *check) index() {
 	}
 }
 
-func (c *check) add(v Violation) { c.out = append(c.out, v) }
-
-// checks says whether the catalogue has a run with this strategy check inv.
-func (c *check) checks(inv *invariant.Invariant) bool {
-	return inv.CheckedBy(invariant.Handler, c.strategy)
+// breach records one breach of inv, worded from its facts.
+func (c *check) breach(inv *Invariant, event, consumer string, f Facts, by *Record) {
+	c.out = append(c.out, Violation{Invariant: inv.Name, EventID: event, Consumer: consumer, Detail: inv.Say(f), By: by})
 }
 
 func ids(es []handler.Effect) []string {
@@ -156,8 +153,8 @@ func ids(es []handler.Effect) []string {
 	return s
 }
 
-// Invariant 1.
-func (c *check) duplicateEffects() {
+// duplicateEffects: more than one effect for one event and consumer.
+func (c *check) duplicateEffects(inv *Invariant) {
 	keys := make([]unit, 0, len(c.effects))
 	for u := range c.effects {
 		keys = append(keys, u)
@@ -168,9 +165,7 @@ func (c *check) duplicateEffects() {
 		if len(es) < 2 {
 			continue
 		}
-		c.add(Violation{Invariant: invariant.DuplicateEffect.Name, EventID: u.event, Consumer: u.consumer,
-			Detail: invariant.DuplicateEffect.Say(invariant.Facts{Event: u.event, Consumer: u.consumer, Table: c.table, Rows: int64(len(es)), IDs: ids(es)}),
-			By:     c.byEffectID[es[1].ID]})
+		c.breach(inv, u.event, u.consumer, Facts{Event: u.event, Consumer: u.consumer, Table: c.table, Rows: int64(len(es)), IDs: ids(es)}, c.byEffectID[es[1].ID])
 	}
 }
 
@@ -196,8 +191,8 @@ func byConsumer(es []handler.Effect) [][]handler.Effect {
 	return out
 }
 
-// Invariant 2, effects.
-func (c *check) duplicateKeys() {
+// duplicateKeys: more than one effect for one business key.
+func (c *check) duplicateKeys(inv *Invariant) {
 	keys := make([]string, 0, len(c.byKey))
 	for k := range c.byKey {
 		keys = append(keys, k)
@@ -216,18 +211,13 @@ func (c *check) duplicateKeys() {
 			for _, e := range es {
 				events = append(events, e.EventID)
 			}
-			c.add(Violation{Invariant: invariant.DuplicateKey.Name, EventID: es[1].EventID, Consumer: es[1].Consumer,
-				Detail: invariant.DuplicateKey.Say(invariant.Facts{Key: k, Table: c.table, Rows: int64(len(es)), IDs: ids(es), Events: events}),
-				By:     c.byEffectID[es[1].ID]})
+			c.breach(inv, es[1].EventID, es[1].Consumer, Facts{Key: k, Table: c.table, Rows: int64(len(es)), IDs: ids(es), Events: events}, c.byEffectID[es[1].ID])
 		}
 	}
 }
 
-// Invariants 2 (charges) and 6.
-func (c *check) charges() {
-	if !c.checks(invariant.DoubleCharge) {
-		return
-	}
+// doubleCharges: more than one charge at the provider for one business key.
+func (c *check) doubleCharges(inv *Invariant) {
 	byRef := map[string][]Charge{}
 	var refs []string
 	for _, ch := range c.st.Charges {
@@ -235,13 +225,6 @@ func (c *check) charges() {
 			refs = append(refs, ch.OrderRef)
 		}
 		byRef[ch.OrderRef] = append(byRef[ch.OrderRef], ch)
-	}
-	byCharge := map[int64]*Record{}
-	for i := range c.history {
-		r := &c.history[i]
-		if x := r.Result.External; x != nil && x.ChargeID != 0 && !x.Replayed {
-			byCharge[x.ChargeID] = r
-		}
 	}
 	for _, ref := range refs {
 		chs := byRef[ref]
@@ -252,43 +235,50 @@ func (c *check) charges() {
 		for _, ch := range chs {
 			ids = append(ids, strconv.FormatInt(ch.ID, 10))
 		}
-		by := byCharge[chs[1].ID]
+		by := c.byCharge[chs[1].ID]
 		ev := ""
 		if by != nil {
 			ev = by.EventID
 		}
-		c.add(Violation{Invariant: invariant.DoubleCharge.Name, EventID: ev, By: by,
-			Detail: invariant.DoubleCharge.Say(invariant.Facts{Key: ref, Rows: int64(len(chs)), IDs: ids, By: ev})})
+		c.breach(inv, ev, "", Facts{Key: ref, Rows: int64(len(chs)), IDs: ids, By: ev}, by)
 	}
-	// Invariant 6: one event, one key; one key, one business key.
-	keyOwner := map[string]string{}
+}
+
+// unstableKeys: the retries of one event sent more than one idempotency key.
+func (c *check) unstableKeys(inv *Invariant) {
 	for _, u := range c.units {
 		var keys []string
-		var first *Record
+		var second *Record
+		for _, r := range c.byUnit[u] {
+			if x := r.Result.External; x != nil && !contains(keys, x.IdempotencyKey) {
+				keys = append(keys, x.IdempotencyKey)
+				if len(keys) == 2 {
+					second = r
+				}
+			}
+		}
+		if len(keys) > 1 {
+			c.breach(inv, u.event, u.consumer, Facts{Event: u.event, IdempotencyKeys: keys}, second)
+		}
+	}
+}
+
+// sharedKeys: one idempotency key sent for more than one business key.
+func (c *check) sharedKeys(inv *Invariant) {
+	owner := map[string]string{}
+	for _, u := range c.units {
 		for _, r := range c.byUnit[u] {
 			x := r.Result.External
 			if x == nil {
 				continue
 			}
-			if !contains(keys, x.IdempotencyKey) {
-				keys = append(keys, x.IdempotencyKey)
-				if len(keys) == 2 {
-					first = r
-				}
+			was, ok := owner[x.IdempotencyKey]
+			if !ok || was != r.Key {
+				owner[x.IdempotencyKey] = r.Key // report each new owner once
 			}
-			if owner, ok := keyOwner[x.IdempotencyKey]; ok && owner != r.Key {
-				c.add(Violation{Invariant: invariant.SharedKey.Name, EventID: r.EventID, Consumer: r.Consumer,
-					Detail: invariant.SharedKey.Say(invariant.Facts{Event: r.EventID, Key: r.Key, OtherKey: owner, IdempotencyKeys: []string{x.IdempotencyKey}}),
-					By:     r})
-				keyOwner[x.IdempotencyKey] = r.Key // report each new owner once
-			} else if !ok {
-				keyOwner[x.IdempotencyKey] = r.Key
+			if ok && was != r.Key {
+				c.breach(inv, r.EventID, r.Consumer, Facts{Event: r.EventID, Key: r.Key, OtherKey: was, IdempotencyKeys: []string{x.IdempotencyKey}}, r)
 			}
-		}
-		if len(keys) > 1 {
-			c.add(Violation{Invariant: invariant.UnstableKey.Name, EventID: u.event, Consumer: u.consumer,
-				Detail: invariant.UnstableKey.Say(invariant.Facts{Event: u.event, IdempotencyKeys: keys}),
-				By:     first})
 		}
 	}
 }
@@ -306,44 +296,60 @@ func handledOutcome(o handler.Outcome) bool {
 	return o == handler.Processed || o == handler.Duplicate || o == handler.Crashed
 }
 
-// Invariant 3: nothing lost, nothing half-written.
-func (c *check) handled() {
-	for _, u := range c.units {
-		recs := c.byUnit[u]
-		var handled, first *Record
-		for _, r := range recs {
-			if handledOutcome(r.Result.Outcome) {
-				handled = r
-				if first == nil {
-					first = r
-				}
+// handled returns the last and the first delivery of u that handled the
+// event, or nil when none did.
+func (c *check) handled(u unit) (last, first *Record) {
+	for _, r := range c.byUnit[u] {
+		if handledOutcome(r.Result.Outcome) {
+			last = r
+			if first == nil {
+				first = r
 			}
 		}
-		last := recs[len(recs)-1]
-		own := c.effects[u]
-		if handled == nil {
-			if len(own) > 0 || c.markers[u] {
-				c.add(Violation{Invariant: invariant.HalfWritten.Name, EventID: u.event, Consumer: u.consumer,
-					Detail: invariant.HalfWritten.Say(invariant.Facts{Event: u.event, Outcomes: outcomes(recs), Table: c.table, Rows: int64(len(own)), IDs: ids(own), Marker: c.markers[u]}),
-					By:     last})
-			}
+	}
+	return last, first
+}
+
+// halfWritten: an event none of whose deliveries succeeded left rows behind.
+func (c *check) halfWritten(inv *Invariant) {
+	for _, u := range c.units {
+		if last, _ := c.handled(u); last != nil {
 			continue
 		}
-		reachable := len(own) > 0
+		recs, own := c.byUnit[u], c.effects[u]
+		if len(own) > 0 || c.markers[u] {
+			c.breach(inv, u.event, u.consumer, Facts{Event: u.event, Outcomes: outcomes(recs), Table: c.table, Rows: int64(len(own)), IDs: ids(own), Marker: c.markers[u]}, recs[len(recs)-1])
+		}
+	}
+}
+
+// lostEffects: an event that was handled has no effect (nor, on a
+// strategy that dedups on the key, its key one).
+func (c *check) lostEffects(inv *Invariant) {
+	for _, u := range c.units {
+		handled, _ := c.handled(u)
+		if handled == nil {
+			continue
+		}
+		reachable := len(c.effects[u]) > 0
 		if !reachable && c.strategy.UsesKey() && handled.Key != "" {
 			reachable = len(c.byKey[handled.Key]) > 0
 		}
 		if !reachable {
-			c.add(Violation{Invariant: invariant.LostEffect.Name, EventID: u.event, Consumer: u.consumer,
-				Detail: invariant.LostEffect.Say(invariant.Facts{Event: u.event, Outcome: string(handled.Result.Outcome), Table: c.table}),
-				By:     handled})
+			c.breach(inv, u.event, u.consumer, Facts{Event: u.event, Outcome: string(handled.Result.Outcome), Table: c.table}, handled)
 		}
-		// A marker written before the retention horizon may have been purged.
-		if c.checks(invariant.MissingMarker) && !c.markers[u] && !first.At.Before(c.st.Horizon) {
-			c.add(Violation{Invariant: invariant.MissingMarker.Name, EventID: u.event, Consumer: u.consumer,
-				Detail: invariant.MissingMarker.Say(invariant.Facts{Event: u.event, Outcome: string(handled.Result.Outcome), Table: c.table}),
-				By:     handled})
+	}
+}
+
+// missingMarkers: a handled event has no processed marker, unless it was
+// first handled before the retention horizon (its marker may be purged).
+func (c *check) missingMarkers(inv *Invariant) {
+	for _, u := range c.units {
+		handled, first := c.handled(u)
+		if handled == nil || c.markers[u] || first.At.Before(c.st.Horizon) {
+			continue
 		}
+		c.breach(inv, u.event, u.consumer, Facts{Event: u.event, Outcome: string(handled.Result.Outcome), Table: c.table}, handled)
 	}
 }
 
@@ -355,8 +361,8 @@ func outcomes(recs []*Record) []string {
 	return s
 }
 
-// Invariant 4.
-func (c *check) duplicatesReturnOriginal() {
+// wrongEffects: a duplicate returned another effect than the original's.
+func (c *check) wrongEffects(inv *Invariant) {
 	for _, u := range c.units {
 		for _, r := range c.byUnit[u] {
 			if r.Result.Outcome != handler.Duplicate {
@@ -367,26 +373,22 @@ func (c *check) duplicatesReturnOriginal() {
 				original = c.byKey[r.Key]
 			}
 			if len(original) == 0 {
-				continue // invariant 3 names it
+				continue // lost-effect names it
 			}
 			if r.Result.EffectID != original[0].ID {
-				c.add(Violation{Invariant: invariant.WrongEffect.Name, EventID: u.event, Consumer: u.consumer,
-					Detail: invariant.WrongEffect.Say(invariant.Facts{Event: u.event, Returned: r.Result.EffectID, Original: original[0].ID}),
-					By:     r})
+				c.breach(inv, u.event, u.consumer, Facts{Event: u.event, Returned: r.Result.EffectID, Original: original[0].ID}, r)
 				break
 			}
 		}
 	}
 }
 
-// Invariant 5.
-func (c *check) conflicts() {
+// changedByConflict: a conflicting redelivery changed what is stored.
+func (c *check) changedByConflict(inv *Invariant) {
 	for i := range c.history {
 		r := &c.history[i]
 		if r.Result.Outcome == handler.Conflict && r.ChangedStore {
-			c.add(Violation{Invariant: invariant.ChangedByConflict.Name, EventID: r.EventID, Consumer: r.Consumer,
-				Detail: invariant.ChangedByConflict.Say(invariant.Facts{Event: r.EventID}),
-				By:     r})
+			c.breach(inv, r.EventID, r.Consumer, Facts{Event: r.EventID}, r)
 		}
 	}
 }

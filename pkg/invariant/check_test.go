@@ -1,4 +1,4 @@
-package checker
+package invariant
 
 import (
 	"strings"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
-	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 func rec(event string, o handler.Outcome, effect int64) Record {
@@ -31,7 +30,7 @@ type breakingCase struct {
 	strategy handler.Strategy
 	history  []Record
 	state    State
-	want     []*invariant.Invariant
+	want     []*Invariant
 	detail   string
 }
 
@@ -48,7 +47,7 @@ func breakingCases() []breakingCase {
 			strategy: handler.None,
 			history:  []Record{rec("e1", handler.Processed, 1), rec("e1", handler.Processed, 2)},
 			state:    State{Effects: []handler.Effect{eff(1, "e1", ""), eff(2, "e1", "")}},
-			want:     []*invariant.Invariant{invariant.DuplicateEffect},
+			want:     []*Invariant{DuplicateEffect},
 			detail:   "event e1 has 2 rows in shipments (ids 1, 2) for consumer c, by step 1",
 		},
 		{
@@ -56,7 +55,7 @@ func breakingCases() []breakingCase {
 			strategy: handler.BusinessKey,
 			history:  []Record{keyed(rec("e1", handler.Processed, 1), "o1"), keyed(rec("e2", handler.Processed, 2), "o1")},
 			state:    State{Markers: []handler.Marker{mark("e1"), mark("e2")}, Effects: []handler.Effect{eff(1, "e1", "o1"), eff(2, "e2", "o1")}},
-			want:     []*invariant.Invariant{invariant.DuplicateKey},
+			want:     []*Invariant{DuplicateKey},
 			detail:   "business key o1 has 2 rows in shipments (ids 1, 2, events e1, e2)",
 		},
 		{
@@ -64,7 +63,7 @@ func breakingCases() []breakingCase {
 			strategy: handler.EventID,
 			history:  []Record{keyed(rec("e1", handler.Processed, 1), "o1"), keyed(rec("e2", handler.Processed, 2), "o1")},
 			state:    State{Markers: []handler.Marker{mark("e1"), mark("e2")}, Effects: []handler.Effect{eff(1, "e1", "o1"), eff(2, "e2", "o1")}},
-			want:     []*invariant.Invariant{invariant.DuplicateKey},
+			want:     []*Invariant{DuplicateKey},
 			detail:   "business key o1 has 2 rows in shipments (ids 1, 2, events e1, e2)",
 		},
 		{
@@ -84,7 +83,7 @@ func breakingCases() []breakingCase {
 			},
 			state: State{Markers: []handler.Marker{mark("e1")}, Effects: []handler.Effect{eff(1, "e1", "o1")},
 				Charges: []Charge{{ID: 1, IdempotencyKey: "pay-o1-1", OrderRef: "o1"}, {ID: 2, IdempotencyKey: "pay-o1-2", OrderRef: "o1"}}},
-			want: []*invariant.Invariant{invariant.DoubleCharge, invariant.UnstableKey},
+			want: []*Invariant{DoubleCharge, UnstableKey},
 		},
 		{
 			name:     "shared key",
@@ -95,7 +94,7 @@ func breakingCases() []breakingCase {
 			},
 			state: State{Markers: []handler.Marker{mark("e1"), mark("e2")}, Effects: []handler.Effect{eff(1, "e1", "o1"), eff(2, "e2", "o2")},
 				Charges: []Charge{{ID: 1, IdempotencyKey: "pay", OrderRef: "o1"}}},
-			want:   []*invariant.Invariant{invariant.SharedKey},
+			want:   []*Invariant{SharedKey},
 			detail: `idempotency key "pay" was sent for business key o1 and for o2 (event e2)`,
 		},
 		{
@@ -103,7 +102,7 @@ func breakingCases() []breakingCase {
 			strategy: handler.EventID,
 			history:  []Record{rec("e1", handler.Processed, 1)},
 			state:    State{Markers: []handler.Marker{mark("e1")}},
-			want:     []*invariant.Invariant{invariant.LostEffect},
+			want:     []*Invariant{LostEffect},
 			detail:   "event e1 was processed but has no row in shipments",
 		},
 		{
@@ -111,7 +110,7 @@ func breakingCases() []breakingCase {
 			strategy: handler.MarkerAfterEffect,
 			history:  []Record{rec("e1", handler.Processed, 1)},
 			state:    State{Effects: []handler.Effect{eff(1, "e1", "")}},
-			want:     []*invariant.Invariant{invariant.MissingMarker},
+			want:     []*Invariant{MissingMarker},
 		},
 		{
 			name:     "missing marker is fine past the retention horizon",
@@ -124,7 +123,7 @@ func breakingCases() []breakingCase {
 			strategy: handler.MarkerAfterEffect,
 			history:  []Record{rec("e1", handler.Failed, 0)},
 			state:    State{Effects: []handler.Effect{eff(1, "e1", "")}},
-			want:     []*invariant.Invariant{invariant.HalfWritten},
+			want:     []*Invariant{HalfWritten},
 			detail:   "event e1 was never handled (failed), yet left 1 row in shipments (ids 1)",
 		},
 		{
@@ -132,7 +131,7 @@ func breakingCases() []breakingCase {
 			strategy: handler.EventID,
 			history:  []Record{rec("e1", handler.Processed, 1), rec("e1", handler.Duplicate, 7)},
 			state:    State{Markers: []handler.Marker{mark("e1")}, Effects: []handler.Effect{eff(1, "e1", "")}},
-			want:     []*invariant.Invariant{invariant.WrongEffect},
+			want:     []*Invariant{WrongEffect},
 			detail:   "a duplicate of event e1 returned effect 7, the original is 1",
 		},
 		{
@@ -140,7 +139,7 @@ func breakingCases() []breakingCase {
 			strategy: handler.EventID,
 			history:  []Record{rec("e1", handler.Processed, 1), {EventID: "e1", Consumer: "c", Result: handler.Result{Outcome: handler.Conflict}, ChangedStore: true}},
 			state:    State{Markers: []handler.Marker{mark("e1")}, Effects: []handler.Effect{eff(1, "e1", "")}},
-			want:     []*invariant.Invariant{invariant.ChangedByConflict},
+			want:     []*Invariant{ChangedByConflict},
 		},
 	}
 }
@@ -177,14 +176,14 @@ func TestEveryInvariantCanFail(t *testing.T) {
 // run checks is broken by one of the histories above, so none of them is a
 // check that cannot fail.
 func TestEveryHandlerInvariantCanBreak(t *testing.T) {
-	broken := map[invariant.Name]bool{}
+	broken := map[Name]bool{}
 	for _, c := range breakingCases() {
 		for _, inv := range c.want {
 			broken[inv.Name] = true
 		}
 	}
-	for _, inv := range invariant.All {
-		if inv.CheckedBy(invariant.Handler, nil) && !broken[inv.Name] {
+	for _, inv := range All {
+		if inv.CheckedBy(Handler, nil) && !broken[inv.Name] {
 			t.Errorf("no history breaks %s", inv.Name)
 		}
 	}

@@ -1,4 +1,4 @@
-package checker
+package invariant
 
 import (
 	"fmt"
