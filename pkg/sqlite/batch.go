@@ -70,7 +70,7 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 		return nil, err
 	}
 	d.lock = lock
-	d.effect, d.clustered = cfg.Effect, true
+	d.effect = cfg.Effect
 	r := &ReplayDB{db: d.db, anchor: d.anchor, lock: lock, path: path, effect: cfg.Effect, private: d.private,
 		markerKey: cfg.Strategy != handler.CheckThenAct}
 	if resume {
@@ -177,7 +177,7 @@ func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) e
 	if batch < 0 {
 		batch = 1
 	}
-	return r.conn.Raw(func(dc any) error {
+	err := r.conn.Raw(func(dc any) error {
 		b, err := newBatch(dc, r.effect, batch, r.private, r.markerKey)
 		if err != nil {
 			return err
@@ -202,6 +202,7 @@ func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) e
 		}
 		return ferr
 	})
+	return err
 }
 
 // Batch is the group-commit store. It implements handler.Store; one
