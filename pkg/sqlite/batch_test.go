@@ -339,4 +339,9 @@ func TestPrivateReplayLeavesNothing(t *testing.T) {
 	if got, err := db.CountEffects(ctx); err != nil || got != int64(n) {
 		t.Errorf("%d effects (%v), want %d", got, err, n)
 	}
+	// The deliveries done, the cache shrinks for the sorts that follow.
+	var cache int
+	if err := db.conn.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil || cache != -checkCacheKiB {
+		t.Errorf("cache_size %d (%v) after the deliveries, want %d", cache, err, -checkCacheKiB)
+	}
 }
