@@ -21,6 +21,9 @@ type Boundaries struct {
 	// FaultPoints lists every fault point, whether an injected failure
 	// fired there, and the outcomes the deliveries it stopped ended in.
 	FaultPoints []FaultPointReach `json:"fault_points"`
+	// Held lists the fault points where racing workers were held
+	// (interleave, or an explored race), in fault point order.
+	Held []string `json:"held,omitempty"`
 }
 
 // FaultPointReach is one fault point and what the run did there.
@@ -61,11 +64,15 @@ func boundariesOf(run *Run) Boundaries {
 		b.Outcomes[string(o)] = 0
 	}
 	fired := map[handler.FaultPoint]map[string]int{}
+	held := map[handler.FaultPoint]bool{}
 	for _, f := range run.Files {
 		if !containsString(b.Strategies, string(f.Strategy)) {
 			b.Strategies = append(b.Strategies, string(f.Strategy))
 		}
 		for _, c := range f.Checks {
+			for _, p := range c.Held {
+				held[p] = true
+			}
 			for _, rec := range c.History {
 				b.Outcomes[string(rec.Result.Outcome)]++
 				if p, ok := firedAt(rec.Result); ok {
@@ -83,6 +90,9 @@ func boundariesOf(run *Run) Boundaries {
 			outcomes = map[string]int{}
 		}
 		b.FaultPoints = append(b.FaultPoints, FaultPointReach{Point: string(p), Reached: len(fired[p]) > 0, Outcomes: outcomes})
+		if held[p] {
+			b.Held = append(b.Held, string(p))
+		}
 	}
 	return b
 }
@@ -152,7 +162,9 @@ func boundaryLine(b Boundaries) string {
 	var reached, missed []string
 	for _, fp := range b.FaultPoints {
 		if !fp.Reached {
-			if reachable(b.Strategies, fp.Point) {
+			if containsString(b.Held, fp.Point) {
+				reached = append(reached, fp.Point+" (held)")
+			} else if reachable(b.Strategies, fp.Point) {
 				missed = append(missed, fp.Point)
 			}
 			continue

@@ -132,6 +132,13 @@ func TestBoundariesAndCoverage(t *testing.T) {
 	if !reflect.DeepEqual(reached, wantReached) {
 		t.Errorf("reached %v, want %v", reached, wantReached)
 	}
+	// Held racing workers reach a point as well, though nothing fired there.
+	if want := []string{"after-check", "after-commit"}; !reflect.DeepEqual(b.Held, want) {
+		t.Errorf("held %v, want %v", b.Held, want)
+	}
+	if line, want := boundaryLine(b), "fault points reached: after-check (held), after-marker (failed 2), after-commit (crashed 2); not reached: before-begin, after-effect"; !strings.HasSuffix(line, want) {
+		t.Errorf("the -v line %q does not end with %q", line, want)
+	}
 
 	cells := map[string][]string{}
 	for _, c := range coverageOf(run) {
