@@ -45,6 +45,7 @@ type replayOptions struct {
 	MaxRecord  int
 	FailOn     []string
 	Emit       string
+	Findings   string
 	Batch      int
 	Compare    bool
 	Target     string
@@ -136,6 +137,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.IntVar(&o.MaxRecord, "max-record", capture.DefaultMaxRecord, "longest line or record accepted, in bytes")
 	f.StringSliceVar(&o.FailOn, "fail-on", nil, "capture findings that fail the replay: identity-reuse, repeated-ids, keys-with-several-ids, bad-records")
 	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
+	f.StringVar(&o.Findings, "findings", "", "write every repeated id, reused id and key under several ids to FILE, one JSON object a line")
 	f.IntVar(&o.Batch, "batch", 0, "deliveries per commit; 0 lets the store choose: a file commits every second, the private :memory: database once at the end (each delivery stays atomic in its own savepoint)")
 	f.BoolVar(&o.Compare, "compare", true, "when the capture gives business keys, replay it again in memory with every other strategy and say which would have been safe")
 	f.StringVar(&o.Target, "target", "", "deliver to your own consumer: a file holding version, target and effects (see docs/target.md)")
@@ -159,6 +161,11 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	}
 	if o.Target != "" {
 		return runReplayTarget(cmd, s, o, out, format)
+	}
+	if o.Findings != "" {
+		if err := writable(o.Findings); err != nil {
+			return problem.Usagef("cannot write the findings %s: %v", o.Findings, err)
+		}
 	}
 	if o.KillEvery != 0 {
 		return problem.Usagef("--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)")
@@ -191,7 +198,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		Handler: handler.Config{Strategy: strategy, Consumer: o.Consumer, Effect: o.Effect, Identity: o.Identity},
 		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, CrashAt: crashAt, Rewind: o.Rewind,
 		Republish: o.Republish, Concurrent: o.Concurrent,
-		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, Batch: o.Batch,
+		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, FindingsFile: o.Findings, Batch: o.Batch,
 		Compare: o.Compare, Warn: s.Err,
 	}
 	finish := func() {}

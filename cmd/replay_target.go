@@ -30,8 +30,8 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 			return problem.Usagef("%s is a probability between 0 and 1, not %g", p.name, p.v)
 		}
 	}
-	if o.Republish > 0 || len(o.CrashAt) > 0 || o.Emit != "" || o.DB != ":memory:" {
-		return problem.Usagef("--republish, --crash-at, --emit-scenario and --db are for the built-in handler; with --target the consumer keeps its own database")
+	if o.Republish > 0 || len(o.CrashAt) > 0 || o.Emit != "" || o.Findings != "" || o.DB != ":memory:" {
+		return problem.Usagef("--republish, --crash-at, --emit-scenario, --findings and --db are for the built-in handler; with --target the consumer keeps its own database")
 	}
 	// Every capture must be there before the consumer is started.
 	for _, in := range o.Logs {

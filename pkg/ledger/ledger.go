@@ -65,7 +65,29 @@ type CaptureLog interface {
 	// Where finds the capture lines of the ids and business keys, up to
 	// limit each.
 	Where(ctx context.Context, ids, keys []string, limit int) (byID, byKey map[string][]handler.Location, err error)
+	// List calls each with every entry behind the findings, not only the
+	// examples: each repeated id, each reused id, each key under several
+	// ids, in order of first appearance within each.
+	List(ctx context.Context, each func(Listed) error) error
 	Close() error
+}
+
+// The findings List gives entries of.
+const (
+	ListedRepeatedID    = "repeated-ids"
+	ListedIdentityReuse = "identity-reuse"
+	ListedKeyIDs        = "keys-with-several-ids"
+)
+
+// Listed is one entry behind a capture finding.
+type Listed struct {
+	Finding    string // ListedRepeatedID, ListedIdentityReuse or ListedKeyIDs
+	ID         string // the id (repeated, reused)
+	Key        string // the business key (several ids)
+	Deliveries int64  // how many deliveries carry the id (repeated)
+	IDs        []string
+	First      handler.Location // where the id or key first appears
+	Then       handler.Location // reused: the first delivery with another payload
 }
 
 // Broken is one invariant a replay broke: how many times, and the first few.

@@ -58,6 +58,7 @@ type Options struct {
 	MaxBad       int       // bad records skipped (and reported) before the replay stops
 	FailOn       []Finding // capture findings that fail the replay
 	EmitScenario string    // where to write a reproducer when an invariant breaks
+	FindingsFile string    // where to write every entry behind the capture findings, as NDJSON
 	Batch        int       // deliveries per commit (0: the store chooses)
 	Examples     int       // examples per finding and invariant (default 5)
 	// Compare replays the captures again with every other strategy, in
@@ -267,6 +268,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.setViolations(broken)
 	if err := rep.locate(ctx, log); err != nil {
 		return nil, err
+	}
+	if o.FindingsFile != "" {
+		if err := writeFindings(ctx, o.FindingsFile, log); err != nil {
+			return nil, err
+		}
 	}
 	rep.decide(o.FailOn)
 	if o.Compare && rep.keyed > 0 {

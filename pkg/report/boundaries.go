@@ -21,6 +21,9 @@ type Boundaries struct {
 	// FaultPoints lists every fault point, whether an injected failure
 	// fired there, and the outcomes the deliveries it stopped ended in.
 	FaultPoints []FaultPointReach `json:"fault_points"`
+	// Held lists the fault points where racing workers were held
+	// (interleave, or an explored race), in fault point order.
+	Held []string `json:"held,omitempty"`
 }
 
 // FaultPointReach is one fault point and what the run did there.
@@ -31,7 +34,8 @@ type FaultPointReach struct {
 }
 
 // CoverageCell is one cell of the strategy × fault point matrix: the checks
-// whose injected failure fired at that point under that strategy.
+// whose injected failure fired at that point under that strategy, or whose
+// concurrent workers were held there (interleave, or an explored race).
 type CoverageCell struct {
 	Strategy   string     `json:"strategy"`
 	FaultPoint string     `json:"fault_point"`
@@ -42,6 +46,9 @@ type CoverageCell struct {
 type CheckRef struct {
 	File  string `json:"file"`
 	Check string `json:"check"`
+	// Held: the check's workers were held at the point, and no injected
+	// failure fired there.
+	Held bool `json:"held,omitempty"`
 }
 
 // boundariesOf reads what was tested from the run's history: a fault point
@@ -57,11 +64,15 @@ func boundariesOf(run *Run) Boundaries {
 		b.Outcomes[string(o)] = 0
 	}
 	fired := map[handler.FaultPoint]map[string]int{}
+	held := map[handler.FaultPoint]bool{}
 	for _, f := range run.Files {
 		if !containsString(b.Strategies, string(f.Strategy)) {
 			b.Strategies = append(b.Strategies, string(f.Strategy))
 		}
 		for _, c := range f.Checks {
+			for _, p := range c.Held {
+				held[p] = true
+			}
 			for _, rec := range c.History {
 				b.Outcomes[string(rec.Result.Outcome)]++
 				if p, ok := firedAt(rec.Result); ok {
@@ -79,12 +90,16 @@ func boundariesOf(run *Run) Boundaries {
 			outcomes = map[string]int{}
 		}
 		b.FaultPoints = append(b.FaultPoints, FaultPointReach{Point: string(p), Reached: len(fired[p]) > 0, Outcomes: outcomes})
+		if held[p] {
+			b.Held = append(b.Held, string(p))
+		}
 	}
 	return b
 }
 
 // coverageOf builds the strategy × fault point matrix: every strategy the
-// run used against every fault point, with the checks that reached it.
+// run used against every fault point it can reach, with the checks whose
+// injected failure fired there or whose workers were held there.
 func coverageOf(run *Run) []CoverageCell {
 	var strategies []string
 	cells := map[[2]string][]CheckRef{}
@@ -104,11 +119,21 @@ func coverageOf(run *Run) []CoverageCell {
 				k := [2]string{s, string(p)}
 				cells[k] = append(cells[k], CheckRef{File: f.File, Check: c.Name})
 			}
+			for _, p := range c.Held {
+				if !seen[p] {
+					seen[p] = true
+					k := [2]string{s, string(p)}
+					cells[k] = append(cells[k], CheckRef{File: f.File, Check: c.Name, Held: true})
+				}
+			}
 		}
 	}
 	out := []CoverageCell{}
 	for _, s := range strategies {
 		for _, p := range handler.FaultPoints {
+			if !handler.Strategy(s).Reaches(p) {
+				continue
+			}
 			checks := cells[[2]string{s, string(p)}]
 			if checks == nil {
 				checks = []CheckRef{}
@@ -137,7 +162,9 @@ func boundaryLine(b Boundaries) string {
 	var reached, missed []string
 	for _, fp := range b.FaultPoints {
 		if !fp.Reached {
-			if reachable(b.Strategies, fp.Point) {
+			if containsString(b.Held, fp.Point) {
+				reached = append(reached, fp.Point+" (held)")
+			} else if reachable(b.Strategies, fp.Point) {
 				missed = append(missed, fp.Point)
 			}
 			continue
@@ -165,35 +192,35 @@ func boundaryLine(b Boundaries) string {
 // the failure modes its scenarios never touch.
 func Coverage(w io.Writer, run *Run) error {
 	var b strings.Builder
-	b.WriteString("coverage: strategy × fault point → checks whose injected failure fired there\n")
+	b.WriteString("coverage: strategy × reachable fault point → checks whose injected failure fired there, or [held] racing workers there\n")
 	several := len(run.Files) > 1
 	width := 0
 	for _, p := range handler.FaultPoints {
 		width = max(width, len(p))
 	}
 	strategy := ""
-	// A point counts as missed only where a strategy of the run can reach
-	// it: none has no after-check, only external-key an after-external.
+	// The matrix holds only the points a strategy can reach (none has no
+	// after-check, only external-key an after-external), so a point is
+	// missed only where one could have reached it.
 	missed := map[string]bool{}
 	for _, cell := range coverageOf(run) {
 		if cell.Strategy != strategy {
 			strategy = cell.Strategy
 			fmt.Fprintf(&b, "  %s\n", strategy)
 		}
-		if !handler.Strategy(cell.Strategy).Reaches(handler.FaultPoint(cell.FaultPoint)) {
-			fmt.Fprintf(&b, "    %-*s  (this strategy never reaches it)\n", width, cell.FaultPoint)
-			continue
-		}
 		if _, seen := missed[cell.FaultPoint]; !seen {
 			missed[cell.FaultPoint] = true
 		}
 		names := []string{}
 		for _, c := range cell.Checks {
+			name := c.Check
 			if several {
-				names = append(names, escape.Line(fmt.Sprintf("%s (%s)", c.Check, c.File)))
-			} else {
-				names = append(names, escape.Line(c.Check))
+				name = fmt.Sprintf("%s (%s)", c.Check, c.File)
 			}
+			if c.Held {
+				name += " [held]"
+			}
+			names = append(names, escape.Line(name))
 		}
 		if len(names) > 0 {
 			missed[cell.FaultPoint] = false

@@ -62,10 +62,13 @@ type FileDoc struct {
 
 // CheckDoc is one check's result.
 type CheckDoc struct {
-	Name       string          `json:"name"`
-	Location   *Location       `json:"location"`
-	Passed     bool            `json:"passed"`
-	Line       string          `json:"line"`
+	Name     string    `json:"name"`
+	Location *Location `json:"location"`
+	Passed   bool      `json:"passed"`
+	Line     string    `json:"line"`
+	// Schedules is how many schedules an explored check (a concurrent
+	// step without interleave) was run under; absent for other checks.
+	Schedules  int             `json:"schedules,omitempty"`
 	Duration   float64         `json:"duration_seconds"`
 	Counters   runner.Counters `json:"counters"`
 	Declared   []string        `json:"declared_violations"`
@@ -157,7 +160,7 @@ func NewDocument(run *Run) *Document {
 
 func checkDoc(c runner.CheckResult) CheckDoc {
 	cd := CheckDoc{
-		Name: c.Name, Location: locationOf(c.Pos), Passed: c.Passed, Line: c.Line,
+		Name: c.Name, Location: locationOf(c.Pos), Passed: c.Passed, Line: c.Line, Schedules: c.Schedules,
 		Duration: seconds(c.Duration), Counters: c.Counters, Declared: c.Declared,
 		Failures: []FailureDoc{}, Violations: []ViolationDoc{}, Deliveries: []DeliveryDoc{},
 		Reconciliation: append([]string{}, c.Reconciliation...),

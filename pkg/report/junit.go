@@ -111,6 +111,13 @@ func JUnit(w io.Writer, run *Run) error {
 		if f.Target != "" {
 			p.Props = append(p.Props, junitProp{Name: "target", Value: f.Target}, junitProp{Name: "effects", Value: f.Effects})
 		}
+		// A test case has no properties in the JUnit schema: the file's
+		// explored checks each get one, named after the check.
+		for _, c := range f.Checks {
+			if c.Schedules > 0 {
+				p.Props = append(p.Props, junitProp{Name: "schedules: " + c.Name, Value: strconv.Itoa(c.Schedules)})
+			}
+		}
 		return p
 	}
 	for _, f := range run.Files {

@@ -98,6 +98,12 @@ func TestBoundariesAndCoverage(t *testing.T) {
 				record(handler.Crashed, &handler.InjectedError{Point: handler.AfterCommit}),
 				record(handler.Failed, &handler.InjectedError{Point: handler.AfterMarker}),
 			}},
+			// interleave held the workers at after-check: reached, though
+			// no failure fired there; at after-commit one also fired.
+			{Name: "race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck, handler.AfterCommit}, History: []invariant.Record{
+				record(handler.Processed, nil),
+				record(handler.Crashed, &handler.InjectedError{Point: handler.AfterCommit}),
+			}},
 		}},
 		{File: "b.yaml", Strategy: handler.BusinessKey, Checks: []runner.CheckResult{
 			{Name: "empty key", Passed: true, History: []invariant.Record{
@@ -112,7 +118,7 @@ func TestBoundariesAndCoverage(t *testing.T) {
 	if want := []string{"event-id", "business-key"}; !reflect.DeepEqual(b.Strategies, want) {
 		t.Errorf("strategies %v, want %v", b.Strategies, want)
 	}
-	wantOutcomes := map[string]int{"processed": 1, "duplicate": 1, "conflict": 0, "failed": 3, "crashed": 1}
+	wantOutcomes := map[string]int{"processed": 2, "duplicate": 1, "conflict": 0, "failed": 3, "crashed": 2}
 	if !reflect.DeepEqual(b.Outcomes, wantOutcomes) {
 		t.Errorf("outcomes %v, want %v", b.Outcomes, wantOutcomes)
 	}
@@ -122,30 +128,75 @@ func TestBoundariesAndCoverage(t *testing.T) {
 			reached[fp.Point] = fp.Outcomes
 		}
 	}
-	wantReached := map[string]map[string]int{"after-marker": {"failed": 2}, "after-commit": {"crashed": 1}}
+	wantReached := map[string]map[string]int{"after-marker": {"failed": 2}, "after-commit": {"crashed": 2}}
 	if !reflect.DeepEqual(reached, wantReached) {
 		t.Errorf("reached %v, want %v", reached, wantReached)
+	}
+	// Held racing workers reach a point as well, though nothing fired there.
+	if want := []string{"after-check", "after-commit"}; !reflect.DeepEqual(b.Held, want) {
+		t.Errorf("held %v, want %v", b.Held, want)
+	}
+	if line, want := boundaryLine(b), "fault points reached: after-check (held), after-marker (failed 2), after-commit (crashed 2); not reached: before-begin, after-effect"; !strings.HasSuffix(line, want) {
+		t.Errorf("the -v line %q does not end with %q", line, want)
 	}
 
 	cells := map[string][]string{}
 	for _, c := range coverageOf(run) {
 		var names []string
 		for _, ref := range c.Checks {
-			names = append(names, ref.File+"/"+ref.Check)
+			name := ref.File + "/" + ref.Check
+			if ref.Held {
+				name += " (held)"
+			}
+			names = append(names, name)
 		}
 		cells[c.Strategy+" × "+c.FaultPoint] = names
 	}
-	if len(cells) != 2*len(handler.FaultPoints) {
-		t.Errorf("%d cells, want every strategy used × every fault point (%d)", len(cells), 2*len(handler.FaultPoints))
+	// Neither strategy reaches after-external: 5 cells each.
+	if len(cells) != 2*5 || cells["event-id × after-external"] != nil {
+		t.Errorf("%d cells, want every strategy used × every fault point it reaches (10): %v", len(cells), cells)
 	}
 	wantCells := map[string][]string{
 		"event-id × after-marker": {"a.yaml/rollback", "a.yaml/crash"},
-		"event-id × after-commit": {"a.yaml/crash"},
+		"event-id × after-commit": {"a.yaml/crash", "a.yaml/race"},
+		"event-id × after-check":  {"a.yaml/race (held)"},
 	}
 	for k, v := range cells {
 		if !reflect.DeepEqual(v, wantCells[k]) {
 			t.Errorf("cell %s: %v, want %v", k, v, wantCells[k])
 		}
+	}
+}
+
+// TestCoverageText: the matrix lists only the points each strategy can
+// reach, and a point where interleave held racing workers was reached.
+func TestCoverageText(t *testing.T) {
+	run := &Run{Store: StoreSQLiteMemory, Files: []*runner.FileResult{
+		{File: "a.yaml", Strategy: handler.EventID, Checks: []runner.CheckResult{
+			{Name: "forced race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck}, History: []invariant.Record{record(handler.Processed, nil)}},
+		}},
+		{File: "b.yaml", Strategy: handler.None, Checks: []runner.CheckResult{
+			{Name: "rollback", Passed: true, History: []invariant.Record{record(handler.Failed, &handler.InjectedError{Point: handler.AfterEffect})}},
+		}},
+	}}
+	var b strings.Builder
+	if err := Coverage(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"\n    after-check     forced race (a.yaml) [held]\n",
+		"\n    after-effect    rollback (b.yaml)\n",
+		"\nnever reached: before-begin, after-marker, after-commit\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("coverage lacks %q:\n%s", want, got)
+		}
+	}
+	// none reaches neither after-check nor after-marker; neither strategy
+	// after-external: each strategy lists 5 and 3 points.
+	if n := strings.Count(got, "\n    "); n != 5+3 || strings.Contains(got, "after-external") {
+		t.Errorf("%d points listed, want 8 and no after-external:\n%s", n, got)
 	}
 }
 

@@ -23,6 +23,13 @@ type tapDiagnostic struct {
 	Invariant string       `yaml:"invariant,omitempty"`
 	At        *tapAt       `yaml:"at,omitempty"`
 	More      []tapFailure `yaml:"failures,omitempty"` // every failure, when there is more than one
+	Schedules int          `yaml:"schedules,omitempty"`
+}
+
+// tapSchedules is the YAML block under a passing test point of an explored
+// check: how many schedules it was run under.
+type tapSchedules struct {
+	Schedules int `yaml:"schedules"`
 }
 
 type tapFailure struct {
@@ -57,9 +64,14 @@ func TAP(w io.Writer, run *Run) error {
 	for _, f := range run.Files {
 		fmt.Fprintf(&b, "# %s (%s)\n", oneLine(f.Name), oneLine(f.File))
 		for _, c := range f.Checks {
-			var diag *tapDiagnostic
-			if !c.Passed {
-				diag = failureDiagnostic(c.Failures)
+			var diag any
+			switch {
+			case !c.Passed:
+				d := failureDiagnostic(c.Failures)
+				d.Schedules = c.Schedules
+				diag = d
+			case c.Schedules > 0:
+				diag = tapSchedules{c.Schedules}
 			}
 			if err := point(c.Passed, c.Name, diag); err != nil {
 				return err
@@ -82,7 +94,7 @@ func TAP(w io.Writer, run *Run) error {
 
 // writeTAPDiagnostic writes a YAML diagnostic block, indented under its
 // test point.
-func writeTAPDiagnostic(b *strings.Builder, diag *tapDiagnostic) error {
+func writeTAPDiagnostic(b *strings.Builder, diag any) error {
 	var y bytes.Buffer
 	enc := yaml.NewEncoder(&y)
 	enc.SetIndent(2)
@@ -134,17 +146,18 @@ func oneLine(s string) string {
 }
 
 // tapPoints returns a function that writes numbered test points to b, each
-// with its YAML diagnostic when it has one.
-func tapPoints(b *strings.Builder) func(ok bool, desc string, diag *tapDiagnostic) error {
+// with its YAML diagnostic when it has one (diag: a *tapDiagnostic, nil
+// for none, or another YAML block).
+func tapPoints(b *strings.Builder) func(ok bool, desc string, diag any) error {
 	n := 0
-	return func(ok bool, desc string, diag *tapDiagnostic) error {
+	return func(ok bool, desc string, diag any) error {
 		n++
 		status := "ok"
 		if !ok {
 			status = "not ok"
 		}
 		fmt.Fprintf(b, "%s %d - %s\n", status, n, tapEscape(desc))
-		if diag == nil {
+		if d, isDiag := diag.(*tapDiagnostic); diag == nil || isDiag && d == nil {
 			return nil
 		}
 		return writeTAPDiagnostic(b, diag)

@@ -43,6 +43,8 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 	var b *barrier
 	if st.Interleave != "" {
 		b = newBarrier(st.Interleave, n, st.InOrder)
+	} else if h, ok := cr.sched.of(step); ok {
+		b = newBarrier(h.at, n, h.inOrder)
 	}
 	workers := make([]*worker, n)
 	defer func() {
@@ -79,6 +81,9 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 	}
 	close(start) // every worker has its connection: go together
 	wg.Wait()
+	if b.held() {
+		cr.res.held(b.point)
+	}
 	for i, res := range results {
 		rec, err := cr.record(ctx, step, st, ds[i], scope, res)
 		if err != nil {

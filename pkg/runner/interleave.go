@@ -50,6 +50,7 @@ type barrier struct {
 
 	mu      sync.Mutex
 	parked  []*worker // held, in arrival order
+	anyHeld bool      // some worker was held at the point
 	left    int
 	opened  bool
 	queue   []*worker // in-order: held workers still to be let go
@@ -85,6 +86,7 @@ func (b *barrier) wait(ctx context.Context, w *worker) {
 	}
 	w.goOn = make(chan struct{})
 	b.parked = append(b.parked, w)
+	b.anyHeld = true
 	b.decide()
 	b.mu.Unlock()
 	stall := time.NewTimer(stallLimit)
@@ -97,6 +99,17 @@ func (b *barrier) wait(ctx context.Context, w *worker) {
 		b.releaseAll()
 		b.mu.Unlock()
 	}
+}
+
+// held reports whether the barrier held a worker at its point: the point
+// was reached.
+func (b *barrier) held() bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.anyHeld
 }
 
 // leave is called when a worker's delivery is over.

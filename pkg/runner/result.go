@@ -75,6 +75,22 @@ type CheckResult struct {
 	// Reconciliation lists the gateway mismatches when the check ended
 	// (external-key handlers only).
 	Reconciliation []string
+	// Held lists the fault points at which a concurrent step's workers were
+	// held (by interleave, or while the check was explored): reached.
+	Held []handler.FaultPoint
+	// Schedules is how many schedules the check was run under, when it was
+	// explored (a concurrent step without interleave); 0 otherwise.
+	Schedules int
+}
+
+// held records that workers were held at p.
+func (c *CheckResult) held(p handler.FaultPoint) {
+	for _, q := range c.Held {
+		if q == p {
+			return
+		}
+	}
+	c.Held = append(c.Held, p)
 }
 
 // FileResult is the outcome of one scenario file.

@@ -17,6 +17,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -46,8 +47,44 @@ func harnessError(file string, err error) error {
 	return problem.Environmentf(problem.Pos{File: file}, err)
 }
 
-// RunFile runs every check of one scenario against a fresh store.
+// RunFile runs every check of one scenario against a fresh store. A check
+// with a concurrent step that has no interleave is explored: it is run once
+// under each of its schedules, each time on a fresh store that the file's
+// earlier checks are run on first, and it passes only if it passes under
+// every schedule (see fold). The schedules run before the file's own run,
+// so that the store left at the end is that run's.
 func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResult, error) {
+	plans := make([][]schedule, len(s.Checks))
+	explored := make([][]CheckResult, len(s.Checks))
+	for i, c := range s.Checks {
+		plans[i] = schedules(s.Handler.Strategy, c)
+		for k := 1; k < len(plans[i]); k++ {
+			res, err := runChecks(ctx, s, open, plans, i+1, &plans[i][k])
+			if err != nil {
+				return &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}, err
+			}
+			explored[i] = append(explored[i], res.Checks[i])
+		}
+	}
+	res, err := runChecks(ctx, s, open, plans, len(s.Checks), nil)
+	if res == nil {
+		return nil, err
+	}
+	for i := range res.Checks {
+		if len(plans[i]) > 1 {
+			res.Checks[i] = fold(s.Checks[i], plans[i], append([]CheckResult{res.Checks[i]}, explored[i]...))
+		}
+	}
+	for _, cr := range res.Checks {
+		res.Counters.Add(cr.Counters)
+		res.Counters.OrphanCharges, res.Counters.UnchargedEffects = cr.Counters.OrphanCharges, cr.Counters.UnchargedEffects
+	}
+	return res, err
+}
+
+// runChecks runs the first n checks of a file on a fresh store, each under
+// the first of its schedules, but the last under last if it is given.
+func runChecks(ctx context.Context, s *scenario.Scenario, open Opener, plans [][]schedule, n int, last *schedule) (*FileResult, error) {
 	store, err := open(ctx, s)
 	if err != nil {
 		return nil, harnessError(s.File, err)
@@ -64,9 +101,13 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 	}
 	r.h = handler.New(s.Handler.Config, store, r.gatewayOrNil(), func() time.Time { return r.now })
 	res := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
-	for i, c := range s.Checks {
+	for i, c := range s.Checks[:n] {
+		var sched *schedule
+		if i == n-1 {
+			sched = last
+		}
 		start := time.Now()
-		cr, err := r.check(ctx, i+1, c)
+		cr, err := r.check(ctx, i+1, c, len(plans[i]) > 1, sched)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, ctx.Err()
@@ -75,8 +116,6 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 		}
 		cr.Duration = time.Since(start)
 		res.Checks = append(res.Checks, *cr)
-		res.Counters.Add(cr.Counters)
-		res.Counters.OrphanCharges, res.Counters.UnchargedEffects = cr.Counters.OrphanCharges, cr.Counters.UnchargedEffects
 	}
 	return res, nil
 }
@@ -105,10 +144,14 @@ type checkRun struct {
 	*run
 	res   *CheckResult
 	index int
+	// explored: the check is run under several schedules, and sched is
+	// the one of this run (nil: every explored step unforced).
+	explored bool
+	sched    *schedule
 }
 
-func (r *run) check(ctx context.Context, index int, c *scenario.Check) (*CheckResult, error) {
-	cr := &checkRun{run: r, res: &CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: index}
+func (r *run) check(ctx context.Context, index int, c *scenario.Check, explored bool, sched *schedule) (*CheckResult, error) {
+	cr := &checkRun{run: r, res: &CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: index, explored: explored, sched: sched}
 	for i, st := range c.Steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -145,19 +188,8 @@ func (r *run) check(ctx context.Context, index int, c *scenario.Check) (*CheckRe
 	return cr.res, nil
 }
 
-func (cr *checkRun) fail(step int, pos handler.Location, expected, got, msg string) {
-	cr.res.Failures = append(cr.res.Failures, Failure{Step: step, Pos: pos, Message: msg, Expected: expected, Got: got})
-}
-
-func stepName(step, n, of int) string {
-	s := "the check"
-	if step > 0 {
-		s = "step " + strconv.Itoa(step)
-	}
-	if of > 1 {
-		s += fmt.Sprintf(" (delivery %d of %d)", n, of)
-	}
-	return s
+func (cr *checkRun) fail(step int, pos handler.Location, m words.Miss) {
+	cr.res.Failures = append(cr.res.Failures, Failure{Step: step, Pos: pos, Message: m.Message, Expected: m.Expected, Got: m.Got})
 }
 
 func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) error {
@@ -260,41 +292,35 @@ func (cr *checkRun) expect(step, n int, st *scenario.Step, rec invariant.Record)
 	if e == nil {
 		return
 	}
-	name := stepName(step, n, st.Times)
+	name := words.Step(step, n, st.Times)
 	res := rec.Result
 	if e.Outcome != "" && res.Outcome != e.Outcome {
 		got := string(res.Outcome)
 		if res.Err != nil && res.Outcome == handler.Failed {
 			got += " (" + res.Err.Error() + ")"
 		}
-		cr.fail(step, st.Pos, string(e.Outcome), string(res.Outcome), fmt.Sprintf("%s expected %s, got %s", name, e.Outcome, got))
+		cr.fail(step, st.Pos, words.Outcome(name, string(e.Outcome), string(res.Outcome), got))
 	}
-	if e.Error != "" {
-		switch {
-		case res.Err == nil:
-			cr.fail(step, st.Pos, "error containing "+strconv.Quote(e.Error), "no error", fmt.Sprintf("%s expected an error containing %q, got no error", name, e.Error))
-		case !strings.Contains(res.Err.Error(), e.Error):
-			cr.fail(step, st.Pos, "error containing "+strconv.Quote(e.Error), res.Err.Error(), fmt.Sprintf("%s expected an error containing %q, got %q", name, e.Error, res.Err.Error()))
-		}
+	if e.Error != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), e.Error)) {
+		cr.fail(step, st.Pos, words.Error(name, e.Error, res.Err))
 	}
 	if e.SameEffectAs != "" {
 		want := cr.labels[e.SameEffectAs]
 		if res.EffectID != want || want == 0 {
-			cr.fail(step, st.Pos, fmt.Sprintf("effect %d", want), fmt.Sprintf("effect %d", res.EffectID),
-				fmt.Sprintf("%s expected the effect of %q (id %d), got effect id %d", name, e.SameEffectAs, want, res.EffectID))
+			cr.fail(step, st.Pos, words.SameEffect(name, e.SameEffectAs, want, res.EffectID))
 		}
 	}
 }
 
 func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) error {
-	name := stepName(step, 1, 1)
+	name := words.Step(step, 1, 1)
 	for _, rc := range s.Rows {
 		n, err := cr.store.Count(ctx, rc.Table)
 		if err != nil {
 			return err
 		}
 		if n != rc.N {
-			cr.fail(step, rc.Pos, fmt.Sprintf("%d", rc.N), fmt.Sprintf("%d", n), fmt.Sprintf("%s expected %s in %s, got %d", name, plural(rc.N, "row"), rc.Table, n))
+			cr.fail(step, rc.Pos, words.Rows(name, rc.N, rc.Table, n))
 		}
 	}
 	if len(s.Processed)+len(s.NotProcessed) > 0 {
@@ -312,12 +338,12 @@ func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) er
 		}
 		for _, ref := range s.Processed {
 			if !marked(ref) {
-				cr.fail(step, ref.Pos, "marked processed", "not marked", fmt.Sprintf("%s expected %s to be marked processed, it is not", name, refName(ref)))
+				cr.fail(step, ref.Pos, words.Marked(name, words.Event(ref.ID, ref.Consumer), true))
 			}
 		}
 		for _, ref := range s.NotProcessed {
 			if marked(ref) {
-				cr.fail(step, ref.Pos, "not marked", "marked processed", fmt.Sprintf("%s expected %s not to be marked processed, it is", name, refName(ref)))
+				cr.fail(step, ref.Pos, words.Marked(name, words.Event(ref.ID, ref.Consumer), false))
 			}
 		}
 	}
@@ -327,24 +353,10 @@ func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) er
 			return err
 		}
 		if n != *s.Charges {
-			cr.fail(step, s.ChargesPos, fmt.Sprint(*s.Charges), fmt.Sprint(n), fmt.Sprintf("%s expected %s at the gateway, got %d", name, plural(int64(*s.Charges), "charge"), n))
+			cr.fail(step, s.ChargesPos, words.Charges(name, *s.Charges, n))
 		}
 	}
 	return nil
-}
-
-func refName(ref scenario.EventRef) string {
-	if ref.Consumer != "" {
-		return ref.ID + " (consumer " + ref.Consumer + ")"
-	}
-	return ref.ID
-}
-
-func plural(n int64, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func (r *run) charges(ctx context.Context) (int, error) {
@@ -416,7 +428,11 @@ func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
 		cr.reported[v.Key()] = true
 		cr.res.Violations = append(cr.res.Violations, v)
 	}
-	Verdict(cr.res, c)
+	if cr.explored {
+		scheduleVerdict(cr.res, c)
+	} else {
+		Verdict(cr.res, c)
+	}
 	return nil
 }
 
@@ -454,8 +470,8 @@ func Verdict(res *CheckResult, c *scenario.Check) {
 		}
 		sort.Strings(extra)
 		if len(missing) > 0 || len(extra) > 0 {
-			msg := fmt.Sprintf("expected exactly the violations %s, got %s", list(c.Violations), list(sortedKeys(got)))
-			res.Failures = append(res.Failures, Failure{Pos: c.ViolationsPos, Message: msg, Expected: list(c.Violations), Got: list(sortedKeys(got))})
+			m := words.Violations(c.Violations, sortedKeys(got))
+			res.Failures = append(res.Failures, Failure{Pos: c.ViolationsPos, Message: m.Message, Expected: m.Expected, Got: m.Got})
 			for _, v := range res.Violations {
 				if !want[string(v.Invariant)] {
 					f := Failure{Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: string(v.Invariant), Pos: c.Pos}
@@ -478,13 +494,6 @@ func sortedKeys(m map[string]bool) []string {
 		}
 	}
 	return out
-}
-
-func list(xs []string) string {
-	if len(xs) == 0 {
-		return "none"
-	}
-	return strings.Join(xs, ", ")
 }
 
 func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
@@ -531,7 +540,7 @@ func SayValues(cnt Counters, violations []string) map[string]string {
 		"conflicts":         strconv.Itoa(cnt.Conflicts),
 		"failures":          strconv.Itoa(cnt.Failed),
 		"crashes":           strconv.Itoa(cnt.Crashed),
-		"violations":        list(violations),
+		"violations":        words.List(violations),
 		"charges":           "0",
 		"orphan_charges":    strconv.Itoa(cnt.OrphanCharges),
 		"uncharged_effects": strconv.Itoa(cnt.UnchargedEffects),
@@ -550,39 +559,17 @@ func contains(xs []string, s string) bool {
 
 // summary is the report line of a check without say.
 func summary(c Counters, vs []invariant.Violation) string {
-	parts := []string{}
-	add := func(n int, word string) {
-		if n > 0 {
-			parts = append(parts, plural(int64(n), word))
+	var caught []string
+	for _, v := range vs {
+		if !contains(caught, string(v.Invariant)) {
+			caught = append(caught, string(v.Invariant))
 		}
 	}
-	if c.Processed > 0 {
-		parts = append(parts, fmt.Sprintf("%d processed", c.Processed))
-	}
-	add(c.Duplicates, "duplicate")
-	add(c.Conflicts, "conflict")
-	add(c.Failed, "failure")
-	if c.Crashed > 0 {
-		parts = append(parts, fmt.Sprintf("%d crashed", c.Crashed))
-	}
-	s := "1 delivery"
-	if c.Deliveries != 1 {
-		s = fmt.Sprintf("%d deliveries", c.Deliveries)
-	}
-	if len(parts) > 0 {
-		s += ": " + strings.Join(parts, ", ")
-	}
-	if c.Deliveries == 0 {
-		s = "state as expected"
-	}
-	if len(vs) > 0 {
-		var names []string
-		for _, v := range vs {
-			if !contains(names, string(v.Invariant)) {
-				names = append(names, string(v.Invariant))
-			}
-		}
-		s += "; caught " + strings.Join(names, ", ")
-	}
-	return s
+	return words.Summary(c.Deliveries, []words.Tally{
+		{N: c.Processed, Word: "processed"},
+		{N: c.Duplicates, Word: "duplicate", Plural: true},
+		{N: c.Conflicts, Word: "conflict", Plural: true},
+		{N: c.Failed, Word: "failure", Plural: true},
+		{N: c.Crashed, Word: "crashed"},
+	}, "", caught)
 }

@@ -15,8 +15,10 @@ import (
 
 // The replay store: the same tables as Create's, written through a fast
 // path. Deliveries are grouped into one transaction per batch (group
-// commit), each delivery inside its own SAVEPOINT, so a failed delivery
-// rolls back alone and a committed batch holds only whole deliveries. The
+// commit); a failed delivery is undone alone (its inserted rows deleted,
+// or rolled back to its SAVEPOINT when it purged markers), and the batch
+// commits only between deliveries, so a committed batch holds only whole
+// deliveries. The
 // statements are prepared once on the driver connection (no database/sql
 // per call), and inserts read LastInsertId instead of RETURNING.
 //
@@ -35,6 +37,8 @@ type ReplayDB struct {
 	effect string
 	// private: the database is SQLite's temporary one, which only conn sees.
 	private bool
+	// markerKey: the markers are keyed by (event_id, consumer).
+	markerKey bool
 	// Resumed is set when the file already held a replay's tables.
 	Resumed bool
 }
@@ -66,8 +70,9 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 		return nil, err
 	}
 	d.lock = lock
-	d.effect, d.clustered = cfg.Effect, true
-	r := &ReplayDB{db: d.db, anchor: d.anchor, lock: lock, path: path, effect: cfg.Effect, private: d.private}
+	d.effect = cfg.Effect
+	r := &ReplayDB{db: d.db, anchor: d.anchor, lock: lock, path: path, effect: cfg.Effect, private: d.private,
+		markerKey: cfg.Strategy != handler.CheckThenAct}
 	if resume {
 		r.Resumed = true
 	} else if err := d.createSchema(ctx, cfg); err != nil {
@@ -159,11 +164,16 @@ func (r *ReplayDB) Close() error {
 // next batch journal again each older page it touches.
 const maxBatchAge = time.Second
 
-// replayCacheKiB is the page cache of a replay's database: the leaves a
-// batch keeps dirty and the index pages every delivery passes through. It
-// is most of a replay's memory, about twice over (each 4 KiB page takes an
-// 8 KiB slot of the allocator), and it does not grow with the capture.
-const replayCacheKiB = 16 << 10
+// replayCacheKiB is the page cache of a replay's database while it takes
+// deliveries: the leaves of the keyed indexes random ids land in, and the
+// pages every delivery passes through. A leaf that is not in it is read
+// back from the file, after a dirty one was written out to make room: two
+// system calls. 32 MiB keeps most of the keyed leaves of 300,000 random ids.
+// It is most of a replay's memory, about twice over (each 4 KiB page takes
+// an 8 KiB slot of the allocator), and it does not grow with the capture.
+// Once the deliveries are done the cache shrinks to checkCacheKiB, so that
+// the sorts of the findings do not add their memory to it.
+const replayCacheKiB = 32 << 10
 
 // Run calls f with the group-commit store on the database's connection,
 // then commits what f left open. batch is how many deliveries share one
@@ -172,30 +182,42 @@ func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) e
 	if batch < 0 {
 		batch = 1
 	}
-	return r.conn.Raw(func(dc any) error {
-		b, err := newBatch(dc, r.effect, batch)
+	err := r.conn.Raw(func(dc any) error {
+		b, err := newBatch(dc, r.effect, batch, r.private, r.markerKey)
 		if err != nil {
 			return err
 		}
-		b.private = r.private
 		if !r.Resumed {
 			b.seen = newSeen()
 		}
 		defer b.close()
 		ferr := f(b)
 		var se *handler.StoreError
-		if errors.As(ferr, &se) {
+		if errors.As(ferr, &se) || b.broken != nil {
 			b.abort()
+			if ferr == nil {
+				ferr = b.broken
+			}
 			return ferr
 		}
-		// Every finished delivery released its savepoint: committing them
+		// Every finished delivery is whole or undone: committing them
 		// is safe even when f was interrupted.
 		if err := b.Flush(); err != nil {
 			return err
 		}
 		return ferr
 	})
+	if err == nil {
+		// What is left, the capture findings and the invariants, scans
+		// the tables in order and sorts: a small cache does, and the
+		// replay's cache is handed back before the sorts take theirs.
+		_, err = r.conn.ExecContext(ctx, `PRAGMA cache_size = -`+strconv.Itoa(checkCacheKiB))
+	}
+	return err
 }
+
+// checkCacheKiB is the page cache once the deliveries are done.
+const checkCacheKiB = 2 << 10
 
 // Batch is the group-commit store. It implements handler.Store; one
 // delivery's transaction is open at a time.
@@ -214,9 +236,15 @@ type Batch struct {
 		s string
 	}
 
+	// A failed delivery is undone by deleting the rows it inserted instead
+	// of rolling back to a savepoint (see undoable).
+	undo      []undoStep
+	markerKey bool  // markers are deleted by key, not by rowid
+	broken    error // an undo failed: the batch takes no more deliveries
+
 	begin, commit, rollback, savepoint, release, rollbackTo   *prepared
 	marker, insertMarker, insertEffect, effectOf, effectByKey *prepared
-	purge                                                     *prepared
+	purge, unmark, uneffect                                   *prepared
 	captureRow, captureRows, captureFile                      *prepared // the capture log's, prepared on first use
 }
 
@@ -230,21 +258,29 @@ type prepared struct {
 // statement. The replay checks for cancellation between deliveries.
 var bg = context.Background()
 
-func newBatch(dc any, effect string, size int) (*Batch, error) {
+func newBatch(dc any, effect string, size int, private, markerKey bool) (*Batch, error) {
 	conn, ok := dc.(driver.Conn)
 	if !ok {
 		return nil, errors.New("sqlite driver connection expected")
 	}
-	b := &Batch{conn: conn, size: size, args: make([]driver.NamedValue, 8)}
+	b := &Batch{conn: conn, size: size, private: private, markerKey: markerKey, args: make([]driver.NamedValue, 8)}
 	for i := range b.args {
 		b.args[i].Ordinal = i + 1
 	}
 	b.tx.b = b
 	q := makeQueries(effect)
+	// A marker is deleted by its key, or, where markers have none
+	// (check-then-act), by its rowid.
+	unmark := `DELETE FROM processed WHERE rowid = ?`
+	if markerKey {
+		unmark = `DELETE FROM processed WHERE event_id = ? AND consumer = ?`
+	}
 	for _, s := range []struct {
 		p   **prepared
 		sql string
 	}{
+		{&b.unmark, unmark},
+		{&b.uneffect, `DELETE FROM "` + effect + `" WHERE id = ?`},
 		{&b.begin, `BEGIN IMMEDIATE`},
 		{&b.commit, `COMMIT`},
 		{&b.rollback, `ROLLBACK`},
@@ -293,7 +329,8 @@ func (b *Batch) close() {
 	b.seen.close()
 	b.seen = nil
 	for _, p := range []*prepared{b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
-		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.captureRow, b.captureRows, b.captureFile} {
+		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.unmark, b.uneffect,
+		b.captureRow, b.captureRows, b.captureFile} {
 		if p != nil {
 			p.st.Close()
 		}
@@ -352,10 +389,14 @@ func (b *Batch) Begin(ctx context.Context) (handler.Tx, error) {
 	if b.tx.active {
 		return nil, errors.New("a delivery's transaction is already open")
 	}
+	if b.broken != nil {
+		return nil, b.broken
+	}
 	if err := b.openBatch(); err != nil {
 		return nil, err
 	}
 	b.tx.active, b.tx.saved = true, false
+	b.undo = b.undo[:0]
 	return &b.tx, nil
 }
 
@@ -387,9 +428,34 @@ func (b *Batch) full() bool {
 	return time.Since(b.opened) >= maxBatchAge
 }
 
-// write opens the delivery's savepoint before its first write.
+// undoStep is a row a delivery inserted: its marker (by key, or by rowid)
+// or its effect (by id).
+type undoStep struct {
+	marker            bool
+	id                int64
+	eventID, consumer string
+}
+
+// write prepares the delivery's first write (see undoable).
 func (t *batchTx) write() error {
-	if t.saved {
+	return t.savepoint(false)
+}
+
+// undoable reports whether the delivery's inserts are undone by deleting
+// their rows instead of by rolling back to a savepoint: unless the delivery
+// has a savepoint already. A savepoint costs a copy of every page the
+// delivery changes, taken at the first change, in its journal (on a file, a
+// temporary file: a write system call each): with random ids, a leaf of
+// each keyed index per delivery, and most deliveries never roll back.
+// Deleting the rows a failed delivery inserted leaves the rows rolling it
+// back leaves, and the next effect gets the same id (the largest left plus
+// one). The deletes run inside the batch transaction, which commits only
+// between deliveries, so a crash still loses whole deliveries only. A
+// delivery that deletes (PurgeMarkers) takes a savepoint.
+func (t *batchTx) undoable() bool { return !t.saved }
+
+func (t *batchTx) savepoint(always bool) error {
+	if t.saved || !always && t.undoable() {
 		return nil
 	}
 	if _, err := t.b.exec(t.b.savepoint); err != nil {
@@ -401,6 +467,9 @@ func (t *batchTx) write() error {
 
 // Flush commits the open batch.
 func (b *Batch) Flush() error {
+	if b.broken != nil {
+		return b.broken
+	}
 	if !b.open {
 		return nil
 	}
@@ -418,7 +487,7 @@ func (b *Batch) abort() {
 	}
 }
 
-// batchTx is one delivery inside the batch: a savepoint.
+// batchTx is one delivery inside the batch.
 type batchTx struct {
 	b      *Batch
 	active bool
@@ -447,8 +516,18 @@ func (t *batchTx) InsertMarker(_ context.Context, m handler.Marker) error {
 	if t.b.seen != nil {
 		t.b.seen.add(m.EventID, m.Consumer)
 	}
-	_, err := t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, t.b.stamp(m.At))
-	return wrap("insert marker", err)
+	r, err := t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, t.b.stamp(m.At))
+	if err != nil {
+		return wrap("insert marker", err)
+	}
+	if t.undoable() {
+		u := undoStep{marker: true, eventID: m.EventID, consumer: m.Consumer}
+		if u.id, err = r.LastInsertId(); err != nil {
+			return wrap("insert marker", err)
+		}
+		t.b.undo = append(t.b.undo, u)
+	}
+	return nil
 }
 
 func (t *batchTx) InsertEffect(_ context.Context, e handler.Effect) (int64, error) {
@@ -459,7 +538,11 @@ func (t *batchTx) InsertEffect(_ context.Context, e handler.Effect) (int64, erro
 	if err != nil {
 		return 0, wrap("insert effect", err)
 	}
-	return r.LastInsertId()
+	id, err := r.LastInsertId()
+	if err == nil && t.undoable() {
+		t.b.undo = append(t.b.undo, undoStep{id: id})
+	}
+	return id, err
 }
 
 func (t *batchTx) EffectOf(_ context.Context, eventID, consumer string) (int64, bool, error) {
@@ -481,20 +564,24 @@ func (t *batchTx) EffectByKey(_ context.Context, key string) (int64, string, boo
 }
 
 func (t *batchTx) PurgeMarkers(_ context.Context, before time.Time) error {
-	if err := t.write(); err != nil {
+	if len(t.b.undo) > 0 {
+		return errors.New("purge markers: the delivery has written already")
+	}
+	if err := t.savepoint(true); err != nil {
 		return err
 	}
 	_, err := t.b.exec(t.b.purge, formatTime(before))
 	return wrap("purge markers", err)
 }
 
-// Commit releases the delivery's savepoint; every batch-size deliveries it
-// commits the batch.
+// Commit keeps the delivery (releasing its savepoint if it took one); every
+// batch-size deliveries it commits the batch.
 func (t *batchTx) Commit() error {
 	if !t.active {
 		return nil
 	}
 	t.active = false
+	t.b.undo = t.b.undo[:0]
 	if t.saved {
 		if _, err := t.b.exec(t.b.release); err != nil {
 			return wrap("release", err)
@@ -514,13 +601,36 @@ func (t *batchTx) Rollback() error {
 	}
 	t.active = false
 	if !t.saved {
-		return nil // nothing was written
+		return t.b.undoAll()
 	}
 	if _, err := t.b.exec(t.b.rollbackTo); err != nil {
 		return wrap("rollback to savepoint", err)
 	}
 	_, err := t.b.exec(t.b.release)
 	return wrap("release", err)
+}
+
+// undoAll deletes what the delivery inserted, last first. A batch whose
+// undo failed holds part of a delivery: it refuses the next one, and the
+// replay stops with the error.
+func (b *Batch) undoAll() error {
+	for i := len(b.undo) - 1; i >= 0 && b.broken == nil; i-- {
+		u := b.undo[i]
+		var err error
+		switch {
+		case !u.marker:
+			_, err = b.exec(b.uneffect, u.id)
+		case b.markerKey:
+			_, err = b.exec(b.unmark, u.eventID, u.consumer)
+		default:
+			_, err = b.exec(b.unmark, u.id)
+		}
+		if err != nil {
+			b.broken = fmt.Errorf("undo a failed delivery: %w", err)
+		}
+	}
+	b.undo = b.undo[:0]
+	return b.broken
 }
 
 func text(v driver.Value) string {

@@ -13,21 +13,29 @@ import (
 )
 
 // TestBatchKeepsDeliveriesAtomic: inside one group-commit batch, a delivery
-// that fails part-way rolls back alone; the others of the batch commit.
+// that fails part-way is undone alone, and the next effect takes the id it
+// would have had; the others of the batch commit.
 func TestBatchKeepsDeliveriesAtomic(t *testing.T) {
 	tests := []struct {
-		name     string
-		path     string
-		batch    int
-		failAt   handler.FaultPoint
-		wantRows int64
+		name      string
+		path      string
+		batch     int
+		failAt    handler.FaultPoint
+		wantRows  int64
+		strategy  handler.Strategy
+		retention time.Duration
 	}{
-		{"memory, fail after marker", Memory, 4, handler.AfterMarker, 9},
-		{"memory, fail after effect", Memory, 4, handler.AfterEffect, 9},
-		{"file, fail after effect", "file", 3, handler.AfterEffect, 9},
-		{"one delivery a batch", Memory, 1, handler.AfterEffect, 9},
-		{"memory, batch chosen by the store", Memory, 0, handler.AfterMarker, 9},
-		{"file, batch chosen by the store", "file", 0, handler.AfterEffect, 9},
+		{"memory, fail after marker", Memory, 4, handler.AfterMarker, 9, handler.EventID, 0},
+		{"memory, fail after effect", Memory, 4, handler.AfterEffect, 9, handler.EventID, 0},
+		{"file, fail after effect", "file", 3, handler.AfterEffect, 9, handler.EventID, 0},
+		{"one delivery a batch", Memory, 1, handler.AfterEffect, 9, handler.EventID, 0},
+		{"memory, batch chosen by the store", Memory, 0, handler.AfterMarker, 9, handler.EventID, 0},
+		{"file, batch chosen by the store", "file", 0, handler.AfterEffect, 9, handler.EventID, 0},
+		{"markers without a key (check-then-act)", Memory, 0, handler.AfterEffect, 9, handler.CheckThenAct, 0},
+		{"file, markers without a key", "file", 0, handler.AfterMarker, 9, handler.CheckThenAct, 0},
+		{"business key", Memory, 0, handler.AfterEffect, 9, handler.BusinessKey, 0},
+		{"purging markers (a savepoint)", Memory, 0, handler.AfterEffect, 9, handler.EventID, time.Hour},
+		{"file, purging markers", "file", 0, handler.AfterMarker, 9, handler.EventID, time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,33 +44,50 @@ func TestBatchKeepsDeliveriesAtomic(t *testing.T) {
 			if path == "file" {
 				path = filepath.Join(t.TempDir(), "replay.db")
 			}
-			cfg := handler.Config{Strategy: handler.EventID, Consumer: "c", Effect: "effects"}
+			strategy := tt.strategy
+			cfg := handler.Config{Strategy: strategy, Consumer: "c", Effect: "effects", Retention: tt.retention}
 			db, err := OpenReplay(ctx, path, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer db.Close()
 			var outcomes []handler.Outcome
+			var ids []int64
 			err = db.Run(ctx, tt.batch, func(b *Batch) error {
-				h := handler.New(cfg, b, nil, nil)
+				h := handler.New(cfg, b, nil, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
 				for i := 1; i <= 10; i++ {
-					d := handler.Delivery{EventID: fmt.Sprintf("e%d", i), Envelope: []byte(fmt.Sprintf(`{"data":{"n":%d}}`, i))}
+					d := handler.Delivery{EventID: fmt.Sprintf("e%d", i), BusinessKey: fmt.Sprintf("k%d", i), Envelope: []byte(fmt.Sprintf(`{"data":{"n":%d}}`, i))}
 					var inject handler.Injector
 					if i == 5 {
 						inject = handler.FailAt(tt.failAt)
 					}
-					outcomes = append(outcomes, h.Handle(ctx, d, inject).Outcome)
+					r := h.Handle(ctx, d, inject)
+					outcomes = append(outcomes, r.Outcome)
+					if r.Outcome == handler.Processed {
+						ids = append(ids, r.EffectID)
+					}
 				}
 				// A duplicate in the same batch finds what the batch wrote.
-				outcomes = append(outcomes, h.Handle(ctx, handler.Delivery{EventID: "e1", Envelope: []byte(`{"data":{"n":1}}`)}, nil).Outcome)
+				outcomes = append(outcomes, h.Handle(ctx, handler.Delivery{EventID: "e1", BusinessKey: "k1", Envelope: []byte(`{"data":{"n":1}}`)}, nil).Outcome)
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if outcomes[4] != handler.Failed || outcomes[10] != handler.Duplicate {
+			if outcomes[4] != handler.Failed || outcomes[10] != handler.Duplicate && strategy != handler.CheckThenAct {
 				t.Errorf("outcomes %v: want delivery 5 failed and the last a duplicate", outcomes)
 			}
+			if fmt.Sprint(ids) != "[1 2 3 4 5 6 7 8 9]" {
+				t.Errorf("effect ids %v, want 1 to 9: the failed delivery's id is the next one's", ids)
+			}
+			m, err := db.conn.QueryContext(ctx, `SELECT event_id FROM processed WHERE event_id = 'e5'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Next() {
+				t.Error("the failed delivery left its marker")
+			}
+			m.Close()
 			n, err := db.CountEffects(ctx)
 			if err != nil || n != tt.wantRows {
 				t.Errorf("%d effects (%v), want %d", n, err, tt.wantRows)
@@ -313,5 +338,10 @@ func TestPrivateReplayLeavesNothing(t *testing.T) {
 	}
 	if got, err := db.CountEffects(ctx); err != nil || got != int64(n) {
 		t.Errorf("%d effects (%v), want %d", got, err, n)
+	}
+	// The deliveries done, the cache shrinks for the sorts that follow.
+	var cache int
+	if err := db.conn.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil || cache != -checkCacheKiB {
+		t.Errorf("cache_size %d (%v) after the deliveries, want %d", cache, err, -checkCacheKiB)
 	}
 }

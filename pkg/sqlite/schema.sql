@@ -5,18 +5,18 @@ CREATE TABLE redeliver_meta(
   value TEXT NOT NULL
 );
 
--- The processed marker: one row per handled event (and consumer). A replay's
--- keyed markers are one B-tree ordered by the key (WITHOUT ROWID) instead of
--- a table and its index; a run keeps the rowid, its insertion order.
+-- The processed marker: one row per handled event (and consumer), in a table
+-- ordered by insertion (rowid) with its key in an index of its own: with
+-- random ids a delivery then changes a leaf of the narrow index at random,
+-- not a leaf of the whole rows (which is what a replay's page cache holds).
 CREATE TABLE processed(
   event_id     TEXT NOT NULL,
   consumer     TEXT NOT NULL,
   identity     TEXT NOT NULL,
   business_key TEXT,
   processed_at TEXT NOT NULL{{if .MarkerKey}},
-  PRIMARY KEY(event_id, consumer)
-){{if .Clustered}} WITHOUT ROWID{{end}};{{else}}
-);{{end}}
+  PRIMARY KEY(event_id, consumer){{end}}
+);
 {{- if not .MarkerKey}}
 CREATE INDEX processed_event ON processed(event_id, consumer);
 {{- end}}

@@ -16,11 +16,15 @@ type seen struct {
 }
 
 // seenBits is the filter's size: 8 MiB. With seenProbes bits an entry, one
-// lookup in 10^5 runs a query that finds nothing after a million events,
-// one in 25 after ten million; the memory is the same for both.
+// lookup in 60,000 runs a query that finds nothing after a million events,
+// one in 25 after ten million; the memory is the same for both. The probes
+// of an entry fall in one block of 512 bits, one cache line: a lookup
+// waits for one read of memory instead of one a probe (the filter is far
+// larger than the processor's caches), for about the same false hits.
 const (
 	seenBits   = 1 << 26
 	seenProbes = 4
+	seenBlock  = 512 // bits
 )
 
 func newSeen() *seen {
@@ -37,31 +41,37 @@ func (s *seen) close() {
 	}
 }
 
-func (s *seen) hash(eventID, consumer string) (uint64, uint64) {
+// probes returns the entry's block (its first word) and its bits in the
+// block, 9 bits of the hash each.
+func (s *seen) probes(eventID, consumer string) (block []uint64, bits uint64) {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(eventID)
 	h.WriteByte(0)
 	h.WriteString(consumer)
 	x := h.Sum64()
-	return x, x>>32 | x<<32 | 1
+	const words = seenBlock / 64
+	b := (x >> 36) % (seenBits / seenBlock) * words
+	return s.bits[b : b+words : b+words], x
 }
 
 func (s *seen) add(eventID, consumer string) {
-	a, b := s.hash(eventID, consumer)
-	for i := uint64(0); i < seenProbes; i++ {
-		bit := (a + i*b) % seenBits
-		s.bits[bit/64] |= 1 << (bit % 64)
+	block, x := s.probes(eventID, consumer)
+	for i := 0; i < seenProbes; i++ {
+		bit := x & (seenBlock - 1)
+		block[bit/64] |= 1 << (bit % 64)
+		x >>= 9
 	}
 }
 
 func (s *seen) has(eventID, consumer string) bool {
-	a, b := s.hash(eventID, consumer)
-	for i := uint64(0); i < seenProbes; i++ {
-		bit := (a + i*b) % seenBits
-		if s.bits[bit/64]&(1<<(bit%64)) == 0 {
+	block, x := s.probes(eventID, consumer)
+	for i := 0; i < seenProbes; i++ {
+		bit := x & (seenBlock - 1)
+		if block[bit/64]&(1<<(bit%64)) == 0 {
 			return false
 		}
+		x >>= 9
 	}
 	return true
 }

@@ -77,9 +77,6 @@ type DB struct {
 	lock   *fileLock // the file's lock, nil in memory
 	effect string
 	q      queries
-	// clustered makes the keyed markers a WITHOUT ROWID table (the replay
-	// store, which never lists them in insertion order).
-	clustered bool
 	// private: the database lives in its one connection, the anchor.
 	private bool
 }
@@ -212,7 +209,6 @@ func (d *DB) createSchema(ctx context.Context, cfg handler.Config) error {
 		"EffectUnique": s.Safe(),
 		"KeyUnique":    s.Safe() && s.UsesKey(),
 		"UsesKey":      s.UsesKey(),
-		"Clustered":    d.clustered,
 	})
 	if err != nil {
 		return err

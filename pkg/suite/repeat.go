@@ -3,9 +3,9 @@ package suite
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -89,18 +89,13 @@ func foldChecks(tallies []tally, runs int) []runner.CheckResult {
 				broken = append(broken, fmt.Sprintf("%s in %d", inv.Name, k))
 			}
 		}
-		what := "none"
-		if len(broken) > 0 {
-			what = strings.Join(broken, ", ")
-		}
-		tail := fmt.Sprintf("%d runs: %d passed, invariants broken: %s", runs, runs-t.failed, what)
 		if c.Passed {
-			c.Line = fmt.Sprintf("%s (%s)", c.Line, tail)
+			c.Line = words.Repeated(c.Line, runs, 0, 0, broken)
 		} else {
 			fs := make([]runner.Failure, 0, len(c.Failures)+1)
 			for i, f := range c.Failures {
 				if i == 0 {
-					f.Message = fmt.Sprintf("failed in %d of %d runs (invariants broken: %s); first in run %d: %s", t.failed, runs, what, t.firstFailed, f.Message)
+					f.Message = words.Repeated(f.Message, runs, t.failed, t.firstFailed, broken)
 				}
 				fs = append(fs, f)
 			}

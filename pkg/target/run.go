@@ -15,6 +15,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/template"
@@ -360,8 +361,8 @@ func (cr *checkRun) drain(ctx context.Context) error {
 	return nil
 }
 
-func (cr *checkRun) fail(step int, pos handler.Location, expected, got, msg string) {
-	cr.res.Failures = append(cr.res.Failures, runner.Failure{Step: step, Pos: pos, Message: msg, Expected: expected, Got: got})
+func (cr *checkRun) fail(step int, pos handler.Location, m words.Miss) {
+	cr.res.Failures = append(cr.res.Failures, runner.Failure{Step: step, Pos: pos, Message: m.Message, Expected: m.Expected, Got: m.Got})
 }
 
 // deliverStep runs one deliver step with its faults.
@@ -553,28 +554,24 @@ func (cr *checkRun) expect(step, n int, st *scenario.Step, a Answer) {
 	if e == nil {
 		return
 	}
-	name := stepName(step, n, st.Times)
+	name := words.Step(step, n, st.Times)
 	if e.Answer != "" && string(a.Kind) != e.Answer {
-		cr.fail(step, st.Pos, e.Answer, string(a.Kind), fmt.Sprintf("%s expected %s, got %s", name, e.Answer, a))
+		cr.fail(step, st.Pos, words.Outcome(name, e.Answer, string(a.Kind), a.String()))
 	}
 	if e.Status != 0 && a.Status != e.Status {
-		got := "no status"
-		if a.Status != 0 {
-			got = strconv.Itoa(a.Status)
-		}
-		cr.fail(step, st.Pos, strconv.Itoa(e.Status), got, fmt.Sprintf("%s expected status %d, got %s", name, e.Status, a))
+		cr.fail(step, st.Pos, words.Status(name, e.Status, a.Status, a.String()))
 	}
 }
 
 func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) error {
-	name := stepName(step, 1, 1)
+	name := words.Step(step, 1, 1)
 	for _, rc := range s.Rows {
 		n, err := cr.sess.db.Count(ctx, rc.Table)
 		if err != nil {
 			return err
 		}
 		if n != rc.N {
-			cr.fail(step, rc.Pos, strconv.FormatInt(rc.N, 10), strconv.FormatInt(n, 10), fmt.Sprintf("%s expected %s in %s, got %d", name, plural(rc.N, "row"), rc.Table, n))
+			cr.fail(step, rc.Pos, words.Rows(name, rc.N, rc.Table, n))
 		}
 	}
 	for _, kc := range s.Effects {
@@ -584,7 +581,7 @@ func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) er
 			return err
 		}
 		if n := int64(len(rows)); n != kc.N {
-			cr.fail(step, kc.Pos, strconv.FormatInt(kc.N, 10), strconv.FormatInt(n, 10), fmt.Sprintf("%s expected %s for key %s, got %d", name, plural(kc.N, "effect row"), kc.Key, n))
+			cr.fail(step, kc.Pos, words.KeyRows(name, kc.N, kc.Key, n))
 		}
 	}
 	return nil
@@ -627,51 +624,12 @@ func summary(history []invariant.Record, c runner.Counters, caught []string) str
 	for _, r := range history {
 		counts[r.Result.Outcome]++
 	}
-	var parts []string
+	var tallies []words.Tally
 	for _, k := range []Kind{Acked, Conflict, Rejected, Unacked} {
-		if n := counts[handler.Outcome(k)]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, k))
-		}
+		tallies = append(tallies, words.Tally{N: counts[handler.Outcome(k)], Word: string(k)})
 	}
-	if c.Crashed > 0 {
-		parts = append(parts, plural(int64(c.Crashed), "crash"))
-	}
-	s := "1 delivery"
-	if c.Deliveries != 1 {
-		s = fmt.Sprintf("%d deliveries", c.Deliveries)
-	}
-	if len(parts) > 0 {
-		s += ": " + strings.Join(parts, ", ")
-	}
-	s += "; " + plural(int64(c.Effects), "effect row")
-	if c.Deliveries == 0 {
-		s = "state as expected"
-	}
-	if len(caught) > 0 {
-		s += "; caught " + strings.Join(caught, ", ")
-	}
-	return s
-}
-
-func stepName(step, n, of int) string {
-	s := "the check"
-	if step > 0 {
-		s = "step " + strconv.Itoa(step)
-	}
-	if of > 1 {
-		s += fmt.Sprintf(" (delivery %d of %d)", n, of)
-	}
-	return s
-}
-
-func plural(n int64, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	if strings.HasSuffix(word, "sh") {
-		return fmt.Sprintf("%d %ses", n, word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
+	tallies = append(tallies, words.Tally{N: c.Crashed, Word: "crash", Plural: true})
+	return words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row"), caught)
 }
 
 func contains(xs []string, s string) bool {

@@ -1,0 +1,197 @@
+// Package words holds the sentences a report prints about a check that are
+// not an invariant's (those are worded by the catalogue, package
+// invariant): which step, a failed expectation with what was expected and
+// what came, a check's summary line, a repeated check's tally. Whatever
+// runs a check — the built-in handler's runner, a user's own consumer's —
+// words what it found here, so one expectation reads the same everywhere.
+package words
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Miss is one expectation that did not hold: the sentence, and the
+// expected and actual values as the structured reports carry them.
+type Miss struct {
+	Message, Expected, Got string
+}
+
+// Step names where an expectation was checked: "the check" (its expect
+// block), "step 3", or "step 3 (delivery 2 of 5)" for a repeated delivery.
+func Step(step, n, of int) string {
+	s := "the check"
+	if step > 0 {
+		s = "step " + strconv.Itoa(step)
+	}
+	if of > 1 {
+		s += fmt.Sprintf(" (delivery %d of %d)", n, of)
+	}
+	return s
+}
+
+// Count says "1 row", "2 rows", "2 crashes".
+func Count(n int64, one string) string {
+	switch {
+	case n == 1:
+		return "1 " + one
+	case strings.HasSuffix(one, "sh"):
+		return fmt.Sprintf("%d %ses", n, one)
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}
+
+// List joins names, or says none.
+func List(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+// Event names an event, with its consumer when one is given.
+func Event(id, consumer string) string {
+	if consumer != "" {
+		return id + " (consumer " + consumer + ")"
+	}
+	return id
+}
+
+// Outcome: a delivery came back with another outcome (or answer) than
+// expected; got may carry the error in brackets.
+func Outcome(step, want, got, gotSaid string) Miss {
+	return Miss{fmt.Sprintf("%s expected %s, got %s", step, want, gotSaid), want, got}
+}
+
+// Status: a consumer answered with another HTTP status than expected.
+func Status(step string, want int, got int, answer string) Miss {
+	g := "no status"
+	if got != 0 {
+		g = strconv.Itoa(got)
+	}
+	return Miss{fmt.Sprintf("%s expected status %d, got %s", step, want, answer), strconv.Itoa(want), g}
+}
+
+// Error: a delivery was expected to fail with an error containing want;
+// got is nil when it did not fail.
+func Error(step, want string, got error) Miss {
+	expected := "error containing " + strconv.Quote(want)
+	if got == nil {
+		return Miss{fmt.Sprintf("%s expected an error containing %q, got no error", step, want), expected, "no error"}
+	}
+	return Miss{fmt.Sprintf("%s expected an error containing %q, got %q", step, want, got.Error()), expected, got.Error()}
+}
+
+// SameEffect: a delivery was expected to return the effect of the
+// delivery labelled label.
+func SameEffect(step, label string, want, got int64) Miss {
+	return Miss{fmt.Sprintf("%s expected the effect of %q (id %d), got effect id %d", step, label, want, got),
+		fmt.Sprintf("effect %d", want), fmt.Sprintf("effect %d", got)}
+}
+
+// Rows: a table holds another number of rows than expected.
+func Rows(step string, want int64, table string, got int64) Miss {
+	return Miss{fmt.Sprintf("%s expected %s in %s, got %d", step, Count(want, "row"), table, got), itoa(want), itoa(got)}
+}
+
+// KeyRows: a user's effect table holds another number of rows for a key.
+func KeyRows(step string, want int64, key string, got int64) Miss {
+	return Miss{fmt.Sprintf("%s expected %s for key %s, got %d", step, Count(want, "effect row"), key, got), itoa(want), itoa(got)}
+}
+
+// Marked: an event was expected to be marked processed (or not), and was
+// not (or was).
+func Marked(step, event string, want bool) Miss {
+	if want {
+		return Miss{fmt.Sprintf("%s expected %s to be marked processed, it is not", step, event), "marked processed", "not marked"}
+	}
+	return Miss{fmt.Sprintf("%s expected %s not to be marked processed, it is", step, event), "not marked", "marked processed"}
+}
+
+// Charges: the gateway holds another number of charges than expected.
+func Charges(step string, want, got int) Miss {
+	return Miss{fmt.Sprintf("%s expected %s at the gateway, got %d", step, Count(int64(want), "charge"), got), strconv.Itoa(want), strconv.Itoa(got)}
+}
+
+// Violations: a check declared which invariants break, and others broke.
+func Violations(want, got []string) Miss {
+	return Miss{fmt.Sprintf("expected exactly the violations %s, got %s", List(want), List(got)), List(want), List(got)}
+}
+
+// Tally is one count of a summary line: "3 duplicates", "1 processed".
+type Tally struct {
+	N    int
+	Word string
+	// Plural: the word takes an s when N is not 1 ("duplicate"); without
+	// it the word stays ("processed", "acked").
+	Plural bool
+}
+
+// Summary is the line of a check that has no say: its deliveries and the
+// tallies that are not zero, then the rest (e.g. "2 effect rows"), then the
+// invariants it caught. A check without deliveries says its state was as
+// expected.
+func Summary(deliveries int, tallies []Tally, rest string, caught []string) string {
+	var parts []string
+	for _, t := range tallies {
+		switch {
+		case t.N == 0:
+		case t.Plural:
+			parts = append(parts, Count(int64(t.N), t.Word))
+		default:
+			parts = append(parts, fmt.Sprintf("%d %s", t.N, t.Word))
+		}
+	}
+	s := Count(int64(deliveries), "delivery")
+	if deliveries != 1 {
+		s = fmt.Sprintf("%d deliveries", deliveries)
+	}
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	if rest != "" {
+		s += "; " + rest
+	}
+	if deliveries == 0 {
+		s = "state as expected"
+	}
+	if len(caught) > 0 {
+		s += "; caught " + strings.Join(caught, ", ")
+	}
+	return s
+}
+
+// Repeated words a check run several times: the line of one that passed
+// in every run gains the tally; the first failure of one that did not
+// gains how often and in which run it failed first.
+func Repeated(line string, runs, failed, first int, broken []string) string {
+	what := List(broken)
+	if failed == 0 {
+		return fmt.Sprintf("%s (%d runs: %d passed, invariants broken: %s)", line, runs, runs, what)
+	}
+	return fmt.Sprintf("failed in %d of %d runs (invariants broken: %s); first in run %d: %s", failed, runs, what, first, line)
+}
+
+// Explored words a check run under several schedules (a race explored):
+// the line of one that passed in every schedule gains how many were tried,
+// and in how many each invariant broke; the first failure of one that did
+// not gains how often, and the first schedule that failed, by name, so that
+// it can be written as interleave.
+func Explored(line string, schedules, failed, first int, name string, broken []string) string {
+	if failed == 0 {
+		if len(broken) == 0 {
+			return fmt.Sprintf("%s (%d schedules)", line, schedules)
+		}
+		return fmt.Sprintf("%s (%d schedules, caught %s)", line, schedules, strings.Join(broken, ", "))
+	}
+	return fmt.Sprintf("failed in %d of %d schedules; first in schedule %d (%s): %s", failed, schedules, first, name, line)
+}
+
+// InNoSchedule words a failure that no schedule of an explored check
+// answered: a declared violation that broke in none of them.
+func InNoSchedule(message string, schedules int) string {
+	return fmt.Sprintf("%s (in %d schedules)", message, schedules)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

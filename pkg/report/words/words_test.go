@@ -1,0 +1,42 @@
+package words
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestWords(t *testing.T) {
+	tests := []struct {
+		name, got, want string
+	}{
+		{"step of the check", Step(0, 1, 1), "the check"},
+		{"step of a repeated delivery", Step(3, 2, 5), "step 3 (delivery 2 of 5)"},
+		{"one", Count(1, "row"), "1 row"},
+		{"many", Count(2, "row"), "2 rows"},
+		{"sh takes es", Count(2, "crash"), "2 crashes"},
+		{"none listed", List(nil), "none"},
+		{"event with its consumer", Event("evt-1", "email"), "evt-1 (consumer email)"},
+		{"outcome", Outcome("step 1", "duplicate", "processed", "processed").Message, "step 1 expected duplicate, got processed"},
+		{"no error", Error("step 2", "boom", nil).Message, `step 2 expected an error containing "boom", got no error`},
+		{"another error", Error("step 2", "boom", errors.New("bang")).Got, "bang"},
+		{"rows", Rows("the check", 1, "shipments", 2).Message, "the check expected 1 row in shipments, got 2"},
+		{"not marked", Marked("step 1", "evt-1", true).Got, "not marked"},
+		{"violations", Violations([]string{"duplicate-effect"}, nil).Message, "expected exactly the violations duplicate-effect, got none"},
+		{"summary", Summary(3, []Tally{{N: 1, Word: "processed"}, {N: 2, Word: "duplicate", Plural: true}, {N: 0, Word: "conflict", Plural: true}}, "", nil), "3 deliveries: 1 processed, 2 duplicates"},
+		{"summary of one delivery with the rest and a catch", Summary(1, []Tally{{N: 1, Word: "acked"}}, "1 effect row", []string{"lost-effect"}), "1 delivery: 1 acked; 1 effect row; caught lost-effect"},
+		{"summary without deliveries", Summary(0, nil, "0 effect rows", nil), "state as expected"},
+		{"repeated and passed", Repeated("8 deliveries", 3, 0, 0, nil), "8 deliveries (3 runs: 3 passed, invariants broken: none)"},
+		{"repeated and failed", Repeated("step 1 expected x", 3, 2, 1, []string{"duplicate-effect in 2"}), "failed in 2 of 3 runs (invariants broken: duplicate-effect in 2); first in run 1: step 1 expected x"},
+		{"explored and passed", Explored("4 deliveries", 11, 0, 0, "", nil), "4 deliveries (11 schedules)"},
+		{"explored and caught", Explored("4 deliveries", 11, 0, 0, "", []string{"duplicate-effect in 2"}), "4 deliveries (11 schedules, caught duplicate-effect in 2)"},
+		{"explored and failed", Explored("invariant x broken", 11, 2, 4, "held at after-check, released together", nil), "failed in 2 of 11 schedules; first in schedule 4 (held at after-check, released together): invariant x broken"},
+		{"in no schedule", InNoSchedule("expected exactly the violations duplicate-effect, got none", 11), "expected exactly the violations duplicate-effect, got none (in 11 schedules)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,225 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/report/words"
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// MaxSchedules bounds the schedules one check is run under.
+const MaxSchedules = 32
+
+// hold is how one concurrent step without interleave runs in a schedule:
+// unforced (at is empty: the workers start together and timing decides), or
+// every worker held at a fault point and then released together or one at a
+// time in worker order, as `interleave:` would.
+type hold struct {
+	at      handler.FaultPoint
+	inOrder bool
+}
+
+func (h hold) String() string {
+	if h.at == "" {
+		return "unforced"
+	}
+	if h.inOrder {
+		return "held at " + string(h.at) + ", released in order"
+	}
+	return "held at " + string(h.at) + ", released together"
+}
+
+// schedule gives each explored step of a check (a concurrent step without
+// interleave) its hold for one run of the check.
+type schedule struct {
+	steps []int // the explored steps, 1-based
+	holds []hold
+}
+
+// of returns the hold of a step, if the schedule forces one (a nil
+// schedule forces none).
+func (s *schedule) of(step int) (hold, bool) {
+	if s == nil {
+		return hold{}, false
+	}
+	for i, n := range s.steps {
+		if n == step && s.holds[i].at != "" {
+			return s.holds[i], true
+		}
+	}
+	return hold{}, false
+}
+
+// String names the schedule so that it can be written as `interleave:`.
+func (s schedule) String() string {
+	if len(s.steps) == 1 {
+		return s.holds[0].String()
+	}
+	parts := make([]string, len(s.steps))
+	for i, n := range s.steps {
+		parts[i] = fmt.Sprintf("step %d %s", n, s.holds[i])
+	}
+	return strings.Join(parts, "; ")
+}
+
+// schedules lists the schedules a check is explored under: nil when it has
+// no concurrent step without interleave. Each such step is run unforced,
+// and held at every fault point the strategy can reach, released together
+// and in worker order. The first schedule is every step unforced (the run
+// as written); then the schedules that force one step, then two, and so on,
+// each group in step order and fault point order, until MaxSchedules: the
+// same schedules in the same order on every run.
+func schedules(strategy handler.Strategy, c *scenario.Check) []schedule {
+	var steps []int
+	for i, st := range c.Steps {
+		if st.Kind == scenario.Deliver && st.Concurrent > 0 && st.Interleave == "" {
+			steps = append(steps, i+1)
+		}
+	}
+	if len(steps) == 0 {
+		return nil
+	}
+	opts := []hold{{}}
+	for _, p := range handler.FaultPoints {
+		if strategy.Reaches(p) {
+			opts = append(opts, hold{at: p}, hold{at: p, inOrder: true})
+		}
+	}
+	k := len(steps)
+	var out []schedule
+	cur := make([]hold, k)
+	var pick func(i, forced, want int)
+	pick = func(i, forced, want int) {
+		if len(out) == MaxSchedules {
+			return
+		}
+		if i == k {
+			out = append(out, schedule{steps: steps, holds: append([]hold(nil), cur...)})
+			return
+		}
+		if forced < want {
+			for _, h := range opts[1:] {
+				cur[i] = h
+				pick(i+1, forced+1, want)
+			}
+		}
+		if forced+(k-i-1) >= want {
+			cur[i] = hold{}
+			pick(i+1, forced, want)
+		}
+	}
+	for want := 0; want <= k; want++ {
+		pick(0, 0, want)
+	}
+	return out
+}
+
+// scheduleVerdict is Verdict for one schedule of an explored check: a
+// declared violation need not break in every schedule (a race is not lost
+// in every interleaving), so only the declared ones this schedule broke are
+// required here; that each breaks in some schedule is judged by fold.
+func scheduleVerdict(res *CheckResult, c *scenario.Check) {
+	if !c.ViolationsDeclared {
+		Verdict(res, c)
+		return
+	}
+	broke := map[string]bool{}
+	for _, v := range res.Violations {
+		broke[string(v.Invariant)] = true
+	}
+	cc := *c
+	cc.Violations = nil
+	for _, w := range c.Violations {
+		if broke[w] {
+			cc.Violations = append(cc.Violations, w)
+		}
+	}
+	cc.ViolationsDeclared = len(cc.Violations) > 0
+	Verdict(res, &cc)
+}
+
+// fold turns the results of one check under each of its schedules
+// (results[0] under the first, the run as written) into the check's result.
+// It fails if any schedule failed: the result is then the first failing
+// schedule's, its first failure naming the schedule. Otherwise it is the
+// first schedule's, with the violations every schedule broke, and it fails
+// only if a declared violation broke in none.
+func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult {
+	n := len(results)
+	failed, first := 0, -1
+	broken := map[invariant.Name]int{}
+	held := map[handler.FaultPoint]bool{}
+	for k := range results {
+		r := &results[k]
+		if !r.Passed {
+			failed++
+			if first < 0 {
+				first = k
+			}
+		}
+		seen := map[invariant.Name]bool{}
+		for _, v := range r.Violations {
+			if !seen[v.Invariant] {
+				seen[v.Invariant] = true
+				broken[v.Invariant]++
+			}
+		}
+		for _, p := range r.Held {
+			held[p] = true
+		}
+	}
+	out := results[0]
+	if first >= 0 {
+		out = results[first]
+	}
+	out.Schedules = n
+	out.Held = nil
+	for _, p := range handler.FaultPoints {
+		if held[p] {
+			out.Held = append(out.Held, p)
+		}
+	}
+	out.Duration = 0
+	for _, r := range results {
+		out.Duration += r.Duration
+	}
+	if first >= 0 {
+		fs := append([]Failure(nil), out.Failures...)
+		fs[0].Message = words.Explored(fs[0].Message, n, failed, first+1, plan[first].String(), nil)
+		out.Failures = fs
+		out.Passed = false
+		return out
+	}
+	// Every schedule passed: the violations are those any schedule broke,
+	// each invariant once, and each declared one must be among them.
+	have := map[invariant.Name]bool{}
+	var union []invariant.Violation
+	for _, r := range results {
+		for _, v := range r.Violations {
+			if !have[v.Invariant] {
+				have[v.Invariant] = true
+				union = append(union, v)
+			}
+		}
+	}
+	out.Violations = union
+	var caught []string
+	for _, inv := range invariant.All {
+		if k := broken[inv.Name]; k > 0 {
+			caught = append(caught, fmt.Sprintf("%s in %d", inv.Name, k))
+		}
+	}
+	out.Line = words.Explored(out.Line, n, 0, 0, "", caught)
+	u := CheckResult{Violations: union}
+	Verdict(&u, c)
+	if !u.Passed {
+		for i := range u.Failures {
+			u.Failures[i].Message = words.InNoSchedule(u.Failures[i].Message, n)
+		}
+		out.Failures, out.Passed = u.Failures, false
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package runner_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// unforced is a race with no interleave: the runner explores it.
+const unforced = `version: 1
+handler:
+  strategy: STRATEGY
+  effect: shipments
+HANDLER
+checks:
+  - name: unforced race
+    steps:
+      - deliver: {id: evt-1, data: {orderId: order-1, amount: 25}}
+        concurrent: 4
+EXPECT
+`
+
+func unforcedRace(t *testing.T, strategy handler.Strategy, expect string) *scenario.Scenario {
+	t.Helper()
+	extra := ""
+	if strategy.UsesKey() {
+		extra = `  key: "{data.orderId}"` + "\n"
+	}
+	if strategy.CallsOut() {
+		extra += "  external: {key: \"payment-{data.orderId}\", amount: \"{data.amount}\"}\n"
+	}
+	src := strings.NewReplacer("STRATEGY", string(strategy), "HANDLER\n", extra, "EXPECT\n", expect).Replace(unforced)
+	s, err := scenario.Load("race.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestUnforcedRaceIsCaught: check-then-act raced by 4 workers without
+// interleave is caught on every run, on every store: the runner holds the
+// workers at each fault point itself, and the schedule that broke the
+// invariant is named, so that it can be written as interleave.
+func TestUnforcedRaceIsCaught(t *testing.T) {
+	s := unforcedRace(t, handler.CheckThenAct, "")
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			open := st.open(t)
+			for run := 1; run <= 2; run++ {
+				res, err := runner.RunFile(context.Background(), s, open)
+				if err != nil {
+					t.Fatalf("run %d: %v", run, err)
+				}
+				c := res.Checks[0]
+				if c.Passed {
+					t.Fatalf("run %d: the race passed: %s", run, c.Line)
+				}
+				if c.Schedules != 11 {
+					t.Errorf("run %d: %d schedules, want 11", run, c.Schedules)
+				}
+				f := c.Failures[0]
+				if f.Invariant != invariant.DuplicateEffect.Name || !strings.Contains(f.Message, " schedules; first in schedule ") || !strings.Contains(f.Message, "held at ") && !strings.Contains(f.Message, "(unforced)") {
+					t.Errorf("run %d: first failure %q (%s), want duplicate-effect in a named schedule", run, f.Message, f.Invariant)
+				}
+			}
+		})
+	}
+}
+
+// TestUnforcedRaceOnSafeStrategies: every schedule of a safe strategy
+// ends with one effect and the rest duplicates, on every store (event-id:
+// the unforced race of scenarios/races/event-id.yaml, TestRaceScenarios).
+func TestUnforcedRaceOnSafeStrategies(t *testing.T) {
+	schedules := map[handler.Strategy]int{handler.ConsumerScoped: 11, handler.BusinessKey: 11, handler.ExternalKey: 13}
+	for _, st := range stores(t) {
+		for _, strategy := range []handler.Strategy{handler.ConsumerScoped, handler.BusinessKey, handler.ExternalKey} {
+			t.Run(st.name+"/"+string(strategy), func(t *testing.T) {
+				s := unforcedRace(t, strategy, "    expect:\n      rows: {shipments: 1, processed: 1}\n")
+				res, err := runner.RunFile(context.Background(), s, st.open(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := res.Checks[0]
+				if !c.Passed {
+					t.Fatalf("failed: %+v", c.Failures)
+				}
+				if c.Schedules != schedules[strategy] {
+					t.Errorf("%d schedules, want %d", c.Schedules, schedules[strategy])
+				}
+				if c.Counters.Processed != 1 || c.Counters.Duplicates != 3 {
+					t.Errorf("%d processed and %d duplicates, want 1 and 3", c.Counters.Processed, c.Counters.Duplicates)
+				}
+			})
+		}
+	}
+}
+
+// TestExploredDeclaredViolations: a declared violation must break in some
+// schedule, not in every one; one that breaks in none fails the check.
+func TestExploredDeclaredViolations(t *testing.T) {
+	tests := []struct {
+		name     string
+		strategy handler.Strategy
+		passed   bool
+		want     string // in the line when passed, in the first failure otherwise
+	}{
+		{"caught", handler.CheckThenAct, true, "4 deliveries"},
+		{"never broken", handler.EventID, false, "expected exactly the violations duplicate-effect, got none (in 11 schedules)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := unforcedRace(t, tt.strategy, "    violations: [duplicate-effect]\n")
+			res, err := runner.RunFile(context.Background(), s, memory)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := res.Checks[0]
+			if c.Passed != tt.passed {
+				t.Fatalf("passed = %v, want %v: %s %+v", c.Passed, tt.passed, c.Line, c.Failures)
+			}
+			got := c.Line
+			if !c.Passed {
+				got = c.Failures[0].Message
+			} else if !strings.Contains(got, "(11 schedules, caught duplicate-effect in ") {
+				t.Errorf("line %q does not count the schedules that caught it", got)
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("got %q, want it to contain %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHeldPointsAreReached: a point interleave held workers at is recorded
+// as reached; an explored check records every point it held workers at.
+func TestHeldPointsAreReached(t *testing.T) {
+	tests := []struct {
+		name, step string
+		want       []handler.FaultPoint
+	}{
+		{"interleave", "        interleave: after-check\n", []handler.FaultPoint{handler.AfterCheck}},
+		{"explored", "", []handler.FaultPoint{handler.BeforeBegin, handler.AfterCheck, handler.AfterMarker, handler.AfterEffect, handler.AfterCommit}},
+		{"not concurrent", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "version: 1\nchecks:\n  - name: c\n    steps:\n      - deliver: {id: e}\n        concurrent: 2\n" + tt.step
+			if tt.want == nil {
+				src = "version: 1\nchecks:\n  - name: c\n    steps:\n      - deliver: {id: e}\n"
+			}
+			c := runSrc(t, src).Checks[0]
+			if strings.Join(points(c.Held), " ") != strings.Join(points(tt.want), " ") {
+				t.Errorf("held at %v, want %v", c.Held, tt.want)
+			}
+		})
+	}
+}
+
+func points(ps []handler.FaultPoint) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return out
+}
