@@ -16,18 +16,21 @@ import (
 // while the consumer it started is running, and checks that redeliver exits
 // with 130 and leaves no process behind.
 func TestInterruptStopsTheConsumer(t *testing.T) {
+	t.Parallel()
 	interrupt(t, "listening", func(dir, file string) []string { return []string{"run", file} }, "")
 }
 
 // TestInterruptWhileWaitingForReady interrupts redeliver while it waits
 // for a consumer that never becomes ready.
 func TestInterruptWhileWaitingForReady(t *testing.T) {
+	t.Parallel()
 	interrupt(t, "a line it never prints", func(dir, file string) []string { return []string{"run", file} }, "")
 }
 
 // TestInterruptedReplaySaysWhatItSent interrupts a replay into a target:
 // it says how many deliveries it sent, and leaves no process behind.
 func TestInterruptedReplaySaysWhatItSent(t *testing.T) {
+	t.Parallel()
 	interrupt(t, "listening", func(dir, file string) []string {
 		capture := filepath.Join(dir, "capture.ndjson")
 		var b strings.Builder

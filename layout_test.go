@@ -10,6 +10,7 @@ import (
 // a database driver, and the replay engine reaches its store only through
 // the ledger interface, never through an adapter.
 func TestDependenciesPointOneWay(t *testing.T) {
+	t.Parallel()
 	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx", "github.com/go-sql-driver/mysql"}
 	adapters := []string{"github.com/redeliver/redeliver/pkg/sqlite", "github.com/redeliver/redeliver/pkg/postgres"}
 	tests := []struct {

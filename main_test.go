@@ -25,6 +25,13 @@ import (
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/script from what the command printed")
 
 func TestMain(m *testing.M) {
+	// A race-enabled program sleeps a second at exit, by default, for
+	// goroutines still running to report; every redeliver the scripts
+	// start is one. Ten milliseconds keep that report and drop the wait
+	// (GORACE set by the caller wins; testscript passes it on).
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=10")
+	}
 	testscript.Main(m, map[string]func(){
 		"redeliver": func() { os.Exit(cmd.Main()) },
 		// drop-kept-schemas FILE drops the PostgreSQL schemas that the

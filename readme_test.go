@@ -16,6 +16,7 @@ import (
 // TestReadmeIsAFrontDoor: README stays short and every relative link in it
 // and in docs/ names a file the repository ships.
 func TestReadmeIsAFrontDoor(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,7 @@ func TestReadmeIsAFrontDoor(t *testing.T) {
 // TestNoUnshippedReferences: nothing in the repository refers to documents
 // it does not ship.
 func TestNoUnshippedReferences(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("git", "ls-files").Output()
 	if err != nil {
 		t.Skipf("not a git checkout (%v): the file list comes from git ls-files", err)
@@ -86,6 +88,7 @@ func TestNoUnshippedReferences(t *testing.T) {
 // copy of the shipped scenarios: each must exit 0, or 1 where its comment
 // says "exit 1".
 func TestReadmeTour(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,10 @@ import (
 	"time"
 )
 
-var kills = flag.Int("kills", 3, "kill -9 points of TestResumeAfterKill9 (each kills a real replay once)")
+var (
+	kills  = flag.Int("kills", 3, "kill -9 points of TestResumeAfterKill9 (each kills a real replay once)")
+	events = flag.Int("resume-events", 1000, "events in TestResumeAfterKill9's capture")
+)
 
 // injection is every injection flag of replay at once.
 var injection = []string{"--redeliver", "0.2", "--crash", "0.1", "--rewind", "20", "--republish", "0.05", "--batch", "50"}
@@ -24,30 +27,73 @@ var injection = []string{"--redeliver", "0.2", "--crash", "0.1", "--rewind", "20
 // database row for row with one uninterrupted replay: every injected
 // decision must come out the same, so nothing is lost and nothing doubled.
 // A replay onto the finished database adds nothing either.
+//
+// The kill points are drawn between 16 KiB of write-ahead log and the
+// most the uninterrupted replay's log held, so every kill lands inside a
+// running replay (the test fails if a replay ends before its kill); the
+// capture's size then only decides how long each replay runs: 1,000
+// events make 20 batches with every injection firing many times.
+// -kills N and -resume-events N run more (the former defaults were 3 kill
+// points of a 6,000-event capture).
 func TestResumeAfterKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills real processes")
 	}
+	t.Parallel()
 	bin, err := exec.LookPath("redeliver")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	capture := filepath.Join(dir, "capture.ndjson")
-	writeCapture(t, capture, 6000)
+	writeCapture(t, capture, *events)
 	replay := func(db string) *exec.Cmd {
 		args := append([]string{"replay", "--db", db}, injection...)
 		c := exec.Command(bin, append(args, capture)...)
 		c.Dir = dir
 		return c
 	}
-	clean := filepath.Join(dir, "clean.db")
-	if out, err := replay(clean).CombinedOutput(); err != nil {
-		t.Fatalf("clean replay: %v\n%s", err, out)
+	// runUntil runs a replay onto db, polling its write-ahead log every
+	// millisecond: it kills the process with SIGKILL once the log reaches
+	// killAt bytes (never, for 0), and returns the largest size it saw and
+	// whether it killed.
+	runUntil := func(db string, killAt int64) (walMax int64, killed bool, out []byte) {
+		c := replay(db)
+		var buf strings.Builder
+		c.Stdout, c.Stderr = &buf, &buf
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("replay onto %s: %v\n%s", filepath.Base(db), err, buf.String())
+				}
+				return walMax, false, []byte(buf.String())
+			case <-time.After(time.Millisecond):
+				if st, err := os.Stat(db + "-wal"); err == nil {
+					walMax = max(walMax, st.Size())
+					if killAt > 0 && walMax >= killAt {
+						c.Process.Signal(syscall.SIGKILL)
+						<-done
+						return walMax, true, nil
+					}
+				}
+			}
+		}
 	}
+	clean := filepath.Join(dir, "clean.db")
+	walMax, _, _ := runUntil(clean, 0)
 	want := dump(t, clean)
-	if len(want) < 6000 {
+	if len(want) < *events {
 		t.Fatalf("the clean replay wrote %d rows, want at least one per event", len(want))
+	}
+	const walMin = 16 << 10
+	if walMax < 2*walMin {
+		t.Fatalf("the clean replay's write-ahead log grew to %d bytes; want room for kill points past %d", walMax, walMin)
 	}
 
 	// Onto the finished database: nothing new.
@@ -60,30 +106,13 @@ func TestResumeAfterKill9(t *testing.T) {
 	for k := 0; k < *kills; k++ {
 		db := filepath.Join(dir, fmt.Sprintf("killed-%d.db", k))
 		// Kill once the write-ahead log has grown past a point drawn at
-		// random, or whenever the process is done, whichever comes first.
-		at := int64(16<<10) + rng.Int64N(400<<10)
-		c := replay(db)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
+		// random within what the uninterrupted replay wrote.
+		at := walMin + rng.Int64N(walMax*9/10-walMin)
+		_, killed, _ := runUntil(db, at)
+		if !killed {
+			t.Fatalf("kill point %d: the replay ended before its write-ahead log reached %d bytes", k, at)
 		}
-		done := make(chan error, 1)
-		go func() { done <- c.Wait() }()
-		killed := false
-	wait:
-		for {
-			select {
-			case <-done:
-				break wait
-			case <-time.After(time.Millisecond):
-				if st, err := os.Stat(db + "-wal"); err == nil && st.Size() >= at {
-					c.Process.Signal(syscall.SIGKILL)
-					<-done
-					killed = true
-					break wait
-				}
-			}
-		}
-		t.Logf("kill point %d: WAL at %d bytes, killed %v", k, at, killed)
+		t.Logf("kill point %d: killed at %d bytes of WAL", k, at)
 		if out, err := replay(db).CombinedOutput(); err != nil {
 			t.Fatalf("resume %d: %v\n%s", k, err, out)
 		}

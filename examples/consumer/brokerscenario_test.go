@@ -23,6 +23,7 @@ import (
 // consumer passes; --flaw none pays an order twice when the outbox
 // publishes it twice, and the run says duplicate-effect.
 func TestShippedBrokerScenarios(t *testing.T) {
+	t.Parallel()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	for _, b := range []struct {
@@ -36,6 +37,8 @@ func TestShippedBrokerScenarios(t *testing.T) {
 	} {
 		for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"none", "duplicate-effect"}} {
 			t.Run(strings.TrimSuffix(b.file[strings.LastIndex(b.file, "/")+1:], ".yaml")+"/"+tt.flaw, func(t *testing.T) {
+				t.Parallel()
+				brokerSlot(t)
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 				b.setup(t, env)
 				o := redeliver(t, env, "run", b.file, "-v")
@@ -100,14 +103,17 @@ func amqpQueue(t *testing.T, env map[string]string) {
 // command into three instances behind each broker, with --kill-every
 // killing one at random every 300ms until the broker has drained. The safe
 // consumer ends with one payment per event; ack-before-commit, killed after
-// its ack and before its commit, loses payments (lost-effect).
+// its ack and before its commit, loses payments (lost-effect). The four
+// runs go side by side.
+//
+// 500 events (2,000 under REDELIVER_TEST_HEAVY): the safe runs assert
+// that instances were killed, and the flawed ones that payments were
+// lost, which takes a kill; more events only repeat those kills.
 func TestBrokerReplayUnderNemesis(t *testing.T) {
+	t.Parallel()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
-	events := 2000
-	if testing.Short() {
-		events = 500
-	}
+	events := scaled(500, 2000)
 	capture := filepath.Join(t.TempDir(), "capture.jsonl")
 	var b strings.Builder
 	for i := range events {
@@ -126,6 +132,8 @@ func TestBrokerReplayUnderNemesis(t *testing.T) {
 	} {
 		for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"ack-before-commit", "lost-effect"}} {
 			t.Run(strings.TrimSuffix(filepath.Base(br.file), "-target.yaml")+"/"+tt.flaw, func(t *testing.T) {
+				t.Parallel()
+				brokerSlot(t)
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 				br.setup(t, env)
 				o := redeliver(t, env, "replay", capture, "--target", br.file, "--kill-every", "300ms")

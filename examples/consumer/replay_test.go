@@ -34,17 +34,24 @@ func writeCapture(tb testing.TB, path string, n int) {
 	}
 }
 
-// replayLines is the capture size of TestReplayIntoConsumer; make bench
-// runs BenchmarkReplayIntoConsumer on 100,000.
-const replayLines = 2000
+// replayLines is the capture size of TestReplayIntoConsumer: 500 lines
+// (2,000 under REDELIVER_TEST_HEAVY) make about 50 redeliveries, 5
+// crashes and 25 concurrent duplicates, and the test asserts that crashes
+// happened; make bench runs BenchmarkReplayIntoConsumer on 100,000.
+func replayLines() int { return scaled(500, 2000) }
+
+// crashesRe reads the crash count off a target replay's summary line.
+var crashesRe = regexp.MustCompile(`, (\d+) crashes?\)`)
 
 // TestReplayIntoConsumer replays a capture into the started consumer with
 // seeded redeliveries and crashes (safe: passes), and with concurrent
-// duplicates (check-then-act: caught).
+// duplicates (check-then-act: caught). The two replays go side by side.
 func TestReplayIntoConsumer(t *testing.T) {
+	t.Parallel()
 	bin := buildConsumer(t)
 	capture := filepath.Join(t.TempDir(), "capture.ndjson")
-	writeCapture(t, capture, replayLines)
+	lines := replayLines()
+	writeCapture(t, capture, lines)
 	tests := []struct {
 		name, flaw, work string
 		flags            []string
@@ -56,6 +63,7 @@ func TestReplayIntoConsumer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			env := consumerEnv(t, bin, tt.flaw)
 			env["WORK"] = tt.work
 			args := append([]string{"replay", capture, "--target", "examples/consumer/target.yaml", "--seed", "11", "--parallel", "4"}, tt.flags...)
@@ -64,7 +72,10 @@ func TestReplayIntoConsumer(t *testing.T) {
 				t.Fatalf("want exit %d naming %q, got\n%s", tt.exit, tt.invariant, o)
 			}
 			if tt.exit == 0 {
-				assertNoViolations(t, o.stdout, replayLines)
+				assertNoViolations(t, o.stdout, lines)
+				if m := crashesRe.FindStringSubmatch(o.stdout); m == nil || m[1] == "0" {
+					t.Errorf("want the consumer killed at least once (--crash), got\n%s", o)
+				}
 			}
 		})
 	}
