@@ -39,6 +39,7 @@ type ReplayDB struct {
 	private bool
 	// markerKey: the markers are keyed by (event_id, consumer).
 	markerKey bool
+	log       *CaptureLog // the capture log the batch writes to
 	// Resumed is set when the file already held a replay's tables.
 	Resumed bool
 }
@@ -61,7 +62,7 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 	var d *DB
 	var err error
 	if path == Memory {
-		d, err = openPrivate()
+		d, err = openPrivate(replayCacheKiB)
 	} else {
 		d, err = open(path)
 	}
@@ -131,13 +132,16 @@ var ErrMismatch = errors.New("it cannot be resumed with this handler")
 // Path returns where the database lives.
 func (r *ReplayDB) Path() string { return r.path }
 
-// SideBySide reports whether the invariants can be checked on a connection
-// of their own while the capture findings are counted on the replay's: not
-// when the database is private to the replay's connection.
-func (r *ReplayDB) SideBySide() bool { return !r.private }
+// SideBySide reports whether the invariants can be checked while the
+// capture findings are counted: they can, the capture log has a connection
+// of its own.
+func (r *ReplayDB) SideBySide() bool { return true }
 
 // Close closes the database.
 func (r *ReplayDB) Close() error {
+	if r.log != nil {
+		r.log.Close()
+	}
 	if r.conn != nil {
 		r.conn.Close()
 	}
@@ -187,6 +191,7 @@ func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) e
 		if err != nil {
 			return err
 		}
+		b.log = r.log
 		if !r.Resumed {
 			b.seen = newSeen()
 		}
@@ -223,8 +228,9 @@ const checkCacheKiB = 2 << 10
 // delivery's transaction is open at a time.
 type Batch struct {
 	conn    driver.Conn
-	size    int       // deliveries per commit; 0: by the cache and the clock
-	private bool      // the database is the replay's alone: one transaction
+	size    int  // deliveries per commit; 0: by the cache and the clock
+	private bool // the database is the replay's alone: one transaction
+	log     *CaptureLog
 	seen    *seen     // the markers written, when the replay wrote them all
 	opened  time.Time // when the open batch began
 	count   int       // deliveries in the open batch
@@ -245,7 +251,6 @@ type Batch struct {
 	begin, commit, rollback, savepoint, release, rollbackTo   *prepared
 	marker, insertMarker, insertEffect, effectOf, effectByKey *prepared
 	purge, unmark, uneffect                                   *prepared
-	captureRow, captureRows, captureFile                      *prepared // the capture log's, prepared on first use
 }
 
 type prepared struct {
@@ -329,8 +334,7 @@ func (b *Batch) close() {
 	b.seen.close()
 	b.seen = nil
 	for _, p := range []*prepared{b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
-		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.unmark, b.uneffect,
-		b.captureRow, b.captureRows, b.captureFile} {
+		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.unmark, b.uneffect} {
 		if p != nil {
 			p.st.Close()
 		}

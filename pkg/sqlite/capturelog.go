@@ -3,31 +3,49 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
 // CaptureLog is a scratch table of what a capture holds, one row per
 // delivery: its id, a hash of its identity, its business key and where it
-// came from. It is a TEMP table of the replay's own connection: SQLite keeps
-// it in a temporary file (temp_store=FILE, so memory does not grow with the
-// capture; the file vanishes with the connection, even after SIGKILL), and
-// the rows are written by the goroutine that drives the handler, in the
-// batch transaction but outside every delivery's savepoint. One connection
-// instead of two: SQLite's allocator is process-wide and guarded by one
-// mutex, which two connections working at once contend for. The capture
-// findings are aggregate queries over it.
+// came from. It lives in a private database of its own (SQLite's temporary
+// one, see openPrivate: memory does not grow with the capture, and the file
+// vanishes with the connection, even after SIGKILL), written by a goroutine
+// of its own in one transaction: the rows cost the goroutine that drives
+// the handler a copy and a channel send, and the findings, aggregate
+// queries over the log, are counted beside the invariants. Nothing in it
+// outlives the replay, so nothing in it needs to be atomic with a delivery.
 type CaptureLog struct {
-	conn *sql.Conn
+	db     *DB
+	conn   *sql.Conn
+	w      logWriter
+	closed sync.Once
 }
 
-const captureSchema = `PRAGMA temp_store = FILE;
-DROP TABLE IF EXISTS temp.capture;
-DROP TABLE IF EXISTS temp.capture_files;
-CREATE TEMP TABLE capture(
+// logWriter feeds the log's rows to its goroutine.
+type logWriter struct {
+	in   chan logItem
+	done chan struct{}
+	once sync.Once
+	mu   sync.Mutex
+	err  error
+}
+
+// logItem is rows of the capture, or the name of capture file number file.
+type logItem struct {
+	rows []CaptureRow
+	file int
+	name string
+}
+
+const captureSchema = `CREATE TEMP TABLE capture(
   event_id TEXT NOT NULL,
   identity INTEGER NOT NULL,
   business_key TEXT NOT NULL,
@@ -39,18 +57,100 @@ CREATE TEMP TABLE capture_files(
   name TEXT NOT NULL
 )`
 
-// CaptureLog creates an empty capture log on the replay's connection. Its
-// rows are written through Batch.Record and Batch.RecordFile.
+// CaptureLog creates an empty capture log for the replay. Its rows are
+// written through Batch.RecordRows and Batch.RecordFile.
 func (r *ReplayDB) CaptureLog(ctx context.Context) (*CaptureLog, error) {
-	if _, err := r.conn.ExecContext(ctx, captureSchema); err != nil {
+	if r.log != nil {
+		r.log.Close()
+		r.log = nil
+	}
+	d, err := openPrivate(checkCacheKiB)
+	if err != nil {
 		return nil, fmt.Errorf("capture log: %w", err)
 	}
-	return &CaptureLog{conn: r.conn}, nil
+	if _, err := d.anchor.ExecContext(ctx, captureSchema); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("capture log: %w", err)
+	}
+	c := &CaptureLog{db: d, conn: d.anchor}
+	c.w.in, c.w.done = make(chan logItem, 16), make(chan struct{})
+	go c.write()
+	r.log = c
+	return c, nil
 }
 
-// Close drops the log's tables.
+// write inserts what arrives on the log's channel until it is closed.
+func (c *CaptureLog) write() {
+	defer close(c.w.done)
+	err := c.conn.Raw(func(dc any) error {
+		b, err := newLogBatch(dc)
+		if err != nil {
+			return err
+		}
+		defer b.close()
+		if _, err := b.exec(b.begin); err != nil {
+			return err
+		}
+		for it := range c.w.in {
+			if err == nil {
+				err = b.record(it)
+			}
+			if err != nil {
+				c.w.fail(err) // the rest is drained, unread
+			}
+		}
+		if err != nil {
+			return err
+		}
+		_, err = b.exec(b.commit)
+		return err
+	})
+	if err != nil {
+		c.w.fail(err)
+	}
+}
+
+func (w *logWriter) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = fmt.Errorf("capture log: %w", err)
+	}
+}
+
+func (w *logWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// send hands rows to the log's goroutine; an error it met is returned by
+// the next send.
+func (c *CaptureLog) send(it logItem) error {
+	if err := c.w.failed(); err != nil {
+		return err
+	}
+	select {
+	case <-c.w.done:
+		return errors.New("capture log: closed")
+	default:
+	}
+	c.w.in <- it
+	return nil
+}
+
+// wait lets the log's goroutine write what it was sent and commit.
+func (c *CaptureLog) wait() error {
+	c.w.once.Do(func() { close(c.w.in) })
+	<-c.w.done
+	return c.w.failed()
+}
+
+// Close drops the log.
 func (c *CaptureLog) Close() error {
-	_, err := c.conn.ExecContext(context.Background(), `DROP TABLE IF EXISTS temp.capture; DROP TABLE IF EXISTS temp.capture_files`)
+	c.wait()
+	var err error
+	c.closed.Do(func() { err = c.db.Close() })
 	return err
 }
 
@@ -59,30 +159,93 @@ func (c *CaptureLog) Close() error {
 const captureRows = 64
 
 // RecordRows writes deliveries of the capture into the capture log, in
-// order. It opens the batch transaction when none is open, and must not be
-// called while a delivery's transaction is.
+// order. It must not be called while a delivery's transaction is open.
 func (b *Batch) RecordRows(rows []CaptureRow) error {
 	if b.tx.active {
 		return errors.New("capture log written inside a delivery")
 	}
-	if b.captureRow == nil {
-		var err error
-		if b.captureRow, err = prepare(b.conn, captureInsert(1)); err != nil {
-			return fmt.Errorf("capture log: %w", err)
+	if b.log == nil {
+		return errors.New("capture log: none was made")
+	}
+	return b.log.send(logItem{rows: slices.Clone(rows)})
+}
+
+// RecordFile names capture file number n in the capture log.
+func (b *Batch) RecordFile(n int, name string) error {
+	if b.tx.active {
+		return errors.New("capture log written inside a delivery")
+	}
+	if b.log == nil {
+		return errors.New("capture log: none was made")
+	}
+	return b.log.send(logItem{file: n, name: name})
+}
+
+// logBatch is the log goroutine's prepared statements.
+type logBatch struct {
+	conn                     driver.Conn
+	args                     []driver.NamedValue
+	begin, commit, row, rows *prepared
+	file                     *prepared
+}
+
+func newLogBatch(dc any) (*logBatch, error) {
+	conn, ok := dc.(driver.Conn)
+	if !ok {
+		return nil, errors.New("sqlite driver connection expected")
+	}
+	b := &logBatch{conn: conn, args: make([]driver.NamedValue, 5*captureRows)}
+	for i := range b.args {
+		b.args[i].Ordinal = i + 1
+	}
+	for _, s := range []struct {
+		p   **prepared
+		sql string
+	}{
+		{&b.begin, `BEGIN`},
+		{&b.commit, `COMMIT`},
+		{&b.row, captureInsert(1)},
+		{&b.rows, captureInsert(captureRows)},
+		{&b.file, `INSERT INTO temp.capture_files(id, name) VALUES (?, ?)`},
+	} {
+		st, err := prepare(conn, s.sql)
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("prepare %q: %w", s.sql, err)
 		}
-		if b.captureRows, err = prepare(b.conn, captureInsert(captureRows)); err != nil {
-			return fmt.Errorf("capture log: %w", err)
+		*s.p = st
+	}
+	return b, nil
+}
+
+func (b *logBatch) close() {
+	for _, p := range []*prepared{b.begin, b.commit, b.row, b.rows, b.file} {
+		if p != nil {
+			p.st.Close()
 		}
 	}
-	if err := b.openBatch(); err != nil {
+}
+
+func (b *logBatch) exec(p *prepared, args ...any) (driver.Result, error) {
+	nv := b.args[:len(args)]
+	for i, a := range args {
+		nv[i].Value = a
+	}
+	return p.exec.ExecContext(bg, nv)
+}
+
+func (b *logBatch) record(it logItem) error {
+	if it.rows == nil {
+		_, err := b.exec(b.file, int64(it.file), it.name)
 		return err
 	}
+	rows := it.rows
 	for len(rows) > 0 {
-		p, n := b.captureRow, 1
+		p, n := b.row, 1
 		if len(rows) >= captureRows {
-			p, n = b.captureRows, captureRows
+			p, n = b.rows, captureRows
 		}
-		nv := b.nargs(5 * n)
+		nv := b.args[:5*n]
 		for i, r := range rows[:n] {
 			nv[5*i].Value = r.EventID
 			nv[5*i+1].Value = r.Identity
@@ -91,7 +254,7 @@ func (b *Batch) RecordRows(rows []CaptureRow) error {
 			nv[5*i+4].Value = int64(r.Line)
 		}
 		if _, err := p.exec.ExecContext(bg, nv); err != nil {
-			return fmt.Errorf("capture log: %w", err)
+			return err
 		}
 		rows = rows[n:]
 	}
@@ -103,30 +266,13 @@ func captureInsert(n int) string {
 	return q + strings.Repeat(`, (?, ?, ?, ?, ?)`, n-1)
 }
 
-// RecordFile names capture file number n in the capture log.
-func (b *Batch) RecordFile(n int, name string) error {
-	if b.tx.active {
-		return errors.New("capture log written inside a delivery")
-	}
-	if b.captureFile == nil {
-		var err error
-		if b.captureFile, err = prepare(b.conn, `INSERT INTO temp.capture_files(id, name) VALUES (?, ?)`); err != nil {
-			return fmt.Errorf("capture log: %w", err)
-		}
-	}
-	if err := b.openBatch(); err != nil {
-		return err
-	}
-	if _, err := b.exec(b.captureFile, int64(n), name); err != nil {
-		return fmt.Errorf("capture log: %w", err)
-	}
-	return nil
-}
-
 // Findings counts the capture's repeated ids, reused ids and keys under
 // several ids, with up to limit examples.
 func (c *CaptureLog) Findings(ctx context.Context, limit int) (CaptureFindings, error) {
 	var f CaptureFindings
+	if err := c.wait(); err != nil {
+		return f, err
+	}
 	// One sort of the capture by id answers the first four counts.
 	err := c.conn.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0), count(*), coalesce(sum(n > 1), 0), coalesce(sum(identities > 1), 0) FROM (
 		SELECT count(*) AS n, count(DISTINCT identity) AS identities FROM capture GROUP BY event_id)`).Scan(&f.Deliveries, &f.DistinctIDs, &f.RepeatedIDs, &f.IdentityReuse)

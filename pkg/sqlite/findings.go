@@ -12,6 +12,9 @@ import (
 // List streams every entry behind the capture findings out of the capture
 // log: one sort of the log per finding, whatever the number of entries.
 func (c *CaptureLog) List(ctx context.Context, each func(ledger.Listed) error) error {
+	if err := c.wait(); err != nil {
+		return err
+	}
 	files := map[int64]string{}
 	if err := c.query(ctx, func(rows *sql.Rows) error {
 		var id int64

@@ -14,6 +14,9 @@ import (
 // of the log answers all of them, so it costs the same for a few ids as for
 // one.
 func (c *CaptureLog) Where(ctx context.Context, ids, keys []string, limit int) (byID, byKey map[string][]handler.Location, err error) {
+	if err := c.wait(); err != nil {
+		return nil, nil, err
+	}
 	byID, byKey = map[string][]handler.Location{}, map[string][]handler.Location{}
 	if len(ids)+len(keys) == 0 || limit <= 0 {
 		return byID, byKey, nil

@@ -8,9 +8,9 @@ import "strconv"
 // an empty file name opens a private database that lives in the page cache
 // and, once it outgrows it, in a file SQLite unlinks as soon as it has
 // opened it (so not even kill -9 leaves it behind). The memory is the page
-// cache, bounded by replayCacheKiB, whatever the length of the log.
+// cache, bounded by cache_size, whatever the length of the log.
 
-func openPrivate() (*DB, error) {
+func openPrivate(cacheKiB int) (*DB, error) {
 	// No lock to wait for and no WAL: nobody else can open this database.
 	// Its journal can live in memory: a crash loses the database whatever
 	// the journal, and that journal holds only what the open transaction
@@ -18,7 +18,7 @@ func openPrivate() (*DB, error) {
 	// In memory, too, is where the journal of each delivery's savepoint
 	// then goes, chunk by chunk, instead of to a file once it outgrows one
 	// allocation.
-	dsn := "file:?_pragma=cache_size(-" + strconv.Itoa(replayCacheKiB) + ")&_pragma=journal_mode(MEMORY)&_pragma=temp_store(FILE)"
+	dsn := "file:?_pragma=cache_size(-" + strconv.Itoa(cacheKiB) + ")&_pragma=journal_mode(MEMORY)&_pragma=temp_store(FILE)"
 	d, err := openDSN(dsn, Memory)
 	if err != nil {
 		return nil, err

@@ -33,9 +33,8 @@ func (r *ReplayDB) KeyStats(ctx context.Context) (keys, most, several int64, err
 // marker without its effect nor effect without its marker (3). It returns
 // the broken ones with up to limit examples each.
 //
-// The queries run on a connection of their own, so that they can run beside
-// the capture log's findings, which are on the replay's connection (unless
-// the database is private to that connection: see SideBySide).
+// The queries run beside the capture log's findings, which have a
+// connection of their own.
 func (r *ReplayDB) Invariants(ctx context.Context, s invariant.Guard, limit int) ([]Broken, error) {
 	return r.invariants(ctx, s, false, limit)
 }
