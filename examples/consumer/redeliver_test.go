@@ -142,6 +142,44 @@ func buildConsumer(t testing.TB) string {
 	return built.bin
 }
 
+// redeliverBin is the environment entry that names the redeliver binary
+// a run uses, when not the race-enabled test binary.
+const redeliverBin = "EXAMPLE_REDELIVER_BIN"
+
+// plainRedeliver is redeliver built without the race detector, once for
+// the package (beside the consumer buildConsumer built).
+var plainRedeliver struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// withPlainRedeliver makes the runs of env use redeliver built without
+// the race detector. It is for the tests whose subject is the consumer
+// (the shipped scenarios, safe and flawed, on SQLite and PostgreSQL, the
+// Python consumer, the replays into the consumer): redeliver's own code on
+// those paths is race-checked by the root package's target scripts, and a
+// race-enabled redeliver takes about three times the CPU, most of these
+// tests' cost. The broker runs, the nemesis and Ctrl-C keep the
+// race-enabled one, and so does every run under REDELIVER_TEST_HEAVY.
+func withPlainRedeliver(t testing.TB, env map[string]string) {
+	t.Helper()
+	if heavy() {
+		return
+	}
+	buildConsumer(t) // the folder, and the go command
+	plainRedeliver.once.Do(func() {
+		plainRedeliver.bin = filepath.Join(built.dir, "redeliver")
+		if out, err := exec.Command("go", "build", "-o", plainRedeliver.bin, repoRoot).CombinedOutput(); err != nil {
+			plainRedeliver.err = fmt.Errorf("go build redeliver: %v\n%s", err, out)
+		}
+	})
+	if plainRedeliver.err != nil {
+		t.Fatal(plainRedeliver.err)
+	}
+	env[redeliverBin] = plainRedeliver.bin
+}
+
 // consumerEnv is the environment the scenarios read: the consumer binary,
 // a free port, a fresh SQLite file.
 func consumerEnv(t testing.TB, bin, flaw string) map[string]string {
@@ -224,7 +262,11 @@ func runConcurrently(t *testing.T, runs []invocation) {
 
 func redeliverCmd(env map[string]string, args ...string) (*exec.Cmd, string) {
 	marker := newMarker()
-	c := exec.Command("redeliver", args...)
+	bin := "redeliver" // the race-enabled test binary, put on PATH by testscript.Main
+	if b := env[redeliverBin]; b != "" {
+		bin = b
+	}
+	c := exec.Command(bin, args...)
 	c.Dir = repoRoot
 	c.Env = append(os.Environ(), "NO_COLOR=1", runMarker+"="+marker)
 	for k, v := range env {
@@ -312,6 +354,7 @@ func TestShippedScenariosSafe(t *testing.T) {
 	for _, file := range scenarioFiles {
 		env := consumerEnv(t, bin, "safe")
 		env["WEBHOOK_SECRET"] = webhookSecret
+		withPlainRedeliver(t, env)
 		repeat := scaled(2, 50)
 		if racingFiles[file] {
 			repeat = scaled(10, 50)
@@ -353,6 +396,7 @@ func TestFlawCaught(t *testing.T) {
 	for _, tt := range tests {
 		env := consumerEnv(t, bin, tt.flaw)
 		env["WEBHOOK_SECRET"] = webhookSecret
+		withPlainRedeliver(t, env)
 		if tt.work != "" {
 			env["WORK"] = tt.work
 		}
@@ -385,6 +429,7 @@ func TestPythonConsumerScenario(t *testing.T) {
 		t.Skip("python3 not found: the Python consumer's scenario is not run")
 	}
 	env := map[string]string{"PORT": freePort(t), "DB": filepath.Join(t.TempDir(), "shipping.db")}
+	withPlainRedeliver(t, env)
 	repeat := scaled(1, 10)
 	o := redeliver(t, env, "run", "examples/python-consumer/scenario.yaml", "--repeat", strconv.Itoa(repeat))
 	if o.exit != 0 || !strings.Contains(o.stdout, "PASS: ") || (repeat > 1 && !strings.Contains(o.stdout, fmt.Sprintf("(%d runs", repeat))) {
@@ -416,6 +461,7 @@ func TestShippedScenariosPostgres(t *testing.T) {
 			env := consumerEnv(t, bin, tt.flaw)
 			env["DB"] = freshSchema(t, pg)
 			env["WORK"] = "300ms"
+			withPlainRedeliver(t, env)
 			o := redeliver(t, env, append([]string{"run"}, tt.files...)...)
 			want := 0
 			if tt.invariant != "" {
