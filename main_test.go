@@ -58,6 +58,7 @@ func TestMain(m *testing.M) {
 // command, its stdout, stderr and exit status. Each script starts with the
 // shipped scenarios copied into its work folder as scenarios/.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:           filepath.Join("testdata", "script"),
 		UpdateScripts: *update,

@@ -142,6 +142,44 @@ func buildConsumer(t testing.TB) string {
 	return built.bin
 }
 
+// redeliverBin is the environment entry that names the redeliver binary
+// a run uses, when not the race-enabled test binary.
+const redeliverBin = "EXAMPLE_REDELIVER_BIN"
+
+// plainRedeliver is redeliver built without the race detector, once for
+// the package (beside the consumer buildConsumer built).
+var plainRedeliver struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// withPlainRedeliver makes the runs of env use redeliver built without
+// the race detector. It is for the tests whose subject is the consumer
+// (the shipped scenarios, safe and flawed, on SQLite and PostgreSQL, the
+// Python consumer, the replays into the consumer): redeliver's own code on
+// those paths is race-checked by the root package's target scripts, and a
+// race-enabled redeliver takes about three times the CPU, most of these
+// tests' cost. The broker runs, the nemesis and Ctrl-C keep the
+// race-enabled one, and so does every run under REDELIVER_TEST_HEAVY.
+func withPlainRedeliver(t testing.TB, env map[string]string) {
+	t.Helper()
+	if heavy() {
+		return
+	}
+	buildConsumer(t) // the folder, and the go command
+	plainRedeliver.once.Do(func() {
+		plainRedeliver.bin = filepath.Join(built.dir, "redeliver")
+		if out, err := exec.Command("go", "build", "-o", plainRedeliver.bin, repoRoot).CombinedOutput(); err != nil {
+			plainRedeliver.err = fmt.Errorf("go build redeliver: %v\n%s", err, out)
+		}
+	})
+	if plainRedeliver.err != nil {
+		t.Fatal(plainRedeliver.err)
+	}
+	env[redeliverBin] = plainRedeliver.bin
+}
+
 // consumerEnv is the environment the scenarios read: the consumer binary,
 // a free port, a fresh SQLite file.
 func consumerEnv(t testing.TB, bin, flaw string) map[string]string {
@@ -224,7 +262,11 @@ func runConcurrently(t *testing.T, runs []invocation) {
 
 func redeliverCmd(env map[string]string, args ...string) (*exec.Cmd, string) {
 	marker := newMarker()
-	c := exec.Command("redeliver", args...)
+	bin := "redeliver" // the race-enabled test binary, put on PATH by testscript.Main
+	if b := env[redeliverBin]; b != "" {
+		bin = b
+	}
+	c := exec.Command(bin, args...)
 	c.Dir = repoRoot
 	c.Env = append(os.Environ(), "NO_COLOR=1", runMarker+"="+marker)
 	for k, v := range env {
@@ -298,12 +340,12 @@ const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 //
 // How many times: the two scenarios whose deliveries race (eight or four
 // at once, each run) run 10 times, so a failure that shows in one run of
-// five fails 89% of make test runs, and these files also run once more in
-// TestShippedScenariosPostgres; the others place their faults themselves
-// (a kill at a set delay, a sweep of kills through the whole delivery, a
-// dropped answer), so a repetition can only meet a slower or faster
-// schedule, and 3 runs re-prove the fresh start. Every consumer start
-// costs a process, which is most of this test's time.
+// five fails 89% of make test runs, and they run once more on PostgreSQL
+// (TestShippedScenariosPostgres); the others place their faults
+// themselves (a kill at a set delay, a sweep of kills through the whole
+// delivery, a dropped answer), so a repetition can only meet a slower or
+// faster schedule, and a second run proves the fresh start. Every
+// consumer start costs a process, which is most of this test's time.
 // REDELIVER_TEST_HEAVY=1 runs every file 50 times.
 func TestShippedScenariosSafe(t *testing.T) {
 	t.Parallel()
@@ -312,7 +354,8 @@ func TestShippedScenariosSafe(t *testing.T) {
 	for _, file := range scenarioFiles {
 		env := consumerEnv(t, bin, "safe")
 		env["WEBHOOK_SECRET"] = webhookSecret
-		repeat := scaled(3, 50)
+		withPlainRedeliver(t, env)
+		repeat := scaled(2, 50)
 		if racingFiles[file] {
 			repeat = scaled(10, 50)
 		}
@@ -353,6 +396,7 @@ func TestFlawCaught(t *testing.T) {
 	for _, tt := range tests {
 		env := consumerEnv(t, bin, tt.flaw)
 		env["WEBHOOK_SECRET"] = webhookSecret
+		withPlainRedeliver(t, env)
 		if tt.work != "" {
 			env["WORK"] = tt.work
 		}
@@ -371,11 +415,11 @@ func TestFlawCaught(t *testing.T) {
 }
 
 // TestPythonConsumerScenario: the Python consumer passes its scenario,
-// crashes included, twice (10 times under REDELIVER_TEST_HEAVY): this
-// checks that redeliver drives a consumer in another language from a
-// fresh start and again; examples/python-consumer tests the consumer
-// itself, and each run already holds eight deliveries at once and a sweep
-// of kills (each kill a new Python process, most of the test's time).
+// crashes included: this checks that redeliver drives a consumer in
+// another language. Once (10 times under REDELIVER_TEST_HEAVY):
+// examples/python-consumer tests the consumer itself, and the one run
+// already holds eight deliveries at once and a sweep of kills, each kill
+// a new Python process, which is most of this test's time.
 func TestPythonConsumerScenario(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -385,15 +429,18 @@ func TestPythonConsumerScenario(t *testing.T) {
 		t.Skip("python3 not found: the Python consumer's scenario is not run")
 	}
 	env := map[string]string{"PORT": freePort(t), "DB": filepath.Join(t.TempDir(), "shipping.db")}
-	repeat := scaled(2, 10)
+	withPlainRedeliver(t, env)
+	repeat := scaled(1, 10)
 	o := redeliver(t, env, "run", "examples/python-consumer/scenario.yaml", "--repeat", strconv.Itoa(repeat))
-	if o.exit != 0 || !strings.Contains(o.stdout, fmt.Sprintf("(%d runs", repeat)) {
+	if o.exit != 0 || !strings.Contains(o.stdout, "PASS: ") || (repeat > 1 && !strings.Contains(o.stdout, fmt.Sprintf("(%d runs", repeat))) {
 		t.Fatalf("want exit 0 after %d runs, got\n%s", repeat, o)
 	}
 }
 
 // TestShippedScenariosPostgres: the same scenarios with the consumer and
-// the judge on PostgreSQL (a schema of the test's own).
+// the judge on PostgreSQL (a schema of the test's own): the safe consumer
+// passes them all; check-then-act is caught by the two whose deliveries
+// race (the others cannot catch it: TestFlawCaught).
 func TestShippedScenariosPostgres(t *testing.T) {
 	t.Parallel()
 	pg := postgresDSN(t)
@@ -401,13 +448,21 @@ func TestShippedScenariosPostgres(t *testing.T) {
 		t.Skip("no PostgreSQL")
 	}
 	bin := buildConsumer(t)
-	for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"check-then-act", "duplicate-effect"}} {
+	racing := []string{"examples/consumer/scenarios/concurrent.yaml", "examples/consumer/scenarios/exec.yaml"}
+	for _, tt := range []struct {
+		flaw, invariant string
+		files           []string
+	}{
+		{"safe", "", []string{"examples/consumer/scenarios"}},
+		{"check-then-act", "duplicate-effect", racing},
+	} {
 		t.Run(tt.flaw+"/scenarios", func(t *testing.T) {
 			t.Parallel()
 			env := consumerEnv(t, bin, tt.flaw)
 			env["DB"] = freshSchema(t, pg)
 			env["WORK"] = "300ms"
-			o := redeliver(t, env, "run", "examples/consumer/scenarios")
+			withPlainRedeliver(t, env)
+			o := redeliver(t, env, append([]string{"run"}, tt.files...)...)
 			want := 0
 			if tt.invariant != "" {
 				want = 1

@@ -66,6 +66,7 @@ func TestReplayIntoConsumer(t *testing.T) {
 			t.Parallel()
 			env := consumerEnv(t, bin, tt.flaw)
 			env["WORK"] = tt.work
+			withPlainRedeliver(t, env)
 			args := append([]string{"replay", capture, "--target", "examples/consumer/target.yaml", "--seed", "11", "--parallel", "4"}, tt.flags...)
 			o := redeliver(t, env, args...)
 			if o.exit != tt.exit || (tt.invariant != "" && !strings.Contains(o.stdout, "invariant "+tt.invariant+" broken")) {

@@ -146,6 +146,7 @@ func TestConsumer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each case is a process of its own, mostly starting Python
 			db := filepath.Join(t.TempDir(), "shipping.db")
 			url := start(t, db)
 			health, err := http.Get(url + "/healthz")
@@ -177,6 +178,7 @@ func TestConsumer(t *testing.T) {
 // TestConcurrentDuplicates: eight deliveries of one event at once make one
 // shipment (the IMMEDIATE transaction serialises them).
 func TestConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "shipping.db")
 	url := start(t, db)
 	var wg sync.WaitGroup
