@@ -341,14 +341,6 @@ func (b *Batch) close() {
 	}
 }
 
-// nargs returns n reusable arguments.
-func (b *Batch) nargs(n int) []driver.NamedValue {
-	for len(b.args) < n {
-		b.args = append(b.args, driver.NamedValue{Ordinal: len(b.args) + 1})
-	}
-	return b.args[:n]
-}
-
 func (b *Batch) exec(p *prepared, args ...any) (driver.Result, error) {
 	nv := b.args[:len(args)]
 	for i, a := range args {
