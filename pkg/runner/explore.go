@@ -22,15 +22,7 @@ type hold struct {
 	inOrder bool
 }
 
-func (h hold) String() string {
-	if h.at == "" {
-		return "unforced"
-	}
-	if h.inOrder {
-		return "held at " + string(h.at) + ", released in order"
-	}
-	return "held at " + string(h.at) + ", released together"
-}
+func (h hold) String() string { return words.Hold(string(h.at), h.inOrder) }
 
 // schedule gives each explored step of a check (a concurrent step without
 // interleave) its hold for one run of the check.
@@ -60,7 +52,7 @@ func (s schedule) String() string {
 	}
 	parts := make([]string, len(s.steps))
 	for i, n := range s.steps {
-		parts[i] = fmt.Sprintf("step %d %s", n, s.holds[i])
+		parts[i] = words.Step(n, 1, 1) + " " + s.holds[i].String()
 	}
 	return strings.Join(parts, "; ")
 }

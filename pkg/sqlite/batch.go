@@ -333,20 +333,28 @@ func prepare(conn driver.Conn, q string) (*prepared, error) {
 func (b *Batch) close() {
 	b.seen.close()
 	b.seen = nil
-	for _, p := range []*prepared{b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
-		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.unmark, b.uneffect} {
-		if p != nil {
-			p.st.Close()
-		}
-	}
+	closeAll(b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
+		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.unmark, b.uneffect)
 }
 
-func (b *Batch) exec(p *prepared, args ...any) (driver.Result, error) {
-	nv := b.args[:len(args)]
+func (b *Batch) exec(p *prepared, args ...any) (driver.Result, error) { return p.run(b.args, args) }
+
+// run executes the statement with args, bound into the reusable nv.
+func (p *prepared) run(nv []driver.NamedValue, args []any) (driver.Result, error) {
+	nv = nv[:len(args)]
 	for i, a := range args {
 		nv[i].Value = a
 	}
 	return p.exec.ExecContext(bg, nv)
+}
+
+// closeAll closes the statements that were prepared.
+func closeAll(ps ...*prepared) {
+	for _, p := range ps {
+		if p != nil {
+			p.st.Close()
+		}
+	}
 }
 
 // row runs a query and reads its first row into dest; found is false when

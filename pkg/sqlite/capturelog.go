@@ -218,21 +218,9 @@ func newLogBatch(dc any) (*logBatch, error) {
 	return b, nil
 }
 
-func (b *logBatch) close() {
-	for _, p := range []*prepared{b.begin, b.commit, b.row, b.rows, b.file} {
-		if p != nil {
-			p.st.Close()
-		}
-	}
-}
+func (b *logBatch) close() { closeAll(b.begin, b.commit, b.row, b.rows, b.file) }
 
-func (b *logBatch) exec(p *prepared, args ...any) (driver.Result, error) {
-	nv := b.args[:len(args)]
-	for i, a := range args {
-		nv[i].Value = a
-	}
-	return p.exec.ExecContext(bg, nv)
-}
+func (b *logBatch) exec(p *prepared, args ...any) (driver.Result, error) { return p.run(b.args, args) }
 
 func (b *logBatch) record(it logItem) error {
 	if it.rows == nil {

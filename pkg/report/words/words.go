@@ -194,4 +194,17 @@ func InNoSchedule(message string, schedules int) string {
 	return fmt.Sprintf("%s (in %d schedules)", message, schedules)
 }
 
+// Hold names how racing workers were let go in one schedule: unforced, or
+// held at a fault point and released together or in worker order — what
+// `interleave:` would write.
+func Hold(at string, inOrder bool) string {
+	switch {
+	case at == "":
+		return "unforced"
+	case inOrder:
+		return "held at " + at + ", released in order"
+	}
+	return "held at " + at + ", released together"
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

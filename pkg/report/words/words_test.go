@@ -25,6 +25,8 @@ func TestWords(t *testing.T) {
 		{"summary", Summary(3, []Tally{{N: 1, Word: "processed"}, {N: 2, Word: "duplicate", Plural: true}, {N: 0, Word: "conflict", Plural: true}}, "", nil), "3 deliveries: 1 processed, 2 duplicates"},
 		{"summary of one delivery with the rest and a catch", Summary(1, []Tally{{N: 1, Word: "acked"}}, "1 effect row", []string{"lost-effect"}), "1 delivery: 1 acked; 1 effect row; caught lost-effect"},
 		{"summary without deliveries", Summary(0, nil, "0 effect rows", nil), "state as expected"},
+		{"unforced", Hold("", false), "unforced"},
+		{"held in order", Hold("after-check", true), "held at after-check, released in order"},
 		{"repeated and passed", Repeated("8 deliveries", 3, 0, 0, nil), "8 deliveries (3 runs: 3 passed, invariants broken: none)"},
 		{"repeated and failed", Repeated("step 1 expected x", 3, 2, 1, []string{"duplicate-effect in 2"}), "failed in 2 of 3 runs (invariants broken: duplicate-effect in 2); first in run 1: step 1 expected x"},
 		{"explored and passed", Explored("4 deliveries", 11, 0, 0, "", nil), "4 deliveries (11 schedules)"},
