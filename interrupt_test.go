@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redeliver/redeliver/pkg/target/consumertest"
 )
 
 // TestInterruptStopsTheConsumer sends SIGINT to a real redeliver process
@@ -46,7 +48,7 @@ func TestInterruptedReplaySaysWhatItSent(t *testing.T) {
 
 func interrupt(t *testing.T, ready string, args func(dir, file string) []string, wantStderr string) {
 	dir := t.TempDir()
-	port, err := freePort()
+	port, err := consumertest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

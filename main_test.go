@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,7 +80,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NATS", natsURL())
 			env.Setenv("STREAM", uniqueStream())
 			// A free port for a consumer the script starts.
-			port, err := freePort()
+			port, err := consumertest.FreePort()
 			if err != nil {
 				return err
 			}
@@ -169,15 +168,4 @@ func copyTree(from, to string) error {
 		}
 		return os.WriteFile(target, data, 0o644)
 	})
-}
-
-// freePort asks the system for a TCP port nothing listens on.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	_, port, err := net.SplitHostPort(ln.Addr().String())
-	return port, err
 }

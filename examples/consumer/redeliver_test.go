@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/cmd"
+	"github.com/redeliver/redeliver/pkg/target/consumertest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -88,12 +88,11 @@ func (o outcome) String() string {
 // freePort finds a TCP port nothing listens on right now.
 func freePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := consumertest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	return port
 }
 
 func newMarker() string {
@@ -610,11 +609,21 @@ func TestInterrupt(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	defer once.Do(func() { syscall.Kill(-c.Process.Pid, syscall.SIGKILL) })
+	var err error
+	ended := false
 	waitFor(t, "the started consumer to hold a delivery", func() bool {
+		select {
+		case err = <-done:
+			ended = true
+			return true
+		default:
+		}
 		return countRowsIfAny("provider_charges", env["DB"]) > 0
 	})
+	if ended {
+		t.Fatalf("redeliver ended (exit %d) before the consumer held a delivery\nstdout:\n%s\nstderr:\n%s", exitOf(err), stdout.String(), stderr.String())
+	}
 	c.Process.Signal(os.Interrupt)
-	var err error
 	select {
 	case err = <-done:
 	case <-time.After(2 * time.Minute):
