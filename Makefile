@@ -24,11 +24,16 @@ run: build ## the fixture, then the whole scenario library, on embedded SQLite i
 # says which.
 PG_LOCAL := postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 
-# Every package, the two longest first (the root package's scripts and
-# the example consumer's end-to-end runs) so the short ones fill in beside
-# them. A race-enabled program sleeps a second at exit by default;
+# Every package, the longest first (the root package's scripts, the
+# example consumer's end-to-end runs, then the store, replay and runner
+# packages) so the short ones fill in beside them; go test starts them in
+# this order. Up to TEST_P test binaries run at once: the end-to-end ones
+# spend much of their time waiting on the processes, brokers and databases
+# they drive, so more than one per core keeps both cores busy. A
+# race-enabled program sleeps a second at exit by default;
 # GORACE=atexit_sleep_ms=10 keeps its report and drops the wait.
-TEST_PKGS := . ./examples/consumer ./...
+TEST_PKGS := . ./examples/consumer ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...
+TEST_P    ?= 4
 
 test: ## vet, then every test with the race detector
 	$(GO) vet ./...
@@ -37,8 +42,8 @@ test: ## vet, then every test with the race detector
 	if [ "$$pg" = off ]; then pg=; fi; \
 	if [ -n "$$pg" ]; then echo "make test: PostgreSQL tests run against $$pg (REDELIVER_TEST_POSTGRES=off skips them)"; \
 	else echo "make test: no PostgreSQL at 127.0.0.1:5432, its tests are skipped; set REDELIVER_TEST_POSTGRES=postgres://USER@HOST:PORT/DB to run them"; fi; \
-	echo "$(GO) test -race -count=1 $(TEST_PKGS)"; \
-	REDELIVER_TEST_POSTGRES="$$pg" GORACE="$${GORACE:-atexit_sleep_ms=10}" $(GO) test -race -count=1 $(TEST_PKGS)
+	echo "$(GO) test -race -count=1 -p $(TEST_P) $(TEST_PKGS)"; \
+	REDELIVER_TEST_POSTGRES="$$pg" GORACE="$${GORACE:-atexit_sleep_ms=10}" $(GO) test -race -count=1 -p $(TEST_P) $(TEST_PKGS)
 
 # The Node.js peer replay is compared with (docs/peer), installed outside
 # the repository: cp -r docs/peer DIR && (cd DIR && npm install).

@@ -176,8 +176,9 @@ const maxBatchAge = time.Second
 // It is most of a replay's memory, about twice over (each 4 KiB page takes
 // an 8 KiB slot of the allocator), and it does not grow with the capture.
 // Once the deliveries are done the cache shrinks to checkCacheKiB, so that
-// the sorts of the findings do not add their memory to it.
-const replayCacheKiB = 32 << 10
+// the sorts of the findings do not add their memory to it. (A variable
+// only so that a test can outgrow it cheaply.)
+var replayCacheKiB = 32 << 10
 
 // Run calls f with the group-commit store on the database's connection,
 // then commits what f left open. batch is how many deliveries share one
