@@ -212,6 +212,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	}
 	start := time.Now()
 	opts.Open = sqlite.OpenLedger
+	opts.OpenSplit = sqlite.OpenSplitLedger
 	opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
 		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 	}

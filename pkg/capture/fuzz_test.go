@@ -86,3 +86,34 @@ func FuzzNDJSON(f *testing.F) {
 func FuzzDetect(f *testing.F) {
 	fuzzReader(f, Auto, Options{}, "cloudevents.ndjson", "kcat.jsonl", "sqs-receive.json", "nats.dump")
 }
+
+// FuzzTopLevel: the one pass cloudRecord reads a record's keys in finds
+// what a lookup of each key (gjson.GetBytes) finds, whenever no key is
+// named twice.
+func FuzzTopLevel(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"a","source":"/s","subject":"k"}`,
+		`{"i\u0064":"a","source":{"id":"nested"},"data":{"subject":"x"}}`,
+		`{"data_base64":"eyJ4IjoxfQ==","partitionkey":7,"id":12}`,
+		`{"id":null,"subject":["a"],"":1}`,
+		`[{"id":"a"}]`, `"id"`, `{}`, `{"id":"a","id":"b"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	names := []string{"id", "source", "data_base64", "partitionkey", "subject"}
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		if !gjson.ValidBytes(rec) {
+			return
+		}
+		var got [5]gjson.Result
+		if _, dup := topLevel(rec, names, &got[0], &got[1], &got[2], &got[3], &got[4]); dup {
+			return
+		}
+		for i, name := range names {
+			want := gjson.GetBytes(rec, name)
+			if got[i].Raw != want.Raw || got[i].Type != want.Type || got[i].Exists() != want.Exists() {
+				t.Fatalf("%s in %q: one pass read %q (%v), a lookup %q (%v)", name, rec, got[i].Raw, got[i].Type, want.Raw, want.Type)
+			}
+		}
+	})
+}

@@ -30,12 +30,24 @@ func idValue(r gjson.Result) string {
 // level, where the id, source and data are read: one reader would take the
 // first, another the last.
 func duplicateKey(rec []byte) (string, bool) {
+	return topLevel(rec, nil)
+}
+
+// topLevel is duplicateKey that also reads, in the same pass, the values of
+// the top-level keys names into vals (a key that is absent reads as a
+// Result that does not exist).
+func topLevel(rec []byte, names []string, vals ...*gjson.Result) (string, bool) {
 	var seen [16]string
 	n := 0
 	var extra map[string]bool
 	dup, found := "", false
-	gjson.ParseBytes(rec).ForEach(func(k, _ gjson.Result) bool {
+	gjson.ParseBytes(rec).ForEach(func(k, v gjson.Result) bool {
 		key := k.String()
+		for i, name := range names {
+			if key == name {
+				*vals[i] = v
+			}
+		}
 		for _, s := range seen[:n] {
 			if s == key {
 				dup, found = key, true
@@ -91,10 +103,10 @@ func cloudEventID(source, id string) string {
 func cloudRecord(name string, opts Options) recordParser {
 	paths := []string{"id", "source", "data_base64", "partitionkey", "subject"}
 	return func(rec []byte, _ handler.Location) (Event, string) {
-		if k, dup := duplicateKey(rec); dup {
+		var f [5]gjson.Result
+		if k, dup := topLevel(rec, paths, &f[0], &f[1], &f[2], &f[3], &f[4]); dup {
 			return Event{}, fmt.Sprintf("the record names %s twice", strconv.Quote(k))
 		}
-		f := gjson.GetManyBytes(rec, paths...)
 		id := idValue(f[0])
 		if id == "" {
 			if f[0].Type == gjson.String && f[0].Str != "" {

@@ -49,6 +49,34 @@ type Ledger interface {
 // Opener opens the ledger at path (Memory, or a file) for a replay with cfg.
 type Opener func(ctx context.Context, path string, cfg handler.Config) (Ledger, error)
 
+// Split is a ledger that keeps nothing and handles the deliveries in parts
+// side by side, each part a store of its own: the replay puts every
+// delivery of an event id in the same part. Its counts and invariants are
+// over all parts, with the effect ids one store would have given.
+type Split interface {
+	Ledger
+	// Parts is how many parts the deliveries are handled in.
+	Parts() int
+	// RunParts calls f for every part, each on a goroutine of its own,
+	// and returns when all have returned; the first error cancels the
+	// context the others were given.
+	RunParts(ctx context.Context, f func(ctx context.Context, part int, s OrderedStore) error) error
+	// RecordRows and RecordFile write the capture log CaptureLog made.
+	RecordRows(rows []CaptureRow) error
+	RecordFile(n int, name string) error
+}
+
+// OrderedStore is the store of one part of a Split ledger. SetOrder names
+// the place of the next delivery in the whole replay, which the effect it
+// writes, if any, is numbered by.
+type OrderedStore interface {
+	handler.Store
+	SetOrder(at int64)
+}
+
+// SplitOpener opens a Split ledger in parts parts for a replay with cfg.
+type SplitOpener func(ctx context.Context, cfg handler.Config, parts int) (Split, error)
+
 // Batch is the group-commit store deliveries run through; between
 // deliveries it also records the capture.
 type Batch interface {

@@ -34,6 +34,7 @@ type item struct {
 	file     int
 	marked   bool // the broker marked it as a redelivery
 	bad      *capture.BadRecordError
+	pos      int64 // its place among the capture's deliveries, once counted
 }
 
 // chunk is what the reading goroutine hands over: many items at once, so
@@ -52,6 +53,9 @@ type step struct {
 	kind  kind
 	res   handler.Result
 	pos   int64 // position in the capture of the delivery it comes from
+	// order is its place in the whole replay (see orderOf), which its
+	// effect is numbered by when the replay is split.
+	order int64
 }
 
 type kind int
@@ -67,7 +71,7 @@ const (
 // engine runs one replay: reads, injects, handles, counts.
 type engine struct {
 	o         Options
-	log       ledger.Batch // nil: the capture is not recorded
+	log       recorder // nil: the capture is not recorded
 	rows      []ledger.CaptureRow
 	h         *handler.Handler
 	rep       *Report
@@ -81,9 +85,20 @@ type engine struct {
 	nextRb    int64
 	bad       int
 	bytesRead atomic.Int64 // bytes of the capture files read so far, by the reading goroutine
+
+	// In one part of a split replay: the part's store, told each
+	// delivery's place, and the progress shared by the parts.
+	ordered ledger.OrderedStore
+	tick    func()
 }
 
-func newEngine(o Options, store handler.Store, log ledger.Batch, rep *Report, watch func(step)) *engine {
+// recorder writes the capture log.
+type recorder interface {
+	RecordRows(rows []ledger.CaptureRow) error
+	RecordFile(n int, name string) error
+}
+
+func newEngine(o Options, store handler.Store, log recorder, rep *Report, watch func(step)) *engine {
 	e := &engine{o: o, log: log, rep: rep, watch: watch}
 	e.h = handler.New(o.Handler, store, nil, clock)
 	if o.Rewind > 0 {
@@ -133,6 +148,21 @@ func chance(seed, pos int64, slot uint64) float64 {
 }
 
 func (e *engine) replay(ctx context.Context) error {
+	if err := e.readAll(ctx, func(it *item) error { return e.capture(ctx, it) }); err != nil {
+		return err
+	}
+	if err := e.drain(ctx); err != nil {
+		return err
+	}
+	if e.o.Progress != nil {
+		e.o.Progress(e.total, e.bytesRead.Load())
+	}
+	return nil
+}
+
+// readAll reads the captures, records them in the capture log, and calls
+// each for every item, in the capture's order.
+func (e *engine) readAll(ctx context.Context, each func(*item) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	chunks := make(chan chunk, 4)
@@ -174,7 +204,7 @@ func (e *engine) replay(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := e.capture(ctx, &c.items[i]); err != nil {
+			if err := each(&c.items[i]); err != nil {
 				return err
 			}
 		}
@@ -182,16 +212,15 @@ func (e *engine) replay(ctx context.Context) error {
 			return c.err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	return ctx.Err()
+}
+
+// drain hands over what is still queued once the capture is read.
+func (e *engine) drain(ctx context.Context) error {
 	for e.queue.Len() > 0 {
 		if err := e.deliverDue(ctx, 1<<62); err != nil {
 			return err
 		}
-	}
-	if e.o.Progress != nil {
-		e.o.Progress(e.total, e.bytesRead.Load())
 	}
 	return nil
 }
@@ -316,30 +345,52 @@ func fnv64(s string) int64 {
 // --seed injects into it.
 func (e *engine) capture(ctx context.Context, it *item) error {
 	if it.bad != nil {
-		e.bad++
-		e.rep.Capture.BadRecords++
-		if e.bad > e.o.MaxBad || it.bad.Fatal {
-			hint := fmt.Sprintf(" (--max-bad %d allows that many bad records to be skipped)", e.bad)
-			if it.bad.Fatal {
-				hint = " (the rest of the file cannot be read)"
-			}
-			return problem.Invalid(it.bad.At, "%s%s", it.bad.Reason, hint)
-		}
-		if e.o.Warn != nil {
-			fmt.Fprintf(e.o.Warn, "redeliver: skipped %s\n", it.bad)
-		}
-		return nil
+		return e.skip(it)
 	}
 	e.seq++
+	e.note(it)
+	return e.deliver(ctx, it, e.seq)
+}
+
+// skip counts a bad record, and stops the replay past --max-bad.
+func (e *engine) skip(it *item) error {
+	e.bad++
+	e.rep.Capture.BadRecords++
+	if e.bad > e.o.MaxBad || it.bad.Fatal {
+		hint := fmt.Sprintf(" (--max-bad %d allows that many bad records to be skipped)", e.bad)
+		if it.bad.Fatal {
+			hint = " (the rest of the file cannot be read)"
+		}
+		return problem.Invalid(it.bad.At, "%s%s", it.bad.Reason, hint)
+	}
+	if e.o.Warn != nil {
+		fmt.Fprintf(e.o.Warn, "redeliver: skipped %s\n", it.bad)
+	}
+	return nil
+}
+
+// note counts what the capture says of a delivery.
+func (e *engine) note(it *item) {
 	if it.key != "" {
 		e.rep.keyed++
 	}
 	if it.marked {
 		e.rep.Capture.MarkedRedelivered++
 	}
+}
+
+// deliver hands the capture's delivery at pos to the handler, after what
+// was queued before it, with whatever --seed injects into it. (A part of a
+// split replay sees only its events' deliveries: what its queue holds for
+// the places between them is handed over first.)
+func (e *engine) deliver(ctx context.Context, it *item, pos int64) error {
+	if err := e.deliverDue(ctx, pos-1); err != nil {
+		return err
+	}
+	e.seq = pos
 	// Same seed, same input, same replay; and a resumed replay makes the
 	// same choice for each delivery as the interrupted one.
-	pos, seed := e.seq, e.o.Seed
+	seed := e.o.Seed
 	rRedeliver, rCrash, rRepublish := chance(seed, pos, slotRedeliver), chance(seed, pos, slotCrash), chance(seed, pos, slotRepublish)
 	rGap := int64(draw(seed, pos, slotGap) % 8)
 	rPoint := 0
@@ -353,7 +404,7 @@ func (e *engine) capture(ctx context.Context, it *item) error {
 	case rRedeliver < e.o.Redeliver:
 		fault = handler.AfterCommit
 	}
-	if err := e.handle(ctx, step{d: it.d, fault: fault, kind: original, pos: pos}, rGap); err != nil {
+	if err := e.handle(ctx, step{d: it.d, fault: fault, kind: original, pos: pos, order: pos << 5}, rGap); err != nil {
 		return err
 	}
 	if rRepublish < e.o.Republish {
@@ -374,6 +425,9 @@ func (e *engine) capture(ctx context.Context, it *item) error {
 
 // handle delivers once and schedules what the broker would do next.
 func (e *engine) handle(ctx context.Context, s step, gap int64) error {
+	if e.ordered != nil {
+		e.ordered.SetOrder(s.order)
+	}
 	s.res = e.h.Handle(ctx, s.d, handler.FailAt(s.fault))
 	var se *handler.StoreError
 	if errors.As(s.res.Err, &se) {
@@ -387,7 +441,9 @@ func (e *engine) handle(ctx context.Context, s step, gap int64) error {
 	if e.watch != nil {
 		e.watch(s)
 	}
-	if e.o.Progress != nil && e.total%4096 == 0 {
+	if e.tick != nil {
+		e.tick()
+	} else if e.o.Progress != nil && e.total%4096 == 0 {
 		e.o.Progress(e.total, e.bytesRead.Load())
 	}
 	var inj *handler.InjectedError
@@ -444,6 +500,12 @@ func (e *engine) schedule(s step, gap int64) {
 func (e *engine) deliverDue(ctx context.Context, now int64) error {
 	for e.queue.Len() > 0 && e.queue[0].due <= now {
 		q := heap.Pop(&e.queue).(queued)
+		if e.ordered != nil {
+			var err error
+			if q.s.order, err = orderOf(q.due, q.s.pos, q.s.kind); err != nil {
+				return err
+			}
+		}
 		// A later delivery is not injected into again, so every event ends
 		// handled; its own gap is drawn all the same.
 		gap := 1 + int64(draw(e.o.Seed, q.s.pos, slotLater+uint64(q.s.kind)<<32+uint64(q.s.d.Attempt))%8)
@@ -452,6 +514,26 @@ func (e *engine) deliverDue(ctx context.Context, now int64) error {
 		}
 	}
 	return nil
+}
+
+// orderOf is the place in the whole replay of a queued delivery that was
+// due after the capture's delivery at due: after that delivery (whose own
+// place is due<<5), before the next, and among the others due then in the
+// order the queue hands them over in, by the capture delivery they come
+// from (at most 7 before), a redelivery or retry before a republished
+// copy. Every queued delivery comes from a capture delivery, with a gap of
+// 0 to 7 (a delivery the queue hands over queues nothing more), and a
+// capture delivery queues at most one of each kind.
+func orderOf(due, from int64, k kind) (int64, error) {
+	gap := due - from
+	if gap < 0 || gap > 7 || k != redelivery && k != retry && k != republished {
+		return 0, fmt.Errorf("replay: no place for a %d delivery due %d after %d", k, gap, from)
+	}
+	which := int64(0)
+	if k == republished {
+		which = 1
+	}
+	return due<<5 | 1<<4 | (7-gap)<<1 | which, nil
 }
 
 type queued struct {

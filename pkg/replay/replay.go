@@ -73,6 +73,12 @@ type Options struct {
 	// OpenLedger); OpenScenario the store a reproducer is checked on.
 	Open         ledger.Opener
 	OpenScenario runner.Opener
+	// OpenSplit, if set, opens the store of a replay that keeps nothing in
+	// parts handled side by side (pkg/sqlite's OpenSplitLedger), one per
+	// core up to four, whenever the replay allows it (see splitParts).
+	OpenSplit ledger.SplitOpener
+	// parts, when set, is how many parts a split replay takes (tests).
+	parts int
 	// Warn receives one line per skipped bad record.
 	Warn io.Writer
 }
@@ -197,7 +203,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Open == nil || o.EmitScenario != "" && o.OpenScenario == nil {
 		return nil, errors.New("replay: no store to replay into (Options.Open, Options.OpenScenario)")
 	}
-	db, err := o.Open(ctx, o.DB, o.Handler)
+	var db ledger.Ledger
+	var err error
+	if n := splitParts(o); n > 1 {
+		db, err = o.OpenSplit(ctx, o.Handler, n)
+	} else {
+		db, err = o.Open(ctx, o.DB, o.Handler)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -212,9 +224,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer log.Close()
 	rep := newReport(o, db.Resumed(), before)
-	err = db.Run(ctx, o.Batch, func(b ledger.Batch) error {
-		return newEngine(o, b, b, rep, nil).replay(ctx)
-	})
+	if split, ok := db.(ledger.Split); ok {
+		err = runSplit(ctx, o, split, rep)
+	} else {
+		err = db.Run(ctx, o.Batch, func(b ledger.Batch) error {
+			return newEngine(o, b, b, rep, nil).replay(ctx)
+		})
+	}
 	if err != nil {
 		return nil, stoppedAt(err, o, rep)
 	}

@@ -577,6 +577,7 @@ func TestOneEffectPerKeyForEveryStrategy(t *testing.T) {
 // runSQLite replays into the SQLite store, as the command wires it.
 func runSQLite(ctx context.Context, o Options) (*Report, error) {
 	o.Open = sqlite.OpenLedger
+	o.OpenSplit = sqlite.OpenSplitLedger
 	o.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
 		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 	}

@@ -162,6 +162,8 @@ type FailureExample struct {
 	Event string `json:"event"`
 	At    Place  `json:"at"`
 	Error string `json:"error"`
+
+	order int64 // the delivery's place in the replay (step.order)
 }
 
 // Passed reports whether the verdict is pass.
@@ -237,7 +239,7 @@ func (r *Report) count(s step) {
 		if !errors.As(s.res.Err, &inj) {
 			r.Unexpected.Count++
 			if len(r.Unexpected.Examples) < r.examples {
-				r.Unexpected.Examples = append(r.Unexpected.Examples, FailureExample{Event: s.d.EventID, At: Place(s.d.At), Error: r.errorText(s.res.Err)})
+				r.Unexpected.Examples = append(r.Unexpected.Examples, FailureExample{Event: s.d.EventID, At: Place(s.d.At), Error: r.errorText(s.res.Err), order: s.order})
 			}
 		}
 	case handler.Crashed:

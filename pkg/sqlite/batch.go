@@ -40,6 +40,7 @@ type ReplayDB struct {
 	// markerKey: the markers are keyed by (event_id, consumer).
 	markerKey bool
 	log       *CaptureLog // the capture log the batch writes to
+	parts     int         // the replay's stores this one is a part of (SplitDB)
 	// Resumed is set when the file already held a replay's tables.
 	Resumed bool
 }
@@ -48,6 +49,12 @@ type ReplayDB struct {
 // an earlier replay made with the same strategy and effect table is kept
 // and resumed; a file redeliver did not make is refused.
 func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB, error) {
+	return openReplay(ctx, path, cfg, 1)
+}
+
+// openReplay opens one of parts stores of a replay; a store that keeps
+// nothing takes its share of the page cache.
+func openReplay(ctx context.Context, path string, cfg handler.Config, parts int) (*ReplayDB, error) {
 	if !ValidTableName(cfg.Effect) {
 		return nil, fmt.Errorf("effect table name %q is not a plain SQL identifier", cfg.Effect)
 	}
@@ -62,7 +69,7 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 	var d *DB
 	var err error
 	if path == Memory {
-		d, err = openPrivate(replayCacheKiB)
+		d, err = openPrivate(replayCacheKiB / parts)
 	} else {
 		d, err = open(path)
 	}
@@ -73,7 +80,7 @@ func OpenReplay(ctx context.Context, path string, cfg handler.Config) (*ReplayDB
 	d.lock = lock
 	d.effect = cfg.Effect
 	r := &ReplayDB{db: d.db, anchor: d.anchor, lock: lock, path: path, effect: cfg.Effect, private: d.private,
-		markerKey: cfg.Strategy != handler.CheckThenAct}
+		markerKey: cfg.Strategy != handler.CheckThenAct, parts: parts}
 	if resume {
 		r.Resumed = true
 	} else if err := d.createSchema(ctx, cfg); err != nil {
@@ -194,7 +201,7 @@ func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) e
 		}
 		b.log = r.log
 		if !r.Resumed {
-			b.seen = newSeen()
+			b.seen = newSeenPart(r.parts)
 		}
 		defer b.close()
 		ferr := f(b)
@@ -248,10 +255,12 @@ type Batch struct {
 	undo      []undoStep
 	markerKey bool  // markers are deleted by key, not by rowid
 	broken    error // an undo failed: the batch takes no more deliveries
+	// order, when set, is the id the next effect takes (SetOrder).
+	order int64
 
 	begin, commit, rollback, savepoint, release, rollbackTo   *prepared
 	marker, insertMarker, insertEffect, effectOf, effectByKey *prepared
-	purge, unmark, uneffect                                   *prepared
+	purge, unmark, uneffect, insertEffectAt                   *prepared
 }
 
 type prepared struct {
@@ -296,6 +305,7 @@ func newBatch(dc any, effect string, size int, private, markerKey bool) (*Batch,
 		{&b.marker, `SELECT identity, COALESCE(business_key, '') FROM processed WHERE event_id = ? AND consumer = ? LIMIT 1`},
 		{&b.insertMarker, q.insertMarker},
 		{&b.insertEffect, q.insertEffect},
+		{&b.insertEffectAt, q.insertEffectAt},
 		{&b.effectOf, q.effectOf},
 		{&b.effectByKey, q.effectByKey},
 		{&b.purge, q.purge},
@@ -335,7 +345,7 @@ func (b *Batch) close() {
 	b.seen.close()
 	b.seen = nil
 	closeAll(b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
-		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.unmark, b.uneffect)
+		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.unmark, b.uneffect, b.insertEffectAt)
 }
 
 func (b *Batch) exec(p *prepared, args ...any) (driver.Result, error) { return p.run(b.args, args) }
@@ -492,6 +502,12 @@ func (b *Batch) abort() {
 	}
 }
 
+// SetOrder makes at the id of the effect the next delivery writes, if it
+// writes one: a store that holds a part of a replay numbers its effects in
+// the order of the whole replay (see SplitDB). 0 numbers them as SQLite
+// does.
+func (b *Batch) SetOrder(at int64) { b.order = at }
+
 // batchTx is one delivery inside the batch.
 type batchTx struct {
 	b      *Batch
@@ -539,7 +555,13 @@ func (t *batchTx) InsertEffect(_ context.Context, e handler.Effect) (int64, erro
 	if err := t.write(); err != nil {
 		return 0, err
 	}
-	r, err := t.b.exec(t.b.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, t.b.stamp(e.At))
+	var r driver.Result
+	var err error
+	if at := t.b.order; at > 0 {
+		r, err = t.b.exec(t.b.insertEffectAt, at, e.EventID, e.Consumer, e.BusinessKey, e.Payload, t.b.stamp(e.At))
+	} else {
+		r, err = t.b.exec(t.b.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, t.b.stamp(e.At))
+	}
 	if err != nil {
 		return 0, wrap("insert effect", err)
 	}

@@ -57,3 +57,34 @@ func (l replayLedger) CaptureLog(ctx context.Context) (ledger.CaptureLog, error)
 func (l replayLedger) Invariants(ctx context.Context, g invariant.Guard, limit int) ([]ledger.Broken, error) {
 	return l.ReplayDB.Invariants(ctx, g, limit)
 }
+
+// OpenSplitLedger opens a replay that keeps nothing in parts, as a
+// ledger.Split.
+func OpenSplitLedger(ctx context.Context, cfg handler.Config, parts int) (ledger.Split, error) {
+	s, err := OpenSplit(ctx, cfg, parts)
+	if err != nil {
+		return nil, err
+	}
+	return splitLedger{s}, nil
+}
+
+// splitLedger is a SplitDB as the replay engine sees it.
+type splitLedger struct{ *SplitDB }
+
+func (splitLedger) Resumed() bool { return false }
+
+func (splitLedger) Run(context.Context, int, func(ledger.Batch) error) error {
+	return errors.New("a split replay runs its parts with RunParts")
+}
+
+func (l splitLedger) RunParts(ctx context.Context, f func(ctx context.Context, part int, s ledger.OrderedStore) error) error {
+	return l.SplitDB.RunParts(ctx, func(ctx context.Context, part int, b *Batch) error { return f(ctx, part, b) })
+}
+
+func (l splitLedger) CaptureLog(ctx context.Context) (ledger.CaptureLog, error) {
+	c, err := l.SplitDB.CaptureLog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}

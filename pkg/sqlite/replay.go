@@ -132,15 +132,37 @@ func (r *ReplayDB) invariants(ctx context.Context, s invariant.Guard, keyed bool
 // (missing-marker). Two index scans instead of a lookup per row.
 func (r *ReplayDB) unmatched(ctx context.Context, conn *sql.Conn, limit int) (lost, missing Broken, err error) {
 	lost.Invariant, missing.Invariant = invariant.LostEffect.Name, invariant.MissingMarker.Name
+	var lostRows, missingRows []unmatchedRow
+	lost.Count, missing.Count, lostRows, missingRows, err = r.unmatchedRows(ctx, conn, limit)
+	for _, m := range lostRows {
+		lost.Examples = append(lost.Examples, invariant.Violation{Invariant: lost.Invariant, EventID: m.event, Consumer: m.consumer,
+			Detail: invariant.LostEffect.Say(invariant.Facts{Event: m.event, Consumer: m.consumer, Table: r.effect})})
+	}
+	for _, m := range missingRows {
+		missing.Examples = append(missing.Examples, invariant.Violation{Invariant: missing.Invariant, EventID: m.event, Consumer: m.consumer,
+			Detail: invariant.MissingMarker.Say(invariant.Facts{Event: m.event, Consumer: m.consumer, Table: r.effect, IDs: []string{strconv.FormatInt(m.id, 10)}})})
+	}
+	return lost, missing, err
+}
+
+// unmatchedRow is a marker without an effect, or an effect (id) without a marker.
+type unmatchedRow struct {
+	event, consumer string
+	id              int64
+}
+
+// unmatchedRows counts the markers without an effect and the effects
+// without a marker, and returns the first limit of each.
+func (r *ReplayDB) unmatchedRows(ctx context.Context, conn *sql.Conn, limit int) (nLost, nMissing int64, lost, missing []unmatchedRow, err error) {
 	t := `"` + r.effect + `"`
 	ps, err := conn.QueryContext(ctx, `SELECT event_id, consumer FROM processed ORDER BY event_id, consumer`)
 	if err != nil {
-		return lost, missing, fmt.Errorf("check %s: %w", invariant.LostEffect, err)
+		return 0, 0, nil, nil, fmt.Errorf("check %s: %w", invariant.LostEffect, err)
 	}
 	defer ps.Close()
 	es, err := conn.QueryContext(ctx, `SELECT event_id, consumer, id FROM `+t+` ORDER BY event_id, consumer`)
 	if err != nil {
-		return lost, missing, fmt.Errorf("check %s: %w", invariant.MissingMarker, err)
+		return 0, 0, nil, nil, fmt.Errorf("check %s: %w", invariant.MissingMarker, err)
 	}
 	defer es.Close()
 	var p, e struct {
@@ -161,10 +183,10 @@ func (r *ReplayDB) unmatched(ctx context.Context, conn *sql.Conn, limit int) (lo
 		return es.Err()
 	}
 	if err := nextP(); err != nil {
-		return lost, missing, err
+		return 0, 0, nil, nil, err
 	}
 	if err := nextE(); err != nil {
-		return lost, missing, err
+		return 0, 0, nil, nil, err
 	}
 	for p.ok || e.ok {
 		c := 0
@@ -180,17 +202,15 @@ func (r *ReplayDB) unmatched(ctx context.Context, conn *sql.Conn, limit int) (lo
 		}
 		switch {
 		case c < 0:
-			lost.Count++
-			if len(lost.Examples) < limit {
-				lost.Examples = append(lost.Examples, invariant.Violation{Invariant: lost.Invariant, EventID: p.event, Consumer: p.consumer,
-					Detail: invariant.LostEffect.Say(invariant.Facts{Event: p.event, Consumer: p.consumer, Table: r.effect})})
+			nLost++
+			if len(lost) < limit {
+				lost = append(lost, unmatchedRow{event: p.event, consumer: p.consumer})
 			}
 			err = nextP()
 		case c > 0:
-			missing.Count++
-			if len(missing.Examples) < limit {
-				missing.Examples = append(missing.Examples, invariant.Violation{Invariant: missing.Invariant, EventID: e.event, Consumer: e.consumer,
-					Detail: invariant.MissingMarker.Say(invariant.Facts{Event: e.event, Consumer: e.consumer, Table: r.effect, IDs: []string{strconv.FormatInt(e.id, 10)}})})
+			nMissing++
+			if len(missing) < limit {
+				missing = append(missing, unmatchedRow{event: e.event, consumer: e.consumer, id: e.id})
 			}
 			err = nextE()
 		default:
@@ -204,10 +224,10 @@ func (r *ReplayDB) unmatched(ctx context.Context, conn *sql.Conn, limit int) (lo
 			}
 		}
 		if err != nil {
-			return lost, missing, err
+			return 0, 0, nil, nil, err
 		}
 	}
-	return lost, missing, nil
+	return nLost, nMissing, lost, missing, nil
 }
 
 // each runs a query whose rows have four columns, read as text.

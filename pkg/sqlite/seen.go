@@ -10,9 +10,10 @@ import "hash/maphash"
 // no marker when the replay began (not on a resumed file), and a marker
 // rolled back or purged stays "seen", which only costs a query.
 type seen struct {
-	bits []uint64
-	free func() // returns bits to the operating system
-	seed maphash.Seed
+	bits   []uint64
+	blocks uint64 // of seenBlock bits
+	free   func() // returns bits to the operating system
+	seed   maphash.Seed
 }
 
 // seenBits is the filter's size: 8 MiB. With seenProbes bits an entry, one
@@ -27,9 +28,14 @@ const (
 	seenBlock  = 512 // bits
 )
 
-func newSeen() *seen {
-	s := &seen{seed: maphash.MakeSeed()}
-	s.bits, s.free = words(seenBits / 64)
+func newSeen() *seen { return newSeenPart(1) }
+
+// newSeenPart is the filter of one of parts stores that share a replay's
+// markers between them (SplitDB): a part holds its share of them, in its
+// share of the bits, for the same false hits.
+func newSeenPart(parts int) *seen {
+	s := &seen{seed: maphash.MakeSeed(), blocks: seenBits / seenBlock / uint64(parts)}
+	s.bits, s.free = words(int(s.blocks * seenBlock / 64))
 	return s
 }
 
@@ -51,7 +57,7 @@ func (s *seen) probes(eventID, consumer string) (block []uint64, bits uint64) {
 	h.WriteString(consumer)
 	x := h.Sum64()
 	const words = seenBlock / 64
-	b := (x >> 36) % (seenBits / seenBlock) * words
+	b := (x >> 36) % s.blocks * words
 	return s.bits[b : b+words : b+words], x
 }
 

@@ -82,7 +82,7 @@ type DB struct {
 }
 
 type queries struct {
-	marker, insertMarker, insertEffect, effectOf, effectByKey, purge string
+	marker, insertMarker, insertEffect, insertEffectAt, effectOf, effectByKey, purge string
 }
 
 // Create opens a fresh database for cfg at path (":memory:" or a file). An
@@ -230,12 +230,13 @@ func (d *DB) createSchema(ctx context.Context, cfg handler.Config) error {
 func makeQueries(effect string) queries {
 	t := `"` + effect + `"`
 	return queries{
-		marker:       `SELECT identity, COALESCE(business_key, ''), processed_at FROM processed WHERE event_id = ? AND consumer = ? LIMIT 1`,
-		insertMarker: `INSERT INTO processed(event_id, consumer, identity, business_key, processed_at) VALUES (?, ?, ?, NULLIF(?, ''), ?)`,
-		insertEffect: `INSERT INTO ` + t + `(event_id, consumer, business_key, payload, created_at) VALUES (?, ?, NULLIF(?, ''), ?, ?)`,
-		effectOf:     `SELECT id FROM ` + t + ` WHERE event_id = ? AND consumer = ? ORDER BY id LIMIT 1`,
-		effectByKey:  `SELECT id, event_id FROM ` + t + ` WHERE business_key = ? ORDER BY id LIMIT 1`,
-		purge:        `DELETE FROM processed WHERE processed_at < ?`,
+		marker:         `SELECT identity, COALESCE(business_key, ''), processed_at FROM processed WHERE event_id = ? AND consumer = ? LIMIT 1`,
+		insertMarker:   `INSERT INTO processed(event_id, consumer, identity, business_key, processed_at) VALUES (?, ?, ?, NULLIF(?, ''), ?)`,
+		insertEffect:   `INSERT INTO ` + t + `(event_id, consumer, business_key, payload, created_at) VALUES (?, ?, NULLIF(?, ''), ?, ?)`,
+		insertEffectAt: `INSERT INTO ` + t + `(id, event_id, consumer, business_key, payload, created_at) VALUES (?, ?, ?, NULLIF(?, ''), ?, ?)`,
+		effectOf:       `SELECT id FROM ` + t + ` WHERE event_id = ? AND consumer = ? ORDER BY id LIMIT 1`,
+		effectByKey:    `SELECT id, event_id FROM ` + t + ` WHERE business_key = ? ORDER BY id LIMIT 1`,
+		purge:          `DELETE FROM processed WHERE processed_at < ?`,
 	}
 }
 

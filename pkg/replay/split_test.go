@@ -1,0 +1,126 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/ledger"
+	"github.com/redeliver/redeliver/pkg/sqlite"
+)
+
+// TestSplitIsOneStore: a replay split in parts reports exactly what one
+// store handling the deliveries in order reports (outcomes, counts, broken
+// invariants, their examples and effect ids, unexpected failures), for
+// every strategy a split replay runs, on generated captures with repeated
+// and reused ids, shared business keys and bad records, under every
+// injection a split replay takes.
+func TestSplitIsOneStore(t *testing.T) {
+	t.Parallel()
+	strategies := []handler.Strategy{handler.EventID, handler.ConsumerScoped, handler.None, handler.CheckThenAct, handler.MarkerAfterEffect}
+	// Each run replays its capture three times (one store, 2 and 3
+	// parts); 24 captures reach every breach below.
+	runs := 24
+	dir := t.TempDir()
+	reached := map[string]int{}
+	for seed := 1; seed <= runs; seed++ {
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		name := filepath.Join(dir, fmt.Sprintf("capture-%d.ndjson", seed))
+		writeMixedCapture(t, rng, name)
+		o := Options{
+			Inputs:    []string{name},
+			DB:        ledger.Memory,
+			Seed:      int64(seed),
+			Redeliver: rng.Float64() * 0.5,
+			Crash:     rng.Float64() * 0.4,
+			Republish: rng.Float64() * 0.3,
+			MaxBad:    1000,
+			Examples:  1 + rng.IntN(5),
+			Handler:   handler.Config{Strategy: strategies[rng.IntN(len(strategies))]},
+		}
+		if rng.IntN(3) == 0 {
+			o.CrashAt = []handler.FaultPoint{DefaultCrashAt[rng.IntN(len(DefaultCrashAt))]}
+		}
+		o.OpenSplit = sqlite.OpenSplitLedger
+		o.parts = 1
+		if n := splitParts(o); n != 1 {
+			t.Fatalf("seed %d: %d parts, want one store", seed, n)
+		}
+		want := reportJSON(t, o)
+		for _, parts := range []int{2, 3} {
+			o.parts = parts
+			if n := splitParts(o); n != parts {
+				t.Fatalf("seed %d: %d parts, want %d: the replay is not split", seed, n, parts)
+			}
+			if got := reportJSON(t, o); got != want {
+				t.Fatalf("seed %d, strategy %s, %d parts: the report differs from one store's\none store:\n%s\nsplit:\n%s", seed, o.Handler.Strategy, parts, want, got)
+			}
+		}
+		var rep Report
+		json.Unmarshal([]byte(want), &rep)
+		for _, v := range rep.Violations {
+			reached[v.Invariant]++
+		}
+		if rep.Injected.Republished > 0 {
+			reached["republished"]++
+		}
+		if rep.Outcomes.Conflict > 0 {
+			reached["conflict"]++
+		}
+	}
+	// The captures must reach what the parts could get wrong, or the test
+	// could not fail.
+	for _, what := range []string{string(invariant.DuplicateEffect.Name), string(invariant.DuplicateKey.Name), "republished", "conflict"} {
+		if reached[what] == 0 {
+			t.Errorf("no generated replay reached %s (reached: %v)", what, reached)
+		}
+	}
+}
+
+// writeMixedCapture writes a CloudEvents capture: ids from a small pool (so they
+// repeat), an id now and then reused with another amount, business keys
+// shared between ids, and a bad line now and then.
+func writeMixedCapture(t *testing.T, rng *rand.Rand, name string) {
+	t.Helper()
+	var b strings.Builder
+	ids := 3 + rng.IntN(60)
+	for i, n := 0, 20+rng.IntN(200); i < n; i++ {
+		if i > 0 && rng.IntN(40) == 0 {
+			b.WriteString(`{"specversion":"1.0","source":"/orders","type":"order.paid","data":{}}` + "\n") // no id
+			continue
+		}
+		id := rng.IntN(ids)
+		order := id
+		if rng.IntN(6) == 0 {
+			order = rng.IntN(ids)
+		}
+		amount := 10
+		if rng.IntN(12) == 0 {
+			amount = 11
+		}
+		fmt.Fprintf(&b, `{"specversion":"1.0","id":"evt-%d","source":"/orders","type":"order.paid","subject":"order-%d","data":{"orderId":"order-%d","amount":%d}}`+"\n", id, order, order, amount)
+	}
+	if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func reportJSON(t *testing.T, o Options) string {
+	t.Helper()
+	rep, err := runSQLite(context.Background(), o)
+	if err != nil {
+		t.Fatalf("replay with %d parts: %v", o.parts, err)
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

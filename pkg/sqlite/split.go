@@ -1,0 +1,471 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+)
+
+// SplitDB is a replay that keeps nothing, handled in parts side by side:
+// each part a private database of its own (see openPrivate) with its share
+// of the page cache and of the marker filter, driven by a goroutine of its
+// own. The replay puts every delivery of an event id in the same part, so
+// each part holds whole events: what the handler decides for a delivery
+// depends only on its event's rows, and the per-event invariants hold in
+// the whole replay exactly when they hold in every part.
+//
+// What crosses events is answered over all parts: the effect count, the
+// business keys (one effect per key), and the effect ids. A part numbers
+// each effect with the place of its delivery in the whole replay
+// (Batch.SetOrder), so the parts' ids interleave as the deliveries did;
+// the ids a report names are then counted back to the ones a single store
+// handling the deliveries in that order gives: 1 for the first effect
+// written, 2 for the second (effects are never deleted but by the undo of
+// the delivery that wrote them, so the ids of one store are 1 to n).
+type SplitDB struct {
+	parts  []*ReplayDB
+	effect string
+	log    *CaptureLog
+}
+
+// OpenSplit opens a replay in n parts that keeps nothing.
+func OpenSplit(ctx context.Context, cfg handler.Config, n int) (*SplitDB, error) {
+	if n < 1 {
+		return nil, errors.New("a replay needs at least one part")
+	}
+	s := &SplitDB{effect: cfg.Effect}
+	for i := 0; i < n; i++ {
+		r, err := openReplay(ctx, Memory, cfg, n)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.parts = append(s.parts, r)
+	}
+	return s, nil
+}
+
+// Parts is how many parts the replay is handled in.
+func (s *SplitDB) Parts() int { return len(s.parts) }
+
+// Close closes every part and the capture log.
+func (s *SplitDB) Close() error {
+	var err error
+	for _, r := range s.parts {
+		if cerr := r.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// CaptureLog creates the replay's capture log, written through RecordRows
+// and RecordFile.
+func (s *SplitDB) CaptureLog(ctx context.Context) (*CaptureLog, error) {
+	c, err := s.parts[0].CaptureLog(ctx)
+	s.log = c
+	return c, err
+}
+
+// RecordRows writes deliveries of the capture into the capture log, in order.
+func (s *SplitDB) RecordRows(rows []CaptureRow) error {
+	if s.log == nil {
+		return errors.New("capture log: none was made")
+	}
+	return s.log.send(logItem{rows: slices.Clone(rows)})
+}
+
+// RecordFile names capture file number n in the capture log.
+func (s *SplitDB) RecordFile(n int, name string) error {
+	if s.log == nil {
+		return errors.New("capture log: none was made")
+	}
+	return s.log.send(logItem{file: n, name: name})
+}
+
+// RunParts calls f for every part, each on a goroutine of its own with the
+// part's group-commit store, and returns when all have returned. The first
+// error cancels the context the others were given, and is returned.
+func (s *SplitDB) RunParts(ctx context.Context, f func(ctx context.Context, part int, b *Batch) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(s.parts))
+	var wg sync.WaitGroup
+	for i, r := range s.parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.Run(ctx, 0, func(b *Batch) error { return f(ctx, i, b) })
+			if errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CountEffects returns the number of effects in all parts.
+func (s *SplitDB) CountEffects(ctx context.Context) (int64, error) {
+	var n int64
+	for _, r := range s.parts {
+		c, err := r.CountEffects(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// KeyStats counts the business keys the effects of all parts carry, the
+// most effects one key has, and how many keys have more than one.
+func (s *SplitDB) KeyStats(ctx context.Context) (keys, most, several int64, err error) {
+	err = s.eachKey(ctx, func(key string, ids []int64, _ []string) {
+		keys++
+		most = max(most, int64(len(ids)))
+		if len(ids) > 1 {
+			several++
+		}
+	})
+	return keys, most, several, err
+}
+
+// Invariants is ReplayDB.Invariants over all parts.
+func (s *SplitDB) Invariants(ctx context.Context, g invariant.Guard, limit int) ([]Broken, error) {
+	return s.invariants(ctx, g, false, limit)
+}
+
+// KeyedInvariants is ReplayDB.KeyedInvariants over all parts.
+func (s *SplitDB) KeyedInvariants(ctx context.Context, g invariant.Guard, limit int) ([]Broken, error) {
+	return s.invariants(ctx, g, true, limit)
+}
+
+// splitFinding is an example of a broken invariant before its effect ids
+// are counted back and it is worded.
+type splitFinding struct {
+	first    int64 // its first effect id, by which the examples are ordered
+	facts    invariant.Facts
+	ids      []int64
+	eventIDs []string
+}
+
+// invariants answers the queries of ReplayDB.invariants (for the strategies
+// a split replay runs: none dedups on the business key) part by part, and
+// merges the answers.
+func (s *SplitDB) invariants(ctx context.Context, g invariant.Guard, keyed bool, limit int) ([]Broken, error) {
+	if g.UsesKey() {
+		return nil, fmt.Errorf("a replay with strategy %s is not split", g)
+	}
+	checks := func(inv *invariant.Invariant) bool { return inv.CheckedBy(invariant.Replay, g) }
+	type part struct {
+		dups          []splitFinding
+		dupCount      int64
+		lost, missing []unmatchedRow
+		nLost, nMiss  int64
+		err           error
+	}
+	pairs := checks(invariant.LostEffect) && checks(invariant.MissingMarker)
+	parts := make([]part, len(s.parts))
+	var wg sync.WaitGroup
+	for i, r := range s.parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := &parts[i]
+			p.dupCount, p.dups, p.err = r.duplicateEffects(ctx, limit)
+			if p.err == nil && pairs {
+				p.nLost, p.nMiss, p.lost, p.missing, p.err = r.unmatchedRows(ctx, r.conn, limit)
+			}
+		}()
+	}
+	var keys []splitFinding
+	var keyCount int64
+	var kerr error
+	if checks(invariant.DuplicateKey) || keyed {
+		kerr = s.eachKey(ctx, func(key string, ids []int64, events []string) {
+			if len(ids) < 2 {
+				return
+			}
+			keyCount++
+			keys = append(keys, splitFinding{first: ids[0], ids: ids, eventIDs: events,
+				facts: invariant.Facts{Key: key, Table: s.effect, Rows: int64(len(ids))}})
+			if len(keys) > 4*limit+16 {
+				keys = firstFindings(keys, limit)
+			}
+		})
+	}
+	wg.Wait()
+	if kerr != nil {
+		return nil, fmt.Errorf("check %s: %w", invariant.DuplicateKey, kerr)
+	}
+	var dups []splitFinding
+	var dupCount, nLost, nMiss int64
+	var lost, missing []unmatchedRow
+	for _, p := range parts {
+		if p.err != nil {
+			return nil, p.err
+		}
+		dups, dupCount = append(dups, p.dups...), dupCount+p.dupCount
+		lost, missing = append(lost, p.lost...), append(missing, p.missing...)
+		nLost, nMiss = nLost+p.nLost, nMiss+p.nMiss
+	}
+	dups, keys = firstFindings(dups, limit), firstFindings(keys, limit)
+	lost, missing = firstUnmatched(lost, limit), firstUnmatched(missing, limit)
+
+	// Every id a report names, counted back.
+	var named []int64
+	for _, fs := range [][]splitFinding{dups, keys} {
+		for _, f := range fs {
+			named = append(named, f.ids...)
+		}
+	}
+	for _, m := range missing {
+		named = append(named, m.id)
+	}
+	rank, err := s.ranks(ctx, named)
+	if err != nil {
+		return nil, err
+	}
+	ids := func(xs []int64) []string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = strconv.FormatInt(rank[x], 10)
+		}
+		return out
+	}
+
+	var out []Broken
+	add := func(inv *invariant.Invariant, count int64, fs []splitFinding) {
+		if count == 0 {
+			return
+		}
+		b := Broken{Invariant: inv.Name, Count: count}
+		for _, f := range fs {
+			f.facts.IDs = ids(f.ids)
+			f.facts.Events = f.eventIDs
+			if f.facts.Key != "" {
+				b.Keys = append(b.Keys, f.facts.Key)
+			}
+			b.Examples = append(b.Examples, invariant.Violation{Invariant: inv.Name, EventID: f.facts.Event, Consumer: f.facts.Consumer, Detail: inv.Say(f.facts)})
+		}
+		out = append(out, b)
+	}
+	add(invariant.DuplicateEffect, dupCount, dups)
+	add(invariant.DuplicateKey, keyCount, keys)
+	if pairs {
+		for _, u := range []struct {
+			inv   *invariant.Invariant
+			count int64
+			rows  []unmatchedRow
+		}{{invariant.LostEffect, nLost, lost}, {invariant.MissingMarker, nMiss, missing}} {
+			if u.count == 0 {
+				continue
+			}
+			b := Broken{Invariant: u.inv.Name, Count: u.count}
+			for _, m := range u.rows {
+				f := invariant.Facts{Event: m.event, Consumer: m.consumer, Table: s.effect}
+				if u.inv == invariant.MissingMarker {
+					f.IDs = ids([]int64{m.id})
+				}
+				b.Examples = append(b.Examples, invariant.Violation{Invariant: u.inv.Name, EventID: m.event, Consumer: m.consumer, Detail: u.inv.Say(f)})
+			}
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// firstFindings keeps the limit findings with the first effect ids, in
+// that order.
+func firstFindings(fs []splitFinding, limit int) []splitFinding {
+	sort.Slice(fs, func(i, j int) bool { return fs[i].first < fs[j].first })
+	if len(fs) > limit {
+		fs = fs[:limit]
+	}
+	return fs
+}
+
+// firstUnmatched keeps the limit rows first by event id and consumer, the
+// order ReplayDB.unmatched walks them in.
+func firstUnmatched(rows []unmatchedRow, limit int) []unmatchedRow {
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].event != rows[j].event {
+			return rows[i].event < rows[j].event
+		}
+		return rows[i].consumer < rows[j].consumer
+	})
+	if len(rows) > limit {
+		rows = rows[:limit]
+	}
+	return rows
+}
+
+// duplicateEffects counts the events with more than one effect row in the
+// part, and returns the first limit of them by their first effect id.
+func (r *ReplayDB) duplicateEffects(ctx context.Context, limit int) (n int64, first []splitFinding, err error) {
+	q := `SELECT event_id, consumer, count(*), group_concat(id, ',') FROM "` + r.effect + `" GROUP BY event_id, consumer HAVING count(*) > 1 ORDER BY min(id)`
+	err = r.each(ctx, r.conn, q, func(c [4]string) {
+		n++
+		if len(first) < limit {
+			ids, _ := parseIDs(c[3])
+			first = append(first, splitFinding{first: ids[0], ids: ids,
+				facts: invariant.Facts{Event: c[0], Consumer: c[1], Table: r.effect, Rows: count(c[2])}})
+		}
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("check %s: %w", invariant.DuplicateEffect, err)
+	}
+	return n, first, nil
+}
+
+func parseIDs(s string) ([]int64, error) {
+	parts := strings.Split(s, ",")
+	ids := make([]int64, len(parts))
+	for i, p := range parts {
+		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = n
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// eachKey calls f for every business key the effects of the parts carry,
+// in key order, with its effects' ids (ascending) and their events.
+func (s *SplitDB) eachKey(ctx context.Context, f func(key string, ids []int64, events []string)) error {
+	type cursor struct {
+		next  func() bool
+		key   string
+		id    int64
+		event string
+		ok    bool
+	}
+	var cs []*cursor
+	for _, r := range s.parts {
+		rows, err := r.conn.QueryContext(ctx, `SELECT business_key, id, event_id FROM "`+r.effect+`" WHERE business_key IS NOT NULL ORDER BY business_key, id`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		c := &cursor{}
+		c.next = func() bool {
+			if c.ok = rows.Next(); c.ok {
+				if err := rows.Scan(&c.key, &c.id, &c.event); err != nil {
+					c.ok = false
+				}
+			}
+			return c.ok
+		}
+		c.next()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		cs = append(cs, c)
+	}
+	type eff struct {
+		id    int64
+		event string
+	}
+	var group []eff
+	for {
+		key, found := "", false
+		for _, c := range cs {
+			if c.ok && (!found || c.key < key) {
+				key, found = c.key, true
+			}
+		}
+		if !found {
+			break
+		}
+		group = group[:0]
+		for _, c := range cs {
+			for c.ok && c.key == key {
+				group = append(group, eff{c.id, c.event})
+				c.next()
+			}
+		}
+		slices.SortFunc(group, func(a, b eff) int { return int(sign(a.id - b.id)) })
+		ids := make([]int64, len(group))
+		events := make([]string, len(group))
+		for i, e := range group {
+			ids[i], events[i] = e.id, e.event
+		}
+		f(key, ids, events)
+	}
+	return ctx.Err()
+}
+
+func sign(x int64) int64 {
+	switch {
+	case x < 0:
+		return -1
+	case x > 0:
+		return 1
+	}
+	return 0
+}
+
+// ranks counts each id back to the one a single store would have given
+// its effect: one more than the effects of every part numbered before it.
+func (s *SplitDB) ranks(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	out := map[int64]int64{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	before := make([]int64, len(ids)) // effects numbered before ids[i]
+	for _, r := range s.parts {
+		rows, err := r.conn.QueryContext(ctx, `SELECT id FROM "`+r.effect+`" WHERE id < ? ORDER BY id`, ids[len(ids)-1])
+		if err != nil {
+			return nil, err
+		}
+		j, n := 0, int64(0)
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			for j < len(ids) && ids[j] <= id {
+				before[j] += n
+				j++
+			}
+			n++
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+		for ; j < len(ids); j++ {
+			before[j] += n
+		}
+	}
+	for i, id := range ids {
+		out[id] = before[i] + 1
+	}
+	return out, nil
+}
