@@ -44,6 +44,7 @@ func TestSplitIsOneStore(t *testing.T) {
 			MaxBad:    1000,
 			Examples:  1 + rng.IntN(5),
 			Handler:   handler.Config{Strategy: strategies[rng.IntN(len(strategies))]},
+			Compare:   rng.IntN(3) == 0, // the strategy table reads the key counts of all parts
 		}
 		if rng.IntN(3) == 0 {
 			o.CrashAt = []handler.FaultPoint{DefaultCrashAt[rng.IntN(len(DefaultCrashAt))]}
@@ -74,10 +75,13 @@ func TestSplitIsOneStore(t *testing.T) {
 		if rep.Outcomes.Conflict > 0 {
 			reached["conflict"]++
 		}
+		if len(rep.Strategies) > 0 {
+			reached["strategies"]++
+		}
 	}
 	// The captures must reach what the parts could get wrong, or the test
 	// could not fail.
-	for _, what := range []string{string(invariant.DuplicateEffect.Name), string(invariant.DuplicateKey.Name), "republished", "conflict"} {
+	for _, what := range []string{string(invariant.DuplicateEffect.Name), string(invariant.DuplicateKey.Name), "republished", "conflict", "strategies"} {
 		if reached[what] == 0 {
 			t.Errorf("no generated replay reached %s (reached: %v)", what, reached)
 		}
