@@ -225,7 +225,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer log.Close()
 	rep := newReport(o, db.Resumed(), before)
 	if split, ok := db.(ledger.Split); ok {
-		err = runSplit(ctx, o, split, rep)
+		err = runSplit(ctx, o, split, split, rep)
 	} else {
 		err = db.Run(ctx, o.Batch, func(b ledger.Batch) error {
 			return newEngine(o, b, b, rep, nil).replay(ctx)

@@ -46,7 +46,8 @@ func splitParts(o Options) int {
 // partChunk is how many deliveries the reading goroutine hands a part at once.
 const partChunk = 256
 
-func runSplit(ctx context.Context, o Options, split ledger.Split, rep *Report) error {
+// runSplit replays into split's parts; log, if not nil, records the capture.
+func runSplit(ctx context.Context, o Options, split ledger.Split, log recorder, rep *Report) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := split.Parts()
@@ -54,7 +55,7 @@ func runSplit(ctx context.Context, o Options, split ledger.Split, rep *Report) e
 	for i := range feeds {
 		feeds[i] = make(chan []item, 4)
 	}
-	read := newEngine(o, nil, split, rep, nil)
+	read := newEngine(o, nil, log, rep, nil)
 
 	// Progress counts the deliveries of all parts.
 	var handled atomic.Int64
