@@ -76,26 +76,14 @@ func compare(ctx context.Context, o Options, own StrategyRow) ([]StrategyRow, er
 // replayOnly replays into a fresh in-memory database without recording the
 // capture, and reads back the row of the strategy.
 func replayOnly(ctx context.Context, o Options) (StrategyRow, error) {
-	var db ledger.Ledger
-	var err error
-	if n := splitParts(o); n > 1 {
-		db, err = o.OpenSplit(ctx, o.Handler, n)
-	} else {
-		db, err = o.Open(ctx, ledger.Memory, o.Handler)
-	}
+	o.DB = ledger.Memory
+	db, err := openStore(ctx, o)
 	if err != nil {
 		return StrategyRow{}, err
 	}
 	defer db.Close()
 	rep := newReport(o, false, 0)
-	if split, ok := db.(ledger.Split); ok {
-		err = runSplit(ctx, o, split, nil, rep)
-	} else {
-		err = db.Run(ctx, o.Batch, func(b ledger.Batch) error {
-			return newEngine(o, b, nil, rep, nil).replay(ctx)
-		})
-	}
-	if err != nil {
+	if err := replayInto(ctx, o, db, false, rep); err != nil {
 		return StrategyRow{}, err
 	}
 	if rep.Effects, err = db.CountEffects(ctx); err != nil {

@@ -203,13 +203,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Open == nil || o.EmitScenario != "" && o.OpenScenario == nil {
 		return nil, errors.New("replay: no store to replay into (Options.Open, Options.OpenScenario)")
 	}
-	var db ledger.Ledger
-	var err error
-	if n := splitParts(o); n > 1 {
-		db, err = o.OpenSplit(ctx, o.Handler, n)
-	} else {
-		db, err = o.Open(ctx, o.DB, o.Handler)
-	}
+	db, err := openStore(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -224,14 +218,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer log.Close()
 	rep := newReport(o, db.Resumed(), before)
-	if split, ok := db.(ledger.Split); ok {
-		err = runSplit(ctx, o, split, split, rep)
-	} else {
-		err = db.Run(ctx, o.Batch, func(b ledger.Batch) error {
-			return newEngine(o, b, b, rep, nil).replay(ctx)
-		})
-	}
-	if err != nil {
+	if err := replayInto(ctx, o, db, true, rep); err != nil {
 		return nil, stoppedAt(err, o, rep)
 	}
 	if rep.Counters.Deliveries == 0 && rep.Capture.BadRecords == 0 && !readsStream(o.Inputs) {
@@ -312,6 +299,34 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// openStore opens the store the replay runs into: in parts when it can be split
+// (splitParts), else o.DB.
+func openStore(ctx context.Context, o Options) (ledger.Ledger, error) {
+	if n := splitParts(o); n > 1 {
+		return o.OpenSplit(ctx, o.Handler, n)
+	}
+	return o.Open(ctx, o.DB, o.Handler)
+}
+
+// replayInto replays the captures into db, recording them in its capture log when
+// record is set.
+func replayInto(ctx context.Context, o Options, db ledger.Ledger, record bool, rep *Report) error {
+	if split, ok := db.(ledger.Split); ok {
+		var log recorder
+		if record {
+			log = split
+		}
+		return runSplit(ctx, o, split, log, rep)
+	}
+	return db.Run(ctx, o.Batch, func(b ledger.Batch) error {
+		var log recorder
+		if record {
+			log = b
+		}
+		return newEngine(o, b, log, rep, nil).replay(ctx)
+	})
 }
 
 // readsStream reports whether an input is a broker stream (a URL), not a
