@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -355,11 +357,19 @@ func parseIDs(s string) ([]int64, error) {
 // in key order, with its effects' ids (ascending) and their events.
 func (s *SplitDB) eachKey(ctx context.Context, f func(key string, ids []int64, events []string)) error {
 	type cursor struct {
-		next  func() bool
+		rows  *sql.Rows
 		key   string
 		id    int64
 		event string
 		ok    bool
+		err   error
+	}
+	next := func(c *cursor) {
+		if c.ok = c.err == nil && c.rows.Next(); c.ok {
+			if c.err = c.rows.Scan(&c.key, &c.id, &c.event); c.err != nil {
+				c.ok = false
+			}
+		}
 	}
 	var cs []*cursor
 	for _, r := range s.parts {
@@ -368,19 +378,8 @@ func (s *SplitDB) eachKey(ctx context.Context, f func(key string, ids []int64, e
 			return err
 		}
 		defer rows.Close()
-		c := &cursor{}
-		c.next = func() bool {
-			if c.ok = rows.Next(); c.ok {
-				if err := rows.Scan(&c.key, &c.id, &c.event); err != nil {
-					c.ok = false
-				}
-			}
-			return c.ok
-		}
-		c.next()
-		if err := rows.Err(); err != nil {
-			return err
-		}
+		c := &cursor{rows: rows}
+		next(c)
 		cs = append(cs, c)
 	}
 	type eff struct {
@@ -402,10 +401,10 @@ func (s *SplitDB) eachKey(ctx context.Context, f func(key string, ids []int64, e
 		for _, c := range cs {
 			for c.ok && c.key == key {
 				group = append(group, eff{c.id, c.event})
-				c.next()
+				next(c)
 			}
 		}
-		slices.SortFunc(group, func(a, b eff) int { return int(sign(a.id - b.id)) })
+		slices.SortFunc(group, func(a, b eff) int { return cmp.Compare(a.id, b.id) })
 		ids := make([]int64, len(group))
 		events := make([]string, len(group))
 		for i, e := range group {
@@ -413,17 +412,15 @@ func (s *SplitDB) eachKey(ctx context.Context, f func(key string, ids []int64, e
 		}
 		f(key, ids, events)
 	}
-	return ctx.Err()
-}
-
-func sign(x int64) int64 {
-	switch {
-	case x < 0:
-		return -1
-	case x > 0:
-		return 1
+	for _, c := range cs {
+		if c.err == nil {
+			c.err = c.rows.Err()
+		}
+		if c.err != nil {
+			return c.err
+		}
 	}
-	return 0
+	return ctx.Err()
 }
 
 // ranks counts each id back to the one a single store would have given
