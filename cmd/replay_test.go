@@ -3,10 +3,15 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/redeliver/redeliver/pkg/bench"
 )
 
 // TestReplayProgress: the progress line goes to stderr only when stderr is a
@@ -44,5 +49,45 @@ func TestReplayProgress(t *testing.T) {
 	}
 	if len(reports) == 2 && reports[0] != reports[1] {
 		t.Errorf("the report differs with a terminal:\n%s\nwithout:\n%s", reports[0], reports[1])
+	}
+}
+
+// TestReplaySplitIsOneStore: a capture large enough to be split (in memory,
+// on a machine with more than one core) is reported as the same capture
+// replayed onto a --db file, which is never split, but for the store and
+// the time taken.
+func TestReplaySplitIsOneStore(t *testing.T) {
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "uuid.ndjson")
+	var b bytes.Buffer
+	if err := bench.WriteCapture(&b, 9000, 1, bench.UUID); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() < 1<<20 {
+		t.Fatalf("the capture is %d bytes, too small to be split", b.Len())
+	}
+	if err := os.WriteFile(capture, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replay := func(db ...string) map[string]any {
+		var out, errOut bytes.Buffer
+		s := &Streams{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }}
+		args := append([]string{"replay", "--strategy", "none", "--redeliver", "0.2", "--crash", "0.1", "--republish", "0.05", "--format", "json", capture}, db...)
+		if code := Run(context.Background(), s, args); code != ExitFail {
+			t.Fatalf("exit %d, want %d (duplicate-effect), stderr %q", code, ExitFail, errOut.String())
+		}
+		var rep map[string]any
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		delete(rep, "store")
+		delete(rep, "duration_seconds")
+		return rep
+	}
+	memory, file := replay(), replay("--db", filepath.Join(dir, "replay.db"))
+	if !reflect.DeepEqual(memory, file) {
+		m, _ := json.MarshalIndent(memory, "", "  ")
+		f, _ := json.MarshalIndent(file, "", "  ")
+		t.Errorf("in memory:\n%s\non a file:\n%s", m, f)
 	}
 }
