@@ -60,7 +60,7 @@ func TestReplaySplitIsOneStore(t *testing.T) {
 	dir := t.TempDir()
 	capture := filepath.Join(dir, "uuid.ndjson")
 	var b bytes.Buffer
-	if err := bench.WriteCapture(&b, 9000, 1, bench.UUID); err != nil {
+	if err := bench.WriteCapture(&b, 6500, 1, bench.UUID); err != nil {
 		t.Fatal(err)
 	}
 	if b.Len() < 1<<20 {
