@@ -69,12 +69,16 @@ func TestReplaySplitIsOneStore(t *testing.T) {
 	if err := os.WriteFile(capture, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// In memory the progress line is on: the parts report to it side by side.
 	replay := func(db ...string) map[string]any {
 		var out, errOut bytes.Buffer
-		s := &Streams{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }}
+		s := &Streams{In: strings.NewReader(""), Out: &out, Err: &errOut, ErrTTY: len(db) == 0, Getenv: func(string) string { return "" }}
 		args := append([]string{"replay", "--strategy", "none", "--redeliver", "0.2", "--crash", "0.1", "--republish", "0.05", "--format", "json", capture}, db...)
 		if code := Run(context.Background(), s, args); code != ExitFail {
 			t.Fatalf("exit %d, want %d (duplicate-effect), stderr %q", code, ExitFail, errOut.String())
+		}
+		if progress := strings.Contains(errOut.String(), "replaying: "); progress != s.ErrTTY {
+			t.Errorf("progress line %v, want %v: %q", progress, s.ErrTTY, errOut.String())
 		}
 		var rep map[string]any
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
