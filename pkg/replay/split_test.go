@@ -26,8 +26,8 @@ func TestSplitIsOneStore(t *testing.T) {
 	t.Parallel()
 	strategies := []handler.Strategy{handler.EventID, handler.ConsumerScoped, handler.None, handler.CheckThenAct, handler.MarkerAfterEffect}
 	// Each run replays its capture twice (one store, then 2 or 3
-	// parts); 16 captures reach every breach below.
-	runs := 16
+	// parts); 12 captures reach every breach below.
+	runs := 12
 	dir := t.TempDir()
 	reached := map[string]int{}
 	// The last run is larger: more broken keys and events than the
@@ -37,7 +37,7 @@ func TestSplitIsOneStore(t *testing.T) {
 		name := filepath.Join(dir, fmt.Sprintf("capture-%d.ndjson", seed))
 		lines := 20 + rng.IntN(200)
 		if seed > runs {
-			lines = 3000
+			lines = 1500
 		}
 		writeMixedCapture(t, rng, name, lines)
 		o := Options{
