@@ -61,9 +61,8 @@ type Split interface {
 	// and returns when all have returned; the first error cancels the
 	// context the others were given.
 	RunParts(ctx context.Context, f func(ctx context.Context, part int, s OrderedStore) error) error
-	// RecordRows and RecordFile write the capture log CaptureLog made.
-	RecordRows(rows []CaptureRow) error
-	RecordFile(n int, name string) error
+	// Recorder writes the capture log CaptureLog made.
+	Recorder
 }
 
 // OrderedStore is the store of one part of a Split ledger. SetOrder names
@@ -81,6 +80,11 @@ type SplitOpener func(ctx context.Context, cfg handler.Config, parts int) (Split
 // deliveries it also records the capture.
 type Batch interface {
 	handler.Store
+	Recorder
+}
+
+// Recorder writes the capture log.
+type Recorder interface {
 	// RecordRows writes deliveries of the capture into the log, in order.
 	RecordRows(rows []CaptureRow) error
 	// RecordFile names capture file number n.

@@ -71,7 +71,7 @@ const (
 // engine runs one replay: reads, injects, handles, counts.
 type engine struct {
 	o         Options
-	log       recorder // nil: the capture is not recorded
+	log       ledger.Recorder // nil: the capture is not recorded
 	rows      []ledger.CaptureRow
 	h         *handler.Handler
 	rep       *Report
@@ -92,13 +92,7 @@ type engine struct {
 	tick    func()
 }
 
-// recorder writes the capture log.
-type recorder interface {
-	RecordRows(rows []ledger.CaptureRow) error
-	RecordFile(n int, name string) error
-}
-
-func newEngine(o Options, store handler.Store, log recorder, rep *Report, watch func(step)) *engine {
+func newEngine(o Options, store handler.Store, log ledger.Recorder, rep *Report, watch func(step)) *engine {
 	e := &engine{o: o, log: log, rep: rep, watch: watch}
 	e.h = handler.New(o.Handler, store, nil, clock)
 	if o.Rewind > 0 {
@@ -344,12 +338,27 @@ func fnv64(s string) int64 {
 // capture hands one delivery of the capture to the handler, with whatever
 // --seed injects into it.
 func (e *engine) capture(ctx context.Context, it *item) error {
+	if ok, err := e.admit(it); !ok {
+		return err
+	}
+	return e.deliver(ctx, it, e.seq)
+}
+
+// admit counts an item of the capture: a delivery takes the next place
+// (e.seq) and ok is set; a bad record is skipped, or stops the replay past
+// --max-bad.
+func (e *engine) admit(it *item) (ok bool, err error) {
 	if it.bad != nil {
-		return e.skip(it)
+		return false, e.skip(it)
 	}
 	e.seq++
-	e.note(it)
-	return e.deliver(ctx, it, e.seq)
+	if it.key != "" {
+		e.rep.keyed++
+	}
+	if it.marked {
+		e.rep.Capture.MarkedRedelivered++
+	}
+	return true, nil
 }
 
 // skip counts a bad record, and stops the replay past --max-bad.
@@ -367,16 +376,6 @@ func (e *engine) skip(it *item) error {
 		fmt.Fprintf(e.o.Warn, "redeliver: skipped %s\n", it.bad)
 	}
 	return nil
-}
-
-// note counts what the capture says of a delivery.
-func (e *engine) note(it *item) {
-	if it.key != "" {
-		e.rep.keyed++
-	}
-	if it.marked {
-		e.rep.Capture.MarkedRedelivered++
-	}
 }
 
 // deliver hands the capture's delivery at pos to the handler, after what

@@ -314,14 +314,14 @@ func openStore(ctx context.Context, o Options) (ledger.Ledger, error) {
 // record is set.
 func replayInto(ctx context.Context, o Options, db ledger.Ledger, record bool, rep *Report) error {
 	if split, ok := db.(ledger.Split); ok {
-		var log recorder
+		var log ledger.Recorder
 		if record {
 			log = split
 		}
 		return runSplit(ctx, o, split, log, rep)
 	}
 	return db.Run(ctx, o.Batch, func(b ledger.Batch) error {
-		var log recorder
+		var log ledger.Recorder
 		if record {
 			log = b
 		}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -71,7 +72,7 @@ func small(inputs []string) bool {
 const partChunk = 256
 
 // runSplit replays into split's parts; log, if not nil, records the capture.
-func runSplit(ctx context.Context, o Options, split ledger.Split, log recorder, rep *Report) error {
+func runSplit(ctx context.Context, o Options, split ledger.Split, log ledger.Recorder, rep *Report) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := split.Parts()
@@ -108,11 +109,9 @@ func runSplit(ctx context.Context, o Options, split ledger.Split, log recorder, 
 			}
 		}
 		err := read.readAll(ctx, func(it *item) error {
-			if it.bad != nil {
-				return read.skip(it)
+			if ok, err := read.admit(it); !ok {
+				return err
 			}
-			read.seq++
-			read.note(it)
 			it.pos = read.seq
 			i := int(uint64(fnv64(it.d.EventID)) % uint64(n))
 			chunks[i] = append(chunks[i], *it)
@@ -191,27 +190,11 @@ func (r *Report) add(p *Report) {
 	r.Outcomes.Conflict += p.Outcomes.Conflict
 	r.Outcomes.Failed += p.Outcomes.Failed
 	r.Outcomes.Crashed += p.Outcomes.Crashed
-	c, pc := &r.Counters, &p.Counters
-	c.Deliveries += pc.Deliveries
-	c.Processed += pc.Processed
-	c.Duplicates += pc.Duplicates
-	c.Conflicts += pc.Conflicts
-	c.Failed += pc.Failed
-	c.Crashed += pc.Crashed
-	c.Effects += pc.Effects
-	c.Redeliveries += pc.Redeliveries
+	r.Counters.Add(p.Counters)
 	// The first unexpected failures of the whole replay, in its order.
 	r.Unexpected.Count += p.Unexpected.Count
 	r.Unexpected.Examples = append(r.Unexpected.Examples, p.Unexpected.Examples...)
-	slices.SortStableFunc(r.Unexpected.Examples, func(a, b FailureExample) int {
-		switch {
-		case a.order < b.order:
-			return -1
-		case a.order > b.order:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(r.Unexpected.Examples, func(a, b FailureExample) int { return cmp.Compare(a.order, b.order) })
 	if len(r.Unexpected.Examples) > r.examples {
 		r.Unexpected.Examples = r.Unexpected.Examples[:r.examples]
 	}

@@ -164,10 +164,7 @@ func (b *Batch) RecordRows(rows []CaptureRow) error {
 	if b.tx.active {
 		return errors.New("capture log written inside a delivery")
 	}
-	if b.log == nil {
-		return errors.New("capture log: none was made")
-	}
-	return b.log.send(logItem{rows: slices.Clone(rows)})
+	return b.log.RecordRows(rows)
 }
 
 // RecordFile names capture file number n in the capture log.
@@ -175,10 +172,24 @@ func (b *Batch) RecordFile(n int, name string) error {
 	if b.tx.active {
 		return errors.New("capture log written inside a delivery")
 	}
-	if b.log == nil {
+	return b.log.RecordFile(n, name)
+}
+
+// RecordRows hands deliveries of the capture to the log's goroutine, in
+// order (a copy of rows: the caller reuses it).
+func (c *CaptureLog) RecordRows(rows []CaptureRow) error {
+	if c == nil {
 		return errors.New("capture log: none was made")
 	}
-	return b.log.send(logItem{file: n, name: name})
+	return c.send(logItem{rows: slices.Clone(rows)})
+}
+
+// RecordFile names capture file number n in the capture log.
+func (c *CaptureLog) RecordFile(n int, name string) error {
+	if c == nil {
+		return errors.New("capture log: none was made")
+	}
+	return c.send(logItem{file: n, name: name})
 }
 
 // logBatch is the log goroutine's prepared statements.

@@ -78,20 +78,10 @@ func (s *SplitDB) CaptureLog(ctx context.Context) (*CaptureLog, error) {
 }
 
 // RecordRows writes deliveries of the capture into the capture log, in order.
-func (s *SplitDB) RecordRows(rows []CaptureRow) error {
-	if s.log == nil {
-		return errors.New("capture log: none was made")
-	}
-	return s.log.send(logItem{rows: slices.Clone(rows)})
-}
+func (s *SplitDB) RecordRows(rows []CaptureRow) error { return s.log.RecordRows(rows) }
 
 // RecordFile names capture file number n in the capture log.
-func (s *SplitDB) RecordFile(n int, name string) error {
-	if s.log == nil {
-		return errors.New("capture log: none was made")
-	}
-	return s.log.send(logItem{file: n, name: name})
-}
+func (s *SplitDB) RecordFile(n int, name string) error { return s.log.RecordFile(n, name) }
 
 // RunParts calls f for every part, each on a goroutine of its own with the
 // part's group-commit store, and returns when all have returned. The first
