@@ -182,7 +182,29 @@ func (l *loader) xstr(n *yaml.Node, what string) (string, bool) {
 		l.errorf(n, "%s: %v", what, err)
 		return "", false
 	}
+	if p := Placeholder(v); p != "" {
+		l.errorf(n, "%s is still the placeholder %s: replace it with your own value%s", what, p, placeholderVar(s))
+		return "", false
+	}
 	return v, true
+}
+
+// placeholderRef is a placeholder redeliver init writes where only the
+// user knows the value: "<fill in: what goes here>".
+var placeholderRef = regexp.MustCompile(`<fill in:[^>]*>`)
+
+// Placeholder returns the first "<fill in: …>" placeholder in s, or "".
+func Placeholder(s string) string { return placeholderRef.FindString(s) }
+
+// placeholderVar says which variable a placeholder is the default of,
+// when it is one: ", or set NAME".
+func placeholderVar(raw string) string {
+	for _, m := range envRef.FindAllStringSubmatch(raw, -1) {
+		if name, def, ok := strings.Cut(m[1], ":-"); ok && Placeholder(def) != "" && envName.MatchString(name) {
+			return ", or set " + name
+		}
+	}
+	return ""
 }
 
 func (l *loader) xstrs(n *yaml.Node, what string) []string {
@@ -535,6 +557,10 @@ func (l *loader) name(n *yaml.Node, what string, re *regexp.Regexp) string {
 var keyOfFields = []string{"id", "source", "type", "subject", "schema", "time"}
 
 func (l *loader) keyOf(n *yaml.Node) template.Template {
+	if p := Placeholder(n.Value); n.Kind == yaml.ScalarNode && p != "" {
+		l.errorf(n, "key_of is still the placeholder %s: replace it with your own value", p)
+		return template.Template{}
+	}
 	t := l.tmpl(n, "key_of")
 	if t.IsZero() {
 		if n.Kind == yaml.ScalarNode {
