@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,6 +49,9 @@ func TestMain(m *testing.M) {
 		// strip-inputs IN OUT writes IN with capture names (files, streams,
 		// and the format beside them) replaced by CAPTURE.
 		"strip-inputs": func() { os.Exit(stripInputs(os.Args[1], os.Args[2])) },
+		// fill-in FILE WHAT YAML replaces the quoted placeholder
+		// "<fill in: WHAT…>" of FILE with YAML, as a user would.
+		"fill-in": func() { os.Exit(fillIn(os.Args[1], os.Args[2], os.Args[3])) },
 		// consumer is a small consumer under test for the target-mode scripts.
 		"consumer": func() { os.Exit(consumertest.Main(os.Args[1:])) },
 	})
@@ -113,6 +117,25 @@ func dropKeptSchemas(file string) int {
 			return 1
 		}
 		fmt.Println("dropped", name)
+	}
+	return 0
+}
+
+func fillIn(file, what, value string) int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	re := regexp.MustCompile(`"<fill in: ` + regexp.QuoteMeta(what) + `[^>]*>"`)
+	if !re.Match(data) {
+		fmt.Fprintf(os.Stderr, "%s has no placeholder \"<fill in: %s…>\"\n", file, what)
+		return 1
+	}
+	data = re.ReplaceAllLiteral(data, []byte(value))
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return 0
 }

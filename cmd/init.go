@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,41 +14,72 @@ import (
 )
 
 func newInitCmd(s *Streams) *cobra.Command {
-	return &cobra.Command{
+	var target string
+	c := &cobra.Command{
 		Use:   "init [DIR]",
 		Short: "Write a starter set of scenarios (default ./scenarios)",
 		Long: `Write a starter set of scenario files into DIR (default ./scenarios): the
 fixture, the causes of duplicates, and one scenario per safe strategy, all
-passing. Nothing is
-overwritten: if any of the files exists, nothing is written.
+passing.
+
+With --target http, write DIR/consumer.yaml instead: a scenario for your own
+HTTP consumer, every field explained in a comment, with checks for a
+redelivery, a crash then a redelivery, a lost answer and concurrent
+duplicates. Replace each "<fill in: ...>" in it with your own value;
+redeliver validate names every one left.
+
+Nothing is overwritten: if any of the files exists, nothing is written.
 
 ` + exitHelp,
 		Example: `  redeliver init
-  redeliver init consumer-tests && redeliver run consumer-tests`,
+  redeliver init consumer-tests && redeliver run consumer-tests
+  redeliver init --target http my-consumer && redeliver validate my-consumer`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			dir := "scenarios"
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			return writeStarter(s, dir)
+			if cmd.Flags().Changed("target") {
+				if target != "http" {
+					return problem.Usagef("--target %q: init writes a scenario for an HTTP consumer, --target http (exec and broker targets: see docs/target.md and docs/brokers.md)", target)
+				}
+				return writeStarter(s, dir, starterFiles, map[string]string{"starter/http-consumer.yaml": "consumer.yaml"},
+					"fill in each \"<fill in: ...>\" (redeliver validate %[1]s names them), then: redeliver run %[1]s")
+			}
+			return writeStarter(s, dir, scenarios.Starter, nil, "run them with: redeliver run %s")
 		}),
 	}
+	c.Flags().StringVar(&target, "target", "", "write a scenario for your own consumer reached this way (http) instead of the built-in starter set")
+	return c
 }
 
-func writeStarter(s *Streams, dir string) error {
+// starterFiles are the starters of init --target.
+//
+//go:embed starter/http-consumer.yaml
+var starterFiles embed.FS
+
+// writeStarter writes the files of from into dir, each under its own
+// path or the one rename gives it, then says next on stderr (%s: dir).
+func writeStarter(s *Streams, dir string, from fs.FS, rename map[string]string, next string) error {
 	var names []string
-	err := fs.WalkDir(scenarios.Starter, ".", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(from, ".", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			names = append(names, path)
 		}
 		return err
 	})
+	dest := func(n string) string {
+		if r, ok := rename[n]; ok {
+			n = r
+		}
+		return filepath.Join(dir, filepath.FromSlash(n))
+	}
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
-		target := filepath.Join(dir, filepath.FromSlash(n))
+		target := dest(n)
 		if _, err := os.Stat(target); err == nil {
 			return problem.Usagef("%s already exists; init writes nothing over existing files (choose another folder)", target)
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -55,11 +87,11 @@ func writeStarter(s *Streams, dir string) error {
 		}
 	}
 	for _, n := range names {
-		data, err := fs.ReadFile(scenarios.Starter, n)
+		data, err := fs.ReadFile(from, n)
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dir, filepath.FromSlash(n))
+		target := dest(n)
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
 		}
@@ -77,6 +109,6 @@ func writeStarter(s *Streams, dir string) error {
 		}
 		fmt.Fprintf(s.Err, "wrote %s\n", target)
 	}
-	fmt.Fprintf(s.Err, "run them with: redeliver run %s\n", dir)
+	fmt.Fprintf(s.Err, next+"\n", dir)
 	return nil
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestInitTargetStarter: the scenario `redeliver init --target http` writes,
+// filled in for this consumer the way a user fills it in (each quoted
+// "<fill in: …>" replaced, DATABASE_URL from the environment), validates
+// and passes against the safe consumer, and fails the consumer that does
+// not deduplicate.
+func TestInitTargetStarter(t *testing.T) {
+	t.Parallel()
+	bin := buildConsumer(t)
+	dir := filepath.Join(t.TempDir(), "my-consumer")
+	env := map[string]string{}
+	withPlainRedeliver(t, env)
+	if o := redeliver(t, env, "init", "--target", "http", dir); o.exit != 0 {
+		t.Fatalf("init: %s", o)
+	}
+	file := filepath.Join(dir, "consumer.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := []struct{ what, yaml string }{
+		{"the URL your service", `"http://127.0.0.1:${PORT}/events"`},
+		{"the program that runs", `"${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${DATABASE_URL}", --flaw, "${FLAW}"`},
+		{"the URL that answers 2xx", `"http://127.0.0.1:${PORT}/healthz"`},
+		{"a statement that empties", `"DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"`},
+		{"your effect table", "payments"},
+		{"the column naming", "order_id"},
+	}
+	for _, f := range fill {
+		re := regexp.MustCompile(`"<fill in: ` + regexp.QuoteMeta(f.what) + `[^>]*>"`)
+		if !re.Match(data) {
+			t.Fatalf("the starter has no placeholder %q:\n%s", f.what, data)
+		}
+		data = re.ReplaceAllLiteral(data, []byte(f.yaml))
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		flaw, want string
+		exit       int
+	}{
+		{"safe", "PASS: redelivered three times, crash while processing, then redelivery, lost answer, concurrent duplicates", 0},
+		{"none", "invariant duplicate-effect broken", 1},
+	} {
+		t.Run(tt.flaw, func(t *testing.T) {
+			env := consumerEnv(t, bin, tt.flaw)
+			env["DATABASE_URL"] = env["DB"]
+			withPlainRedeliver(t, env)
+			if o := redeliver(t, env, "validate", dir); o.exit != 0 {
+				t.Fatalf("validate: %s", o)
+			}
+			if o := redeliver(t, env, "run", dir); o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) {
+				t.Fatalf("want exit %d and %q, got\n%s", tt.exit, tt.want, o)
+			}
+		})
+	}
+}
