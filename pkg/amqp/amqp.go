@@ -8,12 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"sync"
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/redact"
 )
 
 // Config names the exchange, routing key and queue a target uses.
@@ -68,7 +68,7 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 		}
 		cfg.RoutingKey = r
 	}
-	p := &Publisher{cfg: cfg, name: redact(cfg.URL), returned: map[string]int{}}
+	p := &Publisher{cfg: cfg, name: redact.String(cfg.URL), returned: map[string]int{}}
 	conn, err := amqp091.DialConfig(cfg.URL, amqp091.Config{Dial: amqp091.DefaultDial(5 * time.Second), Properties: amqp091.Table{"connection_name": "redeliver"}})
 	if err != nil {
 		return nil, &broker.Error{Msg: fmt.Sprintf("RabbitMQ at %s cannot be reached (%v); start it, or fix the url", p.name, err), Err: err}
@@ -81,20 +81,8 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 	return p, nil
 }
 
-// redact drops the password from a URL shown in a message.
 // Name is the broker's URL without its password.
 func (p *Publisher) Name() string { return p.name }
-
-func redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
 
 func (p *Publisher) fail(format string, args ...any) *broker.Error {
 	var cause error

@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
@@ -68,7 +69,7 @@ func (d *DB) Kind() string { return d.kind }
 func Describe(dsn string) string {
 	kind, _, where, err := parse(dsn)
 	if err != nil {
-		return dsn
+		return redact.String(dsn)
 	}
 	switch kind {
 	case Postgres:
@@ -86,13 +87,13 @@ func parse(dsn string) (kind, driverDSN, where string, err error) {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		u, err := url.Parse(dsn)
 		if err != nil {
-			return "", "", "", errorf("the effects db is not a valid PostgreSQL URL: %v", err)
+			return "", "", "", errorf("the effects db is not a valid PostgreSQL URL: %v", redact.Error(err))
 		}
-		return Postgres, dsn, u.Redacted(), nil
+		return Postgres, dsn, redact.String(u.String()), nil
 	case strings.HasPrefix(dsn, "mysql://"):
 		u, err := url.Parse(dsn)
 		if err != nil {
-			return "", "", "", errorf("the effects db is not a valid MySQL URL: %v", err)
+			return "", "", "", errorf("the effects db is not a valid MySQL URL: %v", redact.Error(err))
 		}
 		cfg := mysql.NewConfig()
 		cfg.Net = "tcp"
@@ -107,14 +108,14 @@ func parse(dsn string) (kind, driverDSN, where string, err error) {
 		for k, v := range u.Query() {
 			cfg.Params[k] = v[0]
 		}
-		return MySQL, cfg.FormatDSN(), u.Redacted(), nil
+		return MySQL, cfg.FormatDSN(), redact.String(u.String()), nil
 	}
 	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", "", "", errorf("the effects db %s is not a usable path: %v", path, err)
+		return "", "", "", errorf("the effects db %s is not a usable path: %v", redact.String(path), err)
 	}
-	return SQLite, abs, path, nil
+	return SQLite, abs, redact.String(path), nil
 }
 
 // Open connects to the effects database and checks that it answers. A

@@ -14,6 +14,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/redact"
 )
 
 // Config names the stream and durable consumer a target uses.
@@ -78,7 +79,7 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 func connect(url string) (*natsgo.Conn, error) {
 	nc, err := natsgo.Connect(url, natsgo.Name("redeliver"), natsgo.Timeout(5*time.Second), natsgo.RetryOnFailedConnect(false))
 	if err != nil {
-		return nil, &broker.Error{Msg: fmt.Sprintf("NATS at %s cannot be reached (%v); start nats-server with -js, or fix the url", url, err), Err: err}
+		return nil, &broker.Error{Msg: fmt.Sprintf("NATS at %s cannot be reached (%v); start nats-server with -js, or fix the url", redact.String(url), err), Err: err}
 	}
 	return nc, nil
 }
@@ -86,7 +87,7 @@ func connect(url string) (*natsgo.Conn, error) {
 func (p *Publisher) open(ctx context.Context) error {
 	js, err := jetstream.New(p.nc)
 	if err != nil {
-		return &broker.Error{Msg: fmt.Sprintf("NATS at %s: %v", p.cfg.URL, err), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("NATS at %s: %v", redact.String(p.cfg.URL), err), Err: err}
 	}
 	p.js = js
 	p.str, err = js.Stream(ctx, p.cfg.Stream)
@@ -98,14 +99,14 @@ func (p *Publisher) open(ctx context.Context) error {
 			Duplicates: p.cfg.Duplicates,
 		})
 		if err != nil {
-			return &broker.Error{Msg: fmt.Sprintf("cannot create JetStream stream %s on %s: %v", p.cfg.Stream, p.cfg.URL, err), Err: err}
+			return &broker.Error{Msg: fmt.Sprintf("cannot create JetStream stream %s on %s: %v", p.cfg.Stream, redact.String(p.cfg.URL), err), Err: err}
 		}
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return &broker.Error{Msg: fmt.Sprintf("JetStream stream %s does not exist on %s; create it, or set create: true", p.cfg.Stream, p.cfg.URL), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("JetStream stream %s does not exist on %s; create it, or set create: true", p.cfg.Stream, redact.String(p.cfg.URL)), Err: err}
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled):
-		return &broker.Error{Msg: fmt.Sprintf("NATS at %s has no JetStream; start nats-server with -js", p.cfg.URL), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("NATS at %s has no JetStream; start nats-server with -js", redact.String(p.cfg.URL)), Err: err}
 	case err != nil:
-		return &broker.Error{Msg: fmt.Sprintf("cannot look up JetStream stream %s on %s: %v", p.cfg.Stream, p.cfg.URL, err), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("cannot look up JetStream stream %s on %s: %v", p.cfg.Stream, redact.String(p.cfg.URL), err), Err: err}
 	}
 	if p.cfg.Consumer == "" {
 		return nil

@@ -14,6 +14,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/redact"
 )
 
 // StreamURL names a JetStream stream read as a captured log:
@@ -34,23 +35,23 @@ func IsStreamURL(s string) bool { return strings.HasPrefix(s, "nats://") }
 func ParseStreamURL(s string) (StreamURL, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "nats" || u.Host == "" {
-		return StreamURL{}, fmt.Errorf("%s is not a NATS stream address; expected nats://HOST:PORT/STREAM", s)
+		return StreamURL{}, fmt.Errorf("%s is not a NATS stream address; expected nats://HOST:PORT/STREAM", redact.String(s))
 	}
 	name := strings.Trim(u.Path, "/")
 	if name == "" || strings.ContainsAny(name, "/.*> \t") {
-		return StreamURL{}, fmt.Errorf("%s names no stream; expected nats://HOST:PORT/STREAM (a stream name has no / . * > or spaces)", s)
+		return StreamURL{}, fmt.Errorf("%s names no stream; expected nats://HOST:PORT/STREAM (a stream name has no / . * > or spaces)", redact.String(s))
 	}
 	su := StreamURL{Server: (&url.URL{Scheme: "nats", User: u.User, Host: u.Host}).String(), Stream: name}
 	q := u.Query()
 	for k := range q {
 		if k != "seq" && k != "subject" {
-			return StreamURL{}, fmt.Errorf("%s: unknown parameter %q; expected seq or subject", s, k)
+			return StreamURL{}, fmt.Errorf("%s: unknown parameter %q; expected seq or subject", redact.String(s), k)
 		}
 	}
 	if v := q.Get("seq"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return StreamURL{}, fmt.Errorf("%s: seq=%s is not a stream sequence (a whole number from 1)", s, v)
+			return StreamURL{}, fmt.Errorf("%s: seq=%s is not a stream sequence (a whole number from 1)", redact.String(s), v)
 		}
 		su.Seq = n
 	}
@@ -91,20 +92,20 @@ func ReadStream(ctx context.Context, u StreamURL) (*StreamReader, error) {
 func (r *StreamReader) open(ctx context.Context, u StreamURL) error {
 	js, err := jetstream.New(r.nc)
 	if err != nil {
-		return &broker.Error{Msg: fmt.Sprintf("NATS at %s: %v", u.Server, err), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("NATS at %s: %v", redact.String(u.Server), err), Err: err}
 	}
 	str, err := js.Stream(ctx, u.Stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return &broker.Error{Msg: fmt.Sprintf("JetStream stream %s does not exist on %s", u.Stream, u.Server), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("JetStream stream %s does not exist on %s", u.Stream, redact.String(u.Server)), Err: err}
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled):
-		return &broker.Error{Msg: fmt.Sprintf("NATS at %s has no JetStream; start nats-server with -js", u.Server), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("NATS at %s has no JetStream; start nats-server with -js", redact.String(u.Server)), Err: err}
 	case err != nil:
-		return &broker.Error{Msg: fmt.Sprintf("cannot look up JetStream stream %s on %s: %v", u.Stream, u.Server, err), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("cannot look up JetStream stream %s on %s: %v", u.Stream, redact.String(u.Server), err), Err: err}
 	}
 	info, err := str.Info(ctx)
 	if err != nil {
-		return &broker.Error{Msg: fmt.Sprintf("cannot read JetStream stream %s on %s: %v", u.Stream, u.Server, err), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("cannot read JetStream stream %s on %s: %v", u.Stream, redact.String(u.Server), err), Err: err}
 	}
 	r.last = info.State.LastSeq
 	start := max(u.Seq, 1)
@@ -120,7 +121,7 @@ func (r *StreamReader) open(ctx context.Context, u StreamURL) error {
 	r.str = str
 	r.cons, err = str.OrderedConsumer(ctx, cfg)
 	if err != nil {
-		return &broker.Error{Msg: fmt.Sprintf("cannot read JetStream stream %s on %s: %v", u.Stream, u.Server, err), Err: err}
+		return &broker.Error{Msg: fmt.Sprintf("cannot read JetStream stream %s on %s: %v", u.Stream, redact.String(u.Server), err), Err: err}
 	}
 	return nil
 }

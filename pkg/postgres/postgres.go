@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/redact"
 )
 
 //go:embed schema.sql
@@ -68,7 +70,13 @@ type Server struct {
 func Connect(ctx context.Context, dsn string, keep bool) (*Server, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("--db is not a PostgreSQL URL redeliver can use (%s); write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE", unwrapAll(err))
+		reason := unwrapAll(err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			// Its own words quote the URL, password and all.
+			reason = redact.Error(ue).Error()
+		}
+		return nil, fmt.Errorf("--db is not a PostgreSQL URL redeliver can use (%s); write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE", redact.String(reason))
 	}
 	cfg.MaxConns = maxConns
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {

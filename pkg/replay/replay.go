@@ -22,6 +22,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -355,7 +356,7 @@ func stoppedAt(err error, o Options, rep *Report) error {
 	if n == 1 {
 		what = "the delivery before it is"
 	}
-	stopped.Msg += fmt.Sprintf("; the replay stopped there, and %s committed to %s (replaying the corrected capture onto it resumes)", what, escape.Input(o.DB))
+	stopped.Msg += fmt.Sprintf("; the replay stopped there, and %s committed to %s (replaying the corrected capture onto it resumes)", what, escape.Input(redact.String(o.DB)))
 	return &stopped
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/template"
 	"go.yaml.in/yaml/v3"
 )
@@ -294,7 +295,7 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 			if s, ok := l.xstr(v, "url"); ok {
 				u, err := url.Parse(s)
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					l.errorf(v, "url must be an http:// or https:// URL such as http://127.0.0.1:8080/events, not %q", s)
+					l.errorf(v, "url must be an http:// or https:// URL such as http://127.0.0.1:8080/events, not %s", redact.URL(s))
 				}
 				h.URL = s
 			}
@@ -454,7 +455,7 @@ func (l *loader) ready(s *Start, n *yaml.Node) {
 	case err == nil && u.Scheme == "tcp" && u.Host != "" && u.Port() != "":
 		s.ReadyTCP = u.Host
 	default:
-		l.errorf(n, "ready must be an HTTP URL such as http://127.0.0.1:8080/healthz, tcp://HOST:PORT, or {stdout: \"a line\"}, not %q", v)
+		l.errorf(n, "ready must be an HTTP URL such as http://127.0.0.1:8080/healthz, tcp://HOST:PORT, or {stdout: \"a line\"}, not %s", redact.URL(v))
 	}
 }
 
@@ -474,7 +475,11 @@ func (l *loader) effects(n *yaml.Node) {
 				if s == "" {
 					l.errorf(v, "db is empty; expected postgres://…, mysql://… or a SQLite file path")
 				} else if i := strings.Index(s, "://"); i > 0 && !knownDB(s[:i]) {
-					l.errorf(v, "db %q: unknown database %q; expected postgres://…, mysql://… or a SQLite file path", s, s[:i])
+					l.errorf(v, "db %s: unknown database %q; expected postgres://…, mysql://… or a SQLite file path", redact.URL(s), s[:i])
+				} else if i > 0 && s[:i] != "sqlite" && s[:i] != "file" {
+					if _, err := url.Parse(s); err != nil {
+						l.errorf(v, "db is not a valid URL: %v", redact.Error(err))
+					}
 				}
 				e.DB = s
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/nemesis"
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -32,7 +33,7 @@ func openBroker(ctx context.Context, t *scenario.Target) (*brokerDeliverer, erro
 		if err != nil {
 			return nil, err
 		}
-		return &brokerDeliverer{pub: p, desc: fmt.Sprintf("JetStream %s, stream %s, subject %s, durable %s (%s)", n.URL, n.Stream, n.Subject, n.Durable, n.Mode)}, nil
+		return &brokerDeliverer{pub: p, desc: fmt.Sprintf("JetStream %s, stream %s, subject %s, durable %s (%s)", redact.String(n.URL), n.Stream, n.Subject, n.Durable, n.Mode)}, nil
 	case t.AMQP != nil:
 		a := t.AMQP
 		p, err := amqp.Open(ctx, amqp.Config{URL: a.URL, Exchange: a.Exchange, RoutingKey: a.RoutingKey, Queue: a.Queue, Mode: a.Mode, Create: a.Create})

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -107,7 +108,7 @@ func newHTTPDeliverer(h *scenario.HTTPTarget) *httpDeliverer {
 }
 
 func (d *httpDeliverer) Describe() string {
-	return fmt.Sprintf("%s %s (%s)", d.spec.Method, d.spec.URL, d.spec.Mode)
+	return fmt.Sprintf("%s %s (%s)", d.spec.Method, redact.String(d.spec.URL), d.spec.Mode)
 }
 
 func (d *httpDeliverer) Forget() { d.transport.CloseIdleConnections() }
@@ -168,7 +169,7 @@ type execDeliverer struct {
 }
 
 func (d *execDeliverer) Describe() string {
-	return "exec " + strings.Join(d.spec.Command, " ")
+	return "exec " + redact.Args(d.spec.Command)
 }
 
 func (d *execDeliverer) Forget() {}

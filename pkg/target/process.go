@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -100,8 +101,9 @@ func StartProcess(ctx context.Context, spec *scenario.Start) (*Process, error) {
 	return p, nil
 }
 
-// Command is the consumer's command line, for messages.
-func (p *Process) Command() string { return strings.Join(p.spec.Command, " ") }
+// Command is the consumer's command line, for messages, its secrets
+// masked (redact.Args).
+func (p *Process) Command() string { return redact.Args(p.spec.Command) }
 
 // Pid is the current process's id (and its process group's).
 func (p *Process) Pid() int {
@@ -199,7 +201,7 @@ func (p *Process) waitReady(ctx context.Context) error {
 func (p *Process) readyWhat() string {
 	switch {
 	case p.spec.ReadyURL != "":
-		return p.spec.ReadyURL
+		return redact.String(p.spec.ReadyURL)
 	case p.spec.ReadyTCP != "":
 		return "tcp://" + p.spec.ReadyTCP
 	}

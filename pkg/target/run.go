@@ -15,6 +15,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -191,7 +192,7 @@ func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 		return nil
 	case a.Refused:
 		if s.t.HTTP != nil {
-			return fmt.Errorf("cannot reach the consumer at %s: connection refused (is it running? target start can run it)", s.t.HTTP.URL)
+			return fmt.Errorf("cannot reach the consumer at %s: connection refused (is it running? target start can run it)", redact.String(s.t.HTTP.URL))
 		}
 	case a.TimedOut && !tolerateTimeout:
 		return fmt.Errorf("the consumer (%s) did not answer %s within %s: it hangs, or its timeout is too short", s.dl.Describe(), ev.ID, s.t.Timeout())
