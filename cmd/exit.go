@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/redact"
 
 	"github.com/redeliver/redeliver/pkg/escape"
 )
@@ -39,6 +40,8 @@ var exitCodes = map[problem.Kind]int{
 // exitCode maps an error to the documented exit status and says it on
 // stderr: every mistake found in scenario files on a line of its own,
 // anything else in one line (a verdict was said by the report already).
+// Whatever a message quotes of the user's configuration passes through
+// redact.String once more here, so a new message cannot leak a secret.
 func exitCode(err error, stderr io.Writer) int {
 	kind := problem.KindOf(err)
 	var es problem.Errors
@@ -48,10 +51,10 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "redeliver: interrupted")
 	case errors.As(err, &es):
 		for _, e := range es {
-			fmt.Fprintln(stderr, escape.Line(e.Error()))
+			fmt.Fprintln(stderr, escape.Line(redact.String(e.Error())))
 		}
 	default:
-		fmt.Fprintf(stderr, "redeliver: %s\n", escape.Line(err.Error()))
+		fmt.Fprintf(stderr, "redeliver: %s\n", escape.Line(redact.String(err.Error())))
 	}
 	return exitCodes[kind]
 }

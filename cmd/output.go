@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/spf13/pflag"
 
@@ -165,11 +166,13 @@ func (out *output) finish(s *Streams, run *report.Run, err error) error {
 // and, in GitHub Actions, annotates the failures and appends the step
 // summary. A text report is left off stdout when the harness failed: the
 // errors on stderr say everything, and no verdict line should suggest
-// otherwise.
+// otherwise. Every report is rendered whole, then written through
+// redacted: the last guard against a secret of the configuration that a
+// message quoted as it was.
 func (out *output) write(s *Streams, res report.Result) error {
 	harnessFailed := res.Incomplete()
 	if !(out.format == report.FormatText && harnessFailed) {
-		if err := res.Render(s.Out, out.format, out.opts); err != nil {
+		if err := redacted(s.Out, func(w io.Writer) error { return res.Render(w, out.format, out.opts) }); err != nil {
 			return err
 		}
 	}
@@ -188,7 +191,7 @@ func (out *output) write(s *Streams, res report.Result) error {
 		var buf bytes.Buffer
 		opts := out.opts
 		opts.Color = false // a file is never a terminal
-		if err := res.Render(&buf, f.format, opts); err != nil {
+		if err := redacted(&buf, func(w io.Writer) error { return res.Render(w, f.format, opts) }); err != nil {
 			return err
 		}
 		if err := os.WriteFile(f.path, buf.Bytes(), 0o644); err != nil {
@@ -198,7 +201,7 @@ func (out *output) write(s *Streams, res report.Result) error {
 	if !out.github {
 		return nil
 	}
-	if err := res.Annotate(side); err != nil {
+	if err := redacted(side, res.Annotate); err != nil {
 		return err
 	}
 	if out.summary == "" {
@@ -207,9 +210,20 @@ func (out *output) write(s *Streams, res report.Result) error {
 	return appendFile(out.summary, res.Summarize)
 }
 
+// redacted renders into a buffer and writes it to w with every secret
+// redact.String recognises masked.
+func redacted(w io.Writer, render func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, redact.String(buf.String()))
+	return err
+}
+
 func appendFile(path string, write func(io.Writer) error) error {
 	var buf bytes.Buffer
-	if err := write(&buf); err != nil {
+	if err := redacted(&buf, write); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
