@@ -34,10 +34,12 @@ type Facts struct {
 	By string
 	// Change says how a stored row changed, when a checker saw it.
 	Change string
+	// Deliveries is how many times the event was delivered.
+	Deliveries int64
 }
 
 // All is the catalogue, in the order reports list invariants.
-var All = []*Invariant{DuplicateEffect, DuplicateKey, DoubleCharge, LostEffect, MissingMarker, HalfWritten, WrongEffect, ChangedByConflict, UnstableKey, SharedKey}
+var All = []*Invariant{DuplicateEffect, ChangedByDuplicate, DuplicateKey, DoubleCharge, LostEffect, NeverAcked, MissingMarker, HalfWritten, WrongEffect, ChangedByConflict, UnstableKey, SharedKey}
 
 // Strategy predicates, by the guard the invariant needs.
 var (
@@ -58,6 +60,22 @@ var (
 				return fmt.Sprintf("key %s has %s in %s%s", f.Key, rows(f.Rows), f.Table, idList(f.IDs, f.Events))
 			}
 			return fmt.Sprintf("event %s has %s in %s (ids %s) for consumer %s", f.Event, rows(f.Rows), f.Table, strings.Join(f.IDs, ", "), f.Consumer)
+		},
+	}
+	// ChangedByDuplicate is a second effect that adds no row: a
+	// redelivery of an event already acked that changed its key's rows (an
+	// upsert that adds the amount again). Only a user's database decides
+	// it, by reading the key's rows before and after the redelivery.
+	ChangedByDuplicate = &Invariant{
+		Name: "changed-by-duplicate", Number: 1,
+		Meaning: "a redelivery of an event already acked changed what is stored",
+		rules:   map[Kind]func(Guard) bool{Database: nil},
+		say: func(f Facts) string {
+			s := fmt.Sprintf("the redelivery of event %s, already acked, changed the rows of key %s in %s", f.Event, f.Key, f.Table)
+			if f.Change != "" {
+				s += ": " + f.Change
+			}
+			return s
 		},
 	}
 	// DuplicateKey is always checked for the strategies that dedup on the
@@ -102,6 +120,30 @@ var (
 				return fmt.Sprintf("event %s is marked processed but has no row in %s", f.Event, f.Table)
 			}
 			return fmt.Sprintf("event %s was %s but has no row in %s", f.Event, f.Outcome, f.Table)
+		},
+	}
+	// NeverAcked is an event a user's consumer never took: it rejected
+	// it, or it answered none of its deliveries and redeliveries with an
+	// ack. A broker would give up on it (a dead-letter queue at best): its
+	// effect is lost.
+	NeverAcked = &Invariant{
+		Name: "never-acked", Number: 3,
+		Meaning: "an event was rejected, or never acked however often it was redelivered",
+		rules:   map[Kind]func(Guard) bool{Database: nil},
+		say: func(f Facts) string {
+			s := "event " + f.Event + " was never acked"
+			switch n := f.Deliveries; {
+			case n == 1:
+				s += " in 1 delivery"
+			case n == 2:
+				s += " in 2 deliveries (redelivered once)"
+			case n > 2:
+				s += fmt.Sprintf(" in %d deliveries (redelivered %d times)", n, n-1)
+			}
+			if len(f.Outcomes) > 0 {
+				s += ": " + strings.Join(f.Outcomes, ", ")
+			}
+			return s
 		},
 	}
 	MissingMarker = &Invariant{

@@ -89,10 +89,12 @@ func (i *Invariant) Say(f Facts) string {
 	for _, v := range []*string{&f.Event, &f.Consumer, &f.Key, &f.Table, &f.By, &f.OtherKey} {
 		*v = escape.Input(*v)
 	}
-	for _, vs := range [][]string{f.IDs, f.Events} {
-		for j, v := range vs {
-			vs[j] = escape.Input(v)
+	for _, vs := range []*[]string{&f.IDs, &f.Events, &f.Outcomes} {
+		escaped := make([]string, len(*vs))
+		for j, v := range *vs {
+			escaped[j] = escape.Input(v)
 		}
+		*vs = escaped
 	}
 	return i.say(f)
 }

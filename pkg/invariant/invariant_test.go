@@ -69,7 +69,7 @@ func TestChecked(t *testing.T) {
 		{Replay, eventID, "duplicate-effect lost-effect missing-marker"},
 		{Replay, businessKey, "duplicate-effect duplicate-key lost-effect missing-marker"},
 		{Replay, none, "duplicate-effect"},
-		{Database, nil, "duplicate-effect lost-effect changed-by-conflict"},
+		{Database, nil, "duplicate-effect changed-by-duplicate lost-effect never-acked changed-by-conflict"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.kind), func(t *testing.T) {
@@ -100,6 +100,11 @@ func TestSay(t *testing.T) {
 		{WrongEffect, Facts{Event: "e1", Returned: 2, Original: 1}, "a duplicate of event e1 returned effect 2, the original is 1"},
 		{ChangedByConflict, Facts{Event: "e1"}, "the conflicting redelivery of event e1 changed what is stored"},
 		{ChangedByConflict, Facts{Event: "e1", Key: "O-1", Table: "payments", Change: "amount 10 → 11"}, "the conflicting redelivery of event e1 changed the row of key O-1 in payments: amount 10 → 11"},
+		{ChangedByDuplicate, Facts{Event: "e1", Key: "O-1", Table: "balances", Change: "balance 10 became 20"}, "the redelivery of event e1, already acked, changed the rows of key O-1 in balances: balance 10 became 20"},
+		{NeverAcked, Facts{Event: "e1", Deliveries: 6, Outcomes: []string{"unacked (500)"}}, "event e1 was never acked in 6 deliveries (redelivered 5 times): unacked (500)"},
+		{NeverAcked, Facts{Event: "e1", Deliveries: 2, Outcomes: []string{"unacked (connection reset)", "unacked (503)"}}, "event e1 was never acked in 2 deliveries (redelivered once): unacked (connection reset), unacked (503)"},
+		{NeverAcked, Facts{Event: "e1", Deliveries: 1, Outcomes: []string{"rejected (400)"}}, "event e1 was never acked in 1 delivery: rejected (400)"},
+		{NeverAcked, Facts{Event: "e\n1", Deliveries: 2, Outcomes: []string{"unacked (connection reset)", "unacked (\x1b[31m)"}}, `event "e\n1" was never acked in 2 deliveries (redelivered once): unacked (connection reset), "unacked (\x1b[31m)"`},
 		{UnstableKey, Facts{Event: "e1", IdempotencyKeys: []string{"a", "b"}}, `event e1 sent 2 idempotency keys: "a", "b"`},
 		{SharedKey, Facts{Event: "e2", Key: "o2", OtherKey: "o1", IdempotencyKeys: []string{"pay"}}, `idempotency key "pay" was sent for business key o1 and for o2 (event e2)`},
 	}
