@@ -47,7 +47,11 @@ func errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(f
 type Row struct {
 	Key    string
 	Event  string
-	Values string
+	Values string // a JSON array of the compared columns' values
+	// Columns names the values, in order: every column the table or query
+	// returns, except those the effects' ignore_columns name. Rows read
+	// together share it.
+	Columns []string
 }
 
 // DB is the consumer's database, opened for judging.
@@ -249,6 +253,14 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 	if eventCol != "" && ei < 0 && d.spec.Query == "" {
 		return nil, errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, eventCol, strings.Join(cols, ", "))
 	}
+	keep, err := d.compared(cols, what)
+	if err != nil {
+		return nil, err
+	}
+	var compared []string
+	for _, i := range keep {
+		compared = append(compared, cols[i])
+	}
 	var out []Row
 	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
@@ -263,11 +275,15 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 		for i, v := range vals {
 			strs[i] = text(v)
 		}
-		r := Row{Key: strs[ki]}
+		r := Row{Key: strs[ki], Columns: compared}
 		if ei >= 0 {
 			r.Event = strs[ei]
 		}
-		b, _ := json.Marshal(strs)
+		values := make([]string, len(keep))
+		for j, i := range keep {
+			values[j] = strs[i]
+		}
+		b, _ := json.Marshal(values)
 		r.Values = string(b)
 		if key == nil || r.Key == *key {
 			out = append(out, r)
@@ -281,6 +297,34 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Values < out[j].Values })
 	return out, nil
+}
+
+// compared returns the indexes of the columns a row's Values hold: all of
+// cols but those ignore_columns names, each of which must be one of them.
+func (d *DB) compared(cols []string, what string) ([]int, error) {
+	ignored := map[int]bool{}
+	for _, name := range d.spec.IgnoreColumns {
+		found := false
+		for i, c := range cols {
+			if strings.EqualFold(c, name) {
+				ignored[i], found = true, true
+			}
+		}
+		if !found {
+			verb := "has"
+			if d.spec.Query != "" {
+				verb = "returns"
+			}
+			return nil, errorf("%s in %s has no column %s, which ignore_columns names (it %s %s)", what, d.where, name, verb, strings.Join(cols, ", "))
+		}
+	}
+	keep := make([]int, 0, len(cols))
+	for i := range cols {
+		if !ignored[i] {
+			keep = append(keep, i)
+		}
+	}
+	return keep, nil
 }
 
 // Count counts the rows of a table of the consumer's database.

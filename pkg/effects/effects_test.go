@@ -132,3 +132,49 @@ func errorsAs(err error, target **Error) bool {
 	}
 	return ok
 }
+
+// TestIgnoreColumns: a row's compared values leave out the columns
+// ignore_columns names, whatever their case, and Columns names the rest; a
+// column the table does not have is an error naming it and the columns.
+func TestIgnoreColumns(t *testing.T) {
+	ctx := context.Background()
+	for name, dsn := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			kind, _, _, _ := parse(dsn)
+			table := "redeliver_fx_ignore"
+			setup(t, kind, dsn, table)
+			key := "O-2"
+			tests := []struct {
+				ignore  []string
+				columns string
+				values  string
+				err     string
+			}{
+				{nil, "order_id event_id amount", `["O-2","e-3","5"]`, ""},
+				{[]string{"amount"}, "order_id event_id", `["O-2","e-3"]`, ""},
+				{[]string{"AMOUNT", "event_id"}, "order_id", `["O-2"]`, ""},
+				{[]string{"updatd_at"}, "", "", "has no column updatd_at, which ignore_columns names (it has order_id, event_id, amount)"},
+			}
+			for _, tt := range tests {
+				db, err := Open(ctx, &scenario.Effects{DB: dsn, Table: table, Key: "order_id", Event: "event_id", IgnoreColumns: tt.ignore})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows, err := db.Rows(ctx, &key)
+				db.Close()
+				if tt.err != "" {
+					if err == nil || !strings.Contains(err.Error(), tt.err) {
+						t.Errorf("ignore %v: error %v, want one containing %q", tt.ignore, err, tt.err)
+					}
+					continue
+				}
+				if err != nil || len(rows) != 1 {
+					t.Fatalf("ignore %v: Rows = %v, %v", tt.ignore, rows, err)
+				}
+				if got := strings.Join(rows[0].Columns, " "); got != tt.columns || rows[0].Values != tt.values || rows[0].Event != "e-3" {
+					t.Errorf("ignore %v: columns %q, values %s, event %q; want %q, %s, e-3", tt.ignore, got, rows[0].Values, rows[0].Event, tt.columns, tt.values)
+				}
+			}
+		})
+	}
+}

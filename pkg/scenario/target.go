@@ -98,6 +98,9 @@ type Effects struct {
 	Event string
 	Query string
 	KeyOf template.Template
+	// IgnoreColumns are columns a consumer may change on a duplicate or a
+	// conflict (such as updated_at): rows are compared without them.
+	IgnoreColumns []string
 }
 
 // Crash kinds.
@@ -512,6 +515,7 @@ func (l *loader) effects(n *yaml.Node) {
 			}
 		}},
 		{"key_of", func(k, v *yaml.Node) { keyOfSeen = true; e.KeyOf = l.keyOf(v) }},
+		{"ignore_columns", func(k, v *yaml.Node) { e.IgnoreColumns = l.columns(v) }},
 	})
 	if n.Kind != yaml.MappingNode {
 		return
@@ -536,6 +540,28 @@ func (l *loader) effects(n *yaml.Node) {
 	case keyNode == nil:
 		l.errorf(tableNode, "effects needs key: the column of %s that identifies one business effect", e.Table)
 	}
+}
+
+// columns reads ignore_columns: a list of column names, each once.
+func (l *loader) columns(n *yaml.Node) []string {
+	if n.Kind != yaml.SequenceNode {
+		l.errorf(n, "ignore_columns must be a list of column names such as [updated_at], not %s", describe(n))
+		return nil
+	}
+	var out []string
+	for _, cn := range n.Content {
+		c := l.name(resolve(cn), "an ignore_columns entry", column)
+		if c == "" {
+			continue
+		}
+		for _, o := range out {
+			if strings.EqualFold(o, c) {
+				l.errorf(cn, "ignore_columns names %s twice", c)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func knownDB(scheme string) bool {

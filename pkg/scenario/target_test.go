@@ -28,6 +28,7 @@ effects:
   key: order_id
   event: event_id
   key_of: "{data.orderId}"
+  ignore_columns: [updated_at, seen_at]
 checks:
   - name: crash then redelivery
     steps:
@@ -66,7 +67,7 @@ func TestLoadTarget(t *testing.T) {
 		t.Errorf("start = %+v", st)
 	}
 	e := s.Effects
-	if e.DB != "/tmp/x.db" || e.Table != "payments" || e.Key != "order_id" || e.Event != "event_id" || e.KeyOf.String() != "{data.orderId}" || len(e.Reset) != 1 {
+	if e.DB != "/tmp/x.db" || e.Table != "payments" || e.Key != "order_id" || e.Event != "event_id" || e.KeyOf.String() != "{data.orderId}" || len(e.Reset) != 1 || strings.Join(e.IgnoreColumns, " ") != "updated_at seen_at" {
 		t.Errorf("effects = %+v", e)
 	}
 	steps := s.Checks[0].Steps
@@ -99,6 +100,9 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"effects without target", "version: 1\n" + effects + checks, "f.yaml:2:1: effects describes a target's database"},
 		{"crash without start", "version: 1\n" + http + effects + checks + "        crash: {after: 5ms}\n", "f.yaml:9:16: crash kills the consumer redeliver started, and this target has no start"},
 		{"bad crash", "version: 1\n" + http + effects + checks + "        crash: often\n", "f.yaml:9:16: crash must be {after: DURATION}, random or sweep, not \"often\""},
+		{"ignore_columns not a list", "version: 1\n" + http + "effects: {db: x.db, table: p, key: k, key_of: \"{data.k}\", ignore_columns: updated_at}\n" + checks, "f.yaml:4:75: ignore_columns must be a list of column names such as [updated_at], not "},
+		{"ignore_columns not a name", "version: 1\n" + http + "effects: {db: x.db, table: p, key: k, key_of: \"{data.k}\", ignore_columns: [\"a b\"]}\n" + checks, "f.yaml:4:76: an ignore_columns entry must be a name of letters, digits and underscores, not \"a b\""},
+		{"ignore_columns twice", "version: 1\n" + http + "effects: {db: x.db, table: p, key: k, key_of: \"{data.k}\", ignore_columns: [a, A]}\n" + checks, "f.yaml:4:79: ignore_columns names A twice"},
 		{"key_of unknown placeholder", "version: 1\n" + http + "effects: {db: x.db, table: p, key: k, key_of: \"{orderId}\"}\n" + checks, "f.yaml:4:47: key_of uses unknown placeholder {orderId}"},
 		{"unset variable", "version: 1\ntarget:\n  http: {url: \"http://127.0.0.1:${REDELIVER_UNSET_PORT}/e\"}\n" + effects + checks, "f.yaml:3:15: url: the environment variable REDELIVER_UNSET_PORT is not set"},
 		{"bad url", "version: 1\ntarget:\n  http: {url: \"127.0.0.1:8080\"}\n" + effects + checks, "f.yaml:3:15: url must be an http:// or https:// URL"},
