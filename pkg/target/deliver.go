@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,8 +28,12 @@ const (
 	Acked    Kind = "acked"    // 2xx, or exit 0: the broker forgets the event
 	Conflict Kind = "conflict" // 409 or 422, or exit 65: same id, different payload, refused
 	Rejected Kind = "rejected" // another 4xx, or exit 66: refused for good
-	Unacked  Kind = "unacked"  // 5xx, a timeout, a reset, a kill: the broker will redeliver
+	Unacked  Kind = "unacked"  // 5xx, 429, a timeout, a reset, a kill: the broker will redeliver
 )
+
+// MaxRetryAfter bounds how long a Retry-After header (on a 429 or a 5xx)
+// holds back the redelivery it asks for.
+const MaxRetryAfter = 3 * time.Second
 
 // Exit statuses of an exec consumer.
 const (
@@ -50,6 +55,9 @@ type Answer struct {
 	// Duplicate: a broker target's publish was dropped by the broker's
 	// duplicate window (the same message id inside it).
 	Duplicate bool
+	// RetryAfter is how long the consumer asked the redelivery to wait
+	// (an HTTP Retry-After header, at most MaxRetryAfter).
+	RetryAfter time.Duration
 }
 
 // String says the answer in a few words for a report.
@@ -69,6 +77,25 @@ func (a Answer) String() string {
 		return "acked (dropped by the broker's duplicate window)"
 	}
 	return string(a.Kind)
+}
+
+// consumerAcked reports whether the consumer acked, even when its answer
+// was then dropped on purpose.
+func (a Answer) consumerAcked() bool {
+	if a.Dropped {
+		return a.Status == 0 || Classify(a.Status) == Acked
+	}
+	return a.Kind == Acked && !a.Duplicate
+}
+
+// Short says the answer in a few words on one line: the consumer's stderr
+// lines an exec failure carries are left out.
+func (a Answer) Short() string {
+	s := a.String()
+	if i := strings.Index(s, stderrIntro); i >= 0 {
+		s = s[:i] + ")"
+	}
+	return s
 }
 
 // deliverer hands one event to the consumer and waits for its answer.
@@ -113,13 +140,16 @@ func (d *httpDeliverer) Describe() string {
 
 func (d *httpDeliverer) Forget() { d.transport.CloseIdleConnections() }
 
-// Classify turns an HTTP status into an answer.
+// Classify turns an HTTP status into an answer. 429 asks for the event
+// again later: it is no ack.
 func Classify(status int) Kind {
 	switch {
 	case status >= 200 && status < 300:
 		return Acked
 	case status == http.StatusConflict || status == http.StatusUnprocessableEntity:
 		return Conflict
+	case status == http.StatusTooManyRequests:
+		return Unacked
 	case status >= 400 && status < 500:
 		return Rejected
 	}
@@ -144,7 +174,33 @@ func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}
 		// answering. A broker acts on the status it received.
 		_ = err
 	}
-	return Answer{Kind: Classify(resp.StatusCode), Status: resp.StatusCode}
+	a := Answer{Kind: Classify(resp.StatusCode), Status: resp.StatusCode}
+	if a.Kind == Unacked {
+		a.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return a
+}
+
+// retryAfter reads a Retry-After header — delay seconds, or an HTTP date —
+// as a wait from now, bounded by MaxRetryAfter; 0 when there is none.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if n <= 0 {
+			return 0
+		}
+		if n >= int64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter
+		}
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
 }
 
 // transportError shortens a transport error to its cause.

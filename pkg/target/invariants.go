@@ -1,10 +1,13 @@
 package target
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
@@ -19,6 +22,13 @@ type Delivery struct {
 	// Changed describes how a conflict answer changed the key's rows
 	// ("" when it did not).
 	Changed string
+	// Duplicated describes how a redelivery of an event already acked
+	// changed the key's rows without adding or removing one ("" when it
+	// did not, or when the rows were not compared).
+	Duplicated string
+	// Expected: the scenario step expects an answer, and its expectation
+	// judges this delivery; never-acked does not.
+	Expected bool
 }
 
 // judge reads the history and the effect rows and returns every broken
@@ -68,6 +78,60 @@ func judge(history []*Delivery, rows []effects.Row, table string) []invariant.Vi
 				Detail: invariant.ChangedByConflict.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Changed}), By: &d.Record})
 		}
 	}
+	// changed-by-duplicate: a redelivery of an acked event that changed
+	// the key's rows.
+	for _, d := range history {
+		if d.Duplicated != "" {
+			out = append(out, invariant.Violation{Invariant: invariant.ChangedByDuplicate.Name, EventID: d.EventID,
+				Detail: invariant.ChangedByDuplicate.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Duplicated}), By: &d.Record})
+		}
+	}
+	out = append(out, neverAcked(history)...)
+	return out
+}
+
+// neverAcked finds the events no delivery of which was acked (or answered
+// as a conflict), when one of their deliveries was rejected or unacked
+// without the scenario expecting it.
+func neverAcked(history []*Delivery) []invariant.Violation {
+	type event struct {
+		settled, unexpected bool
+		n                   int64
+		answers             []string
+		last                *Delivery
+	}
+	events := map[string]*event{}
+	var order []string
+	for _, d := range history {
+		e := events[d.EventID]
+		if e == nil {
+			e = &event{}
+			events[d.EventID] = e
+			order = append(order, d.EventID)
+		}
+		e.n++
+		e.last = d
+		switch d.Answer.Kind {
+		case Acked, Conflict:
+			e.settled = true
+		default:
+			if !d.Expected {
+				e.unexpected = true
+			}
+		}
+		if a := d.Answer.Short(); !contains(e.answers, a) {
+			e.answers = append(e.answers, a)
+		}
+	}
+	var out []invariant.Violation
+	for _, id := range order {
+		e := events[id]
+		if e.settled || !e.unexpected {
+			continue
+		}
+		out = append(out, invariant.Violation{Invariant: invariant.NeverAcked.Name, EventID: id,
+			Detail: invariant.NeverAcked.Say(invariant.Facts{Event: id, Deliveries: e.n, Outcomes: e.answers}), By: &e.last.Record})
+	}
 	return out
 }
 
@@ -89,8 +153,34 @@ func changed(before, after []effects.Row) string {
 	}
 	for i := range before {
 		if before[i].Values != after[i].Values {
-			return fmt.Sprintf("%s became %s", before[i].Values, after[i].Values)
+			return columnsChanged(before[i], after[i])
 		}
 	}
 	return ""
+}
+
+// duplicated compares a key's rows before and after a redelivery of an
+// event already acked: a change that kept the number of rows is said; a row
+// added or removed is left to duplicate-effect and lost-effect.
+func duplicated(before, after []effects.Row) string {
+	if len(before) != len(after) {
+		return ""
+	}
+	return changed(before, after)
+}
+
+// columnsChanged names the columns of a row that changed, with their values
+// before and after.
+func columnsChanged(b, a effects.Row) string {
+	var bv, av []string
+	if json.Unmarshal([]byte(b.Values), &bv) != nil || json.Unmarshal([]byte(a.Values), &av) != nil || len(bv) != len(av) || len(b.Columns) != len(bv) {
+		return fmt.Sprintf("%s became %s", b.Values, a.Values)
+	}
+	var parts []string
+	for i := range bv {
+		if bv[i] != av[i] {
+			parts = append(parts, fmt.Sprintf("%s %s became %s", escape.Input(b.Columns[i]), escape.Input(bv[i]), escape.Input(av[i])))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

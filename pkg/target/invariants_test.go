@@ -1,6 +1,7 @@
 package target
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -10,6 +11,11 @@ import (
 
 func delivery(id, key string, kind Kind, changed string) *Delivery {
 	return &Delivery{Record: invariant.Record{EventID: id, Key: key}, Answer: Answer{Kind: kind}, Changed: changed}
+}
+
+func expected(d *Delivery) *Delivery {
+	d.Expected = true
+	return d
 }
 
 func TestJudge(t *testing.T) {
@@ -23,8 +29,16 @@ func TestJudge(t *testing.T) {
 		{"one acked delivery, one row", []*Delivery{delivery("e1", "O-1", Acked, "")}, []effects.Row{row("O-1", "e1")}, nil},
 		{"two rows for one key", []*Delivery{delivery("e1", "O-1", Acked, ""), delivery("e1", "O-1", Acked, "")}, []effects.Row{row("O-1", "e1"), row("O-1", "e1")}, []string{"duplicate-effect e1"}},
 		{"acked without a row", []*Delivery{delivery("e1", "O-1", Acked, ""), delivery("e2", "O-2", Acked, "")}, []effects.Row{row("O-1", "e1")}, []string{"lost-effect e2"}},
-		{"unacked without a row is not lost", []*Delivery{delivery("e1", "O-1", Unacked, "")}, nil, nil},
-		{"rejected without a row is not lost", []*Delivery{delivery("e1", "O-1", Rejected, "")}, nil, nil},
+		{"unacked without a row is not lost, but never acked", []*Delivery{delivery("e1", "O-1", Unacked, ""), delivery("e1", "O-1", Unacked, "")}, nil, []string{"never-acked e1"}},
+		{"rejected without a row is not lost, but never acked", []*Delivery{delivery("e1", "O-1", Rejected, "")}, nil, []string{"never-acked e1"}},
+		{"unacked, then acked", []*Delivery{delivery("e1", "O-1", Unacked, ""), delivery("e1", "O-1", Acked, "")}, []effects.Row{row("O-1", "e1")}, nil},
+		{"acked, then unacked", []*Delivery{delivery("e1", "O-1", Acked, ""), delivery("e1", "O-1", Unacked, "")}, []effects.Row{row("O-1", "e1")}, nil},
+		{"a conflict is an answer", []*Delivery{delivery("e1", "O-1", Conflict, "")}, nil, nil},
+		{"unacked as the step expects", []*Delivery{expected(delivery("e1", "O-1", Unacked, ""))}, nil, nil},
+		{"rejected as the step expects", []*Delivery{expected(delivery("e1", "O-1", Rejected, ""))}, nil, nil},
+		{"rejected as expected, then unacked unexpectedly", []*Delivery{expected(delivery("e1", "O-1", Rejected, "")), delivery("e1", "O-1", Unacked, "")}, nil, []string{"never-acked e1"}},
+		{"each event on its own", []*Delivery{delivery("e1", "O-1", Unacked, ""), delivery("e2", "O-2", Acked, "")}, []effects.Row{row("O-2", "e2")}, []string{"never-acked e1"}},
+		{"a duplicate that changed the rows", []*Delivery{delivery("e1", "O-1", Acked, ""), {Record: invariant.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Acked}, Duplicated: "balance 10 became 20"}}, []effects.Row{row("O-1", "e1")}, []string{"changed-by-duplicate e1"}},
 		{"a conflict that changed the rows", []*Delivery{delivery("e1", "O-1", Acked, ""), delivery("e1", "O-1", Conflict, "1 became 2")}, []effects.Row{row("O-1", "e1")}, []string{"changed-by-conflict e1"}},
 		{"a publish dropped by the duplicate window is not lost", []*Delivery{{Record: invariant.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Acked, Duplicate: true}}}, nil, nil},
 		{"a published event without a row is lost", []*Delivery{delivery("e1", "O-1", Acked, ""), {Record: invariant.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Acked, Duplicate: true}}}, nil, []string{"lost-effect e1"}},
@@ -43,6 +57,48 @@ func TestJudge(t *testing.T) {
 				t.Errorf("judge = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNeverAckedSays: the finding names the event, how often it was
+// delivered and the answers it got, each once.
+func TestNeverAckedSays(t *testing.T) {
+	h := []*Delivery{
+		{Record: invariant.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Unacked, Status: 500}},
+		{Record: invariant.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Unacked, Err: errors.New("connection reset")}},
+		{Record: invariant.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Unacked, Status: 500}},
+	}
+	v := judge(h, nil, "payments")
+	if len(v) != 1 {
+		t.Fatalf("judge = %v, want one never-acked", v)
+	}
+	if want := "event e1 was never acked in 3 deliveries (redelivered 2 times): unacked (500), unacked (connection reset)"; v[0].Detail != want {
+		t.Errorf("detail = %q, want %q", v[0].Detail, want)
+	}
+	if v[0].By != &h[2].Record {
+		t.Error("the finding does not point at the last delivery")
+	}
+}
+
+func TestDuplicated(t *testing.T) {
+	cols := []string{"account", "balance", "updated_at"}
+	r := func(vals string) []effects.Row { return []effects.Row{{Key: "A", Values: vals, Columns: cols}} }
+	tests := []struct {
+		name          string
+		before, after []effects.Row
+		want          string
+	}{
+		{"unchanged", r(`["A","10","t1"]`), r(`["A","10","t1"]`), ""},
+		{"one column", r(`["A","10","t1"]`), r(`["A","20","t1"]`), "balance 10 became 20"},
+		{"two columns", r(`["A","10","t1"]`), r(`["A","20","t2"]`), "balance 10 became 20, updated_at t1 became t2"},
+		{"a row added is duplicate-effect's", r(`["A","10","t1"]`), append(r(`["A","10","t1"]`), r(`["A","10","t1"]`)...), ""},
+		{"a row removed is lost-effect's", r(`["A","10","t1"]`), nil, ""},
+		{"a value from input is escaped", r(`["A","10","t1"]`), r("[\"A\",\"1\\n0\",\"t1\"]"), `balance 10 became "1\n0"`},
+	}
+	for _, tt := range tests {
+		if got := duplicated(tt.before, tt.after); got != tt.want {
+			t.Errorf("%s: duplicated = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 

@@ -2,13 +2,16 @@ package target
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -255,6 +258,45 @@ func (p *Process) exited(d time.Duration) bool {
 	case <-time.After(d):
 		return false
 	}
+}
+
+// pfExiting is the flag of a Linux task that is exiting.
+const pfExiting = 0x4
+
+// exiting reports whether the current process is exiting or has exited,
+// as /proc shows it; known is false where there is no /proc. A process
+// that dies resets its connections while it exits, before its exit can
+// be waited for.
+func (p *Process) exiting() (exiting, known bool) {
+	pid := p.Pid()
+	if pid == 0 {
+		return false, false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if _, serr := os.Stat("/proc/self/stat"); serr != nil {
+			return false, false
+		}
+		return true, true // gone already
+	}
+	// pid (comm) state ppid pgrp session tty_nr tpgid flags …; comm may
+	// hold spaces and parentheses: read after the last one.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 {
+		return false, false
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return true, true
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	if err != nil {
+		return false, false
+	}
+	return flags&pfExiting != 0, true
 }
 
 // DiedByItself reports whether the consumer has exited without redeliver

@@ -43,7 +43,8 @@ type ReplayOptions struct {
 	Progress  func(n int64)
 }
 
-// maxRedeliveries bounds how often one event is redelivered after no ack.
+// maxRedeliveries bounds how often one event is redelivered after no ack;
+// an event still unacked then is never-acked.
 const maxRedeliveries = 5
 
 // ReplayError is a replay stopped by the harness or an interrupt: it says
@@ -66,6 +67,7 @@ type replayer struct {
 	mu    sync.Mutex
 	hist  []*Delivery
 	seen  map[string]bool
+	acked map[string]bool // event ids the consumer acked
 	sent  atomic.Int64
 	err   error
 	res   *runner.CheckResult
@@ -90,7 +92,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 		name = "replay of " + o.Inputs[0] + " into the target"
 	}
 	res := &runner.FileResult{File: o.TargetFile, Name: name, Strategy: Strategy, Target: sess.Describe(), Effects: sess.DescribeEffects()}
-	r := &replayer{o: o, sess: sess, seen: map[string]bool{}, res: &runner.CheckResult{Name: name}}
+	r := &replayer{o: o, sess: sess, seen: map[string]bool{}, acked: map[string]bool{}, res: &runner.CheckResult{Name: name}}
 	start := time.Now()
 	var kills func() int
 	if o.KillEvery > 0 {
@@ -286,13 +288,19 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 		}
 		wg.Wait()
 		r.crash.RUnlock()
+		var last Answer
 		for _, a := range answers {
 			if err := r.sess.harnessError(a, ev, false); err != nil {
 				return err
 			}
 			r.record(j, ev, a, false)
+			if a.Kind != Unacked {
+				return nil
+			}
+			last = a
 		}
-		return nil
+		// Neither took it: the broker redelivers.
+		return r.redeliver(ctx, j, ev, last)
 	case roll(r.o.Crash):
 		limit := min(r.sess.t.Timeout(), 100*time.Millisecond)
 		d := time.Duration(rng.Int64N(int64(limit)))
@@ -307,18 +315,33 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 			return err
 		}
 		r.record(j, ev, a, false)
-		if a.Kind != Unacked {
-			return nil
-		}
+		return r.redeliver(ctx, j, ev, a)
 	case roll(r.o.Redeliver):
 		a, err := r.one(ctx, j, ev, true)
-		if err != nil || !a.Dropped && a.Kind != Unacked {
+		if err != nil {
 			return err
 		}
+		return r.redeliver(ctx, j, ev, a)
 	}
-	for n := 0; n < maxRedeliveries; n++ {
-		a, err := r.one(ctx, j, ev, false)
-		if err != nil || a.Kind != Unacked {
+	a, err := r.one(ctx, j, ev, false)
+	if err != nil {
+		return err
+	}
+	return r.redeliver(ctx, j, ev, a)
+}
+
+// redeliver redelivers an event whose delivery got no ack, after the wait
+// the consumer asked for (Retry-After), until it is answered or
+// maxRedeliveries went unanswered; never-acked judges what is left.
+func (r *replayer) redeliver(ctx context.Context, j job, ev Event, a Answer) error {
+	for n := 0; n < maxRedeliveries && a.Kind == Unacked; n++ {
+		if a.RetryAfter > 0 {
+			if err := sleep(ctx, a.RetryAfter); err != nil {
+				return err
+			}
+		}
+		var err error
+		if a, err = r.one(ctx, j, ev, false); err != nil {
 			return err
 		}
 	}
@@ -330,6 +353,7 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer, error) {
 	r.mu.Lock()
 	seen := r.seen[ev.ID]
+	acked := r.acked[ev.ID] && !r.sess.t.Broker()
 	r.mu.Unlock()
 	key := j.key
 	var before []effects.Row
@@ -356,12 +380,16 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 		a.Kind, a.Dropped = Unacked, true
 	}
 	d := r.record(j, ev, a, false)
-	if a.Kind == Conflict && seen {
+	if seen && (a.Kind == Conflict || acked) {
 		after, err := r.sess.db.Rows(ctx, &key)
 		if err != nil {
 			return a, err
 		}
-		d.Changed = changed(before, after)
+		if a.Kind == Conflict {
+			d.Changed = changed(before, after)
+		} else {
+			d.Duplicated = duplicated(before, after)
+		}
 	}
 	return a, nil
 }
@@ -377,6 +405,9 @@ func (r *replayer) record(j job, ev Event, a Answer, _ bool) *Delivery {
 	r.hist = append(r.hist, d)
 	count(&r.res.Counters, a, r.seen[ev.ID], r.sess.t.Broker())
 	r.seen[ev.ID] = true
+	if a.consumerAcked() {
+		r.acked[ev.ID] = true
+	}
 	n := r.sent.Add(1)
 	if r.o.Progress != nil {
 		r.o.Progress(n)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,7 +176,9 @@ func (s *Session) deliver(ctx context.Context, ev Event, kill <-chan struct{}) A
 // harnessError says why an answer ends the run, or returns nil.
 func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 	if s.proc != nil {
-		if a.Err != nil && !a.Killed && !a.TimedOut {
+		if a.Err != nil && !a.Killed && !a.TimedOut && s.t.HTTP != nil && s.dying() {
+			// The consumer is on its way out: give its exit the time
+			// to be seen.
 			s.proc.exited(2 * time.Second)
 		}
 		if died, msg := s.diedByItself(); died {
@@ -198,6 +202,40 @@ func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 		return fmt.Errorf("the consumer (%s) did not answer %s within %s: it hangs, or its timeout is too short", s.dl.Describe(), ev.ID, s.t.Timeout())
 	}
 	return nil
+}
+
+// dying reports whether the started consumer is exiting, after a delivery
+// to it got no answer. Its process says so where the system shows it
+// (Linux); elsewhere, a consumer whose address refuses connections is
+// taken for dying. A reset from a consumer that lives on is only a reset,
+// and costs no wait.
+func (s *Session) dying() bool {
+	if exiting, known := s.proc.exiting(); known {
+		return exiting
+	}
+	return !s.listening()
+}
+
+// listening reports whether an HTTP target's address accepts a connection.
+func (s *Session) listening() bool {
+	u, err := url.Parse(s.t.HTTP.URL)
+	if err != nil {
+		return false
+	}
+	host := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	c, err := net.DialTimeout("tcp", host, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // crash kills the consumer after d — the started process for HTTP, the
@@ -252,6 +290,7 @@ type run struct {
 	rng      *rand.Rand
 	history  []*Delivery
 	seen     map[string]bool // event ids and keys delivered so far
+	acked    map[string]bool // event ids the consumer acked so far
 	reported map[string]bool
 	broker   brokerCounts
 	mu       sync.Mutex
@@ -278,7 +317,7 @@ func RunFile(ctx context.Context, s *scenario.Scenario, opts Options) (*runner.F
 	res.Target, res.Effects = sess.Describe(), sess.DescribeEffects()
 	h := fnv.New64a()
 	h.Write([]byte(s.File))
-	r := &run{s: s, sess: sess, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, reported: map[string]bool{}}
+	r := &run{s: s, sess: sess, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, acked: map[string]bool{}, reported: map[string]bool{}}
 	for i, c := range s.Checks {
 		start := time.Now()
 		cr := &checkRun{run: r, res: &runner.CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: i + 1}
@@ -385,9 +424,36 @@ func (cr *checkRun) deliverStep(ctx context.Context, step int, st *scenario.Step
 		if err != nil {
 			return err
 		}
+		if st.Expect == nil {
+			if _, err := cr.redeliver(ctx, step, st, ev, key, a); err != nil {
+				return err
+			}
+		}
 		cr.expect(step, n, st, a)
 	}
 	return nil
+}
+
+// redeliver redelivers an event whose delivery got no ack, as a broker
+// would, after the wait the consumer asked for (Retry-After), until it is
+// answered or maxRedeliveries went unanswered; never-acked judges what
+// is left. A broker target's broker redelivers by itself.
+func (cr *checkRun) redeliver(ctx context.Context, step int, st *scenario.Step, ev Event, key string, a Answer) (Answer, error) {
+	if cr.sess.t.Broker() {
+		return a, nil
+	}
+	for n := 0; n < maxRedeliveries && a.Kind == Unacked; n++ {
+		if a.RetryAfter > 0 {
+			if err := sleep(ctx, a.RetryAfter); err != nil {
+				return a, err
+			}
+		}
+		var err error
+		if a, err = cr.plain(ctx, step, st, ev, key, false); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
 }
 
 // faulted delivers once with the step's faults, and redelivers as a broker
@@ -472,6 +538,7 @@ func (cr *checkRun) plain(ctx context.Context, step int, st *scenario.Step, ev E
 func (cr *checkRun) once(ctx context.Context, step int, st *scenario.Step, ev Event, key string, tolerate bool, send func() (Answer, error)) (Answer, error) {
 	var before []effects.Row
 	seen := cr.seen[ev.ID] || cr.seen["\x00"+key]
+	acked := cr.acked[ev.ID] && !cr.sess.t.Broker()
 	if seen {
 		var err error
 		if before, err = cr.sess.db.Rows(ctx, &key); err != nil {
@@ -490,14 +557,21 @@ func (cr *checkRun) once(ctx context.Context, step int, st *scenario.Step, ev Ev
 	}
 	d := cr.record(step, st, ev, key, a)
 	cr.seen[ev.ID], cr.seen["\x00"+key] = true, true
-	if a.Kind == Conflict && seen {
+	if a.consumerAcked() {
+		cr.acked[ev.ID] = true
+	}
+	if seen && (a.Kind == Conflict || acked) {
 		after, err := cr.sess.db.Rows(ctx, &key)
 		if err != nil {
 			return a, err
 		}
-		d.Changed = changed(before, after)
-		d.ChangedStore = d.Changed != ""
-		cr.res.History[len(cr.res.History)-1].ChangedStore = d.ChangedStore
+		if a.Kind == Conflict {
+			d.Changed = changed(before, after)
+			d.ChangedStore = d.Changed != ""
+			cr.res.History[len(cr.res.History)-1].ChangedStore = d.ChangedStore
+		} else {
+			d.Duplicated = duplicated(before, after)
+		}
 	}
 	return a, nil
 }
@@ -510,7 +584,7 @@ func (cr *checkRun) record(step int, st *scenario.Step, ev Event, key string, a 
 	if a.Kind == Unacked || a.Killed {
 		res.Err = errors.New(a.String())
 	}
-	d := &Delivery{Record: invariant.Record{Seq: len(cr.history) + 1, EventID: ev.ID, Key: key, Result: res, Check: cr.index, Step: step, Pos: st.Pos}, Answer: a}
+	d := &Delivery{Record: invariant.Record{Seq: len(cr.history) + 1, EventID: ev.ID, Key: key, Result: res, Check: cr.index, Step: step, Pos: st.Pos}, Answer: a, Expected: st.Expect != nil}
 	cr.history = append(cr.history, d)
 	cr.res.History = append(cr.res.History, d.Record)
 	count(&cr.res.Counters, a, cr.seen[ev.ID], cr.sess.t.Broker())
@@ -540,12 +614,22 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	answered := false
 	for _, a := range answers {
 		if err := cr.sess.harnessError(a, ev, false); err != nil {
 			return err
 		}
 		cr.record(step, st, ev, key, a)
 		cr.seen[ev.ID], cr.seen["\x00"+key] = true, true
+		if a.consumerAcked() {
+			cr.acked[ev.ID] = true
+		}
+		answered = answered || a.Kind != Unacked
+	}
+	if !answered {
+		// None of the workers took it: the broker redelivers it.
+		_, err := cr.redeliver(ctx, step, st, ev, key, answers[len(answers)-1])
+		return err
 	}
 	return nil
 }

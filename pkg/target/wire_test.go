@@ -1,10 +1,15 @@
 package target
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,9 +62,58 @@ func TestRequestModes(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	for status, want := range map[int]Kind{200: Acked, 201: Acked, 204: Acked, 409: Conflict, 422: Conflict, 400: Rejected, 404: Rejected, 500: Unacked, 503: Unacked, 302: Unacked} {
+	for status, want := range map[int]Kind{200: Acked, 201: Acked, 204: Acked, 409: Conflict, 422: Conflict, 400: Rejected, 404: Rejected, 500: Unacked, 503: Unacked, 302: Unacked, 429: Unacked} {
 		if got := Classify(status); got != want {
 			t.Errorf("Classify(%d) = %s, want %s", status, got, want)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		header string
+		want   time.Duration
+	}{
+		{"", 0},
+		{"0", 0},
+		{"-3", 0},
+		{"1", time.Second},
+		{" 2 ", 2 * time.Second},
+		{"3600", MaxRetryAfter},
+		{"99999999999999999999", MaxRetryAfter},
+		{"Sun, 01 Mar 2026 12:00:02 GMT", 2 * time.Second},
+		{"Sun, 01 Mar 2026 11:59:00 GMT", 0},
+		{"Sun, 01 Mar 2026 13:00:00 GMT", MaxRetryAfter},
+		{"soon", 0},
+	}
+	for _, tt := range tests {
+		if got := retryAfter(tt.header, now); got != tt.want {
+			t.Errorf("retryAfter(%q) = %s, want %s", tt.header, got, tt.want)
+		}
+	}
+}
+
+// TestRetryAfterOfAnAnswer: a 429 or a 5xx with Retry-After is unacked and
+// carries the wait; a 2xx carries none.
+func TestRetryAfterOfAnAnswer(t *testing.T) {
+	var status atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(int(status.Load()))
+	}))
+	defer srv.Close()
+	d := newHTTPDeliverer(&scenario.HTTPTarget{URL: srv.URL, Method: "POST", Mode: scenario.ModeStructured, Timeout: 5 * time.Second})
+	ev := EventOf([]byte(`{"id":"e1","data":{}}`))
+	for _, tt := range []struct {
+		status int
+		kind   Kind
+		wait   time.Duration
+	}{{429, Unacked, time.Second}, {503, Unacked, time.Second}, {200, Acked, 0}} {
+		status.Store(int64(tt.status))
+		a := d.Deliver(context.Background(), ev, nil)
+		if a.Kind != tt.kind || a.RetryAfter != tt.wait {
+			t.Errorf("%d with Retry-After: 1 = %s, wait %s; want %s, wait %s", tt.status, a.Kind, a.RetryAfter, tt.kind, tt.wait)
 		}
 	}
 }
@@ -74,5 +128,40 @@ func TestSweepDelays(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("SweepDelays = %v, want %v", got, want)
 		}
+	}
+}
+
+// TestListening: a reset from a consumer that still accepts connections
+// is only a reset; one whose address refuses them is a consumer dying,
+// whose exit is worth waiting for.
+func TestListening(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	s := &Session{t: &scenario.Target{HTTP: &scenario.HTTPTarget{URL: srv.URL + "/events"}}}
+	if !s.listening() {
+		t.Error("listening() = false while the consumer listens")
+	}
+	srv.Close()
+	if s.listening() {
+		t.Error("listening() = true after the consumer closed its socket")
+	}
+}
+
+// TestExiting: a started consumer that lives is not taken for dying; one
+// that was killed is.
+func TestExiting(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc here: a dying consumer is told by its address (TestListening)")
+	}
+	p, err := StartProcess(context.Background(), &scenario.Start{Command: []string{"sh", "-c", "echo ready; exec sleep 60"}, ReadyLine: "ready", ReadyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if exiting, known := p.exiting(); exiting || !known {
+		t.Errorf("a live consumer: exiting() = %v, %v; want false, true", exiting, known)
+	}
+	p.Kill()
+	if exiting, known := p.exiting(); !exiting || !known {
+		t.Errorf("a killed consumer: exiting() = %v, %v; want true, true", exiting, known)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
@@ -22,7 +23,8 @@ import (
 
 const schema = `
 CREATE TABLE IF NOT EXISTS processed (event_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS payments (order_id TEXT NOT NULL, event_id TEXT NOT NULL, amount INTEGER);`
+CREATE TABLE IF NOT EXISTS payments (order_id TEXT NOT NULL, event_id TEXT NOT NULL, amount INTEGER);
+CREATE TABLE IF NOT EXISTS balances (account TEXT PRIMARY KEY, balance INTEGER NOT NULL, updated_at TEXT NOT NULL);`
 
 type consumer struct {
 	db   *sql.DB
@@ -40,7 +42,14 @@ type event struct {
 //	--listen ADDR   serve HTTP (structured or binary CloudEvents); GET /healthz
 //	--exec          handle one structured CloudEvent from stdin (exit 0, 65, 66)
 //	--db PATH       the SQLite file
-//	--flaw NAME     none | ack-before-commit | check-then-act | overwrite (empty: safe)
+//	--flaw NAME     none | ack-before-commit | check-then-act | overwrite (empty: safe);
+//	                add: the amount is added to balances(account = orderId) on
+//	                every delivery; touch: added once, but a duplicate stamps
+//	                the balance's updated_at
+//	--answer N      answer every delivery with HTTP status N, doing nothing
+//	--rate-limit S  answer 429 with Retry-After: S until S seconds after an
+//	                event's first delivery, then handle it
+//	--reset-first   reset the connection of each event's first delivery
 //	--work D        time spent inside the handler
 //	--pidfile PATH  write the process id there
 //	--die-after N   exit with status 3 after N deliveries, by itself
@@ -55,6 +64,9 @@ func Main(args []string) int {
 	pidfile := fs.String("pidfile", "", "")
 	dieAfter := fs.Int("die-after", 0, "")
 	hang := fs.Bool("hang", false, "")
+	answer := fs.Int("answer", 0, "")
+	rateLimit := fs.Int("rate-limit", 0, "")
+	resetFirst := fs.Bool("reset-first", false, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -93,6 +105,8 @@ func Main(args []string) int {
 		return 1
 	}
 	deliveries := 0
+	first := map[string]time.Time{} // each event's first delivery
+	var firstMu sync.Mutex
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
 	mux.HandleFunc("POST /events", func(w http.ResponseWriter, r *http.Request) {
@@ -104,12 +118,36 @@ func Main(args []string) int {
 		if *hang {
 			time.Sleep(time.Hour)
 		}
+		if *answer != 0 {
+			w.WriteHeader(*answer)
+			return
+		}
 		var ev event
 		if id := r.Header.Get("ce-id"); id != "" {
 			ev.ID = id
 			ev.Data, _ = io.ReadAll(r.Body)
 		} else if err := json.NewDecoder(r.Body).Decode(&ev); err != nil {
 			http.Error(w, err.Error(), 400)
+			return
+		}
+		firstMu.Lock()
+		at, seen := first[ev.ID]
+		if !seen {
+			at = time.Now()
+			first[ev.ID] = at
+		}
+		firstMu.Unlock()
+		if *resetFirst && !seen {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.(*net.TCPConn).SetLinger(0) // a reset, not a close
+				conn.Close()
+			}
+			return
+		}
+		if wait := time.Duration(*rateLimit) * time.Second; wait > 0 && time.Since(at) < wait {
+			w.Header().Set("Retry-After", fmt.Sprint(*rateLimit))
+			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}
 		status, err := c.handle(r.Context(), ev, w)
@@ -140,6 +178,8 @@ func (c *consumer) handle(ctx context.Context, ev event, w http.ResponseWriter) 
 	json.Unmarshal(ev.Data, &d)
 	payload := string(ev.Data)
 	switch c.flaw {
+	case "add", "touch":
+		return c.balance(ctx, ev.ID, payload, d.OrderID, d.Amount)
 	case "none":
 		time.Sleep(c.work)
 		_, err := c.db.ExecContext(ctx, `INSERT INTO payments VALUES (?, ?, ?)`, d.OrderID, ev.ID, d.Amount)
@@ -166,6 +206,35 @@ func (c *consumer) handle(ctx context.Context, ev event, w http.ResponseWriter) 
 		return 0, err
 	}
 	return c.safe(ctx, ev.ID, payload, d.OrderID, d.Amount)
+}
+
+// balance adds the amount to the account's balance (an upsert). With
+// add, every delivery adds it again; with touch, a marker keeps it to
+// once, but a duplicate stamps updated_at.
+func (c *consumer) balance(ctx context.Context, id, payload, account string, amount int) (int, error) {
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	now := time.Now().Format(time.RFC3339Nano)
+	if c.flaw == "touch" {
+		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO processed VALUES (?, ?)`, id, payload)
+		if err != nil {
+			return 0, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE balances SET updated_at = ? WHERE account = ?`, now, account); err != nil {
+				return 0, err
+			}
+			return 200, tx.Commit()
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO balances VALUES (?, ?, ?)
+		ON CONFLICT (account) DO UPDATE SET balance = balance + excluded.balance, updated_at = excluded.updated_at`, account, amount, now); err != nil {
+		return 0, err
+	}
+	return 200, tx.Commit()
 }
 
 // safe is marker and effect in one transaction; a redelivery with another
