@@ -63,6 +63,9 @@ type HTTPTarget struct {
 type ExecTarget struct {
 	Pos     Pos
 	Command []string
+	// Shown is Command as messages show it: a ${VAR} whose name holds a
+	// secret (redact.SecretName) is there as xxxxx.
+	Shown   []string
 	Env     map[string]string
 	Dir     string
 	Timeout time.Duration
@@ -72,8 +75,10 @@ type ExecTarget struct {
 type Start struct {
 	Pos     Pos
 	Command []string
-	Env     map[string]string
-	Dir     string
+	// Shown is Command as messages show it (see ExecTarget.Shown).
+	Shown []string
+	Env   map[string]string
+	Dir   string
 	// Ready is one of: an HTTP URL answering 2xx, a tcp://HOST:PORT
 	// accepting connections, or a line on stdout containing ReadyLine.
 	ReadyURL     string
@@ -226,6 +231,28 @@ func (l *loader) xstrs(n *yaml.Node, what string) []string {
 		l.errorf(n, "%s is empty; it needs at least the program to run", what)
 	} else if len(out) > 0 && out[0] == "" {
 		l.errorf(n, "%s names no program: its first entry is empty", what)
+	}
+	return out
+}
+
+// shown expands a command's entries as messages show them: a variable
+// whose name holds a secret expands to xxxxx, whatever its value. (The
+// mistakes in them are xstrs's to report.)
+func shown(n *yaml.Node) []string {
+	if n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	lookup := func(name string) (string, bool) {
+		v, ok := os.LookupEnv(name)
+		if ok && v != "" && redact.SecretName(name) {
+			return redact.Mask, true
+		}
+		return v, ok
+	}
+	var out []string
+	for _, e := range n.Content {
+		v, _ := ExpandEnv(resolve(e).Value, lookup)
+		out = append(out, v)
 	}
 	return out
 }
@@ -390,7 +417,7 @@ func (l *loader) execTarget(n *yaml.Node) *ExecTarget {
 	e := &ExecTarget{Pos: l.pos(n), Timeout: DefaultTimeout}
 	var cmdSeen bool
 	l.mapping(n, "target exec", []field{
-		{"command", func(k, v *yaml.Node) { cmdSeen = true; e.Command = l.xstrs(v, "command") }},
+		{"command", func(k, v *yaml.Node) { cmdSeen = true; e.Command, e.Shown = l.xstrs(v, "command"), shown(v) }},
 		{"env", func(k, v *yaml.Node) { e.Env = l.xmap(v, "env") }},
 		{"dir", func(k, v *yaml.Node) { e.Dir, _ = l.xstr(v, "dir") }},
 		{"timeout", func(k, v *yaml.Node) { e.Timeout = l.timeout(v, "timeout") }},
@@ -405,7 +432,7 @@ func (l *loader) start(n *yaml.Node) *Start {
 	s := &Start{Pos: l.pos(n), ReadyTimeout: DefaultReadyTimeout, Instances: 1}
 	var cmdSeen, readySeen bool
 	l.mapping(n, "target start", []field{
-		{"command", func(k, v *yaml.Node) { cmdSeen = true; s.Command = l.xstrs(v, "command") }},
+		{"command", func(k, v *yaml.Node) { cmdSeen = true; s.Command, s.Shown = l.xstrs(v, "command"), shown(v) }},
 		{"env", func(k, v *yaml.Node) { s.Env = l.xmap(v, "env") }},
 		{"dir", func(k, v *yaml.Node) { s.Dir, _ = l.xstr(v, "dir") }},
 		{"ready", func(k, v *yaml.Node) { readySeen = true; l.ready(s, v) }},

@@ -85,6 +85,41 @@ func TestLoadTarget(t *testing.T) {
 	}
 }
 
+// TestCommandShown: a command's variables whose names hold a secret are
+// masked in what messages show, and only there.
+func TestCommandShown(t *testing.T) {
+	t.Setenv("REDELIVER_TEST_TOKEN", "s3cret")
+	t.Setenv("REDELIVER_TEST_PORT", "8080")
+	for _, tt := range []struct{ channel, command, shown string }{
+		{"exec", `[bin/consumer, "${REDELIVER_TEST_TOKEN}", "--port=${REDELIVER_TEST_PORT}"]`, "bin/consumer xxxxx --port=8080"},
+		{"start", `[bin/consumer, "--auth=${REDELIVER_TEST_TOKEN:-none}", "${REDELIVER_TEST_UNSET_TOKEN:-dflt}"]`, "bin/consumer --auth=xxxxx dflt"},
+	} {
+		t.Run(tt.channel, func(t *testing.T) {
+			target := "  exec: {command: " + tt.command + "}\n"
+			if tt.channel == "start" {
+				target = "  http: {url: \"http://127.0.0.1:8080/events\"}\n  start: {command: " + tt.command + ", ready: {stdout: up}}\n"
+			}
+			src := "version: 1\ntarget:\n" + target + "effects: {db: x.db, table: payments, key: order_id, key_of: \"{data.orderId}\"}\n"
+			f, err := LoadTarget("t.yaml", []byte(src))
+			if err != nil {
+				t.Fatalf("LoadTarget: %v", err)
+			}
+			command, shown := []string(nil), []string(nil)
+			if f.Target.Exec != nil {
+				command, shown = f.Target.Exec.Command, f.Target.Exec.Shown
+			} else {
+				command, shown = f.Target.Start.Command, f.Target.Start.Shown
+			}
+			if got := strings.Join(shown, " "); got != tt.shown {
+				t.Errorf("shown = %q, want %q", got, tt.shown)
+			}
+			if strings.Contains(strings.Join(command, " "), "xxxxx") || !strings.Contains(strings.Join(command, " "), "s3cret") && tt.channel == "exec" {
+				t.Errorf("the command itself changed: %q", command)
+			}
+		})
+	}
+}
+
 func TestLoadTargetErrors(t *testing.T) {
 	t.Setenv("REDELIVER_TEST_SECRET", "whsec_c2VjcmV0")
 	const effects = "effects: {db: x.db, table: payments, key: order_id, key_of: \"{data.orderId}\"}\n"

@@ -225,7 +225,7 @@ type execDeliverer struct {
 }
 
 func (d *execDeliverer) Describe() string {
-	return "exec " + redact.Args(d.spec.Command)
+	return "exec " + commandLine(d.spec.Command, d.spec.Shown)
 }
 
 func (d *execDeliverer) Forget() {}

@@ -106,7 +106,16 @@ func StartProcess(ctx context.Context, spec *scenario.Start) (*Process, error) {
 
 // Command is the consumer's command line, for messages, its secrets
 // masked (redact.Args).
-func (p *Process) Command() string { return redact.Args(p.spec.Command) }
+func (p *Process) Command() string { return commandLine(p.spec.Command, p.spec.Shown) }
+
+// commandLine is a command for messages: as the file showed it (its
+// secret variables masked) when it is known, its secrets masked.
+func commandLine(command, shown []string) string {
+	if len(shown) == len(command) {
+		return redact.Args(shown)
+	}
+	return redact.Args(command)
+}
 
 // Pid is the current process's id (and its process group's).
 func (p *Process) Pid() int {
