@@ -35,14 +35,17 @@ const placeholder = "PASSWORD"
 
 // String returns s with every secret it recognises replaced by Mask.
 func String(s string) string {
-	if !strings.ContainsAny(s, "@=-") && !strings.Contains(strings.ToLower(s), "bearer") && !strings.Contains(strings.ToLower(s), "basic") {
+	auth := authWord(s)
+	if !auth && !strings.ContainsAny(s, "@=-") {
 		return s
 	}
 	s = userinfo(s)
 	s = mysqlDSN(s)
 	s = assignments(s)
 	s = flags(s)
-	s = authorization(s)
+	if auth {
+		s = authorization(s)
+	}
 	return s
 }
 
@@ -423,6 +426,20 @@ func space(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r'
 // authorization masks the credentials of an HTTP Authorization value:
 // "Bearer t0ken", "Basic dXNlcjpwdw==".
 var authScheme = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]+)`)
+
+// authWord reports whether s has "bearer" or "basic", in any case.
+func authWord(s string) bool {
+	for i := 0; i+5 <= len(s); i++ {
+		if s[i]|0x20 != 'b' {
+			continue
+		}
+		w := s[i+1 : min(i+6, len(s))]
+		if len(w) >= 5 && strings.EqualFold(w[:5], "earer") || strings.EqualFold(w[:4], "asic") {
+			return true
+		}
+	}
+	return false
+}
 
 func authorization(s string) string {
 	return authScheme.ReplaceAllStringFunc(s, func(m string) string {
