@@ -39,12 +39,20 @@ func String(s string) string {
 	if !auth && !strings.ContainsAny(s, "@=-") {
 		return s
 	}
-	s = userinfo(s)
-	s = mysqlDSN(s)
-	s = assignments(s)
-	s = flags(s)
-	if auth {
-		s = authorization(s)
+	// A mask can leave a form another rule reads (a URL inside what read
+	// as a MySQL DSN): go again until nothing changes, a few times at most.
+	for range 4 {
+		t := userinfo(s)
+		t = mysqlDSN(t)
+		t = assignments(t)
+		t = flags(t)
+		if auth {
+			t = authorization(t)
+		}
+		if t == s {
+			break
+		}
+		s = t
 	}
 	return s
 }
@@ -266,26 +274,26 @@ func schemeChar(c byte) bool {
 }
 
 // mysqlDSN masks the password of a Go MySQL driver DSN:
-// user:password@tcp(host:port)/db, @unix(…), @(…) or @/db.
+// user:password@tcp(host:port)/db, @unix(…), @(…) or @/db. As the driver
+// does, the password runs to the token's last @ before an address. (A
+// URL whose host is an address of that form is masked the same way.)
 func mysqlDSN(s string) string {
 	var b strings.Builder
 	done := 0
-	colon, isURL := -1, false // the token's first colon; whether it is a URL
-	for i := 0; i < len(s); i++ {
+	colon, at := -1, -1 // in the token: the first colon, the last @ before an address
+	for i := 0; i <= len(s); i++ {
 		switch {
-		case stop(s[i]):
-			colon, isURL = -1, false
-		case s[i] == ':' && strings.HasPrefix(s[i:], "://"):
-			isURL = true
-		case s[i] == ':' && colon < 0:
-			colon = i
-		case s[i] == '@' && colon >= 0 && !isURL && mysqlAddr(s[i+1:]):
-			if s[colon+1:i] != Mask {
+		case i == len(s) || stop(s[i]):
+			if at >= 0 && s[colon+1:at] != Mask {
 				b.WriteString(s[done : colon+1])
 				b.WriteString(Mask)
-				done = i
+				done = at
 			}
-			colon = -1
+			colon, at = -1, -1
+		case s[i] == ':' && colon < 0:
+			colon = i
+		case s[i] == '@' && colon >= 0 && mysqlAddr(s[i+1:]):
+			at = i
 		}
 	}
 	if done == 0 {
@@ -350,24 +358,22 @@ func nameChar(c byte) bool {
 }
 
 // value finds the end of the value that starts at s[i]: a 'quoted' one
-// to its closing quote, otherwise up to the end of the token (or of the
-// query parameter). A backslash keeps the next byte in the value, so an
-// escaped quote of the text around it is not cut in half.
+// (which may hold spaces) to its closing quote, then, as any other value,
+// up to the end of the token (or of the query parameter). A backslash
+// keeps the next byte in the value, so an escaped quote of the text
+// around it is not cut in half.
 func value(s string, i int, query bool) int {
-	if i < len(s) && s[i] == '\'' {
-		for j := i + 1; j < len(s); j++ {
-			switch s[j] {
-			case '\\':
+	j := i
+	if j < len(s) && s[j] == '\'' {
+		for j++; j < len(s) && s[j] != '\''; j++ {
+			if s[j] == '\\' {
 				j++
-			case '\'':
-				return j + 1
 			}
 		}
-		return len(s)
+		j++
 	}
-	j := i
-	for j < len(s) && !stop(s[j]) && !(query && (s[j] == '&' || s[j] == '#')) && !(!query && s[j] == '\'') {
-		if s[j] == '\\' && j+1 < len(s) {
+	for j < len(s) && !stop(s[j]) && !(query && (s[j] == '&' || s[j] == '#')) {
+		if s[j] == '\\' {
 			j++
 		}
 		j++
