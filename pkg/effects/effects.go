@@ -187,6 +187,35 @@ func (d *DB) Reset(ctx context.Context) error {
 	return nil
 }
 
+// CheckIgnored reads the columns of the effect table (or query), without
+// its rows, and says which column ignore_columns names that is not among
+// them, before anything is delivered. A database or table that does not
+// exist yet (a consumer may create it on its first delivery) is left to
+// the first reading of the rows.
+func (d *DB) CheckIgnored(ctx context.Context) error {
+	if len(d.spec.IgnoreColumns) == 0 || !d.exists() {
+		return nil
+	}
+	q, what := "SELECT * FROM "+d.quote(d.spec.Table)+" WHERE 1 = 0", "the effects table "+d.spec.Table
+	if d.spec.Query != "" {
+		q, what = "SELECT * FROM ("+d.spec.Query+") AS redeliver_effects WHERE 1 = 0", "the effects query"
+	}
+	rows, err := d.db.QueryContext(ctx, q)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return nil
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil
+	}
+	_, err = d.compared(cols, what)
+	return err
+}
+
 // quote quotes a (possibly schema-qualified) name for the database.
 func (d *DB) quote(name string) string {
 	q := `"`

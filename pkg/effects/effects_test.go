@@ -160,13 +160,28 @@ func TestIgnoreColumns(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				checkErr := db.CheckIgnored(ctx)
 				rows, err := db.Rows(ctx, &key)
+				q, qerr := Open(ctx, &scenario.Effects{DB: dsn, Query: "SELECT order_id AS " + keyAs(kind) + ", event_id, amount FROM " + table, IgnoreColumns: tt.ignore})
+				if qerr != nil {
+					t.Fatal(qerr)
+				}
+				queryErr := q.CheckIgnored(ctx)
+				q.Close()
 				db.Close()
 				if tt.err != "" {
-					if err == nil || !strings.Contains(err.Error(), tt.err) {
-						t.Errorf("ignore %v: error %v, want one containing %q", tt.ignore, err, tt.err)
+					for _, e := range []error{checkErr, err} {
+						if e == nil || !strings.Contains(e.Error(), tt.err) {
+							t.Errorf("ignore %v: error %v, want one containing %q", tt.ignore, e, tt.err)
+						}
+					}
+					if queryErr == nil || !strings.Contains(queryErr.Error(), "the effects query in ") || !strings.Contains(queryErr.Error(), "has no column updatd_at, which ignore_columns names (it returns key, event_id, amount)") {
+						t.Errorf("ignore %v: the query's error %v", tt.ignore, queryErr)
 					}
 					continue
+				}
+				if checkErr != nil || queryErr != nil {
+					t.Errorf("ignore %v: CheckIgnored = %v, %v", tt.ignore, checkErr, queryErr)
 				}
 				if err != nil || len(rows) != 1 {
 					t.Fatalf("ignore %v: Rows = %v, %v", tt.ignore, rows, err)
@@ -177,4 +192,12 @@ func TestIgnoreColumns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyAs is the column name key, quoted where it is a reserved word.
+func keyAs(kind string) string {
+	if kind == MySQL {
+		return "`key`"
+	}
+	return "key"
 }

@@ -77,6 +77,10 @@ func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Sessi
 		s.Close()
 		return nil, err
 	}
+	if err := db.CheckIgnored(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
