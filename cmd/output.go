@@ -23,7 +23,7 @@ type outputOptions struct {
 	Format   string
 	Reports  []string // FORMAT=FILE, repeatable
 	Color    string
-	Verbose  bool // run only
+	Verbose  bool // run, and replay --target
 	Coverage bool // run only
 }
 

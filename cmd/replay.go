@@ -94,7 +94,9 @@ capture is delivered to your own consumer instead: --redeliver drops answers
 (a lost ack, then the redelivery), --crash kills the started consumer
 mid-delivery, --concurrent delivers an event twice at once, --rewind N
 delivers the last N events again, --parallel N keeps N deliveries in flight
-(one business key's in order); then the effect table is judged.
+(one business key's in order); then the effect table is judged. A broken
+invariant shows how often it broke and its first breaches (-v: every one;
+--findings FILE writes each as a JSON line).
 
 In JUnit XML each capture is a <testsuite> with a <testcase> per invariant
 checked, one for failures only where injected, and one per --fail-on
@@ -137,11 +139,12 @@ them, and its GitHub annotation points at the first of those lines.
 	f.IntVar(&o.MaxRecord, "max-record", capture.DefaultMaxRecord, "longest line or record accepted, in bytes")
 	f.StringSliceVar(&o.FailOn, "fail-on", nil, "capture findings that fail the replay: identity-reuse, repeated-ids, keys-with-several-ids, bad-records")
 	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
-	f.StringVar(&o.Findings, "findings", "", "write every repeated id, reused id and key under several ids to FILE, one JSON object a line")
+	f.StringVar(&o.Findings, "findings", "", "write every repeated id, reused id and key under several ids (with --target: every broken invariant) to FILE, one JSON object a line")
 	f.IntVar(&o.Batch, "batch", 0, "deliveries per commit; 0 lets the store choose: a file commits every second, the private :memory: database once at the end (each delivery stays atomic in its own savepoint)")
 	f.BoolVar(&o.Compare, "compare", true, "when the capture gives business keys, replay it again in memory with every other strategy and say which would have been safe")
 	f.StringVar(&o.Target, "target", "", "deliver to your own consumer: a file holding version, target and effects (see docs/target.md)")
 	f.IntVar(&o.Parallel, "parallel", 1, "with --target: deliveries in flight (one business key's stay in order)")
+	f.BoolVarP(&o.Output.Verbose, "verbose", "v", false, "with --target: print every breach of each broken invariant, not only the first 5, and the counters")
 	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this often, and restart it, until the broker has drained")
 	addOutputFlags(f, &o.Output)
 	return c
@@ -166,6 +169,9 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		if err := writable(o.Findings); err != nil {
 			return problem.Usagef("cannot write the findings %s: %v", o.Findings, err)
 		}
+	}
+	if o.Output.Verbose {
+		return problem.Usagef("-v lists every breach of a replay into a --target; the built-in replay's report shows the first examples of each invariant, and --format json the same")
 	}
 	if o.KillEvery != 0 {
 		return problem.Usagef("--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)")

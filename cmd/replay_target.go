@@ -30,8 +30,13 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 			return problem.Usagef("%s is a probability between 0 and 1, not %g", p.name, p.v)
 		}
 	}
-	if o.Republish > 0 || len(o.CrashAt) > 0 || o.Emit != "" || o.Findings != "" || o.DB != ":memory:" {
-		return problem.Usagef("--republish, --crash-at, --emit-scenario, --findings and --db are for the built-in handler; with --target the consumer keeps its own database")
+	if o.Republish > 0 || len(o.CrashAt) > 0 || o.Emit != "" || o.DB != ":memory:" {
+		return problem.Usagef("--republish, --crash-at, --emit-scenario and --db are for the built-in handler; with --target the consumer keeps its own database")
+	}
+	if o.Findings != "" {
+		if err := writable(o.Findings); err != nil {
+			return problem.Usagef("cannot write the findings %s: %v", o.Findings, err)
+		}
 	}
 	// Every capture must be there before the consumer is started.
 	for _, in := range o.Logs {
@@ -92,7 +97,13 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	start := time.Now()
 	fr, err := target.Replay(cmd.Context(), opts)
 	finish()
-	run := &report.Run{Command: "replay", Seed: o.Seed, Store: report.StoreSQLiteMemory, Workers: o.Parallel, Duration: time.Since(start)}
+	if err == nil && o.Findings != "" {
+		// Every broken invariant, one a line: the text report shows the first.
+		if ferr := target.WriteFindings(o.Findings, fr); ferr != nil {
+			err = problem.Environmentf(problem.Pos{File: o.Findings}, ferr)
+		}
+	}
+	run := &report.Run{Command: "replay", Seed: o.Seed, Store: report.StoreTarget, Workers: o.Parallel, Duration: time.Since(start)}
 	if fr != nil && err == nil {
 		run.Files = append(run.Files, fr)
 	}

@@ -47,6 +47,10 @@ checks:
     steps:
       - deliver: {id: evt-3, data: {orderId: O-3}}
         expect: acked
+  - name: killed after it answered
+    steps:
+      - deliver: {id: evt-5, data: {orderId: O-5}}
+        crash: {after: 300ms}
 `
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -56,15 +60,18 @@ checks:
 		t.Fatalf("exit %d, want %d; stderr:\n%s", js.code, ExitFail, js.stderr)
 	}
 	validJSON(t, js.stdout)
-	for _, want := range []string{`"strategy": "target"`, `"target": "exec sh -c cat > /dev/null"`, `"effects": "table payments (key order_id) in SQLite file `, `"invariant": "duplicate-effect"`, `"invariant": "lost-effect"`, `"outcome": "acked"`} {
+	for _, want := range []string{`"strategy": "target"`, `"target": "exec sh -c cat > /dev/null"`, `"effects": "table payments (key order_id) in SQLite file `, `"invariant": "duplicate-effect"`, `"invariant": "lost-effect"`, `"outcome": "acked"`, `"store": "target"`, `"after_answer": 1`} {
 		if !strings.Contains(js.stdout, want) {
 			t.Errorf("the JSON report lacks %s:\n%s", want, js.stdout)
 		}
 	}
 	validJUnit(t, invocation{args: []string{"run", "--format", "junit", file}}.run(t).stdout)
-	validTAP(t, invocation{args: []string{"run", "--format", "tap", file}}.run(t).stdout, 0, 2)
+	if strings.Contains(js.stdout, `"name": "missing-marker"`) {
+		t.Errorf("the JSON report of a target lists invariants no target is judged by:\n%s", js.stdout)
+	}
+	validTAP(t, invocation{args: []string{"run", "--format", "tap", file}}.run(t).stdout, 0, 3)
 	verbose := invocation{args: []string{"run", "-v", file}}.run(t).stdout
-	if !strings.Contains(verbose, "counters (target): 2 deliveries, 0 redeliveries, 2 acked, 0 conflicts, 0 rejected or unacked, 0 crashes, 2 effect rows") || strings.Contains(verbose, "fault points") {
+	if !strings.Contains(verbose, "counters (target): 3 deliveries, 0 redeliveries, 3 acked, 0 conflicts, 0 rejected or unacked, 1 crash, 2 effect rows") || strings.Contains(verbose, "fault points") {
 		t.Errorf("the verbose report of a target speaks of the built-in handler:\n%s", verbose)
 	}
 	text := invocation{args: []string{"run", file}}.run(t).stdout

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/report/words"
 
 	"github.com/redeliver/redeliver/pkg/escape"
 )
@@ -60,6 +61,9 @@ func boundariesOf(run *Run) Boundaries {
 	if b.Workers < 1 {
 		b.Workers = 1
 	}
+	if onlyTargets(run) {
+		b.Store = StoreTarget
+	}
 	for _, o := range handler.Outcomes {
 		b.Outcomes[string(o)] = 0
 	}
@@ -104,6 +108,10 @@ func coverageOf(run *Run) []CoverageCell {
 	var strategies []string
 	cells := map[[2]string][]CheckRef{}
 	for _, f := range run.Files {
+		if f.Target != "" {
+			// A consumer under test has none of the handler's fault points.
+			continue
+		}
 		s := string(f.Strategy)
 		if !containsString(strategies, s) {
 			strategies = append(strategies, s)
@@ -153,6 +161,8 @@ func storeWords(kind string) string {
 		return "SQLite file"
 	case StorePostgres:
 		return "PostgreSQL"
+	case StoreTarget:
+		return "the consumer's own database"
 	}
 	return kind
 }
@@ -189,9 +199,71 @@ func boundaryLine(b Boundaries) string {
 }
 
 // Coverage writes the strategy × fault point matrix as text, so a team sees
-// the failure modes its scenarios never touch.
+// the failure modes its scenarios never touch; for target files, which
+// checks' crashes interrupted a delivery.
 func Coverage(w io.Writer, run *Run) error {
 	var b strings.Builder
+	handlerFiles := !onlyTargets(run)
+	if handlerFiles {
+		matrix(&b, run)
+	}
+	crashCoverage(&b, run)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// crashCoverage is --coverage for the target files of a run: each check
+// that crashed the consumer, with when its kills came against the answer,
+// and how many checks crashed only after the answer — they interrupted no
+// delivery, whatever their names or say lines promise.
+func crashCoverage(b *strings.Builder, run *Run) {
+	several := len(run.Files) > 1
+	var names []string
+	var lines []string
+	targets, crashing := false, 0
+	for _, f := range run.Files {
+		if f.Target == "" {
+			continue
+		}
+		targets = true
+		for _, c := range f.Checks {
+			if c.Counters.Crashed == 0 {
+				continue
+			}
+			crashing++
+			name := c.Name
+			if several {
+				name = fmt.Sprintf("%s (%s)", c.Name, f.File)
+			}
+			said := words.Crashes(c.Counters.Interrupted())
+			if c.Counters.InterruptedNone() {
+				said += ": interrupted no delivery"
+				names = append(names, escape.Line(name))
+			}
+			lines = append(lines, fmt.Sprintf("  %s: %s\n", escape.Line(name), said))
+		}
+	}
+	if !targets {
+		return
+	}
+	if crashing == 0 {
+		b.WriteString("crashes: no target check crashes the consumer\n")
+		return
+	}
+	b.WriteString("crashes: target checks that kill the consumer, and when each kill came against its answer (before it: the kill interrupted a delivery)\n")
+	for _, l := range lines {
+		b.WriteString(l)
+	}
+	if len(names) == 0 {
+		fmt.Fprintf(b, "every check that crashes interrupted a delivery (%s)\n", countOf(crashing, "check"))
+		return
+	}
+	fmt.Fprintf(b, "%d of %s that crash interrupted no delivery: %s\n", len(names), countOf(crashing, "check"), strings.Join(names, ", "))
+}
+
+// matrix writes the strategy × fault point matrix of the run's handler
+// files.
+func matrix(b *strings.Builder, run *Run) {
 	b.WriteString("coverage: strategy × reachable fault point → checks whose injected failure fired there, or [held] racing workers there\n")
 	several := len(run.Files) > 1
 	width := 0
@@ -206,7 +278,7 @@ func Coverage(w io.Writer, run *Run) error {
 	for _, cell := range coverageOf(run) {
 		if cell.Strategy != strategy {
 			strategy = cell.Strategy
-			fmt.Fprintf(&b, "  %s\n", strategy)
+			fmt.Fprintf(b, "  %s\n", strategy)
 		}
 		if _, seen := missed[cell.FaultPoint]; !seen {
 			missed[cell.FaultPoint] = true
@@ -225,7 +297,7 @@ func Coverage(w io.Writer, run *Run) error {
 		if len(names) > 0 {
 			missed[cell.FaultPoint] = false
 		}
-		fmt.Fprintf(&b, "    %-*s  %s\n", width, cell.FaultPoint, listOr(names, "-"))
+		fmt.Fprintf(b, "    %-*s  %s\n", width, cell.FaultPoint, listOr(names, "-"))
 	}
 	var never []string
 	for _, p := range handler.FaultPoints {
@@ -234,12 +306,10 @@ func Coverage(w io.Writer, run *Run) error {
 		}
 	}
 	if len(never) > 0 {
-		fmt.Fprintf(&b, "never reached: %s\n", strings.Join(never, ", "))
+		fmt.Fprintf(b, "never reached: %s\n", strings.Join(never, ", "))
 	} else {
 		b.WriteString("every fault point reached\n")
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func listOr(xs []string, none string) string {

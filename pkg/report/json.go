@@ -75,8 +75,29 @@ type CheckDoc struct {
 	Failures   []FailureDoc    `json:"failures"`
 	Violations []ViolationDoc  `json:"violations"`
 	// Reconciliation lists gateway mismatches when the check ended.
-	Reconciliation []string      `json:"reconciliation"`
-	Deliveries     []DeliveryDoc `json:"deliveries"`
+	Reconciliation []string `json:"reconciliation"`
+	// Crashes sorts a target check's kills by when each came against the
+	// consumer's answer; absent for a check that crashed nothing.
+	Crashes    *CrashesDoc   `json:"crashes,omitempty"`
+	Deliveries []DeliveryDoc `json:"deliveries"`
+}
+
+// CrashesDoc is a target check's kills: before the consumer's answer
+// (each interrupted a delivery), after it (none did), and a broker
+// instance's, which redeliver cannot place.
+type CrashesDoc struct {
+	BeforeAnswer int `json:"before_answer"`
+	AfterAnswer  int `json:"after_answer"`
+	Unknown      int `json:"unknown"`
+}
+
+// crashesDoc is a target check's crashes, or nil when it had none.
+func crashesDoc(c runner.Counters) *CrashesDoc {
+	if c.Crashed == 0 {
+		return nil
+	}
+	before, after, unknown := c.Interrupted()
+	return &CrashesDoc{BeforeAnswer: before, AfterAnswer: after, Unknown: unknown}
 }
 
 // FailureDoc is one way a check did not hold.
@@ -133,7 +154,11 @@ func NewDocument(run *Run) *Document {
 	for _, f := range run.Files {
 		fd := FileDoc{File: f.File, Name: f.Name, Strategy: string(f.Strategy), Target: f.Target, Effects: f.Effects, Passed: f.Passed(), Duration: seconds(fileDuration(f)), Counters: f.Counters, Checks: []CheckDoc{}}
 		for _, c := range f.Checks {
-			fd.Checks = append(fd.Checks, checkDoc(c))
+			cd := checkDoc(c)
+			if f.Target != "" {
+				cd.Crashes = crashesDoc(c.Counters)
+			}
+			fd.Checks = append(fd.Checks, cd)
 			for _, v := range c.Violations {
 				broken[v.Invariant]++
 			}
@@ -147,7 +172,7 @@ func NewDocument(run *Run) *Document {
 		d.Counters.Add(f.Counters)
 		d.Files = append(d.Files, fd)
 	}
-	for _, inv := range invariant.All {
+	for _, inv := range judgedBy(run) {
 		d.Invariants = append(d.Invariants, InvariantTally{Name: string(inv.Name), Description: inv.Meaning, Broken: broken[inv.Name]})
 	}
 	for _, e := range run.Errors {
@@ -156,6 +181,31 @@ func NewDocument(run *Run) *Document {
 	d.Summary.Files = len(run.Files)
 	d.Summary.Errors = len(run.Errors)
 	return d
+}
+
+// judgedBy lists the invariants the run's files were judged by, in
+// catalogue order: a target's only its own, the built-in handler's every
+// one.
+func judgedBy(run *Run) []*invariant.Invariant {
+	some := map[invariant.Name]bool{}
+	for _, f := range run.Files {
+		if f.Invariants == nil {
+			return invariant.All
+		}
+		for _, inv := range f.Invariants {
+			some[inv.Name] = true
+		}
+	}
+	if len(run.Files) == 0 {
+		return invariant.All
+	}
+	var out []*invariant.Invariant
+	for _, inv := range invariant.All {
+		if some[inv.Name] {
+			out = append(out, inv)
+		}
+	}
+	return out
 }
 
 func checkDoc(c runner.CheckResult) CheckDoc {

@@ -103,9 +103,13 @@ func junitTime(d time.Duration) string {
 func JUnit(w io.Writer, run *Run) error {
 	doc := junitSuites{Name: "redeliver", Time: junitTime(run.Duration)}
 	props := func(f *runner.FileResult) *junitProps {
+		store := run.Store
+		if f.Target != "" {
+			store = StoreTarget
+		}
 		p := &junitProps{Props: []junitProp{
 			{Name: "strategy", Value: string(f.Strategy)},
-			{Name: "store", Value: run.Store},
+			{Name: "store", Value: store},
 			{Name: "seed", Value: strconv.FormatInt(run.Seed, 10)},
 		}}
 		if f.Target != "" {

@@ -292,3 +292,75 @@ func xmllint(t *testing.T, out string) {
 		t.Errorf("xmllint rejects the JUnit report: %v\n%s\n%s", err, msg, out)
 	}
 }
+
+// TestTargetCrashCoverage: --coverage of a target run lists the checks
+// that crash the consumer, with when their kills came against the
+// answer, and counts those whose kills all came after it; a target has
+// no row in the handler's fault point matrix, and its JSON report sorts
+// each check's kills.
+func TestTargetCrashCoverage(t *testing.T) {
+	crashes := func(before, after, unknown int) runner.Counters {
+		return runner.Counters{Crashed: before + after + unknown, CrashedBeforeAnswer: before, CrashedAfterAnswer: after}
+	}
+	run := &Run{Store: StoreTarget, Files: []*runner.FileResult{
+		{File: "t.yaml", Strategy: "target", Target: "exec consumer", Checks: []runner.CheckResult{
+			{Name: "killed 5ms in", Passed: true, Counters: crashes(0, 1, 0)},
+			{Name: "swept", Passed: true, Counters: crashes(6, 1, 0)},
+			{Name: "no crash", Passed: true},
+		}},
+	}}
+	var b strings.Builder
+	if err := Coverage(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"\n  killed 5ms in: 1 crash after the answer: interrupted no delivery\n",
+		"\n  swept: 7 crashes (6 before the answer, 1 after)\n",
+		"\n1 of 2 checks that crash interrupted no delivery: killed 5ms in\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("coverage lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "never reached") || strings.Contains(got, "no crash") || len(coverageOf(run)) != 0 {
+		t.Errorf("a target's coverage speaks of the handler's fault points or of a check that crashed nothing:\n%s", got)
+	}
+	d := NewDocument(run)
+	c := d.Files[0].Checks
+	if c[0].Crashes == nil || *c[0].Crashes != (CrashesDoc{AfterAnswer: 1}) || *c[1].Crashes != (CrashesDoc{BeforeAnswer: 6, AfterAnswer: 1}) || c[2].Crashes != nil {
+		t.Errorf("JSON crashes = %+v, %+v, %+v", c[0].Crashes, c[1].Crashes, c[2].Crashes)
+	}
+}
+
+// TestTargetStoreAndInvariants: the structured reports of a target run
+// name no store of redeliver's (the consumer keeps its own database),
+// and list only the invariants a target is judged by.
+func TestTargetStoreAndInvariants(t *testing.T) {
+	judged := []*invariant.Invariant{invariant.DuplicateEffect, invariant.LostEffect}
+	target := &runner.FileResult{File: "t.yaml", Strategy: "target", Target: "exec consumer", Invariants: judged,
+		Checks: []runner.CheckResult{{Name: "a", Passed: true}}}
+	handlerFile := &runner.FileResult{File: "h.yaml", Strategy: handler.EventID, Checks: []runner.CheckResult{{Name: "b", Passed: true}}}
+	names := func(d *Document) []string {
+		var out []string
+		for _, i := range d.Invariants {
+			out = append(out, i.Name)
+		}
+		return out
+	}
+	d := NewDocument(&Run{Command: "run", Store: StoreSQLiteMemory, Files: []*runner.FileResult{target}})
+	if got := names(d); !reflect.DeepEqual(got, []string{"duplicate-effect", "lost-effect"}) || d.Boundaries.Store != StoreTarget {
+		t.Errorf("a target run lists invariants %v and store %q", got, d.Boundaries.Store)
+	}
+	mixed := NewDocument(&Run{Command: "run", Store: StoreSQLiteMemory, Files: []*runner.FileResult{target, handlerFile}})
+	if len(mixed.Invariants) != len(invariant.All) || mixed.Boundaries.Store != StoreSQLiteMemory {
+		t.Errorf("a run with a handler file lists %d invariants and store %q", len(mixed.Invariants), mixed.Boundaries.Store)
+	}
+	var b bytes.Buffer
+	if err := JUnit(&b, &Run{Command: "run", Store: StoreSQLiteMemory, Files: []*runner.FileResult{target, handlerFile}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `<property name="store" value="target">`) || !strings.Contains(b.String(), `<property name="store" value="sqlite-memory">`) {
+		t.Errorf("JUnit stores:\n%s", b.String())
+	}
+}

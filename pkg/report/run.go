@@ -59,6 +59,9 @@ const (
 	StoreSQLiteMemory = "sqlite-memory"
 	StoreSQLiteFile   = "sqlite-file"
 	StorePostgres     = "postgres"
+	// StoreTarget: a consumer under test keeps its own database, which
+	// the report names as the target's effects.
+	StoreTarget = "target"
 )
 
 // StoreOf names the store a --db value selects, as reports name it.
@@ -90,7 +93,7 @@ type Run struct {
 	Files    []*runner.FileResult
 	Errors   []*problem.Error
 	Seed     int64
-	Store    string // StoreSQLiteMemory, StoreSQLiteFile or StorePostgres
+	Store    string // StoreSQLiteMemory, StoreSQLiteFile or StorePostgres; a target file's is StoreTarget
 	Workers  int    // the most workers that delivered at once
 	Duration time.Duration
 }
@@ -189,6 +192,9 @@ func Render(w io.Writer, f Format, run *Run, opts Options) error {
 	case FormatText:
 		if len(run.Errors) > 0 {
 			return textErrors(w, run.Errors, "run")
+		}
+		if isTargetReplay(run) {
+			return targetReplayText(w, run, opts)
 		}
 		if err := Text(w, run.Files, opts); err != nil {
 			return err

@@ -26,6 +26,24 @@ type Counters struct {
 	DroppedDuplicates int  `json:"dropped_duplicates,omitempty"` // dropped by JetStream's duplicate window
 	BrokerRedelivered int  `json:"broker_redelivered,omitempty"` // JetStream's redeliveries to the consumer
 	Uncounted         bool `json:"-"`                            // the broker does not count its redeliveries (RabbitMQ)
+	// A target's crashes, by when the kill came against the consumer's
+	// answer; the rest of Crashed are not known (a broker's instance
+	// kills). The reports write them as a target check's crashes.
+	CrashedBeforeAnswer int `json:"-"`
+	CrashedAfterAnswer  int `json:"-"`
+}
+
+// Interrupted words a target's crashes: how many came before the
+// consumer's answer (they interrupted a delivery), how many after it,
+// and how many redeliver cannot place.
+func (c Counters) Interrupted() (before, after, unknown int) {
+	return c.CrashedBeforeAnswer, c.CrashedAfterAnswer, c.Crashed - c.CrashedBeforeAnswer - c.CrashedAfterAnswer
+}
+
+// InterruptedNone reports whether a target's check crashed the consumer
+// only after its answers: none of its kills interrupted a delivery.
+func (c Counters) InterruptedNone() bool {
+	return c.Crashed > 0 && c.CrashedAfterAnswer == c.Crashed
 }
 
 // Add adds o to c.
@@ -46,6 +64,8 @@ func (c *Counters) Add(o Counters) {
 	c.DroppedDuplicates += o.DroppedDuplicates
 	c.BrokerRedelivered += o.BrokerRedelivered
 	c.Uncounted = c.Uncounted || o.Uncounted
+	c.CrashedBeforeAnswer += o.CrashedBeforeAnswer
+	c.CrashedAfterAnswer += o.CrashedAfterAnswer
 }
 
 // Failure is one way a check did not hold: an expectation or an invariant.
@@ -104,6 +124,9 @@ type FileResult struct {
 	// a target-mode file tested; empty for the built-in handler.
 	Target  string
 	Effects string
+	// Invariants are those the file was judged by, in catalogue order;
+	// nil means every invariant of the catalogue (the built-in handler).
+	Invariants []*invariant.Invariant
 }
 
 // Passed reports whether every check of the file passed.

@@ -52,6 +52,8 @@ type Answer struct {
 	Dropped  bool // the answer arrived and was cut off on purpose (drop: response)
 	Killed   bool // the consumer was killed while the delivery was in flight
 	Crashed  bool // the consumer was killed during or after this delivery (crash:)
+	// CrashCame says when that kill came against the consumer's answer.
+	CrashCame Timing
 	// Duplicate: a broker target's publish was dropped by the broker's
 	// duplicate window (the same message id inside it).
 	Duplicate bool
@@ -59,6 +61,26 @@ type Answer struct {
 	// (an HTTP Retry-After header, at most MaxRetryAfter).
 	RetryAfter time.Duration
 }
+
+// Timing is when a crash came against the consumer's answer to the
+// delivery it was aimed at.
+type Timing string
+
+// The timings of a crash.
+const (
+	// BeforeAnswer: the kill came while the delivery was in flight — an
+	// HTTP consumer had sent no status, an exec process had not exited.
+	// It interrupted the delivery.
+	BeforeAnswer Timing = "before-answer"
+	// AfterAnswer: the consumer's answer (a status, an exit) came first,
+	// or won the race with the kill. The kill interrupted no delivery; it
+	// can only catch work the consumer does after answering.
+	AfterAnswer Timing = "after-answer"
+	// Unknown: a broker target's instance was killed after the publish;
+	// whether that instance had taken and acked the message by then is
+	// the broker's to know, and redeliver does not ask.
+	Unknown Timing = "unknown"
+)
 
 // String says the answer in a few words for a report.
 func (a Answer) String() string {
@@ -257,7 +279,12 @@ func (d *execDeliverer) Deliver(ctx context.Context, ev Event, kill <-chan struc
 	case <-timer.C:
 		a.TimedOut = true
 	case <-kill:
-		a.Killed = true
+		// A process that exited as the kill came answered first.
+		select {
+		case err = <-done:
+		default:
+			a.Killed = true
+		}
 	case <-ctx.Done():
 	}
 	if a.TimedOut || a.Killed || ctx.Err() != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -91,7 +92,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 	if len(o.Inputs) == 1 {
 		name = "replay of " + o.Inputs[0] + " into the target"
 	}
-	res := &runner.FileResult{File: o.TargetFile, Name: name, Strategy: Strategy, Target: sess.Describe(), Effects: sess.DescribeEffects()}
+	res := &runner.FileResult{File: o.TargetFile, Name: name, Strategy: Strategy, Target: sess.Describe(), Effects: sess.DescribeEffects(), Invariants: Invariants}
 	r := &replayer{o: o, sess: sess, seen: map[string]bool{}, acked: map[string]bool{}, res: &runner.CheckResult{Name: name}}
 	start := time.Now()
 	var kills func() int
@@ -130,17 +131,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 	r.res.Violations = judge(r.hist, rows, table)
 	r.res.Counters.Effects = len(rows)
 	runner.Verdict(r.res, &scenario.Check{Name: name})
-	r.res.Line = fmt.Sprintf("%d deliveries (%d acked, %d conflicts, %d not acked, %d crashes), %d effect rows", r.res.Counters.Deliveries, r.res.Counters.Processed, r.res.Counters.Conflicts, r.res.Counters.Failed, r.res.Counters.Crashed, len(rows))
-	if o.Target.Broker() {
-		c := r.res.Counters
-		r.res.Line = fmt.Sprintf("%d published, %d dropped by the duplicate window, %d instance kills, ", c.Published, c.DroppedDuplicates, c.Crashed)
-		if c.Uncounted {
-			r.res.Line += "redeliveries not counted by the broker"
-		} else {
-			r.res.Line += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
-		}
-		r.res.Line += fmt.Sprintf(", %d effect rows", len(rows))
-	}
+	r.res.Line = replayLine(r.res.Counters, o.Target.Broker(), sess.rowsWhere())
 	if len(r.res.Violations) > 0 {
 		var names []string
 		for _, v := range r.res.Violations {
@@ -154,6 +145,34 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 	res.Checks = []runner.CheckResult{*r.res}
 	res.Counters = r.res.Counters
 	return res, nil
+}
+
+// replayLine is the replay's line: its deliveries (or a broker's
+// publishes), its crashes by when they came, and the effect rows of the
+// whole table (where: "in payments").
+func replayLine(c runner.Counters, broker bool, where string) string {
+	crashes := words.Crashes(c.Interrupted())
+	if crashes == "" {
+		crashes = "0 crashes"
+	}
+	deliveries := fmt.Sprintf("%d deliveries", c.Deliveries)
+	if c.Deliveries == 1 {
+		deliveries = "1 delivery"
+	}
+	line := fmt.Sprintf("%s (%d acked, %d conflicts, %d not acked, %s), %s %s", deliveries, c.Processed, c.Conflicts, c.Failed, crashes, words.Count(int64(c.Effects), "effect row"), where)
+	if broker {
+		line = fmt.Sprintf("%d published, %d dropped by the duplicate window, %d instance kills, ", c.Published, c.DroppedDuplicates, c.Crashed)
+		if c.Uncounted {
+			line += "redeliveries not counted by the broker"
+		} else {
+			line += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
+		}
+		line += fmt.Sprintf(", %s %s", words.Count(int64(c.Effects), "effect row"), where)
+	}
+	if c.InterruptedNone() {
+		line += "; " + words.NotInterrupted(c.Crashed)
+	}
+	return line
 }
 
 // job is one captured event for a worker.

@@ -272,11 +272,12 @@ func (s *Session) crash(ctx context.Context, ev Event, d time.Duration) (Answer,
 	close(kill)
 	if !answered {
 		a = <-answers
-		a.Killed = true
-		if a.Kind != Unacked {
-			// The answer raced the kill and won: it stands.
-			a.Killed = false
-		}
+		a.Killed = interrupted(a)
+	}
+	// A delivery that timed out had no answer when the kill came either.
+	a.CrashCame = AfterAnswer
+	if a.Killed || a.TimedOut {
+		a.CrashCame = BeforeAnswer
 	}
 	if s.proc != nil {
 		if err := s.proc.Restart(ctx); err != nil {
@@ -285,6 +286,14 @@ func (s *Session) crash(ctx context.Context, ev Event, d time.Duration) (Answer,
 		s.dl.Forget()
 	}
 	return a, nil
+}
+
+// interrupted reports whether an answer that came back after the kill
+// was cut short by it: an exec process killed before it exited, or an
+// HTTP request that got no status. A status or an exit that raced the
+// kill and won is the consumer's own answer, and it stands.
+func interrupted(a Answer) bool {
+	return a.Killed || (a.Status == 0 && a.Err != nil && !a.TimedOut)
 }
 
 // run is one scenario file on its way.
@@ -309,7 +318,7 @@ type checkRun struct {
 
 // RunFile runs every check of a target-mode scenario file.
 func RunFile(ctx context.Context, s *scenario.Scenario, opts Options) (*runner.FileResult, error) {
-	res := &runner.FileResult{File: s.File, Name: s.Name, Strategy: Strategy}
+	res := &runner.FileResult{File: s.File, Name: s.Name, Strategy: Strategy, Invariants: Invariants}
 	sess, err := Open(ctx, s.Target, s.Effects)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -488,7 +497,7 @@ func (cr *checkRun) faulted(ctx context.Context, step int, st *scenario.Step, ev
 			if err := sleep(ctx, d); err != nil {
 				return a, err
 			}
-			a.Crashed = true
+			a.Crashed, a.CrashCame = true, Unknown
 			return a, cr.sess.crashInstance(ctx, cr.rng)
 		})
 	case st.Crash != nil:
@@ -686,9 +695,20 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 		}
 	}
 	if c.Say.IsZero() {
-		cr.res.Line = summary(cr.res.History, cnt, names)
-		return nil
+		cr.res.Line = summary(cr.res.History, cnt, names, cr.sess.rowsWhere())
+	} else if err := cr.said(ctx, c, cnt, names); err != nil {
+		return err
 	}
+	if cnt.InterruptedNone() {
+		// Whatever the line says, a PASS must not claim a crash
+		// interrupted a delivery when none did.
+		cr.res.Line += "; " + words.NotInterrupted(cnt.Crashed)
+	}
+	return nil
+}
+
+// said expands the check's say into its line.
+func (cr *checkRun) said(ctx context.Context, c *scenario.Check, cnt runner.Counters, names []string) error {
 	values := runner.SayValues(cnt, names)
 	// A consumer under test has no duplicate outcome: its duplicates are
 	// the redeliveries it was sent.
@@ -706,9 +726,19 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 	return nil
 }
 
-// summary is the line of a check without say: the answers, the effect rows
-// and what was caught.
-func summary(history []invariant.Record, c runner.Counters, caught []string) string {
+// rowsWhere says whose rows the effect rows are: the whole effect table
+// (or what the effects query returns), not only the check's keys.
+func (s *Session) rowsWhere() string {
+	if s.fx.Table != "" {
+		return "in " + s.fx.Table
+	}
+	return "from the effects query"
+}
+
+// summary is the line of a check without say: the answers, the crashes by
+// when they came, the effect rows (where: "in payments") and what was
+// caught.
+func summary(history []invariant.Record, c runner.Counters, caught []string, where string) string {
 	counts := map[handler.Outcome]int{}
 	for _, r := range history {
 		counts[r.Result.Outcome]++
@@ -717,8 +747,8 @@ func summary(history []invariant.Record, c runner.Counters, caught []string) str
 	for _, k := range []Kind{Acked, Conflict, Rejected, Unacked} {
 		tallies = append(tallies, words.Tally{N: counts[handler.Outcome(k)], Word: string(k)})
 	}
-	tallies = append(tallies, words.Tally{N: c.Crashed, Word: "crash", Plural: true})
-	return words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row"), caught)
+	tallies = append(tallies, words.Tally{N: c.Crashed, Said: words.Crashes(c.Interrupted())})
+	return words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row")+" "+where, caught)
 }
 
 func contains(xs []string, s string) bool {
@@ -801,6 +831,12 @@ func count(c *runner.Counters, a Answer, redelivery, broker bool) {
 	}
 	if a.Crashed {
 		c.Crashed++
+		switch a.CrashCame {
+		case BeforeAnswer:
+			c.CrashedBeforeAnswer++
+		case AfterAnswer:
+			c.CrashedAfterAnswer++
+		}
 	}
 	if broker {
 		if a.Duplicate {

@@ -126,6 +126,51 @@ type Tally struct {
 	// Plural: the word takes an s when N is not 1 ("duplicate"); without
 	// it the word stays ("processed", "acked").
 	Plural bool
+	// Said, when set, is the whole tally in words, N and all.
+	Said string
+}
+
+// Crashes words a target's crashes by when each came against the
+// consumer's answer: "3 crashes before the answer", "1 crash after the
+// answer", "5 crashes (4 before the answer, 1 after)", and for a broker's
+// instance kills, which redeliver cannot place, "2 crashes, not known
+// whether before the consumer's ack".
+func Crashes(before, after, unknown int) string {
+	n := before + after + unknown
+	all := Count(int64(n), "crash")
+	var parts []string
+	if before > 0 {
+		parts = append(parts, fmt.Sprintf("%d before the answer", before))
+	}
+	if after > 0 {
+		parts = append(parts, fmt.Sprintf("%d after", after))
+	}
+	if unknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d not known whether before the consumer's ack", unknown))
+	}
+	switch {
+	case n == 0:
+		return ""
+	case before == n:
+		return all + " before the answer"
+	case after == n:
+		return all + " after the answer"
+	case unknown == n:
+		return all + ", not known whether before the consumer's ack"
+	}
+	if after > 0 && before == 0 {
+		parts[0] = fmt.Sprintf("%d after the answer", after)
+	}
+	return all + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// NotInterrupted is what the line of a check whose n crashes all came
+// after the consumer's answer adds: they interrupted no delivery.
+func NotInterrupted(n int) string {
+	if n == 1 {
+		return "the crash came after the answer: it interrupted no delivery"
+	}
+	return fmt.Sprintf("all %d crashes came after the answer: none interrupted a delivery", n)
 }
 
 // Summary is the line of a check that has no say: its deliveries and the
@@ -137,6 +182,8 @@ func Summary(deliveries int, tallies []Tally, rest string, caught []string) stri
 	for _, t := range tallies {
 		switch {
 		case t.N == 0:
+		case t.Said != "":
+			parts = append(parts, t.Said)
 		case t.Plural:
 			parts = append(parts, Count(int64(t.N), t.Word))
 		default:
