@@ -28,6 +28,8 @@ func TestExitCode(t *testing.T) {
 		{"wrapped runtime", fmt.Errorf("open: %w", problem.Environmentf(problem.Pos{}, errors.New("disk full"))), ExitRuntime, "redeliver: open: disk full\n"},
 		{"interrupted", fmt.Errorf("run: %w", context.Canceled), ExitInterrupted, "redeliver: interrupted\n"},
 		{"unexpected", errors.New("boom"), ExitRuntime, "redeliver: boom\n"},
+		{"a consumer's stderr on lines of its own", problem.Environmentf(problem.Pos{File: "a.yaml"}, errors.New("the consumer c exited by itself (exit status 3); its last stderr lines:\n    starting\n    giving up\x1b[2J")), ExitRuntime,
+			"redeliver: a.yaml: the consumer c exited by itself (exit status 3); its last stderr lines:\n    | starting\n    | giving up\\x1b[2J\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

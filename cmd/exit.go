@@ -39,7 +39,8 @@ var exitCodes = map[problem.Kind]int{
 
 // exitCode maps an error to the documented exit status and says it on
 // stderr: every mistake found in scenario files on a line of its own,
-// anything else in one line (a verdict was said by the report already).
+// anything else in one line, followed by the lines it quotes from a
+// consumer's stderr (a verdict was said by the report already).
 // Whatever a message quotes of the user's configuration passes through
 // redact.String once more here, so a new message cannot leak a secret.
 func exitCode(err error, stderr io.Writer) int {
@@ -54,7 +55,7 @@ func exitCode(err error, stderr io.Writer) int {
 			fmt.Fprintln(stderr, escape.Line(redact.String(e.Error())))
 		}
 	default:
-		fmt.Fprintf(stderr, "redeliver: %s\n", escape.Line(redact.String(err.Error())))
+		fmt.Fprintf(stderr, "redeliver: %s\n", escape.Message(redact.String(err.Error())))
 	}
 	return exitCodes[kind]
 }

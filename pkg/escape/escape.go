@@ -50,6 +50,34 @@ func Line(s string) string {
 	return strings.NewReplacer(`\`, `\`, `"`, `"`).Replace(q[1 : len(q)-1])
 }
 
+// QuoteSep separates the lines a message quotes from a program's output,
+// such as a consumer's last stderr lines, which may hold anything: such a
+// message is "sentence" + QuoteSep + "line" + QuoteSep + "line"….
+const QuoteSep = "\n    "
+
+// quoteMark starts each quoted line Message writes: indented, and behind a
+// bar, so no quoted line can pass for a report line of redeliver's own or
+// start a workflow command (GitHub Actions reads "::" after leading spaces).
+const quoteMark = "    | "
+
+// Message makes a message safe to print as lines: its sentence as Line
+// writes it, then each line it quotes (see QuoteSep) on a line of its own,
+// escaped as Line does and marked as a quote.
+func Message(s string) string {
+	sentence, quoted, ok := strings.Cut(s, QuoteSep)
+	if !ok {
+		return Line(s)
+	}
+	var b strings.Builder
+	b.WriteString(Line(sentence))
+	for _, l := range strings.Split(quoted, QuoteSep) {
+		b.WriteByte('\n')
+		b.WriteString(quoteMark)
+		b.WriteString(Line(l))
+	}
+	return b.String()
+}
+
 // Quote returns s double-quoted with every character Input would not
 // print as is escaped.
 func Quote(s string) string {

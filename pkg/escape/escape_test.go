@@ -68,6 +68,41 @@ func TestLine(t *testing.T) {
 	}
 }
 
+func TestMessage(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"no quoted lines", "the consumer exited", "the consumer exited"},
+		{"a newline of the sentence stays escaped", "missing\nPASS: fine: no such file", `missing\nPASS: fine: no such file`},
+		{"quoted lines on lines of their own",
+			"the consumer exited; its last stderr lines:" + QuoteSep + "starting" + QuoteSep + "giving up",
+			"the consumer exited; its last stderr lines:\n    | starting\n    | giving up"},
+		{"a quoted line cannot forge a verdict or a workflow command",
+			"it exited:" + QuoteSep + "PASS: all fine" + QuoteSep + "::error::owned",
+			"it exited:\n    | PASS: all fine\n    | ::error::owned"},
+		{"control characters in a quoted line are escaped",
+			"it exited:" + QuoteSep + "\x1b[2Jcleared\rback \u202e\xff",
+			"it exited:\n    | \\x1b[2Jcleared\\rback \\u202e\\xff"},
+		{"a lone newline in a quoted line is escaped",
+			"it exited:" + QuoteSep + "a\nPASS: b",
+			"it exited:\n    | a\\nPASS: b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Message(tt.in)
+			if got != tt.want {
+				t.Fatalf("Message(%q) =\n%s\nwant\n%s", tt.in, got, tt.want)
+			}
+			for i, l := range strings.Split(got, "\n") {
+				if i > 0 && !strings.HasPrefix(l, quoteMark) {
+					t.Fatalf("line %d of Message(%q) is not marked as quoted: %q", i+1, tt.in, l)
+				}
+				if strings.ContainsAny(l, "\r\x1b\u202e") {
+					t.Fatalf("Message(%q) holds a control character: %q", tt.in, l)
+				}
+			}
+		})
+	}
+}
+
 func FuzzInput(f *testing.F) {
 	for _, s := range []string{"evt-1", "a\nb", "\x1b[2J", "a\u202eb", "\xff", `"`, `\`} {
 		f.Add(s)

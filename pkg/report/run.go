@@ -226,9 +226,9 @@ func textErrors(w io.Writer, errs []*problem.Error, what string) error {
 	var b strings.Builder
 	for _, e := range errs {
 		if s := e.Pos.String(); s != "" {
-			fmt.Fprintf(&b, "%s: %s\n", escape.Line(s), escape.Line(e.Msg))
+			fmt.Fprintf(&b, "%s: %s\n", escape.Line(s), escape.Message(e.Msg))
 		} else {
-			fmt.Fprintf(&b, "%s\n", escape.Line(e.Msg))
+			fmt.Fprintf(&b, "%s\n", escape.Message(e.Msg))
 		}
 	}
 	fmt.Fprintf(&b, "ERROR: the %s did not complete (%s)\n", what, countOf(len(errs), "error"))

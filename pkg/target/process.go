@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -28,8 +29,9 @@ const StopGrace = 5 * time.Second
 // tailLines is how many of the consumer's last stderr lines an error shows.
 const tailLines = 10
 
-// stderrIntro introduces the consumer's last stderr lines in an error.
-const stderrIntro = "; its last stderr lines:\n    "
+// stderrIntro introduces the consumer's last stderr lines in an error;
+// the lines are quoted as escape.Message shows them.
+const stderrIntro = "; its last stderr lines:" + escape.QuoteSep
 
 // tail keeps the last lines written to it.
 type tail struct {
@@ -67,7 +69,7 @@ func (t *tail) last() string {
 	if len(lines) == 0 {
 		return ""
 	}
-	return stderrIntro + strings.Join(lines, "\n    ")
+	return stderrIntro + strings.Join(lines, escape.QuoteSep)
 }
 
 // Process is a consumer redeliver started: it can be crashed (SIGKILL to
