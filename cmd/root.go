@@ -10,12 +10,18 @@ import (
 	"syscall"
 
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/target"
 	"github.com/spf13/cobra"
 )
 
 // Main runs redeliver with the process's arguments and streams and returns
 // the exit status.
 func Main() int {
+	// Descendants of a started consumer that leave its process group are
+	// reparented to redeliver (on Linux), and stopped with it; after the
+	// run, none is left, however it ended.
+	target.Subreap()
+	defer target.EndStrays()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Run(ctx, System(), os.Args[1:])

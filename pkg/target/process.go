@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -106,6 +105,10 @@ func StartProcess(ctx context.Context, spec *scenario.Start) (*Process, error) {
 	return p, nil
 }
 
+func readyClient() *http.Client {
+	return &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+}
+
 // Command is the consumer's command line, for messages, its secrets
 // masked (redact.Args).
 func (p *Process) Command() string { return commandLine(p.spec.Command, p.spec.Shown) }
@@ -133,33 +136,23 @@ func (p *Process) start(ctx context.Context) error {
 	cmd := exec.Command(program(p.spec.Command[0]), p.spec.Command[1:]...)
 	cmd.Dir = p.spec.Dir
 	cmd.Env = environ(p.spec.Env)
-	// Its own process group: a crash or a stop reaches everything it
-	// started, and a Ctrl-C at the terminal reaches only redeliver, which
-	// then stops it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	st := &tail{}
-	cmd.Stderr = st
-	stdout, err := cmd.StdoutPipe()
+	ready := make(chan struct{})
+	c, err := spawn(cmd,
+		func(r io.Reader) { p.watchStdout(r, ready) },
+		func(r io.Reader) { io.Copy(st, r) })
 	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
 		return &ConsumerError{fmt.Sprintf("cannot start the consumer %s: %v", p.Command(), unwrapExec(err))}
 	}
-	ready := make(chan struct{})
 	done := make(chan struct{})
 	p.mu.Lock()
 	p.cmd, p.done, p.stderr, p.ready, p.killing, p.waitErr = cmd, done, st, ready, false, nil
 	p.Started++
 	p.mu.Unlock()
-	lines := make(chan struct{})
 	go func() {
-		defer close(lines)
-		p.watchStdout(stdout, ready)
-	}()
-	go func() {
-		<-lines // Wait closes stdout: read it to the end first
-		err := cmd.Wait()
+		// Once the consumer exits, what it left is stopped and its
+		// stderr read to the end.
+		err := c.wait()
 		p.mu.Lock()
 		p.waitErr = err
 		p.mu.Unlock()
@@ -179,7 +172,6 @@ func (p *Process) watchStdout(r io.Reader, ready chan struct{}) {
 			close(ready)
 		}
 	}
-	io.Copy(io.Discard, r)
 }
 
 // waitReady waits until the consumer is ready, exits, or the ready
@@ -191,7 +183,7 @@ func (p *Process) waitReady(ctx context.Context) error {
 	done, ready := p.done, p.ready
 	p.mu.Unlock()
 	poll := 10 * time.Millisecond
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	client := readyClient()
 	for {
 		if p.spec.ReadyLine == "" && p.probe(ctx, client) {
 			return nil
@@ -327,13 +319,16 @@ func (p *Process) DiedByItself() (bool, string) {
 	return true, fmt.Sprintf("the consumer %s exited by itself (%s)%s", p.Command(), p.exitStatus(), p.stderr.last())
 }
 
-// kill sends SIGKILL to the process group and waits for the exit.
+// kill sends SIGKILL to the process group, and to the descendants that
+// left it, and waits for the exit.
 func (p *Process) kill() {
 	p.mu.Lock()
 	p.killing = true
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	left := unadopted(cmd.Process.Pid)
+	signalGroup(cmd.Process.Pid, sigKill)
+	signalLeft(left, sigKill)
 	<-done
 }
 
@@ -350,8 +345,9 @@ func (p *Process) Kill() { p.kill() }
 // Restart starts the consumer again after Kill and waits until it is ready.
 func (p *Process) Restart(ctx context.Context) error { return p.start(ctx) }
 
-// Stop ends the consumer: SIGTERM to its process group, then SIGKILL
-// after StopGrace. Whatever is left of the group is killed too.
+// Stop ends the consumer: SIGTERM to its process group and to the
+// descendants that left it, then SIGKILL after StopGrace. Whatever is
+// left of them once the consumer exited is killed too.
 func (p *Process) Stop() {
 	p.mu.Lock()
 	p.killing = true
@@ -361,13 +357,17 @@ func (p *Process) Stop() {
 		return
 	}
 	pgid := cmd.Process.Pid
-	syscall.Kill(-pgid, syscall.SIGTERM)
+	left := leftGroup(pgid)
+	signalGroup(pgid, sigTerm)
+	signalLeft(left, sigTerm)
 	select {
 	case <-done:
 	case <-time.After(StopGrace):
-		syscall.Kill(-pgid, syscall.SIGKILL)
+		signalGroup(pgid, sigKill)
 		<-done
 	}
-	// Children that outlived the leader go with the group.
-	syscall.Kill(-pgid, syscall.SIGKILL)
+	// Descendants that outlived the consumer go with it: those in its
+	// group went when it exited, and those redeliver adopted too; these
+	// are the ones it could not adopt.
+	signalLeft(left, sigKill)
 }

@@ -1,0 +1,129 @@
+package target
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// outputGrace is how long redeliver reads a process's stdout and stderr
+// after it exited and what it left was stopped. Its pipes then close at
+// once; only a descendant redeliver could not find (one that left the
+// process group where there is no subreaper) still holds them, and it is
+// not waited for longer.
+const outputGrace = time.Second
+
+// spawnMu is held while a process is started and registered, and while
+// strays are looked for, so a child just started is never taken for one.
+var spawnMu sync.Mutex
+
+// live counts the processes this package started and has not reaped yet,
+// by pid: a child of redeliver that is not among them is a stray.
+var live = map[int]int{}
+
+// child is one process redeliver started — a consumer, or an exec
+// target's delivery — in a process group of its own, its stdout and
+// stderr read through pipes redeliver owns.
+type child struct {
+	cmd     *exec.Cmd
+	pipes   []*os.File // the read ends
+	readers sync.WaitGroup
+}
+
+// spawn starts cmd with stdout and stderr (each may be nil) reading its
+// output until it ends. A process that leaves a descendant holding the
+// pipes does not make redeliver wait for it.
+func spawn(cmd *exec.Cmd, stdout, stderr func(io.Reader)) (*child, error) {
+	c := &child{cmd: cmd}
+	cmd.SysProcAttr = sysProcAttr()
+	// A stray holding the read end of stdin cannot hold Wait either.
+	cmd.WaitDelay = outputGrace
+	var writeEnds []*os.File
+	pipe := func(read func(io.Reader)) (*os.File, error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		c.pipes = append(c.pipes, r)
+		writeEnds = append(writeEnds, w)
+		c.readers.Add(1)
+		go func() {
+			defer c.readers.Done()
+			read(r)
+			// Whatever the reader left is drained, so the writer never blocks.
+			io.Copy(io.Discard, r)
+		}()
+		return w, nil
+	}
+	closeAll := func() {
+		for _, w := range writeEnds {
+			w.Close()
+		}
+	}
+	if stdout != nil {
+		w, err := pipe(stdout)
+		if err != nil {
+			closeAll()
+			c.closePipes()
+			return nil, err
+		}
+		cmd.Stdout = w
+	}
+	if stderr != nil {
+		w, err := pipe(stderr)
+		if err != nil {
+			closeAll()
+			c.closePipes()
+			return nil, err
+		}
+		cmd.Stderr = w
+	}
+	spawnMu.Lock()
+	err := startCmd(cmd)
+	if err == nil {
+		live[cmd.Process.Pid]++
+	}
+	spawnMu.Unlock()
+	// The child has its own copies; redeliver keeps only the read ends,
+	// so they reach the end when every writer is gone.
+	closeAll()
+	if err != nil {
+		c.closePipes()
+		c.readers.Wait()
+		return nil, err
+	}
+	return c, nil
+}
+
+// wait waits for the process to exit, then ends what it left: the rest of
+// its process group, and the descendants that left the group and were
+// reparented to redeliver. It returns once its output is read.
+func (c *child) wait() error {
+	err := c.cmd.Wait()
+	pid := c.cmd.Process.Pid
+	signalGroup(pid, sigKill)
+	spawnMu.Lock()
+	if live[pid]--; live[pid] <= 0 {
+		delete(live, pid)
+	}
+	spawnMu.Unlock()
+	EndStrays()
+	done := make(chan struct{})
+	go func() { c.readers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(outputGrace):
+		c.closePipes()
+		<-done
+	}
+	c.closePipes()
+	return err
+}
+
+func (c *child) closePipes() {
+	for _, r := range c.pipes {
+		r.Close()
+	}
+}

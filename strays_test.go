@@ -1,0 +1,295 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/target/consumertest"
+)
+
+// hung is how long a redeliver that should exit at once may take before
+// the test calls it hung: it is far beyond any run here, and far below
+// the helpers' own lives (600 s), which a hung redeliver waits for.
+const hung = 90 * time.Second
+
+// needStrays skips where a helper cannot leave its process group the way
+// these tests make it (setsid), or redeliver cannot adopt it (Linux only).
+func needStrays(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("finding descendants that left the process group needs Linux")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+}
+
+// pids reads the process ids a test's helpers wrote, one a line, and
+// kills those still alive when the test ends, whatever happened.
+func pids(t *testing.T, file string) []int {
+	t.Helper()
+	data, _ := os.ReadFile(file)
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func killLeft(t *testing.T, file string) {
+	t.Cleanup(func() {
+		for _, pid := range pids(t, file) {
+			if alive(pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+}
+
+// runRedeliver runs redeliver with args and returns its exit status and
+// stderr, failing the test (and killing it) if it does not exit.
+func runRedeliver(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("redeliver", args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), stdout.String() + stderr.String()
+	case <-time.After(hung):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("redeliver %s did not exit within %s; its output:\n%s%s", strings.Join(args, " "), hung, stdout.String(), stderr.String())
+	}
+	return 0, ""
+}
+
+// TestStrayHelperOfStartedConsumer: a start command whose shell leaves a
+// helper in a session of its own (setsid) before it becomes the consumer.
+// The helper holds the consumer's stdout and stderr and is out of reach of
+// a signal to the consumer's process group; redeliver still exits as soon
+// as the run ends, and the helper is gone.
+func TestStrayHelperOfStartedConsumer(t *testing.T) {
+	t.Parallel()
+	needStrays(t)
+	dir := t.TempDir()
+	port, err := consumertest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helpers := filepath.Join(dir, "helpers")
+	killLeft(t, helpers)
+	file := filepath.Join(dir, "s.yaml")
+	src := `version: 1
+target:
+  http: {url: "http://127.0.0.1:` + port + `/events"}
+  start:
+    command: [sh, -c, "setsid sleep 600 & echo $! >> '` + helpers + `'; exec consumer --listen 127.0.0.1:` + port + ` --db '` + filepath.Join(dir, "c.db") + `'"]
+    ready: http://127.0.0.1:` + port + `/healthz
+effects: {db: "` + filepath.Join(dir, "c.db") + `", table: payments, key: order_id, key_of: "{data.orderId}"}
+checks:
+  - name: one
+    steps:
+      - deliver: {id: evt-1, data: {orderId: O-1}}
+        expect: acked
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runRedeliver(t, "run", file)
+	if code != 0 || !strings.Contains(out, "PASS: one") {
+		t.Fatalf("exit %d, want 0 and PASS; output:\n%s", code, out)
+	}
+	noneLeft(t, helpers, 1)
+}
+
+// TestStrayHelperOfExecTarget: an exec consumer whose shell leaves a
+// helper holding its stderr, in a session of its own. Each delivery is
+// answered when its process exits, not when the helper lets go of stderr,
+// and no helper is left.
+func TestStrayHelperOfExecTarget(t *testing.T) {
+	t.Parallel()
+	needStrays(t)
+	dir := t.TempDir()
+	helpers := filepath.Join(dir, "helpers")
+	killLeft(t, helpers)
+	file := filepath.Join(dir, "s.yaml")
+	src := `version: 1
+target:
+  exec:
+    command: [sh, -c, "setsid sleep 600 & echo $! >> '` + helpers + `'; exec consumer --exec --db '` + filepath.Join(dir, "c.db") + `'"]
+    timeout: 30s
+effects: {db: "` + filepath.Join(dir, "c.db") + `", table: payments, key: order_id, key_of: "{data.orderId}"}
+checks:
+  - name: two
+    steps:
+      - deliver: {id: evt-1, data: {orderId: O-1}}
+        expect: acked
+      - deliver: {id: evt-2, data: {orderId: O-2}}
+        expect: acked
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runRedeliver(t, "run", file)
+	if code != 0 || !strings.Contains(out, "PASS: two") {
+		t.Fatalf("exit %d, want 0 and PASS; output:\n%s", code, out)
+	}
+	noneLeft(t, helpers, 2)
+}
+
+// TestStrayHelperAfterSignal: SIGTERM to redeliver while its consumer
+// runs with a helper that left the process group: exit 130, and neither
+// the consumer nor the helper is left.
+func TestStrayHelperAfterSignal(t *testing.T) {
+	t.Parallel()
+	needStrays(t)
+	dir := t.TempDir()
+	port, err := consumertest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helpers := filepath.Join(dir, "helpers")
+	killLeft(t, helpers)
+	file := filepath.Join(dir, "s.yaml")
+	// The consumer writes its own pid to the same file.
+	src := `version: 1
+target:
+  http: {url: "http://127.0.0.1:` + port + `/events"}
+  start:
+    command: [sh, -c, "setsid sleep 600 & echo $! >> '` + helpers + `'; echo $$ >> '` + helpers + `'; exec consumer --listen 127.0.0.1:` + port + ` --db '` + filepath.Join(dir, "c.db") + `'"]
+    ready: http://127.0.0.1:` + port + `/healthz
+effects: {db: "` + filepath.Join(dir, "c.db") + `", table: payments, key: order_id, key_of: "{data.orderId}"}
+checks:
+  - name: waits
+    steps:
+      - deliver: {id: evt-1, data: {orderId: O-1}}
+        delay: 1h
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("redeliver", "run", file)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitListening(t, port)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(hung):
+		t.Fatalf("redeliver did not exit within %s of SIGTERM; stderr:\n%s", hung, stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d, want 130; stderr:\n%s", code, stderr.String())
+	}
+	noneLeft(t, helpers, 2)
+}
+
+// TestSigkillTakesTheConsumer: redeliver killed with SIGKILL (what a CI
+// job's timeout does) takes the consumer it started with it.
+func TestSigkillTakesTheConsumer(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent-death signal is Linux's")
+	}
+	dir := t.TempDir()
+	port, err := consumertest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidfile := filepath.Join(dir, "consumer.pid")
+	killLeft(t, pidfile)
+	file := filepath.Join(dir, "s.yaml")
+	src := `version: 1
+target:
+  http: {url: "http://127.0.0.1:` + port + `/events"}
+  start:
+    command: [consumer, --listen, "127.0.0.1:` + port + `", --db, "` + filepath.Join(dir, "c.db") + `", --pidfile, "` + pidfile + `"]
+    ready: http://127.0.0.1:` + port + `/healthz
+effects: {db: "` + filepath.Join(dir, "c.db") + `", table: payments, key: order_id, key_of: "{data.orderId}"}
+checks:
+  - name: waits
+    steps:
+      - deliver: {id: evt-1, data: {orderId: O-1}}
+        delay: 1h
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("redeliver", "run", file)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitListening(t, port)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	noneLeft(t, pidfile, 1)
+}
+
+// waitListening waits until a consumer answers on port.
+func waitListening(t *testing.T, port string) {
+	t.Helper()
+	deadline := time.Now().Add(hung)
+	for {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s after %s", port, hung)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// noneLeft checks that the n processes whose pids file names are gone. A
+// process killed a moment ago may take a moment to be reaped; one still
+// running after ten seconds was left behind.
+func noneLeft(t *testing.T, file string, n int) {
+	t.Helper()
+	got := pids(t, file)
+	if len(got) != n {
+		t.Fatalf("%s names %d processes, want %d", file, len(got), n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range got {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("process %d that redeliver started (or its consumer did) is still running after redeliver exited", pid)
+		}
+	}
+}
