@@ -105,6 +105,21 @@ func StartProcess(ctx context.Context, spec *scenario.Start) (*Process, error) {
 	return p, nil
 }
 
+// RefuseIfAnswered refuses to start a consumer whose ready check (a URL or
+// a TCP address) already answers: another process holds it, perhaps a
+// consumer left from an earlier run, and it would answer for the one
+// redeliver starts, and take its deliveries.
+func RefuseIfAnswered(ctx context.Context, spec *scenario.Start) error {
+	if spec.ReadyLine != "" {
+		return nil
+	}
+	p := &Process{spec: spec}
+	if !p.probe(ctx, readyClient()) {
+		return nil
+	}
+	return &ConsumerError{fmt.Sprintf("the ready check already answers at %s before the consumer was started: another process (perhaps one left from an earlier run) holds it; stop it first", p.readyWhat())}
+}
+
 func readyClient() *http.Client {
 	return &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 }

@@ -101,6 +101,9 @@ func (s *Session) Close() {
 // process group, with REDELIVER_INSTANCE set to its number (1, 2, …).
 // On a failure the ones started are left for Close to stop.
 func (s *Session) startInstances(ctx context.Context) error {
+	if err := RefuseIfAnswered(ctx, s.t.Start); err != nil {
+		return err
+	}
 	n := max(s.t.Start.Instances, 1)
 	for i := 1; i <= n; i++ {
 		spec := *s.t.Start
