@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/escape"
+	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
@@ -98,4 +99,29 @@ func breach(v invariant.Violation) string {
 		return fmt.Sprintf("%s (%s)", v.Detail, v.By.Pos)
 	}
 	return v.Detail
+}
+
+// targetReplayAnnotations are a replay into a target's ::error commands:
+// one per broken invariant, at the capture line of its first breach, with
+// how often it broke — as the built-in replay annotates.
+func targetReplayAnnotations(run *Run) string {
+	var b strings.Builder
+	f := run.Files[0]
+	for _, c := range f.Checks {
+		for _, g := range byInvariant(c.Violations) {
+			first := g.breaches[0]
+			at := handler.Location{File: f.File}
+			if first.By != nil && first.By.Pos.File != "" {
+				at = first.By.Pos
+			}
+			msg := fmt.Sprintf("broken %s: %s", count(int64(len(g.breaches)), "time", "times"), breach(first))
+			b.WriteString(errorCommand(at, "redeliver replay: invariant "+string(g.name), msg) + "\n")
+		}
+		for _, fl := range c.Failures {
+			if fl.Invariant == "" {
+				b.WriteString(errorCommand(handler.Location{File: f.File}, "redeliver replay: "+c.Name, fl.Message) + "\n")
+			}
+		}
+	}
+	return b.String()
 }

@@ -364,3 +364,49 @@ func TestTargetStoreAndInvariants(t *testing.T) {
 		t.Errorf("JUnit stores:\n%s", b.String())
 	}
 }
+
+// TestTargetReplayText: a failing replay into a target shows its line,
+// each broken invariant once with its count and first 5 breaches (-v:
+// every one), a verdict with its --seed, and one annotation per invariant.
+func TestTargetReplayText(t *testing.T) {
+	var vs []invariant.Violation
+	for i := 1; i <= 7; i++ {
+		rec := &invariant.Record{Key: "O-" + string(rune('0'+i)), Pos: handler.Location{File: "cap.ndjson", Line: i}}
+		vs = append(vs, invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: "e", Detail: "key " + rec.Key + " has 2 rows in payments", By: rec})
+	}
+	vs = append(vs, invariant.Violation{Invariant: invariant.LostEffect.Name, EventID: "e9", Detail: "event e9 was acked but key O-9 has no row in payments", By: &invariant.Record{Pos: handler.Location{File: "cap.ndjson", Line: 9}}})
+	c := runner.CheckResult{Name: "replay of cap.ndjson into the target", Line: "9 deliveries (…), 15 effect rows in payments", Violations: vs}
+	for _, v := range vs {
+		c.Failures = append(c.Failures, runner.Failure{Message: v.String(), Invariant: v.Invariant, Pos: v.By.Pos})
+	}
+	run := &Run{Command: "replay", Seed: 7, Store: StoreTarget, Files: []*runner.FileResult{{File: "t.yaml", Strategy: "target", Target: "exec c", Effects: "table payments", Checks: []runner.CheckResult{c}}}}
+	var b strings.Builder
+	if err := Render(&b, FormatText, run, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "target: exec c; effects: table payments\n" +
+		"replay of cap.ndjson into the target: 9 deliveries (…), 15 effect rows in payments\n" +
+		"invariant duplicate-effect broken 7 times\n" +
+		"  key O-1 has 2 rows in payments (cap.ndjson:1)\n  key O-2 has 2 rows in payments (cap.ndjson:2)\n  key O-3 has 2 rows in payments (cap.ndjson:3)\n" +
+		"  key O-4 has 2 rows in payments (cap.ndjson:4)\n  key O-5 has 2 rows in payments (cap.ndjson:5)\n" +
+		"  and 2 more (every one with -v, in the JSON report, or in --findings FILE)\n" +
+		"invariant lost-effect broken 1 time\n  event e9 was acked but key O-9 has no row in payments (cap.ndjson:9)\n" +
+		"FAIL: duplicate-effect, lost-effect (seed 7)\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := Render(&b, FormatText, run, Options{Verbose: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "has 2 rows"); n != 7 || strings.Contains(b.String(), "more") {
+		t.Errorf("-v shows %d breaches of 7:\n%s", n, b.String())
+	}
+	b.Reset()
+	if err := Annotations(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); strings.Count(got, "::error") != 2 || !strings.Contains(got, "::error file=cap.ndjson,line=1,title=redeliver replay%3A invariant duplicate-effect::broken 7 times: key O-1 has 2 rows in payments (cap.ndjson:1)\n") {
+		t.Errorf("annotations:\n%s", got)
+	}
+}
