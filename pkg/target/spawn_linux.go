@@ -90,13 +90,19 @@ func EndStrays() {
 }
 
 // claimStrays kills the children of redeliver it did not start (or has
-// reaped already) and returns them, claimed for reaping.
+// reaped already), except those still in the process group of one it is
+// running, and returns them, claimed for reaping.
 func claimStrays() []int {
 	spawnMu.Lock()
 	defer spawnMu.Unlock()
 	var pids []int
 	for _, pid := range ownChildren() {
 		if live[pid] > 0 || reaping[pid] {
+			continue
+		}
+		if p, ok := readProc(pid); ok && live[p.pgrp] > 0 {
+			// Orphaned within the group of a process that still runs (each
+			// is its group's leader): it goes with that group.
 			continue
 		}
 		reaping[pid] = true

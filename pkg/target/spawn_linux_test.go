@@ -92,3 +92,58 @@ func TestStraysAreEnded(t *testing.T) {
 		t.Fatalf("the helper %d is still there (or a zombie) after the wait", helper)
 	}
 }
+
+// TestOrphanInARunningGroupStays: a helper orphaned inside the process
+// group of a consumer that still runs (its parent, a subshell, exited) is
+// adopted by this process but left alone by a sweep; it goes with the
+// group when the consumer ends.
+func TestOrphanInARunningGroupStays(t *testing.T) {
+	Subreap()
+	if !subreaping.Load() {
+		t.Skip("this kernel does not let a process be a child subreaper")
+	}
+	out := make(chan string, 1)
+	c, err := spawn(exec.Command("sh", "-c", "(sleep 600 & echo $!); exec sleep 600"),
+		func(r io.Reader) {
+			line := make([]byte, 32)
+			n, _ := r.Read(line)
+			out <- strings.TrimSpace(string(line[:n]))
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := c.cmd.Process.Pid
+	waited := false
+	defer func() {
+		if !waited {
+			signalGroup(leader, sigKill)
+			c.wait()
+		}
+	}()
+	helper, err := strconv.Atoi(<-out)
+	if err != nil {
+		t.Fatalf("the helper's pid: %v", err)
+	}
+	// Once the subshell exited, the helper is this process's child.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if p, ok := readProc(helper); ok && p.ppid == os.Getpid() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the helper %d was not reparented to this process", helper)
+		}
+	}
+	EndStrays()
+	if p, ok := readProc(helper); !ok || p.pgrp != leader {
+		t.Fatalf("the helper %d in the running group %d was ended by a sweep (%+v, %v)", helper, leader, p, ok)
+	}
+	signalGroup(leader, sigKill)
+	waited = true
+	if err := c.wait(); err == nil {
+		t.Fatal("the killed leader exited 0")
+	}
+	if syscall.Kill(helper, 0) == nil {
+		syscall.Kill(helper, syscall.SIGKILL)
+		t.Fatalf("the helper %d outlived its group's leader", helper)
+	}
+}
