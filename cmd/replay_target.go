@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/report"
@@ -57,6 +58,9 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	t, err := scenario.LoadTarget(o.Target, src)
 	if err != nil {
 		return err
+	}
+	if e := effects.CheckReset(t.Effects); e != nil {
+		return scenario.Errors{e}
 	}
 	switch {
 	case o.KillEvery < 0:

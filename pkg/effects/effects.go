@@ -20,6 +20,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/redeliver/redeliver/pkg/dbhost"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
@@ -27,9 +29,9 @@ import (
 
 // Kinds of database.
 const (
-	Postgres = "postgres"
-	MySQL    = "mysql"
-	SQLite   = "sqlite"
+	Postgres = dbhost.Postgres
+	MySQL    = dbhost.MySQL
+	SQLite   = dbhost.SQLite
 )
 
 // Error is a failure of the effects database: unreachable, a missing
@@ -58,46 +60,52 @@ type Row struct {
 type DB struct {
 	db    *sql.DB
 	kind  string
-	where string // the database in words, without a password
+	where string // the database in words, without its user or password
 	path  string // SQLite: the file
 	spec  *scenario.Effects
 }
 
-// Where names the database in words, without a password.
+// Where names the database in words, without its user or password:
+// "PostgreSQL 127.0.0.1:5432/test", "SQLite file effects.db".
 func (d *DB) Where() string { return d.where }
 
 // Kind is postgres, mysql or sqlite.
 func (d *DB) Kind() string { return d.kind }
 
-// Describe names the database for a report: its kind and where it is.
+// Describe names the database for a report: its kind and where it is
+// (hosts, port and database; never the user or password).
 func Describe(dsn string) string {
-	kind, _, where, err := parse(dsn)
+	p, err := dbhost.Parse(dsn)
 	if err != nil {
-		return redact.String(dsn)
+		return dbhost.KindName(dbhost.KindOf(dsn)) + " (" + err.Error() + ")"
 	}
-	switch kind {
-	case Postgres:
-		return "PostgreSQL " + where
-	case MySQL:
-		return "MySQL " + where
+	return whereOf(p)
+}
+
+// whereOf names a place, a SQLite file's path redacted as any configuration
+// string shown.
+func whereOf(p *dbhost.Place) string {
+	if p.Kind == dbhost.SQLite {
+		return "SQLite file " + redact.String(p.Name)
 	}
-	return "SQLite file " + where
+	return p.String()
 }
 
 // parse turns the db of a scenario into a driver, a driver DSN and a
 // description.
 func parse(dsn string) (kind, driverDSN, where string, err error) {
-	switch {
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+	place, err := dbhost.Parse(dsn)
+	if err != nil {
+		return "", "", "", errorf("the effects db is %v", err)
+	}
+	where = whereOf(place)
+	switch place.Kind {
+	case Postgres:
+		return Postgres, dsn, where, nil
+	case MySQL:
 		u, err := url.Parse(dsn)
 		if err != nil {
-			return "", "", "", errorf("the effects db is not a valid PostgreSQL URL: %v", redact.Error(err))
-		}
-		return Postgres, dsn, redact.String(u.String()), nil
-	case strings.HasPrefix(dsn, "mysql://"):
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", "", "", errorf("the effects db is not a valid MySQL URL: %v", redact.Error(err))
+			return "", "", "", errorf("the effects db is not a valid MySQL URL")
 		}
 		cfg := mysql.NewConfig()
 		cfg.Net = "tcp"
@@ -112,14 +120,35 @@ func parse(dsn string) (kind, driverDSN, where string, err error) {
 		for k, v := range u.Query() {
 			cfg.Params[k] = v[0]
 		}
-		return MySQL, cfg.FormatDSN(), redact.String(u.String()), nil
+		return MySQL, cfg.FormatDSN(), where, nil
 	}
-	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
+	path := place.Name
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", "", "", errorf("the effects db %s is not a usable path: %v", redact.String(path), err)
 	}
-	return SQLite, abs, redact.String(path), nil
+	return SQLite, abs, where, nil
+}
+
+// CheckReset holds the reset statements to a database the user plainly
+// meant: on this machine (a SQLite file, a unix socket, a loopback
+// address, localhost), on a one-label service host such as postgres or
+// db, or on a host allow_reset names. The db is resolved as its driver
+// resolves it, environment included; nothing is dialled. The refusal
+// names reset's place and the host, never the user or password.
+func CheckReset(e *scenario.Effects) *problem.Error {
+	if e == nil || len(e.Reset) == 0 {
+		return nil
+	}
+	p, err := dbhost.Parse(e.DB)
+	if err != nil {
+		return problem.Invalid(e.DBPos, "db is %v", err)
+	}
+	host := p.Foreign(e.AllowReset)
+	if host == "" {
+		return nil
+	}
+	return problem.Invalid(e.ResetPos, "reset would empty the %s database at %s, and %s is neither this machine nor a one-label service host such as postgres; if that database is meant to be emptied, add allow_reset: [%s] to effects", dbhost.KindName(p.Kind), p.Address(), host, host)
 }
 
 // Open connects to the effects database and checks that it answers. A
@@ -173,6 +202,9 @@ func (d *DB) exists() bool {
 // Reset runs the scenario's reset statements, in order. On a SQLite file
 // that does not exist yet there is nothing to reset.
 func (d *DB) Reset(ctx context.Context) error {
+	if err := CheckReset(d.spec); err != nil {
+		return err
+	}
 	if !d.exists() {
 		return nil
 	}

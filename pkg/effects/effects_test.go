@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -200,4 +201,89 @@ func keyAs(kind string) string {
 		return "`key`"
 	}
 	return "key"
+}
+
+// TestResetRefusedAway: Reset itself refuses a database away from this
+// machine that allow_reset does not name, before connecting.
+func TestResetRefusedAway(t *testing.T) {
+	t.Setenv("PGHOST", "")
+	d := &DB{kind: Postgres, where: "db.example.com:5432/prod", spec: &scenario.Effects{
+		DB: "postgres://app:s3cret@db.example.com:5432/prod", Reset: []string{"DELETE FROM payments"},
+		ResetPos: scenario.Pos{File: "f.yaml", Line: 6, Col: 3},
+	}}
+	err := d.Reset(context.Background())
+	if err == nil || !strings.HasPrefix(err.Error(), "f.yaml:6:3: reset would empty the PostgreSQL database at db.example.com:5432/prod") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Reset = %v; want the refusal naming reset's place and the host", err)
+	}
+}
+
+func TestDescribeNamesNoUser(t *testing.T) {
+	t.Setenv("PGHOST", "")
+	for dsn, want := range map[string]string{
+		"postgres://app:s3cret@127.0.0.1:5432/test": "PostgreSQL 127.0.0.1:5432/test",
+		"mysql://root:s3cret@127.0.0.1:3306/test":   "MySQL 127.0.0.1:3306/test",
+		"effects.db": "SQLite file effects.db",
+	} {
+		if got := Describe(dsn); got != want {
+			t.Errorf("Describe(%q) = %q; want %q", dsn, got, want)
+		}
+	}
+}
+
+// TestCheckReset: reset runs on this machine or a one-label service
+// host; anywhere else only with allow_reset, and the refusal names
+// reset's place and the host, never a password. Nothing is dialled.
+func TestCheckReset(t *testing.T) {
+	for _, v := range []string{"PGHOST", "PGPORT", "PGSERVICE", "PGSERVICEFILE", "PGPASSFILE"} {
+		t.Setenv(v, "")
+	}
+	file := func(db, extra string) string {
+		return "version: 1\ntarget:\n  http: {url: \"http://127.0.0.1:1/e\"}\neffects:\n  db: \"" + db + "\"\n  reset: [\"DELETE FROM payments\"]\n" + extra +
+			"  table: payments\n  key: order_id\n  key_of: \"{data.orderId}\"\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
+	}
+	tests := []struct {
+		name, db, extra, env, want string // want "" when the file loads
+	}{
+		{name: "SQLite file", db: "effects.db"},
+		{name: "loopback", db: "postgres://postgres@127.0.0.1:5432/test"},
+		{name: "loopback v6", db: "postgres://postgres@[::1]:5432/test"},
+		{name: "localhost", db: "mysql://root@localhost:3306/test"},
+		{name: "unix socket", db: "postgres://postgres@/test?host=/var/run/postgresql"},
+		{name: "CI service", db: "postgres://postgres:postgres@postgres:5432/test"},
+		{name: "compose service", db: "mysql://root@db/test"},
+		{name: "default used", db: "${REDELIVER_TEST_URL:-postgres://postgres@127.0.0.1:5432/test}"},
+		{name: "environment points elsewhere", db: "${REDELIVER_TEST_URL:-postgres://postgres@127.0.0.1:5432/test}", env: "postgres://app:s3cret@db.example.com:5432/prod",
+			want: "f.yaml:6:3: reset would empty the PostgreSQL database at db.example.com:5432/prod, and db.example.com is neither this machine nor a one-label service host such as postgres; if that database is meant to be emptied, add allow_reset: [db.example.com] to effects"},
+		{name: "private IP", db: "mysql://root:s3cret@10.0.0.5:3306/prod",
+			want: "f.yaml:6:3: reset would empty the MySQL database at 10.0.0.5:3306/prod, and 10.0.0.5 is neither"},
+		{name: "allowed", db: "postgres://app:s3cret@db.example.com:5432/ci", extra: "  allow_reset: [db.example.com]\n"},
+		{name: "allowed from the environment", db: "${REDELIVER_TEST_URL}", env: "postgres://app@10.0.0.5/ci", extra: "  allow_reset: [\"${REDELIVER_TEST_ALLOW:-10.0.0.5}\"]\n"},
+		{name: "another host allowed", db: "postgres://app@10.0.0.5/ci", extra: "  allow_reset: [10.0.0.6]\n", want: "f.yaml:6:3: reset would empty the PostgreSQL database at 10.0.0.5:5432/ci"},
+		{name: "malformed URL", db: "postgres://app:s3cret@db.example.com:port/x", want: "f.yaml:5:7: db is not a valid PostgreSQL URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("REDELIVER_TEST_URL", tt.env)
+			s, err := scenario.Load("f.yaml", []byte(file(tt.db, tt.extra)))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			perr := CheckReset(s.Effects)
+			if tt.want == "" {
+				if perr != nil {
+					t.Fatalf("CheckReset refused the file: %v", perr)
+				}
+				return
+			}
+			if perr == nil {
+				t.Fatalf("CheckReset accepted the file; want %q", tt.want)
+			}
+			if strings.Contains(perr.Error(), "s3cret") || strings.Contains(perr.Error(), "app@") {
+				t.Errorf("the error names the user or password: %v", perr)
+			}
+			if !strings.HasPrefix(perr.Error(), tt.want) || perr.Kind != problem.InvalidInput {
+				t.Errorf("CheckReset = %v (%v); want invalid input starting %q", perr, perr.Kind, tt.want)
+			}
+		})
+	}
 }

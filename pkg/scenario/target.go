@@ -98,11 +98,17 @@ type Effects struct {
 	DB    string
 	DBPos Pos
 	Reset []string
-	Table string // table + Key (+ Event), or Query
-	Key   string
-	Event string
-	Query string
-	KeyOf template.Template
+	// ResetPos is where reset is written; AllowReset are the hosts
+	// besides this machine and one-label service hosts that reset may
+	// empty (the effects package holds reset to them).
+	ResetPos   Pos
+	AllowReset []string
+	Table      string // table + Key (+ Event), or Query
+	Key        string
+	Event      string
+	Query      string
+	QueryPos   Pos
+	KeyOf      template.Template
 	// IgnoreColumns are columns a consumer may change on a duplicate or a
 	// conflict (such as updated_at): rows are compared without them.
 	IgnoreColumns []string
@@ -496,7 +502,7 @@ func (l *loader) effects(n *yaml.Node) {
 	e := &Effects{Pos: l.pos(n)}
 	l.s.Effects = e
 	var dbSeen, keyOfSeen bool
-	var tableNode, keyNode, eventNode, queryNode *yaml.Node
+	var tableNode, keyNode, eventNode, queryNode, resetNode, allowNode *yaml.Node
 	l.mapping(n, "effects", []field{
 		{"db", func(k, v *yaml.Node) {
 			dbSeen = true
@@ -515,6 +521,7 @@ func (l *loader) effects(n *yaml.Node) {
 			}
 		}},
 		{"reset", func(k, v *yaml.Node) {
+			resetNode, e.ResetPos = k, l.pos(k)
 			if v.Kind != yaml.SequenceNode {
 				l.errorf(v, "reset must be a list of SQL statements such as [\"DELETE FROM payments\"], not %s", describe(v))
 				return
@@ -529,11 +536,27 @@ func (l *loader) effects(n *yaml.Node) {
 				}
 			}
 		}},
+		{"allow_reset", func(k, v *yaml.Node) {
+			allowNode = k
+			if v.Kind != yaml.SequenceNode {
+				l.errorf(v, "allow_reset must be a list of database hosts such as [db.ci.internal], not %s", describe(v))
+				return
+			}
+			for _, hn := range v.Content {
+				if h, ok := l.xstr(resolve(hn), "allow_reset entry"); ok {
+					if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/@ ") {
+						l.errorf(hn, "allow_reset entry must be a host name or IP such as db.ci.internal, not %q", h)
+						continue
+					}
+					e.AllowReset = append(e.AllowReset, h)
+				}
+			}
+		}},
 		{"table", func(k, v *yaml.Node) { tableNode = v; e.Table = l.name(v, "table", identifier) }},
 		{"key", func(k, v *yaml.Node) { keyNode = v; e.Key = l.name(v, "key", column) }},
 		{"event", func(k, v *yaml.Node) { eventNode = v; e.Event = l.name(v, "event", column) }},
 		{"query", func(k, v *yaml.Node) {
-			queryNode = v
+			queryNode, e.QueryPos = v, l.pos(v)
 			if s, ok := l.xstr(v, "query"); ok {
 				if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "SELECT") && !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "WITH") {
 					l.errorf(v, "query must be a SELECT returning a key column (and optionally event), not %q", s)
@@ -566,6 +589,9 @@ func (l *loader) effects(n *yaml.Node) {
 		l.errorf(n, "effects needs table: the table of the business effect (with key: its key column), or query: a SELECT returning a key column")
 	case keyNode == nil:
 		l.errorf(tableNode, "effects needs key: the column of %s that identifies one business effect", e.Table)
+	}
+	if allowNode != nil && resetNode == nil {
+		l.errorf(allowNode, "allow_reset names the hosts reset may empty, and effects has no reset; remove allow_reset")
 	}
 }
 

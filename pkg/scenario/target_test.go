@@ -295,3 +295,35 @@ func TestLoadBrokerTarget(t *testing.T) {
 		t.Errorf("amqp = %+v", a)
 	}
 }
+
+// TestAllowReset: allow_reset is a list of hosts, beside a reset.
+func TestAllowReset(t *testing.T) {
+	file := func(extra string) string {
+		return "version: 1\ntarget:\n  http: {url: \"http://127.0.0.1:1/e\"}\neffects:\n  db: \"postgres://app:s3cret@db.example.com:5432/ci\"\n" + extra +
+			"  table: payments\n  key: order_id\n  key_of: \"{data.orderId}\"\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
+	}
+	t.Setenv("REDELIVER_TEST_ALLOW", "10.0.0.5")
+	tests := []struct{ name, extra, want string }{
+		{name: "hosts", extra: "  reset: [\"DELETE FROM payments\"]\n  allow_reset: [db.example.com, \"${REDELIVER_TEST_ALLOW}\"]\n"},
+		{name: "not a list", extra: "  reset: [\"DELETE FROM payments\"]\n  allow_reset: db.example.com\n", want: "f.yaml:7:16: allow_reset must be a list of database hosts"},
+		{name: "a URL", extra: "  reset: [\"DELETE FROM payments\"]\n  allow_reset: [\"postgres://db.example.com/x\"]\n", want: "f.yaml:7:17: allow_reset entry must be a host name or IP"},
+		{name: "without reset", extra: "  allow_reset: [db.example.com]\n", want: "f.yaml:6:3: allow_reset names the hosts reset may empty, and effects has no reset"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Load("f.yaml", []byte(file(tt.extra)))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Load refused the file: %v", err)
+				}
+				if got := strings.Join(s.Effects.AllowReset, " "); got != "db.example.com 10.0.0.5" || s.Effects.ResetPos.Line != 6 {
+					t.Errorf("AllowReset = %q, ResetPos = %v", got, s.Effects.ResetPos)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load error = %v; want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -111,6 +112,13 @@ func Load(ctx context.Context, files []string) ([]*scenario.Scenario, error) {
 		case err != nil:
 			return nil, inputf("%s: %v", f, unwrapPath(err))
 		default:
+			// Where the reset would run is known only once the
+			// environment has filled in the db: checked here, before
+			// any file runs.
+			if e := effects.CheckReset(s.Effects); e != nil {
+				all = append(all, e)
+				continue
+			}
 			out = append(out, s)
 		}
 	}
