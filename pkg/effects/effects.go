@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"github.com/redeliver/redeliver/pkg/dbhost"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -59,6 +60,7 @@ type Row struct {
 // DB is the consumer's database, opened for judging.
 type DB struct {
 	db    *sql.DB
+	ro    *sql.DB // SQLite: the file under PRAGMA query_only, for the query
 	kind  string
 	where string // the database in words, without its user or password
 	path  string // SQLite: the file
@@ -171,6 +173,13 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 		// writers instead of failing with "database is locked".
 		d.db, err = sql.Open("sqlite", "file:"+dsn+"?mode=rw&_pragma=busy_timeout(10000)")
 		d.db.SetMaxOpenConns(1)
+		if err == nil && spec.Query != "" {
+			// The user's query runs where SQLite refuses any write.
+			d.ro, err = sql.Open("sqlite", "file:"+dsn+"?mode=rw&_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+			if err != nil {
+				d.db.Close()
+			}
+		}
 	}
 	if err != nil {
 		return nil, errorf("cannot open the effects database %s: %v", where, err)
@@ -188,7 +197,12 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 }
 
 // Close closes the connection.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	if d.ro != nil {
+		d.ro.Close()
+	}
+	return d.db.Close()
+}
 
 // exists reports whether a SQLite file is there yet.
 func (d *DB) exists() bool {
@@ -232,7 +246,18 @@ func (d *DB) CheckIgnored(ctx context.Context) error {
 	if d.spec.Query != "" {
 		q, what = "SELECT * FROM ("+d.spec.Query+") AS redeliver_effects WHERE 1 = 0", "the effects query"
 	}
-	rows, err := d.db.QueryContext(ctx, q)
+	var rows *sql.Rows
+	var err error
+	if d.spec.Query != "" {
+		// The user's query, read-only as every time it runs.
+		var done func()
+		rows, done, err = d.readOnly(ctx, q)
+		if done != nil {
+			defer done()
+		}
+	} else {
+		rows, err = d.db.QueryContext(ctx, q)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -246,6 +271,46 @@ func (d *DB) CheckIgnored(ctx context.Context) error {
 	}
 	_, err = d.compared(cols, what)
 	return err
+}
+
+// readOnly runs the user's query where the database refuses a write: a
+// READ ONLY transaction on PostgreSQL and MySQL, rolled back by done,
+// and PRAGMA query_only on SQLite.
+func (d *DB) readOnly(ctx context.Context, q string) (*sql.Rows, func(), error) {
+	if d.kind == SQLite {
+		rows, err := d.ro.QueryContext(ctx, q)
+		return rows, nil, err
+	}
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	done := func() { _ = tx.Rollback() }
+	rows, err := tx.QueryContext(ctx, q)
+	return rows, done, err
+}
+
+// readError says why a read failed; a write the database refused is
+// named as such.
+func (d *DB) readError(what string, err error) error {
+	if wrote(err) {
+		return errorf("%s must only read, and %s refused it as a write: %v", what, d.where, oneLine(err))
+	}
+	return errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
+}
+
+// wrote reports a database's refusal of a write in a read-only
+// transaction or connection.
+func wrote(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "25006" // read_only_sql_transaction
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1792 // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+	}
+	return strings.Contains(err.Error(), "attempt to write a readonly database")
 }
 
 // quote quotes a (possibly schema-qualified) name for the database.
@@ -284,12 +349,23 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 			args = append(args, *key)
 		}
 	}
-	rows, err := d.db.QueryContext(ctx, q, args...)
+	var rows *sql.Rows
+	var err error
+	if d.spec.Query != "" {
+		what = "the effects query (" + d.spec.QueryPos.String() + ")"
+		var done func()
+		rows, done, err = d.readOnly(ctx, q)
+		if done != nil {
+			defer done()
+		}
+	} else {
+		rows, err = d.db.QueryContext(ctx, q, args...)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
+		return nil, d.readError(what, err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
@@ -354,7 +430,7 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
+		return nil, d.readError(what, err)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Values < out[j].Values })
 	return out, nil

@@ -203,6 +203,70 @@ func keyAs(kind string) string {
 	return "key"
 }
 
+// TestQueryOnlyReads: a query that writes — a data-modifying CTE, a
+// DELETE … RETURNING behind WITH, a function that deletes — is refused by
+// the database itself, the error names the query's place in the file, and
+// nothing is deleted.
+func TestQueryOnlyReads(t *testing.T) {
+	ctx := context.Background()
+	for name, dsn := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			kind, driverDSN, _, _ := parse(dsn)
+			table := "redeliver_fx_ro_test"
+			setup(t, kind, dsn, table)
+			var q string
+			switch kind {
+			case Postgres:
+				q = "WITH d AS (DELETE FROM " + table + " RETURNING order_id) SELECT order_id AS key FROM d"
+			case SQLite:
+				q = "WITH d AS (SELECT 1) DELETE FROM " + table + " RETURNING order_id AS key"
+			case MySQL:
+				// MariaDB has no data-modifying CTE; a function that
+				// deletes, called from a SELECT, writes just the same.
+				db, err := sql.Open("mysql", driverDSN)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				for _, stmt := range []string{
+					"DROP FUNCTION IF EXISTS redeliver_fx_wipe",
+					"CREATE FUNCTION redeliver_fx_wipe() RETURNS INT MODIFIES SQL DATA BEGIN DELETE FROM " + table + "; RETURN 1; END",
+				} {
+					if _, err := db.Exec(stmt); err != nil {
+						t.Fatalf("%s: %v", stmt, err)
+					}
+				}
+				t.Cleanup(func() { db.Exec("DROP FUNCTION IF EXISTS redeliver_fx_wipe") })
+				q = "SELECT 'O-1' AS `key`, redeliver_fx_wipe() AS w"
+			}
+			spec := &scenario.Effects{DB: dsn, Query: q, QueryPos: scenario.Pos{File: "f.yaml", Line: 12, Col: 10}, IgnoreColumns: []string{"w"}}
+			db, err := Open(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			// Reading the query's columns before the first delivery is
+			// read-only too; whatever it says, it deletes nothing.
+			_ = db.CheckIgnored(ctx)
+			rows, err := db.Rows(ctx, nil)
+			if err == nil {
+				t.Errorf("the query ran and returned %d rows; want the database's refusal", len(rows))
+			} else if want := "the effects query (f.yaml:12:10) must only read, and "; !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("Rows = %v; want one sentence starting %q", err, want)
+			}
+			// The table is read as the consumer's, outside the query.
+			tdb, err := Open(ctx, &scenario.Effects{DB: dsn, Table: table, Key: "order_id"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tdb.Close()
+			if n, err := tdb.Count(ctx, table); err != nil || n != 3 {
+				t.Errorf("after the query, Count = %d, %v; want the 3 rows untouched", n, err)
+			}
+		})
+	}
+}
+
 // TestResetRefusedAway: Reset itself refuses a database away from this
 // machine that allow_reset does not name, before connecting.
 func TestResetRefusedAway(t *testing.T) {
