@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -273,6 +274,25 @@ func (l *loader) xmap(n *yaml.Node, what string) map[string]string {
 	return out
 }
 
+// dir reads the directory a consumer runs in, which must exist: a
+// relative one resolves against the current directory.
+func (l *loader) dir(n *yaml.Node, what string) string {
+	d, ok := l.xstr(n, what)
+	if !ok || d == "" {
+		return d
+	}
+	st, err := os.Stat(d)
+	switch {
+	case err != nil && os.IsNotExist(err):
+		l.errorf(n, "%s %q does not exist (a relative dir resolves against the current directory)", what, d)
+	case err != nil:
+		l.errorf(n, "%s %q cannot be used: %v", what, d, errors.Unwrap(err))
+	case !st.IsDir():
+		l.errorf(n, "%s %q is a file; expected the directory the consumer runs in", what, d)
+	}
+	return d
+}
+
 // timeout reads a positive duration such as 2s.
 func (l *loader) timeout(n *yaml.Node, what string) time.Duration {
 	s, ok := l.xstr(n, what)
@@ -425,7 +445,7 @@ func (l *loader) execTarget(n *yaml.Node) *ExecTarget {
 	l.mapping(n, "target exec", []field{
 		{"command", func(k, v *yaml.Node) { cmdSeen = true; e.Command, e.Shown = l.xstrs(v, "command"), shown(v) }},
 		{"env", func(k, v *yaml.Node) { e.Env = l.xmap(v, "env") }},
-		{"dir", func(k, v *yaml.Node) { e.Dir, _ = l.xstr(v, "dir") }},
+		{"dir", func(k, v *yaml.Node) { e.Dir = l.dir(v, "exec dir") }},
 		{"timeout", func(k, v *yaml.Node) { e.Timeout = l.timeout(v, "timeout") }},
 	})
 	if n.Kind == yaml.MappingNode && !cmdSeen {
@@ -440,7 +460,7 @@ func (l *loader) start(n *yaml.Node) *Start {
 	l.mapping(n, "target start", []field{
 		{"command", func(k, v *yaml.Node) { cmdSeen = true; s.Command, s.Shown = l.xstrs(v, "command"), shown(v) }},
 		{"env", func(k, v *yaml.Node) { s.Env = l.xmap(v, "env") }},
-		{"dir", func(k, v *yaml.Node) { s.Dir, _ = l.xstr(v, "dir") }},
+		{"dir", func(k, v *yaml.Node) { s.Dir = l.dir(v, "start dir") }},
 		{"ready", func(k, v *yaml.Node) { readySeen = true; l.ready(s, v) }},
 		{"ready_timeout", func(k, v *yaml.Node) { s.ReadyTimeout = l.timeout(v, "ready_timeout") }},
 		{"instances", func(k, v *yaml.Node) {

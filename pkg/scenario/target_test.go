@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -318,6 +320,38 @@ func TestAllowReset(t *testing.T) {
 				}
 				if got := strings.Join(s.Effects.AllowReset, " "); got != "db.example.com 10.0.0.5" || s.Effects.ResetPos.Line != 6 {
 					t.Errorf("AllowReset = %q, ResetPos = %v", got, s.Effects.ResetPos)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load error = %v; want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestMissingDir: a start or exec dir that does not exist is named, at
+// its place in the file.
+func TestMissingDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const effects = "effects: {db: x.db, table: payments, key: order_id, key_of: \"{data.orderId}\"}\n"
+	const checks = "checks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
+	for _, tt := range []struct{ name, src, want string }{
+		{"start dir missing", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], dir: " + dir + "/nope, ready: {stdout: x}}\n", "f.yaml:4:30: start dir \"" + dir + "/nope\" does not exist"},
+		{"exec dir missing", "version: 1\ntarget:\n  exec: {command: [a], dir: \"${REDELIVER_TEST_DIR}/nope\"}\n", "f.yaml:3:29: exec dir \"" + dir + "/nope\" does not exist"},
+		{"start dir a file", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], dir: " + file + ", ready: {stdout: x}}\n", "f.yaml:4:30: start dir \"" + file + "\" is a file"},
+		{"start dir there", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], dir: " + dir + ", ready: {stdout: x}}\n", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("REDELIVER_TEST_DIR", dir)
+			_, err := Load("f.yaml", []byte(tt.src+effects+checks))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Load refused the file: %v", err)
 				}
 				return
 			}
