@@ -352,7 +352,9 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 	var rows *sql.Rows
 	var err error
 	if d.spec.Query != "" {
-		what = "the effects query (" + d.spec.QueryPos.String() + ")"
+		if at := d.spec.QueryPos.String(); at != "" {
+			what = "the effects query (" + at + ")"
+		}
 		var done func()
 		rows, done, err = d.readOnly(ctx, q)
 		if done != nil {
