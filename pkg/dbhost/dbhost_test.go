@@ -1,6 +1,8 @@
 package dbhost
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -86,6 +88,33 @@ func TestForeign(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServiceFile: a service named in the URL or PGSERVICE leads where
+// its service file says, as it does for pgx.
+func TestServiceFile(t *testing.T) {
+	for _, v := range []string{"PGHOST", "PGPORT", "PGDATABASE", "PGSERVICE"} {
+		t.Setenv(v, "")
+	}
+	file := filepath.Join(t.TempDir(), "pg_service.conf")
+	if err := os.WriteFile(file, []byte("[prod]\nhost=db.example.com\nport=6432\ndbname=orders\n\n[ci]\nhost=postgres\ndbname=test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGSERVICEFILE", file)
+	for _, c := range []struct{ env, dsn, foreign, where string }{
+		{"", "postgres:///?service=prod", "db.example.com", "PostgreSQL db.example.com:6432/orders"},
+		{"prod", "postgres://", "db.example.com", "PostgreSQL db.example.com:6432/orders"},
+		{"", "postgres:///?service=ci", "", "PostgreSQL postgres:5432/test"},
+	} {
+		t.Setenv("PGSERVICE", c.env)
+		p, err := Parse(c.dsn)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", c.dsn, err)
+		}
+		if got := p.Foreign(nil); got != c.foreign || p.String() != c.where {
+			t.Errorf("Parse(%q) with PGSERVICE=%q: foreign %q, %s; want %q, %s", c.dsn, c.env, got, p, c.foreign, c.where)
+		}
 	}
 }
 
