@@ -133,20 +133,41 @@ func Host(addr string) string {
 // Local reports whether a host is one a reset plainly meant: a unix
 // socket, a loopback address, localhost, or a name of one label (such
 // as postgres or db, as CI service containers and compose services are
-// named). An empty host dials this machine.
+// named; see serviceName). An empty host dials this machine.
 func Local(host string) bool {
 	switch {
 	case host == "", strings.HasPrefix(host, "/"), strings.HasPrefix(host, "@"):
 		return true
 	}
 	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	if ip := net.ParseIP(h); ip != nil {
+	addr, _, zoned := strings.Cut(h, "%") // an IPv6 zone: fe80::1%eth0
+	if ip := net.ParseIP(addr); ip != nil {
 		return ip.IsLoopback()
+	}
+	if zoned {
+		return false
 	}
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		return true
 	}
-	return h != "" && !strings.Contains(h, ".")
+	return serviceName(h)
+}
+
+// serviceName reports whether h is a host name of one label, as a CI
+// service container or a compose service is named: letters, digits, "-"
+// and "_", starting with a letter or "_". A label that starts with a
+// digit may be an IPv4 address to libc's resolver (167772165 and
+// 0x0a000005 are 10.0.0.5), and anything else is no name.
+func serviceName(h string) bool {
+	if h == "" || !(h[0] >= 'a' && h[0] <= 'z' || h[0] == '_') {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // Foreign is the first host of the place that is neither Local nor in

@@ -31,6 +31,19 @@ func TestLocal(t *testing.T) {
 		{"0.0.0.0", false},
 		{"fe80::1", false},
 		{"2001:db8::5", false},
+		// One label, but an address: libc's resolver (Go's on macOS, or
+		// with cgo) reads a number as IPv4, and a zone does not make an
+		// IPv6 address local.
+		{"167772165", false},
+		{"2130706433", false},
+		{"0x0a000005", false},
+		{"012", false},
+		{"2001:db8::5%eth0", false},
+		{"fe80::1%eth0", false},
+		{"::1%lo", true},
+		{"pg_1", true},
+		{"my-db", true},
+		{"db1", true},
 	} {
 		if got := Local(c.host); got != c.local {
 			t.Errorf("Local(%q) = %v, want %v", c.host, got, c.local)
