@@ -42,7 +42,8 @@ type Message struct {
 	ID, Source, Type, Subject, Time string
 	// Data is the event's JSON payload.
 	Data json.RawMessage
-	// MsgID is the broker's message id (Nats-Msg-Id, AMQP message_id): the
+	// MsgID is the broker's message id (AMQP message_id; on JetStream the
+	// start of Nats-Msg-Id, which also names the run and the publish): the
 	// event id unless a step republishes the event under a new one, as an
 	// outbox that publishes twice does.
 	MsgID string
@@ -118,6 +119,9 @@ type Receipt struct {
 	// Duplicate is set when the broker dropped the message as a duplicate
 	// of one it already holds under the same message id.
 	Duplicate bool
+	// MsgID is the message id the broker saw, where it is not the
+	// message's own (JetStream: see nats.MsgID).
+	MsgID string
 }
 
 // Unknown marks a count the broker does not report.

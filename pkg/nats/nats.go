@@ -6,6 +6,8 @@ package nats
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -28,11 +30,20 @@ type Config struct {
 	// as wildcards) and the durable consumer (pull, explicit ack) when
 	// they do not exist. Without it, redeliver creates nothing.
 	Create bool
-	// AckWait and Duplicates apply to what Create makes: how long the
-	// consumer has to ack before a redelivery (default 30s) and the
-	// stream's duplicate window (default 2m, JetStream's own).
-	AckWait, Duplicates time.Duration
+	// AckWait is how long the consumer has to ack before JetStream
+	// delivers a message again. A durable that Create makes gets it
+	// (DefaultAckWait when zero); an existing durable must already have
+	// it, when it is set, or Open refuses.
+	AckWait time.Duration
+	// Duplicates is the duplicate window of a stream that Create makes
+	// (default 2m, JetStream's own).
+	Duplicates time.Duration
 }
+
+// DefaultAckWait is the AckWait of a durable redeliver creates when the
+// target names none: short, so that a message an instance held when it
+// was killed comes back within seconds, not JetStream's 30s.
+const DefaultAckWait = 5 * time.Second
 
 // The headers of the CloudEvents NATS binding and of JetStream.
 const (
@@ -48,8 +59,17 @@ type Publisher struct {
 	js  jetstream.JetStream
 	str jetstream.Stream
 
-	mu          sync.Mutex
-	base        jetstream.SequenceInfo // the consumer's delivered sequences when we began
+	// run makes every Nats-Msg-Id of this publisher its own (see Publish).
+	run string
+
+	mu sync.Mutex
+	// What the durable held when we began: its delivered sequences, the
+	// messages it had not yet delivered and those awaiting an ack. The
+	// counts of a run are taken from there.
+	base        jetstream.SequenceInfo
+	basePending int64
+	baseUnacked int64
+	sent        int64 // publishes attempted, numbering the Nats-Msg-Ids
 	published   int64
 	dropped     int64
 	unconfirmed int64
@@ -68,7 +88,9 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Publisher{cfg: cfg, nc: nc}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand.Read does not fail
+	p := &Publisher{cfg: cfg, nc: nc, run: hex.EncodeToString(b)}
 	if err := p.open(ctx); err != nil {
 		nc.Close()
 		return nil, err
@@ -116,7 +138,7 @@ func (p *Publisher) open(ctx context.Context) error {
 	case errors.Is(err, jetstream.ErrConsumerNotFound) && p.cfg.Create:
 		wait := p.cfg.AckWait
 		if wait <= 0 {
-			wait = 30 * time.Second
+			wait = DefaultAckWait
 		}
 		c, err = p.str.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:       p.cfg.Consumer,
@@ -136,15 +158,20 @@ func (p *Publisher) open(ctx context.Context) error {
 	if err != nil {
 		return &broker.Error{Msg: fmt.Sprintf("cannot read consumer %s on stream %s: %v", p.cfg.Consumer, p.cfg.Stream, err), Err: err}
 	}
+	if p.cfg.AckWait > 0 && info.Config.AckWait != p.cfg.AckWait {
+		return &broker.Error{Msg: fmt.Sprintf("durable consumer %s on stream %s has an AckWait of %s, and the target says ack_wait: %s; change one to match (ack_wait sets only a durable redeliver creates)", p.cfg.Consumer, p.cfg.Stream, info.Config.AckWait, p.cfg.AckWait)}
+	}
 	p.base = info.Delivered
+	p.basePending = int64(info.NumPending)
+	p.baseUnacked = int64(info.NumAckPending)
 	return nil
 }
 
-// Header is the NATS header a message carries: its message id, and in
-// binary mode the CloudEvent attributes as ce-* headers.
-func Header(m broker.Message, mode broker.Mode) natsgo.Header {
+// Header is the NATS header a message carries: msgID as its Nats-Msg-Id,
+// and in binary mode the CloudEvent attributes as ce-* headers.
+func Header(m broker.Message, msgID string, mode broker.Mode) natsgo.Header {
 	h := natsgo.Header{}
-	h.Set(MsgIDHeader, m.TransportID())
+	h.Set(MsgIDHeader, msgID)
 	h.Set(ContentTypeHeader, broker.ContentType(mode))
 	if mode != broker.Structured {
 		for _, a := range m.Attributes() {
@@ -154,11 +181,25 @@ func Header(m broker.Message, mode broker.Mode) natsgo.Header {
 	return h
 }
 
+// MsgID is the Nats-Msg-Id of the nth publish of a run: the message's id,
+// then the run and n, as in evt-1#5f3a9c01-3. Every publish has its own,
+// in this run and any other, so JetStream's duplicate window, which drops
+// a message whose Nats-Msg-Id it has seen within the window, never drops
+// one: what a scenario or a capture asks to deliver reaches the consumer.
+// The event's own id travels unchanged as ce-id (or in the body).
+func MsgID(m broker.Message, run string, n int64) string {
+	return fmt.Sprintf("%s#%s-%d", m.TransportID(), run, n)
+}
+
 // Publish stores one message in the stream and waits for JetStream's ack.
-// A message whose id JetStream already holds inside its duplicate window
-// is dropped by the server: the receipt says so and the counts keep it.
+// Should JetStream still drop it as a duplicate, the receipt says so and
+// the counts keep it.
 func (p *Publisher) Publish(ctx context.Context, m broker.Message) (broker.Receipt, error) {
-	msg := &natsgo.Msg{Subject: p.cfg.Subject.For(m), Header: Header(m, p.cfg.Mode), Data: m.Body(p.cfg.Mode)}
+	p.mu.Lock()
+	p.sent++
+	id := MsgID(m, p.run, p.sent)
+	p.mu.Unlock()
+	msg := &natsgo.Msg{Subject: p.cfg.Subject.For(m), Header: Header(m, id, p.cfg.Mode), Data: m.Body(p.cfg.Mode)}
 	ack, err := p.js.PublishMsg(ctx, msg)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -179,7 +220,7 @@ func (p *Publisher) Publish(ctx context.Context, m broker.Message) (broker.Recei
 	} else {
 		p.published++
 	}
-	return broker.Receipt{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	return broker.Receipt{Seq: ack.Sequence, Duplicate: ack.Duplicate, MsgID: id}, nil
 }
 
 func (p *Publisher) countsLocked() broker.Counts {
@@ -187,9 +228,15 @@ func (p *Publisher) countsLocked() broker.Counts {
 		Delivered: broker.Unknown, Redelivered: broker.Unknown, Acked: broker.Unknown, Pending: p.published, Unacked: broker.Unknown}
 }
 
-// Counts reads the durable consumer. Redeliveries are the consumer's
-// deliveries since Open beyond the messages it has been handed at least
-// once; every redelivery takes a new consumer sequence.
+// Counts reads the durable consumer, measured from what it held at Open:
+// the stream need not hold only this run's messages. The messages it has
+// handed over since Open are those it had not yet delivered then, plus
+// those published since, less those still pending. Redeliveries are its
+// deliveries since Open beyond those (every redelivery takes a new
+// consumer sequence); acks are what it had to deliver or was awaiting
+// then, plus what was published since, less what is pending or awaiting
+// an ack now. Pending and awaiting an ack are the durable's own: a run
+// ends when the consumer has taken everything, older messages included.
 func (p *Publisher) Counts(ctx context.Context) (broker.Counts, error) {
 	p.mu.Lock()
 	c := p.countsLocked()
@@ -208,9 +255,9 @@ func (p *Publisher) Counts(ctx context.Context) (broker.Counts, error) {
 	c.Pending = int64(info.NumPending)
 	c.Unacked = int64(info.NumAckPending)
 	c.Delivered = int64(info.Delivered.Consumer - p.base.Consumer)
-	seen := max(c.Published-c.Pending, 0) // messages handed over at least once
-	c.Redelivered = max(c.Delivered-seen, 0)
-	c.Acked = max(c.Published-c.Pending-c.Unacked, 0)
+	handed := max(p.basePending+c.Published-c.Pending, 0) // handed over at least once since Open
+	c.Redelivered = max(c.Delivered-handed, 0)
+	c.Acked = max(p.basePending+p.baseUnacked+c.Published-c.Pending-c.Unacked, 0)
 	return c, nil
 }
 

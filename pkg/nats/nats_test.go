@@ -122,7 +122,10 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 }
 
-func TestPublishHeadersDuplicatesAndDrain(t *testing.T) {
+// TestPublishHeadersAndDrain: every publish reaches the stream, the same
+// event again included, each under a Nats-Msg-Id of its own that begins
+// with the message id, while ce-id stays the event id; the counts follow.
+func TestPublishHeadersAndDrain(t *testing.T) {
 	url := server(t)
 	js := admin(t, url)
 	ctx := context.Background()
@@ -137,30 +140,32 @@ func TestPublishHeadersDuplicatesAndDrain(t *testing.T) {
 
 	evt := broker.Message{ID: "evt-1", Source: "/orders", Type: "created", Data: []byte(`{"orderId":"O-1"}`)}
 	steps := []struct {
-		name string
-		m    broker.Message
-		dup  bool
+		name  string
+		m     broker.Message
+		msgID string // what Nats-Msg-Id begins with
 	}{
-		{"first publish", evt, false},
-		{"same message id again: the duplicate window drops it", evt, true},
-		{"republished under a new message id: stored", func() broker.Message { m := evt; m.MsgID = "evt-1-again"; return m }(), false},
-		{"another event", broker.Message{ID: "evt-2", Source: "/orders", Type: "created", Subject: "O-2", Time: "2026-01-01T00:00:00Z", Data: []byte(`{"orderId":"O-2"}`)}, false},
+		{"first publish", evt, "evt-1#"},
+		{"same message id again: stored too", evt, "evt-1#"},
+		{"republished under a new message id", func() broker.Message { m := evt; m.MsgID = "evt-1-again"; return m }(), "evt-1-again#"},
+		{"another event", broker.Message{ID: "evt-2", Source: "/orders", Type: "created", Subject: "O-2", Time: "2026-01-01T00:00:00Z", Data: []byte(`{"orderId":"O-2"}`)}, "evt-2#"},
 	}
+	ids := map[string]bool{}
 	for _, s := range steps {
 		r, err := p.Publish(ctx, s.m)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if r.Duplicate != s.dup {
-			t.Errorf("%s: duplicate = %v, want %v", s.name, r.Duplicate, s.dup)
+		if r.Duplicate || !strings.HasPrefix(r.MsgID, s.msgID) || ids[r.MsgID] {
+			t.Errorf("%s: receipt %+v; want stored under a new Nats-Msg-Id starting %s", s.name, r, s.msgID)
 		}
+		ids[r.MsgID] = true
 	}
 	c, err := p.Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Published != 3 || c.Dropped != 1 || c.Pending != 3 || c.Unacked != 0 {
-		t.Fatalf("counts after publishing: %+v; want 3 published, 1 dropped, 3 pending", c)
+	if c.Published != 4 || c.Dropped != 0 || c.Pending != 4 || c.Unacked != 0 {
+		t.Fatalf("counts after publishing: %+v; want 4 published, none dropped, 4 pending", c)
 	}
 
 	// Be the consumer: the first delivery is refused (nak), so JetStream
@@ -172,7 +177,7 @@ func TestPublishHeadersDuplicatesAndDrain(t *testing.T) {
 	}
 	var got []jetstream.Msg
 	nakked := false
-	for len(got) < 3 {
+	for len(got) < 4 {
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -191,26 +196,31 @@ func TestPublishHeadersDuplicatesAndDrain(t *testing.T) {
 			}
 		}
 	}
+	// The nakked message comes again in an order of JetStream's choosing.
+	ceIDs := map[string]int{}
 	byID := map[string]jetstream.Msg{}
+	byCE := map[string]jetstream.Msg{}
 	for _, m := range got {
 		byID[m.Headers().Get("Nats-Msg-Id")] = m
+		byCE[m.Headers().Get("ce-id")] = m
+		ceIDs[m.Headers().Get("ce-id")]++
 	}
-	if len(byID) != 3 || byID["evt-1"] == nil || byID["evt-1-again"] == nil || byID["evt-2"] == nil {
-		t.Fatalf("consumed message ids %v, want evt-1, evt-1-again, evt-2", byID)
+	if len(byID) != 4 || ceIDs["evt-1"] != 3 || ceIDs["evt-2"] != 1 {
+		t.Fatalf("consumed %d message ids, ce-ids %v; want 4 ids, evt-1 three times and evt-2 once", len(byID), ceIDs)
 	}
-	first := byID["evt-1"].Headers()
+	first := byCE["evt-1"].Headers()
 	for k, want := range map[string]string{
-		"Nats-Msg-Id": "evt-1", "Content-Type": "application/json", "ce-specversion": "1.0",
+		"Content-Type": "application/json", "ce-specversion": "1.0",
 		"ce-id": "evt-1", "ce-source": "/orders", "ce-type": "created",
 	} {
 		if v := first.Get(k); v != want {
 			t.Errorf("header %s = %q, want %q", k, v, want)
 		}
 	}
-	if m := byID["evt-1"]; string(m.Data()) != `{"orderId":"O-1"}` || m.Subject() != strings.ToLower(stream)+".created" {
+	if m := byCE["evt-1"]; string(m.Data()) != `{"orderId":"O-1"}` || m.Subject() != strings.ToLower(stream)+".created" {
 		t.Errorf("message: subject %s, body %s", m.Subject(), m.Data())
 	}
-	if h := byID["evt-2"].Headers(); h.Get("ce-subject") != "O-2" || h.Get("ce-time") != "2026-01-01T00:00:00Z" {
+	if h := byCE["evt-2"].Headers(); h.Get("ce-subject") != "O-2" || h.Get("ce-time") != "2026-01-01T00:00:00Z" {
 		t.Errorf("optional attributes: %v", h)
 	}
 
@@ -218,8 +228,139 @@ func TestPublishHeadersDuplicatesAndDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Pending != 0 || c.Unacked != 0 || c.Acked != 3 || c.Delivered != 4 || c.Redelivered != 1 {
-		t.Fatalf("counts after draining: %+v; want 3 acked, 4 deliveries, 1 redelivered", c)
+	if c.Pending != 0 || c.Unacked != 0 || c.Acked != 4 || c.Delivered != 5 || c.Redelivered != 1 {
+		t.Fatalf("counts after draining: %+v; want 4 acked, 5 deliveries, 1 redelivered", c)
+	}
+}
+
+// TestARunAgainPublishesAgain: a second run into the same stream within
+// its duplicate window publishes the same events again, and JetStream
+// stores every one.
+func TestARunAgainPublishesAgain(t *testing.T) {
+	url := server(t)
+	js := admin(t, url)
+	ctx := context.Background()
+	stream := unique("RDLV_AGAIN")
+	deleteStreamAfter(t, js, stream)
+	for run := 1; run <= 2; run++ {
+		p, err := Open(ctx, Config{URL: url, Stream: stream, Subject: route(t, strings.ToLower(stream)+".x"), Consumer: "w", Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"a", "b", "a"} {
+			r, err := p.Publish(ctx, broker.Message{ID: id, Source: "/s", Type: "t", Data: []byte(`1`)})
+			if err != nil || r.Duplicate {
+				t.Fatalf("run %d, event %s: receipt %+v, %v; want it stored", run, id, r, err)
+			}
+		}
+		p.Close()
+	}
+	s, _ := js.Stream(ctx, stream)
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 6 {
+		t.Fatalf("the stream holds %d messages after two runs of 3 publishes, want 6", info.State.Msgs)
+	}
+}
+
+// TestAckWait: a durable Open creates gets the AckWait asked for, or
+// DefaultAckWait; an existing durable with another AckWait is refused.
+func TestAckWait(t *testing.T) {
+	url := server(t)
+	js := admin(t, url)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		ask  time.Duration
+		want time.Duration
+	}{
+		{"the default", 0, DefaultAckWait},
+		{"asked for", 2 * time.Second, 2 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stream := unique("RDLV_ACKWAIT")
+			deleteStreamAfter(t, js, stream)
+			cfg := Config{URL: url, Stream: stream, Subject: route(t, strings.ToLower(stream)+".x"), Consumer: "w", Create: true, AckWait: tt.ask}
+			p, err := Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Close()
+			s, _ := js.Stream(ctx, stream)
+			c, err := s.Consumer(ctx, "w")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.CachedInfo().Config.AckWait; got != tt.want {
+				t.Fatalf("the durable's AckWait is %s, want %s", got, tt.want)
+			}
+			// The durable is there now: the same AckWait opens it, another is refused.
+			cfg.AckWait = tt.want
+			if p, err = Open(ctx, cfg); err != nil {
+				t.Fatalf("reopen with the durable's AckWait: %v", err)
+			}
+			p.Close()
+			cfg.AckWait = tt.want + time.Second
+			_, err = Open(ctx, cfg)
+			var be *broker.Error
+			if !errors.As(err, &be) || !strings.Contains(be.Msg, "has an AckWait of "+tt.want.String()) || !strings.Contains(be.Msg, "ack_wait: "+cfg.AckWait.String()) {
+				t.Fatalf("got %v, want the durable's AckWait refused", err)
+			}
+		})
+	}
+}
+
+// TestCountsFromTheStateAtOpen: a durable that still had messages to
+// deliver when the run began is drained with them, and they are not
+// counted as redeliveries.
+func TestCountsFromTheStateAtOpen(t *testing.T) {
+	url := server(t)
+	js := admin(t, url)
+	ctx := context.Background()
+	stream := unique("RDLV_BASE")
+	deleteStreamAfter(t, js, stream)
+	cfg := Config{URL: url, Stream: stream, Subject: route(t, strings.ToLower(stream)+".x"), Consumer: "w", Create: true, AckWait: time.Minute}
+	before, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"old-1", "old-2"} {
+		if _, err := before.Publish(ctx, broker.Message{ID: id, Source: "/s", Type: "t", Data: []byte(`1`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before.Close()
+
+	p, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Publish(ctx, broker.Message{ID: "new", Source: "/s", Type: "t", Data: []byte(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := js.Stream(ctx, stream)
+	cons, _ := s.Consumer(ctx, "w")
+	for n := 0; n < 3; {
+		batch, err := cons.Fetch(3, jetstream.FetchMaxWait(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	c, err := p.Drain(ctx, broker.DrainOptions{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Published != 1 || c.Delivered != 3 || c.Redelivered != 0 || c.Acked != 3 || c.Pending != 0 {
+		t.Fatalf("counts %+v; want 1 published, 3 delivered and acked (2 from before the run), none redelivered", c)
 	}
 }
 
@@ -242,7 +383,7 @@ func TestStructuredMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ct := m.Header.Get("Content-Type"); ct != "application/cloudevents+json" || m.Header.Get("ce-id") != "" || m.Header.Get("Nats-Msg-Id") != "e1" {
+	if ct := m.Header.Get("Content-Type"); ct != "application/cloudevents+json" || m.Header.Get("ce-id") != "" || !strings.HasPrefix(m.Header.Get("Nats-Msg-Id"), "e1#") {
 		t.Errorf("headers %v: want a structured event with its message id and no ce-* headers", m.Header)
 	}
 	want := `{"specversion":"1.0","id":"e1","source":"/s","type":"t","datacontenttype":"application/json","data":{"a":1}}`

@@ -27,6 +27,10 @@ type NATSTarget struct {
 	Create       bool
 	Mode         broker.Mode
 	DrainTimeout time.Duration
+	// AckWait is how long the consumer has to ack before JetStream
+	// delivers a message again: a durable that create makes gets it
+	// (0: redeliver's short default), an existing one must have it.
+	AckWait time.Duration
 }
 
 // AMQPTarget publishes every delivery to a RabbitMQ exchange, for the
@@ -128,6 +132,7 @@ func (l *loader) natsTarget(n *yaml.Node) *NATSTarget {
 		{"create", func(k, v *yaml.Node) { t.Create = l.boolean(v, "create") }},
 		{"mode", func(k, v *yaml.Node) { t.Mode = l.brokerMode(v) }},
 		{"drain_timeout", func(k, v *yaml.Node) { t.DrainTimeout = l.timeout(v, "drain_timeout") }},
+		{"ack_wait", func(k, v *yaml.Node) { t.AckWait = l.timeout(v, "ack_wait") }},
 	})
 	if n.Kind != yaml.MappingNode {
 		return t

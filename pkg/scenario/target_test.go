@@ -176,6 +176,7 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"nats bad subject template", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: \"s.{type\", durable: d}\n" + effects + checks, "f.yaml:3:52: subject: placeholder at byte 3 is not closed"},
 		{"nats create not bool", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, create: yes please}\n" + effects + checks, "f.yaml:3:75: create must be true or false"},
 		{"nats unknown field", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, queue: q}\n" + effects + checks, "f.yaml:3:67: unknown field \"queue\" in target nats"},
+		{"nats ack_wait of zero", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, ack_wait: 0s}\n" + effects + checks, "f.yaml:3:77: ack_wait must be a positive duration"},
 		{"nats bad mode", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, mode: raw}\n" + effects + checks, "f.yaml:3:73: unknown mode \"raw\"; expected binary or structured"},
 		{"amqp without queue", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\"}\n" + effects + checks, "f.yaml:3:9: target amqp needs queue"},
 		{"amqp bad url", "version: 1\ntarget:\n  amqp: {url: \"nats://a:4222\", queue: q}\n" + effects + checks, "f.yaml:3:15: url must be a amqp:// URL"},
@@ -273,13 +274,13 @@ func FuzzExpandEnv(f *testing.F) {
 }
 
 func TestLoadBrokerTarget(t *testing.T) {
-	src := "version: 1\ntarget:\n  nats: {url: \"nats://127.0.0.1:4222\", stream: S, subject: \"s.{type}\", durable: d, create: true, mode: structured, drain_timeout: 5s}\neffects: {db: x.db, table: p, key: k, key_of: \"{data.orderId}\"}\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n        message_id: e-again\n        times: 2\n        expect: acked\n"
+	src := "version: 1\ntarget:\n  nats: {url: \"nats://127.0.0.1:4222\", stream: S, subject: \"s.{type}\", durable: d, create: true, mode: structured, drain_timeout: 5s, ack_wait: 2s}\neffects: {db: x.db, table: p, key: k, key_of: \"{data.orderId}\"}\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n        message_id: e-again\n        times: 2\n        expect: acked\n"
 	s, err := Load("t.yaml", []byte(src))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	n := s.Target.NATS
-	if n == nil || n.URL != "nats://127.0.0.1:4222" || n.Stream != "S" || n.Subject.String() != "s.{type}" || n.Durable != "d" || !n.Create || n.Mode != "structured" || n.DrainTimeout != 5*time.Second {
+	if n == nil || n.URL != "nats://127.0.0.1:4222" || n.Stream != "S" || n.Subject.String() != "s.{type}" || n.Durable != "d" || !n.Create || n.Mode != "structured" || n.DrainTimeout != 5*time.Second || n.AckWait != 2*time.Second {
 		t.Errorf("nats = %+v", n)
 	}
 	if !s.Target.Broker() || s.Target.Channel() != "nats" {
