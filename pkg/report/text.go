@@ -105,8 +105,8 @@ func counterLine(f *runner.FileResult) string {
 		s := fmt.Sprintf("counters (target): %s, %s, %d acked, %s, %d rejected or unacked, %s, %s",
 			n(c.Deliveries, "delivery", "deliveries"), n(c.Redeliveries, "redelivery", "redeliveries"), c.Processed, n(c.Conflicts, "conflict", "conflicts"),
 			c.Failed, n(c.Crashed, "crash", "crashes"), n(c.Effects, "effect row", "effect rows"))
-		if c.Published+c.DroppedDuplicates > 0 {
-			s += fmt.Sprintf("; broker: %d published, %d dropped by the duplicate window, ", c.Published, c.DroppedDuplicates)
+		if c.Published > 0 {
+			s += fmt.Sprintf("; broker: %d published, ", c.Published)
 			if c.Uncounted {
 				s += "redeliveries not counted by the broker"
 			} else {

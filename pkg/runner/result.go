@@ -23,7 +23,6 @@ type Counters struct {
 	UnchargedEffects    int `json:"uncharged_effects"`     // reconciliation: effects with no charge
 	// A broker target's publishes, and what the broker did with them.
 	Published         int  `json:"published,omitempty"`          // stored (JetStream) or confirmed (RabbitMQ)
-	DroppedDuplicates int  `json:"dropped_duplicates,omitempty"` // dropped by JetStream's duplicate window
 	BrokerRedelivered int  `json:"broker_redelivered,omitempty"` // JetStream's redeliveries to the consumer
 	Uncounted         bool `json:"-"`                            // the broker does not count its redeliveries (RabbitMQ)
 	// A target's crashes, by when the kill came against the consumer's
@@ -61,7 +60,6 @@ func (c *Counters) Add(o Counters) {
 	c.OrphanCharges += o.OrphanCharges
 	c.UnchargedEffects += o.UnchargedEffects
 	c.Published += o.Published
-	c.DroppedDuplicates += o.DroppedDuplicates
 	c.BrokerRedelivered += o.BrokerRedelivered
 	c.Uncounted = c.Uncounted || o.Uncounted
 	c.CrashedBeforeAnswer += o.CrashedBeforeAnswer

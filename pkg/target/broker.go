@@ -16,9 +16,9 @@ import (
 
 // brokerDeliverer publishes each delivery into a broker. The consumer
 // reads it from there, so a delivery's answer is the broker's: the
-// publish was stored (acked), or dropped by the duplicate window (acked,
-// and Duplicate set). A publish the broker refused or did not confirm
-// ends the run.
+// publish was stored (acked). A publish the broker refused, did not
+// confirm, or dropped as a duplicate never reached the consumer, and ends
+// the run.
 type brokerDeliverer struct {
 	pub  broker.Publisher
 	desc string
@@ -29,7 +29,7 @@ func openBroker(ctx context.Context, t *scenario.Target) (*brokerDeliverer, erro
 	switch {
 	case t.NATS != nil:
 		n := t.NATS
-		p, err := nats.Open(ctx, nats.Config{URL: n.URL, Stream: n.Stream, Subject: n.Subject, Consumer: n.Durable, Mode: n.Mode, Create: n.Create})
+		p, err := nats.Open(ctx, nats.Config{URL: n.URL, Stream: n.Stream, Subject: n.Subject, Consumer: n.Durable, Mode: n.Mode, Create: n.Create, AckWait: n.AckWait})
 		if err != nil {
 			return nil, err
 		}
@@ -54,11 +54,22 @@ func openBroker(ctx context.Context, t *scenario.Target) (*brokerDeliverer, erro
 }
 
 func (d *brokerDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}) Answer {
-	r, err := d.pub.Publish(ctx, broker.Message{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: ev.Time, Data: ev.Data, MsgID: ev.MsgID})
+	m := broker.Message{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: ev.Time, Data: ev.Data, MsgID: ev.MsgID}
+	r, err := d.pub.Publish(ctx, m)
 	if err != nil {
 		return Answer{Kind: Unacked, Err: err}
 	}
-	return Answer{Kind: Acked, Duplicate: r.Duplicate}
+	if r.Duplicate {
+		// Every publish has a message id of its own, so this is a broker
+		// that dropped what the run asked to deliver: never a pass.
+		c, _ := d.pub.Counts(ctx)
+		id := m.TransportID()
+		if r.MsgID != "" {
+			id = r.MsgID
+		}
+		return Answer{Kind: Unacked, Err: &broker.Error{Msg: fmt.Sprintf("the broker dropped event %s (message id %s) as a duplicate of a message it already held, so it never reached the consumer; %s", ev.ID, id, c), Counts: c}}
+	}
+	return Answer{Kind: Acked}
 }
 
 func (d *brokerDeliverer) Forget() {}

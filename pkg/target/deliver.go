@@ -54,9 +54,6 @@ type Answer struct {
 	Crashed  bool // the consumer was killed during or after this delivery (crash:)
 	// CrashCame says when that kill came against the consumer's answer.
 	CrashCame Timing
-	// Duplicate: a broker target's publish was dropped by the broker's
-	// duplicate window (the same message id inside it).
-	Duplicate bool
 	// RetryAfter is how long the consumer asked the redelivery to wait
 	// (an HTTP Retry-After header, at most MaxRetryAfter).
 	RetryAfter time.Duration
@@ -95,8 +92,6 @@ func (a Answer) String() string {
 		return "unacked (" + a.Err.Error() + ")"
 	case a.Status != 0:
 		return fmt.Sprintf("%s (%d)", a.Kind, a.Status)
-	case a.Duplicate:
-		return "acked (dropped by the broker's duplicate window)"
 	}
 	return string(a.Kind)
 }
@@ -107,7 +102,7 @@ func (a Answer) consumerAcked() bool {
 	if a.Dropped {
 		return a.Status == 0 || Classify(a.Status) == Acked
 	}
-	return a.Kind == Acked && !a.Duplicate
+	return a.Kind == Acked
 }
 
 // Short says the answer in a few words on one line: the consumer's stderr

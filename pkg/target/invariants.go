@@ -60,11 +60,10 @@ func judge(history []*Delivery, rows []effects.Row, table string) []invariant.Vi
 		}
 		out = append(out, v)
 	}
-	// lost-effect: an acked delivery whose key has no row. A publish the
-	// broker dropped as a duplicate never reached the consumer.
+	// lost-effect: an acked delivery whose key has no row.
 	lost := map[string]bool{}
 	for _, d := range history {
-		if d.Answer.Kind != Acked || d.Answer.Duplicate || len(byKey[d.Key]) > 0 || lost[d.EventID] {
+		if d.Answer.Kind != Acked || len(byKey[d.Key]) > 0 || lost[d.EventID] {
 			continue
 		}
 		lost[d.EventID] = true

@@ -161,7 +161,7 @@ func replayLine(c runner.Counters, broker bool, where string) string {
 	}
 	line := fmt.Sprintf("%s (%d acked, %d conflicts, %d not acked, %s), %s %s", deliveries, c.Processed, c.Conflicts, c.Failed, crashes, words.Count(int64(c.Effects), "effect row"), where)
 	if broker {
-		line = fmt.Sprintf("%d published, %d dropped by the duplicate window, %d instance kills, ", c.Published, c.DroppedDuplicates, c.Crashed)
+		line = fmt.Sprintf("%d published, %d instance kills, ", c.Published, c.Crashed)
 		if c.Uncounted {
 			line += "redeliveries not counted by the broker"
 		} else {

@@ -841,11 +841,7 @@ func count(c *runner.Counters, a Answer, redelivery, broker bool) {
 			c.CrashedAfterAnswer++
 		}
 	}
-	if broker {
-		if a.Duplicate {
-			c.DroppedDuplicates++
-		} else if a.Kind == Acked {
-			c.Published++
-		}
+	if broker && a.Kind == Acked {
+		c.Published++
 	}
 }
