@@ -173,7 +173,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	if o.Output.Verbose {
 		return problem.Usagef("-v lists every breach of a replay into a --target; the built-in replay's report shows the first examples of each invariant, and --format json the same")
 	}
-	if o.KillEvery != 0 {
+	if o.KillEvery != 0 || cmd.Flags().Changed("kill-every") {
 		return problem.Usagef("--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)")
 	}
 	strategy, ok := handler.ParseStrategy(o.Strategy)

@@ -63,7 +63,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		return scenario.Errors{e}
 	}
 	switch {
-	case o.KillEvery < 0:
+	case o.KillEvery < 0 || o.KillEvery == 0 && cmd.Flags().Changed("kill-every"):
 		return problem.Usagef("--kill-every must be a positive duration such as 300ms, not %s", o.KillEvery)
 	case o.KillEvery > 0 && !t.Target.Broker():
 		return problem.Usagef("--kill-every kills consumer instances that read from a broker, and the target of %s is %s; use --crash", o.Target, t.Target.Channel())
