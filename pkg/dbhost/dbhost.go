@@ -7,12 +7,14 @@ package dbhost
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/redeliver/redeliver/pkg/redact"
 )
 
 // Kinds of database.
@@ -47,13 +49,16 @@ func KindOf(dsn string) string {
 // (PGHOST and the other PG* variables fill in what the URL leaves out,
 // several hosts are all tried), mysql://… as the MySQL driver dials it
 // (no host is 127.0.0.1:3306), anything else a SQLite file. Its errors
-// never repeat the string, which may hold a password.
+// never show a password the string may hold.
 func Parse(dsn string) (*Place, error) {
 	switch KindOf(dsn) {
 	case Postgres:
 		cfg, err := pgconn.ParseConfig(dsn)
 		if err != nil {
-			return nil, errors.New("not a valid PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE)")
+			// pgx's message names what it could not use (a port, a CA
+			// file, a service) and quotes the string with its password
+			// masked; masked again here, as every string shown is.
+			return nil, fmt.Errorf("not a PostgreSQL URL pgx can use: %v", redact.Error(err))
 		}
 		p := &Place{Kind: Postgres, Name: cfg.Database}
 		add := func(host string, port uint16) {

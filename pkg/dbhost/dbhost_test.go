@@ -132,13 +132,21 @@ func TestServiceFile(t *testing.T) {
 }
 
 func TestParseErrorHidesTheString(t *testing.T) {
-	for _, dsn := range []string{"postgres://app:s3cret@db.example.com:notaport/prod", "mysql://app:s3cret@db.example.com:bad/prod"} {
+	for _, dsn := range []string{
+		"postgres://app:s3cret@db.example.com:notaport/prod",
+		"postgres://app:s3cret@db.example.com/prod?port=abc",
+		"postgres://app:s3cret@db.example.com/prod?sslmode=verify-full&sslrootcert=/nonexistent/root.crt&sslpassword=s3cret",
+		"mysql://app:s3cret@db.example.com:bad/prod",
+	} {
 		_, err := Parse(dsn)
 		if err == nil {
 			t.Fatalf("Parse(%q) accepted a malformed URL", dsn)
 		}
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Parse error %q repeats the password", err)
+		}
+		if strings.Contains(dsn, "sslrootcert") && !strings.Contains(err.Error(), "/nonexistent/root.crt") {
+			t.Errorf("Parse error %q does not name the CA file it could not read", err)
 		}
 	}
 }

@@ -323,7 +323,7 @@ func TestCheckReset(t *testing.T) {
 		{name: "allowed", db: "postgres://app:s3cret@db.example.com:5432/ci", extra: "  allow_reset: [db.example.com]\n"},
 		{name: "allowed from the environment", db: "${REDELIVER_TEST_URL}", env: "postgres://app@10.0.0.5/ci", extra: "  allow_reset: [\"${REDELIVER_TEST_ALLOW:-10.0.0.5}\"]\n"},
 		{name: "another host allowed", db: "postgres://app@10.0.0.5/ci", extra: "  allow_reset: [10.0.0.6]\n", want: "f.yaml:6:3: reset would empty the PostgreSQL database at 10.0.0.5:5432/ci"},
-		{name: "a URL pgx cannot use", db: "postgres://app:s3cret@db.example.com/x?port=abc", want: "f.yaml:5:7: db is not a valid PostgreSQL URL"},
+		{name: "a URL pgx cannot use", db: "postgres://app:s3cret@db.example.com/x?port=abc", want: "f.yaml:5:7: db is not a PostgreSQL URL pgx can use: cannot parse `postgres://app:xxxxx@db.example.com/x?port=abc`: invalid port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
