@@ -50,7 +50,7 @@ func targetReplayText(w io.Writer, run *Run, opts Options) error {
 		// A failure that is no broken invariant (none today) still shows.
 		for _, fl := range c.Failures {
 			if fl.Invariant == "" {
-				fmt.Fprintf(&b, "%s\n", located(fl))
+				fmt.Fprintf(&b, "%s\n", locatedLines(fl))
 			}
 		}
 	}

@@ -55,9 +55,9 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 			} else {
 				failed++
 				first := c.Failures[0]
-				fmt.Fprintf(&b, "%s%s: %s %s\n", indent, escape.Line(c.Name), p.fail.Sprint("FAIL:"), located(first))
+				fmt.Fprintf(&b, "%s%s: %s %s\n", indent, escape.Line(c.Name), p.fail.Sprint("FAIL:"), locatedLines(first))
 				for _, more := range c.Failures[1:] {
-					fmt.Fprintf(&b, "%s  %s\n", indent, located(more))
+					fmt.Fprintf(&b, "%s  %s\n", indent, locatedLines(more))
 				}
 			}
 			if opts.Verbose {
@@ -89,6 +89,25 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// locatedLines is located for the text report: the lines a failure
+// quotes from a consumer's stderr (escape.QuoteSep) follow it, each on a
+// line of its own, as escape.Message writes them.
+func locatedLines(f runner.Failure) string {
+	head, _, ok := strings.Cut(f.Message, escape.QuoteSep)
+	if !ok {
+		return located(f)
+	}
+	quoted := f.Message[len(head):]
+	if p := f.Pos.String(); p != "" {
+		if h, colon := strings.CutSuffix(head, ":"); colon {
+			head = fmt.Sprintf("%s (%s):", h, p)
+		} else {
+			head = fmt.Sprintf("%s (%s)", head, p)
+		}
+	}
+	return escape.Message(head + quoted)
 }
 
 func located(f runner.Failure) string {

@@ -33,6 +33,10 @@ func TestText(t *testing.T) {
 			"z: z ok\nw: FAIL: step 1 expected conflict, got processed (s.yaml:31:9)\n  step 2 expected 1 row in shipments, got 2 (s.yaml:33:20)\nFAIL: 1 of 2 checks failed\n"},
 		{"several files", []*runner.FileResult{one, bad}, Options{},
 			"a (a.yaml)\n  x: x ok\n  y: y ok\nb (b.yaml)\n  z: z ok\n  w: FAIL: step 1 expected conflict, got processed (s.yaml:31:9)\n    step 2 expected 1 row in shipments, got 2 (s.yaml:33:20)\nFAIL: 1 of 4 checks failed in 2 files\n"},
+		{"a consumer's stderr lines on lines of their own", []*runner.FileResult{{File: "e.yaml", Name: "e", Strategy: handler.EventID, Checks: []runner.CheckResult{{Name: "v", Failures: []runner.Failure{
+			{Message: "step 1 expected acked, got unacked (exit status 3); its last stderr lines:\n    first\n    PASS: forged \x1b[2J", Pos: handler.Location{File: "e.yaml", Line: 9, Col: 9}},
+		}}}}}, Options{},
+			"v: FAIL: step 1 expected acked, got unacked (exit status 3); its last stderr lines (e.yaml:9:9):\n    | first\n    | PASS: forged \\x1b[2J\nFAIL: 1 of 1 checks failed\n"},
 		{"colour", []*runner.FileResult{one}, Options{Color: true}, "x: x ok\ny: y ok\n\x1b[32;1mPASS:\x1b[0;22m x, y\n"},
 		{"verbose adds the counters", []*runner.FileResult{one}, Options{Verbose: true},
 			"x: x ok\ny: y ok\ncounters (event-id): 0 deliveries, 0 duplicate deliveries, 0 skipped duplicates, 0 identity conflicts, 0 key conflicts, 0 failed, 0 failed after an external call, 0 crashed, 0 effects\nPASS: x, y\n"},

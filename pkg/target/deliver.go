@@ -89,7 +89,12 @@ func (a Answer) String() string {
 	case a.TimedOut:
 		return "unacked (no answer in time)"
 	case a.Err != nil:
-		return "unacked (" + a.Err.Error() + ")"
+		// The consumer's stderr lines an exec failure quotes come last.
+		msg, lines, _ := strings.Cut(a.Err.Error(), stderrIntro)
+		if lines != "" {
+			lines = stderrIntro + lines
+		}
+		return "unacked (" + msg + ")" + lines
 	case a.Status != 0:
 		return fmt.Sprintf("%s (%d)", a.Kind, a.Status)
 	}
@@ -108,10 +113,7 @@ func (a Answer) consumerAcked() bool {
 // Short says the answer in a few words on one line: the consumer's stderr
 // lines an exec failure carries are left out.
 func (a Answer) Short() string {
-	s := a.String()
-	if i := strings.Index(s, stderrIntro); i >= 0 {
-		s = s[:i] + ")"
-	}
+	s, _, _ := strings.Cut(a.String(), stderrIntro)
 	return s
 }
 
