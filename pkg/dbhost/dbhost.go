@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redeliver/redeliver/pkg/redact"
 )
@@ -34,16 +36,30 @@ type Place struct {
 	Name string
 }
 
-// KindOf is the kind of database a connection string names.
+// KindOf is the kind of database a connection string names: a
+// postgres:// URL or a libpq keyword string (host=… dbname=…) is
+// PostgreSQL, a mysql:// URL or a Go MySQL DSN (user:pw@tcp(host)/db)
+// is MySQL, anything else a SQLite file.
 func KindOf(dsn string) string {
 	switch {
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), pgKeywords.MatchString(dsn):
 		return Postgres
-	case strings.HasPrefix(dsn, "mysql://"):
+	case strings.HasPrefix(dsn, "mysql://"), NativeMySQL(dsn):
 		return MySQL
 	}
 	return SQLite
 }
+
+// pgKeywords is a libpq keyword/value connection string: it starts with
+// one of the keywords a PostgreSQL connection is made of.
+var pgKeywords = regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|service|sslmode|connect_timeout)\s*=`)
+
+// nativeMySQL is a Go MySQL driver DSN: [user[:password]@]net(addr)/db.
+var nativeMySQL = regexp.MustCompile(`^([^/]*@)?(tcp|tcp4|tcp6|unix)\([^)]*\)/`)
+
+// NativeMySQL reports whether dsn is written the Go MySQL driver's way
+// (root:pw@tcp(127.0.0.1:3306)/test) rather than as a mysql:// URL.
+func NativeMySQL(dsn string) bool { return nativeMySQL.MatchString(dsn) }
 
 // Parse resolves a connection string: postgres://… as pgx resolves it
 // (PGHOST and the other PG* variables fill in what the URL leaves out,
@@ -79,6 +95,17 @@ func Parse(dsn string) (*Place, error) {
 		}
 		return p, nil
 	case MySQL:
+		if NativeMySQL(dsn) {
+			cfg, err := mysql.ParseDSN(dsn)
+			if err != nil {
+				return nil, errors.New("not a Go MySQL DSN the driver can use (USER:PASSWORD@tcp(HOST:PORT)/DATABASE)")
+			}
+			addr := cfg.Addr
+			if cfg.Net != "unix" && addr == "" {
+				addr = "127.0.0.1:3306"
+			}
+			return &Place{Kind: MySQL, Hosts: []string{addr}, Name: cfg.DBName}, nil
+		}
 		u, err := url.Parse(dsn)
 		if err != nil {
 			return nil, errors.New("not a valid MySQL URL (mysql://USER@HOST:PORT/DATABASE)")

@@ -78,7 +78,13 @@ func TestForeign(t *testing.T) {
 		{name: "allowed by name", dsn: "postgres://app:s3cret@db.example.com:5432/ci", allowed: []string{"DB.example.com"}, where: "PostgreSQL db.example.com:5432/ci"},
 		{name: "allowed as host:port", dsn: "postgres://app@10.0.0.5:6432/ci", allowed: []string{"10.0.0.5:6432"}, where: "PostgreSQL 10.0.0.5:6432/ci"},
 		{name: "another host allowed", dsn: "postgres://app@10.0.0.5/ci", allowed: []string{"10.0.0.6"}, foreign: "10.0.0.5", where: "PostgreSQL 10.0.0.5:5432/ci"},
+		{name: "keyword string", dsn: "host=127.0.0.1 port=5432 dbname=test user=postgres password=s3cret", where: "PostgreSQL 127.0.0.1:5432/test"},
+		{name: "remote keyword string", dsn: "host=db.example.com dbname=prod user=app password=s3cret", foreign: "db.example.com", where: "PostgreSQL db.example.com:5432/prod"},
+		{name: "Go MySQL DSN", dsn: "root:s3cret@tcp(127.0.0.1:3306)/test", where: "MySQL 127.0.0.1:3306/test"},
+		{name: "remote Go MySQL DSN", dsn: "root:s3cret@tcp(db.example.com:3306)/prod?parseTime=true", foreign: "db.example.com", where: "MySQL db.example.com:3306/prod"},
+		{name: "Go MySQL DSN on a socket", dsn: "root@unix(/run/mysqld/mysqld.sock)/test", where: "MySQL /run/mysqld/mysqld.sock/test"},
 		{name: "SQLite file", dsn: "effects.db", where: "SQLite file effects.db"},
+		{name: "SQLite file with = in its name", dsn: "runs/a=b.db", where: "SQLite file runs/a=b.db"},
 		{name: "SQLite URL", dsn: "sqlite:/srv/data/effects.db", where: "SQLite file /srv/data/effects.db"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

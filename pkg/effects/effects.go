@@ -105,6 +105,10 @@ func parse(dsn string) (kind, driverDSN, where string, err error) {
 	case Postgres:
 		return Postgres, dsn, where, nil
 	case MySQL:
+		if dbhost.NativeMySQL(dsn) {
+			// Already the driver's own form.
+			return MySQL, dsn, where, nil
+		}
 		u, err := url.Parse(dsn)
 		if err != nil {
 			return "", "", "", errorf("the effects db is not a valid MySQL URL")

@@ -3,6 +3,8 @@ package effects
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,11 @@ func databases(t *testing.T) map[string]string {
 	for name, env := range map[string]string{"postgres": "REDELIVER_TEST_POSTGRES", "mysql": "REDELIVER_TEST_MYSQL"} {
 		if dsn := os.Getenv(env); dsn != "" {
 			out[name] = dsn
+			// The same database written the driver's own way: a libpq
+			// keyword string, a Go MySQL DSN.
+			if native := nativeForm(t, dsn); native != "" {
+				out[name+"-native"] = native
+			}
 		} else if os.Getenv("CI") == "true" {
 			t.Errorf("%s is not set under CI=true: the %s effects tests must run", env, name)
 		} else {
@@ -26,6 +33,33 @@ func databases(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// nativeForm writes a postgres:// or mysql:// URL the way its driver
+// takes it without a URL.
+func nativeForm(t *testing.T, dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		s := fmt.Sprintf("host=%s dbname=%s user=%s", u.Hostname(), strings.TrimPrefix(u.Path, "/"), u.User.Username())
+		if p := u.Port(); p != "" {
+			s += " port=" + p
+		}
+		if m := u.Query().Get("sslmode"); m != "" {
+			s += " sslmode=" + m
+		}
+		return s
+	case "mysql":
+		_, native, _, err := parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return native
+	}
+	return ""
 }
 
 // setup creates the test's own table through the driver, as a consumer would.
