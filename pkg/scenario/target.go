@@ -580,6 +580,8 @@ func (l *loader) effects(n *yaml.Node) {
 			if s, ok := l.xstr(v, "query"); ok {
 				if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "SELECT") && !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "WITH") {
 					l.errorf(v, "query must be a SELECT returning a key column (and optionally event), not %q", s)
+				} else if more, ok := oneStatement(s); !ok {
+					l.errorf(v, "query must be one statement, and a ; is followed by more (%q): a second statement may write where the first only reads", more)
 				}
 				e.Query = s
 			}
@@ -855,4 +857,19 @@ func (l *loader) validateTargetState(st *State) {
 	if st.Charges != nil {
 		l.errs = append(l.errs, errorf(st.ChargesPos, "charges counts the built-in payment gateway's charges; for a target, count rows: {TABLE: N} of your provider table"))
 	}
+}
+
+// oneStatement reports whether a query is one statement: nothing but
+// spaces and semicolons after its first ";". A read-only transaction
+// holds one statement, but a driver that runs several (pgx's simple
+// protocol, MySQL's multiStatements, SQLite) would run a COMMIT and a
+// DELETE after it. A ";" inside a string literal or a comment counts
+// too: telling them apart as each database does is not worth the risk.
+// When it is not, more is what follows the ";".
+func oneStatement(q string) (more string, ok bool) {
+	i := strings.IndexByte(q, ';')
+	if i < 0 || strings.Trim(q[i:], "; \t\r\n") == "" {
+		return "", true
+	}
+	return q[i+1:], false
 }

@@ -159,6 +159,8 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"empty command", "version: 1\ntarget:\n  exec: {command: []}\n" + effects + checks, "f.yaml:3:19: command is empty"},
 		{"unknown db", "version: 1\n" + http + "effects: {db: \"mongodb://x\", table: p, key: k, key_of: \"{id}\"}\n" + checks, "f.yaml:4:15: db \"mongodb://x\": unknown database \"mongodb\""},
 		{"table and query", "version: 1\n" + http + "effects: {db: x.db, table: p, key: k, query: \"SELECT 1 AS key\", key_of: \"{id}\"}\n" + checks, "f.yaml:4:46: effects takes table and key, or query, not both"},
+		{"query of two statements", "version: 1\n" + http + "effects: {db: x.db, query: \"SELECT k AS key FROM p; COMMIT; DELETE FROM p\", key_of: \"{id}\"}\n" + checks, "f.yaml:4:28: query must be one statement, and a ; is followed by more (\" COMMIT; DELETE FROM p\"): a second statement may write where the first only reads"},
+		{"query with a ; in a comment", "version: 1\n" + http + "effects: {db: x.db, query: \"SELECT k AS key FROM p -- ;\\nDELETE FROM p\", key_of: \"{id}\"}\n" + checks, "f.yaml:4:28: query must be one statement, and a ; is followed by more"},
 		{"table without key", "version: 1\n" + http + "effects: {db: x.db, table: p, key_of: \"{id}\"}\n" + checks, "f.yaml:4:28: effects needs key"},
 		{"bad table name", "version: 1\n" + http + "effects: {db: x.db, table: \"p; drop\", key: k, key_of: \"{id}\"}\n" + checks, "f.yaml:4:28: table must be a name of letters"},
 		{"fail in target mode", "version: 1\n" + http + effects + checks + "        fail: after-marker\n", "f.yaml:8:9: fail is for the built-in handler"},
@@ -360,5 +362,24 @@ func TestMissingDir(t *testing.T) {
 				t.Errorf("Load error = %v; want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestOneStatement(t *testing.T) {
+	for _, c := range []struct {
+		q  string
+		ok bool
+	}{
+		{"SELECT k AS key FROM p", true},
+		{"SELECT k AS key FROM p;", true},
+		{"SELECT k AS key FROM p ; ;\n", true},
+		{"SELECT k AS key FROM p; DELETE FROM p", false},
+		{"SELECT k AS key FROM p;COMMIT", false},
+		{"WITH x AS (SELECT 1) SELECT 1 AS key; PRAGMA query_only=0", false},
+		{"SELECT k AS key FROM p WHERE k <> ';'", false}, // refused: a literal ; is not worth telling apart
+	} {
+		if _, ok := oneStatement(c.q); ok != c.ok {
+			t.Errorf("oneStatement(%q) = %v, want %v", c.q, ok, c.ok)
+		}
 	}
 }
