@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"errors"
 	"net"
 	"os"
@@ -255,6 +256,135 @@ checks:
 	}
 	cmd.Wait()
 	noneLeft(t, pidfile, 1)
+}
+
+// TestSigkillTakesWhatTheConsumerStarted: redeliver killed with SIGKILL
+// takes with it, on Linux, every process its consumer's start command
+// started, not only the one it started itself: a shell that runs the
+// consumer without exec, and a helper in a session of its own (setsid).
+func TestSigkillTakesWhatTheConsumerStarted(t *testing.T) {
+	t.Parallel()
+	needStrays(t)
+	tests := []struct {
+		name string
+		// sh is the start command's shell script: PIDS is the file each
+		// process it starts writes its pid to, CONSUMER the consumer.
+		sh string
+		n  int
+	}{
+		{"a shell that does not exec the consumer", "echo $$ >> PIDS; CONSUMER; echo the consumer exited", 2},
+		{"a helper in a session of its own", "setsid sleep 600 & echo $! >> PIDS; exec CONSUMER", 2},
+		{"both", "setsid sh -c 'echo $$ >> PIDS; exec sleep 600' & echo $$ >> PIDS; CONSUMER; echo the consumer exited", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			port, err := consumertest.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pidfile := filepath.Join(dir, "pids")
+			killLeft(t, pidfile)
+			consumer := "consumer --listen 127.0.0.1:" + port + " --db '" + filepath.Join(dir, "c.db") + "' --pidfile '" + filepath.Join(dir, "consumer.pid") + "'"
+			sh := strings.NewReplacer("PIDS", pidfile, "CONSUMER", consumer).Replace(tt.sh)
+			file := filepath.Join(dir, "s.yaml")
+			src := `version: 1
+target:
+  http: {url: "http://127.0.0.1:` + port + `/events"}
+  start:
+    command: [sh, -c, "` + strings.ReplaceAll(sh, `"`, `\"`) + `"]
+    ready: http://127.0.0.1:` + port + `/healthz
+effects: {db: "` + filepath.Join(dir, "c.db") + `", table: payments, key: order_id, key_of: "{data.orderId}"}
+checks:
+  - name: waits
+    steps:
+      - deliver: {id: evt-1, data: {orderId: O-1}}
+        delay: 1h
+`
+			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("redeliver", "run", file)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			waitListening(t, port)
+			// Every process has written its pid once the consumer answers,
+			// but for a helper the shell put in the background: wait for it.
+			for deadline := time.Now().Add(hung); len(pids(t, pidfile)) < tt.n-1 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			consumerPid, _ := os.ReadFile(filepath.Join(dir, "consumer.pid"))
+			f, err := os.OpenFile(pidfile, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(append(consumerPid, '\n'))
+			f.Close()
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			noneLeft(t, pidfile, tt.n)
+		})
+	}
+}
+
+// TestSigkillTakesAnExecDelivery: redeliver killed with SIGKILL while an
+// exec delivery's shell runs takes the shell, its child, and a helper in
+// a session of its own with it.
+func TestSigkillTakesAnExecDelivery(t *testing.T) {
+	t.Parallel()
+	needStrays(t)
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pids")
+	killLeft(t, pidfile)
+	db := filepath.Join(dir, "c.db")
+	conn, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec("CREATE TABLE payments (order_id TEXT)")
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "s.yaml")
+	src := `version: 1
+target:
+  exec:
+    command: [sh, -c, "setsid sleep 600 & echo $! >> '` + pidfile + `'; sleep 600 & echo $! >> '` + pidfile + `'; echo $$ >> '` + pidfile + `'; wait"]
+    timeout: 10m
+effects: {db: "` + db + `", table: payments, key: order_id, key_of: "{data.orderId}"}
+checks:
+  - name: hangs
+    steps:
+      - deliver: {id: evt-1, data: {orderId: O-1}}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("redeliver", "run", file)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for deadline := time.Now().Add(hung); len(pids(t, pidfile)) < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery did not start its processes within %s; stderr:\n%s", hung, stderr.String())
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	noneLeft(t, pidfile, 3)
 }
 
 // waitListening waits until a consumer answers on port.

@@ -17,6 +17,12 @@ import (
 // Main runs redeliver with the process's arguments and streams and returns
 // the exit status.
 func Main() int {
+	// On Linux, redeliver runs each process it starts under a copy of
+	// itself that ends the process's descendants if redeliver is killed
+	// (SIGKILL); in that copy, this runs the process and never returns.
+	if code, ok := target.Supervise(); ok {
+		return code
+	}
 	// Descendants of a started consumer that leave its process group are
 	// reparented to redeliver (on Linux), and stopped with it; after the
 	// run, none is left, however it ended.

@@ -78,8 +78,10 @@ type Process struct {
 	// Started counts the starts, the first one included.
 	Started int
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	// pid is the consumer's own (its supervisor's child, on Linux).
+	pid     int
 	done    chan struct{} // closed when the current process has exited
 	waitErr error
 	killing bool // an exit now is one redeliver caused
@@ -137,14 +139,11 @@ func commandLine(command, shown []string) string {
 	return redact.Args(command)
 }
 
-// Pid is the current process's id (and its process group's).
+// Pid is the current consumer's process id.
 func (p *Process) Pid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil || p.cmd.Process == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
+	return p.pid
 }
 
 func (p *Process) start(ctx context.Context) error {
@@ -161,7 +160,7 @@ func (p *Process) start(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	p.mu.Lock()
-	p.cmd, p.done, p.stderr, p.ready, p.killing, p.waitErr = cmd, done, st, ready, false, nil
+	p.cmd, p.pid, p.done, p.stderr, p.ready, p.killing, p.waitErr = cmd, c.pid, done, st, ready, false, nil
 	p.Started++
 	p.mu.Unlock()
 	go func() {

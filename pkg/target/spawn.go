@@ -27,6 +27,9 @@ var live = map[int]int{}
 // target's delivery — in a process group of its own, its stdout and
 // stderr read through pipes redeliver owns.
 type child struct {
+	// pid is the started process's: cmd's, or the one its supervisor
+	// started in its process group (see Supervise).
+	pid     int
 	cmd     *exec.Cmd
 	pipes   []*os.File // the read ends
 	readers sync.WaitGroup
@@ -36,6 +39,11 @@ type child struct {
 // output until it ends. A process that leaves a descendant holding the
 // pipes does not make redeliver wait for it.
 func spawn(cmd *exec.Cmd, stdout, stderr func(io.Reader)) (*child, error) {
+	return spawnAs(cmd, supervised.Load(), stdout, stderr)
+}
+
+// spawnAs is spawn, through a supervisor or not.
+func spawnAs(cmd *exec.Cmd, supervise bool, stdout, stderr func(io.Reader)) (*child, error) {
 	c := &child{cmd: cmd}
 	cmd.SysProcAttr = sysProcAttr()
 	// A stray holding the read end of stdin cannot hold Wait either.
@@ -80,8 +88,19 @@ func spawn(cmd *exec.Cmd, stdout, stderr func(io.Reader)) (*child, error) {
 		}
 		cmd.Stderr = w
 	}
+	var status *os.File
+	var err error
+	if supervise {
+		status, err = superviseCmd(cmd)
+	}
+	if err != nil {
+		closeAll()
+		c.closePipes()
+		c.readers.Wait()
+		return nil, err
+	}
 	spawnMu.Lock()
-	err := startCmd(cmd)
+	err = startCmd(cmd)
 	if err == nil {
 		live[cmd.Process.Pid]++
 	}
@@ -89,12 +108,33 @@ func spawn(cmd *exec.Cmd, stdout, stderr func(io.Reader)) (*child, error) {
 	// The child has its own copies; redeliver keeps only the read ends,
 	// so they reach the end when every writer is gone.
 	closeAll()
+	if status != nil {
+		if err != nil {
+			status.Close()
+			cmd.ExtraFiles[0].Close()
+		} else if c.pid, err = supervisorStarted(status, cmd); err != nil {
+			// The supervisor could not start the process and exits.
+			cmd.Wait()
+			unregister(cmd.Process.Pid)
+		}
+	} else if err == nil {
+		c.pid = cmd.Process.Pid
+	}
 	if err != nil {
 		c.closePipes()
 		c.readers.Wait()
 		return nil, err
 	}
 	return c, nil
+}
+
+// unregister forgets a started process once it was waited for.
+func unregister(pid int) {
+	spawnMu.Lock()
+	if live[pid]--; live[pid] <= 0 {
+		delete(live, pid)
+	}
+	spawnMu.Unlock()
 }
 
 // wait waits for the process to exit, then ends what it left: the rest of
@@ -104,11 +144,7 @@ func (c *child) wait() error {
 	err := c.cmd.Wait()
 	pid := c.cmd.Process.Pid
 	signalGroup(pid, sigKill)
-	spawnMu.Lock()
-	if live[pid]--; live[pid] <= 0 {
-		delete(live, pid)
-	}
-	spawnMu.Unlock()
+	unregister(pid)
 	EndStrays()
 	done := make(chan struct{})
 	go func() { c.readers.Wait(); close(done) }()
