@@ -143,6 +143,11 @@ func supervise(parent int, path string, argv []string) int {
 				break
 			}
 			if got == pid {
+				if os.Getppid() != parent {
+					// redeliver died as the process exited: what it
+					// left would be reparented past it.
+					endDescendants()
+				}
 				return mirror(ws)
 			}
 			// An adopted orphan that exited: reaped, so no zombie stays.
