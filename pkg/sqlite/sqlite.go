@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -83,6 +84,70 @@ type DB struct {
 
 type queries struct {
 	marker, insertMarker, insertEffect, insertEffectAt, effectOf, effectByKey, purge string
+	// cache holds the statements prepared on the pool, so that a delivery
+	// does not parse its statements again (nil: each is prepared per use).
+	cache *stmtCache
+}
+
+// stmtCache is the statements of one database, each prepared once on the
+// pool: a transaction binds it to its connection, where database/sql
+// prepares it once per connection.
+type stmtCache struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// prepare prepares queries on the pool. It runs before any transaction:
+// preparing reads the schema, which an in-memory database's write lock
+// (held from BEGIN IMMEDIATE) keeps other connections from.
+func (c *stmtCache) prepare(ctx context.Context, queries ...string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*sql.Stmt{}
+	}
+	for _, q := range queries {
+		if _, ok := c.m[q]; ok {
+			continue
+		}
+		s, err := c.db.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		c.m[q] = s
+	}
+	return nil
+}
+
+// get returns the prepared statement of query, or nil.
+func (c *stmtCache) get(query string) *sql.Stmt {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[query]
+}
+
+func (c *stmtCache) close() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.m {
+		s.Close()
+	}
+	c.m = nil
+}
+
+// query runs a query of the pool through the cache.
+func (d *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := d.q.cache.get(query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return d.db.QueryContext(ctx, query, args...)
 }
 
 // Create opens a fresh database for cfg at path (":memory:" or a file). An
@@ -108,6 +173,12 @@ func Create(ctx context.Context, path string, cfg handler.Config) (*DB, error) {
 	d.effect = cfg.Effect
 	d.q = makeQueries(cfg.Effect)
 	if err := d.createSchema(ctx, cfg); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.q.cache = &stmtCache{db: d.db}
+	if err := d.q.cache.prepare(ctx, d.q.marker, d.q.insertMarker, d.q.insertEffect, d.q.effectOf, d.q.effectByKey, d.q.purge,
+		countQuery(handler.MarkerTable), countQuery(cfg.Effect), markersQuery, effectsQuery(cfg.Effect)); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -245,6 +316,7 @@ func (d *DB) Path() string { return d.path }
 
 // Close closes the database.
 func (d *DB) Close() error {
+	d.q.cache.close()
 	d.anchor.Close()
 	err := d.db.Close()
 	// SQLite's own locks are gone once its connections are: only then may
@@ -277,10 +349,26 @@ type txn struct {
 	q  *queries
 }
 
+// queryRow runs one of the handler's queries in the transaction, prepared
+// once per connection when the database caches its statements.
+func (t *txn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := t.q.cache.get(query); s != nil {
+		return t.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+func (t *txn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := t.q.cache.get(query); s != nil {
+		return t.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
 func (t *txn) Marker(ctx context.Context, eventID, consumer string) (handler.Marker, bool, error) {
 	m := handler.Marker{EventID: eventID, Consumer: consumer}
 	var at string
-	err := t.tx.QueryRowContext(ctx, t.q.marker, eventID, consumer).Scan(&m.Identity, &m.BusinessKey, &at)
+	err := t.queryRow(ctx, t.q.marker, eventID, consumer).Scan(&m.Identity, &m.BusinessKey, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, false, nil
 	}
@@ -292,12 +380,12 @@ func (t *txn) Marker(ctx context.Context, eventID, consumer string) (handler.Mar
 }
 
 func (t *txn) InsertMarker(ctx context.Context, m handler.Marker) error {
-	_, err := t.tx.ExecContext(ctx, t.q.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, formatTime(m.At))
+	_, err := t.exec(ctx, t.q.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, formatTime(m.At))
 	return wrap("insert marker", err)
 }
 
 func (t *txn) InsertEffect(ctx context.Context, e handler.Effect) (int64, error) {
-	r, err := t.tx.ExecContext(ctx, t.q.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, formatTime(e.At))
+	r, err := t.exec(ctx, t.q.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, formatTime(e.At))
 	if err != nil {
 		return 0, wrap("insert effect", err)
 	}
@@ -306,7 +394,7 @@ func (t *txn) InsertEffect(ctx context.Context, e handler.Effect) (int64, error)
 
 func (t *txn) EffectOf(ctx context.Context, eventID, consumer string) (int64, bool, error) {
 	var id int64
-	err := t.tx.QueryRowContext(ctx, t.q.effectOf, eventID, consumer).Scan(&id)
+	err := t.queryRow(ctx, t.q.effectOf, eventID, consumer).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -316,7 +404,7 @@ func (t *txn) EffectOf(ctx context.Context, eventID, consumer string) (int64, bo
 func (t *txn) EffectByKey(ctx context.Context, key string) (int64, string, bool, error) {
 	var id int64
 	var ev string
-	err := t.tx.QueryRowContext(ctx, t.q.effectByKey, key).Scan(&id, &ev)
+	err := t.queryRow(ctx, t.q.effectByKey, key).Scan(&id, &ev)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, "", false, nil
 	}
@@ -324,7 +412,7 @@ func (t *txn) EffectByKey(ctx context.Context, key string) (int64, string, bool,
 }
 
 func (t *txn) PurgeMarkers(ctx context.Context, before time.Time) error {
-	_, err := t.tx.ExecContext(ctx, t.q.purge, formatTime(before))
+	_, err := t.exec(ctx, t.q.purge, formatTime(before))
 	return wrap("purge markers", err)
 }
 
@@ -348,6 +436,14 @@ func wrap(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+func countQuery(table string) string { return `SELECT count(*) FROM "` + table + `"` }
+
+const markersQuery = `SELECT event_id, consumer, identity, COALESCE(business_key, ''), processed_at FROM processed ORDER BY rowid`
+
+func effectsQuery(effect string) string {
+	return `SELECT id, event_id, consumer, COALESCE(business_key, ''), payload, created_at FROM "` + effect + `" ORDER BY id`
+}
+
 // Count returns the number of rows in a table of the handler: "processed"
 // or the effect table.
 func (d *DB) Count(ctx context.Context, table string) (int64, error) {
@@ -355,13 +451,26 @@ func (d *DB) Count(ctx context.Context, table string) (int64, error) {
 		return 0, fmt.Errorf("no table %q", table)
 	}
 	var n int64
-	err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM "`+table+`"`).Scan(&n)
-	return n, err
+	rows, err := d.query(ctx, countQuery(table))
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		return 0, sql.ErrNoRows
+	}
+	if err := rows.Scan(&n); err != nil {
+		return 0, err
+	}
+	return n, rows.Close()
 }
 
 // Markers returns every marker, in insertion order.
 func (d *DB) Markers(ctx context.Context) ([]handler.Marker, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT event_id, consumer, identity, COALESCE(business_key, ''), processed_at FROM processed ORDER BY rowid`)
+	rows, err := d.query(ctx, markersQuery)
 	if err != nil {
 		return nil, fmt.Errorf("read markers: %w", err)
 	}
@@ -381,7 +490,7 @@ func (d *DB) Markers(ctx context.Context) ([]handler.Marker, error) {
 
 // Effects returns every effect, by id.
 func (d *DB) Effects(ctx context.Context) ([]handler.Effect, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT id, event_id, consumer, COALESCE(business_key, ''), payload, created_at FROM "`+d.effect+`" ORDER BY id`)
+	rows, err := d.query(ctx, effectsQuery(d.effect))
 	if err != nil {
 		return nil, fmt.Errorf("read effects: %w", err)
 	}
