@@ -80,3 +80,32 @@ func (g *Gateway) Charges(ctx context.Context) ([]Charge, error) {
 	}
 	return append([]Charge(nil), g.charges...), nil
 }
+
+// Ledger is a copy of the gateway's ledger, to put back with Restore.
+type Ledger struct {
+	charges []Charge
+	byKey   map[string]int
+}
+
+// Snapshot copies the ledger.
+func (g *Gateway) Snapshot() Ledger {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := Ledger{charges: append([]Charge(nil), g.charges...), byKey: make(map[string]int, len(g.byKey))}
+	for k, v := range g.byKey {
+		l.byKey[k] = v
+	}
+	return l
+}
+
+// Restore puts back a ledger Snapshot copied: the gateway then holds
+// exactly what it held then.
+func (g *Gateway) Restore(l Ledger) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.charges = append([]Charge(nil), l.charges...)
+	g.byKey = make(map[string]int, len(l.byKey))
+	for k, v := range l.byKey {
+		g.byKey[k] = v
+	}
+}

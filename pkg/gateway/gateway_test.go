@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -47,5 +48,29 @@ func TestCharge(t *testing.T) {
 				t.Errorf("ledger has %d charges, want %d", len(chs), tt.charges)
 			}
 		})
+	}
+}
+
+// TestSnapshotRestore: Restore puts back the ledger of the Snapshot, keys
+// included, and later charges do not reach the copy.
+func TestSnapshotRestore(t *testing.T) {
+	ctx := context.Background()
+	g, _ := New()
+	g.Charge(ctx, "k1", "10", "o1")
+	snap := g.Snapshot()
+	want, _ := g.Charges(ctx)
+	for round := 1; round <= 2; round++ {
+		g.Charge(ctx, "k2", "20", "o2")
+		g.Charge(ctx, "", "30", "o3")
+		g.Restore(snap)
+		if got, _ := g.Charges(ctx); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: restored ledger %v, want %v", round, got, want)
+		}
+		if id, replayed, err := g.Charge(ctx, "k2", "21", "o2"); err != nil || replayed || id != 2 {
+			t.Errorf("round %d: a new key after the restore: charge %d replayed=%v err=%v, want a new charge 2", round, id, replayed, err)
+		}
+		if _, replayed, _ := g.Charge(ctx, "k1", "10", "o1"); !replayed {
+			t.Errorf("round %d: the key charged before the snapshot is not known after the restore", round)
+		}
 	}
 }

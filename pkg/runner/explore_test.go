@@ -168,3 +168,69 @@ func points(ps []handler.FaultPoint) []string {
 	}
 	return out
 }
+
+// TestExploredSchedulesStartFromThePrefix: every schedule of an explored
+// check starts from exactly the state the earlier checks left, on every
+// store. Without a guard each schedule writes both racing workers' effects,
+// so a schedule that saw another's rows, or the run's delivery counts,
+// would count more than three rows or other effect ids.
+func TestExploredSchedulesStartFromThePrefix(t *testing.T) {
+	const src = `version: 1
+handler: {strategy: none, effect: shipments}
+checks:
+  - name: prefix
+    steps:
+      - deliver: {id: evt-1, data: {orderId: order-1}}
+        times: 3
+    expect:
+      rows: {shipments: 3}
+    violations: [duplicate-effect]
+  - name: race
+    steps:
+      - deliver: {id: evt-2, data: {orderId: order-2}}
+        concurrent: 2
+    expect:
+      rows: {shipments: 5}
+    violations: [duplicate-effect]
+    say: "{deliveries} deliveries, {effects} effects"
+  - name: after
+    steps:
+      - deliver: {id: evt-3, data: {orderId: order-3}}
+    expect:
+      rows: {shipments: 6}
+`
+	s, err := scenario.Load("s.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			res, err := runner.RunFile(context.Background(), s, st.open(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			race := res.Checks[1]
+			if race.Schedules < 2 {
+				t.Fatalf("the race ran under %d schedules, want several", race.Schedules)
+			}
+			for _, c := range res.Checks {
+				if !c.Passed {
+					t.Errorf("check %q failed: %s", c.Name, messages(c))
+				}
+			}
+			var ids []int64
+			for _, rec := range race.History {
+				ids = append(ids, rec.Result.EffectID)
+				if rec.Result.EffectID != 4 && rec.Result.EffectID != 5 {
+					t.Errorf("a racing worker wrote effect %d, want 4 or 5 (the prefix wrote 1 to 3)", rec.Result.EffectID)
+				}
+			}
+			if race.Counters.Redeliveries != 1 {
+				t.Errorf("the race counted %d redeliveries, want 1 (the second worker's)", race.Counters.Redeliveries)
+			}
+			if got := res.Checks[2].History[0].Seq; got != 6 {
+				t.Errorf("the delivery after the race is #%d of the run, want #6", got)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,24 +50,31 @@ func harnessError(file string, err error) error {
 
 // RunFile runs every check of one scenario against a fresh store. A check
 // with a concurrent step that has no interleave is explored: it is run once
-// under each of its schedules, each time on a fresh store that the file's
-// earlier checks are run on first, and it passes only if it passes under
-// every schedule (see fold). The schedules run before the file's own run,
-// so that the store left at the end is that run's.
+// under each of its schedules, each time from the state the file's earlier
+// checks left, and it passes only if it passes under every schedule (see
+// fold). The schedules run before the file's own run, so that the store
+// left at the end is that run's.
+//
+// A store that can snapshot itself (snapshotter) and put the snapshot back
+// is run once: the earlier checks run once, the state they left is
+// snapshotted and put back before each schedule. Any other store is opened
+// afresh for each schedule, the earlier checks run again first.
 func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResult, error) {
 	plans := make([][]schedule, len(s.Checks))
-	explored := make([][]CheckResult, len(s.Checks))
+	explores := false
 	for i, c := range s.Checks {
 		plans[i] = schedules(s.Handler.Strategy, c)
-		for k := 1; k < len(plans[i]); k++ {
-			res, err := runChecks(ctx, s, open, plans, i+1, &plans[i][k])
-			if err != nil {
-				return &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}, err
-			}
-			explored[i] = append(explored[i], res.Checks[i])
-		}
+		explores = explores || len(plans[i]) > 1
 	}
-	res, err := runChecks(ctx, s, open, plans, len(s.Checks), nil)
+	var res *FileResult
+	var explored [][]CheckResult
+	var err error
+	if explores {
+		res, explored, err = runSnapshotted(ctx, s, &open, plans)
+	}
+	if res == nil && err == nil {
+		res, explored, err = replayPrefixes(ctx, s, open, plans)
+	}
 	if res == nil {
 		return nil, err
 	}
@@ -82,6 +90,194 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 	return res, err
 }
 
+// replayPrefixes runs each schedule of an explored check on a fresh store,
+// the file's earlier checks first, then the file.
+func replayPrefixes(ctx context.Context, s *scenario.Scenario, open Opener, plans [][]schedule) (*FileResult, [][]CheckResult, error) {
+	explored := make([][]CheckResult, len(s.Checks))
+	for i := range s.Checks {
+		for k := 1; k < len(plans[i]); k++ {
+			res, err := runChecks(ctx, s, open, plans, i+1, &plans[i][k])
+			if err != nil {
+				return &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}, nil, err
+			}
+			explored[i] = append(explored[i], res.Checks[i])
+		}
+	}
+	res, err := runChecks(ctx, s, open, plans, len(s.Checks), nil)
+	return res, explored, err
+}
+
+// snapshotter is a store that can copy what it holds and put the copy
+// back (restore), leaving it exactly as it was at the copy; release drops
+// the copy.
+type snapshotter interface {
+	Snapshot(ctx context.Context) (restore func(context.Context) error, release func(), err error)
+}
+
+// runSnapshotted runs the file once on one store, snapshotting the state
+// before each explored check and putting it back before each of its
+// schedules and before the file's own run of it. It returns nil results
+// and no error when the store cannot snapshot, and open then hands the
+// store it opened to its next caller.
+func runSnapshotted(ctx context.Context, s *scenario.Scenario, open *Opener, plans [][]schedule) (*FileResult, [][]CheckResult, error) {
+	// An error ends the run as replaying the prefixes would: before any
+	// check's result when a later check is explored (its schedules, run
+	// first, would have met it), after the checks before it otherwise.
+	bare := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
+	orig := *open
+	store, err := orig(ctx, s)
+	if err != nil {
+		return bare, nil, harnessError(s.File, err)
+	}
+	snap, ok := store.(snapshotter)
+	if !ok {
+		// The first run of the prefixes takes this store.
+		handed := false
+		*open = func(ctx context.Context, sc *scenario.Scenario) (Store, error) {
+			if handed {
+				return orig(ctx, sc)
+			}
+			handed = true
+			return store, nil
+		}
+		return nil, nil, nil
+	}
+	defer store.Close()
+	r, cleanup, err := newRun(s, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cleanup()
+	explored := make([][]CheckResult, len(s.Checks))
+	res := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
+	fail := func(i int, err error) (*FileResult, [][]CheckResult, error) {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		} else {
+			err = harnessError(s.File, notCompleted(s, i, err))
+		}
+		for _, p := range plans[i+1:] {
+			if len(p) > 1 {
+				return bare, nil, err
+			}
+		}
+		return res, explored, err
+	}
+	for i, c := range s.Checks {
+		if len(plans[i]) > 1 {
+			cr, err := r.explore(ctx, snap, i, c, plans[i], &explored[i])
+			if err != nil {
+				_, _, err = fail(i, err)
+				return bare, nil, err
+			}
+			res.Checks = append(res.Checks, *cr)
+			continue
+		}
+		start := time.Now()
+		cr, err := r.check(ctx, i+1, c, false, nil)
+		if err != nil {
+			return fail(i, err)
+		}
+		cr.Duration = time.Since(start)
+		res.Checks = append(res.Checks, *cr)
+	}
+	return res, explored, nil
+}
+
+// explore runs check i under each of its schedules, the file's own run
+// (the first schedule) last: the steps before the first explored one run
+// once, and the state they leave is snapshotted and put back before each
+// schedule carries on from there.
+func (r *run) explore(ctx context.Context, snap snapshotter, i int, c *scenario.Check, plan []schedule, out *[]CheckResult) (*CheckResult, error) {
+	first := plan[0].steps[0] - 1
+	cr := r.newCheck(i+1, c, true, nil)
+	start := time.Now()
+	if err := cr.steps(ctx, c, 0, first); err != nil {
+		return nil, err
+	}
+	// Each schedule's duration counts the steps before the first explored
+	// one, as if it had run them.
+	before := time.Since(start)
+	restoreStore, release, err := snap.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	saved := r.save()
+	for k := 1; k < len(plan); k++ {
+		start := time.Now().Add(-before)
+		sc := cr.fork(&plan[k])
+		if err := sc.steps(ctx, c, first); err != nil {
+			return nil, err
+		}
+		res, err := sc.finish(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		res.Duration = time.Since(start)
+		*out = append(*out, *res)
+		if err := restoreStore(ctx); err != nil {
+			return nil, err
+		}
+		r.restore(saved)
+	}
+	start = time.Now().Add(-before)
+	if err := cr.steps(ctx, c, first); err != nil {
+		return nil, err
+	}
+	res, err := cr.finish(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// saved is what a run keeps besides its store, as it was at a snapshot.
+type saved struct {
+	now      time.Time
+	history  []invariant.Record
+	attempts map[[2]string]int
+	labels   map[string]int64
+	reported map[string]bool
+	ledger   *gateway.Ledger
+}
+
+func (r *run) save() saved {
+	sv := saved{now: r.now, history: r.history[:len(r.history):len(r.history)], attempts: maps.Clone(r.attempts), labels: maps.Clone(r.labels), reported: maps.Clone(r.reported)}
+	if r.gateway != nil {
+		l := r.gateway.Snapshot()
+		sv.ledger = &l
+	}
+	return sv
+}
+
+// restore puts the run back as it was at save; the history's records up
+// to then are shared, a later append copies them.
+func (r *run) restore(sv saved) {
+	r.now, r.history = sv.now, sv.history
+	r.attempts, r.labels, r.reported = maps.Clone(sv.attempts), maps.Clone(sv.labels), maps.Clone(sv.reported)
+	if sv.ledger != nil {
+		r.gateway.Restore(*sv.ledger)
+	}
+}
+
+// newRun starts a run of s on store; cleanup closes its gateway.
+func newRun(s *scenario.Scenario, store Store) (*run, func(), error) {
+	r := &run{s: s, store: store, now: Epoch, attempts: map[[2]string]int{}, labels: map[string]int64{}, reported: map[string]bool{}}
+	cleanup := func() {}
+	if s.Handler.Strategy.CallsOut() {
+		g, err := gateway.New()
+		if err != nil {
+			return nil, nil, harnessError(s.File, err)
+		}
+		cleanup = func() { g.Close() }
+		r.gateway = g
+	}
+	r.h = handler.New(s.Handler.Config, store, r.gatewayOrNil(), func() time.Time { return r.now })
+	return r, cleanup, nil
+}
+
 // runChecks runs the first n checks of a file on a fresh store, each under
 // the first of its schedules, but the last under last if it is given.
 func runChecks(ctx context.Context, s *scenario.Scenario, open Opener, plans [][]schedule, n int, last *schedule) (*FileResult, error) {
@@ -90,16 +286,11 @@ func runChecks(ctx context.Context, s *scenario.Scenario, open Opener, plans [][
 		return nil, harnessError(s.File, err)
 	}
 	defer store.Close()
-	r := &run{s: s, store: store, now: Epoch, attempts: map[[2]string]int{}, labels: map[string]int64{}, reported: map[string]bool{}}
-	if s.Handler.Strategy.CallsOut() {
-		g, err := gateway.New()
-		if err != nil {
-			return nil, harnessError(s.File, err)
-		}
-		defer g.Close()
-		r.gateway = g
+	r, cleanup, err := newRun(s, store)
+	if err != nil {
+		return nil, err
 	}
-	r.h = handler.New(s.Handler.Config, store, r.gatewayOrNil(), func() time.Time { return r.now })
+	defer cleanup()
 	res := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
 	for i, c := range s.Checks[:n] {
 		var sched *schedule
@@ -151,10 +342,28 @@ type checkRun struct {
 }
 
 func (r *run) check(ctx context.Context, index int, c *scenario.Check, explored bool, sched *schedule) (*CheckResult, error) {
-	cr := &checkRun{run: r, res: &CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: index, explored: explored, sched: sched}
-	for i, st := range c.Steps {
+	cr := r.newCheck(index, c, explored, sched)
+	if err := cr.steps(ctx, c, 0); err != nil {
+		return nil, err
+	}
+	return cr.finish(ctx, c)
+}
+
+func (r *run) newCheck(index int, c *scenario.Check, explored bool, sched *schedule) *checkRun {
+	return &checkRun{run: r, res: &CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: index, explored: explored, sched: sched}
+}
+
+// steps runs the check's steps from the one at index from (0-based) to the
+// end, or up to the one at index to when it is given.
+func (cr *checkRun) steps(ctx context.Context, c *scenario.Check, from int, to ...int) error {
+	end := len(c.Steps)
+	if len(to) > 0 {
+		end = to[0]
+	}
+	for i := from; i < end; i++ {
+		st := c.Steps[i]
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		var err error
 		switch st.Kind {
@@ -163,7 +372,7 @@ func (r *run) check(ctx context.Context, index int, c *scenario.Check, explored 
 		case scenario.Inspect:
 			err = cr.inspect(ctx, i+1, st.State)
 		case scenario.Advance:
-			r.now = r.now.Add(st.Advance)
+			cr.now = cr.now.Add(st.Advance)
 		}
 		if err != nil {
 			se := &stepError{step: i, err: err}
@@ -171,9 +380,14 @@ func (r *run) check(ctx context.Context, index int, c *scenario.Check, explored 
 			if errors.As(err, &pe) {
 				se.done, se.err = pe.done, pe.err
 			}
-			return nil, se
+			return se
 		}
 	}
+	return nil
+}
+
+// finish checks the check's expectations and invariants once its steps ran.
+func (cr *checkRun) finish(ctx context.Context, c *scenario.Check) (*CheckResult, error) {
 	if c.Expect != nil {
 		if err := cr.inspect(ctx, 0, c.Expect); err != nil {
 			return nil, err
@@ -186,6 +400,16 @@ func (r *run) check(ctx context.Context, index int, c *scenario.Check, explored 
 		return nil, err
 	}
 	return cr.res, nil
+}
+
+// fork is a copy of the check's result so far, for another schedule to
+// carry on from: what the copy appends does not reach cr's.
+func (cr *checkRun) fork(sched *schedule) *checkRun {
+	res := *cr.res
+	res.Failures = res.Failures[:len(res.Failures):len(res.Failures)]
+	res.History = res.History[:len(res.History):len(res.History)]
+	res.Held = res.Held[:len(res.Held):len(res.Held)]
+	return &checkRun{run: cr.run, res: &res, index: cr.index, explored: cr.explored, sched: sched}
 }
 
 func (cr *checkRun) fail(step int, pos handler.Location, m words.Miss) {
