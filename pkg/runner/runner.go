@@ -321,6 +321,11 @@ type run struct {
 	attempts map[[2]string]int
 	labels   map[string]int64
 	reported map[string]bool // violations already reported by an earlier check
+	// The last digest read, and the store's version then (see digest).
+	digested      bool
+	digestAt      uint64
+	digestCharges int
+	lastDigest    uint64
 }
 
 func (r *run) gatewayOrNil() handler.Gateway {
@@ -339,6 +344,9 @@ type checkRun struct {
 	// the one of this run (nil: every explored step unforced).
 	explored bool
 	sched    *schedule
+	// from is where the check's deliveries start in the run's history:
+	// the result's History is that part of it, not a copy.
+	from int
 }
 
 func (r *run) check(ctx context.Context, index int, c *scenario.Check, explored bool, sched *schedule) (*CheckResult, error) {
@@ -350,7 +358,7 @@ func (r *run) check(ctx context.Context, index int, c *scenario.Check, explored 
 }
 
 func (r *run) newCheck(index int, c *scenario.Check, explored bool, sched *schedule) *checkRun {
-	return &checkRun{run: r, res: &CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: index, explored: explored, sched: sched}
+	return &checkRun{run: r, res: &CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: index, explored: explored, sched: sched, from: len(r.history)}
 }
 
 // steps runs the check's steps from the one at index from (0-based) to the
@@ -388,6 +396,9 @@ func (cr *checkRun) steps(ctx context.Context, c *scenario.Check, from int, to .
 
 // finish checks the check's expectations and invariants once its steps ran.
 func (cr *checkRun) finish(ctx context.Context, c *scenario.Check) (*CheckResult, error) {
+	if n := len(cr.history); n > cr.from {
+		cr.res.History = cr.history[cr.from:n:n]
+	}
 	if c.Expect != nil {
 		if err := cr.inspect(ctx, 0, c.Expect); err != nil {
 			return nil, err
@@ -407,9 +418,8 @@ func (cr *checkRun) finish(ctx context.Context, c *scenario.Check) (*CheckResult
 func (cr *checkRun) fork(sched *schedule) *checkRun {
 	res := *cr.res
 	res.Failures = res.Failures[:len(res.Failures):len(res.Failures)]
-	res.History = res.History[:len(res.History):len(res.History)]
 	res.Held = res.Held[:len(res.Held):len(res.Held)]
-	return &checkRun{run: cr.run, res: &res, index: cr.index, explored: cr.explored, sched: sched}
+	return &checkRun{run: cr.run, res: &res, index: cr.index, explored: cr.explored, sched: sched, from: cr.from}
 }
 
 func (cr *checkRun) fail(step int, pos handler.Location, m words.Miss) {
@@ -479,7 +489,6 @@ func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d h
 	}
 	rec := invariant.Record{Seq: len(cr.history) + 1, EventID: d.EventID, Consumer: scope, Key: res.Key, Result: res, At: cr.now, Check: cr.index, Step: step, Pos: st.Pos}
 	cr.history = append(cr.history, rec)
-	cr.res.History = append(cr.res.History, rec)
 	c := &cr.res.Counters
 	c.Deliveries++
 	if d.Attempt > 1 {
@@ -616,8 +625,33 @@ func (r *run) state(ctx context.Context) (invariant.State, error) {
 	return st, nil
 }
 
-// digest fingerprints what the store holds, to tell whether a conflict changed it.
+// versioned is a store that tells when what it holds may have changed:
+// Version stands still while it holds the same.
+type versioned interface {
+	Version() uint64
+}
+
+// digest fingerprints what the store holds, to tell whether a conflict
+// changed it (its markers and effects). A versioned store is read again
+// only once its version moved.
 func (r *run) digest(ctx context.Context) (uint64, error) {
+	v, ok := r.store.(versioned)
+	if !ok {
+		return r.readDigest(ctx)
+	}
+	ver := v.Version()
+	if r.digested && r.digestAt == ver {
+		return r.lastDigest, nil
+	}
+	d, err := r.readDigest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	r.digested, r.digestAt, r.lastDigest = true, ver, d
+	return d, nil
+}
+
+func (r *run) readDigest(ctx context.Context) (uint64, error) {
 	st, err := r.state(ctx)
 	if err != nil {
 		return 0, err

@@ -6,8 +6,10 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlite"
 )
 
 // benchFile runs one scenario file b.N times in memory and reports
@@ -76,5 +78,56 @@ checks:
       rows: {shipments: 2}
 `, n), n+2)
 		})
+	}
+}
+
+// stateReads counts how often the whole state is read.
+type stateReads struct {
+	*sqlite.DB
+	reads int
+}
+
+func (c *stateReads) Markers(ctx context.Context) ([]handler.Marker, error) {
+	c.reads++
+	return c.DB.Markers(ctx)
+}
+
+// TestRedeliveriesDoNotReadTheWholeState: the fingerprint a redelivery
+// takes of the store (to tell whether a conflict changed it) is read again
+// only when a transaction committed since, not once per redelivery: a
+// `times:` step of one event reads the state a few times, however many
+// times it delivers.
+func TestRedeliveriesDoNotReadTheWholeState(t *testing.T) {
+	for _, times := range []int{10, 200} {
+		s, err := scenario.Load("s.yaml", []byte(fmt.Sprintf(`version: 1
+handler: {strategy: event-id, effect: shipments}
+checks:
+  - name: many
+    steps:
+      - deliver: {id: evt-1, data: {orderId: order-1}}
+        times: %d
+      - deliver: {id: evt-1, data: {orderId: order-2}}
+        times: 3
+        expect: {outcome: conflict}
+`, times)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st *stateReads
+		res, err := runner.RunFile(context.Background(), s, func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+			db, err := sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+			st = &stateReads{DB: db}
+			return st, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Passed() {
+			t.Fatalf("times %d: the file failed: %s", times, messages(res.Checks[0]))
+		}
+		// One read for the first redelivery, one at the end for the invariants.
+		if st.reads > 2 {
+			t.Errorf("times %d: the state was read %d times, want at most 2", times, st.reads)
+		}
 	}
 }

@@ -53,6 +53,9 @@ func (d *DB) Snapshot(ctx context.Context) (restore func(context.Context) error,
 				}
 			}
 		}
+		if d.q.version != nil {
+			defer d.q.version.Add(1)
+		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("restore snapshot: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -87,6 +88,9 @@ type queries struct {
 	// cache holds the statements prepared on the pool, so that a delivery
 	// does not parse its statements again (nil: each is prepared per use).
 	cache *stmtCache
+	// version counts the commits (and restores) since the database was
+	// made: while it stands still, what the database holds is unchanged.
+	version *atomic.Uint64
 }
 
 // stmtCache is the statements of one database, each prepared once on the
@@ -172,6 +176,7 @@ func Create(ctx context.Context, path string, cfg handler.Config) (*DB, error) {
 	d.lock = lock
 	d.effect = cfg.Effect
 	d.q = makeQueries(cfg.Effect)
+	d.q.version = new(atomic.Uint64)
 	if err := d.createSchema(ctx, cfg); err != nil {
 		d.Close()
 		return nil, err
@@ -311,6 +316,16 @@ func makeQueries(effect string) queries {
 	}
 }
 
+// Version changes whenever a transaction of the handler's stores commits
+// (or a snapshot is restored): while it stands still, what the database
+// holds has not changed. Only the handler's transactions write to it.
+func (d *DB) Version() uint64 {
+	if d.q.version == nil {
+		return 0
+	}
+	return d.q.version.Load()
+}
+
 // Path returns where the database lives.
 func (d *DB) Path() string { return d.path }
 
@@ -416,7 +431,13 @@ func (t *txn) PurgeMarkers(ctx context.Context, before time.Time) error {
 	return wrap("purge markers", err)
 }
 
-func (t *txn) Commit() error   { return wrap("commit", t.tx.Commit()) }
+func (t *txn) Commit() error {
+	if t.q.version != nil {
+		// Counted even when the commit fails: it may have written.
+		defer t.q.version.Add(1)
+	}
+	return wrap("commit", t.tx.Commit())
+}
 func (t *txn) Rollback() error { return t.tx.Rollback() }
 
 func wrap(what string, err error) error {
