@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION) -X github.com/redeliver/redeliver/cmd.commit=$(COMMIT)
 
-.PHONY: build examples run test bench bench-go lint fuzz clean
+.PHONY: build examples run test bench bench-runner bench-go lint fuzz clean
 
 build: ## build bin/redeliver
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -52,6 +52,12 @@ BENCH_N     ?= 300000
 BENCH_ROUNDS ?= 3
 bench: build ## replay UUID and sequential-id captures against the peer, alternating: make bench PEER=DIR
 	$(GO) run ./pkg/bench/peerbench -peer '$(PEER)' -redeliver $(BIN) -n $(BENCH_N) -rounds $(BENCH_ROUNDS)
+
+# The scenario runner against another build (BASE: a redeliver binary built
+# from another commit), alternating, on generated scenario files.
+BASE ?=
+bench-runner: build ## the scenario runner against a baseline build, alternating: make bench-runner BASE=FILE
+	$(GO) run ./pkg/bench/runnerbench -base '$(BASE)' -redeliver $(BIN) -rounds $(BENCH_ROUNDS)
 
 bench-go: ## the Go benchmarks (see docs/performance.md); REDELIVER_BENCH_N=100000 for a quick run
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
