@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,6 +216,16 @@ func (r *run) explore(ctx context.Context, snap snapshotter, i int, c *scenario.
 			return nil, err
 		}
 		res.Duration = time.Since(start)
+		// The next schedule writes its deliveries where this one's are in
+		// the run's history: the result keeps copies.
+		res.History = slices.Clone(res.History)
+		res.Violations = slices.Clone(res.Violations)
+		for i := range res.Violations {
+			if by := res.Violations[i].By; by != nil {
+				rec := *by
+				res.Violations[i].By = &rec
+			}
+		}
 		*out = append(*out, *res)
 		if err := restoreStore(ctx); err != nil {
 			return nil, err
@@ -244,7 +255,7 @@ type saved struct {
 }
 
 func (r *run) save() saved {
-	sv := saved{now: r.now, history: r.history[:len(r.history):len(r.history)], attempts: maps.Clone(r.attempts), labels: maps.Clone(r.labels), reported: maps.Clone(r.reported)}
+	sv := saved{now: r.now, history: r.history, attempts: maps.Clone(r.attempts), labels: maps.Clone(r.labels), reported: maps.Clone(r.reported)}
 	if r.gateway != nil {
 		l := r.gateway.Snapshot()
 		sv.ledger = &l
@@ -252,8 +263,8 @@ func (r *run) save() saved {
 	return sv
 }
 
-// restore puts the run back as it was at save; the history's records up
-// to then are shared, a later append copies them.
+// restore puts the run back as it was at save: the history's records up
+// to then are kept, those after are written over by the next deliveries.
 func (r *run) restore(sv saved) {
 	r.now, r.history = sv.now, sv.history
 	r.attempts, r.labels, r.reported = maps.Clone(sv.attempts), maps.Clone(sv.labels), maps.Clone(sv.reported)
