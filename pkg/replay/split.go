@@ -133,10 +133,16 @@ func runSplit(ctx context.Context, o Options, split ledger.Split, log ledger.Rec
 	}()
 
 	reports := make([]*Report, n)
+	// One cancel stops the reader and every part: the parts' context ends
+	// when any part fails, even one that fails before it reads a delivery
+	// (its store cannot begin), and the reader, which may be waiting to
+	// hand that part more, stops with it and closes every feed.
 	err := split.RunParts(ctx, func(ctx context.Context, part int, s ledger.OrderedStore) (err error) {
+		stop := context.AfterFunc(ctx, cancel)
 		defer func() {
+			stop()
 			if err != nil {
-				cancel() // the reader may be waiting to hand this part more
+				cancel()
 			}
 		}()
 		po := o
@@ -144,7 +150,17 @@ func runSplit(ctx context.Context, o Options, split ledger.Split, log ledger.Rec
 		reports[part] = newReport(po, false, 0)
 		e := newEngine(po, s, nil, reports[part], nil)
 		e.ordered, e.tick = s, tick
-		for items := range feeds[part] {
+		for {
+			var items []item
+			var more bool
+			select {
+			case items, more = <-feeds[part]:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if !more {
+				break
+			}
 			for i := range items {
 				if err := ctx.Err(); err != nil {
 					return err

@@ -3,12 +3,14 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -138,4 +140,76 @@ func reportJSON(t *testing.T, o Options) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// failingPart is a split ledger whose part fails before it reads its feed:
+// the part's function is never called, as when its store cannot begin.
+type failingPart struct {
+	ledger.Split
+	part int
+}
+
+var errPartFailed = errors.New("part could not begin")
+
+func (f failingPart) RunParts(ctx context.Context, run func(ctx context.Context, part int, s ledger.OrderedStore) error) error {
+	return f.Split.RunParts(ctx, func(ctx context.Context, part int, s ledger.OrderedStore) error {
+		if part == f.part {
+			return errPartFailed
+		}
+		return run(ctx, part, s)
+	})
+}
+
+// TestSplitPartFailsAtOnce: when a part of a split replay fails before it
+// reads a delivery, the reader and the other parts stop and the replay
+// returns the part's error; none of them waits on a part that is gone.
+func TestSplitPartFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, parts := range []int{2, 3} {
+		for part := 0; part < parts; part++ {
+			// Every event of the capture goes to the part that fails, so
+			// the reader fills its feed while the others get nothing.
+			name := filepath.Join(dir, fmt.Sprintf("capture-%d-%d.ndjson", parts, part))
+			var b strings.Builder
+			for i, n := 0, 0; n < 8*partChunk; i++ {
+				id := fmt.Sprintf("evt-%d", i)
+				if int(uint64(fnv64("/orders/"+id))%uint64(parts)) != part { // a CloudEvent's id is its source's
+					continue
+				}
+				n++
+				fmt.Fprintf(&b, `{"specversion":"1.0","id":%q,"source":"/orders","type":"order.paid","data":{"orderId":"o-%d","amount":10}}`+"\n", id, i)
+			}
+			if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := Options{Inputs: []string{name}, DB: ledger.Memory, Seed: 1, MaxBad: 1000, parts: parts}
+			o.Handler.Strategy = handler.EventID
+			o.Open = sqlite.OpenLedger
+			o.OpenSplit = func(ctx context.Context, cfg handler.Config, n int) (ledger.Split, error) {
+				s, err := sqlite.OpenSplitLedger(ctx, cfg, n)
+				if err != nil {
+					return nil, err
+				}
+				return failingPart{s, part}, nil
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := Run(ctx, o)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, errPartFailed) {
+					t.Errorf("%d parts, part %d failed: the replay returned %v, want the part's error", parts, part, err)
+				}
+			case <-time.After(20 * time.Second):
+				cancel() // unblocks the reader, so the replay ends
+				<-done
+				t.Fatalf("%d parts, part %d failed before reading its feed: the replay still ran after 20s (the reader or the other parts waited on it)", parts, part)
+			}
+			cancel()
+		}
+	}
 }
