@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -142,10 +141,7 @@ func (c Compare) run(ctx context.Context, capture string, ids IDs, mode Mode, wh
 	if err != nil {
 		return Run{}, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out.String())
 	}
-	r := Run{IDs: ids, Mode: mode, Who: who, Seconds: secs}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.RSSKiB = int64(ru.Maxrss) // KiB on Linux
-	}
+	r := Run{IDs: ids, Mode: mode, Who: who, Seconds: secs, RSSKiB: maxRSSKiB(cmd.ProcessState)}
 	for _, s := range []string{"", "-wal", "-shm"} {
 		os.Remove(db + s)
 	}

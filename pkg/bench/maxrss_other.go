@@ -1,0 +1,9 @@
+//go:build !unix
+
+package bench
+
+import "os"
+
+// maxRSSKiB is 0 here: the peak resident memory of a process is read from
+// its rusage, which only Unix systems give; the comparison reports 0 MB.
+func maxRSSKiB(*os.ProcessState) int64 { return 0 }
