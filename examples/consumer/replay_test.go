@@ -87,6 +87,24 @@ func TestReplayIntoConsumer(t *testing.T) {
 }
 
 var (
+	crashBeforeRe = regexp.MustCompile(`(\d+) (?:crash(?:es)? )?before the answer`)
+	crashAfterRe  = regexp.MustCompile(`(\d+) (?:crash(?:es)? )?after\b`)
+)
+
+// crashFigures reads off a target replay's summary line how many crashes
+// came before the consumer's answer and how many after it ("992 crashes
+// (23 before the answer, 969 after)", "5 crashes after the answer").
+func crashFigures(report string) (before, after int) {
+	if m := crashBeforeRe.FindStringSubmatch(report); m != nil {
+		before, _ = strconv.Atoi(m[1])
+	}
+	if m := crashAfterRe.FindStringSubmatch(report); m != nil {
+		after, _ = strconv.Atoi(m[1])
+	}
+	return before, after
+}
+
+var (
 	deliveriesRe = regexp.MustCompile(`(\d+) deliveries \(`)
 	effectRowsRe = regexp.MustCompile(`(\d+) effect rows`)
 )
@@ -133,11 +151,20 @@ func BenchmarkReplayIntoConsumer(b *testing.B) {
 	b.Run("safe/redeliver-0.1-crash-0.01", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			env := consumerEnv(b, bin, "safe")
+			if w := os.Getenv("EXAMPLES_REPLAY_WORK"); w != "" {
+				env["WORK"] = w
+			}
 			o := redeliver(b, env, "replay", capture, "--target", "examples/consumer/target.yaml", "--seed", "11", "--parallel", "4", "--redeliver", "0.1", "--crash", "0.01")
 			if o.exit != 0 {
 				b.Fatalf("want exit 0, got\n%s", o)
 			}
 			assertNoViolations(b, o.stdout, lines)
+			// A kill tests the consumer only if it lands before the answer:
+			// at --work 0s the consumer answers within a millisecond, and
+			// most kills (0–100 ms in) come after it.
+			before, after := crashFigures(o.stdout)
+			b.ReportMetric(float64(before), "crashes-before-answer")
+			b.ReportMetric(float64(after), "crashes-after-answer")
 		}
 	})
 	b.Run("check-then-act/concurrent-0.05", func(b *testing.B) {
@@ -212,4 +239,20 @@ effects:
 	b.ReportMetric(100*own.Seconds()/theirs.Seconds(), "redeliver-cpu-%-of-consumer")
 	b.ReportMetric(own.Seconds(), "redeliver-cpu-s")
 	b.ReportMetric(theirs.Seconds(), "consumer-cpu-s")
+}
+
+func TestCrashFigures(t *testing.T) {
+	for _, c := range []struct {
+		line          string
+		before, after int
+	}{
+		{"110026 deliveries (100000 acked, 0 conflicts, 10026 not acked, 992 crashes (207 before the answer, 785 after)), 100000 effect rows in payments", 207, 785},
+		{"60 deliveries (60 acked, 0 conflicts, 0 not acked, 5 crashes after the answer), 60 effect rows in payments", 0, 5},
+		{"60 deliveries (59 acked, 0 conflicts, 1 not acked, 1 crash before the answer), 60 effect rows in payments", 1, 0},
+		{"60 deliveries (60 acked, 0 conflicts, 0 not acked, 0 crashes), 60 effect rows in payments", 0, 0},
+	} {
+		if b, a := crashFigures(c.line); b != c.before || a != c.after {
+			t.Errorf("crashFigures(%q) = %d, %d; want %d, %d", c.line, b, a, c.before, c.after)
+		}
+	}
 }
