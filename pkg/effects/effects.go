@@ -280,9 +280,9 @@ func (d *DB) CheckIgnored(ctx context.Context) error {
 // readOnly runs the user's query where the database refuses a write: a
 // READ ONLY transaction on PostgreSQL and MySQL, rolled back by done,
 // and PRAGMA query_only on SQLite.
-func (d *DB) readOnly(ctx context.Context, q string) (*sql.Rows, func(), error) {
+func (d *DB) readOnly(ctx context.Context, q string, args ...any) (*sql.Rows, func(), error) {
 	if d.kind == SQLite {
-		rows, err := d.ro.QueryContext(ctx, q)
+		rows, err := d.ro.QueryContext(ctx, q, args...)
 		return rows, nil, err
 	}
 	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -290,8 +290,21 @@ func (d *DB) readOnly(ctx context.Context, q string) (*sql.Rows, func(), error) 
 		return nil, nil, err
 	}
 	done := func() { _ = tx.Rollback() }
-	rows, err := tx.QueryContext(ctx, q)
+	rows, err := tx.QueryContext(ctx, q, args...)
 	return rows, done, err
+}
+
+// keyQuery is the effects query q filtered to the rows of one key, its
+// one argument: q as a subquery (without a closing semicolon).
+func (d *DB) keyQuery(q string) string {
+	q = strings.TrimRight(strings.TrimSpace(q), "; \t\r\n")
+	switch d.kind {
+	case Postgres:
+		return "SELECT * FROM (" + q + "\n) q WHERE q.key::text = $1"
+	case MySQL:
+		return "SELECT * FROM (" + q + "\n) q WHERE q.`key` = ?"
+	}
+	return "SELECT * FROM (" + q + "\n) q WHERE q.\"key\" = ?"
 }
 
 // readError says why a read failed; a write the database refused is
@@ -360,7 +373,20 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 			what = "the effects query (" + at + ")"
 		}
 		var done func()
-		rows, done, err = d.readOnly(ctx, q)
+		if key != nil {
+			// Only the key's rows: the query is filtered as a subquery,
+			// so a redelivery reads its key, not the whole table. A query
+			// that cannot be a subquery is read whole and filtered here.
+			rows, done, err = d.readOnly(ctx, d.keyQuery(q), *key)
+			if err != nil && ctx.Err() == nil && !wrote(err) {
+				if done != nil {
+					done()
+				}
+				rows, done, err = d.readOnly(ctx, q)
+			}
+		} else {
+			rows, done, err = d.readOnly(ctx, q)
+		}
 		if done != nil {
 			defer done()
 		}

@@ -385,3 +385,43 @@ func TestCheckReset(t *testing.T) {
 		})
 	}
 }
+
+// TestQueryReadsOnlyTheKey: the rows of one key are read through the
+// effects query filtered by that key, not by reading every row the query
+// returns: a row of another key that cannot be read (its expression fails)
+// does not stop the read, while the whole query does fail on it. A query
+// with a closing semicolon is filtered too.
+func TestQueryReadsOnlyTheKey(t *testing.T) {
+	ctx := context.Background()
+	// Where a row's expression fails when it is evaluated: only on the
+	// row of O-2.
+	fails := map[string]string{
+		SQLite:   "json(CASE WHEN order_id = 'O-2' THEN 'not json' ELSE '1' END)",
+		Postgres: "1 / (CASE WHEN order_id = 'O-2' THEN 0 ELSE 1 END)",
+	}
+	for name, dsn := range databases(t) {
+		kind, _, _, _ := parse(dsn)
+		if fails[kind] == "" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			table := "redeliver_fx_keyed"
+			setup(t, kind, dsn, table)
+			for _, end := range []string{"", ";", " ;\n"} {
+				db, err := Open(ctx, &scenario.Effects{DB: dsn, Query: "SELECT order_id AS key, event_id, " + fails[kind] + " AS f FROM " + table + end})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := "O-1"
+				rows, err := db.Rows(ctx, &key)
+				if err != nil || len(rows) != 2 || rows[0].Key != "O-1" || rows[1].Key != "O-1" {
+					t.Errorf("query%q Rows(O-1) = %v, %v; want the 2 rows of O-1, read without the row of O-2", end, rows, err)
+				}
+				if _, err := db.Rows(ctx, nil); err == nil {
+					t.Errorf("query%q Rows() read the row of O-2, which cannot be read", end)
+				}
+				db.Close()
+			}
+		})
+	}
+}
