@@ -343,10 +343,26 @@ func (d *DB) quote(name string) string {
 	return strings.Join(parts, ".")
 }
 
-// Rows returns every effect row, or with key set, the rows of that key.
+// Rows returns every effect row, or with key set, the rows of that key,
+// sorted by their values.
 func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
+	var out []Row
+	err := d.EachRow(ctx, key, func(r Row) error {
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Values < out[j].Values })
+	return out, nil
+}
+
+// EachRow calls f with every effect row, or with key set, every row of
+// that key, in the order the database returns them, holding none.
+func (d *DB) EachRow(ctx context.Context, key *string, f func(Row) error) error {
 	if !d.exists() {
-		return nil, errorf("the effects database %s does not exist", d.where)
+		return errorf("the effects database %s does not exist", d.where)
 	}
 	q := d.spec.Query
 	var args []any
@@ -395,14 +411,14 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		return nil, d.readError(what, err)
+		return d.readError(what, err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return nil, errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
+		return errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
 	}
 	ki, ei := -1, -1
 	for i, c := range cols {
@@ -415,22 +431,21 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 	}
 	if ki < 0 {
 		if d.spec.Query != "" {
-			return nil, errorf("the effects query returns no column named key (it returns %s); write SELECT your_key_column AS key …", strings.Join(cols, ", "))
+			return errorf("the effects query returns no column named key (it returns %s); write SELECT your_key_column AS key …", strings.Join(cols, ", "))
 		}
-		return nil, errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, keyCol, strings.Join(cols, ", "))
+		return errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, keyCol, strings.Join(cols, ", "))
 	}
 	if eventCol != "" && ei < 0 && d.spec.Query == "" {
-		return nil, errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, eventCol, strings.Join(cols, ", "))
+		return errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, eventCol, strings.Join(cols, ", "))
 	}
 	keep, err := d.compared(cols, what)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var compared []string
 	for _, i := range keep {
 		compared = append(compared, cols[i])
 	}
-	var out []Row
 	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
@@ -438,7 +453,7 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return nil, errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
+			return errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
 		}
 		strs := make([]string, len(vals))
 		for i, v := range vals {
@@ -455,17 +470,18 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 		b, _ := json.Marshal(values)
 		r.Values = string(b)
 		if key == nil || r.Key == *key {
-			out = append(out, r)
+			if err := f(r); err != nil {
+				return err
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		return nil, d.readError(what, err)
+		return d.readError(what, err)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Values < out[j].Values })
-	return out, nil
+	return nil
 }
 
 // compared returns the indexes of the columns a row's Values hold: all of

@@ -1,6 +1,9 @@
 package sqlite
 
-import "strconv"
+import (
+	"database/sql"
+	"strconv"
+)
 
 // A replay that keeps nothing (--db :memory:) needs a database only its own
 // connection opens, that vanishes with the process, and whose memory does
@@ -29,3 +32,24 @@ func openPrivate(cacheKiB int) (*DB, error) {
 	d.private = true
 	return d, nil
 }
+
+// Scratch is a private database (see openPrivate) for what a run must
+// keep of millions of deliveries without holding it in memory: a target
+// replay keeps its tally of events and keys there. Its memory is the page
+// cache, cacheKiB; the rest lives in a file SQLite has already unlinked.
+type Scratch struct {
+	*sql.Conn // the one connection: the database lives in it
+	d         *DB
+}
+
+// OpenScratch opens an empty private database.
+func OpenScratch(cacheKiB int) (*Scratch, error) {
+	d, err := openPrivate(cacheKiB)
+	if err != nil {
+		return nil, err
+	}
+	return &Scratch{Conn: d.anchor, d: d}, nil
+}
+
+// Close closes the database, and it is gone.
+func (s *Scratch) Close() error { return s.d.Close() }

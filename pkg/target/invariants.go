@@ -52,13 +52,11 @@ func judge(history []*Delivery, rows []effects.Row, table string) []invariant.Vi
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		rs := byKey[k]
-		v := invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: k, Detail: invariant.DuplicateEffect.Say(invariant.Facts{Key: k, Rows: int64(len(rs)), Table: table, Events: eventsOf(rs)})}
+		var by *invariant.Record
 		if d := lastOfKey[k]; d != nil {
-			v.EventID = d.EventID
-			v.By = &d.Record
+			by = &d.Record
 		}
-		out = append(out, v)
+		out = append(out, duplicateEffect(k, int64(len(byKey[k])), eventsOf(byKey[k]), table, by))
 	}
 	// lost-effect: an acked delivery whose key has no row.
 	lost := map[string]bool{}
@@ -67,22 +65,16 @@ func judge(history []*Delivery, rows []effects.Row, table string) []invariant.Vi
 			continue
 		}
 		lost[d.EventID] = true
-		out = append(out, invariant.Violation{Invariant: invariant.LostEffect.Name, EventID: d.EventID,
-			Detail: invariant.LostEffect.Say(invariant.Facts{Event: d.EventID, Outcome: string(Acked), Key: d.Key, Table: table}), By: &d.Record})
+		out = append(out, lostEffect(&d.Record, table))
 	}
-	// changed-by-conflict: a conflict answer that changed the key's rows.
 	for _, d := range history {
 		if d.Answer.Kind == Conflict && d.Changed != "" {
-			out = append(out, invariant.Violation{Invariant: invariant.ChangedByConflict.Name, EventID: d.EventID,
-				Detail: invariant.ChangedByConflict.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Changed}), By: &d.Record})
+			out = append(out, changedByConflict(d, table))
 		}
 	}
-	// changed-by-duplicate: a redelivery of an acked event that changed
-	// the key's rows.
 	for _, d := range history {
 		if d.Duplicated != "" {
-			out = append(out, invariant.Violation{Invariant: invariant.ChangedByDuplicate.Name, EventID: d.EventID,
-				Detail: invariant.ChangedByDuplicate.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Duplicated}), By: &d.Record})
+			out = append(out, changedByDuplicate(d, table))
 		}
 	}
 	out = append(out, neverAcked(history)...)
@@ -128,11 +120,48 @@ func neverAcked(history []*Delivery) []invariant.Violation {
 		if e.settled || !e.unexpected {
 			continue
 		}
-		out = append(out, invariant.Violation{Invariant: invariant.NeverAcked.Name, EventID: id,
-			Detail: invariant.NeverAcked.Say(invariant.Facts{Event: id, Deliveries: e.n, Outcomes: e.answers}), By: &e.last.Record})
+		out = append(out, neverAckedOne(id, e.n, e.answers, &e.last.Record))
 	}
 	return out
 }
+
+// duplicateEffect: key has rows rows (of events), by its last delivery.
+func duplicateEffect(key string, rows int64, events []string, table string, by *invariant.Record) invariant.Violation {
+	v := invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: key, Detail: invariant.DuplicateEffect.Say(invariant.Facts{Key: key, Rows: rows, Table: table, Events: events})}
+	if by != nil {
+		v.EventID, v.By = by.EventID, by
+	}
+	return v
+}
+
+// lostEffect: the acked delivery by left its key no row.
+func lostEffect(by *invariant.Record, table string) invariant.Violation {
+	return invariant.Violation{Invariant: invariant.LostEffect.Name, EventID: by.EventID,
+		Detail: invariant.LostEffect.Say(invariant.Facts{Event: by.EventID, Outcome: string(Acked), Key: by.Key, Table: table}), By: by}
+}
+
+// changedByConflict: a conflict answer that changed the key's rows.
+func changedByConflict(d *Delivery, table string) invariant.Violation {
+	return invariant.Violation{Invariant: invariant.ChangedByConflict.Name, EventID: d.EventID,
+		Detail: invariant.ChangedByConflict.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Changed}), By: &d.Record}
+}
+
+// changedByDuplicate: a redelivery of an acked event that changed the
+// key's rows.
+func changedByDuplicate(d *Delivery, table string) invariant.Violation {
+	return invariant.Violation{Invariant: invariant.ChangedByDuplicate.Name, EventID: d.EventID,
+		Detail: invariant.ChangedByDuplicate.Say(invariant.Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Duplicated}), By: &d.Record}
+}
+
+// neverAckedOne: event id had n deliveries, none acked, answered so, the
+// last one by.
+func neverAckedOne(id string, n int64, answers []string, by *invariant.Record) invariant.Violation {
+	return invariant.Violation{Invariant: invariant.NeverAcked.Name, EventID: id,
+		Detail: invariant.NeverAcked.Say(invariant.Facts{Event: id, Deliveries: n, Outcomes: answers}), By: by}
+}
+
+// splitAnswers reads the answers a journal keeps of an event.
+func splitAnswers(s string) []string { return strings.Split(s, answerSep) }
 
 func eventsOf(rs []effects.Row) []string {
 	var ev []string

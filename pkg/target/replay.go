@@ -66,9 +66,8 @@ type replayer struct {
 	sess  *Session
 	crash sync.RWMutex // a crash holds it alone; deliveries share it
 	mu    sync.Mutex
-	hist  []*Delivery
-	seen  map[string]bool
-	acked map[string]bool // event ids the consumer acked
+	j     *journal // what the judge needs of the deliveries so far
+	seq   int      // deliveries made
 	sent  atomic.Int64
 	err   error
 	res   *runner.CheckResult
@@ -93,7 +92,12 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 		name = "replay of " + o.Inputs[0] + " into the target"
 	}
 	res := &runner.FileResult{File: o.TargetFile, Name: name, Strategy: Strategy, Target: sess.Describe(), Effects: sess.DescribeEffects(), Invariants: Invariants}
-	r := &replayer{o: o, sess: sess, seen: map[string]bool{}, acked: map[string]bool{}, res: &runner.CheckResult{Name: name}}
+	j, err := openJournal(ctx)
+	if err != nil {
+		return nil, &ReplayError{Err: err}
+	}
+	defer j.close()
+	r := &replayer{o: o, sess: sess, j: j, res: &runner.CheckResult{Name: name}}
 	start := time.Now()
 	var kills func() int
 	if o.KillEvery > 0 {
@@ -120,16 +124,16 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 			return res, &ReplayError{Err: err, Sent: r.sent.Load()}
 		}
 	}
-	rows, err := sess.db.Rows(ctx, nil)
-	if err != nil {
-		return res, &ReplayError{Err: err, Sent: r.sent.Load()}
-	}
 	table := o.Effects.Table
 	if table == "" {
 		table = "the effects query"
 	}
-	r.res.Violations = judge(r.hist, rows, table)
-	r.res.Counters.Effects = len(rows)
+	violations, effects, err := r.j.judge(ctx, func(f func(effects.Row) error) error { return sess.db.EachRow(ctx, nil, f) }, table)
+	if err != nil {
+		return res, &ReplayError{Err: err, Sent: r.sent.Load()}
+	}
+	r.res.Violations = violations
+	r.res.Counters.Effects = effects
 	runner.Verdict(r.res, &scenario.Check{Name: name})
 	r.res.Line = replayLine(r.res.Counters, o.Target.Broker(), sess.rowsWhere())
 	if len(r.res.Violations) > 0 {
@@ -312,7 +316,9 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 			if err := r.sess.harnessError(a, ev, false); err != nil {
 				return err
 			}
-			r.record(j, ev, a, false)
+			if _, err := r.record(ctx, j, ev, a); err != nil {
+				return err
+			}
 			if a.Kind != Unacked {
 				return nil
 			}
@@ -333,7 +339,9 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 		if err := r.sess.harnessError(a, ev, true); err != nil {
 			return err
 		}
-		r.record(j, ev, a, false)
+		if _, err := r.record(ctx, j, ev, a); err != nil {
+			return err
+		}
 		return r.redeliver(ctx, j, ev, a)
 	case roll(r.o.Redeliver):
 		a, err := r.one(ctx, j, ev, true)
@@ -371,12 +379,14 @@ func (r *replayer) redeliver(ctx context.Context, j job, ev Event, a Answer) err
 // counts as unacked.
 func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer, error) {
 	r.mu.Lock()
-	seen := r.seen[ev.ID]
-	acked := r.acked[ev.ID] && !r.sess.t.Broker()
+	seen, acked, err := r.j.seen(ctx, ev.ID)
 	r.mu.Unlock()
+	if err != nil {
+		return Answer{}, err
+	}
+	acked = acked && !r.sess.t.Broker()
 	key := j.key
 	var before []effects.Row
-	var err error
 	var a Answer
 	r.crash.RLock()
 	if seen {
@@ -398,7 +408,10 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 	if drop && a.Err == nil {
 		a.Kind, a.Dropped = Unacked, true
 	}
-	d := r.record(j, ev, a, false)
+	d, err := r.record(ctx, j, ev, a)
+	if err != nil {
+		return a, err
+	}
 	if seen && (a.Kind == Conflict || acked) {
 		after, err := r.sess.db.Rows(ctx, &key)
 		if err != nil {
@@ -409,29 +422,40 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 		} else {
 			d.Duplicated = duplicated(before, after)
 		}
+		if d.Changed != "" || d.Duplicated != "" {
+			r.mu.Lock()
+			r.j.changed(d)
+			r.mu.Unlock()
+		}
 	}
 	return a, nil
 }
 
-func (r *replayer) record(j job, ev Event, a Answer, _ bool) *Delivery {
+// record counts a delivery and keeps in the journal what the judge needs
+// of it; the delivery is returned, and kept only if it changed its key's
+// rows (see journal.changed).
+func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer) (*Delivery, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := handler.Result{Outcome: handler.Outcome(a.Kind)}
 	if a.Kind == Unacked {
 		res.Err = errors.New(a.String())
 	}
-	d := &Delivery{Record: invariant.Record{Seq: len(r.hist) + 1, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At}, Answer: a}
-	r.hist = append(r.hist, d)
-	count(&r.res.Counters, a, r.seen[ev.ID], r.sess.t.Broker())
-	r.seen[ev.ID] = true
-	if a.consumerAcked() {
-		r.acked[ev.ID] = true
+	r.seq++
+	d := &Delivery{Record: invariant.Record{Seq: r.seq, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At}, Answer: a}
+	seen, _, err := r.j.seen(ctx, ev.ID)
+	if err == nil {
+		err = r.j.add(ctx, d)
 	}
+	if err != nil {
+		return nil, err
+	}
+	count(&r.res.Counters, a, seen, r.sess.t.Broker())
 	n := r.sent.Add(1)
 	if r.o.Progress != nil {
 		r.o.Progress(n)
 	}
-	return d
+	return d, nil
 }
 
 // inputError is a capture that cannot be read: invalid input at its line.

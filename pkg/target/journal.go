@@ -1,0 +1,283 @@
+package target
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/sqlite"
+)
+
+// A replay into a target does not keep its deliveries: what the judge
+// needs of them is kept per event and per key in a journal, a private
+// SQLite database whose memory is its page cache however long the
+// capture (the one a replay that keeps nothing keeps its capture log in).
+// Per event: whether it was seen and acked (a redelivery compares the
+// key's rows only then), how many deliveries it had, their answers, its
+// first delivery and its last (never-acked), and its first delivery
+// answered acked for each key (lost-effect); per key: its last delivery
+// (duplicate-effect). At the end the effect rows are read into it as
+// well, and the invariants are decided over its tables, as judge decides
+// them over a history. The deliveries that changed a key's rows are
+// breaches in themselves, and kept as they are.
+type journal struct {
+	db *sqlite.Scratch
+	// The capture files the deliveries came from, by number.
+	files  map[string]int64
+	names  []string
+	writes int // since the open transaction began
+	// Deliveries whose conflict, or whose redelivery of an acked event,
+	// changed the key's rows, in order.
+	changedByConflict, changedByDuplicate []*Delivery
+}
+
+// journalCacheKiB is the journal's page cache.
+const journalCacheKiB = 16 << 10
+
+// journalBatch is how many writes one transaction of the journal holds.
+const journalBatch = 4096
+
+const journalSchema = `
+CREATE TABLE event (
+	id TEXT PRIMARY KEY, first INTEGER NOT NULL, n INTEGER NOT NULL,
+	settled INTEGER NOT NULL, unexpected INTEGER NOT NULL, acked INTEGER NOT NULL,
+	answers TEXT NOT NULL,
+	seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, err TEXT, file INTEGER NOT NULL, line INTEGER NOT NULL, col INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE acked (
+	event TEXT NOT NULL, key TEXT NOT NULL,
+	seq INTEGER NOT NULL, file INTEGER NOT NULL, line INTEGER NOT NULL, col INTEGER NOT NULL,
+	PRIMARY KEY (event, key)
+) WITHOUT ROWID;
+CREATE TABLE key (
+	key TEXT PRIMARY KEY,
+	seq INTEGER NOT NULL, event TEXT NOT NULL, kind TEXT NOT NULL, err TEXT, file INTEGER NOT NULL, line INTEGER NOT NULL, col INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE effect (key TEXT NOT NULL, event TEXT NOT NULL, vals TEXT NOT NULL);
+`
+
+// answerSep separates an event's answers in words (one line each).
+const answerSep = "\x1f"
+
+func openJournal(ctx context.Context) (*journal, error) {
+	db, err := sqlite.OpenScratch(journalCacheKiB)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.ExecContext(ctx, journalSchema); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &journal{db: db, files: map[string]int64{}}, nil
+}
+
+func (j *journal) close() error { return j.db.Close() }
+
+// write runs one statement of the journal, in a transaction of up to
+// journalBatch writes.
+func (j *journal) write(ctx context.Context, q string, args ...any) error {
+	if j.writes == 0 {
+		if _, err := j.db.ExecContext(ctx, "BEGIN"); err != nil {
+			return err
+		}
+	}
+	j.writes++
+	if _, err := j.db.ExecContext(ctx, q, args...); err != nil {
+		return err
+	}
+	if j.writes >= journalBatch {
+		return j.commit(ctx)
+	}
+	return nil
+}
+
+func (j *journal) commit(ctx context.Context) error {
+	if j.writes == 0 {
+		return nil
+	}
+	j.writes = 0
+	_, err := j.db.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+// seen says whether event id had a delivery, and whether the consumer
+// acked one.
+func (j *journal) seen(ctx context.Context, id string) (seen, acked bool, err error) {
+	err = j.db.QueryRowContext(ctx, `SELECT acked FROM event WHERE id = ?`, id).Scan(&acked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, false, nil
+	}
+	return err == nil, acked, err
+}
+
+func (j *journal) file(name string) int64 {
+	n, ok := j.files[name]
+	if !ok {
+		n = int64(len(j.names))
+		j.files[name] = n
+		j.names = append(j.names, name)
+	}
+	return n
+}
+
+// add records delivery d.
+func (j *journal) add(ctx context.Context, d *Delivery) error {
+	var errText any
+	if d.Result.Err != nil {
+		errText = d.Result.Err.Error()
+	}
+	settled := d.Answer.Kind == Acked || d.Answer.Kind == Conflict
+	unexpected := !settled && !d.Expected
+	file := j.file(d.Pos.File)
+	if err := j.write(ctx, `INSERT INTO event VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?2, ?7, ?8, ?9, ?10, ?11, ?12)
+		ON CONFLICT (id) DO UPDATE SET n = n + 1, settled = max(settled, excluded.settled),
+			unexpected = max(unexpected, excluded.unexpected), acked = max(acked, excluded.acked),
+			answers = CASE WHEN instr(?13 || answers || ?13, ?13 || excluded.answers || ?13) > 0 THEN answers ELSE answers || ?13 || excluded.answers END,
+			seq = excluded.seq, key = excluded.key, kind = excluded.kind, err = excluded.err, file = excluded.file, line = excluded.line, col = excluded.col`,
+		d.EventID, d.Seq, settled, unexpected, d.Answer.consumerAcked(), d.Answer.Short(), d.Key, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col, answerSep); err != nil {
+		return err
+	}
+	if d.Answer.Kind == Acked {
+		if err := j.write(ctx, `INSERT OR IGNORE INTO acked VALUES (?, ?, ?, ?, ?, ?)`, d.EventID, d.Key, d.Seq, file, d.Pos.Line, d.Pos.Col); err != nil {
+			return err
+		}
+	}
+	return j.write(ctx, `INSERT OR REPLACE INTO key VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, d.Key, d.Seq, d.EventID, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col)
+}
+
+// changed keeps a delivery that changed its key's rows.
+func (j *journal) changed(d *Delivery) {
+	if d.Answer.Kind == Conflict && d.Changed != "" {
+		j.changedByConflict = append(j.changedByConflict, d)
+	}
+	if d.Duplicated != "" {
+		j.changedByDuplicate = append(j.changedByDuplicate, d)
+	}
+}
+
+// record is a delivery as the journal keeps it, as the report names it.
+func (j *journal) record(seq int, event, key, kind string, errText sql.NullString, file int64, line, col int) *invariant.Record {
+	r := &invariant.Record{Seq: seq, EventID: event, Key: key, Result: handler.Result{Outcome: handler.Outcome(kind)},
+		Pos: handler.Location{File: j.names[file], Line: line, Col: col}}
+	if errText.Valid {
+		r.Result.Err = errors.New(errText.String)
+	}
+	return r
+}
+
+// judge reads the effect rows each gives into the journal and returns
+// every broken invariant as judge would over the whole history, and the
+// number of effect rows.
+func (j *journal) judge(ctx context.Context, each func(func(effects.Row) error) error, table string) ([]invariant.Violation, int, error) {
+	n := 0
+	err := each(func(r effects.Row) error {
+		n++
+		ev := r.Event
+		return j.write(ctx, `INSERT INTO effect VALUES (?, ?, ?)`, r.Key, ev, r.Values)
+	})
+	if err == nil {
+		err = j.commit(ctx)
+	}
+	if err == nil {
+		_, err = j.db.ExecContext(ctx, `CREATE INDEX effect_key ON effect (key, vals)`)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []invariant.Violation
+	// duplicate-effect: a key with more than one row, its rows in the
+	// order of their values.
+	rows, err := j.db.QueryContext(ctx, `SELECT f.key, f.event, k.seq, k.event, k.kind, k.err, k.file, k.line, k.col
+		FROM effect f LEFT JOIN key k ON k.key = f.key
+		WHERE f.key IN (SELECT key FROM effect GROUP BY key HAVING count(*) > 1)
+		ORDER BY f.key, f.vals, f.rowid`)
+	if err != nil {
+		return nil, 0, err
+	}
+	var cur string
+	var events []string
+	var rs int64
+	var by *invariant.Record
+	flush := func() {
+		if rs > 0 {
+			out = append(out, duplicateEffect(cur, rs, events, table, by))
+		}
+	}
+	for rows.Next() {
+		var key, event string
+		var seq, line, col sql.NullInt64
+		var kev, kind, errText sql.NullString
+		var file sql.NullInt64
+		if err := rows.Scan(&key, &event, &seq, &kev, &kind, &errText, &file, &line, &col); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		if key != cur || rs == 0 {
+			flush()
+			cur, events, rs, by = key, nil, 0, nil
+			if seq.Valid {
+				by = j.record(int(seq.Int64), kev.String, key, kind.String, errText, file.Int64, int(line.Int64), int(col.Int64))
+			}
+		}
+		rs++
+		if event != "" {
+			events = append(events, event)
+		}
+	}
+	flush()
+	if err := rows.Close(); err != nil {
+		return nil, 0, err
+	}
+	// lost-effect: an acked delivery whose key has no row, the first of
+	// its event.
+	rows, err = j.db.QueryContext(ctx, `SELECT a.event, a.key, a.seq, a.file, a.line, a.col FROM acked a
+		WHERE NOT EXISTS (SELECT 1 FROM effect f WHERE f.key = a.key) ORDER BY a.seq`)
+	if err != nil {
+		return nil, 0, err
+	}
+	lost := map[string]bool{}
+	for rows.Next() {
+		var event, key string
+		var seq, file int64
+		var line, col int
+		if err := rows.Scan(&event, &key, &seq, &file, &line, &col); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		if lost[event] {
+			continue
+		}
+		lost[event] = true
+		out = append(out, lostEffect(j.record(int(seq), event, key, string(Acked), sql.NullString{}, file, line, col), table))
+	}
+	if err := rows.Close(); err != nil {
+		return nil, 0, err
+	}
+	for _, d := range j.changedByConflict {
+		out = append(out, changedByConflict(d, table))
+	}
+	for _, d := range j.changedByDuplicate {
+		out = append(out, changedByDuplicate(d, table))
+	}
+	// never-acked, in the order the events were first delivered.
+	rows, err = j.db.QueryContext(ctx, `SELECT id, n, answers, seq, key, kind, err, file, line, col FROM event
+		WHERE settled = 0 AND unexpected = 1 ORDER BY first`)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, answers, key, kind string
+		var errText sql.NullString
+		var deliveries, seq, file int64
+		var line, col int
+		if err := rows.Scan(&id, &deliveries, &answers, &seq, &key, &kind, &errText, &file, &line, &col); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, neverAckedOne(id, deliveries, splitAnswers(answers), j.record(int(seq), id, key, kind, errText, file, line, col)))
+	}
+	return out, n, rows.Err()
+}

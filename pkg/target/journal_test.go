@@ -1,0 +1,111 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+)
+
+// TestJournalJudgesAsHistory: the invariants a replay decides over its
+// journal, which keeps per event and per key what the judge needs, are
+// the ones judge decides over every delivery: the same breaches, in the
+// same order, naming the same deliveries, on generated histories with
+// every answer, redeliveries, events whose key has no row, several rows
+// or changed ones, and ids given two keys.
+func TestJournalJudgesAsHistory(t *testing.T) {
+	ctx := context.Background()
+	kinds := []Kind{Acked, Acked, Acked, Conflict, Rejected, Unacked}
+	reached := map[invariant.Name]int{}
+	for seed := uint64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		var hist []*Delivery
+		j, err := openJournal(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := 1 + rng.IntN(30)
+		for i := 0; i < 1+rng.IntN(120); i++ {
+			e := rng.IntN(events)
+			key := fmt.Sprintf("k%d", e%(1+events/2))
+			if rng.IntN(20) == 0 {
+				key = fmt.Sprintf("k%d", rng.IntN(events)) // one id, another key
+			}
+			a := Answer{Kind: kinds[rng.IntN(len(kinds))], Status: 200}
+			if rng.IntN(10) == 0 {
+				a.Dropped = true
+			}
+			res := handler.Result{Outcome: handler.Outcome(a.Kind)}
+			if a.Kind == Unacked {
+				a.Status = 500 + rng.IntN(3)
+				res.Err = errors.New(a.String())
+			}
+			d := &Delivery{Record: invariant.Record{Seq: i + 1, EventID: fmt.Sprintf("evt-%d", e), Key: key, Result: res,
+				Pos: handler.Location{File: []string{"a.ndjson", "b.ndjson"}[rng.IntN(2)], Line: i + 1}}, Answer: a}
+			if rng.IntN(15) == 0 {
+				d.Changed = "amount 1 became 2"
+			}
+			if rng.IntN(15) == 0 {
+				d.Duplicated = "amount 2 became 3"
+			}
+			hist = append(hist, d)
+			if err := j.add(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			j.changed(d)
+		}
+		var rows []effects.Row
+		for i := 0; i < rng.IntN(2*events); i++ {
+			ev := ""
+			if rng.IntN(4) > 0 {
+				ev = fmt.Sprintf("evt-%d", rng.IntN(events))
+			}
+			rows = append(rows, effects.Row{Key: fmt.Sprintf("k%d", rng.IntN(events)), Event: ev, Values: fmt.Sprintf(`["%d"]`, rng.IntN(5))})
+		}
+		// The table as Rows gives it to judge: sorted by values.
+		sorted := append([]effects.Row(nil), rows...)
+		sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].Values < sorted[b].Values })
+		want := judge(hist, sorted, "payments")
+		got, n, err := j.judge(ctx, func(f func(effects.Row) error) error {
+			for _, r := range rows {
+				if err := f(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "payments")
+		j.close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(rows) {
+			t.Errorf("seed %d: %d effect rows, want %d", seed, n, len(rows))
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: the journal judges\n%s\nthe history judges\n%s", seed, show(got), show(want))
+		}
+		for _, v := range want {
+			reached[v.Invariant]++
+		}
+	}
+	for _, inv := range []invariant.Name{invariant.DuplicateEffect.Name, invariant.LostEffect.Name, invariant.NeverAcked.Name, invariant.ChangedByConflict.Name, invariant.ChangedByDuplicate.Name} {
+		if reached[inv] == 0 {
+			t.Errorf("no generated history broke %s: the test could not tell", inv)
+		}
+	}
+}
+
+func show(vs []invariant.Violation) string {
+	s := ""
+	for _, v := range vs {
+		s += fmt.Sprintf("%s %s %s by %+v\n", v.Invariant, v.EventID, v.Detail, v.By)
+	}
+	return s
+}
