@@ -141,7 +141,7 @@ func (c Compare) run(ctx context.Context, capture string, ids IDs, mode Mode, wh
 	if err != nil {
 		return Run{}, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out.String())
 	}
-	r := Run{IDs: ids, Mode: mode, Who: who, Seconds: secs, RSSKiB: maxRSSKiB(cmd.ProcessState)}
+	r := Run{IDs: ids, Mode: mode, Who: who, Seconds: secs, RSSKiB: MaxRSSKiB(cmd.ProcessState)}
 	for _, s := range []string{"", "-wal", "-shm"} {
 		os.Remove(db + s)
 	}

@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// maxRSSKiB is the peak resident memory of the process that ended with ps,
+// MaxRSSKiB is the peak resident memory of the process that ended with ps,
 // in KiB (0 when it is not known).
-func maxRSSKiB(ps *os.ProcessState) int64 {
+func MaxRSSKiB(ps *os.ProcessState) int64 {
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 		return int64(ru.Maxrss) / 1024 // bytes on macOS
 	}

@@ -20,8 +20,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/redeliver/redeliver/pkg/bench"
 )
 
 // cases are the scenario files timed, by name.
@@ -163,9 +164,7 @@ func time1(ctx context.Context, bin, file string) (result, error) {
 	if err != nil {
 		return res, fmt.Errorf("%s run %s: %w\n%s", bin, file, err, out.String())
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.kib = int64(ru.Maxrss) // KiB on Linux
-	}
+	res.kib = bench.MaxRSSKiB(cmd.ProcessState)
 	return res, nil
 }
 
