@@ -5,6 +5,7 @@ package invariant
 // decide, in the catalogue) for its breaches.
 
 import (
+	"iter"
 	"sort"
 	"strconv"
 	"time"
@@ -25,6 +26,28 @@ type Record struct {
 	// Where the delivery came from, for the report.
 	Check, Step int
 	Pos         handler.Location
+	// Repeats counts the deliveries right after this one that were the
+	// same in every way but their Seq (Seq+1 to Seq+Repeats): a run of
+	// identical deliveries (one step's times:) is kept as one record.
+	// Expand lists them one by one.
+	Repeats int
+}
+
+// Expand lists every delivery of a history, each run of repeats (see
+// Record.Repeats) as that many records, Seq counting up, Repeats 0.
+func Expand(history []Record) iter.Seq[Record] {
+	return func(yield func(Record) bool) {
+		for _, r := range history {
+			n := r.Repeats
+			r.Repeats = 0
+			for i := 0; i <= n; i++ {
+				if !yield(r) {
+					return
+				}
+				r.Seq++
+			}
+		}
+	}
 }
 
 // State is what the stores hold when the checker looks.
@@ -356,7 +379,9 @@ func (c *check) missingMarkers(inv *Invariant) {
 func outcomes(recs []*Record) []string {
 	var s []string
 	for _, r := range recs {
-		s = append(s, string(r.Result.Outcome))
+		for i := 0; i <= r.Repeats; i++ {
+			s = append(s, string(r.Result.Outcome))
+		}
 	}
 	return s
 }

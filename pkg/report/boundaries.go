@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/report/words"
 
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -77,7 +78,7 @@ func boundariesOf(run *Run) Boundaries {
 			for _, p := range c.Held {
 				held[p] = true
 			}
-			for _, rec := range c.History {
+			for rec := range invariant.Expand(c.History) {
 				b.Outcomes[string(rec.Result.Outcome)]++
 				if p, ok := firedAt(rec.Result); ok {
 					if fired[p] == nil {
@@ -118,7 +119,7 @@ func coverageOf(run *Run) []CoverageCell {
 		}
 		for _, c := range f.Checks {
 			seen := map[handler.FaultPoint]bool{}
-			for _, rec := range c.History {
+			for rec := range invariant.Expand(c.History) {
 				p, ok := firedAt(rec.Result)
 				if !ok || seen[p] {
 					continue

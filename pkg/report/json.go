@@ -228,7 +228,7 @@ func checkDoc(c runner.CheckResult) CheckDoc {
 		}
 		cd.Violations = append(cd.Violations, vd)
 	}
-	for _, rec := range c.History {
+	for rec := range invariant.Expand(c.History) {
 		dd := DeliveryDoc{Seq: rec.Seq, Step: rec.Step, EventID: rec.EventID, Consumer: rec.Consumer, Key: rec.Key,
 			Outcome: string(rec.Result.Outcome), EffectID: rec.Result.EffectID, DuplicateOf: rec.Result.DuplicateOf, Location: locationOf(rec.Pos)}
 		if p, ok := firedAt(rec.Result); ok {

@@ -85,7 +85,7 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 		cr.res.held(b.point)
 	}
 	for i, res := range results {
-		rec, err := cr.record(ctx, step, st, ds[i], scope, res)
+		rec, err := cr.record(ctx, step, st, ds[i], scope, res, false)
 		if err != nil {
 			return err
 		}

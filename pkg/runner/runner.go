@@ -248,6 +248,8 @@ func (r *run) explore(ctx context.Context, snap snapshotter, i int, c *scenario.
 type saved struct {
 	now      time.Time
 	history  []invariant.Record
+	seq      int
+	frozen   int
 	attempts map[[2]string]int
 	labels   map[string]int64
 	reported map[string]bool
@@ -255,7 +257,8 @@ type saved struct {
 }
 
 func (r *run) save() saved {
-	sv := saved{now: r.now, history: r.history, attempts: maps.Clone(r.attempts), labels: maps.Clone(r.labels), reported: maps.Clone(r.reported)}
+	r.frozen = len(r.history)
+	sv := saved{now: r.now, history: r.history, seq: r.seq, frozen: r.frozen, attempts: maps.Clone(r.attempts), labels: maps.Clone(r.labels), reported: maps.Clone(r.reported)}
 	if r.gateway != nil {
 		l := r.gateway.Snapshot()
 		sv.ledger = &l
@@ -266,7 +269,7 @@ func (r *run) save() saved {
 // restore puts the run back as it was at save: the history's records up
 // to then are kept, those after are written over by the next deliveries.
 func (r *run) restore(sv saved) {
-	r.now, r.history = sv.now, sv.history
+	r.now, r.history, r.seq, r.frozen = sv.now, sv.history, sv.seq, sv.frozen
 	r.attempts, r.labels, r.reported = maps.Clone(sv.attempts), maps.Clone(sv.labels), maps.Clone(sv.reported)
 	if sv.ledger != nil {
 		r.gateway.Restore(*sv.ledger)
@@ -323,20 +326,24 @@ func runChecks(ctx context.Context, s *scenario.Scenario, open Opener, plans [][
 }
 
 type run struct {
-	s        *scenario.Scenario
-	store    Store
-	gateway  *gateway.Gateway
-	h        *handler.Handler
-	now      time.Time
-	history  []invariant.Record
+	s       *scenario.Scenario
+	store   Store
+	gateway *gateway.Gateway
+	h       *handler.Handler
+	now     time.Time
+	history []invariant.Record
+	// seq counts the deliveries recorded (history keeps a run of identical
+	// ones as one record); the records below frozen are shared with a
+	// snapshot and are not changed.
+	seq      int
+	frozen   int
 	attempts map[[2]string]int
 	labels   map[string]int64
 	reported map[string]bool // violations already reported by an earlier check
 	// The last digest read, and the store's version then (see digest).
-	digested      bool
-	digestAt      uint64
-	digestCharges int
-	lastDigest    uint64
+	digested   bool
+	digestAt   uint64
+	lastDigest uint64
 }
 
 func (r *run) gatewayOrNil() handler.Gateway {
@@ -448,7 +455,7 @@ func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) er
 		return cr.concurrent(ctx, step, st, d, scope, inject)
 	}
 	for n := 1; n <= st.Times; n++ {
-		rec, err := cr.one(ctx, step, st, d, scope, inject)
+		rec, err := cr.one(ctx, step, st, d, scope, inject, true)
 		if err != nil {
 			return &partialStep{done: n - 1, err: err}
 		}
@@ -460,8 +467,9 @@ func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) er
 	return nil
 }
 
-// one delivers once and records it.
-func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector) (invariant.Record, error) {
+// one delivers once and records it; repeat: it may be kept as a repeat of
+// the record before (see record).
+func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector, repeat bool) (invariant.Record, error) {
 	unit := [2]string{d.EventID, scope}
 	cr.attempts[unit]++
 	d.Attempt = cr.attempts[unit]
@@ -473,8 +481,15 @@ func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d hand
 			return invariant.Record{}, err
 		}
 	}
-	res := cr.h.Handle(ctx, d, inject)
-	rec, err := cr.record(ctx, step, st, d, scope, res)
+	// One delivery on its own takes microseconds and waits for no other
+	// worker: it is not interrupted halfway (a context that can be
+	// cancelled costs database/sql a goroutine per query), the run stops
+	// before the next one.
+	if err := ctx.Err(); err != nil {
+		return invariant.Record{}, err
+	}
+	res := cr.h.Handle(context.WithoutCancel(ctx), d, inject)
+	rec, err := cr.record(ctx, step, st, d, scope, res, repeat)
 	if err != nil {
 		return rec, err
 	}
@@ -489,8 +504,13 @@ func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d hand
 	return rec, nil
 }
 
-// record appends a delivery to the history and counts it.
-func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, res handler.Result) (invariant.Record, error) {
+// record appends a delivery to the history and counts it. With repeat, a
+// delivery the same in every way as the last one of the history (the
+// same step of this check, the same outcome and effect, no error, no
+// external call) is counted as a repeat of it instead (Record.Repeats):
+// a step's times: of one event keeps a record or two, not one per
+// delivery.
+func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, res handler.Result, repeat bool) (invariant.Record, error) {
 	var se *handler.StoreError
 	if errors.As(res.Err, &se) {
 		if ctx.Err() != nil {
@@ -498,8 +518,13 @@ func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d h
 		}
 		return invariant.Record{}, fmt.Errorf("delivering %s (%s): %w", d.EventID, st.Pos, se.Err)
 	}
-	rec := invariant.Record{Seq: len(cr.history) + 1, EventID: d.EventID, Consumer: scope, Key: res.Key, Result: res, At: cr.now, Check: cr.index, Step: step, Pos: st.Pos}
-	cr.history = append(cr.history, rec)
+	cr.seq++
+	rec := invariant.Record{Seq: cr.seq, EventID: d.EventID, Consumer: scope, Key: res.Key, Result: res, At: cr.now, Check: cr.index, Step: step, Pos: st.Pos}
+	if n := len(cr.history); repeat && n > cr.from && n > cr.frozen && repeats(&cr.history[n-1], rec) {
+		cr.history[n-1].Repeats++
+	} else {
+		cr.history = append(cr.history, rec)
+	}
 	c := &cr.res.Counters
 	c.Deliveries++
 	if d.Attempt > 1 {
@@ -529,6 +554,17 @@ func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d h
 		}
 	}
 	return rec, nil
+}
+
+// repeats reports whether rec is the delivery right after last's run and
+// the same in every way but its Seq.
+func repeats(last *invariant.Record, rec invariant.Record) bool {
+	if rec.Result.Err != nil || rec.Result.External != nil || rec.ChangedStore || rec.Seq != last.Seq+last.Repeats+1 {
+		return false
+	}
+	x := *last
+	x.Seq, x.Repeats = rec.Seq, 0
+	return x == rec
 }
 
 func (cr *checkRun) expect(step, n int, st *scenario.Step, rec invariant.Record) {

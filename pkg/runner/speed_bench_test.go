@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -129,5 +130,47 @@ checks:
 		if st.reads > 2 {
 			t.Errorf("times %d: the state was read %d times, want at most 2", times, st.reads)
 		}
+	}
+}
+
+// TestTimesKeepsRunsOfRepeats: a `times:` step of one event keeps one
+// record for its first delivery and one for the run of duplicates after
+// it, however many times it delivers; the history expands to one record
+// per delivery, numbered in order, as the reports list them.
+func TestTimesKeepsRunsOfRepeats(t *testing.T) {
+	res := runSrc(t, `version: 1
+handler: {strategy: event-id, effect: shipments}
+checks:
+  - name: many
+    steps:
+      - deliver: {id: evt-1, data: {orderId: order-1}}
+        times: 1000
+      - deliver: {id: evt-1, data: {orderId: order-2}}
+        times: 3
+`)
+	c := res.Checks[0]
+	// A conflict carries its error: each is kept.
+	if got := len(c.History); got != 5 {
+		t.Errorf("the history keeps %d records, want 5 (processed, a run of duplicates, 3 conflicts)", got)
+	}
+	var seqs []int
+	outcomes := map[handler.Outcome]int{}
+	for rec := range invariant.Expand(c.History) {
+		seqs = append(seqs, rec.Seq)
+		outcomes[rec.Result.Outcome]++
+		if rec.Repeats != 0 {
+			t.Fatalf("delivery %d expands with Repeats %d", rec.Seq, rec.Repeats)
+		}
+	}
+	if len(seqs) != 1003 || seqs[0] != 1 || seqs[1002] != 1003 {
+		t.Fatalf("the history expands to %d deliveries (%v … ), want 1003 numbered 1 to 1003", len(seqs), seqs[:min(3, len(seqs))])
+	}
+	for i, s := range seqs {
+		if s != i+1 {
+			t.Fatalf("delivery %d is numbered %d", i+1, s)
+		}
+	}
+	if outcomes[handler.Processed] != 1 || outcomes[handler.Duplicate] != 999 || outcomes[handler.Conflict] != 3 {
+		t.Errorf("outcomes %v, want 1 processed, 999 duplicates, 3 conflicts", outcomes)
 	}
 }
