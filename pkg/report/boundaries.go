@@ -259,7 +259,11 @@ func crashCoverage(b *strings.Builder, run *Run) {
 		fmt.Fprintf(b, "every check that crashes interrupted a delivery (%s)\n", countOf(crashing, "check"))
 		return
 	}
-	fmt.Fprintf(b, "%d of %s that crash interrupted no delivery: %s\n", len(names), countOf(crashing, "check"), strings.Join(names, ", "))
+	verb := "crash"
+	if crashing == 1 {
+		verb = "crashes"
+	}
+	fmt.Fprintf(b, "%d of %s that %s interrupted no delivery: %s\n", len(names), countOf(crashing, "check"), verb, strings.Join(names, ", "))
 }
 
 // matrix writes the strategy × fault point matrix of the run's handler

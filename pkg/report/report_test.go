@@ -326,6 +326,19 @@ func TestTargetCrashCoverage(t *testing.T) {
 	if strings.Contains(got, "never reached") || strings.Contains(got, "no crash") || len(coverageOf(run)) != 0 {
 		t.Errorf("a target's coverage speaks of the handler's fault points or of a check that crashed nothing:\n%s", got)
 	}
+	// One check that crashes: its verb agrees with it.
+	one := &Run{Store: StoreTarget, Files: []*runner.FileResult{
+		{File: "t.yaml", Strategy: "target", Target: "exec consumer", Checks: []runner.CheckResult{
+			{Name: "killed 5ms in", Passed: true, Counters: crashes(0, 1, 0)},
+		}},
+	}}
+	var b1 strings.Builder
+	if err := Coverage(&b1, one); err != nil {
+		t.Fatal(err)
+	}
+	if want := "\n1 of 1 check that crashes interrupted no delivery: killed 5ms in\n"; !strings.Contains(b1.String(), want) {
+		t.Errorf("coverage lacks %q:\n%s", want, b1.String())
+	}
 	d := NewDocument(run)
 	c := d.Files[0].Checks
 	if c[0].Crashes == nil || *c[0].Crashes != (CrashesDoc{AfterAnswer: 1}) || *c[1].Crashes != (CrashesDoc{BeforeAnswer: 6, AfterAnswer: 1}) || c[2].Crashes != nil {
