@@ -222,6 +222,19 @@ type deliverStep struct {
 	st           *Step
 }
 
+// valueOf is the value of key in mapping n, aliases resolved, or nil.
+func valueOf(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return resolve(n.Content[i+1])
+		}
+	}
+	return nil
+}
+
 func (l *loader) validateDeliverSteps() {
 	for _, d := range l.deliverSteps {
 		switch {
@@ -231,5 +244,30 @@ func (l *loader) validateDeliverSteps() {
 		case d.messageID != nil:
 			l.errorf(d.messageID, "message_id is the id a broker target publishes under; this target is %s", l.channel())
 		}
+		if h := l.s.Target; h != nil && h.HTTP != nil {
+			// The event's own headers go on the request too, and so do
+			// its attributes in every mode but structured.
+			ev := valueOf(d.n, "deliver")
+			l.httpHeaders(valueOf(ev, "headers"), nil)
+			for _, a := range headerAttributes(h.HTTP) {
+				if v := valueOf(ev, a.field); v != nil && v.Kind == yaml.ScalarNode && !headerValue(v.Value) {
+					l.errorf(v, "%s holds a control character (a newline, a NUL), and mode %s carries it in a header (%s), which HTTP cannot", a.field, h.HTTP.Mode, a.header)
+				}
+			}
+		}
 	}
+}
+
+// headerAttributes are the event attributes an HTTP target's mode sends
+// as headers, with the header each goes in.
+func headerAttributes(h *HTTPTarget) []struct{ field, header string } {
+	switch h.Mode {
+	case ModeBinary:
+		return []struct{ field, header string }{{"id", "ce-id"}, {"source", "ce-source"}, {"type", "ce-type"}, {"subject", "ce-subject"}, {"time", "ce-time"}}
+	case ModeRaw:
+		return []struct{ field, header string }{{"id", h.IDHeader}}
+	case ModeStandardWebhooks:
+		return []struct{ field, header string }{{"id", "webhook-id"}}
+	}
+	return nil
 }

@@ -366,7 +366,10 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 				}
 			}
 		}},
-		{"headers", func(k, v *yaml.Node) { h.Headers = l.xmap(v, "header") }},
+		{"headers", func(k, v *yaml.Node) {
+			h.Headers = l.xmap(v, "header")
+			l.httpHeaders(v, h.Headers)
+		}},
 		{"timeout", func(k, v *yaml.Node) { h.Timeout = l.timeout(v, "timeout") }},
 		{"mode", func(k, v *yaml.Node) {
 			modeNode = v
@@ -872,4 +875,41 @@ func oneStatement(q string) (more string, ok bool) {
 		return "", true
 	}
 	return q[i+1:], false
+}
+
+// httpHeaders checks the headers of a mapping that go on an HTTP
+// delivery: a name HTTP cannot carry, or a value with a control
+// character, would fail every delivery before it left, and the consumer
+// would be blamed for never answering. values holds them as expanded,
+// or is nil to read them off the nodes. A value is never quoted: it may
+// be a secret.
+func (l *loader) httpHeaders(n *yaml.Node, values map[string]string) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		if !headerName.MatchString(k.Value) {
+			l.errorf(k, "header name %q is not one HTTP can carry: letters, digits and !#$%%&'*+-.^_`|~, without spaces or colons", k.Value)
+			continue
+		}
+		val, ok := values[k.Value]
+		if values == nil && v.Kind == yaml.ScalarNode {
+			val, ok = v.Value, true
+		}
+		if ok && !headerValue(val) {
+			l.errorf(v, "the value of header %s holds a control character (a newline, a NUL), which HTTP cannot carry", k.Value)
+		}
+	}
+}
+
+// headerValue reports whether s can be an HTTP field value: no control
+// character but a tab.
+func headerValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
