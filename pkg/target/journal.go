@@ -29,6 +29,7 @@ type journal struct {
 	files  map[string]int64
 	names  []string
 	writes int // since the open transaction began
+	stmts  map[string]*sql.Stmt
 	// Deliveries whose conflict, or whose redelivery of an acked event,
 	// changed the key's rows, in order.
 	changedByConflict, changedByDuplicate []*Delivery
@@ -71,10 +72,28 @@ func openJournal(ctx context.Context) (*journal, error) {
 		db.Close()
 		return nil, err
 	}
-	return &journal{db: db, files: map[string]int64{}}, nil
+	return &journal{db: db, files: map[string]int64{}, stmts: map[string]*sql.Stmt{}}, nil
 }
 
-func (j *journal) close() error { return j.db.Close() }
+func (j *journal) close() error {
+	for _, st := range j.stmts {
+		st.Close()
+	}
+	return j.db.Close()
+}
+
+// stmt is q prepared once: every delivery runs the same few statements.
+func (j *journal) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st := j.stmts[q]; st != nil {
+		return st, nil
+	}
+	st, err := j.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	j.stmts[q] = st
+	return st, nil
+}
 
 // write runs one statement of the journal, in a transaction of up to
 // journalBatch writes.
@@ -85,7 +104,11 @@ func (j *journal) write(ctx context.Context, q string, args ...any) error {
 		}
 	}
 	j.writes++
-	if _, err := j.db.ExecContext(ctx, q, args...); err != nil {
+	st, err := j.stmt(ctx, q)
+	if err != nil {
+		return err
+	}
+	if _, err := st.ExecContext(ctx, args...); err != nil {
 		return err
 	}
 	if j.writes >= journalBatch {
@@ -106,7 +129,11 @@ func (j *journal) commit(ctx context.Context) error {
 // seen says whether event id had a delivery, and whether the consumer
 // acked one.
 func (j *journal) seen(ctx context.Context, id string) (seen, acked bool, err error) {
-	err = j.db.QueryRowContext(ctx, `SELECT acked FROM event WHERE id = ?`, id).Scan(&acked)
+	st, err := j.stmt(ctx, `SELECT acked FROM event WHERE id = ?`)
+	if err != nil {
+		return false, false, err
+	}
+	err = st.QueryRowContext(ctx, id).Scan(&acked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, false, nil
 	}
