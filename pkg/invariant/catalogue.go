@@ -123,8 +123,9 @@ var (
 		},
 	}
 	// NeverAcked is an event a user's consumer never took: it rejected
-	// it, or it answered none of its deliveries and redeliveries with an
-	// ack. A broker would give up on it (a dead-letter queue at best): its
+	// it, answered it only as a conflict while its key had no row to
+	// conflict with, or answered none of its deliveries and redeliveries
+	// with an ack. A broker would give up on it (a dead-letter queue at best): its
 	// effect is lost.
 	NeverAcked = &Invariant{
 		Name: "never-acked", Number: 3,

@@ -77,16 +77,19 @@ func judge(history []*Delivery, rows []effects.Row, table string) []invariant.Vi
 			out = append(out, changedByDuplicate(d, table))
 		}
 	}
-	out = append(out, neverAcked(history)...)
+	out = append(out, neverAcked(history, func(key string) bool { return len(byKey[key]) > 0 }, table)...)
 	return out
 }
 
 // neverAcked finds the events no delivery of which was acked (or answered
 // as a conflict), when one of their deliveries was rejected or unacked
-// without the scenario expecting it.
-func neverAcked(history []*Delivery) []invariant.Violation {
+// without the scenario expecting it; and the events answered only as a
+// conflict, unexpectedly, whose key has no row (hasRow) for them to
+// conflict with: a consumer answering 409 to everything took nothing.
+func neverAcked(history []*Delivery, hasRow func(key string) bool, table string) []invariant.Violation {
 	type event struct {
 		settled, unexpected bool
+		acked, conflicted   bool
 		n                   int64
 		answers             []string
 		last                *Delivery
@@ -102,9 +105,15 @@ func neverAcked(history []*Delivery) []invariant.Violation {
 		}
 		e.n++
 		e.last = d
+		if d.Answer.consumerAcked() {
+			e.acked = true
+		}
 		switch d.Answer.Kind {
 		case Acked, Conflict:
 			e.settled = true
+			if d.Answer.Kind == Conflict && !d.Expected {
+				e.conflicted = true
+			}
 		default:
 			if !d.Expected {
 				e.unexpected = true
@@ -117,12 +126,21 @@ func neverAcked(history []*Delivery) []invariant.Violation {
 	var out []invariant.Violation
 	for _, id := range order {
 		e := events[id]
-		if e.settled || !e.unexpected {
-			continue
+		switch {
+		case !e.settled && e.unexpected:
+			out = append(out, neverAckedOne(id, e.n, e.answers, &e.last.Record))
+		case !e.acked && e.conflicted && !hasRow(e.last.Key):
+			out = append(out, conflictWithNothing(neverAckedOne(id, e.n, e.answers, &e.last.Record), e.last.Key, table))
 		}
-		out = append(out, neverAckedOne(id, e.n, e.answers, &e.last.Record))
 	}
 	return out
+}
+
+// conflictWithNothing says of a never-acked finding that the event was
+// answered as a conflict, and its key has no row to conflict with.
+func conflictWithNothing(v invariant.Violation, key, table string) invariant.Violation {
+	v.Detail += fmt.Sprintf("; key %s has no row in %s for it to conflict with", key, table)
+	return v
 }
 
 // duplicateEffect: key has rows rows (of events), by its last delivery.

@@ -33,7 +33,10 @@ func TestJudge(t *testing.T) {
 		{"rejected without a row is not lost, but never acked", []*Delivery{delivery("e1", "O-1", Rejected, "")}, nil, []string{"never-acked e1"}},
 		{"unacked, then acked", []*Delivery{delivery("e1", "O-1", Unacked, ""), delivery("e1", "O-1", Acked, "")}, []effects.Row{row("O-1", "e1")}, nil},
 		{"acked, then unacked", []*Delivery{delivery("e1", "O-1", Acked, ""), delivery("e1", "O-1", Unacked, "")}, []effects.Row{row("O-1", "e1")}, nil},
-		{"a conflict is an answer", []*Delivery{delivery("e1", "O-1", Conflict, "")}, nil, nil},
+		{"a conflict with a row of its key is an answer", []*Delivery{delivery("e1", "O-1", Conflict, "")}, []effects.Row{row("O-1", "e0")}, nil},
+		{"a conflict with no row to conflict with is never acked", []*Delivery{delivery("e1", "O-1", Conflict, ""), delivery("e2", "O-2", Conflict, "")}, nil, []string{"never-acked e1", "never-acked e2"}},
+		{"a conflict with no row, as the step expects", []*Delivery{expected(delivery("e1", "O-1", Conflict, ""))}, nil, nil},
+		{"acked, then a conflict, the row gone", []*Delivery{delivery("e1", "O-1", Acked, ""), delivery("e1", "O-1", Conflict, "")}, nil, []string{"lost-effect e1"}},
 		{"unacked as the step expects", []*Delivery{expected(delivery("e1", "O-1", Unacked, ""))}, nil, nil},
 		{"rejected as the step expects", []*Delivery{expected(delivery("e1", "O-1", Rejected, ""))}, nil, nil},
 		{"rejected as expected, then unacked unexpectedly", []*Delivery{expected(delivery("e1", "O-1", Rejected, "")), delivery("e1", "O-1", Unacked, "")}, nil, []string{"never-acked e1"}},
@@ -56,6 +59,18 @@ func TestJudge(t *testing.T) {
 				t.Errorf("judge = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestConflictWithNothingSays: a conflict whose key has no row says so.
+func TestConflictWithNothingSays(t *testing.T) {
+	h := []*Delivery{{Record: invariant.Record{EventID: "e1", Key: "O-1"}, Answer: Answer{Kind: Conflict, Status: 409}}}
+	v := judge(h, nil, "payments")
+	if len(v) != 1 {
+		t.Fatalf("judge = %v, want one never-acked", v)
+	}
+	if want := "event e1 was never acked in 1 delivery: conflict (409); key O-1 has no row in payments for it to conflict with"; v[0].Detail != want {
+		t.Errorf("detail = %q, want %q", v[0].Detail, want)
 	}
 }
 

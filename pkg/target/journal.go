@@ -46,7 +46,8 @@ CREATE TABLE event (
 	id TEXT PRIMARY KEY, first INTEGER NOT NULL, n INTEGER NOT NULL,
 	settled INTEGER NOT NULL, unexpected INTEGER NOT NULL, acked INTEGER NOT NULL,
 	answers TEXT NOT NULL,
-	seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, err TEXT, file INTEGER NOT NULL, line INTEGER NOT NULL, col INTEGER NOT NULL
+	seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, err TEXT, file INTEGER NOT NULL, line INTEGER NOT NULL, col INTEGER NOT NULL,
+	conflicted INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE acked (
 	event TEXT NOT NULL, key TEXT NOT NULL,
@@ -158,13 +159,15 @@ func (j *journal) add(ctx context.Context, d *Delivery) error {
 	}
 	settled := d.Answer.Kind == Acked || d.Answer.Kind == Conflict
 	unexpected := !settled && !d.Expected
+	conflicted := d.Answer.Kind == Conflict && !d.Expected
 	file := j.file(d.Pos.File)
-	if err := j.write(ctx, `INSERT INTO event VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?2, ?7, ?8, ?9, ?10, ?11, ?12)
+	if err := j.write(ctx, `INSERT INTO event VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?2, ?7, ?8, ?9, ?10, ?11, ?12, ?14)
 		ON CONFLICT (id) DO UPDATE SET n = n + 1, settled = max(settled, excluded.settled),
 			unexpected = max(unexpected, excluded.unexpected), acked = max(acked, excluded.acked),
+			conflicted = max(conflicted, excluded.conflicted),
 			answers = CASE WHEN instr(?13 || answers || ?13, ?13 || excluded.answers || ?13) > 0 THEN answers ELSE answers || ?13 || excluded.answers END,
 			seq = excluded.seq, key = excluded.key, kind = excluded.kind, err = excluded.err, file = excluded.file, line = excluded.line, col = excluded.col`,
-		d.EventID, d.Seq, settled, unexpected, d.Answer.consumerAcked(), d.Answer.Short(), d.Key, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col, answerSep); err != nil {
+		d.EventID, d.Seq, settled, unexpected, d.Answer.consumerAcked(), d.Answer.Short(), d.Key, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col, answerSep, conflicted); err != nil {
 		return err
 	}
 	if d.Answer.Kind == Acked {
@@ -289,9 +292,13 @@ func (j *journal) judge(ctx context.Context, each func(func(effects.Row) error) 
 	for _, d := range j.changedByDuplicate {
 		out = append(out, changedByDuplicate(d, table))
 	}
-	// never-acked, in the order the events were first delivered.
-	rows, err = j.db.QueryContext(ctx, `SELECT id, n, answers, seq, key, kind, err, file, line, col FROM event
-		WHERE settled = 0 AND unexpected = 1 ORDER BY first`)
+	// never-acked, in the order the events were first delivered: no ack
+	// nor conflict, or only conflicts with no row of the key to conflict
+	// with.
+	rows, err = j.db.QueryContext(ctx, `SELECT id, n, answers, seq, key, kind, err, file, line, col, settled FROM event e
+		WHERE (settled = 0 AND unexpected = 1)
+			OR (acked = 0 AND conflicted = 1 AND NOT EXISTS (SELECT 1 FROM effect f WHERE f.key = e.key))
+		ORDER BY first`)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -301,10 +308,15 @@ func (j *journal) judge(ctx context.Context, each func(func(effects.Row) error) 
 		var errText sql.NullString
 		var deliveries, seq, file int64
 		var line, col int
-		if err := rows.Scan(&id, &deliveries, &answers, &seq, &key, &kind, &errText, &file, &line, &col); err != nil {
+		var settled bool
+		if err := rows.Scan(&id, &deliveries, &answers, &seq, &key, &kind, &errText, &file, &line, &col, &settled); err != nil {
 			return nil, 0, err
 		}
-		out = append(out, neverAckedOne(id, deliveries, splitAnswers(answers), j.record(int(seq), id, key, kind, errText, file, line, col)))
+		v := neverAckedOne(id, deliveries, splitAnswers(answers), j.record(int(seq), id, key, kind, errText, file, line, col))
+		if settled {
+			v = conflictWithNothing(v, key, table)
+		}
+		out = append(out, v)
 	}
 	return out, n, rows.Err()
 }
