@@ -171,9 +171,11 @@ func (e *redacted) Unwrap() error { return e.err }
 // SecretName reports whether a name — of an environment variable, a
 // query parameter, a DSN keyword or a flag — says its value is a secret:
 // it contains PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN or CREDENTIAL,
-// or it ends in a word KEY, PASS or PWD after another word (API_KEY,
-// STRIPE_KEY, DB_PASS), except the keys that name things (ROUTING_KEY,
-// IDEMPOTENCY_KEY, …). Case and the separators _ - . do not matter.
+// it ends in a word PASS, PW or AUTH (pass, DB_PASS, basic-auth), or it
+// ends in a word KEY or PWD after another word (API_KEY, STRIPE_KEY,
+// MYSQL_PWD; PWD alone is the working directory), except the keys that
+// name things (ROUTING_KEY, IDEMPOTENCY_KEY, …). Case and the separators
+// _ - . do not matter.
 func SecretName(name string) bool {
 	n := strings.ToUpper(name)
 	for _, w := range []string{"PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "CREDENTIAL", "APIKEY", "ACCESSKEY", "PRIVATEKEY"} {
@@ -182,12 +184,20 @@ func SecretName(name string) bool {
 		}
 	}
 	words := strings.FieldsFunc(n, func(r rune) bool { return r == '_' || r == '-' || r == '.' })
+	if len(words) == 0 {
+		return false
+	}
+	last := words[len(words)-1]
+	switch last {
+	case "PASS", "PW", "AUTH":
+		// --pass, --pw, --auth, BASIC_AUTH: a password or user:password.
+		return true
+	}
 	if len(words) < 2 {
 		return false
 	}
-	last, before := words[len(words)-1], words[len(words)-2]
-	switch last {
-	case "PASS", "PWD":
+	switch before := words[len(words)-2]; last {
+	case "PWD":
 		return true
 	case "KEY":
 		return !namingKey[before]

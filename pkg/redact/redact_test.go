@@ -53,7 +53,8 @@ func TestString(t *testing.T) {
 		{"basic", "Authorization: Basic dXNlcjpwdw==", "Authorization: Basic xxxxx"},
 		{"basic in a sentence", "a basic check", "a basic check"},
 		{"flags that hold no secret", "consumer --listen 127.0.0.1:8080 --routing-key orders --key order_id", "consumer --listen 127.0.0.1:8080 --routing-key orders --key order_id"},
-		{"names that hold no secret", "key=O-1 idempotency_key=k routing_key=r pass=3 PWD=/tmp", "key=O-1 idempotency_key=k routing_key=r pass=3 PWD=/tmp"},
+		{"names that hold no secret", "key=O-1 idempotency_key=k routing_key=r bypass=3 auth-mode=none PWD=/tmp", "key=O-1 idempotency_key=k routing_key=r bypass=3 auth-mode=none PWD=/tmp"},
+		{"short password flags", "consumer --pass s3cret1 --pw=s3cret2 --basic-auth=u:s3cret3 --auth u:s3cret4", "consumer --pass xxxxx --pw=xxxxx --basic-auth=xxxxx --auth xxxxx"},
 		{"nothing secret", "table payments (key order_id) in SQLite file /tmp/x.db", "table payments (key order_id) in SQLite file /tmp/x.db"},
 		{"already masked", "postgres://u:xxxxx@h/db password=xxxxx root:xxxxx@tcp(h)/d", "postgres://u:xxxxx@h/db password=xxxxx root:xxxxx@tcp(h)/d"},
 		{"JSON", `{"target": "postgres://u:s3cret@h/db?password=s3\"x"}`, `{"target": "postgres://u:xxxxx@h/db?password=xxxxx"}`},
@@ -136,7 +137,8 @@ func TestSecretName(t *testing.T) {
 		"token": true, "GITHUB_TOKEN": true, "api-key": true, "STRIPE_KEY": true, "AWS_SECRET_ACCESS_KEY": true,
 		"apikey": true, "DB_PASS": true, "MYSQL_PWD": true, "credentials": true,
 		"key": false, "KEY": false, "ROUTING_KEY": false, "idempotency-key": false, "sslkey": false,
-		"PWD": false, "pass": false, "user": false, "host": false, "PATH": false, "": false,
+		"pass": true, "PASS": true, "pw": true, "auth": true, "basic-auth": true, "HTTP_AUTH": true, "proxy.auth": true,
+		"PWD": false, "user": false, "host": false, "PATH": false, "": false, "auth-mode": false, "AUTH_TYPE": false, "oauth2-issuer": false, "bypass": false,
 	} {
 		if got := SecretName(name); got != want {
 			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
