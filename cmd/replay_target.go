@@ -23,6 +23,9 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if o.Parallel < 1 || o.Parallel > 256 {
 		return problem.Usagef("--parallel must be between 1 and 256, not %d", o.Parallel)
 	}
+	if o.Rewind < 0 || o.Rewind > 1_000_000 {
+		return problem.Usagef("--rewind must be between 0 and 1000000 deliveries, not %d", o.Rewind)
+	}
 	for _, p := range []struct {
 		name string
 		v    float64
