@@ -469,8 +469,12 @@ func authorization(s string) string {
 
 // credential reports whether the word after Bearer or Basic looks like a
 // credential rather than a word of a sentence ("basic auth"): it has a
-// digit, or a character of a token, or is long.
+// digit, or a character of a token, or is long. A word that starts with
+// a dash is the command line's next flag ("--auth-mode basic --port").
 func credential(w string) bool {
+	if strings.HasPrefix(w, "-") {
+		return false
+	}
 	return len(w) >= 16 || strings.ContainsAny(w, "0123456789._~+/=-")
 }
 

@@ -52,6 +52,7 @@ func TestString(t *testing.T) {
 		{"bearer", "Authorization: Bearer eyJhbGciOi.x.y", "Authorization: Bearer xxxxx"},
 		{"basic", "Authorization: Basic dXNlcjpwdw==", "Authorization: Basic xxxxx"},
 		{"basic in a sentence", "a basic check", "a basic check"},
+		{"basic before a flag", "consumer --auth-mode basic --port 8080", "consumer --auth-mode basic --port 8080"},
 		{"flags that hold no secret", "consumer --listen 127.0.0.1:8080 --routing-key orders --key order_id", "consumer --listen 127.0.0.1:8080 --routing-key orders --key order_id"},
 		{"names that hold no secret", "key=O-1 idempotency_key=k routing_key=r bypass=3 auth-mode=none PWD=/tmp", "key=O-1 idempotency_key=k routing_key=r bypass=3 auth-mode=none PWD=/tmp"},
 		{"short password flags", "consumer --pass s3cret1 --pw=s3cret2 --basic-auth=u:s3cret3 --auth u:s3cret4", "consumer --pass xxxxx --pw=xxxxx --basic-auth=xxxxx --auth xxxxx"},

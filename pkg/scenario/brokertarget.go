@@ -33,6 +33,10 @@ type NATSTarget struct {
 	AckWait time.Duration
 }
 
+// MinAckWait is the shortest ack_wait a file may ask for: below it
+// JetStream redelivers before any consumer could answer, again and again.
+const MinAckWait = 100 * time.Millisecond
+
 // AMQPTarget publishes every delivery to a RabbitMQ exchange, for the
 // consumer reading the queue to take.
 type AMQPTarget struct {
@@ -132,7 +136,12 @@ func (l *loader) natsTarget(n *yaml.Node) *NATSTarget {
 		{"create", func(k, v *yaml.Node) { t.Create = l.boolean(v, "create") }},
 		{"mode", func(k, v *yaml.Node) { t.Mode = l.brokerMode(v) }},
 		{"drain_timeout", func(k, v *yaml.Node) { t.DrainTimeout = l.timeout(v, "drain_timeout") }},
-		{"ack_wait", func(k, v *yaml.Node) { t.AckWait = l.timeout(v, "ack_wait") }},
+		{"ack_wait", func(k, v *yaml.Node) {
+			t.AckWait = l.timeout(v, "ack_wait")
+			if t.AckWait > 0 && t.AckWait < MinAckWait {
+				l.errorf(v, "ack_wait must be at least %s, not %s: JetStream would redeliver before a consumer could answer", MinAckWait, t.AckWait)
+			}
+		}},
 	})
 	if n.Kind != yaml.MappingNode {
 		return t

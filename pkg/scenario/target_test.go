@@ -184,6 +184,7 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"nats bad subject template", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: \"s.{type\", durable: d}\n" + effects + checks, "f.yaml:3:52: subject: placeholder at byte 3 is not closed"},
 		{"nats create not bool", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, create: yes please}\n" + effects + checks, "f.yaml:3:75: create must be true or false"},
 		{"nats unknown field", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, queue: q}\n" + effects + checks, "f.yaml:3:67: unknown field \"queue\" in target nats"},
+		{"nats ack_wait too short", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, ack_wait: 1ns}\n" + effects + checks, "f.yaml:3:77: ack_wait must be at least 100ms, not 1ns"},
 		{"nats ack_wait of zero", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, ack_wait: 0s}\n" + effects + checks, "f.yaml:3:77: ack_wait must be a positive duration"},
 		{"nats bad mode", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, mode: raw}\n" + effects + checks, "f.yaml:3:73: unknown mode \"raw\"; expected binary or structured"},
 		{"amqp without queue", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\"}\n" + effects + checks, "f.yaml:3:9: target amqp needs queue"},
