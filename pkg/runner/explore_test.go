@@ -218,9 +218,7 @@ checks:
 					t.Errorf("check %q failed: %s", c.Name, messages(c))
 				}
 			}
-			var ids []int64
 			for _, rec := range race.History {
-				ids = append(ids, rec.Result.EffectID)
 				if rec.Result.EffectID != 4 && rec.Result.EffectID != 5 {
 					t.Errorf("a racing worker wrote effect %d, want 4 or 5 (the prefix wrote 1 to 3)", rec.Result.EffectID)
 				}
