@@ -236,26 +236,33 @@ func parseStat(pid int, data []byte) (procStat, bool) {
 // leftGroup returns the descendants of the process pid that left its
 // process group (pgid pid): a signal to the group does not reach them.
 func leftGroup(pid int) []procID {
-	all := listProcs()
+	var out []procID
+	for _, p := range descendants(pid) {
+		if p.pgrp != pid {
+			out = append(out, p.procID)
+		}
+	}
+	return out
+}
+
+// descendants lists every descendant of pid, parents before children.
+func descendants(pid int) []procStat {
 	children := map[int][]procStat{}
-	for _, p := range all {
+	for _, p := range listProcs() {
 		children[p.ppid] = append(children[p.ppid], p)
 	}
-	var out []procID
+	var out []procStat
 	queue := []int{pid}
 	seen := map[int]bool{pid: true}
 	for len(queue) > 0 {
 		next := queue[0]
 		queue = queue[1:]
 		for _, c := range children[next] {
-			if seen[c.pid] {
-				continue
+			if !seen[c.pid] {
+				seen[c.pid] = true
+				out = append(out, c)
+				queue = append(queue, c.pid)
 			}
-			seen[c.pid] = true
-			if c.pgrp != pid {
-				out = append(out, c.procID)
-			}
-			queue = append(queue, c.pid)
 		}
 	}
 	return out

@@ -193,7 +193,10 @@ func endDescendants() {
 	self := os.Getpid()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		ids := descendants(self)
+		var ids []procID
+		for _, p := range descendants(self) {
+			ids = append(ids, p.procID)
+		}
 		if len(ids) == 0 {
 			return
 		}
@@ -210,29 +213,6 @@ func endDescendants() {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// descendants lists every descendant of pid.
-func descendants(pid int) []procID {
-	children := map[int][]procStat{}
-	for _, p := range listProcs() {
-		children[p.ppid] = append(children[p.ppid], p)
-	}
-	var out []procID
-	queue := []int{pid}
-	seen := map[int]bool{pid: true}
-	for len(queue) > 0 {
-		next := queue[0]
-		queue = queue[1:]
-		for _, c := range children[next] {
-			if !seen[c.pid] {
-				seen[c.pid] = true
-				out = append(out, c.procID)
-				queue = append(queue, c.pid)
-			}
-		}
-	}
-	return out
 }
 
 // superviseCmd has cmd, not yet started, run through a supervisor, and
