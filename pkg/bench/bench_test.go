@@ -96,15 +96,15 @@ func TestParseIDs(t *testing.T) {
 
 func TestMedians(t *testing.T) {
 	runs := []Run{
-		{UUID, Memory, "redeliver", 3, 100}, {UUID, Memory, "peer", 6, 200},
-		{UUID, Memory, "redeliver", 5, 120}, {UUID, Memory, "peer", 4, 180},
-		{UUID, Memory, "redeliver", 4, 90}, {UUID, Memory, "peer", 9, 190},
-		{Sequential, File, "redeliver", 1, 50}, {Sequential, File, "peer", 2, 60},
+		{UUID, Memory, "redeliver", 3, 100, 5}, {UUID, Memory, "peer", 6, 200, 4},
+		{UUID, Memory, "redeliver", 5, 120, 7}, {UUID, Memory, "peer", 4, 180, 5},
+		{UUID, Memory, "redeliver", 4, 90, 6}, {UUID, Memory, "peer", 9, 190, 3},
+		{Sequential, File, "redeliver", 1, 50, 1}, {Sequential, File, "peer", 2, 60, 2},
 	}
 	got := Medians(runs)
 	want := []Result{
-		{UUID, Memory, 4, 6, 100, 190},
-		{Sequential, File, 1, 2, 50, 60},
+		{UUID, Memory, 4, 6, 100, 190, 6, 4},
+		{Sequential, File, 1, 2, 50, 60, 1, 2},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v, want %+v", got, want)
@@ -116,6 +116,9 @@ func TestMedians(t *testing.T) {
 	}
 	if s := got[0].Speed(); s != 1.5 {
 		t.Errorf("speed %v, want 1.5", s)
+	}
+	if c := got[0].CPURatio(); c != 1.5 {
+		t.Errorf("CPU ratio %v, want 1.5", c)
 	}
 	if m := median([]float64{1, 2, 3, 10}); m != 2.5 {
 		t.Errorf("median of an even count %v, want 2.5", m)

@@ -42,6 +42,7 @@ type Run struct {
 	Who     string // "redeliver" or "peer"
 	Seconds float64
 	RSSKiB  int64
+	CPU     float64 // user + system seconds of the process
 }
 
 // Result is the medians of one capture and mode.
@@ -50,10 +51,15 @@ type Result struct {
 	Mode                        Mode
 	Redeliver, Peer             float64 // median seconds
 	RedeliverRSSKiB, PeerRSSKiB int64   // median peak RSS
+	RedeliverCPU, PeerCPU       float64 // median CPU seconds (user + system)
 }
 
 // Speed is how many times faster redeliver was than the peer.
 func (r Result) Speed() float64 { return r.Peer / r.Redeliver }
+
+// CPURatio is redeliver's CPU time over the peer's for the same capture:
+// CPU per line, against the peer's.
+func (r Result) CPURatio() float64 { return r.RedeliverCPU / r.PeerCPU }
 
 // ErrNoPeer says the peer is not where Compare.Peer points.
 var ErrNoPeer = errors.New("the Node.js peer is not installed there")
@@ -87,7 +93,7 @@ func (c Compare) Do(ctx context.Context) ([]Result, error) {
 					if err != nil {
 						return nil, err
 					}
-					fmt.Fprintf(c.Out, "round %d  %-10s %-6s %-9s %8.2f s %8.1f MB\n", round, ids, mode, who, r.Seconds, float64(r.RSSKiB)/1024)
+					fmt.Fprintf(c.Out, "round %d  %-10s %-6s %-9s %8.2f s %8.2f s CPU %8.1f MB\n", round, ids, mode, who, r.Seconds, r.CPU, float64(r.RSSKiB)/1024)
 					runs = append(runs, r)
 				}
 			}
@@ -108,8 +114,8 @@ func writeFile(path string, n int, ids IDs) error {
 	return err
 }
 
-// run replays capture once and measures the whole process: wall time and
-// peak resident memory.
+// run replays capture once and measures the whole process: wall time, CPU
+// time and peak resident memory.
 func (c Compare) run(ctx context.Context, capture string, ids IDs, mode Mode, who string) (Run, error) {
 	db := filepath.Join(c.Dir, who+".db")
 	for _, s := range []string{"", "-wal", "-shm"} {
@@ -141,7 +147,8 @@ func (c Compare) run(ctx context.Context, capture string, ids IDs, mode Mode, wh
 	if err != nil {
 		return Run{}, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out.String())
 	}
-	r := Run{IDs: ids, Mode: mode, Who: who, Seconds: secs, RSSKiB: MaxRSSKiB(cmd.ProcessState)}
+	ps := cmd.ProcessState
+	r := Run{IDs: ids, Mode: mode, Who: who, Seconds: secs, RSSKiB: MaxRSSKiB(ps), CPU: (ps.UserTime() + ps.SystemTime()).Seconds()}
 	for _, s := range []string{"", "-wal", "-shm"} {
 		os.Remove(db + s)
 	}
@@ -149,7 +156,7 @@ func (c Compare) run(ctx context.Context, capture string, ids IDs, mode Mode, wh
 }
 
 // Medians groups runs by capture and mode and takes the median of each
-// side's time and peak memory.
+// side's time, CPU time and peak memory.
 func Medians(runs []Run) []Result {
 	var out []Result
 	for _, r := range runs {
@@ -160,6 +167,7 @@ func Medians(runs []Run) []Result {
 	for i := range out {
 		var secs [2][]float64
 		var rss [2][]int64
+		var cpu [2][]float64
 		for _, r := range runs {
 			if r.IDs != out[i].IDs || r.Mode != out[i].Mode {
 				continue
@@ -170,9 +178,11 @@ func Medians(runs []Run) []Result {
 			}
 			secs[k] = append(secs[k], r.Seconds)
 			rss[k] = append(rss[k], r.RSSKiB)
+			cpu[k] = append(cpu[k], r.CPU)
 		}
 		out[i].Redeliver, out[i].Peer = median(secs[0]), median(secs[1])
 		out[i].RedeliverRSSKiB, out[i].PeerRSSKiB = median(rss[0]), median(rss[1])
+		out[i].RedeliverCPU, out[i].PeerCPU = median(cpu[0]), median(cpu[1])
 	}
 	return out
 }
@@ -191,10 +201,11 @@ func median[T int64 | float64](xs []T) T {
 
 // WriteTable prints the medians and the ratios, one row per capture and mode.
 func WriteTable(w io.Writer, lines, rounds int, results []Result) {
-	fmt.Fprintf(w, "\n%d lines, median of %d alternating rounds; speed = peer time ÷ redeliver time\n", lines, rounds)
-	fmt.Fprintf(w, "%-10s %-6s %11s %9s %7s %14s %9s\n", "ids", "db", "redeliver s", "peer s", "speed", "redeliver MB", "peer MB")
+	fmt.Fprintf(w, "\n%d lines, median of %d alternating rounds; speed = peer time ÷ redeliver time; CPU = redeliver's CPU time ÷ the peer's\n", lines, rounds)
+	fmt.Fprintf(w, "%-10s %-6s %11s %9s %7s %15s %10s %7s %14s %9s\n", "ids", "db", "redeliver s", "peer s", "speed",
+		"redeliver CPU s", "peer CPU s", "CPU", "redeliver MB", "peer MB")
 	for _, r := range results {
-		fmt.Fprintf(w, "%-10s %-6s %11.2f %9.2f %6.2fx %14.1f %9.1f\n", r.IDs, r.Mode, r.Redeliver, r.Peer, r.Speed(),
-			float64(r.RedeliverRSSKiB)/1024, float64(r.PeerRSSKiB)/1024)
+		fmt.Fprintf(w, "%-10s %-6s %11.2f %9.2f %6.2fx %15.2f %10.2f %6.2fx %14.1f %9.1f\n", r.IDs, r.Mode, r.Redeliver, r.Peer, r.Speed(),
+			r.RedeliverCPU, r.PeerCPU, r.CPURatio(), float64(r.RedeliverRSSKiB)/1024, float64(r.PeerRSSKiB)/1024)
 	}
 }
