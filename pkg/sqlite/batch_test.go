@@ -345,3 +345,54 @@ func TestPrivateReplayLeavesNothing(t *testing.T) {
 		t.Errorf("cache_size %d (%v) after the deliveries, want %d", cache, err, -checkCacheKiB)
 	}
 }
+
+// TestDuplicateStatements counts the statements of a duplicate delivery: a
+// duplicate that answers with its event's effect reads the marker and the
+// effect in one statement; one that answers by its business key, two. The
+// answer is the same as a store's that reads them apart.
+func TestDuplicateStatements(t *testing.T) {
+	tests := []struct {
+		strategy handler.Strategy
+		want     int
+	}{
+		{handler.EventID, 1},
+		{handler.CheckThenAct, 1},
+		{handler.BusinessKey, 2},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.strategy), func(t *testing.T) {
+			ctx := context.Background()
+			cfg := handler.Config{Strategy: tt.strategy, Consumer: "c", Effect: "effects"}
+			db, err := OpenReplay(ctx, Memory, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			err = db.Run(ctx, 0, func(b *Batch) error {
+				h := handler.New(cfg, b, nil, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
+				d := func(id string) handler.Delivery {
+					return handler.Delivery{EventID: id, BusinessKey: "k-" + id, Envelope: []byte(`{"data":{"n":1}}`)}
+				}
+				var first []handler.Result
+				for _, id := range []string{"a", "b", "c"} {
+					first = append(first, h.Handle(ctx, d(id), nil))
+				}
+				for i, id := range []string{"b", "a", "c"} {
+					before := b.statements
+					r := h.Handle(ctx, d(id), nil)
+					if n := b.statements - before; n != tt.want {
+						t.Errorf("duplicate of %s: %d statements, want %d", id, n, tt.want)
+					}
+					want := first[[]int{1, 0, 2}[i]]
+					if r.Outcome != handler.Duplicate || r.EffectID != want.EffectID || r.Err != nil {
+						t.Errorf("duplicate of %s: %+v, want a duplicate of effect %d", id, r, want.EffectID)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
