@@ -570,7 +570,7 @@ func (t *batchTx) InsertMarker(_ context.Context, m handler.Marker) error {
 	if t.b.seen != nil {
 		t.b.seen.add(m.EventID, m.Consumer)
 	}
-	r, err := t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, m.BusinessKey, t.b.stamp(m.At))
+	r, err := t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, noKey(m.BusinessKey), t.b.stamp(m.At))
 	if err != nil {
 		return wrap("insert marker", err)
 	}
@@ -591,9 +591,9 @@ func (t *batchTx) InsertEffect(_ context.Context, e handler.Effect) (int64, erro
 	var r driver.Result
 	var err error
 	if at := t.b.order; at > 0 {
-		r, err = t.b.exec(t.b.insertEffectAt, at, e.EventID, e.Consumer, e.BusinessKey, e.Payload, t.b.stamp(e.At))
+		r, err = t.b.exec(t.b.insertEffectAt, at, e.EventID, e.Consumer, noKey(e.BusinessKey), e.Payload, t.b.stamp(e.At))
 	} else {
-		r, err = t.b.exec(t.b.insertEffect, e.EventID, e.Consumer, e.BusinessKey, e.Payload, t.b.stamp(e.At))
+		r, err = t.b.exec(t.b.insertEffect, e.EventID, e.Consumer, noKey(e.BusinessKey), e.Payload, t.b.stamp(e.At))
 	}
 	if err != nil {
 		return 0, wrap("insert effect", err)
@@ -694,6 +694,17 @@ func (b *Batch) undoAll() error {
 	}
 	b.undo = b.undo[:0]
 	return b.broken
+}
+
+// noKey binds an empty business key as NULL, which is what the inserts
+// store for it (NULLIF): the driver copies a text parameter into C
+// memory (a malloc and a free under the allocator's lock, shared by the
+// parts of a split replay), a NULL costs nothing.
+func noKey(k string) any {
+	if k == "" {
+		return nil
+	}
+	return k
 }
 
 func text(v driver.Value) string {
