@@ -47,15 +47,23 @@ test: ## vet, then every test with the race detector
 
 # The Node.js peer replay is compared with (docs/peer), installed outside
 # the repository: cp -r docs/peer DIR && (cd DIR && npm install).
+# make bench prints the four costs, each beside its baseline: the replay
+# against the peer (wall time, CPU time, peak RSS), a replay into the example
+# consumer (redeliver's CPU as a share of the consumer's), and, with BASE, the
+# scenario runner and exploration against that build (make bench-runner).
 PEER        ?=
 BENCH_N     ?= 300000
 BENCH_ROUNDS ?= 3
-bench: build ## replay UUID and sequential-id captures against the peer, alternating: make bench PEER=DIR
-	$(GO) run ./pkg/bench/peerbench -peer '$(PEER)' -redeliver $(BIN) -n $(BENCH_N) -rounds $(BENCH_ROUNDS)
-
+BENCH_TARGET_N ?= 20000
 # The scenario runner against another build (BASE: a redeliver binary built
 # from another commit), alternating, on generated scenario files.
 BASE ?=
+bench: build ## the four costs beside their baselines: make bench PEER=DIR [BASE=FILE]
+	$(GO) run ./pkg/bench/peerbench -peer '$(PEER)' -redeliver $(BIN) -n $(BENCH_N) -rounds $(BENCH_ROUNDS)
+	EXAMPLES_REPLAY_LINES=$(BENCH_TARGET_N) $(GO) test -run '^$$' -bench 'ReplayIntoConsumer/parallel' -benchtime 1x -timeout 60m ./examples/consumer
+	@if [ -n '$(BASE)' ]; then $(MAKE) --no-print-directory bench-runner BASE='$(BASE)'; \
+	else echo "make bench: no BASE=FILE (a redeliver built from another commit): the scenario runner's comparison is left out"; fi
+
 bench-runner: build ## the scenario runner against a baseline build, alternating: make bench-runner BASE=FILE
 	$(GO) run ./pkg/bench/runnerbench -base '$(BASE)' -redeliver $(BIN) -rounds $(BENCH_ROUNDS)
 
