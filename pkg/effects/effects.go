@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -65,6 +66,10 @@ type DB struct {
 	where string // the database in words, without its user or password
 	path  string // SQLite: the file
 	spec  *scenario.Effects
+	// SQLite: the statements a replay runs once per delivery, prepared
+	// once (parsing them cost as much as running them).
+	stmtMu sync.Mutex
+	stmts  map[*sql.DB]map[string]*sql.Stmt
 }
 
 // Where names the database in words, without its user or password:
@@ -202,6 +207,14 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 
 // Close closes the connection.
 func (d *DB) Close() error {
+	d.stmtMu.Lock()
+	for _, m := range d.stmts {
+		for _, st := range m {
+			st.Close()
+		}
+	}
+	d.stmts = nil
+	d.stmtMu.Unlock()
 	if d.ro != nil {
 		d.ro.Close()
 	}
@@ -282,7 +295,7 @@ func (d *DB) CheckIgnored(ctx context.Context) error {
 // and PRAGMA query_only on SQLite.
 func (d *DB) readOnly(ctx context.Context, q string, args ...any) (*sql.Rows, func(), error) {
 	if d.kind == SQLite {
-		rows, err := d.ro.QueryContext(ctx, q, args...)
+		rows, err := d.query(ctx, d.ro, q, args...)
 		return rows, nil, err
 	}
 	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -296,6 +309,33 @@ func (d *DB) readOnly(ctx context.Context, q string, args ...any) (*sql.Rows, fu
 
 // keyQuery is the effects query q filtered to the rows of one key, its
 // one argument: q as a subquery (without a closing semicolon).
+// query runs q on db; on SQLite through a statement prepared once. A
+// statement that cannot be prepared (its table not there yet) is not
+// kept: q runs plainly, and fails as it would have.
+func (d *DB) query(ctx context.Context, db *sql.DB, q string, args ...any) (*sql.Rows, error) {
+	if d.kind != SQLite {
+		return db.QueryContext(ctx, q, args...)
+	}
+	d.stmtMu.Lock()
+	st := d.stmts[db][q]
+	if st == nil {
+		var err error
+		if st, err = db.PrepareContext(ctx, q); err != nil {
+			d.stmtMu.Unlock()
+			return db.QueryContext(ctx, q, args...)
+		}
+		if d.stmts == nil {
+			d.stmts = map[*sql.DB]map[string]*sql.Stmt{}
+		}
+		if d.stmts[db] == nil {
+			d.stmts[db] = map[string]*sql.Stmt{}
+		}
+		d.stmts[db][q] = st
+	}
+	d.stmtMu.Unlock()
+	return st.QueryContext(ctx, args...)
+}
+
 func (d *DB) keyQuery(q string) string {
 	q = strings.TrimRight(strings.TrimSpace(q), "; \t\r\n")
 	switch d.kind {
@@ -407,7 +447,7 @@ func (d *DB) EachRow(ctx context.Context, key *string, f func(Row) error) error 
 			defer done()
 		}
 	} else {
-		rows, err = d.db.QueryContext(ctx, q, args...)
+		rows, err = d.query(ctx, d.db, q, args...)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

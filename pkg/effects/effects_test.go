@@ -425,3 +425,67 @@ func TestQueryReadsOnlyTheKey(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyReadPreparedOnce: on SQLite, the read of one key's rows, which a
+// replay makes twice per redelivery, is prepared once and then only run;
+// a read that failed (the table not there yet) is not kept, and a column
+// the consumer adds is read all the same.
+func TestKeyReadPreparedOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "fx.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, tt := range []struct {
+		name string
+		spec scenario.Effects
+	}{
+		{"table", scenario.Effects{DB: path, Table: "pay", Key: "order_id", Event: "event_id"}},
+		{"query", scenario.Effects{DB: path, Query: "SELECT order_id AS key, event_id AS event, amount FROM pay"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := raw.Exec(`DROP TABLE IF EXISTS pay`); err != nil {
+				t.Fatal(err)
+			}
+			db, err := Open(ctx, &tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			key := "O-1"
+			if _, err := db.Rows(ctx, &key); err == nil {
+				t.Fatal("Rows read a table that is not there")
+			}
+			if _, err := raw.Exec(`CREATE TABLE pay (order_id TEXT, event_id TEXT, amount INTEGER);
+				INSERT INTO pay VALUES ('O-1', 'e1', 5), ('O-2', 'e2', 7)`); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				for _, k := range []string{"O-1", "O-2"} {
+					rows, err := db.Rows(ctx, &k)
+					if err != nil || len(rows) != 1 || rows[0].Key != k {
+						t.Fatalf("Rows(%s) = %v, %v; want its one row", k, rows, err)
+					}
+				}
+			}
+			on := db.db
+			if tt.spec.Query != "" {
+				on = db.ro
+			}
+			if n := len(db.stmts[on]); n != 1 {
+				t.Errorf("%d statements prepared for the key's rows, want 1", n)
+			}
+			if tt.spec.Table != "" {
+				if _, err := raw.Exec(`ALTER TABLE pay ADD COLUMN note TEXT; UPDATE pay SET note = 'x'`); err != nil {
+					t.Fatal(err)
+				}
+				rows, err := db.Rows(ctx, &key)
+				if err != nil || len(rows) != 1 || !strings.Contains(rows[0].Values, `"x"`) {
+					t.Errorf("after a column was added, Rows(O-1) = %v, %v; want the row with its new column", rows, err)
+				}
+			}
+		})
+	}
+}
