@@ -96,9 +96,14 @@ func (j *journal) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// The journal's statements each take microseconds: they run without
+// the replay's cancellation (the driver would watch it with a goroutine
+// per statement), and the replay checks it between deliveries.
+
 // write runs one statement of the journal, in a transaction of up to
 // journalBatch writes.
 func (j *journal) write(ctx context.Context, q string, args ...any) error {
+	ctx = context.WithoutCancel(ctx)
 	if j.writes == 0 {
 		if _, err := j.db.ExecContext(ctx, "BEGIN"); err != nil {
 			return err
@@ -118,7 +123,31 @@ func (j *journal) write(ctx context.Context, q string, args ...any) error {
 	return nil
 }
 
+// writeN is write for a statement that returns one integer.
+func (j *journal) writeN(ctx context.Context, q string, args ...any) (int64, error) {
+	ctx = context.WithoutCancel(ctx)
+	if j.writes == 0 {
+		if _, err := j.db.ExecContext(ctx, "BEGIN"); err != nil {
+			return 0, err
+		}
+	}
+	j.writes++
+	st, err := j.stmt(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := st.QueryRowContext(ctx, args...).Scan(&n); err != nil {
+		return 0, err
+	}
+	if j.writes >= journalBatch {
+		return n, j.commit(ctx)
+	}
+	return n, nil
+}
+
 func (j *journal) commit(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
 	if j.writes == 0 {
 		return nil
 	}
@@ -130,6 +159,7 @@ func (j *journal) commit(ctx context.Context) error {
 // seen says whether event id had a delivery, and whether the consumer
 // acked one.
 func (j *journal) seen(ctx context.Context, id string) (seen, acked bool, err error) {
+	ctx = context.WithoutCancel(ctx)
 	st, err := j.stmt(ctx, `SELECT acked FROM event WHERE id = ?`)
 	if err != nil {
 		return false, false, err
@@ -151,8 +181,9 @@ func (j *journal) file(name string) int64 {
 	return n
 }
 
-// add records delivery d.
-func (j *journal) add(ctx context.Context, d *Delivery) error {
+// add records delivery d, and says whether its event had a delivery
+// before it.
+func (j *journal) add(ctx context.Context, d *Delivery) (seen bool, err error) {
 	var errText any
 	if d.Result.Err != nil {
 		errText = d.Result.Err.Error()
@@ -161,21 +192,23 @@ func (j *journal) add(ctx context.Context, d *Delivery) error {
 	unexpected := !settled && !d.Expected
 	conflicted := d.Answer.Kind == Conflict && !d.Expected
 	file := j.file(d.Pos.File)
-	if err := j.write(ctx, `INSERT INTO event VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?2, ?7, ?8, ?9, ?10, ?11, ?12, ?14)
+	n, err := j.writeN(ctx, `INSERT INTO event VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?2, ?7, ?8, ?9, ?10, ?11, ?12, ?14)
 		ON CONFLICT (id) DO UPDATE SET n = n + 1, settled = max(settled, excluded.settled),
 			unexpected = max(unexpected, excluded.unexpected), acked = max(acked, excluded.acked),
 			conflicted = max(conflicted, excluded.conflicted),
 			answers = CASE WHEN instr(?13 || answers || ?13, ?13 || excluded.answers || ?13) > 0 THEN answers ELSE answers || ?13 || excluded.answers END,
-			seq = excluded.seq, key = excluded.key, kind = excluded.kind, err = excluded.err, file = excluded.file, line = excluded.line, col = excluded.col`,
-		d.EventID, d.Seq, settled, unexpected, d.Answer.consumerAcked(), d.Answer.Short(), d.Key, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col, answerSep, conflicted); err != nil {
-		return err
+			seq = excluded.seq, key = excluded.key, kind = excluded.kind, err = excluded.err, file = excluded.file, line = excluded.line, col = excluded.col
+		RETURNING n`,
+		d.EventID, d.Seq, settled, unexpected, d.Answer.consumerAcked(), d.Answer.Short(), d.Key, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col, answerSep, conflicted)
+	if err != nil {
+		return false, err
 	}
 	if d.Answer.Kind == Acked {
 		if err := j.write(ctx, `INSERT OR IGNORE INTO acked VALUES (?, ?, ?, ?, ?, ?)`, d.EventID, d.Key, d.Seq, file, d.Pos.Line, d.Pos.Col); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return j.write(ctx, `INSERT OR REPLACE INTO key VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, d.Key, d.Seq, d.EventID, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col)
+	return n > 1, j.write(ctx, `INSERT OR REPLACE INTO key VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, d.Key, d.Seq, d.EventID, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col)
 }
 
 // changed keeps a delivery that changed its key's rows.

@@ -55,9 +55,15 @@ func TestJournalJudgesAsHistory(t *testing.T) {
 			if rng.IntN(15) == 0 {
 				d.Duplicated = "amount 2 became 3"
 			}
+			before := false
+			for _, h := range hist {
+				before = before || h.EventID == d.EventID
+			}
 			hist = append(hist, d)
-			if err := j.add(ctx, d); err != nil {
-				t.Fatal(err)
+			// add says whether the event had a delivery before (a
+			// delivery counts as a redelivery then).
+			if seen, err := j.add(ctx, d); err != nil || seen != before {
+				t.Fatalf("seed %d, delivery %d of %s: add says seen %v (err %v), want %v", seed, i+1, d.EventID, seen, err, before)
 			}
 			j.changed(d)
 		}

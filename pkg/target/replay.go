@@ -66,8 +66,9 @@ type replayer struct {
 	sess  *Session
 	crash sync.RWMutex // a crash holds it alone; deliveries share it
 	mu    sync.Mutex
-	j     *journal // what the judge needs of the deliveries so far
-	seq   int      // deliveries made
+	j     *journal    // what the judge needs of the deliveries so far
+	ids   *seenFilter // the event ids delivered: the journal is asked only on a maybe
+	seq   int         // deliveries made
 	sent  atomic.Int64
 	err   error
 	res   *runner.CheckResult
@@ -97,7 +98,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 		return nil, &ReplayError{Err: err}
 	}
 	defer j.close()
-	r := &replayer{o: o, sess: sess, j: j, res: &runner.CheckResult{Name: name}}
+	r := &replayer{o: o, sess: sess, j: j, ids: newSeenFilter(), res: &runner.CheckResult{Name: name}}
 	start := time.Now()
 	var kills func() int
 	if o.KillEvery > 0 {
@@ -378,8 +379,12 @@ func (r *replayer) redeliver(ctx context.Context, j job, ev Event, a Answer) err
 // one delivers once; with drop, the answer is lost and the delivery
 // counts as unacked.
 func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer, error) {
+	var seen, acked bool
+	var err error
 	r.mu.Lock()
-	seen, acked, err := r.j.seen(ctx, ev.ID)
+	if r.ids.maybe(ev.ID) {
+		seen, acked, err = r.j.seen(ctx, ev.ID)
+	}
 	r.mu.Unlock()
 	if err != nil {
 		return Answer{}, err
@@ -443,13 +448,11 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer) (*Deli
 	}
 	r.seq++
 	d := &Delivery{Record: invariant.Record{Seq: r.seq, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At}, Answer: a}
-	seen, _, err := r.j.seen(ctx, ev.ID)
-	if err == nil {
-		err = r.j.add(ctx, d)
-	}
+	seen, err := r.j.add(ctx, d)
 	if err != nil {
 		return nil, err
 	}
+	r.ids.add(ev.ID)
 	count(&r.res.Counters, a, seen, r.sess.t.Broker())
 	n := r.sent.Add(1)
 	if r.o.Progress != nil {
