@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sort"
 
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -23,8 +24,21 @@ import (
 // well, and the invariants are decided over its tables, as judge decides
 // them over a history. The deliveries that changed a key's rows are
 // breaches in themselves, and kept as they are.
+//
+// A short replay does not pay for the journal's statements: until it
+// has made memDeliveries deliveries, they are kept as they are and judged
+// as a history; the first delivery past that moves them into the
+// journal, in order, and the journal keeps the rest. The effect rows are
+// kept in memory the same way, up to memRows.
 type journal struct {
 	db *sqlite.Scratch
+	// The history while the replay is short, and the event ids it
+	// delivered with whether the consumer acked one; nil once moved into
+	// the journal (spilled).
+	hist                   []*Delivery
+	acks                   map[string]bool
+	spilled                bool
+	memDeliveries, memRows int
 	// The capture files the deliveries came from, by number.
 	files  map[string]int64
 	names  []string
@@ -37,6 +51,14 @@ type journal struct {
 
 // journalCacheKiB is the journal's page cache.
 const journalCacheKiB = 16 << 10
+
+// memDeliveries and memRows are how many deliveries and effect rows a
+// replay keeps in memory before it moves them into its journal: the
+// memory they take is bounded, whatever the capture's length.
+const (
+	memDeliveries = 1 << 15
+	memRows       = 1 << 15
+)
 
 // journalBatch is how many writes one transaction of the journal holds.
 const journalBatch = 4096
@@ -73,7 +95,8 @@ func openJournal(ctx context.Context) (*journal, error) {
 		db.Close()
 		return nil, err
 	}
-	return &journal{db: db, files: map[string]int64{}, stmts: map[string]*sql.Stmt{}}, nil
+	return &journal{db: db, files: map[string]int64{}, stmts: map[string]*sql.Stmt{},
+		acks: map[string]bool{}, memDeliveries: memDeliveries, memRows: memRows}, nil
 }
 
 func (j *journal) close() error {
@@ -159,6 +182,10 @@ func (j *journal) commit(ctx context.Context) error {
 // seen says whether event id had a delivery, and whether the consumer
 // acked one.
 func (j *journal) seen(ctx context.Context, id string) (seen, acked bool, err error) {
+	if !j.spilled {
+		acked, seen = j.acks[id]
+		return seen, acked, nil
+	}
 	ctx = context.WithoutCancel(ctx)
 	st, err := j.stmt(ctx, `SELECT acked FROM event WHERE id = ?`)
 	if err != nil {
@@ -184,6 +211,33 @@ func (j *journal) file(name string) int64 {
 // add records delivery d, and says whether its event had a delivery
 // before it.
 func (j *journal) add(ctx context.Context, d *Delivery) (seen bool, err error) {
+	if j.spilled {
+		return j.insert(ctx, d)
+	}
+	acked, seen := j.acks[d.EventID]
+	j.acks[d.EventID] = acked || d.Answer.consumerAcked()
+	j.hist = append(j.hist, d)
+	if len(j.hist) > j.memDeliveries {
+		return seen, j.spill(ctx)
+	}
+	return seen, nil
+}
+
+// spill moves the history kept in memory into the journal, in order.
+func (j *journal) spill(ctx context.Context) error {
+	hist := j.hist
+	j.hist, j.acks, j.spilled = nil, nil, true
+	for _, d := range hist {
+		if _, err := j.insert(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insert writes delivery d into the journal, and says whether its event
+// had a delivery before it.
+func (j *journal) insert(ctx context.Context, d *Delivery) (seen bool, err error) {
 	var errText any
 	if d.Result.Err != nil {
 		errText = d.Result.Err.Error()
@@ -236,11 +290,36 @@ func (j *journal) record(seq int, event, key, kind string, errText sql.NullStrin
 // number of effect rows.
 func (j *journal) judge(ctx context.Context, each func(func(effects.Row) error) error, table string) ([]invariant.Violation, int, error) {
 	n := 0
+	var mem []effects.Row
+	write := func(r effects.Row) error {
+		return j.write(ctx, `INSERT INTO effect VALUES (?, ?, ?)`, r.Key, r.Event, r.Values)
+	}
 	err := each(func(r effects.Row) error {
 		n++
-		ev := r.Event
-		return j.write(ctx, `INSERT INTO effect VALUES (?, ?, ?)`, r.Key, ev, r.Values)
+		if j.spilled {
+			return write(r)
+		}
+		mem = append(mem, r)
+		if len(mem) <= j.memRows {
+			return nil
+		}
+		if err := j.spill(ctx); err != nil {
+			return err
+		}
+		for _, r := range mem {
+			if err := write(r); err != nil {
+				return err
+			}
+		}
+		mem = nil
+		return nil
 	})
+	if err == nil && !j.spilled {
+		// The rows as effects.DB.Rows gives them: in the order of their
+		// values.
+		sort.SliceStable(mem, func(a, b int) bool { return mem[a].Values < mem[b].Values })
+		return judge(j.hist, mem, table), n, nil
+	}
 	if err == nil {
 		err = j.commit(ctx)
 	}

@@ -19,86 +19,115 @@ import (
 // the ones judge decides over every delivery: the same breaches, in the
 // same order, naming the same deliveries, on generated histories with
 // every answer, redeliveries, events whose key has no row, several rows
-// or changed ones, and ids given two keys.
+// or changed ones, and ids given two keys. Each history is judged kept
+// in memory, kept in the journal from its first delivery, and moved
+// into the journal part way through its deliveries or its effect rows.
 func TestJournalJudgesAsHistory(t *testing.T) {
 	ctx := context.Background()
 	kinds := []Kind{Acked, Acked, Acked, Conflict, Rejected, Unacked}
 	reached := map[invariant.Name]int{}
+	spilled := map[string]int{}
 	for seed := uint64(1); seed <= 40; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 3))
-		var hist []*Delivery
-		j, err := openJournal(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		events := 1 + rng.IntN(30)
-		for i := 0; i < 1+rng.IntN(120); i++ {
-			e := rng.IntN(events)
-			key := fmt.Sprintf("k%d", e%(1+events/2))
-			if rng.IntN(20) == 0 {
-				key = fmt.Sprintf("k%d", rng.IntN(events)) // one id, another key
+		for _, mode := range []string{"memory", "journal", "deliveries", "rows"} {
+			rng := rand.New(rand.NewPCG(seed, 3))
+			var hist []*Delivery
+			j, err := openJournal(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			a := Answer{Kind: kinds[rng.IntN(len(kinds))], Status: 200}
-			if rng.IntN(10) == 0 {
-				a.Dropped = true
+			events := 1 + rng.IntN(30)
+			deliveries := 1 + rng.IntN(120)
+			switch mode {
+			case "memory":
+				j.memDeliveries, j.memRows = 1<<30, 1<<30
+			case "journal":
+				j.memDeliveries, j.memRows = 0, 0
+			case "deliveries":
+				j.memDeliveries, j.memRows = deliveries/2, 1<<30
+			case "rows":
+				j.memDeliveries, j.memRows = 1<<30, 2
 			}
-			res := handler.Result{Outcome: handler.Outcome(a.Kind)}
-			if a.Kind == Unacked {
-				a.Status = 500 + rng.IntN(3)
-				res.Err = errors.New(a.String())
-			}
-			d := &Delivery{Record: invariant.Record{Seq: i + 1, EventID: fmt.Sprintf("evt-%d", e), Key: key, Result: res,
-				Pos: handler.Location{File: []string{"a.ndjson", "b.ndjson"}[rng.IntN(2)], Line: i + 1}}, Answer: a}
-			if rng.IntN(15) == 0 {
-				d.Changed = "amount 1 became 2"
-			}
-			if rng.IntN(15) == 0 {
-				d.Duplicated = "amount 2 became 3"
-			}
-			before := false
-			for _, h := range hist {
-				before = before || h.EventID == d.EventID
-			}
-			hist = append(hist, d)
-			// add says whether the event had a delivery before (a
-			// delivery counts as a redelivery then).
-			if seen, err := j.add(ctx, d); err != nil || seen != before {
-				t.Fatalf("seed %d, delivery %d of %s: add says seen %v (err %v), want %v", seed, i+1, d.EventID, seen, err, before)
-			}
-			j.changed(d)
-		}
-		var rows []effects.Row
-		for i := 0; i < rng.IntN(2*events); i++ {
-			ev := ""
-			if rng.IntN(4) > 0 {
-				ev = fmt.Sprintf("evt-%d", rng.IntN(events))
-			}
-			rows = append(rows, effects.Row{Key: fmt.Sprintf("k%d", rng.IntN(events)), Event: ev, Values: fmt.Sprintf(`["%d"]`, rng.IntN(5))})
-		}
-		// The table as Rows gives it to judge: sorted by values.
-		sorted := append([]effects.Row(nil), rows...)
-		sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].Values < sorted[b].Values })
-		want := judge(hist, sorted, "payments")
-		got, n, err := j.judge(ctx, func(f func(effects.Row) error) error {
-			for _, r := range rows {
-				if err := f(r); err != nil {
-					return err
+			for i := 0; i < deliveries; i++ {
+				e := rng.IntN(events)
+				key := fmt.Sprintf("k%d", e%(1+events/2))
+				if rng.IntN(20) == 0 {
+					key = fmt.Sprintf("k%d", rng.IntN(events)) // one id, another key
 				}
+				a := Answer{Kind: kinds[rng.IntN(len(kinds))], Status: 200}
+				if rng.IntN(10) == 0 {
+					a.Dropped = true
+				}
+				res := handler.Result{Outcome: handler.Outcome(a.Kind)}
+				if a.Kind == Unacked {
+					a.Status = 500 + rng.IntN(3)
+					res.Err = errors.New(a.String())
+				}
+				d := &Delivery{Record: invariant.Record{Seq: i + 1, EventID: fmt.Sprintf("evt-%d", e), Key: key, Result: res,
+					Pos: handler.Location{File: []string{"a.ndjson", "b.ndjson"}[rng.IntN(2)], Line: i + 1}}, Answer: a}
+				if rng.IntN(15) == 0 {
+					d.Changed = "amount 1 became 2"
+				}
+				if rng.IntN(15) == 0 {
+					d.Duplicated = "amount 2 became 3"
+				}
+				before := false
+				for _, h := range hist {
+					before = before || h.EventID == d.EventID
+				}
+				hist = append(hist, d)
+				// add says whether the event had a delivery before (a
+				// delivery counts as a redelivery then).
+				if seen, err := j.add(ctx, d); err != nil || seen != before {
+					t.Fatalf("seed %d, %s, delivery %d of %s: add says seen %v (err %v), want %v", seed, mode, i+1, d.EventID, seen, err, before)
+				}
+				j.changed(d)
 			}
-			return nil
-		}, "payments")
-		j.close()
-		if err != nil {
-			t.Fatal(err)
+			var rows []effects.Row
+			for i := 0; i < rng.IntN(2*events); i++ {
+				ev := ""
+				if rng.IntN(4) > 0 {
+					ev = fmt.Sprintf("evt-%d", rng.IntN(events))
+				}
+				rows = append(rows, effects.Row{Key: fmt.Sprintf("k%d", rng.IntN(events)), Event: ev, Values: fmt.Sprintf(`["%d"]`, rng.IntN(5))})
+			}
+			// The table as Rows gives it to judge: sorted by values.
+			sorted := append([]effects.Row(nil), rows...)
+			sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].Values < sorted[b].Values })
+			want := judge(hist, sorted, "payments")
+			got, n, err := j.judge(ctx, func(f func(effects.Row) error) error {
+				for _, r := range rows {
+					if err := f(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, "payments")
+			if j.spilled {
+				spilled[mode]++
+			}
+			j.close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != len(rows) {
+				t.Errorf("seed %d, %s: %d effect rows, want %d", seed, mode, n, len(rows))
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d, %s: the journal judges\n%s\nthe history judges\n%s", seed, mode, show(got), show(want))
+			}
+			for _, v := range want {
+				reached[v.Invariant]++
+			}
 		}
-		if n != len(rows) {
-			t.Errorf("seed %d: %d effect rows, want %d", seed, n, len(rows))
+	}
+	for mode, want := range map[string]int{"memory": 0, "journal": 40} {
+		if spilled[mode] != want {
+			t.Errorf("%s: %d of 40 histories moved into the journal, want %d", mode, spilled[mode], want)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("seed %d: the journal judges\n%s\nthe history judges\n%s", seed, show(got), show(want))
-		}
-		for _, v := range want {
-			reached[v.Invariant]++
+	}
+	for _, mode := range []string{"deliveries", "rows"} {
+		if spilled[mode] < 10 {
+			t.Errorf("%s: only %d of 40 histories moved into the journal part way: the test could not tell", mode, spilled[mode])
 		}
 	}
 	for _, inv := range []invariant.Name{invariant.DuplicateEffect.Name, invariant.LostEffect.Name, invariant.NeverAcked.Name, invariant.ChangedByConflict.Name, invariant.ChangedByDuplicate.Name} {
