@@ -1,12 +1,7 @@
 package replay
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/redeliver/redeliver/pkg/ledger"
 )
@@ -25,40 +20,13 @@ type listedJSON struct {
 // writeFindings writes every entry behind the capture findings into path,
 // one JSON object a line. The file appears whole or not at all: it is
 // written beside path under another name and renamed over it at the end.
-func writeFindings(ctx context.Context, path string, log ledger.CaptureLog) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".redeliver-findings-*")
-	if err != nil {
-		return fmt.Errorf("write the findings %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<16)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	err = log.List(ctx, func(l ledger.Listed) error {
-		return enc.Encode(listedJSON{Finding: l.Finding, ID: l.ID, Key: l.Key, Deliveries: l.Deliveries, IDs: l.IDs,
-			First: l.First.String(), Then: thenOf(l)})
+func writeFindings(ctx context.Context, path string, log ledger.CaptureLog) error {
+	return ledger.WriteFindings(path, func(add func(v any) error) error {
+		return log.List(ctx, func(l ledger.Listed) error {
+			return add(listedJSON{Finding: l.Finding, ID: l.ID, Key: l.Key, Deliveries: l.Deliveries, IDs: l.IDs,
+				First: l.First.String(), Then: thenOf(l)})
+		})
 	})
-	if err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("write the findings %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write the findings %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write the findings %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write the findings %s: %w", path, err)
-	}
-	return nil
 }
 
 func thenOf(l ledger.Listed) string {
