@@ -59,13 +59,13 @@ BENCH_TARGET_N ?= 20000
 # from another commit), alternating, on generated scenario files.
 BASE ?=
 bench: build ## the four costs beside their baselines: make bench PEER=DIR [BASE=FILE]
-	$(GO) run ./pkg/bench/peerbench -peer '$(PEER)' -redeliver $(BIN) -n $(BENCH_N) -rounds $(BENCH_ROUNDS)
+	$(GO) run ./cmd/peerbench -peer '$(PEER)' -redeliver $(BIN) -n $(BENCH_N) -rounds $(BENCH_ROUNDS)
 	EXAMPLES_REPLAY_LINES=$(BENCH_TARGET_N) $(GO) test -run '^$$' -bench 'ReplayIntoConsumer/parallel' -benchtime 1x -timeout 60m ./examples/consumer
 	@if [ -n '$(BASE)' ]; then $(MAKE) --no-print-directory bench-runner BASE='$(BASE)'; \
 	else echo "make bench: no BASE=FILE (a redeliver built from another commit): the scenario runner's comparison is left out"; fi
 
 bench-runner: build ## the scenario runner against a baseline build, alternating: make bench-runner BASE=FILE
-	$(GO) run ./pkg/bench/runnerbench -base '$(BASE)' -redeliver $(BIN) -rounds $(BENCH_ROUNDS)
+	$(GO) run ./cmd/runnerbench -base '$(BASE)' -redeliver $(BIN) -rounds $(BENCH_ROUNDS)
 
 bench-go: ## the Go benchmarks (see docs/performance.md); REDELIVER_BENCH_N=100000 for a quick run
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/target/consumertest"
+	"github.com/redeliver/redeliver/pkg/external/consumertest"
 )
 
 // TestInterruptStopsTheConsumer sends SIGINT to a real redeliver process

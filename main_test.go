@@ -17,7 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redeliver/redeliver/cmd"
-	"github.com/redeliver/redeliver/pkg/target/consumertest"
+	"github.com/redeliver/redeliver/pkg/external/consumertest"
 	"github.com/rogpeppe/go-internal/testscript"
 	_ "modernc.org/sqlite"
 )

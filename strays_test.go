@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/target/consumertest"
+	"github.com/redeliver/redeliver/pkg/external/consumertest"
 )
 
 // hung is how long a redeliver that should exit at once may take before

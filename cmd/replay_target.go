@@ -9,11 +9,11 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
-	"github.com/redeliver/redeliver/pkg/target"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -78,7 +78,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
 		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", o.Target)
 	}
-	opts := target.ReplayOptions{
+	opts := external.ReplayOptions{
 		Inputs: o.Logs, Stdin: s.In,
 		Capture:    capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
 		TargetFile: o.Target, Target: t.Target, Effects: t.Effects,
@@ -102,11 +102,11 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		finish = func() { _ = bar.Finish() }
 	}
 	start := time.Now()
-	fr, err := target.Replay(cmd.Context(), opts)
+	fr, err := external.Replay(cmd.Context(), opts)
 	finish()
 	if err == nil && o.Findings != "" {
 		// Every broken invariant, one a line: the text report shows the first.
-		if ferr := target.WriteFindings(o.Findings, fr); ferr != nil {
+		if ferr := external.WriteFindings(o.Findings, fr); ferr != nil {
 			err = problem.Environmentf(problem.Pos{File: o.Findings}, ferr)
 		}
 	}
@@ -115,7 +115,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		run.Files = append(run.Files, fr)
 	}
 	if err != nil {
-		var re *target.ReplayError
+		var re *external.ReplayError
 		if errors.As(err, &re) {
 			// An interrupted or failed replay says what it sent.
 			fmt.Fprintf(s.Err, "redeliver: %d deliveries were sent to the target before the replay stopped\n", re.Sent)

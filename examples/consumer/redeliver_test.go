@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/cmd"
-	"github.com/redeliver/redeliver/pkg/target/consumertest"
+	"github.com/redeliver/redeliver/pkg/external/consumertest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 

@@ -13,11 +13,11 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
-	"github.com/redeliver/redeliver/pkg/target"
 )
 
 // inputf is a mistake in what the user asked for: a path that does not
@@ -190,7 +190,7 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Re
 			seed := opts.Seed
 			runFile = func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
 				seed++
-				return target.RunFile(ctx, s, target.Options{Seed: seed - 1})
+				return external.RunFile(ctx, s, external.Options{Seed: seed - 1})
 			}
 		}
 		fr, err := repeated(ctx, s, runFile, opts.Repeat)

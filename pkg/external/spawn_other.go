@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package target
+package external
 
 import "syscall"
 

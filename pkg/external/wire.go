@@ -1,7 +1,7 @@
 // Package target tests the user's own consumer: it delivers events to it
 // over HTTP or as a process per delivery, starts, crashes and restarts it,
 // and judges it by the rows its own database ends up with.
-package target
+package external
 
 import (
 	"bytes"
