@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
@@ -12,7 +13,7 @@ import (
 // published and broker_redelivered, and the documented schema takes them.
 func TestBrokerCountersMatchTheSchema(t *testing.T) {
 	toRoot(t)
-	c := runner.Counters{Deliveries: 3, Processed: 3, Effects: 1, Redeliveries: 2, Published: 3, BrokerRedelivered: 1}
+	c := consumer.Counters{Deliveries: 3, Processed: 3, Effects: 1, Redeliveries: 2, Published: 3, BrokerRedelivered: 1}
 	f := &runner.FileResult{File: "nats.yaml", Name: "nats", Strategy: "target", Target: "NATS stream S", Effects: "table payments", Counters: c,
 		Checks: []runner.CheckResult{{Name: "three times", Passed: true, Counters: c, Line: "three times: 3 deliveries"}}}
 	var out bytes.Buffer

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -180,9 +181,9 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	if !ok {
 		return problem.Usagef("unknown --strategy %q", o.Strategy)
 	}
-	var crashAt []handler.FaultPoint
+	var crashAt []consumer.FaultPoint
 	for _, p := range o.CrashAt {
-		fp, ok := handler.ParseFaultPoint(p)
+		fp, ok := consumer.ParseFaultPoint(p)
 		if !ok {
 			return problem.Usagef("unknown --crash-at point %q; expected one of %s", p, replay.CrashPointWords())
 		}

@@ -13,7 +13,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 )
 
 // Format is a kind of captured log.
@@ -60,13 +60,13 @@ type Event struct {
 	// Redelivered is set when the capture itself marks the record as a
 	// broker redelivery (a receive count or a delivered count above one).
 	Redelivered bool
-	At          handler.Location
+	At          consumer.Location
 }
 
 // BadRecordError is a record that cannot be read. The reader can go on past
 // it unless Fatal is set (the rest of the file cannot be found).
 type BadRecordError struct {
-	At     handler.Location
+	At     consumer.Location
 	Reason string
 	Fatal  bool
 }
@@ -123,7 +123,7 @@ func Open(name string, r io.Reader, opts Options) (*Reader, error) {
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, &BadRecordError{At: handler.Location{File: name, Line: 1}, Reason: "the gzip header is damaged (" + err.Error() + ")", Fatal: true}
+			return nil, &BadRecordError{At: consumer.Location{File: name, Line: 1}, Reason: "the gzip header is damaged (" + err.Error() + ")", Fatal: true}
 		}
 		rd.closer = gz
 		br = bufio.NewReaderSize(gz, 64<<10)
@@ -167,8 +167,8 @@ func (r *Reader) Format() Format { return r.format }
 // a record that cannot be read (call Next again to go on, unless Fatal).
 func (r *Reader) Next() (Event, error) {
 	ev, err := r.next()
-	if err == nil && len(ev.ID) > handler.MaxIDBytes {
-		return Event{}, &BadRecordError{At: ev.At, Reason: fmt.Sprintf("the event id is %d bytes long; ids are limited to %d bytes on every store", len(ev.ID), handler.MaxIDBytes)}
+	if err == nil && len(ev.ID) > consumer.MaxIDBytes {
+		return Event{}, &BadRecordError{At: ev.At, Reason: fmt.Sprintf("the event id is %d bytes long; ids are limited to %d bytes on every store", len(ev.ID), consumer.MaxIDBytes)}
 	}
 	return ev, err
 }
@@ -207,7 +207,7 @@ func detect(name string, br *bufio.Reader, opts Options) (Format, error) {
 		if damaged(err) {
 			// Within the first 64 KiB: the line is where the data ends.
 			line := 1 + bytes.Count(head, []byte{'\n'})
-			return "", &BadRecordError{At: handler.Location{File: name, Line: line}, Reason: "the compressed data is damaged or cut off here (" + err.Error() + "): the rest of the file cannot be read", Fatal: true}
+			return "", &BadRecordError{At: consumer.Location{File: name, Line: line}, Reason: "the compressed data is damaged or cut off here (" + err.Error() + "): the rest of the file cannot be read", Fatal: true}
 		}
 		return "", err
 	}
@@ -277,7 +277,7 @@ func OpenRecords(name string, f Format, opts Options, next func() ([]byte, int, 
 		if err != nil {
 			return Event{}, err
 		}
-		at := handler.Location{File: name, Line: pos}
+		at := consumer.Location{File: name, Line: pos}
 		ev, why := parse(rec, at)
 		if why != "" {
 			return Event{}, &BadRecordError{At: at, Reason: why}

@@ -9,7 +9,7 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 )
 
 // docSource reads captures that are JSON documents rather than lines: a
@@ -44,7 +44,7 @@ func newDocSource(name string, br *bufio.Reader, opts Options, f Format) *docSou
 }
 
 func (d *docSource) fail(err error) (Event, error) {
-	at := handler.Location{File: d.name, Line: d.cr.lineAt(d.dec.InputOffset())}
+	at := consumer.Location{File: d.name, Line: d.cr.lineAt(d.dec.InputOffset())}
 	reason := "the JSON document is malformed: " + err.Error()
 	switch {
 	case errors.Is(err, errTooLong):
@@ -157,7 +157,7 @@ func (d *docSource) element() (Event, error) {
 		return d.fail(err)
 	}
 	end := d.dec.InputOffset()
-	at := handler.Location{File: d.name, Line: d.cr.lineAt(end - int64(len(raw)))}
+	at := consumer.Location{File: d.name, Line: d.cr.lineAt(end - int64(len(raw)))}
 	switch {
 	case !utf8.Valid(raw):
 		return Event{}, &BadRecordError{At: at, Reason: "record is not valid UTF-8"}

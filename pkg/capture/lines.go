@@ -10,12 +10,12 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 )
 
 // recordParser turns one line (or NUL-separated record) into an event, or
 // says in a few words why it cannot.
-type recordParser func(rec []byte, at handler.Location) (Event, string)
+type recordParser func(rec []byte, at consumer.Location) (Event, string)
 
 // lineSource reads records separated by one byte, never holding more than
 // max bytes of one: a longer record is skipped up to its end and reported.
@@ -74,7 +74,7 @@ func (s *lineSource) next() (Event, error) {
 			return Event{}, io.EOF
 		}
 		rec, newlines, tooLong, err := s.read()
-		at := handler.Location{File: s.name, Line: s.line}
+		at := consumer.Location{File: s.name, Line: s.line}
 		if s.byRecord {
 			s.line++
 		} else {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/tidwall/gjson"
 )
@@ -102,7 +103,7 @@ func cloudEventID(source, id string) string {
 // cloudRecord reads one CloudEvent in structured JSON mode.
 func cloudRecord(name string, opts Options) recordParser {
 	paths := []string{"id", "source", "data_base64", "partitionkey", "subject"}
-	return func(rec []byte, _ handler.Location) (Event, string) {
+	return func(rec []byte, _ consumer.Location) (Event, string) {
 		var f [5]gjson.Result
 		if k, dup := topLevel(rec, paths, &f[0], &f[1], &f[2], &f[3], &f[4]); dup {
 			return Event{}, fmt.Sprintf("the record names %s twice", strconv.Quote(k))
@@ -149,7 +150,7 @@ func cloudRecord(name string, opts Options) recordParser {
 func kcatRecord(name string, opts Options) recordParser {
 	seen := map[string]int64{} // highest offset per topic/partition: bounded by partitions
 	paths := []string{"topic", "partition", "offset", "key", "payload", "headers", "ts"}
-	return func(rec []byte, _ handler.Location) (Event, string) {
+	return func(rec []byte, _ consumer.Location) (Event, string) {
 		f := gjson.GetManyBytes(rec, paths...)
 		if !f[0].Exists() || f[1].Type != gjson.Number || f[2].Type != gjson.Number {
 			return Event{}, "not a kcat -J record (topic, partition and offset are required)"
@@ -219,7 +220,7 @@ func kcatHeaders(h gjson.Result) []byte {
 // attributes), or an SNS record of a Lambda event (Sns). An SNS
 // Notification in the body is unwrapped: its MessageId and Message count.
 func sqsRecord(name string, opts Options) recordParser {
-	return func(rec []byte, _ handler.Location) (Event, string) {
+	return func(rec []byte, _ consumer.Location) (Event, string) {
 		r := gjson.ParseBytes(rec)
 		var id, body, group, count string
 		var sns gjson.Result
@@ -291,7 +292,7 @@ func sqsRecord(name string, opts Options) recordParser {
 // application/cloudevents+json) the body is the event.
 func natsRecord(name string, opts Options) recordParser {
 	structured := cloudRecord(name, opts)
-	return func(rec []byte, at handler.Location) (Event, string) {
+	return func(rec []byte, at consumer.Location) (Event, string) {
 		f := gjson.GetManyBytes(rec, "Subject", "Reply", "Header", "Data")
 		if !f[0].Exists() {
 			return Event{}, "not a NATS message dump (no Subject)"
@@ -406,7 +407,7 @@ func jsAck(reply string) (stream string, seq, delivered uint64) {
 // plainRecord reads one line of plain NDJSON: the id (and key, and
 // payload) at the paths given.
 func plainRecord(name string, opts Options) recordParser {
-	return func(rec []byte, _ handler.Location) (Event, string) {
+	return func(rec []byte, _ consumer.Location) (Event, string) {
 		if k, dup := duplicateKey(rec); dup {
 			return Event{}, fmt.Sprintf("the record names %s twice", strconv.Quote(k))
 		}

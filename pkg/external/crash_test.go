@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -67,8 +67,8 @@ func TestCrashTiming(t *testing.T) {
 // and one whose crashes all came after the answer says it interrupted no
 // delivery.
 func TestCrashLines(t *testing.T) {
-	crashes := func(before, after, unknown int) runner.Counters {
-		var c runner.Counters
+	crashes := func(before, after, unknown int) consumer.Counters {
+		var c consumer.Counters
 		for i := 0; i < before; i++ {
 			count(&c, Answer{Kind: Unacked, Crashed: true, CrashCame: BeforeAnswer}, false, false)
 		}

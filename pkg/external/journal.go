@@ -6,8 +6,8 @@ import (
 	"errors"
 	"sort"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/effects"
-	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
@@ -277,8 +277,8 @@ func (j *journal) changed(d *Delivery) {
 
 // record is a delivery as the journal keeps it, as the report names it.
 func (j *journal) record(seq int, event, key, kind string, errText sql.NullString, file int64, line, col int) *invariant.Record {
-	r := &invariant.Record{Seq: seq, EventID: event, Key: key, Result: handler.Result{Outcome: handler.Outcome(kind)},
-		Pos: handler.Location{File: j.names[file], Line: line, Col: col}}
+	r := &invariant.Record{Seq: seq, EventID: event, Key: key, Result: consumer.Result{Outcome: consumer.Outcome(kind)},
+		Pos: consumer.Location{File: j.names[file], Line: line, Col: col}}
 	if errText.Valid {
 		r.Result.Err = errors.New(errText.String)
 	}

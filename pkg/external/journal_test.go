@@ -9,8 +9,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/effects"
-	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
@@ -57,13 +57,13 @@ func TestJournalJudgesAsHistory(t *testing.T) {
 				if rng.IntN(10) == 0 {
 					a.Dropped = true
 				}
-				res := handler.Result{Outcome: handler.Outcome(a.Kind)}
+				res := consumer.Result{Outcome: consumer.Outcome(a.Kind)}
 				if a.Kind == Unacked {
 					a.Status = 500 + rng.IntN(3)
 					res.Err = errors.New(a.String())
 				}
 				d := &Delivery{Record: invariant.Record{Seq: i + 1, EventID: fmt.Sprintf("evt-%d", e), Key: key, Result: res,
-					Pos: handler.Location{File: []string{"a.ndjson", "b.ndjson"}[rng.IntN(2)], Line: i + 1}}, Answer: a}
+					Pos: consumer.Location{File: []string{"a.ndjson", "b.ndjson"}[rng.IntN(2)], Line: i + 1}}, Answer: a}
 				if rng.IntN(15) == 0 {
 					d.Changed = "amount 1 became 2"
 				}

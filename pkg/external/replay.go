@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/effects"
-	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/report/words"
@@ -155,7 +155,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 // replayLine is the replay's line: its deliveries (or a broker's
 // publishes), its crashes by when they came, and the effect rows of the
 // whole table (where: "in payments").
-func replayLine(c runner.Counters, broker bool, where string) string {
+func replayLine(c consumer.Counters, broker bool, where string) string {
 	crashes := words.Crashes(c.Interrupted())
 	if crashes == "" {
 		crashes = "0 crashes"
@@ -442,7 +442,7 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer) (*Delivery, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := handler.Result{Outcome: handler.Outcome(a.Kind)}
+	res := consumer.Result{Outcome: consumer.Outcome(a.Kind)}
 	if a.Kind == Unacked {
 		res.Err = errors.New(a.String())
 	}

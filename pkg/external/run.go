@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -417,7 +418,7 @@ func (cr *checkRun) drain(ctx context.Context) error {
 	return nil
 }
 
-func (cr *checkRun) fail(step int, pos handler.Location, m words.Miss) {
+func (cr *checkRun) fail(step int, pos consumer.Location, m words.Miss) {
 	cr.res.Failures = append(cr.res.Failures, runner.Failure{Step: step, Pos: pos, Message: m.Message, Expected: m.Expected, Got: m.Got})
 }
 
@@ -596,7 +597,7 @@ func (cr *checkRun) once(ctx context.Context, step int, st *scenario.Step, ev Ev
 func (cr *checkRun) record(step int, st *scenario.Step, ev Event, key string, a Answer) *Delivery {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
-	res := handler.Result{Outcome: handler.Outcome(a.Kind)}
+	res := consumer.Result{Outcome: consumer.Outcome(a.Kind)}
 	if a.Kind == Unacked || a.Killed {
 		res.Err = errors.New(a.String())
 	}
@@ -711,7 +712,7 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 }
 
 // said expands the check's say into its line.
-func (cr *checkRun) said(ctx context.Context, c *scenario.Check, cnt runner.Counters, names []string) error {
+func (cr *checkRun) said(ctx context.Context, c *scenario.Check, cnt consumer.Counters, names []string) error {
 	values := runner.SayValues(cnt, names)
 	// A consumer under test has no duplicate outcome: its duplicates are
 	// the redeliveries it was sent.
@@ -741,14 +742,14 @@ func (s *Session) rowsWhere() string {
 // summary is the line of a check without say: the answers, the crashes by
 // when they came, the effect rows (where: "in payments") and what was
 // caught.
-func summary(history []invariant.Record, c runner.Counters, caught []string, where string) string {
-	counts := map[handler.Outcome]int{}
+func summary(history []invariant.Record, c consumer.Counters, caught []string, where string) string {
+	counts := map[consumer.Outcome]int{}
 	for _, r := range history {
 		counts[r.Result.Outcome]++
 	}
 	var tallies []words.Tally
 	for _, k := range []Kind{Acked, Conflict, Rejected, Unacked} {
-		tallies = append(tallies, words.Tally{N: counts[handler.Outcome(k)], Word: string(k)})
+		tallies = append(tallies, words.Tally{N: counts[consumer.Outcome(k)], Word: string(k)})
 	}
 	tallies = append(tallies, words.Tally{N: c.Crashed, Said: words.Crashes(c.Interrupted())})
 	return words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row")+" "+where, caught)
@@ -819,7 +820,7 @@ func withLeft(msg, left string) string {
 
 // count adds one delivery's answer to the counters, for a scenario's check
 // and a replay alike.
-func count(c *runner.Counters, a Answer, redelivery, broker bool) {
+func count(c *consumer.Counters, a Answer, redelivery, broker bool) {
 	c.Deliveries++
 	if redelivery {
 		c.Redeliveries++

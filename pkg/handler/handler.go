@@ -10,92 +10,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/consumer"
 )
-
-// MaxIDBytes is the longest event id any store accepts. PostgreSQL cannot
-// index a key of more than about 2.7 KB, so one limit below that holds for
-// every store, and files are refused at validation rather than half-way
-// through a run.
-const MaxIDBytes = 1024
-
-// Outcome is what one delivery did.
-type Outcome string
-
-// The outcomes a delivery can have.
-const (
-	Processed Outcome = "processed" // a new effect was written
-	Duplicate Outcome = "duplicate" // marker found, same identity: the original effect id is returned
-	Conflict  Outcome = "conflict"  // marker found, different identity: rejected, nothing written
-	Failed    Outcome = "failed"    // an injected or real error: rolled back
-	Crashed   Outcome = "crashed"   // committed, then crashed before the ack
-)
-
-// Outcomes lists every outcome word, in report order.
-var Outcomes = []Outcome{Processed, Duplicate, Conflict, Failed, Crashed}
-
-// FaultPoint names a place inside the handler where a delivery can be made to fail.
-type FaultPoint string
-
-// The fault points, in the order a delivery reaches them.
-const (
-	BeforeBegin   FaultPoint = "before-begin"
-	AfterCheck    FaultPoint = "after-check"
-	AfterMarker   FaultPoint = "after-marker"
-	AfterEffect   FaultPoint = "after-effect"
-	AfterExternal FaultPoint = "after-external"
-	AfterCommit   FaultPoint = "after-commit"
-)
-
-// FaultPoints lists every fault point in the order a delivery reaches them.
-var FaultPoints = []FaultPoint{BeforeBegin, AfterCheck, AfterMarker, AfterEffect, AfterExternal, AfterCommit}
-
-// Location is where a delivery came from: a scenario step or a capture line.
-type Location = problem.Pos
-
-// Delivery is one attempt to hand an event to a consumer.
-type Delivery struct {
-	EventID  string
-	Source   string
-	Consumer string
-	Schema   string
-	// Envelope is the event as one JSON object: id, source, type, subject,
-	// schema, headers and data. Key and identity paths ("data.orderId") are
-	// read from it.
-	Envelope []byte
-	Attempt  int
-	At       Location
-	// Identity, when not empty, is Config.IdentityOf of this delivery,
-	// computed already by whoever made it; the handler then does not read
-	// the envelope for it again.
-	Identity string
-	// BusinessKey, when not empty, is the business key the delivery came
-	// with (a replayed capture names one per record); the handler uses it
-	// instead of expanding its key template.
-	BusinessKey string
-}
-
-// Result is what the handler returned for one delivery.
-type Result struct {
-	Outcome  Outcome
-	EffectID int64  // the effect written (processed, crashed) or returned (duplicate)
-	Key      string // the business key, where the strategy uses one
-	Err      error  // why it failed or conflicted
-	// DuplicateOf names the event whose effect a duplicate returned, when it
-	// is another event (a business-key duplicate under a new event id).
-	DuplicateOf string
-	// External records the call to the payment gateway, if one was made.
-	External *ExternalCall
-}
-
-// ExternalCall is one call to the external provider.
-type ExternalCall struct {
-	IdempotencyKey string
-	Amount         string
-	ChargeID       int64
-	Replayed       bool  // the provider returned an earlier charge for the key
-	Err            error // a key conflict (the provider's 422) or another refusal
-}
 
 // Marker is a row of the processed table.
 type Marker struct {
@@ -126,7 +42,7 @@ var ErrUnique = errors.New("unique constraint violated")
 var ErrBusy = errors.New("database busy")
 
 // InjectedError is the failure a fault point raises.
-type InjectedError struct{ Point FaultPoint }
+type InjectedError struct{ Point consumer.FaultPoint }
 
 func (e *InjectedError) Error() string { return fmt.Sprintf("Injected failure at %s", e.Point) }
 

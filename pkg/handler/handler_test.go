@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/gateway"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -17,9 +18,9 @@ import (
 // step is one delivery of a table test and what it must return.
 type step struct {
 	id, consumer, data string
-	fail               handler.FaultPoint
+	fail               consumer.FaultPoint
 	advance            time.Duration
-	want               handler.Outcome
+	want               consumer.Outcome
 	sameAs             int // 1-based index of an earlier step whose effect id must come back
 	dupOf              string
 }
@@ -58,11 +59,11 @@ func newEnv(t *testing.T, cfg handler.Config) *env {
 	return e
 }
 
-func delivery(id, consumer, data string, attempt int) handler.Delivery {
+func delivery(id, name, data string, attempt int) consumer.Delivery {
 	if data == "" {
 		data = `{"orderId":"o-` + id + `"}`
 	}
-	return handler.Delivery{EventID: id, Consumer: consumer, Attempt: attempt,
+	return consumer.Delivery{EventID: id, Consumer: name, Attempt: attempt,
 		Envelope: []byte(fmt.Sprintf(`{"id":%q,"data":%s}`, id, data))}
 }
 
@@ -79,61 +80,61 @@ func TestStrategies(t *testing.T) {
 		{
 			name:    "event-id: duplicate returns the original, conflict is rejected",
 			cfg:     handler.Config{Strategy: handler.EventID, Identity: []string{"data.orderId"}},
-			steps:   []step{{id: "e1", want: handler.Processed}, {id: "e1", want: handler.Duplicate, sameAs: 1}, {id: "e1", data: `{"orderId":"other"}`, want: handler.Conflict}},
+			steps:   []step{{id: "e1", want: consumer.Processed}, {id: "e1", want: consumer.Duplicate, sameAs: 1}, {id: "e1", data: `{"orderId":"other"}`, want: consumer.Conflict}},
 			effects: 1, markers: 1,
 		},
 		{
 			name:    "event-id: whole-payload identity ignores key order and number spelling",
 			cfg:     handler.Config{Strategy: handler.EventID},
-			steps:   []step{{id: "e1", data: `{"a":1,"b":[2.50]}`, want: handler.Processed}, {id: "e1", data: `{"b":[25e-1],"a":1.0}`, want: handler.Duplicate, sameAs: 1}, {id: "e1", data: `{"a":2,"b":[2.5]}`, want: handler.Conflict}},
+			steps:   []step{{id: "e1", data: `{"a":1,"b":[2.50]}`, want: consumer.Processed}, {id: "e1", data: `{"b":[25e-1],"a":1.0}`, want: consumer.Duplicate, sameAs: 1}, {id: "e1", data: `{"a":2,"b":[2.5]}`, want: consumer.Conflict}},
 			effects: 1, markers: 1,
 		},
 		{
 			name: "event-id: every fault point before commit rolls back, the retry processes",
 			cfg:  handler.Config{Strategy: handler.EventID},
 			steps: []step{
-				{id: "e1", fail: handler.BeforeBegin, want: handler.Failed}, {id: "e1", fail: handler.AfterCheck, want: handler.Failed},
-				{id: "e1", fail: handler.AfterMarker, want: handler.Failed}, {id: "e1", fail: handler.AfterEffect, want: handler.Failed},
-				{id: "e1", fail: handler.AfterExternal, want: handler.Processed}, // never reached: event-id does not call out
-				{id: "e1", fail: handler.AfterMarker, want: handler.Duplicate, sameAs: 5},
+				{id: "e1", fail: consumer.BeforeBegin, want: consumer.Failed}, {id: "e1", fail: consumer.AfterCheck, want: consumer.Failed},
+				{id: "e1", fail: consumer.AfterMarker, want: consumer.Failed}, {id: "e1", fail: consumer.AfterEffect, want: consumer.Failed},
+				{id: "e1", fail: consumer.AfterExternal, want: consumer.Processed}, // never reached: event-id does not call out
+				{id: "e1", fail: consumer.AfterMarker, want: consumer.Duplicate, sameAs: 5},
 			},
 			effects: 1, markers: 1,
 		},
 		{
 			name:    "event-id: a crash after commit is durable; the redelivery is a duplicate",
 			cfg:     handler.Config{Strategy: handler.EventID},
-			steps:   []step{{id: "e1", fail: handler.AfterCommit, want: handler.Crashed}, {id: "e1", want: handler.Duplicate, sameAs: 1}},
+			steps:   []step{{id: "e1", fail: consumer.AfterCommit, want: consumer.Crashed}, {id: "e1", want: consumer.Duplicate, sameAs: 1}},
 			effects: 1, markers: 1,
 		},
 		{
 			name:    "event-id: past the retention window the effect's unique key still catches the redelivery",
 			cfg:     handler.Config{Strategy: handler.EventID, Retention: 24 * time.Hour},
-			steps:   []step{{id: "e1", want: handler.Processed}, {id: "e1", advance: 23 * time.Hour, want: handler.Duplicate, sameAs: 1}, {id: "e1", advance: 25 * time.Hour, want: handler.Duplicate, sameAs: 1}},
+			steps:   []step{{id: "e1", want: consumer.Processed}, {id: "e1", advance: 23 * time.Hour, want: consumer.Duplicate, sameAs: 1}, {id: "e1", advance: 25 * time.Hour, want: consumer.Duplicate, sameAs: 1}},
 			effects: 1, markers: 1,
 		},
 		{
 			name:    "marker-after-effect: past the retention window the marker was the only guard",
 			cfg:     handler.Config{Strategy: handler.MarkerAfterEffect, Retention: 24 * time.Hour},
-			steps:   []step{{id: "e1", want: handler.Processed}, {id: "e1", advance: 23 * time.Hour, want: handler.Duplicate, sameAs: 1}, {id: "e1", advance: 25 * time.Hour, want: handler.Processed}},
+			steps:   []step{{id: "e1", want: consumer.Processed}, {id: "e1", advance: 23 * time.Hour, want: consumer.Duplicate, sameAs: 1}, {id: "e1", advance: 25 * time.Hour, want: consumer.Processed}},
 			effects: 2, markers: 1,
 		},
 		{
 			name:    "consumer-scoped: each consumer processes an event once",
 			cfg:     handler.Config{Strategy: handler.ConsumerScoped},
-			steps:   []step{{id: "e1", consumer: "shipping", want: handler.Processed}, {id: "e1", consumer: "billing", want: handler.Processed}, {id: "e1", consumer: "shipping", want: handler.Duplicate, sameAs: 1}},
+			steps:   []step{{id: "e1", consumer: "shipping", want: consumer.Processed}, {id: "e1", consumer: "billing", want: consumer.Processed}, {id: "e1", consumer: "shipping", want: consumer.Duplicate, sameAs: 1}},
 			effects: 2, markers: 2,
 		},
 		{
 			name:    "business-key: a second event id for one order is a duplicate of the first",
 			cfg:     handler.Config{Strategy: handler.BusinessKey, Key: key},
-			steps:   []step{{id: "e1", data: `{"orderId":"o1"}`, want: handler.Processed}, {id: "e2", data: `{"orderId":"o1"}`, want: handler.Duplicate, sameAs: 1, dupOf: "e1"}, {id: "e2", data: `{"orderId":"o1"}`, want: handler.Duplicate, sameAs: 1, dupOf: "e1"}},
+			steps:   []step{{id: "e1", data: `{"orderId":"o1"}`, want: consumer.Processed}, {id: "e2", data: `{"orderId":"o1"}`, want: consumer.Duplicate, sameAs: 1, dupOf: "e1"}, {id: "e2", data: `{"orderId":"o1"}`, want: consumer.Duplicate, sameAs: 1, dupOf: "e1"}},
 			effects: 1, markers: 2,
 		},
 		{
 			name: "external-key: a failure after the charge is retried with the same key, one charge",
 			cfg:  handler.Config{Strategy: handler.ExternalKey, Key: key, ExternalKey: template.MustParse("pay-{data.orderId}"), ExternalAmount: template.MustParse("10")},
 			steps: []step{
-				{id: "e1", fail: handler.AfterExternal, want: handler.Failed}, {id: "e1", want: handler.Processed}, {id: "e1", want: handler.Duplicate, sameAs: 2},
+				{id: "e1", fail: consumer.AfterExternal, want: consumer.Failed}, {id: "e1", want: consumer.Processed}, {id: "e1", want: consumer.Duplicate, sameAs: 2},
 			},
 			effects: 1, markers: 1, charges: 1,
 		},
@@ -141,26 +142,26 @@ func TestStrategies(t *testing.T) {
 			name: "external-key with an unstable key charges twice",
 			cfg:  handler.Config{Strategy: handler.ExternalKey, Key: key, ExternalKey: template.MustParse("pay-{data.orderId}-{attempt}"), ExternalAmount: template.MustParse("10")},
 			steps: []step{
-				{id: "e1", fail: handler.AfterExternal, want: handler.Failed}, {id: "e1", want: handler.Processed},
+				{id: "e1", fail: consumer.AfterExternal, want: consumer.Failed}, {id: "e1", want: consumer.Processed},
 			},
 			effects: 1, markers: 1, charges: 2,
 		},
 		{
 			name:    "none: every delivery makes an effect",
 			cfg:     handler.Config{Strategy: handler.None},
-			steps:   []step{{id: "e1", want: handler.Processed}, {id: "e1", want: handler.Processed}},
+			steps:   []step{{id: "e1", want: consumer.Processed}, {id: "e1", want: consumer.Processed}},
 			effects: 2, markers: 0,
 		},
 		{
 			name:    "marker-after-effect: a crash between the two commits duplicates",
 			cfg:     handler.Config{Strategy: handler.MarkerAfterEffect},
-			steps:   []step{{id: "e1", fail: handler.AfterMarker, want: handler.Failed}, {id: "e1", want: handler.Processed}, {id: "e1", want: handler.Duplicate}},
+			steps:   []step{{id: "e1", fail: consumer.AfterMarker, want: consumer.Failed}, {id: "e1", want: consumer.Processed}, {id: "e1", want: consumer.Duplicate}},
 			effects: 2, markers: 1,
 		},
 		{
 			name:    "check-then-act: safe while deliveries are sequential",
 			cfg:     handler.Config{Strategy: handler.CheckThenAct},
-			steps:   []step{{id: "e1", want: handler.Processed}, {id: "e1", want: handler.Duplicate, sameAs: 1}},
+			steps:   []step{{id: "e1", want: consumer.Processed}, {id: "e1", want: consumer.Duplicate, sameAs: 1}},
 			effects: 1, markers: 1,
 		},
 	}
@@ -168,7 +169,7 @@ func TestStrategies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t, tt.cfg)
-			var results []handler.Result
+			var results []consumer.Result
 			for i, s := range tt.steps {
 				e.now = e.now.Add(s.advance)
 				res := e.h.Handle(ctx, delivery(s.id, s.consumer, s.data, i+1), handler.FailAt(s.fail))
@@ -183,7 +184,7 @@ func TestStrategies(t *testing.T) {
 					t.Errorf("step %d: duplicate of %q, want %q", i+1, res.DuplicateOf, s.dupOf)
 				}
 				var injected *handler.InjectedError
-				if s.want == handler.Failed && !errors.As(res.Err, &injected) {
+				if s.want == consumer.Failed && !errors.As(res.Err, &injected) {
 					t.Errorf("step %d: error %v, want an injected failure", i+1, res.Err)
 				}
 			}
@@ -207,7 +208,7 @@ func TestEmptyBusinessKeyFails(t *testing.T) {
 	e := newEnv(t, handler.Config{Strategy: handler.BusinessKey, Key: template.MustParse("{data.missing}")})
 	res := e.h.Handle(context.Background(), delivery("e1", "", "", 1), nil)
 	var ke *handler.KeyError
-	if res.Outcome != handler.Failed || !errors.As(res.Err, &ke) {
+	if res.Outcome != consumer.Failed || !errors.As(res.Err, &ke) {
 		t.Fatalf("got %s (%v), want failed with a KeyError", res.Outcome, res.Err)
 	}
 }
@@ -219,15 +220,15 @@ func TestCheckThenActRace(t *testing.T) {
 	e := newEnv(t, handler.Config{Strategy: handler.CheckThenAct})
 	var arrived sync.WaitGroup
 	arrived.Add(2)
-	barrier := func(_ context.Context, p handler.FaultPoint) error {
-		if p == handler.AfterCheck {
+	barrier := func(_ context.Context, p consumer.FaultPoint) error {
+		if p == consumer.AfterCheck {
 			arrived.Done()
 			arrived.Wait()
 		}
 		return nil
 	}
 	var wg sync.WaitGroup
-	results := make([]handler.Result, 2)
+	results := make([]consumer.Result, 2)
 	for i := range results {
 		wg.Add(1)
 		go func(i int) {
@@ -237,7 +238,7 @@ func TestCheckThenActRace(t *testing.T) {
 	}
 	wg.Wait()
 	for i, r := range results {
-		if r.Outcome != handler.Processed {
+		if r.Outcome != consumer.Processed {
 			t.Errorf("worker %d: %s (%v), want processed", i, r.Outcome, r.Err)
 		}
 	}
@@ -251,7 +252,7 @@ func TestCheckThenActRace(t *testing.T) {
 // the point (what validation refuses is what could never fire).
 func TestReachesIsWhatTheHandlerDoes(t *testing.T) {
 	for _, s := range handler.Strategies {
-		for _, p := range handler.FaultPoints {
+		for _, p := range consumer.FaultPoints {
 			t.Run(string(s)+"/"+string(p), func(t *testing.T) {
 				cfg := handler.Config{Strategy: s}
 				if s.UsesKey() {

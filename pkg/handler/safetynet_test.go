@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/postgres"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -91,14 +92,14 @@ func TestSafetyNet(t *testing.T) {
 		strategy      handler.Strategy
 		first, second string // event ids
 		secondData    string
-		want          handler.Outcome
+		want          consumer.Outcome
 		wantOf        string // DuplicateOf
 	}{
-		{"event-id", handler.EventID, "evt-1", "evt-1", `{"orderId":"o-1"}`, handler.Duplicate, ""},
-		{"consumer-scoped", handler.ConsumerScoped, "evt-1", "evt-1", `{"orderId":"o-1"}`, handler.Duplicate, ""},
-		{"identity differs", handler.EventID, "evt-1", "evt-1", `{"orderId":"o-2"}`, handler.Conflict, ""},
-		{"business-key, same event", handler.BusinessKey, "evt-1", "evt-1", `{"orderId":"o-1"}`, handler.Duplicate, ""},
-		{"business-key, new event id", handler.BusinessKey, "evt-1", "evt-2", `{"orderId":"o-1"}`, handler.Duplicate, "evt-1"},
+		{"event-id", handler.EventID, "evt-1", "evt-1", `{"orderId":"o-1"}`, consumer.Duplicate, ""},
+		{"consumer-scoped", handler.ConsumerScoped, "evt-1", "evt-1", `{"orderId":"o-1"}`, consumer.Duplicate, ""},
+		{"identity differs", handler.EventID, "evt-1", "evt-1", `{"orderId":"o-2"}`, consumer.Conflict, ""},
+		{"business-key, same event", handler.BusinessKey, "evt-1", "evt-1", `{"orderId":"o-1"}`, consumer.Duplicate, ""},
+		{"business-key, new event id", handler.BusinessKey, "evt-1", "evt-2", `{"orderId":"o-1"}`, consumer.Duplicate, "evt-1"},
 	}
 	for name, open := range openers {
 		for _, tt := range tests {
@@ -111,7 +112,7 @@ func TestSafetyNet(t *testing.T) {
 				st := open(t, cfg)
 				defer st.Close()
 				winner := handler.New(cfg, st, nil, nil).Handle(ctx, safetyNetDelivery(tt.first, `{"orderId":"o-1"}`), nil)
-				if winner.Outcome != handler.Processed {
+				if winner.Outcome != consumer.Processed {
 					t.Fatalf("first delivery: %s (%v), want processed", winner.Outcome, winner.Err)
 				}
 				late := &staleStore{Store: st, stale: true}
@@ -119,7 +120,7 @@ func TestSafetyNet(t *testing.T) {
 				if got.Outcome != tt.want {
 					t.Fatalf("racing delivery: %s (%v), want %s", got.Outcome, got.Err, tt.want)
 				}
-				if tt.want == handler.Duplicate && got.EffectID != winner.EffectID {
+				if tt.want == consumer.Duplicate && got.EffectID != winner.EffectID {
 					t.Errorf("racing delivery returned effect %d, want the original's, %d", got.EffectID, winner.EffectID)
 				}
 				if got.DuplicateOf != tt.wantOf {
@@ -139,7 +140,7 @@ func TestSafetyNet(t *testing.T) {
 				if err != nil || !found {
 					t.Fatalf("after the race %s has no marker (%v)", tt.second, err)
 				}
-				if tt.want == handler.Duplicate && m.Identity != `{"orderId":"o-1"}` {
+				if tt.want == consumer.Duplicate && m.Identity != `{"orderId":"o-1"}` {
 					t.Errorf("marker identity %s, want the winner's", m.Identity)
 				}
 			})
@@ -147,6 +148,6 @@ func TestSafetyNet(t *testing.T) {
 	}
 }
 
-func safetyNetDelivery(id, data string) handler.Delivery {
-	return handler.Delivery{EventID: id, Consumer: "c", Envelope: []byte(`{"id":"` + id + `","data":` + data + `}`)}
+func safetyNetDelivery(id, data string) consumer.Delivery {
+	return consumer.Delivery{EventID: id, Consumer: "c", Envelope: []byte(`{"id":"` + id + `","data":` + data + `}`)}
 }

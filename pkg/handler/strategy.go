@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/template"
 	"github.com/tidwall/gjson"
 )
@@ -45,11 +46,11 @@ func (s Strategy) KeepsMarkers() bool { return s != None }
 // after-check, one without a marker no after-marker, and only a strategy
 // that calls out has after-external. (A duplicate stops before most points;
 // that depends on the delivery, not on the strategy.)
-func (s Strategy) Reaches(p FaultPoint) bool {
+func (s Strategy) Reaches(p consumer.FaultPoint) bool {
 	switch p {
-	case AfterCheck, AfterMarker:
+	case consumer.AfterCheck, consumer.AfterMarker:
 		return s != None
-	case AfterExternal:
+	case consumer.AfterExternal:
 		return s.CallsOut()
 	}
 	return true
@@ -85,14 +86,14 @@ type Gateway interface {
 
 // Injector is called at every fault point a delivery reaches; an error
 // makes the delivery fail there. It may also block, to force an interleaving.
-type Injector func(ctx context.Context, p FaultPoint) error
+type Injector func(ctx context.Context, p consumer.FaultPoint) error
 
 // FailAt returns an injector that fails at one point.
-func FailAt(p FaultPoint) Injector {
+func FailAt(p consumer.FaultPoint) Injector {
 	if p == "" {
 		return nil
 	}
-	return func(_ context.Context, at FaultPoint) error {
+	return func(_ context.Context, at consumer.FaultPoint) error {
 		if at == p {
 			return &InjectedError{Point: p}
 		}
@@ -122,7 +123,7 @@ func (h *Handler) Config() Config { return h.cfg }
 
 // Value reads one placeholder of a key template for a delivery: "attempt",
 // "consumer", or a path into the envelope such as "data.orderId".
-func Value(d Delivery, name string) string {
+func Value(d consumer.Delivery, name string) string {
 	switch name {
 	case "attempt":
 		return strconv.Itoa(d.Attempt)
@@ -133,7 +134,7 @@ func Value(d Delivery, name string) string {
 }
 
 // Identity returns what is compared when an event is redelivered.
-func (c Config) IdentityOf(d Delivery) (string, error) {
+func (c Config) IdentityOf(d consumer.Delivery) (string, error) {
 	paths := c.Identity
 	if p, ok := c.IdentityBySchema[d.Schema]; ok && d.Schema != "" {
 		paths = p
@@ -165,7 +166,7 @@ func (c Config) IdentityOf(d Delivery) (string, error) {
 }
 
 // Scope is the consumer a marker and an effect are written for.
-func (h *Handler) Scope(d Delivery) string {
+func (h *Handler) Scope(d consumer.Delivery) string {
 	if h.cfg.Strategy == ConsumerScoped && d.Consumer != "" {
 		return d.Consumer
 	}
@@ -174,21 +175,21 @@ func (h *Handler) Scope(d Delivery) string {
 
 // Handle processes one delivery in one transaction (two for the
 // marker-after-effect strategy) and returns its outcome. inject may be nil.
-func (h *Handler) Handle(ctx context.Context, d Delivery, inject Injector) Result {
-	at := func(p FaultPoint) error {
+func (h *Handler) Handle(ctx context.Context, d consumer.Delivery, inject Injector) consumer.Result {
+	at := func(p consumer.FaultPoint) error {
 		if inject == nil {
 			return nil
 		}
 		return inject(ctx, p)
 	}
-	if err := at(BeforeBegin); err != nil {
-		return Result{Outcome: Failed, Err: err}
+	if err := at(consumer.BeforeBegin); err != nil {
+		return consumer.Result{Outcome: consumer.Failed, Err: err}
 	}
 	identity := d.Identity
 	if identity == "" {
 		var err error
 		if identity, err = h.cfg.IdentityOf(d); err != nil {
-			return Result{Outcome: Failed, Err: err}
+			return consumer.Result{Outcome: consumer.Failed, Err: err}
 		}
 	}
 	// Every strategy records the business key when the handler names one;
@@ -199,7 +200,7 @@ func (h *Handler) Handle(ctx context.Context, d Delivery, inject Injector) Resul
 	}
 	if h.cfg.Strategy.UsesKey() {
 		if key == "" {
-			return Result{Outcome: Failed, Err: &KeyError{Template: h.cfg.Key.String(), EventID: d.EventID}}
+			return consumer.Result{Outcome: consumer.Failed, Err: &KeyError{Template: h.cfg.Key.String(), EventID: d.EventID}}
 		}
 	}
 	w := &work{h: h, d: d, identity: identity, key: key, consumer: h.Scope(d), at: at}
@@ -216,15 +217,15 @@ func (h *Handler) Handle(ctx context.Context, d Delivery, inject Injector) Resul
 // work is one delivery on its way through the handler.
 type work struct {
 	h        *Handler
-	d        Delivery
+	d        consumer.Delivery
 	identity string
 	key      string
 	consumer string
-	at       func(FaultPoint) error
-	external *ExternalCall
+	at       func(consumer.FaultPoint) error
+	external *consumer.ExternalCall
 }
 
-func (w *work) fail(tx Tx, err error) Result {
+func (w *work) fail(tx Tx, err error) consumer.Result {
 	if tx != nil {
 		_ = tx.Rollback()
 	}
@@ -232,10 +233,10 @@ func (w *work) fail(tx Tx, err error) Result {
 	if !errors.As(err, &injected) && !errors.Is(err, ErrUnique) && !errors.Is(err, ErrBusy) && (w.external == nil || err != w.external.Err) {
 		err = &StoreError{Err: err}
 	}
-	return Result{Outcome: Failed, Err: err, External: w.external}
+	return consumer.Result{Outcome: consumer.Failed, Err: err, External: w.external}
 }
 
-func (w *work) run(ctx context.Context) Result {
+func (w *work) run(ctx context.Context) consumer.Result {
 	cfg := w.h.cfg
 	if cfg.Strategy == CheckThenAct {
 		// The check runs on its own, outside the transaction that acts.
@@ -248,7 +249,7 @@ func (w *work) run(ctx context.Context) Result {
 			return res
 		}
 		_ = tx.Rollback()
-		if err := w.at(AfterCheck); err != nil {
+		if err := w.at(consumer.AfterCheck); err != nil {
 			return w.fail(nil, err)
 		}
 	}
@@ -272,7 +273,7 @@ func (w *work) run(ctx context.Context) Result {
 		if res, done := w.check(ctx, tx); done {
 			return res
 		}
-		if err := w.at(AfterCheck); err != nil {
+		if err := w.at(consumer.AfterCheck); err != nil {
 			return w.fail(tx, err)
 		}
 		if cfg.Strategy != MarkerAfterEffect {
@@ -290,21 +291,21 @@ func (w *work) run(ctx context.Context) Result {
 			if err := tx.Commit(); err != nil {
 				return w.fail(nil, err)
 			}
-			return Result{Outcome: Duplicate, EffectID: id, DuplicateOf: ev}
+			return consumer.Result{Outcome: consumer.Duplicate, EffectID: id, DuplicateOf: ev}
 		}
 	}
 	effectID, err := tx.InsertEffect(ctx, Effect{EventID: w.d.EventID, Consumer: w.consumer, BusinessKey: w.key, Payload: payloadOf(w.d), At: now})
 	if err != nil {
 		return w.fail(tx, err)
 	}
-	if err := w.at(AfterEffect); err != nil {
+	if err := w.at(consumer.AfterEffect); err != nil {
 		return w.fail(tx, err)
 	}
 	if cfg.Strategy.CallsOut() {
 		if err := w.callOut(ctx); err != nil {
 			return w.fail(tx, err)
 		}
-		if err := w.at(AfterExternal); err != nil {
+		if err := w.at(consumer.AfterExternal); err != nil {
 			return w.fail(tx, err)
 		}
 	}
@@ -324,9 +325,9 @@ func (w *work) run(ctx context.Context) Result {
 			return w.fail(nil, err)
 		}
 	}
-	res := Result{Outcome: Processed, EffectID: effectID, External: w.external}
-	if err := w.at(AfterCommit); err != nil {
-		res.Outcome, res.Err = Crashed, err
+	res := consumer.Result{Outcome: consumer.Processed, EffectID: effectID, External: w.external}
+	if err := w.at(consumer.AfterCommit); err != nil {
+		res.Outcome, res.Err = consumer.Crashed, err
 	}
 	return res
 }
@@ -336,29 +337,29 @@ func (w *work) insertMarker(ctx context.Context, tx Tx, now time.Time) error {
 	if err := tx.InsertMarker(ctx, m); err != nil {
 		return err
 	}
-	return w.at(AfterMarker)
+	return w.at(consumer.AfterMarker)
 }
 
 // check looks the marker up. On a hit it ends the transaction and returns
 // the duplicate or conflict outcome, with done set.
-func (w *work) check(ctx context.Context, tx Tx) (Result, bool) {
+func (w *work) check(ctx context.Context, tx Tx) (consumer.Result, bool) {
 	m, found, err := tx.Marker(ctx, w.d.EventID, w.consumer)
 	if err != nil {
 		return w.fail(tx, err), true
 	}
 	if !found {
-		return Result{}, false
+		return consumer.Result{}, false
 	}
 	defer tx.Rollback() // nothing was written
 	if m.Identity != w.identity {
-		return Result{Outcome: Conflict, Err: &ConflictError{EventID: w.d.EventID, Stored: m.Identity, Gotten: w.identity}}, true
+		return consumer.Result{Outcome: consumer.Conflict, Err: &ConflictError{EventID: w.d.EventID, Stored: m.Identity, Gotten: w.identity}}, true
 	}
 	return w.original(ctx, tx, m), true
 }
 
 // original returns the effect a duplicate of marker m answers with.
-func (w *work) original(ctx context.Context, tx Tx, m Marker) Result {
-	res := Result{Outcome: Duplicate}
+func (w *work) original(ctx context.Context, tx Tx, m Marker) consumer.Result {
+	res := consumer.Result{Outcome: consumer.Duplicate}
 	var found bool
 	var err error
 	if w.h.cfg.Strategy.UsesKey() && m.BusinessKey != "" {
@@ -383,7 +384,7 @@ func (w *work) original(ctx context.Context, tx Tx, m Marker) Result {
 
 // afterRace handles a unique violation: another worker committed the same
 // event first. Read what it wrote and answer as a duplicate (or conflict).
-func (w *work) afterRace(ctx context.Context, failed Result) Result {
+func (w *work) afterRace(ctx context.Context, failed consumer.Result) consumer.Result {
 	tx, err := w.h.store.Begin(ctx)
 	if err != nil {
 		return failed
@@ -394,7 +395,7 @@ func (w *work) afterRace(ctx context.Context, failed Result) Result {
 	case err != nil:
 		return failed
 	case found && m.Identity != w.identity:
-		return Result{Outcome: Conflict, Err: &ConflictError{EventID: w.d.EventID, Stored: m.Identity, Gotten: w.identity}, Key: w.key}
+		return consumer.Result{Outcome: consumer.Conflict, Err: &ConflictError{EventID: w.d.EventID, Stored: m.Identity, Gotten: w.identity}, Key: w.key}
 	case found:
 		res := w.original(ctx, tx, m)
 		res.Key = w.key
@@ -409,7 +410,7 @@ func (w *work) afterRace(ctx context.Context, failed Result) Result {
 		// still knows the event.
 		id, found, err := tx.EffectOf(ctx, w.d.EventID, w.consumer)
 		if err == nil && found {
-			return Result{Outcome: Duplicate, EffectID: id}
+			return consumer.Result{Outcome: consumer.Duplicate, EffectID: id}
 		}
 	}
 	return failed
@@ -420,13 +421,13 @@ func (w *work) callOut(ctx context.Context) error {
 		return errors.New("strategy external-key needs a gateway")
 	}
 	value := func(n string) string { return Value(w.d, n) }
-	call := &ExternalCall{IdempotencyKey: w.h.cfg.ExternalKey.Expand(value), Amount: w.h.cfg.ExternalAmount.Expand(value)}
+	call := &consumer.ExternalCall{IdempotencyKey: w.h.cfg.ExternalKey.Expand(value), Amount: w.h.cfg.ExternalAmount.Expand(value)}
 	w.external = call
 	call.ChargeID, call.Replayed, call.Err = w.h.gateway.Charge(ctx, call.IdempotencyKey, call.Amount, w.key)
 	return call.Err
 }
 
-func payloadOf(d Delivery) string {
+func payloadOf(d consumer.Delivery) string {
 	data := gjson.GetBytes(d.Envelope, "data")
 	if !data.Exists() {
 		return "null"

@@ -24,16 +24,6 @@ func ParseStrategy(s string) (Strategy, bool) {
 	return "", false
 }
 
-// ParseFaultPoint returns the fault point named s.
-func ParseFaultPoint(s string) (FaultPoint, bool) {
-	for _, p := range FaultPoints {
-		if string(p) == s {
-			return p, true
-		}
-	}
-	return "", false
-}
-
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // reservedPrefixes begin the names of tables a store keeps for itself:

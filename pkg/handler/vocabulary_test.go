@@ -1,6 +1,10 @@
 package handler
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+)
 
 func TestValidEffectTable(t *testing.T) {
 	tests := []struct {
@@ -37,15 +41,15 @@ func TestParseNames(t *testing.T) {
 			t.Errorf("ParseStrategy(%q) = %q, %v", s, got, ok)
 		}
 	}
-	for _, p := range FaultPoints {
-		if got, ok := ParseFaultPoint(string(p)); !ok || got != p {
+	for _, p := range consumer.FaultPoints {
+		if got, ok := consumer.ParseFaultPoint(string(p)); !ok || got != p {
 			t.Errorf("ParseFaultPoint(%q) = %q, %v", p, got, ok)
 		}
 	}
 	if _, ok := ParseStrategy("evnt-id"); ok {
 		t.Error(`ParseStrategy("evnt-id") = ok`)
 	}
-	if _, ok := ParseFaultPoint("after-comit"); ok {
+	if _, ok := consumer.ParseFaultPoint("after-comit"); ok {
 		t.Error(`ParseFaultPoint("after-comit") = ok`)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
@@ -19,13 +20,13 @@ type Record struct {
 	EventID  string
 	Consumer string // the consumer the marker and effect are written for
 	Key      string // the business key, where the strategy uses one
-	Result   handler.Result
+	Result   consumer.Result
 	At       time.Time // the scenario clock when it was delivered
 	// ChangedStore is set when a conflict left the store different.
 	ChangedStore bool
 	// Where the delivery came from, for the report.
 	Check, Step int
-	Pos         handler.Location
+	Pos         consumer.Location
 	// Repeats counts the deliveries right after this one that were the
 	// same in every way but their Seq (Seq+1 to Seq+Repeats): a run of
 	// identical deliveries (one step's times:) is kept as one record.
@@ -142,7 +143,7 @@ func (c *check) index() {
 			c.units = append(c.units, u)
 		}
 		c.byUnit[u] = append(c.byUnit[u], r)
-		if o := r.Result.Outcome; (o == handler.Processed || o == handler.Crashed) && r.Result.EffectID != 0 {
+		if o := r.Result.Outcome; (o == consumer.Processed || o == consumer.Crashed) && r.Result.EffectID != 0 {
 			if _, seen := c.byEffectID[r.Result.EffectID]; !seen {
 				c.byEffectID[r.Result.EffectID] = r
 			}
@@ -315,8 +316,8 @@ func contains(xs []string, s string) bool {
 	return false
 }
 
-func handledOutcome(o handler.Outcome) bool {
-	return o == handler.Processed || o == handler.Duplicate || o == handler.Crashed
+func handledOutcome(o consumer.Outcome) bool {
+	return o == consumer.Processed || o == consumer.Duplicate || o == consumer.Crashed
 }
 
 // handled returns the last and the first delivery of u that handled the
@@ -390,7 +391,7 @@ func outcomes(recs []*Record) []string {
 func (c *check) wrongEffects(inv *Invariant) {
 	for _, u := range c.units {
 		for _, r := range c.byUnit[u] {
-			if r.Result.Outcome != handler.Duplicate {
+			if r.Result.Outcome != consumer.Duplicate {
 				continue
 			}
 			original := c.effects[u]
@@ -412,7 +413,7 @@ func (c *check) wrongEffects(inv *Invariant) {
 func (c *check) changedByConflict(inv *Invariant) {
 	for i := range c.history {
 		r := &c.history[i]
-		if r.Result.Outcome == handler.Conflict && r.ChangedStore {
+		if r.Result.Outcome == consumer.Conflict && r.ChangedStore {
 			c.breach(inv, r.EventID, r.Consumer, Facts{Event: r.EventID}, r)
 		}
 	}

@@ -5,17 +5,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
-func rec(event string, o handler.Outcome, effect int64) Record {
-	return Record{EventID: event, Consumer: "c", Result: handler.Result{Outcome: o, EffectID: effect}, Step: 1}
+func rec(event string, o consumer.Outcome, effect int64) Record {
+	return Record{EventID: event, Consumer: "c", Result: consumer.Result{Outcome: o, EffectID: effect}, Step: 1}
 }
 
 func keyed(r Record, key string) Record { r.Key = key; return r }
 
 func called(r Record, idemKey string, charge int64) Record {
-	r.Result.External = &handler.ExternalCall{IdempotencyKey: idemKey, ChargeID: charge}
+	r.Result.External = &consumer.ExternalCall{IdempotencyKey: idemKey, ChargeID: charge}
 	return r
 }
 
@@ -39,13 +40,13 @@ func breakingCases() []breakingCase {
 		{
 			name:     "safe run keeps every invariant",
 			strategy: handler.EventID,
-			history:  []Record{rec("e1", handler.Processed, 1), rec("e1", handler.Duplicate, 1), rec("e2", handler.Failed, 0)},
+			history:  []Record{rec("e1", consumer.Processed, 1), rec("e1", consumer.Duplicate, 1), rec("e2", consumer.Failed, 0)},
 			state:    State{Markers: []handler.Marker{mark("e1")}, Effects: []handler.Effect{eff(1, "e1", "")}},
 		},
 		{
 			name:     "duplicate effect",
 			strategy: handler.None,
-			history:  []Record{rec("e1", handler.Processed, 1), rec("e1", handler.Processed, 2)},
+			history:  []Record{rec("e1", consumer.Processed, 1), rec("e1", consumer.Processed, 2)},
 			state:    State{Effects: []handler.Effect{eff(1, "e1", ""), eff(2, "e1", "")}},
 			want:     []*Invariant{DuplicateEffect},
 			detail:   "event e1 has 2 rows in shipments (ids 1, 2) for consumer c, by step 1",
@@ -53,7 +54,7 @@ func breakingCases() []breakingCase {
 		{
 			name:     "duplicate business key",
 			strategy: handler.BusinessKey,
-			history:  []Record{keyed(rec("e1", handler.Processed, 1), "o1"), keyed(rec("e2", handler.Processed, 2), "o1")},
+			history:  []Record{keyed(rec("e1", consumer.Processed, 1), "o1"), keyed(rec("e2", consumer.Processed, 2), "o1")},
 			state:    State{Markers: []handler.Marker{mark("e1"), mark("e2")}, Effects: []handler.Effect{eff(1, "e1", "o1"), eff(2, "e2", "o1")}},
 			want:     []*Invariant{DuplicateKey},
 			detail:   "business key o1 has 2 rows in shipments (ids 1, 2, events e1, e2)",
@@ -61,7 +62,7 @@ func breakingCases() []breakingCase {
 		{
 			name:     "one order under two event ids, on a strategy that names the key",
 			strategy: handler.EventID,
-			history:  []Record{keyed(rec("e1", handler.Processed, 1), "o1"), keyed(rec("e2", handler.Processed, 2), "o1")},
+			history:  []Record{keyed(rec("e1", consumer.Processed, 1), "o1"), keyed(rec("e2", consumer.Processed, 2), "o1")},
 			state:    State{Markers: []handler.Marker{mark("e1"), mark("e2")}, Effects: []handler.Effect{eff(1, "e1", "o1"), eff(2, "e2", "o1")}},
 			want:     []*Invariant{DuplicateKey},
 			detail:   "business key o1 has 2 rows in shipments (ids 1, 2, events e1, e2)",
@@ -69,8 +70,8 @@ func breakingCases() []breakingCase {
 		{
 			name:     "one effect per key and consumer, on a strategy scoped by consumer",
 			strategy: handler.ConsumerScoped,
-			history: []Record{keyed(rec("e1", handler.Processed, 1), "o1"),
-				{EventID: "e1", Consumer: "d", Key: "o1", Result: handler.Result{Outcome: handler.Processed, EffectID: 2}, Step: 1}},
+			history: []Record{keyed(rec("e1", consumer.Processed, 1), "o1"),
+				{EventID: "e1", Consumer: "d", Key: "o1", Result: consumer.Result{Outcome: consumer.Processed, EffectID: 2}, Step: 1}},
 			state: State{Markers: []handler.Marker{mark("e1"), {EventID: "e1", Consumer: "d"}},
 				Effects: []handler.Effect{eff(1, "e1", "o1"), {ID: 2, EventID: "e1", Consumer: "d", BusinessKey: "o1"}}},
 		},
@@ -78,8 +79,8 @@ func breakingCases() []breakingCase {
 			name:     "double charge and unstable key",
 			strategy: handler.ExternalKey,
 			history: []Record{
-				keyed(called(rec("e1", handler.Failed, 0), "pay-o1-1", 1), "o1"),
-				keyed(called(rec("e1", handler.Processed, 1), "pay-o1-2", 2), "o1"),
+				keyed(called(rec("e1", consumer.Failed, 0), "pay-o1-1", 1), "o1"),
+				keyed(called(rec("e1", consumer.Processed, 1), "pay-o1-2", 2), "o1"),
 			},
 			state: State{Markers: []handler.Marker{mark("e1")}, Effects: []handler.Effect{eff(1, "e1", "o1")},
 				Charges: []Charge{{ID: 1, IdempotencyKey: "pay-o1-1", OrderRef: "o1"}, {ID: 2, IdempotencyKey: "pay-o1-2", OrderRef: "o1"}}},
@@ -89,8 +90,8 @@ func breakingCases() []breakingCase {
 			name:     "shared key",
 			strategy: handler.ExternalKey,
 			history: []Record{
-				keyed(called(rec("e1", handler.Processed, 1), "pay", 1), "o1"),
-				keyed(called(rec("e2", handler.Processed, 2), "pay", 1), "o2"),
+				keyed(called(rec("e1", consumer.Processed, 1), "pay", 1), "o1"),
+				keyed(called(rec("e2", consumer.Processed, 2), "pay", 1), "o2"),
 			},
 			state: State{Markers: []handler.Marker{mark("e1"), mark("e2")}, Effects: []handler.Effect{eff(1, "e1", "o1"), eff(2, "e2", "o2")},
 				Charges: []Charge{{ID: 1, IdempotencyKey: "pay", OrderRef: "o1"}}},
@@ -100,7 +101,7 @@ func breakingCases() []breakingCase {
 		{
 			name:     "lost effect",
 			strategy: handler.EventID,
-			history:  []Record{rec("e1", handler.Processed, 1)},
+			history:  []Record{rec("e1", consumer.Processed, 1)},
 			state:    State{Markers: []handler.Marker{mark("e1")}},
 			want:     []*Invariant{LostEffect},
 			detail:   "event e1 was processed but has no row in shipments",
@@ -108,20 +109,20 @@ func breakingCases() []breakingCase {
 		{
 			name:     "missing marker",
 			strategy: handler.MarkerAfterEffect,
-			history:  []Record{rec("e1", handler.Processed, 1)},
+			history:  []Record{rec("e1", consumer.Processed, 1)},
 			state:    State{Effects: []handler.Effect{eff(1, "e1", "")}},
 			want:     []*Invariant{MissingMarker},
 		},
 		{
 			name:     "missing marker is fine past the retention horizon",
 			strategy: handler.EventID,
-			history:  []Record{{EventID: "e1", Consumer: "c", Result: handler.Result{Outcome: handler.Processed, EffectID: 1}, At: time.Unix(0, 0)}},
+			history:  []Record{{EventID: "e1", Consumer: "c", Result: consumer.Result{Outcome: consumer.Processed, EffectID: 1}, At: time.Unix(0, 0)}},
 			state:    State{Effects: []handler.Effect{eff(1, "e1", "")}, Horizon: time.Unix(10, 0)},
 		},
 		{
 			name:     "half written",
 			strategy: handler.MarkerAfterEffect,
-			history:  []Record{rec("e1", handler.Failed, 0)},
+			history:  []Record{rec("e1", consumer.Failed, 0)},
 			state:    State{Effects: []handler.Effect{eff(1, "e1", "")}},
 			want:     []*Invariant{HalfWritten},
 			detail:   "event e1 was never handled (failed), yet left 1 row in shipments (ids 1)",
@@ -129,7 +130,7 @@ func breakingCases() []breakingCase {
 		{
 			name:     "wrong effect",
 			strategy: handler.EventID,
-			history:  []Record{rec("e1", handler.Processed, 1), rec("e1", handler.Duplicate, 7)},
+			history:  []Record{rec("e1", consumer.Processed, 1), rec("e1", consumer.Duplicate, 7)},
 			state:    State{Markers: []handler.Marker{mark("e1")}, Effects: []handler.Effect{eff(1, "e1", "")}},
 			want:     []*Invariant{WrongEffect},
 			detail:   "a duplicate of event e1 returned effect 7, the original is 1",
@@ -137,7 +138,7 @@ func breakingCases() []breakingCase {
 		{
 			name:     "changed by conflict",
 			strategy: handler.EventID,
-			history:  []Record{rec("e1", handler.Processed, 1), {EventID: "e1", Consumer: "c", Result: handler.Result{Outcome: handler.Conflict}, ChangedStore: true}},
+			history:  []Record{rec("e1", consumer.Processed, 1), {EventID: "e1", Consumer: "c", Result: consumer.Result{Outcome: consumer.Conflict}, ChangedStore: true}},
 			state:    State{Markers: []handler.Marker{mark("e1")}, Effects: []handler.Effect{eff(1, "e1", "")}},
 			want:     []*Invariant{ChangedByConflict},
 		},

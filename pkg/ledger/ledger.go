@@ -9,6 +9,7 @@ package ledger
 import (
 	"context"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
@@ -96,7 +97,7 @@ type CaptureLog interface {
 	Findings(ctx context.Context, limit int) (CaptureFindings, error)
 	// Where finds the capture lines of the ids and business keys, up to
 	// limit each.
-	Where(ctx context.Context, ids, keys []string, limit int) (byID, byKey map[string][]handler.Location, err error)
+	Where(ctx context.Context, ids, keys []string, limit int) (byID, byKey map[string][]consumer.Location, err error)
 	// List calls each with every entry behind the findings, not only the
 	// examples: each repeated id, each reused id, each key under several
 	// ids, in order of first appearance within each.
@@ -118,8 +119,8 @@ type Listed struct {
 	Key        string // the business key (several ids)
 	Deliveries int64  // how many deliveries carry the id (repeated)
 	IDs        []string
-	First      handler.Location // where the id or key first appears
-	Then       handler.Location // reused: the first delivery with another payload
+	First      consumer.Location // where the id or key first appears
+	Then       consumer.Location // reused: the first delivery with another payload
 }
 
 // Broken is one invariant a replay broke: how many times, and the first few.
@@ -154,13 +155,13 @@ type CaptureFindings struct {
 // Reuse is an id delivered with a different payload than the first time.
 type Reuse struct {
 	EventID     string
-	First, Then handler.Location
+	First, Then consumer.Location
 }
 
 // KeyIDs is a business key seen under several ids.
 type KeyIDs struct {
 	Key   string
 	IDs   int64
-	First handler.Location
+	First consumer.Location
 	Some  string // the first few ids
 }

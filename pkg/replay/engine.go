@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/nats"
@@ -28,7 +29,7 @@ func mustKey(s string) template.Template {
 
 // item is one delivery of the capture, parsed, on its way to the handler.
 type item struct {
-	d        handler.Delivery
+	d        consumer.Delivery
 	key      string
 	identity int64 // hash of the identity the handler compares
 	file     int
@@ -48,10 +49,10 @@ type chunk struct {
 
 // step is one delivery handed to the handler, with the fault injected into it.
 type step struct {
-	d     handler.Delivery
-	fault handler.FaultPoint
+	d     consumer.Delivery
+	fault consumer.FaultPoint
 	kind  kind
-	res   handler.Result
+	res   consumer.Result
 	pos   int64 // position in the capture of the delivery it comes from
 	// order is its place in the whole replay (see orderOf), which its
 	// effect is numbered by when the replay is split.
@@ -80,7 +81,7 @@ type engine struct {
 	total     int64
 	queue     pending
 	order     int64
-	ring      []handler.Delivery // the last Rewind deliveries, for a rebalance
+	ring      []consumer.Delivery // the last Rewind deliveries, for a rebalance
 	ringAt    int
 	nextRb    int64
 	bad       int
@@ -96,7 +97,7 @@ func newEngine(o Options, store handler.Store, log ledger.Recorder, rep *Report,
 	e := &engine{o: o, log: log, rep: rep, watch: watch}
 	e.h = handler.New(o.Handler, store, nil, clock)
 	if o.Rewind > 0 {
-		e.ring = make([]handler.Delivery, 0, o.Rewind)
+		e.ring = make([]consumer.Delivery, 0, o.Rewind)
 		e.nextRb = e.rebalanceGap()
 	}
 	return e
@@ -317,7 +318,7 @@ func (e *engine) parsed(ev capture.Event, file int) item {
 	// The business key the capture gives (--key, or the format's own) goes
 	// with the delivery: every strategy records it with its effect, so one
 	// effect per business key is checked whatever the strategy.
-	d := handler.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: e.o.Handler.Consumer, Envelope: ev.Envelope, Attempt: 1, At: ev.At, BusinessKey: ev.Key}
+	d := consumer.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: e.o.Handler.Consumer, Envelope: ev.Envelope, Attempt: 1, At: ev.At, BusinessKey: ev.Key}
 	id, err := e.o.Handler.IdentityOf(d)
 	if err != nil {
 		return item{bad: &capture.BadRecordError{At: ev.At, Reason: err.Error()}}
@@ -396,12 +397,12 @@ func (e *engine) deliver(ctx context.Context, it *item, pos int64) error {
 	if len(e.o.CrashAt) > 0 {
 		rPoint = int(draw(seed, pos, slotPoint) % uint64(len(e.o.CrashAt)))
 	}
-	var fault handler.FaultPoint
+	var fault consumer.FaultPoint
 	switch {
 	case rCrash < e.o.Crash:
 		fault = e.o.CrashAt[rPoint]
 	case rRedeliver < e.o.Redeliver:
-		fault = handler.AfterCommit
+		fault = consumer.AfterCommit
 	}
 	if err := e.handle(ctx, step{d: it.d, fault: fault, kind: original, pos: pos, order: pos << 5}, rGap); err != nil {
 		return err
@@ -448,12 +449,12 @@ func (e *engine) handle(ctx context.Context, s step, gap int64) error {
 	var inj *handler.InjectedError
 	injected := errors.As(s.res.Err, &inj)
 	switch {
-	case s.fault == handler.AfterCommit && s.res.Outcome == handler.Crashed:
+	case s.fault == consumer.AfterCommit && s.res.Outcome == consumer.Crashed:
 		e.rep.Injected.Redelivered++
 		next := s.d
 		next.Attempt++
 		e.schedule(step{d: next, kind: redelivery, pos: s.pos}, gap)
-	case s.fault != "" && s.res.Outcome == handler.Failed && injected:
+	case s.fault != "" && s.res.Outcome == consumer.Failed && injected:
 		e.rep.Injected.Crashed++
 		next := s.d
 		next.Attempt++
@@ -464,7 +465,7 @@ func (e *engine) handle(ctx context.Context, s step, gap int64) error {
 
 // rewind keeps the last deliveries and, at seeded moments, re-delivers them
 // in order, as a consumer group does after a rebalance to an older offset.
-func (e *engine) rewind(ctx context.Context, d handler.Delivery) error {
+func (e *engine) rewind(ctx context.Context, d consumer.Delivery) error {
 	if len(e.ring) < cap(e.ring) {
 		e.ring = append(e.ring, d)
 	} else {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/ledger"
@@ -49,12 +50,12 @@ type Options struct {
 	Handler handler.Config
 
 	Seed       int64
-	Redeliver  float64              // probability of a crash after commit, before the ack
-	Crash      float64              // probability of a crash mid-transaction
-	CrashAt    []handler.FaultPoint // where such a crash happens
-	Rewind     int                  // a rebalance re-delivers up to this many earlier deliveries
-	Republish  float64              // probability of the same event again under a new id
-	Concurrent float64              // probability of two workers at once
+	Redeliver  float64               // probability of a crash after commit, before the ack
+	Crash      float64               // probability of a crash mid-transaction
+	CrashAt    []consumer.FaultPoint // where such a crash happens
+	Rewind     int                   // a rebalance re-delivers up to this many earlier deliveries
+	Republish  float64               // probability of the same event again under a new id
+	Concurrent float64               // probability of two workers at once
 
 	MaxBad       int       // bad records skipped (and reported) before the replay stops
 	FailOn       []Finding // capture findings that fail the replay
@@ -99,7 +100,7 @@ func CrashPointWords() string {
 }
 
 // DefaultCrashAt are the mid-transaction fault points --crash uses by default.
-var DefaultCrashAt = []handler.FaultPoint{handler.AfterCheck, handler.AfterMarker, handler.AfterEffect}
+var DefaultCrashAt = []consumer.FaultPoint{consumer.AfterCheck, consumer.AfterMarker, consumer.AfterEffect}
 
 func (o *Options) validate() error {
 	for _, p := range []struct {
@@ -126,7 +127,7 @@ func (o *Options) validate() error {
 		o.CrashAt = DefaultCrashAt
 	}
 	for _, p := range o.CrashAt {
-		if p == handler.BeforeBegin || p == handler.AfterCommit || (p == handler.AfterExternal && !o.Handler.Strategy.CallsOut()) {
+		if p == consumer.BeforeBegin || p == consumer.AfterCommit || (p == consumer.AfterExternal && !o.Handler.Strategy.CallsOut()) {
 			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, CrashPointWords())
 		}
 	}

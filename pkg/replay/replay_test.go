@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -154,7 +155,7 @@ func TestInjection(t *testing.T) {
 				t.Errorf("crashed %d, failed %d: want equal and above zero", r.Injected.Crashed, r.Outcomes.Failed)
 			}
 		}, distinct},
-		{"crash after-marker, marker-after-effect", Options{Crash: 0.3, CrashAt: []handler.FaultPoint{handler.AfterMarker}, Handler: handler.Config{Strategy: handler.MarkerAfterEffect}}, false, []string{"duplicate-effect"}, nil, -1},
+		{"crash after-marker, marker-after-effect", Options{Crash: 0.3, CrashAt: []consumer.FaultPoint{consumer.AfterMarker}, Handler: handler.Config{Strategy: handler.MarkerAfterEffect}}, false, []string{"duplicate-effect"}, nil, -1},
 		{"rewind, event-id", Options{Rewind: 50}, true, nil, func(t *testing.T, r *Report) {
 			if r.Injected.Rebalances == 0 || r.Injected.Rewound != 50*r.Injected.Rebalances {
 				t.Errorf("%d rebalances rewound %d deliveries, want 50 each", r.Injected.Rebalances, r.Injected.Rewound)
@@ -242,7 +243,7 @@ func TestInvalidOptions(t *testing.T) {
 	}{
 		{"concurrent", Options{Inputs: in, Concurrent: 0.1}, "--concurrent needs a store that runs transactions side by side"},
 		{"probability", Options{Inputs: in, Redeliver: 1.5}, "--redeliver must be a probability"},
-		{"crash at commit", Options{Inputs: in, Crash: 0.1, CrashAt: []handler.FaultPoint{handler.AfterCommit}}, "not a mid-transaction point"},
+		{"crash at commit", Options{Inputs: in, Crash: 0.1, CrashAt: []consumer.FaultPoint{consumer.AfterCommit}}, "not a mid-transaction point"},
 		{"no file", Options{Inputs: []string{"nope.ndjson"}}, "nope.ndjson: no such capture file"},
 		{"two stdins", Options{Inputs: []string{"-", "-"}}, "read only once"},
 		{"external-key", Options{Inputs: in, Handler: handler.Config{Strategy: handler.ExternalKey}}, "payment gateway"},
@@ -312,7 +313,7 @@ func TestReproducer(t *testing.T) {
 		want invariant.Name
 	}{
 		{"none with redeliveries", Options{Redeliver: 0.3, Handler: handler.Config{Strategy: handler.None}}, invariant.DuplicateEffect.Name},
-		{"marker-after-effect with crashes", Options{Crash: 0.3, CrashAt: []handler.FaultPoint{handler.AfterMarker}, Handler: handler.Config{Strategy: handler.MarkerAfterEffect}}, invariant.DuplicateEffect.Name},
+		{"marker-after-effect with crashes", Options{Crash: 0.3, CrashAt: []consumer.FaultPoint{consumer.AfterMarker}, Handler: handler.Config{Strategy: handler.MarkerAfterEffect}}, invariant.DuplicateEffect.Name},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -510,7 +511,7 @@ func TestUnexpectedFailures(t *testing.T) {
 			if len(r.Unexpected.Examples) == 0 || !strings.Contains(r.Unexpected.Examples[0].Error, tt.contains) {
 				t.Errorf("examples %+v; want one saying %q", r.Unexpected.Examples, tt.contains)
 			}
-			if at := handler.Location(r.Unexpected.Examples[0].At); at.Line != 1 {
+			if at := consumer.Location(r.Unexpected.Examples[0].At); at.Line != 1 {
 				t.Errorf("first example at %s, want line 1 of the capture", at)
 			}
 		})

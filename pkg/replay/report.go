@@ -7,23 +7,23 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/runner"
 )
 
 // Report is everything a replay found; the JSON form is documented in docs/replay-json.md.
 type Report struct {
-	Inputs   []input          `json:"inputs"`
-	Seed     int64            `json:"seed"`
-	Strategy handler.Strategy `json:"strategy"`
-	Store    string           `json:"store"`
-	Capture  CaptureReport    `json:"capture"`
-	Injected Injected         `json:"injected"`
-	Outcomes Outcomes         `json:"outcomes"`
-	Counters runner.Counters  `json:"counters"`
+	Inputs   []input           `json:"inputs"`
+	Seed     int64             `json:"seed"`
+	Strategy handler.Strategy  `json:"strategy"`
+	Store    string            `json:"store"`
+	Capture  CaptureReport     `json:"capture"`
+	Injected Injected          `json:"injected"`
+	Outcomes Outcomes          `json:"outcomes"`
+	Counters consumer.Counters `json:"counters"`
 	// Effects is how many effects the database holds after the replay;
 	// NewEffects how many this replay added (zero when a finished replay is
 	// replayed again on the same file).
@@ -60,10 +60,10 @@ type Report struct {
 
 // Place is a line of a capture file. JSON writes it as file:line, the way
 // the capture examples name lines.
-type Place handler.Location
+type Place consumer.Location
 
 // MarshalText writes the place as file:line.
-func (p Place) MarshalText() ([]byte, error) { return []byte(handler.Location(p).String()), nil }
+func (p Place) MarshalText() ([]byte, error) { return []byte(consumer.Location(p).String()), nil }
 
 // InvariantCheck is one invariant a replay checked.
 type InvariantCheck struct {
@@ -102,7 +102,7 @@ type ReuseEx struct {
 	First string `json:"first"`
 	Then  string `json:"then"`
 	// ThenAt is Then as a place, for annotations.
-	ThenAt handler.Location `json:"-"`
+	ThenAt consumer.Location `json:"-"`
 }
 
 // KeyExample is a business key seen under several ids.
@@ -112,7 +112,7 @@ type KeyExample struct {
 	First string `json:"first"`
 	Some  string `json:"some_ids"`
 	// FirstAt is First as a place, for annotations.
-	FirstAt handler.Location `json:"-"`
+	FirstAt consumer.Location `json:"-"`
 }
 
 // Injected counts what --seed injected.
@@ -222,17 +222,17 @@ func (r *Report) count(s step) {
 		c.Redeliveries++
 	}
 	switch s.res.Outcome {
-	case handler.Processed:
+	case consumer.Processed:
 		r.Outcomes.Processed++
 		c.Processed++
 		c.Effects++
-	case handler.Duplicate:
+	case consumer.Duplicate:
 		r.Outcomes.Duplicate++
 		c.Duplicates++
-	case handler.Conflict:
+	case consumer.Conflict:
 		r.Outcomes.Conflict++
 		c.Conflicts++
-	case handler.Failed:
+	case consumer.Failed:
 		r.Outcomes.Failed++
 		c.Failed++
 		var inj *handler.InjectedError
@@ -242,7 +242,7 @@ func (r *Report) count(s step) {
 				r.Unexpected.Examples = append(r.Unexpected.Examples, FailureExample{Event: s.d.EventID, At: Place(s.d.At), Error: r.errorText(s.res.Err), order: s.order})
 			}
 		}
-	case handler.Crashed:
+	case consumer.Crashed:
 		r.Outcomes.Crashed++
 		c.Crashed++
 		c.Effects++

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/ledger"
@@ -58,7 +59,7 @@ func TestSplitIsOneStore(t *testing.T) {
 			o.Compare = false // six more replays of the large capture would double the test's time
 		}
 		if rng.IntN(3) == 0 {
-			o.CrashAt = []handler.FaultPoint{DefaultCrashAt[rng.IntN(len(DefaultCrashAt))]}
+			o.CrashAt = []consumer.FaultPoint{DefaultCrashAt[rng.IntN(len(DefaultCrashAt))]}
 		}
 		o.OpenSplit = sqlite.OpenSplitLedger
 		o.parts = 1

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/report/words"
@@ -65,11 +66,11 @@ func boundariesOf(run *Run) Boundaries {
 	if onlyTargets(run) {
 		b.Store = StoreTarget
 	}
-	for _, o := range handler.Outcomes {
+	for _, o := range consumer.Outcomes {
 		b.Outcomes[string(o)] = 0
 	}
-	fired := map[handler.FaultPoint]map[string]int{}
-	held := map[handler.FaultPoint]bool{}
+	fired := map[consumer.FaultPoint]map[string]int{}
+	held := map[consumer.FaultPoint]bool{}
 	for _, f := range run.Files {
 		if !containsString(b.Strategies, string(f.Strategy)) {
 			b.Strategies = append(b.Strategies, string(f.Strategy))
@@ -89,7 +90,7 @@ func boundariesOf(run *Run) Boundaries {
 			}
 		}
 	}
-	for _, p := range handler.FaultPoints {
+	for _, p := range consumer.FaultPoints {
 		outcomes := fired[p]
 		if outcomes == nil {
 			outcomes = map[string]int{}
@@ -118,7 +119,7 @@ func coverageOf(run *Run) []CoverageCell {
 			strategies = append(strategies, s)
 		}
 		for _, c := range f.Checks {
-			seen := map[handler.FaultPoint]bool{}
+			seen := map[consumer.FaultPoint]bool{}
 			for rec := range invariant.Expand(c.History) {
 				p, ok := firedAt(rec.Result)
 				if !ok || seen[p] {
@@ -139,7 +140,7 @@ func coverageOf(run *Run) []CoverageCell {
 	}
 	out := []CoverageCell{}
 	for _, s := range strategies {
-		for _, p := range handler.FaultPoints {
+		for _, p := range consumer.FaultPoints {
 			if !handler.Strategy(s).Reaches(p) {
 				continue
 			}
@@ -181,7 +182,7 @@ func boundaryLine(b Boundaries) string {
 			continue
 		}
 		var parts []string
-		for _, o := range handler.Outcomes {
+		for _, o := range consumer.Outcomes {
 			if n := fp.Outcomes[string(o)]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", o, n))
 			}
@@ -272,7 +273,7 @@ func matrix(b *strings.Builder, run *Run) {
 	b.WriteString("coverage: strategy × reachable fault point → checks whose injected failure fired there, or [held] racing workers there\n")
 	several := len(run.Files) > 1
 	width := 0
-	for _, p := range handler.FaultPoints {
+	for _, p := range consumer.FaultPoints {
 		width = max(width, len(p))
 	}
 	strategy := ""
@@ -305,7 +306,7 @@ func matrix(b *strings.Builder, run *Run) {
 		fmt.Fprintf(b, "    %-*s  %s\n", width, cell.FaultPoint, listOr(names, "-"))
 	}
 	var never []string
-	for _, p := range handler.FaultPoints {
+	for _, p := range consumer.FaultPoints {
 		if missed[string(p)] {
 			never = append(never, string(p))
 		}
@@ -351,7 +352,7 @@ func containsString(xs []string, s string) bool {
 // point: a point none of them reaches is not a gap in the scenarios.
 func reachable(strategies []string, point string) bool {
 	for _, s := range strategies {
-		if handler.Strategy(s).Reaches(handler.FaultPoint(point)) {
+		if handler.Strategy(s).Reaches(consumer.FaultPoint(point)) {
 			return true
 		}
 	}

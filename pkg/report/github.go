@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/handler"
-
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -31,7 +30,7 @@ func escapeProperty(s string) string {
 
 // errorCommand is one ::error workflow command. Properties that are empty
 // (or zero) are left out, as the toolkit leaves them out.
-func errorCommand(at handler.Location, title, message string) string {
+func errorCommand(at consumer.Location, title, message string) string {
 	var props []string
 	add := func(k, v string) {
 		if v != "" && v != "0" {
@@ -70,7 +69,7 @@ func Annotations(w io.Writer, run *Run) error {
 					at = c.Pos
 				}
 				if at.File == "" {
-					at = handler.Location{File: f.File}
+					at = consumer.Location{File: f.File}
 				}
 				b.WriteString(errorCommand(at, "redeliver: "+c.Name, fl.Message) + "\n")
 			}

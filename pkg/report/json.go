@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
@@ -21,7 +22,7 @@ type Document struct {
 	Seed       int64             `json:"seed"`
 	Duration   float64           `json:"duration_seconds"`
 	Summary    Summary           `json:"summary"`
-	Counters   runner.Counters   `json:"counters"`
+	Counters   consumer.Counters `json:"counters"`
 	Boundaries Boundaries        `json:"boundaries"`
 	Coverage   []CoverageCell    `json:"coverage"`
 	Invariants []InvariantTally  `json:"invariants"`
@@ -52,12 +53,12 @@ type FileDoc struct {
 	Strategy string `json:"strategy"`
 	// Target and Effects name the consumer and database a target-mode
 	// file tested.
-	Target   string          `json:"target,omitempty"`
-	Effects  string          `json:"effects,omitempty"`
-	Passed   bool            `json:"passed"`
-	Duration float64         `json:"duration_seconds"`
-	Counters runner.Counters `json:"counters"`
-	Checks   []CheckDoc      `json:"checks"`
+	Target   string            `json:"target,omitempty"`
+	Effects  string            `json:"effects,omitempty"`
+	Passed   bool              `json:"passed"`
+	Duration float64           `json:"duration_seconds"`
+	Counters consumer.Counters `json:"counters"`
+	Checks   []CheckDoc        `json:"checks"`
 }
 
 // CheckDoc is one check's result.
@@ -68,12 +69,12 @@ type CheckDoc struct {
 	Line     string    `json:"line"`
 	// Schedules is how many schedules an explored check (a concurrent
 	// step without interleave) was run under; absent for other checks.
-	Schedules  int             `json:"schedules,omitempty"`
-	Duration   float64         `json:"duration_seconds"`
-	Counters   runner.Counters `json:"counters"`
-	Declared   []string        `json:"declared_violations"`
-	Failures   []FailureDoc    `json:"failures"`
-	Violations []ViolationDoc  `json:"violations"`
+	Schedules  int               `json:"schedules,omitempty"`
+	Duration   float64           `json:"duration_seconds"`
+	Counters   consumer.Counters `json:"counters"`
+	Declared   []string          `json:"declared_violations"`
+	Failures   []FailureDoc      `json:"failures"`
+	Violations []ViolationDoc    `json:"violations"`
 	// Reconciliation lists gateway mismatches when the check ended.
 	Reconciliation []string `json:"reconciliation"`
 	// Crashes sorts a target check's kills by when each came against the
@@ -92,7 +93,7 @@ type CrashesDoc struct {
 }
 
 // crashesDoc is a target check's crashes, or nil when it had none.
-func crashesDoc(c runner.Counters) *CrashesDoc {
+func crashesDoc(c consumer.Counters) *CrashesDoc {
 	if c.Crashed == 0 {
 		return nil
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/replay"
 
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -89,7 +89,7 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	if u := r.Unexpected; u.Count > 0 {
 		fmt.Fprintf(&b, "failures: %s without an injected fault\n", count(u.Count, "delivery failed", "deliveries failed"))
 		for _, x := range u.Examples {
-			fmt.Fprintf(&b, "  %s at %s: %s\n", x.Event, handler.Location(x.At), x.Error)
+			fmt.Fprintf(&b, "  %s at %s: %s\n", x.Event, consumer.Location(x.At), x.Error)
 		}
 	}
 	for _, f := range r.FailedOn {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 )
@@ -55,7 +55,7 @@ type replayCheck struct {
 	expected  string
 	got       string
 	details   []string // every example, with the capture lines behind it
-	at        handler.Location
+	at        consumer.Location
 }
 
 // checks lists what the replay decided: each invariant it checked, then
@@ -88,7 +88,7 @@ func (r *Replay) checks() []replayCheck {
 				if i == 0 {
 					c.message += ": " + d
 					if len(x.At) > 0 {
-						c.at = handler.Location(x.At[0])
+						c.at = consumer.Location(x.At[0])
 					}
 				}
 			}
@@ -103,10 +103,10 @@ func (r *Replay) checks() []replayCheck {
 	} else {
 		c.line, c.message = c.got, c.got
 		for i, x := range u.Examples {
-			c.details = append(c.details, fmt.Sprintf("%s at %s: %s", x.Event, handler.Location(x.At), x.Error))
+			c.details = append(c.details, fmt.Sprintf("%s at %s: %s", x.Event, consumer.Location(x.At), x.Error))
 			if i == 0 {
 				c.message += ": " + c.details[0]
-				c.at = handler.Location(x.At)
+				c.at = consumer.Location(x.At)
 			}
 		}
 	}
@@ -152,17 +152,17 @@ func (r *Replay) checks() []replayCheck {
 
 // firstInput is where a failure is reported when no capture line is known:
 // the first capture file.
-func (r *Replay) firstInput() handler.Location {
+func (r *Replay) firstInput() consumer.Location {
 	if len(r.Report.Inputs) == 0 {
-		return handler.Location{}
+		return consumer.Location{}
 	}
-	return handler.Location{File: r.Report.Inputs[0].File}
+	return consumer.Location{File: r.Report.Inputs[0].File}
 }
 
 func places(ps []replay.Place) string {
 	s := make([]string, len(ps))
 	for i, p := range ps {
-		s[i] = handler.Location(p).String()
+		s[i] = consumer.Location(p).String()
 	}
 	return strings.Join(s, ", ")
 }

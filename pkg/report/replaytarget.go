@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
-	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
@@ -110,7 +110,7 @@ func targetReplayAnnotations(run *Run) string {
 	for _, c := range f.Checks {
 		for _, g := range byInvariant(c.Violations) {
 			first := g.breaches[0]
-			at := handler.Location{File: f.File}
+			at := consumer.Location{File: f.File}
 			if first.By != nil && first.By.Pos.File != "" {
 				at = first.By.Pos
 			}
@@ -119,7 +119,7 @@ func targetReplayAnnotations(run *Run) string {
 		}
 		for _, fl := range c.Failures {
 			if fl.Invariant == "" {
-				b.WriteString(errorCommand(handler.Location{File: f.File}, "redeliver replay: "+c.Name, fl.Message) + "\n")
+				b.WriteString(errorCommand(consumer.Location{File: f.File}, "redeliver replay: "+c.Name, fl.Message) + "\n")
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -44,16 +45,16 @@ func TestEscape(t *testing.T) {
 func TestErrorCommand(t *testing.T) {
 	tests := []struct {
 		name  string
-		at    handler.Location
+		at    consumer.Location
 		title string
 		msg   string
 		want  string
 	}{
-		{"everything", handler.Location{File: "s.yaml", Line: 3, Col: 9}, "redeliver: a, b", "50%\nmore",
+		{"everything", consumer.Location{File: "s.yaml", Line: 3, Col: 9}, "redeliver: a, b", "50%\nmore",
 			"::error file=s.yaml,line=3,col=9,title=redeliver%3A a%2C b::50%25%0Amore"},
-		{"no column", handler.Location{File: "s.yaml", Line: 3}, "t", "m", "::error file=s.yaml,line=3,title=t::m"},
-		{"no place", handler.Location{}, "t", "m", "::error title=t::m"},
-		{"nothing but the message", handler.Location{}, "", "m", "::error::m"},
+		{"no column", consumer.Location{File: "s.yaml", Line: 3}, "t", "m", "::error file=s.yaml,line=3,title=t::m"},
+		{"no place", consumer.Location{}, "t", "m", "::error title=t::m"},
+		{"nothing but the message", consumer.Location{}, "", "m", "::error::m"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,8 +79,8 @@ func TestTAPEscape(t *testing.T) {
 	}
 }
 
-func record(outcome handler.Outcome, err error) invariant.Record {
-	return invariant.Record{EventID: "evt", Result: handler.Result{Outcome: outcome, Err: err}}
+func record(outcome consumer.Outcome, err error) invariant.Record {
+	return invariant.Record{EventID: "evt", Result: consumer.Result{Outcome: outcome, Err: err}}
 }
 
 // A fault point counts as reached only when its injected failure fired.
@@ -87,27 +88,27 @@ func TestBoundariesAndCoverage(t *testing.T) {
 	run := &Run{Store: StoreSQLiteFile, Workers: 0, Files: []*runner.FileResult{
 		{File: "a.yaml", Strategy: handler.EventID, Checks: []runner.CheckResult{
 			{Name: "rollback", Passed: true, History: []invariant.Record{
-				record(handler.Failed, &handler.InjectedError{Point: handler.AfterMarker}),
-				record(handler.Processed, nil),
+				record(consumer.Failed, &handler.InjectedError{Point: consumer.AfterMarker}),
+				record(consumer.Processed, nil),
 			}},
 			{Name: "duplicate asked to fail", Passed: true, History: []invariant.Record{
 				// fail: after-marker on a duplicate: it never got there.
-				record(handler.Duplicate, nil),
+				record(consumer.Duplicate, nil),
 			}},
 			{Name: "crash", Passed: true, History: []invariant.Record{
-				record(handler.Crashed, &handler.InjectedError{Point: handler.AfterCommit}),
-				record(handler.Failed, &handler.InjectedError{Point: handler.AfterMarker}),
+				record(consumer.Crashed, &handler.InjectedError{Point: consumer.AfterCommit}),
+				record(consumer.Failed, &handler.InjectedError{Point: consumer.AfterMarker}),
 			}},
 			// interleave held the workers at after-check: reached, though
 			// no failure fired there; at after-commit one also fired.
-			{Name: "race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck, handler.AfterCommit}, History: []invariant.Record{
-				record(handler.Processed, nil),
-				record(handler.Crashed, &handler.InjectedError{Point: handler.AfterCommit}),
+			{Name: "race", Passed: true, Held: []consumer.FaultPoint{consumer.AfterCheck, consumer.AfterCommit}, History: []invariant.Record{
+				record(consumer.Processed, nil),
+				record(consumer.Crashed, &handler.InjectedError{Point: consumer.AfterCommit}),
 			}},
 		}},
 		{File: "b.yaml", Strategy: handler.BusinessKey, Checks: []runner.CheckResult{
 			{Name: "empty key", Passed: true, History: []invariant.Record{
-				record(handler.Failed, &handler.KeyError{Template: "{x}", EventID: "evt"}),
+				record(consumer.Failed, &handler.KeyError{Template: "{x}", EventID: "evt"}),
 			}},
 		}},
 	}}
@@ -173,10 +174,10 @@ func TestBoundariesAndCoverage(t *testing.T) {
 func TestCoverageText(t *testing.T) {
 	run := &Run{Store: StoreSQLiteMemory, Files: []*runner.FileResult{
 		{File: "a.yaml", Strategy: handler.EventID, Checks: []runner.CheckResult{
-			{Name: "forced race", Passed: true, Held: []handler.FaultPoint{handler.AfterCheck}, History: []invariant.Record{record(handler.Processed, nil)}},
+			{Name: "forced race", Passed: true, Held: []consumer.FaultPoint{consumer.AfterCheck}, History: []invariant.Record{record(consumer.Processed, nil)}},
 		}},
 		{File: "b.yaml", Strategy: handler.None, Checks: []runner.CheckResult{
-			{Name: "rollback", Passed: true, History: []invariant.Record{record(handler.Failed, &handler.InjectedError{Point: handler.AfterEffect})}},
+			{Name: "rollback", Passed: true, History: []invariant.Record{record(consumer.Failed, &handler.InjectedError{Point: consumer.AfterEffect})}},
 		}},
 	}}
 	var b strings.Builder
@@ -208,9 +209,9 @@ func TestJUnitHarnessErrors(t *testing.T) {
 			{Name: "first", Passed: true, Line: "ok"},
 		}}},
 		Errors: []*problem.Error{
-			{Kind: problem.Environment, Pos: handler.Location{File: "a.yaml"}, Msg: "database is locked"},
-			{Kind: problem.InvalidInput, Pos: handler.Location{File: "b.yaml", Line: 2, Col: 3}, Msg: "unknown field \"x\""},
-			{Kind: problem.InvalidInput, Pos: handler.Location{File: "b.yaml", Line: 2, Col: 3}, Msg: "another mistake at the same place"},
+			{Kind: problem.Environment, Pos: consumer.Location{File: "a.yaml"}, Msg: "database is locked"},
+			{Kind: problem.InvalidInput, Pos: consumer.Location{File: "b.yaml", Line: 2, Col: 3}, Msg: "unknown field \"x\""},
+			{Kind: problem.InvalidInput, Pos: consumer.Location{File: "b.yaml", Line: 2, Col: 3}, Msg: "another mistake at the same place"},
 		},
 	}
 	var buf bytes.Buffer
@@ -299,8 +300,8 @@ func xmllint(t *testing.T, out string) {
 // no row in the handler's fault point matrix, and its JSON report sorts
 // each check's kills.
 func TestTargetCrashCoverage(t *testing.T) {
-	crashes := func(before, after, unknown int) runner.Counters {
-		return runner.Counters{Crashed: before + after + unknown, CrashedBeforeAnswer: before, CrashedAfterAnswer: after}
+	crashes := func(before, after, unknown int) consumer.Counters {
+		return consumer.Counters{Crashed: before + after + unknown, CrashedBeforeAnswer: before, CrashedAfterAnswer: after}
 	}
 	run := &Run{Store: StoreTarget, Files: []*runner.FileResult{
 		{File: "t.yaml", Strategy: "target", Target: "exec consumer", Checks: []runner.CheckResult{
@@ -384,10 +385,10 @@ func TestTargetStoreAndInvariants(t *testing.T) {
 func TestTargetReplayText(t *testing.T) {
 	var vs []invariant.Violation
 	for i := 1; i <= 7; i++ {
-		rec := &invariant.Record{Key: "O-" + string(rune('0'+i)), Pos: handler.Location{File: "cap.ndjson", Line: i}}
+		rec := &invariant.Record{Key: "O-" + string(rune('0'+i)), Pos: consumer.Location{File: "cap.ndjson", Line: i}}
 		vs = append(vs, invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: "e", Detail: "key " + rec.Key + " has 2 rows in payments", By: rec})
 	}
-	vs = append(vs, invariant.Violation{Invariant: invariant.LostEffect.Name, EventID: "e9", Detail: "event e9 was acked but key O-9 has no row in payments", By: &invariant.Record{Pos: handler.Location{File: "cap.ndjson", Line: 9}}})
+	vs = append(vs, invariant.Violation{Invariant: invariant.LostEffect.Name, EventID: "e9", Detail: "event e9 was acked but key O-9 has no row in payments", By: &invariant.Record{Pos: consumer.Location{File: "cap.ndjson", Line: 9}}})
 	c := runner.CheckResult{Name: "replay of cap.ndjson into the target", Line: "9 deliveries (…), 15 effect rows in payments", Violations: vs}
 	for _, v := range vs {
 		c.Failures = append(c.Failures, runner.Failure{Message: v.String(), Invariant: v.Invariant, Pos: v.By.Pos})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -238,7 +239,7 @@ func textErrors(w io.Writer, errs []*problem.Error, what string) error {
 
 // locationOf is the place of a delivery or failure for the structured
 // reports, or nil when it has none.
-func locationOf(l handler.Location) *Location {
+func locationOf(l consumer.Location) *Location {
 	if l.File == "" {
 		return nil
 	}
@@ -253,7 +254,7 @@ type Location struct {
 }
 
 // firedAt returns the fault point a delivery's injected failure fired at.
-func firedAt(res handler.Result) (handler.FaultPoint, bool) {
+func firedAt(res consumer.Result) (consumer.FaultPoint, bool) {
 	var inj *handler.InjectedError
 	if errors.As(res.Err, &inj) {
 		return inj.Point, true

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"go.yaml.in/yaml/v3"
@@ -46,7 +46,7 @@ type tapAt struct {
 	Column int    `yaml:"column,omitempty"`
 }
 
-func tapLocation(l handler.Location) *tapAt {
+func tapLocation(l consumer.Location) *tapAt {
 	if l.File == "" {
 		return nil
 	}

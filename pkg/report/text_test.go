@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
@@ -14,8 +15,8 @@ func passing(name string) runner.CheckResult {
 
 func failing(name string) runner.CheckResult {
 	return runner.CheckResult{Name: name, Failures: []runner.Failure{
-		{Message: "step 1 expected conflict, got processed", Pos: handler.Location{File: "s.yaml", Line: 31, Col: 9}},
-		{Message: "step 2 expected 1 row in shipments, got 2", Pos: handler.Location{File: "s.yaml", Line: 33, Col: 20}},
+		{Message: "step 1 expected conflict, got processed", Pos: consumer.Location{File: "s.yaml", Line: 31, Col: 9}},
+		{Message: "step 2 expected 1 row in shipments, got 2", Pos: consumer.Location{File: "s.yaml", Line: 33, Col: 20}},
 	}}
 }
 
@@ -34,7 +35,7 @@ func TestText(t *testing.T) {
 		{"several files", []*runner.FileResult{one, bad}, Options{},
 			"a (a.yaml)\n  x: x ok\n  y: y ok\nb (b.yaml)\n  z: z ok\n  w: FAIL: step 1 expected conflict, got processed (s.yaml:31:9)\n    step 2 expected 1 row in shipments, got 2 (s.yaml:33:20)\nFAIL: 1 of 4 checks failed in 2 files\n"},
 		{"a consumer's stderr lines on lines of their own", []*runner.FileResult{{File: "e.yaml", Name: "e", Strategy: handler.EventID, Checks: []runner.CheckResult{{Name: "v", Failures: []runner.Failure{
-			{Message: "step 1 expected acked, got unacked (exit status 3); its last stderr lines:\n    first\n    PASS: forged \x1b[2J", Pos: handler.Location{File: "e.yaml", Line: 9, Col: 9}},
+			{Message: "step 1 expected acked, got unacked (exit status 3); its last stderr lines:\n    first\n    PASS: forged \x1b[2J", Pos: consumer.Location{File: "e.yaml", Line: 9, Col: 9}},
 		}}}}}, Options{},
 			"v: FAIL: step 1 expected acked, got unacked (exit status 3); its last stderr lines (e.yaml:9:9):\n    | first\n    | PASS: forged \\x1b[2J\nFAIL: 1 of 1 checks failed\n"},
 		{"colour", []*runner.FileResult{one}, Options{Color: true}, "x: x ok\ny: y ok\n\x1b[32;1mPASS:\x1b[0;22m x, y\n"},

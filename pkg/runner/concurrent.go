@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -27,10 +28,10 @@ type writeLocker interface {
 
 // concurrent delivers one event from st.Concurrent workers at the same
 // moment, each through its own connection, and records every outcome.
-func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector) error {
+func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step, d consumer.Delivery, scope string, inject handler.Injector) error {
 	n := st.Concurrent
 	unit := [2]string{d.EventID, scope}
-	ds := make([]handler.Delivery, n)
+	ds := make([]consumer.Delivery, n)
 	for i := range ds {
 		cr.attempts[unit]++
 		ds[i] = d
@@ -67,7 +68,7 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 		w.h = handler.New(cr.s.Handler.Config, w, cr.gatewayOrNil(), func() time.Time { return cr.now })
 		workers[i] = w
 	}
-	results := make([]handler.Result, n)
+	results := make([]consumer.Result, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, w := range workers {

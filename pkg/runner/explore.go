@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/report/words"
@@ -18,7 +19,7 @@ const MaxSchedules = 32
 // every worker held at a fault point and then released together or one at a
 // time in worker order, as `interleave:` would.
 type hold struct {
-	at      handler.FaultPoint
+	at      consumer.FaultPoint
 	inOrder bool
 }
 
@@ -75,7 +76,7 @@ func schedules(strategy handler.Strategy, c *scenario.Check) []schedule {
 		return nil
 	}
 	opts := []hold{{}}
-	for _, p := range handler.FaultPoints {
+	for _, p := range consumer.FaultPoints {
 		if strategy.Reaches(p) {
 			opts = append(opts, hold{at: p}, hold{at: p, inOrder: true})
 		}
@@ -143,7 +144,7 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	n := len(results)
 	failed, first := 0, -1
 	broken := map[invariant.Name]int{}
-	held := map[handler.FaultPoint]bool{}
+	held := map[consumer.FaultPoint]bool{}
 	for k := range results {
 		r := &results[k]
 		if !r.Passed {
@@ -169,7 +170,7 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	}
 	out.Schedules = n
 	out.Held = nil
-	for _, p := range handler.FaultPoints {
+	for _, p := range consumer.FaultPoints {
 		if held[p] {
 			out.Held = append(out.Held, p)
 		}

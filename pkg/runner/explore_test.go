@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -141,10 +142,10 @@ func TestExploredDeclaredViolations(t *testing.T) {
 func TestHeldPointsAreReached(t *testing.T) {
 	tests := []struct {
 		name, step string
-		want       []handler.FaultPoint
+		want       []consumer.FaultPoint
 	}{
-		{"interleave", "        interleave: after-check\n", []handler.FaultPoint{handler.AfterCheck}},
-		{"explored", "", []handler.FaultPoint{handler.BeforeBegin, handler.AfterCheck, handler.AfterMarker, handler.AfterEffect, handler.AfterCommit}},
+		{"interleave", "        interleave: after-check\n", []consumer.FaultPoint{consumer.AfterCheck}},
+		{"explored", "", []consumer.FaultPoint{consumer.BeforeBegin, consumer.AfterCheck, consumer.AfterMarker, consumer.AfterEffect, consumer.AfterCommit}},
 		{"not concurrent", "", nil},
 	}
 	for _, tt := range tests {
@@ -161,7 +162,7 @@ func TestHeldPointsAreReached(t *testing.T) {
 	}
 }
 
-func points(ps []handler.FaultPoint) []string {
+func points(ps []consumer.FaultPoint) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = string(p)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
@@ -44,7 +45,7 @@ const stallLimit = 30 * time.Second
 // Workers that finish without reaching the point (a duplicate never reaches
 // after-marker) count as arrived.
 type barrier struct {
-	point   handler.FaultPoint
+	point   consumer.FaultPoint
 	n       int
 	inOrder bool
 
@@ -57,7 +58,7 @@ type barrier struct {
 	current *worker   // in-order: the worker let go last
 }
 
-func newBarrier(p handler.FaultPoint, n int, inOrder bool) *barrier {
+func newBarrier(p consumer.FaultPoint, n int, inOrder bool) *barrier {
 	return &barrier{point: p, n: n, inOrder: inOrder}
 }
 
@@ -67,7 +68,7 @@ func (b *barrier) hold(w *worker, inject handler.Injector) handler.Injector {
 	if b == nil {
 		return inject
 	}
-	return func(ctx context.Context, p handler.FaultPoint) error {
+	return func(ctx context.Context, p consumer.FaultPoint) error {
 		if p == b.point {
 			b.wait(ctx, w)
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/postgres"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -223,10 +224,10 @@ func TestForcedRaceOutcomes(t *testing.T) {
 				var effect int64
 				for _, rec := range c.History {
 					switch rec.Result.Outcome {
-					case handler.Processed:
+					case consumer.Processed:
 						processed++
 						effect = rec.Result.EffectID
-					case handler.Duplicate:
+					case consumer.Duplicate:
 						duplicates++
 					default:
 						t.Errorf("a worker got %s (%v)", rec.Result.Outcome, rec.Result.Err)
@@ -239,7 +240,7 @@ func TestForcedRaceOutcomes(t *testing.T) {
 					t.Errorf("got %d effects, want %d", c.Counters.Effects, tt.effects)
 				}
 				for _, rec := range c.History {
-					if rec.Result.Outcome == handler.Duplicate && rec.Result.EffectID != effect {
+					if rec.Result.Outcome == consumer.Duplicate && rec.Result.EffectID != effect {
 						t.Errorf("a duplicate returned effect %d, want the original's, %d", rec.Result.EffectID, effect)
 					}
 				}
@@ -284,7 +285,7 @@ func TestInOrderRelease(t *testing.T) {
 				ordered := st.lookupsRace || strategy == handler.CheckThenAct
 				winner := -1
 				for i, rec := range h {
-					if rec.Result.Outcome == handler.Processed && winner < 0 {
+					if rec.Result.Outcome == consumer.Processed && winner < 0 {
 						winner = i
 					}
 				}
@@ -295,14 +296,14 @@ func TestInOrderRelease(t *testing.T) {
 					t.Errorf("worker %d processed first, want worker 1", winner+1)
 				}
 				for i, rec := range h {
-					want := handler.Duplicate
+					want := consumer.Duplicate
 					if i == winner || strategy == handler.CheckThenAct {
-						want = handler.Processed
+						want = consumer.Processed
 					}
 					if rec.Result.Outcome != want {
 						t.Errorf("worker %d: %s (%v), want %s", i+1, rec.Result.Outcome, rec.Result.Err, want)
 					}
-					if want == handler.Duplicate && rec.Result.EffectID != h[winner].Result.EffectID {
+					if want == consumer.Duplicate && rec.Result.EffectID != h[winner].Result.EffectID {
 						t.Errorf("worker %d returned effect %d, want the winner's, %d", i+1, rec.Result.EffectID, h[winner].Result.EffectID)
 					}
 				}

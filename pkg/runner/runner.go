@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/gateway"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -440,12 +441,12 @@ func (cr *checkRun) fork(sched *schedule) *checkRun {
 	return &checkRun{run: cr.run, res: &res, index: cr.index, explored: cr.explored, sched: sched, from: cr.from}
 }
 
-func (cr *checkRun) fail(step int, pos handler.Location, m words.Miss) {
+func (cr *checkRun) fail(step int, pos consumer.Location, m words.Miss) {
 	cr.res.Failures = append(cr.res.Failures, Failure{Step: step, Pos: pos, Message: m.Message, Expected: m.Expected, Got: m.Got})
 }
 
 func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) error {
-	d := handler.Delivery{EventID: st.Event.ID, Source: st.Event.Source, Consumer: st.Consumer, Schema: st.Event.Schema, Envelope: st.Event.Envelope, At: st.Pos}
+	d := consumer.Delivery{EventID: st.Event.ID, Source: st.Event.Source, Consumer: st.Consumer, Schema: st.Event.Schema, Envelope: st.Event.Envelope, At: st.Pos}
 	if d.Consumer == "" {
 		d.Consumer = cr.s.Handler.Consumer
 	}
@@ -469,7 +470,7 @@ func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) er
 
 // one delivers once and records it; repeat: it may be kept as a repeat of
 // the record before (see record).
-func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, inject handler.Injector, repeat bool) (invariant.Record, error) {
+func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d consumer.Delivery, scope string, inject handler.Injector, repeat bool) (invariant.Record, error) {
 	unit := [2]string{d.EventID, scope}
 	cr.attempts[unit]++
 	d.Attempt = cr.attempts[unit]
@@ -493,7 +494,7 @@ func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d hand
 	if err != nil {
 		return rec, err
 	}
-	if res.Outcome == handler.Conflict && redelivery && cr.s.Handler.Strategy.KeepsMarkers() {
+	if res.Outcome == consumer.Conflict && redelivery && cr.s.Handler.Strategy.KeepsMarkers() {
 		after, err := cr.digest(ctx)
 		if err != nil {
 			return rec, err
@@ -510,7 +511,7 @@ func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d hand
 // external call) is counted as a repeat of it instead (Record.Repeats):
 // a step's times: of one event keeps a record or two, not one per
 // delivery.
-func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d handler.Delivery, scope string, res handler.Result, repeat bool) (invariant.Record, error) {
+func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d consumer.Delivery, scope string, res consumer.Result, repeat bool) (invariant.Record, error) {
 	var se *handler.StoreError
 	if errors.As(res.Err, &se) {
 		if ctx.Err() != nil {
@@ -531,16 +532,16 @@ func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d h
 		c.Redeliveries++
 	}
 	switch res.Outcome {
-	case handler.Processed:
+	case consumer.Processed:
 		c.Processed++
 		c.Effects++
-	case handler.Duplicate:
+	case consumer.Duplicate:
 		c.Duplicates++
-	case handler.Conflict:
+	case consumer.Conflict:
 		c.Conflicts++
-	case handler.Failed:
+	case consumer.Failed:
 		c.Failed++
-	case handler.Crashed:
+	case consumer.Crashed:
 		c.Crashed++
 		c.Effects++
 	}
@@ -549,7 +550,7 @@ func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d h
 		if errors.As(x.Err, &kc) {
 			c.KeyConflicts++
 		}
-		if res.Outcome == handler.Failed && x.Err == nil {
+		if res.Outcome == consumer.Failed && x.Err == nil {
 			c.FailedAfterExternal++
 		}
 	}
@@ -576,7 +577,7 @@ func (cr *checkRun) expect(step, n int, st *scenario.Step, rec invariant.Record)
 	res := rec.Result
 	if e.Outcome != "" && res.Outcome != e.Outcome {
 		got := string(res.Outcome)
-		if res.Err != nil && res.Outcome == handler.Failed {
+		if res.Err != nil && res.Outcome == consumer.Failed {
 			got += " (" + res.Err.Error() + ")"
 		}
 		cr.fail(step, st.Pos, words.Outcome(name, string(e.Outcome), string(res.Outcome), got))
@@ -837,7 +838,7 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 // SayValues are the values of a say line's placeholders
 // (scenario.SayPlaceholders) for a check's counters and the invariants it
 // broke; {charges} and {rows.TABLE} are read from the stores by the caller.
-func SayValues(cnt Counters, violations []string) map[string]string {
+func SayValues(cnt consumer.Counters, violations []string) map[string]string {
 	return map[string]string{
 		"deliveries":        strconv.Itoa(cnt.Deliveries),
 		"effects":           strconv.Itoa(cnt.Effects),
@@ -863,7 +864,7 @@ func contains(xs []string, s string) bool {
 }
 
 // summary is the report line of a check without say.
-func summary(c Counters, vs []invariant.Violation) string {
+func summary(c consumer.Counters, vs []invariant.Violation) string {
 	var caught []string
 	for _, v := range vs {
 		if !contains(caught, string(v.Invariant)) {

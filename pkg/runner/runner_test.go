@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -191,7 +192,7 @@ func TestInterruptStopsTheRun(t *testing.T) {
 // TestSayValuesCoverEveryPlaceholder: every placeholder the scenario format
 // accepts has a value, so no say line expands to an empty word.
 func TestSayValuesCoverEveryPlaceholder(t *testing.T) {
-	values := runner.SayValues(runner.Counters{Deliveries: 3}, nil)
+	values := runner.SayValues(consumer.Counters{Deliveries: 3}, nil)
 	for _, p := range scenario.SayPlaceholders {
 		if _, ok := values[p]; !ok {
 			t.Errorf("placeholder {%s} has no value", p)

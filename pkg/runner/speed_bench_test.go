@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -154,7 +155,7 @@ checks:
 		t.Errorf("the history keeps %d records, want 5 (processed, a run of duplicates, 3 conflicts)", got)
 	}
 	var seqs []int
-	outcomes := map[handler.Outcome]int{}
+	outcomes := map[consumer.Outcome]int{}
 	for rec := range invariant.Expand(c.History) {
 		seqs = append(seqs, rec.Seq)
 		outcomes[rec.Result.Outcome]++
@@ -170,7 +171,7 @@ checks:
 			t.Fatalf("delivery %d is numbered %d", i+1, s)
 		}
 	}
-	if outcomes[handler.Processed] != 1 || outcomes[handler.Duplicate] != 999 || outcomes[handler.Conflict] != 3 {
+	if outcomes[consumer.Processed] != 1 || outcomes[consumer.Duplicate] != 999 || outcomes[consumer.Conflict] != 3 {
 		t.Errorf("outcomes %v, want 1 processed, 999 duplicates, 3 conflicts", outcomes)
 	}
 }

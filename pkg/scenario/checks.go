@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/template"
@@ -145,11 +146,11 @@ func (l *loader) step(n *yaml.Node) *Step {
 			if !ok {
 				return
 			}
-			if p, ok := handler.ParseFaultPoint(s); ok {
+			if p, ok := consumer.ParseFaultPoint(s); ok {
 				st.Fail = p
 				return
 			}
-			l.errorf(v, "unknown fault point %q; expected %s", s, oneOf(words(handler.FaultPoints)))
+			l.errorf(v, "unknown fault point %q; expected %s", s, oneOf(words(consumer.FaultPoints)))
 		}},
 		{"consumer", func(k, v *yaml.Node) {
 			modifiers = append(modifiers, k)
@@ -302,8 +303,8 @@ func (l *loader) event(n *yaml.Node) *Event {
 				if s, ok := l.str(v, "event id"); ok {
 					if s == "" {
 						l.errorf(v, "event id must not be empty")
-					} else if len(s) > handler.MaxIDBytes {
-						l.errorf(v, "event id is %d bytes long; ids are limited to %d bytes on every store", len(s), handler.MaxIDBytes)
+					} else if len(s) > consumer.MaxIDBytes {
+						l.errorf(v, "event id is %d bytes long; ids are limited to %d bytes on every store", len(s), consumer.MaxIDBytes)
 					}
 					ev.ID = s
 					env["id"] = s
@@ -353,14 +354,14 @@ func (l *loader) event(n *yaml.Node) *Event {
 	return ev
 }
 
-var outcomeWords = words(handler.Outcomes)
+var outcomeWords = words(consumer.Outcomes)
 
-func (l *loader) outcome(n *yaml.Node) handler.Outcome {
+func (l *loader) outcome(n *yaml.Node) consumer.Outcome {
 	s, ok := l.str(n, "outcome")
 	if !ok {
 		return ""
 	}
-	for _, o := range handler.Outcomes {
+	for _, o := range consumer.Outcomes {
 		if string(o) == s {
 			return o
 		}
@@ -469,15 +470,15 @@ func (l *loader) validateState(st *State) {
 }
 
 // faultPoint reads the name of a fault point.
-func (l *loader) faultPoint(n *yaml.Node, what string) handler.FaultPoint {
+func (l *loader) faultPoint(n *yaml.Node, what string) consumer.FaultPoint {
 	s, ok := l.str(n, what)
 	if !ok {
 		return ""
 	}
-	if p, ok := handler.ParseFaultPoint(s); ok {
+	if p, ok := consumer.ParseFaultPoint(s); ok {
 		return p
 	}
-	l.errorf(n, "unknown fault point %q in %s; expected %s", s, what, oneOf(words(handler.FaultPoints)))
+	l.errorf(n, "unknown fault point %q in %s; expected %s", s, what, oneOf(words(consumer.FaultPoints)))
 	return ""
 }
 

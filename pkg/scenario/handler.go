@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"go.yaml.in/yaml/v3"
 )
@@ -65,7 +66,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	if s.Target == nil {
 		for _, st := range l.faultSteps {
 			for _, p := range []struct {
-				point handler.FaultPoint
+				point consumer.FaultPoint
 				what  string
 			}{{st.Fail, "fail"}, {st.Interleave, "interleave"}} {
 				if p.point != "" && !s.Handler.Strategy.Reaches(p.point) {
@@ -195,11 +196,11 @@ func (l *loader) paths(n *yaml.Node) []string {
 func validTable(s string) bool { return handler.ValidEffectTable(s) }
 
 // unreachable says why a strategy never reaches a fault point.
-func unreachable(p handler.FaultPoint) string {
+func unreachable(p consumer.FaultPoint) string {
 	switch p {
-	case handler.AfterExternal:
+	case consumer.AfterExternal:
 		return "only external-key calls out"
-	case handler.AfterCheck:
+	case consumer.AfterCheck:
 		return "it looks no marker up"
 	}
 	return "it writes no marker"

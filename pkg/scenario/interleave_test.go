@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 )
 
 func TestLoadConcurrentAndInterleave(t *testing.T) {
@@ -14,14 +14,14 @@ func TestLoadConcurrentAndInterleave(t *testing.T) {
 		name    string
 		step    string // the rest of the deliver step, at its indentation
 		wantErr string // "" for a valid file; else file:line:col and message
-		want    handler.FaultPoint
+		want    consumer.FaultPoint
 		inOrder bool
 	}{
-		{"forced race", "        concurrent: 2\n        interleave: after-check\n", "", handler.AfterCheck, false},
+		{"forced race", "        concurrent: 2\n        interleave: after-check\n", "", consumer.AfterCheck, false},
 		{"plain race", "        concurrent: 64\n", "", "", false},
-		{"every point", "        concurrent: 3\n        interleave: before-begin\n", "", handler.BeforeBegin, false},
-		{"released in order", "        concurrent: 3\n        interleave: {at: after-check, release: in-order}\n", "", handler.AfterCheck, true},
-		{"released together", "        concurrent: 3\n        interleave: {at: after-marker, release: together}\n", "", handler.AfterMarker, false},
+		{"every point", "        concurrent: 3\n        interleave: before-begin\n", "", consumer.BeforeBegin, false},
+		{"released in order", "        concurrent: 3\n        interleave: {at: after-check, release: in-order}\n", "", consumer.AfterCheck, true},
+		{"released together", "        concurrent: 3\n        interleave: {at: after-marker, release: together}\n", "", consumer.AfterMarker, false},
 		{"no at", "        concurrent: 3\n        interleave: {release: in-order}\n", "race.yaml:7:21: interleave needs at: the fault point to hold the workers at", "", false},
 		{"unknown release", "        concurrent: 3\n        interleave: {at: after-check, release: randomly}\n", `race.yaml:7:48: unknown release "randomly"; expected together (all held workers at once) or in-order (one at a time, in worker order)`, "", false},
 		{"unknown field", "        concurrent: 3\n        interleave: {at: after-check, order: 1}\n", `race.yaml:7:39: unknown field "order" in interleave; expected one of at, release`, "", false},

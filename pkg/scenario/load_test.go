@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
@@ -66,7 +67,7 @@ func TestLoadFull(t *testing.T) {
 		t.Fatalf("check = %+v", c)
 	}
 	d := c.Steps[0]
-	if d.Kind != Deliver || d.Times != 2 || d.Label != "one" || d.Fail != handler.AfterEffect || d.Expect.Outcome != handler.Failed || d.Expect.Error != "Injected" {
+	if d.Kind != Deliver || d.Times != 2 || d.Label != "one" || d.Fail != consumer.AfterEffect || d.Expect.Outcome != consumer.Failed || d.Expect.Error != "Injected" {
 		t.Errorf("deliver step = %+v", d)
 	}
 	if d.Pos.String() != "full.yaml:15:9" {

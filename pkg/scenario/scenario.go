@@ -5,12 +5,13 @@ package scenario
 import (
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/template"
 )
 
 // Pos is a place in a scenario file.
-type Pos = handler.Location
+type Pos = consumer.Location
 
 // Scenario is one file: one story with one database.
 type Scenario struct {
@@ -58,17 +59,17 @@ const (
 type Step struct {
 	Kind       StepKind
 	Pos        Pos
-	Event      *Event             // Deliver
-	Fail       handler.FaultPoint // Deliver: where the delivery fails
-	Consumer   string             // Deliver: the consumer, for consumer-scoped handlers
-	Times      int                // Deliver: how many times in a row (default 1)
-	Concurrent int                // Deliver: how many workers at once (0: not concurrent)
-	Interleave handler.FaultPoint // Deliver, concurrent: the point every worker is held at until all have reached it
-	InOrder    bool               // Deliver, interleave: let held workers go one at a time, in worker order
-	Label      string             // Deliver: a name for the first delivery's result
-	Expect     *Expectation       // Deliver: what each delivery must return
-	State      *State             // Inspect
-	Advance    time.Duration      // Advance
+	Event      *Event              // Deliver
+	Fail       consumer.FaultPoint // Deliver: where the delivery fails
+	Consumer   string              // Deliver: the consumer, for consumer-scoped handlers
+	Times      int                 // Deliver: how many times in a row (default 1)
+	Concurrent int                 // Deliver: how many workers at once (0: not concurrent)
+	Interleave consumer.FaultPoint // Deliver, concurrent: the point every worker is held at until all have reached it
+	InOrder    bool                // Deliver, interleave: let held workers go one at a time, in worker order
+	Label      string              // Deliver: a name for the first delivery's result
+	Expect     *Expectation        // Deliver: what each delivery must return
+	State      *State              // Inspect
+	Advance    time.Duration       // Advance
 	// Target mode only.
 	Drop  bool          // Deliver: the answer is cut off, then the event is redelivered
 	Crash *Crash        // Deliver: kill the started consumer during the delivery
@@ -92,9 +93,9 @@ type Event struct {
 // Expectation is what a delivery must return.
 type Expectation struct {
 	Pos          Pos
-	Outcome      handler.Outcome // empty: any
-	Error        string          // a substring of the error
-	SameEffectAs string          // a label defined earlier
+	Outcome      consumer.Outcome // empty: any
+	Error        string           // a substring of the error
+	SameEffectAs string           // a label defined earlier
 	// Target mode: the consumer's answer (acked, conflict, rejected,
 	// unacked) or an exact HTTP status.
 	Answer string

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
@@ -20,22 +21,22 @@ func TestBatchKeepsDeliveriesAtomic(t *testing.T) {
 		name      string
 		path      string
 		batch     int
-		failAt    handler.FaultPoint
+		failAt    consumer.FaultPoint
 		wantRows  int64
 		strategy  handler.Strategy
 		retention time.Duration
 	}{
-		{"memory, fail after marker", Memory, 4, handler.AfterMarker, 9, handler.EventID, 0},
-		{"memory, fail after effect", Memory, 4, handler.AfterEffect, 9, handler.EventID, 0},
-		{"file, fail after effect", "file", 3, handler.AfterEffect, 9, handler.EventID, 0},
-		{"one delivery a batch", Memory, 1, handler.AfterEffect, 9, handler.EventID, 0},
-		{"memory, batch chosen by the store", Memory, 0, handler.AfterMarker, 9, handler.EventID, 0},
-		{"file, batch chosen by the store", "file", 0, handler.AfterEffect, 9, handler.EventID, 0},
-		{"markers without a key (check-then-act)", Memory, 0, handler.AfterEffect, 9, handler.CheckThenAct, 0},
-		{"file, markers without a key", "file", 0, handler.AfterMarker, 9, handler.CheckThenAct, 0},
-		{"business key", Memory, 0, handler.AfterEffect, 9, handler.BusinessKey, 0},
-		{"purging markers (a savepoint)", Memory, 0, handler.AfterEffect, 9, handler.EventID, time.Hour},
-		{"file, purging markers", "file", 0, handler.AfterMarker, 9, handler.EventID, time.Hour},
+		{"memory, fail after marker", Memory, 4, consumer.AfterMarker, 9, handler.EventID, 0},
+		{"memory, fail after effect", Memory, 4, consumer.AfterEffect, 9, handler.EventID, 0},
+		{"file, fail after effect", "file", 3, consumer.AfterEffect, 9, handler.EventID, 0},
+		{"one delivery a batch", Memory, 1, consumer.AfterEffect, 9, handler.EventID, 0},
+		{"memory, batch chosen by the store", Memory, 0, consumer.AfterMarker, 9, handler.EventID, 0},
+		{"file, batch chosen by the store", "file", 0, consumer.AfterEffect, 9, handler.EventID, 0},
+		{"markers without a key (check-then-act)", Memory, 0, consumer.AfterEffect, 9, handler.CheckThenAct, 0},
+		{"file, markers without a key", "file", 0, consumer.AfterMarker, 9, handler.CheckThenAct, 0},
+		{"business key", Memory, 0, consumer.AfterEffect, 9, handler.BusinessKey, 0},
+		{"purging markers (a savepoint)", Memory, 0, consumer.AfterEffect, 9, handler.EventID, time.Hour},
+		{"file, purging markers", "file", 0, consumer.AfterMarker, 9, handler.EventID, time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,30 +52,30 @@ func TestBatchKeepsDeliveriesAtomic(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var outcomes []handler.Outcome
+			var outcomes []consumer.Outcome
 			var ids []int64
 			err = db.Run(ctx, tt.batch, func(b *Batch) error {
 				h := handler.New(cfg, b, nil, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
 				for i := 1; i <= 10; i++ {
-					d := handler.Delivery{EventID: fmt.Sprintf("e%d", i), BusinessKey: fmt.Sprintf("k%d", i), Envelope: []byte(fmt.Sprintf(`{"data":{"n":%d}}`, i))}
+					d := consumer.Delivery{EventID: fmt.Sprintf("e%d", i), BusinessKey: fmt.Sprintf("k%d", i), Envelope: []byte(fmt.Sprintf(`{"data":{"n":%d}}`, i))}
 					var inject handler.Injector
 					if i == 5 {
 						inject = handler.FailAt(tt.failAt)
 					}
 					r := h.Handle(ctx, d, inject)
 					outcomes = append(outcomes, r.Outcome)
-					if r.Outcome == handler.Processed {
+					if r.Outcome == consumer.Processed {
 						ids = append(ids, r.EffectID)
 					}
 				}
 				// A duplicate in the same batch finds what the batch wrote.
-				outcomes = append(outcomes, h.Handle(ctx, handler.Delivery{EventID: "e1", BusinessKey: "k1", Envelope: []byte(`{"data":{"n":1}}`)}, nil).Outcome)
+				outcomes = append(outcomes, h.Handle(ctx, consumer.Delivery{EventID: "e1", BusinessKey: "k1", Envelope: []byte(`{"data":{"n":1}}`)}, nil).Outcome)
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if outcomes[4] != handler.Failed || outcomes[10] != handler.Duplicate && strategy != handler.CheckThenAct {
+			if outcomes[4] != consumer.Failed || outcomes[10] != consumer.Duplicate && strategy != handler.CheckThenAct {
 				t.Errorf("outcomes %v: want delivery 5 failed and the last a duplicate", outcomes)
 			}
 			if fmt.Sprint(ids) != "[1 2 3 4 5 6 7 8 9]" {
@@ -112,7 +113,7 @@ func TestInvariantsCatch(t *testing.T) {
 	err = db.Run(ctx, 100, func(b *Batch) error {
 		h := handler.New(cfg, b, nil, nil)
 		for _, id := range []string{"a", "b", "a", "a"} {
-			h.Handle(ctx, handler.Delivery{EventID: id, Envelope: []byte(`{"data":{}}`)}, nil)
+			h.Handle(ctx, consumer.Delivery{EventID: id, Envelope: []byte(`{"data":{}}`)}, nil)
 		}
 		return nil
 	})
@@ -218,8 +219,8 @@ func TestCaptureLogBesideDeliveries(t *testing.T) {
 			return err
 		}
 		h := handler.New(cfg, b, nil, nil)
-		d := handler.Delivery{EventID: "e1", Envelope: []byte(`{"data":{"n":1}}`)}
-		if res := h.Handle(ctx, d, handler.FailAt(handler.AfterEffect)); res.Outcome != handler.Failed {
+		d := consumer.Delivery{EventID: "e1", Envelope: []byte(`{"data":{"n":1}}`)}
+		if res := h.Handle(ctx, d, handler.FailAt(consumer.AfterEffect)); res.Outcome != consumer.Failed {
 			t.Errorf("delivery: %s, want failed", res.Outcome)
 		}
 		tx, err := b.Begin(ctx)
@@ -313,8 +314,8 @@ func TestPrivateReplayLeavesNothing(t *testing.T) {
 	err = db.Run(ctx, 0, func(b *Batch) error {
 		h := handler.New(cfg, b, nil, nil)
 		for i := 0; i < n; i++ {
-			d := handler.Delivery{EventID: fmt.Sprintf("e%d", i), Envelope: []byte(`{"data":{"p":"` + payload + `"}}`)}
-			if r := h.Handle(ctx, d, nil); r.Outcome != handler.Processed {
+			d := consumer.Delivery{EventID: fmt.Sprintf("e%d", i), Envelope: []byte(`{"data":{"p":"` + payload + `"}}`)}
+			if r := h.Handle(ctx, d, nil); r.Outcome != consumer.Processed {
 				return fmt.Errorf("delivery %d: %s %v", i, r.Outcome, r.Err)
 			}
 		}
@@ -370,10 +371,10 @@ func TestDuplicateStatements(t *testing.T) {
 			defer db.Close()
 			err = db.Run(ctx, 0, func(b *Batch) error {
 				h := handler.New(cfg, b, nil, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
-				d := func(id string) handler.Delivery {
-					return handler.Delivery{EventID: id, BusinessKey: "k-" + id, Envelope: []byte(`{"data":{"n":1}}`)}
+				d := func(id string) consumer.Delivery {
+					return consumer.Delivery{EventID: id, BusinessKey: "k-" + id, Envelope: []byte(`{"data":{"n":1}}`)}
 				}
-				var first []handler.Result
+				var first []consumer.Result
 				for _, id := range []string{"a", "b", "c"} {
 					first = append(first, h.Handle(ctx, d(id), nil))
 				}
@@ -384,7 +385,7 @@ func TestDuplicateStatements(t *testing.T) {
 						t.Errorf("duplicate of %s: %d statements, want %d", id, n, tt.want)
 					}
 					want := first[[]int{1, 0, 2}[i]]
-					if r.Outcome != handler.Duplicate || r.EffectID != want.EffectID || r.Err != nil {
+					if r.Outcome != consumer.Duplicate || r.EffectID != want.EffectID || r.Err != nil {
 						t.Errorf("duplicate of %s: %+v, want a duplicate of effect %d", id, r, want.EffectID)
 					}
 				}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 )
 
 // CaptureLog is a scratch table of what a capture holds, one row per
@@ -298,7 +298,7 @@ func (c *CaptureLog) Findings(ctx context.Context, limit int) (CaptureFindings, 
 		files[id] = name
 	}
 	rows.Close()
-	loc := func(file, line int64) handler.Location { return handler.Location{File: files[file], Line: int(line)} }
+	loc := func(file, line int64) consumer.Location { return consumer.Location{File: files[file], Line: int(line)} }
 	if f.IdentityReuse > 0 && limit > 0 {
 		rows, err := c.conn.QueryContext(ctx, `
 			SELECT c.event_id, c.file, c.line, (
@@ -339,7 +339,7 @@ func (c *CaptureLog) Findings(ctx context.Context, limit int) (CaptureFindings, 
 				rows.Close()
 				return f, err
 			}
-			k.First = handler.Location{Line: int(first)}
+			k.First = consumer.Location{Line: int(first)}
 			f.Keys = append(f.Keys, k)
 		}
 		rows.Close()

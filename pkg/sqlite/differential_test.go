@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -31,7 +32,7 @@ import (
 //     history whether the event was ever handled.
 func TestCheckersAgree(t *testing.T) {
 	strategies := []handler.Strategy{handler.EventID, handler.ConsumerScoped, handler.BusinessKey, handler.None, handler.CheckThenAct, handler.MarkerAfterEffect}
-	faults := []handler.FaultPoint{"", "", "", handler.BeforeBegin, handler.AfterCheck, handler.AfterMarker, handler.AfterEffect, handler.AfterCommit}
+	faults := []consumer.FaultPoint{"", "", "", consumer.BeforeBegin, consumer.AfterCheck, consumer.AfterMarker, consumer.AfterEffect, consumer.AfterCommit}
 	runs := 300
 	if testing.Short() {
 		runs = 60
@@ -69,13 +70,13 @@ func TestCheckersAgree(t *testing.T) {
 type delivery struct {
 	event, consumer, order string
 	amount                 int
-	fault                  handler.FaultPoint
+	fault                  consumer.FaultPoint
 }
 
-func (d delivery) of(seq int) handler.Delivery {
-	return handler.Delivery{EventID: d.event, Consumer: d.consumer, Attempt: seq,
+func (d delivery) of(seq int) consumer.Delivery {
+	return consumer.Delivery{EventID: d.event, Consumer: d.consumer, Attempt: seq,
 		Envelope: []byte(fmt.Sprintf(`{"id":%q,"data":{"orderId":%q,"amount":%d}}`, d.event, d.order, d.amount)),
-		At:       handler.Location{File: "generated", Line: seq}}
+		At:       consumer.Location{File: "generated", Line: seq}}
 }
 
 // compare runs the deliveries on both stores, compares the two checkers
@@ -93,7 +94,7 @@ func compare(t *testing.T, strategy handler.Strategy, ds []delivery) []invariant
 	defer plain.Close()
 	h := handler.New(cfg, plain, nil, clock)
 	var history []invariant.Record
-	var results []handler.Result
+	var results []consumer.Result
 	for i, d := range ds {
 		res := h.Handle(ctx, d.of(i+1), handler.FailAt(d.fault))
 		results = append(results, res)

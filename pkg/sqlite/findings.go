@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/ledger"
 )
 
@@ -27,7 +27,7 @@ func (c *CaptureLog) List(ctx context.Context, each func(ledger.Listed) error) e
 	}, `SELECT id, name FROM temp.capture_files`); err != nil {
 		return err
 	}
-	loc := func(file, line int64) handler.Location { return handler.Location{File: files[file], Line: int(line)} }
+	loc := func(file, line int64) consumer.Location { return consumer.Location{File: files[file], Line: int(line)} }
 
 	// Ids delivered more than once, where each first appears.
 	err := c.query(ctx, func(rows *sql.Rows) error {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/consumer"
 )
 
 // Where returns where the capture delivered each of the given event ids
@@ -13,11 +13,11 @@ import (
 // it to point a broken invariant at the capture lines behind it. One scan
 // of the log answers all of them, so it costs the same for a few ids as for
 // one.
-func (c *CaptureLog) Where(ctx context.Context, ids, keys []string, limit int) (byID, byKey map[string][]handler.Location, err error) {
+func (c *CaptureLog) Where(ctx context.Context, ids, keys []string, limit int) (byID, byKey map[string][]consumer.Location, err error) {
 	if err := c.wait(); err != nil {
 		return nil, nil, err
 	}
-	byID, byKey = map[string][]handler.Location{}, map[string][]handler.Location{}
+	byID, byKey = map[string][]consumer.Location{}, map[string][]consumer.Location{}
 	if len(ids)+len(keys) == 0 || limit <= 0 {
 		return byID, byKey, nil
 	}
@@ -59,7 +59,7 @@ func (c *CaptureLog) Where(ctx context.Context, ids, keys []string, limit int) (
 		if err := rows.Scan(&ev, &key, &file, &line); err != nil {
 			return nil, nil, err
 		}
-		at := handler.Location{File: files[file], Line: int(line)}
+		at := consumer.Location{File: files[file], Line: int(line)}
 		if wantID[ev] && len(byID[ev]) < limit {
 			byID[ev] = append(byID[ev], at)
 		}

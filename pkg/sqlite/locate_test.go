@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
@@ -43,14 +44,14 @@ func TestWhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	str := func(ls []handler.Location) string { return fmt.Sprint(ls) }
+	str := func(ls []consumer.Location) string { return fmt.Sprint(ls) }
 	tests := []struct {
 		name string
-		got  []handler.Location
-		want []handler.Location
+		got  []consumer.Location
+		want []consumer.Location
 	}{
-		{"id a", byID["a"], []handler.Location{{File: "one.ndjson", Line: 1}, {File: "one.ndjson", Line: 3}, {File: "two.ndjson", Line: 2}}},
-		{"key k1", byKey["k1"], []handler.Location{{File: "one.ndjson", Line: 1}, {File: "one.ndjson", Line: 3}, {File: "two.ndjson", Line: 1}}},
+		{"id a", byID["a"], []consumer.Location{{File: "one.ndjson", Line: 1}, {File: "one.ndjson", Line: 3}, {File: "two.ndjson", Line: 2}}},
+		{"key k1", byKey["k1"], []consumer.Location{{File: "one.ndjson", Line: 1}, {File: "one.ndjson", Line: 3}, {File: "two.ndjson", Line: 1}}},
 		{"id not in the capture", byID["missing"], nil},
 		{"id not asked for", byID["b"], nil},
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 )
 
@@ -77,8 +78,8 @@ func TestBusyIsAFailedDelivery(t *testing.T) {
 	}
 	defer w.(io.Closer).Close()
 	h := handler.New(handler.Config{Strategy: handler.EventID, Effect: "effects", Consumer: "c"}, w, nil, nil)
-	res := h.Handle(ctx, handler.Delivery{EventID: "evt-1", Envelope: []byte(`{"id":"evt-1","data":{}}`)}, nil)
-	if res.Outcome != handler.Failed || !errors.Is(res.Err, handler.ErrBusy) {
+	res := h.Handle(ctx, consumer.Delivery{EventID: "evt-1", Envelope: []byte(`{"id":"evt-1","data":{}}`)}, nil)
+	if res.Outcome != consumer.Failed || !errors.Is(res.Err, handler.ErrBusy) {
 		t.Fatalf("Handle = %s (%v), want failed with handler.ErrBusy", res.Outcome, res.Err)
 	}
 	var se *handler.StoreError

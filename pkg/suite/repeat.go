@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -47,7 +48,7 @@ type tally struct {
 	// firstFailed is the run the check first failed in (0: none).
 	firstFailed int
 	broken      map[invariant.Name]int // runs that broke each invariant
-	counters    runner.Counters
+	counters    consumer.Counters
 }
 
 func (t *tally) add(run int, c *runner.CheckResult) {

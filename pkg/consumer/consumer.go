@@ -1,0 +1,161 @@
+// Package consumer is redeliver's vocabulary, shared by every kind of
+// consumer it tests — the built-in handler on its store and the user's own
+// consumer over HTTP, as a process or behind a broker: the delivery of an
+// event, the outcome it had, the fault points a delivery can be failed
+// at, where a delivery came from, and the counters a run keeps.
+package consumer
+
+import "github.com/redeliver/redeliver/pkg/problem"
+
+// MaxIDBytes is the longest event id any store accepts. PostgreSQL cannot
+// index a key of more than about 2.7 KB, so one limit below that holds for
+// every store, and files are refused at validation rather than half-way
+// through a run.
+const MaxIDBytes = 1024
+
+// Outcome is what one delivery did.
+type Outcome string
+
+// The outcomes a delivery can have.
+const (
+	Processed Outcome = "processed" // a new effect was written
+	Duplicate Outcome = "duplicate" // marker found, same identity: the original effect id is returned
+	Conflict  Outcome = "conflict"  // marker found, different identity: rejected, nothing written
+	Failed    Outcome = "failed"    // an injected or real error: rolled back
+	Crashed   Outcome = "crashed"   // committed, then crashed before the ack
+)
+
+// Outcomes lists every outcome word, in report order.
+var Outcomes = []Outcome{Processed, Duplicate, Conflict, Failed, Crashed}
+
+// FaultPoint names a place inside the handler where a delivery can be made to fail.
+type FaultPoint string
+
+// The fault points, in the order a delivery reaches them.
+const (
+	BeforeBegin   FaultPoint = "before-begin"
+	AfterCheck    FaultPoint = "after-check"
+	AfterMarker   FaultPoint = "after-marker"
+	AfterEffect   FaultPoint = "after-effect"
+	AfterExternal FaultPoint = "after-external"
+	AfterCommit   FaultPoint = "after-commit"
+)
+
+// FaultPoints lists every fault point in the order a delivery reaches them.
+var FaultPoints = []FaultPoint{BeforeBegin, AfterCheck, AfterMarker, AfterEffect, AfterExternal, AfterCommit}
+
+// Location is where a delivery came from: a scenario step or a capture line.
+type Location = problem.Pos
+
+// Delivery is one attempt to hand an event to a consumer.
+type Delivery struct {
+	EventID  string
+	Source   string
+	Consumer string
+	Schema   string
+	// Envelope is the event as one JSON object: id, source, type, subject,
+	// schema, headers and data. Key and identity paths ("data.orderId") are
+	// read from it.
+	Envelope []byte
+	Attempt  int
+	At       Location
+	// Identity, when not empty, is Config.IdentityOf of this delivery,
+	// computed already by whoever made it; the handler then does not read
+	// the envelope for it again.
+	Identity string
+	// BusinessKey, when not empty, is the business key the delivery came
+	// with (a replayed capture names one per record); the handler uses it
+	// instead of expanding its key template.
+	BusinessKey string
+}
+
+// Result is what the handler returned for one delivery.
+type Result struct {
+	Outcome  Outcome
+	EffectID int64  // the effect written (processed, crashed) or returned (duplicate)
+	Key      string // the business key, where the strategy uses one
+	Err      error  // why it failed or conflicted
+	// DuplicateOf names the event whose effect a duplicate returned, when it
+	// is another event (a business-key duplicate under a new event id).
+	DuplicateOf string
+	// External records the call to the payment gateway, if one was made.
+	External *ExternalCall
+}
+
+// ExternalCall is one call to the external provider.
+type ExternalCall struct {
+	IdempotencyKey string
+	Amount         string
+	ChargeID       int64
+	Replayed       bool  // the provider returned an earlier charge for the key
+	Err            error // a key conflict (the provider's 422) or another refusal
+}
+
+// ParseFaultPoint returns the fault point named s.
+func ParseFaultPoint(s string) (FaultPoint, bool) {
+	for _, p := range FaultPoints {
+		if string(p) == s {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// Counters are the figures worth monitoring in an idempotent consumer.
+type Counters struct {
+	Deliveries          int `json:"deliveries"`
+	Processed           int `json:"processed"`
+	Duplicates          int `json:"duplicates"` // skipped duplicates: the handler found the marker
+	Conflicts           int `json:"conflicts"`  // identity conflicts
+	Failed              int `json:"failed"`
+	Crashed             int `json:"crashed"`
+	Effects             int `json:"effects"`               // effects written
+	Redeliveries        int `json:"redeliveries"`          // deliveries of an event already delivered
+	KeyConflicts        int `json:"key_conflicts"`         // idempotency-key conflicts at the gateway
+	FailedAfterExternal int `json:"failed_after_external"` // failures after the external call was made
+	OrphanCharges       int `json:"orphan_charges"`        // reconciliation: charges with no local effect
+	UnchargedEffects    int `json:"uncharged_effects"`     // reconciliation: effects with no charge
+	// A broker target's publishes, and what the broker did with them.
+	Published         int  `json:"published,omitempty"`          // stored (JetStream) or confirmed (RabbitMQ)
+	BrokerRedelivered int  `json:"broker_redelivered,omitempty"` // JetStream's redeliveries to the consumer
+	Uncounted         bool `json:"-"`                            // the broker does not count its redeliveries (RabbitMQ)
+	// A target's crashes, by when the kill came against the consumer's
+	// answer; the rest of Crashed are not known (a broker's instance
+	// kills). The reports write them as a target check's crashes.
+	CrashedBeforeAnswer int `json:"-"`
+	CrashedAfterAnswer  int `json:"-"`
+}
+
+// Interrupted words a target's crashes: how many came before the
+// consumer's answer (they interrupted a delivery), how many after it,
+// and how many redeliver cannot place.
+func (c Counters) Interrupted() (before, after, unknown int) {
+	return c.CrashedBeforeAnswer, c.CrashedAfterAnswer, c.Crashed - c.CrashedBeforeAnswer - c.CrashedAfterAnswer
+}
+
+// InterruptedNone reports whether a target's check crashed the consumer
+// only after its answers: none of its kills interrupted a delivery.
+func (c Counters) InterruptedNone() bool {
+	return c.Crashed > 0 && c.CrashedAfterAnswer == c.Crashed
+}
+
+// Add adds o to c.
+func (c *Counters) Add(o Counters) {
+	c.Deliveries += o.Deliveries
+	c.Processed += o.Processed
+	c.Duplicates += o.Duplicates
+	c.Conflicts += o.Conflicts
+	c.Failed += o.Failed
+	c.Crashed += o.Crashed
+	c.Effects += o.Effects
+	c.Redeliveries += o.Redeliveries
+	c.KeyConflicts += o.KeyConflicts
+	c.FailedAfterExternal += o.FailedAfterExternal
+	c.OrphanCharges += o.OrphanCharges
+	c.UnchargedEffects += o.UnchargedEffects
+	c.Published += o.Published
+	c.BrokerRedelivered += o.BrokerRedelivered
+	c.Uncounted = c.Uncounted || o.Uncounted
+	c.CrashedBeforeAnswer += o.CrashedBeforeAnswer
+	c.CrashedAfterAnswer += o.CrashedAfterAnswer
+}
