@@ -25,7 +25,15 @@ const (
 	Crashed   Outcome = "crashed"   // committed, then crashed before the ack
 )
 
-// Outcomes lists every outcome word, in report order.
+// The answers of a user's consumer, as a broker reads them (a conflict is
+// Conflict).
+const (
+	Acked    Outcome = "acked"    // 2xx, or exit 0: the broker forgets the event
+	Rejected Outcome = "rejected" // another 4xx, or exit 66: refused for good
+	Unacked  Outcome = "unacked"  // 5xx, 429, a timeout, a reset, a kill: the broker will redeliver
+)
+
+// Outcomes lists every outcome of the built-in handler, in report order.
 var Outcomes = []Outcome{Processed, Duplicate, Conflict, Failed, Crashed}
 
 // FaultPoint names a place inside the handler where a delivery can be made to fail.
@@ -80,6 +88,10 @@ type Result struct {
 	DuplicateOf string
 	// External records the call to the payment gateway, if one was made.
 	External *ExternalCall
+	// A user's consumer's answer: its HTTP or exit status (0 when none
+	// came), and the answer in words, as an expectation quotes it.
+	Status int
+	Said   string
 }
 
 // ExternalCall is one call to the external provider.

@@ -16,19 +16,20 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
 // Kind is the consumer's answer to one delivery, as a broker reads it.
-type Kind string
+type Kind = consumer.Outcome
 
 // The answers.
 const (
-	Acked    Kind = "acked"    // 2xx, or exit 0: the broker forgets the event
-	Conflict Kind = "conflict" // 409 or 422, or exit 65: same id, different payload, refused
-	Rejected Kind = "rejected" // another 4xx, or exit 66: refused for good
-	Unacked  Kind = "unacked"  // 5xx, 429, a timeout, a reset, a kill: the broker will redeliver
+	Acked    = consumer.Acked    // 2xx, or exit 0: the broker forgets the event
+	Conflict = consumer.Conflict // 409 or 422, or exit 65: same id, different payload, refused
+	Rejected = consumer.Rejected // another 4xx, or exit 66: refused for good
+	Unacked  = consumer.Unacked  // 5xx, 429, a timeout, a reset, a kill: the broker will redeliver
 )
 
 // MaxRetryAfter bounds how long a Retry-After header (on a 429 or a 5xx)

@@ -17,7 +17,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -300,163 +299,181 @@ func interrupted(a Answer) bool {
 	return a.Killed || (a.Status == 0 && a.Err != nil && !a.TimedOut)
 }
 
-// run is one scenario file on its way.
-type run struct {
-	s        *scenario.Scenario
-	sess     *Session
-	rng      *rand.Rand
-	history  []*Delivery
-	seen     map[string]bool // event ids and keys delivered so far
-	acked    map[string]bool // event ids the consumer acked so far
-	reported map[string]bool
-	broker   brokerCounts
-	mu       sync.Mutex
+// system is a user's consumer under test as the scenario runner drives
+// it: a runner.System.
+type system struct {
+	s       *scenario.Scenario
+	sess    *Session
+	rng     *rand.Rand
+	history []*Delivery     // the run's deliveries, as the judge reads them
+	seen    map[string]bool // event ids and keys delivered so far
+	acked   map[string]bool // event ids the consumer acked so far
+	broker  brokerCounts
 }
 
-// checkRun is one check on its way.
-type checkRun struct {
-	*run
-	res   *runner.CheckResult
-	index int
+// ConsumerKind is the kind of system a user's consumer is: a session opened for
+// each file, its crashes drawn from opts.Seed. Its concurrent steps are not
+// explored: redeliver cannot hold its workers.
+func ConsumerKind(opts Options) runner.Kind {
+	return runner.Kind{Open: func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
+		sess, err := Open(ctx, s.Target, s.Effects)
+		if err != nil {
+			return nil, tailed(err)
+		}
+		h := fnv.New64a()
+		h.Write([]byte(s.File))
+		return &system{s: s, sess: sess, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, acked: map[string]bool{}}, nil
+	}}
 }
 
 // RunFile runs every check of a target-mode scenario file.
 func RunFile(ctx context.Context, s *scenario.Scenario, opts Options) (*runner.FileResult, error) {
-	res := &runner.FileResult{File: s.File, Name: s.Name, Strategy: Strategy, Invariants: Invariants}
-	sess, err := Open(ctx, s.Target, s.Effects)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, problem.Environmentf(problem.Pos{File: s.File}, errors.New(withLeft(err.Error(), notCompleted(s, 0, 0))))
-	}
-	defer sess.Close()
-	res.Target, res.Effects = sess.Describe(), sess.DescribeEffects()
-	h := fnv.New64a()
-	h.Write([]byte(s.File))
-	r := &run{s: s, sess: sess, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, acked: map[string]bool{}, reported: map[string]bool{}}
-	for i, c := range s.Checks {
-		start := time.Now()
-		cr := &checkRun{run: r, res: &runner.CheckResult{Name: c.Name, Pos: c.Pos, Declared: c.Violations}, index: i + 1}
-		step, err := cr.check(ctx, c)
-		if err != nil {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			return res, problem.Environmentf(problem.Pos{File: s.File}, errors.New(withLeft(err.Error(), notCompleted(s, i, step))))
-		}
-		cr.res.Duration = time.Since(start)
-		res.Checks = append(res.Checks, *cr.res)
-		res.Counters.Add(cr.res.Counters)
-		res.Counters.Effects = cr.res.Counters.Effects
-	}
-	return res, nil
+	return runner.Run(ctx, s, ConsumerKind(opts))
 }
 
-// check runs one check; on an error it returns the step (0-based) it
-// stopped at.
-func (cr *checkRun) check(ctx context.Context, c *scenario.Check) (int, error) {
-	for i, st := range c.Steps {
-		if err := ctx.Err(); err != nil {
-			return i, err
-		}
-		var err error
-		switch st.Kind {
-		case scenario.Deliver:
-			err = cr.deliverStep(ctx, i+1, st)
-		case scenario.Inspect:
-			if err = cr.drain(ctx); err == nil {
-				err = cr.inspect(ctx, i+1, st.State)
-			}
-		case scenario.Advance:
-			// The consumer keeps its own clock: nothing to move.
-		}
-		if err != nil {
-			return i, err
-		}
-	}
-	if err := cr.drain(ctx); err != nil {
-		return len(c.Steps), err
-	}
-	if c.Expect != nil {
-		if err := cr.inspect(ctx, 0, c.Expect); err != nil {
-			return len(c.Steps), err
-		}
-	}
-	rows, err := cr.sess.db.Rows(ctx, nil)
-	if err != nil {
-		return len(c.Steps), err
-	}
-	table := cr.sess.fx.Table
-	if table == "" {
-		table = "the effects query"
-	}
-	for _, v := range judge(cr.history, rows, table) {
-		if cr.reported[v.Key()] {
-			continue
-		}
-		cr.reported[v.Key()] = true
-		cr.res.Violations = append(cr.res.Violations, v)
-	}
-	cr.res.Counters.Effects = len(rows)
-	runner.Verdict(cr.res, c)
-	return len(c.Steps), cr.line(ctx, c)
+// tailError is an error whose message ends with the consumer's stderr
+// lines: a runner.Tailed.
+type tailError struct {
+	err error
+	at  int
 }
 
-// drain waits for a broker target's consumer to take what was published,
-// and adds what the broker redelivered meanwhile to the check's counters.
-func (cr *checkRun) drain(ctx context.Context) error {
-	if !cr.sess.t.Broker() {
+func (e *tailError) Error() string { return e.err.Error() }
+func (e *tailError) Unwrap() error { return e.err }
+func (e *tailError) Tail() int     { return e.at }
+
+// tailed marks an error that quotes the consumer's stderr lines, so that
+// what is said after it goes before them.
+func tailed(err error) error {
+	if err == nil {
 		return nil
 	}
-	if err := cr.sess.drain(ctx, &cr.broker); err != nil {
-		return err
+	if i := strings.Index(err.Error(), stderrIntro); i >= 0 {
+		return &tailError{err: err, at: i}
 	}
-	cr.res.Counters.BrokerRedelivered += int(cr.broker.delta)
-	cr.res.Counters.Uncounted = cr.broker.uncounted
-	cr.broker.delta = 0
+	return err
+}
+
+func (sys *system) Close() error {
+	sys.sess.Close()
 	return nil
 }
 
-func (cr *checkRun) fail(step int, pos consumer.Location, m words.Miss) {
-	cr.res.Failures = append(cr.res.Failures, runner.Failure{Step: step, Pos: pos, Message: m.Message, Expected: m.Expected, Got: m.Got})
+func (sys *system) Describe(fr *runner.FileResult) {
+	fr.Strategy, fr.Invariants = Strategy, Invariants
+	fr.Target, fr.Effects = sys.sess.Describe(), sys.sess.DescribeEffects()
 }
 
-// deliverStep runs one deliver step with its faults.
-func (cr *checkRun) deliverStep(ctx context.Context, step int, st *scenario.Step) error {
-	ev := EventOf(st.Event.Envelope)
-	ev.MsgID = st.MessageID
-	key := KeyOf(cr.sess.fx.KeyOf, st.Event.Envelope)
-	if st.Concurrent > 0 {
-		return cr.concurrent(ctx, step, st, ev, key)
+// Advance has nothing to move: the consumer keeps its own clock.
+func (sys *system) Advance(time.Duration) {}
+
+// Settle waits for a broker target's consumer to take what was published,
+// and adds what the broker redelivered meanwhile to c.
+func (sys *system) Settle(ctx context.Context, c *consumer.Counters) error {
+	if !sys.sess.t.Broker() {
+		return nil
 	}
-	tolerate := st.Expect != nil && st.Expect.Answer == string(Unacked)
-	for n := 1; n <= st.Times; n++ {
-		if st.Delay > 0 {
-			if err := sleep(ctx, st.Delay); err != nil {
-				return err
-			}
-		}
-		a, err := cr.faulted(ctx, step, st, ev, key, tolerate)
+	if err := sys.sess.drain(ctx, &sys.broker); err != nil {
+		return tailed(err)
+	}
+	c.BrokerRedelivered += int(sys.broker.delta)
+	c.Uncounted = sys.broker.uncounted
+	sys.broker.delta = 0
+	return nil
+}
+
+func (sys *system) Count(ctx context.Context, table string) (int64, error) {
+	return sys.sess.db.Count(ctx, table)
+}
+
+// Inspect checks the effect rows a state expects of a business key.
+func (sys *system) Inspect(ctx context.Context, name string, s *scenario.State, miss func(consumer.Location, words.Miss)) error {
+	for _, kc := range s.Effects {
+		key := kc.Key
+		rows, err := sys.sess.db.Rows(ctx, &key)
 		if err != nil {
 			return err
 		}
-		if st.Expect == nil {
-			if _, err := cr.redeliver(ctx, step, st, ev, key, a); err != nil {
-				return err
-			}
+		if n := int64(len(rows)); n != kc.N {
+			miss(kc.Pos, words.KeyRows(name, kc.N, kc.Key, n))
 		}
-		cr.expect(step, n, st, a)
 	}
 	return nil
+}
+
+// Judge reads the effect rows and judges the run's deliveries by them.
+func (sys *system) Judge(ctx context.Context, _ []invariant.Record, res *runner.CheckResult) ([]invariant.Violation, error) {
+	rows, err := sys.sess.db.Rows(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	table := sys.sess.fx.Table
+	if table == "" {
+		table = "the effects query"
+	}
+	res.Counters.Effects = len(rows)
+	return judge(sys.history, rows, table), nil
+}
+
+// Total adds a check's counters to the file's; the effect rows are those
+// of the whole table at the end.
+func (sys *system) Total(file *consumer.Counters, c consumer.Counters) {
+	file.Add(c)
+	file.Effects = c.Effects
+}
+
+// Summary is the line of a check without say.
+func (sys *system) Summary(res *runner.CheckResult, caught []string) string {
+	return summary(res.History, res.Counters, caught, sys.sess.rowsWhere())
+}
+
+// Say: a consumer under test has no duplicate outcome; its duplicates
+// are the redeliveries it was sent.
+func (sys *system) Say(_ context.Context, res *runner.CheckResult, values map[string]string, _ []string) error {
+	values["duplicates"] = strconv.Itoa(res.Counters.Redeliveries)
+	return nil
+}
+
+// event is what a deliver step sends.
+func (sys *system) event(st *scenario.Step) (Event, string) {
+	ev := EventOf(st.Event.Envelope)
+	ev.MsgID = st.MessageID
+	return ev, KeyOf(sys.sess.fx.KeyOf, st.Event.Envelope)
+}
+
+// Deliver makes one delivery of a step with its faults; without an
+// expectation, an unacked one is redelivered as a broker would.
+func (sys *system) Deliver(ctx context.Context, c runner.Call) (consumer.Result, error) {
+	st := c.St
+	ev, key := sys.event(st)
+	tolerate := st.Expect != nil && st.Expect.Answer == string(Unacked)
+	a, err := sys.faulted(ctx, c, ev, key, tolerate)
+	if err != nil {
+		return consumer.Result{}, tailed(err)
+	}
+	if st.Expect == nil {
+		if _, err := sys.redeliver(ctx, c, ev, key, a); err != nil {
+			return consumer.Result{}, tailed(err)
+		}
+	}
+	return resultOf(a), nil
+}
+
+// resultOf is an answer as the runner's expectations read it.
+func resultOf(a Answer) consumer.Result {
+	res := consumer.Result{Outcome: a.Kind, Status: a.Status, Said: a.String()}
+	if a.Kind == Unacked || a.Killed {
+		res.Err = errors.New(a.String())
+	}
+	return res
 }
 
 // redeliver redelivers an event whose delivery got no ack, as a broker
 // would, after the wait the consumer asked for (Retry-After), until it is
 // answered or maxRedeliveries went unanswered; never-acked judges what
 // is left. A broker target's broker redelivers by itself.
-func (cr *checkRun) redeliver(ctx context.Context, step int, st *scenario.Step, ev Event, key string, a Answer) (Answer, error) {
-	if cr.sess.t.Broker() {
+func (sys *system) redeliver(ctx context.Context, c runner.Call, ev Event, key string, a Answer) (Answer, error) {
+	if sys.sess.t.Broker() {
 		return a, nil
 	}
 	for n := 0; n < maxRedeliveries && a.Kind == Unacked; n++ {
@@ -466,7 +483,7 @@ func (cr *checkRun) redeliver(ctx context.Context, step int, st *scenario.Step, 
 			}
 		}
 		var err error
-		if a, err = cr.plain(ctx, step, st, ev, key, false); err != nil {
+		if a, err = sys.plain(ctx, c, ev, key, false); err != nil {
 			return a, err
 		}
 	}
@@ -475,11 +492,12 @@ func (cr *checkRun) redeliver(ctx context.Context, step int, st *scenario.Step, 
 
 // faulted delivers once with the step's faults, and redelivers as a broker
 // would when no answer arrived; it returns the last answer.
-func (cr *checkRun) faulted(ctx context.Context, step int, st *scenario.Step, ev Event, key string, tolerate bool) (Answer, error) {
+func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
+	st := c.St
 	switch {
 	case st.Drop:
-		a, err := cr.once(ctx, step, st, ev, key, tolerate, func() (Answer, error) {
-			a := cr.sess.deliver(ctx, ev, nil)
+		a, err := sys.once(ctx, c, ev, key, tolerate, func() (Answer, error) {
+			a := sys.sess.deliver(ctx, ev, nil)
 			if a.Err == nil {
 				a.Kind, a.Dropped = Unacked, true
 			}
@@ -488,13 +506,13 @@ func (cr *checkRun) faulted(ctx context.Context, step int, st *scenario.Step, ev
 		if err != nil || !a.Dropped {
 			return a, err
 		}
-		return cr.plain(ctx, step, st, ev, key, tolerate)
-	case st.Crash != nil && cr.sess.t.Broker():
+		return sys.plain(ctx, c, ev, key, tolerate)
+	case st.Crash != nil && sys.sess.t.Broker():
 		// Publish, then kill a random instance: the broker redelivers
 		// whatever that instance held unacknowledged.
-		d := cr.crashDelays(st.Crash)[0]
-		return cr.once(ctx, step, st, ev, key, true, func() (Answer, error) {
-			a := cr.sess.deliver(ctx, ev, nil)
+		d := sys.crashDelays(st.Crash)[0]
+		return sys.once(ctx, c, ev, key, true, func() (Answer, error) {
+			a := sys.sess.deliver(ctx, ev, nil)
 			if a.Err != nil {
 				return a, nil
 			}
@@ -502,15 +520,14 @@ func (cr *checkRun) faulted(ctx context.Context, step int, st *scenario.Step, ev
 				return a, err
 			}
 			a.Crashed, a.CrashCame = true, Unknown
-			return a, cr.sess.crashInstance(ctx, cr.rng)
+			return a, sys.sess.crashInstance(ctx, sys.rng)
 		})
 	case st.Crash != nil:
 		var a Answer
 		var err error
-		delays := cr.crashDelays(st.Crash)
-		for _, d := range delays {
-			a, err = cr.once(ctx, step, st, ev, key, true, func() (Answer, error) {
-				a, err := cr.sess.crash(ctx, ev, d)
+		for _, d := range sys.crashDelays(st.Crash) {
+			a, err = sys.once(ctx, c, ev, key, true, func() (Answer, error) {
+				a, err := sys.sess.crash(ctx, ev, d)
 				a.Crashed = true
 				return a, err
 			})
@@ -519,22 +536,22 @@ func (cr *checkRun) faulted(ctx context.Context, step int, st *scenario.Step, ev
 			}
 		}
 		// No ack arrived: the broker redelivers.
-		return cr.plain(ctx, step, st, ev, key, tolerate)
+		return sys.plain(ctx, c, ev, key, tolerate)
 	}
-	return cr.plain(ctx, step, st, ev, key, tolerate)
+	return sys.plain(ctx, c, ev, key, tolerate)
 }
 
 // crashDelays are the kill delays of a crash: one, or a sweep 0, 1, 2, 4 …
 // ms up to the target's timeout.
-func (cr *checkRun) crashDelays(c *scenario.Crash) []time.Duration {
+func (sys *system) crashDelays(c *scenario.Crash) []time.Duration {
 	switch c.Kind {
 	case scenario.CrashAfter:
 		return []time.Duration{c.After}
 	case scenario.CrashRandom:
-		limit := min(cr.sess.t.Timeout(), 100*time.Millisecond)
-		return []time.Duration{time.Duration(cr.rng.Int64N(int64(limit)))}
+		limit := min(sys.sess.t.Timeout(), 100*time.Millisecond)
+		return []time.Duration{time.Duration(sys.rng.Int64N(int64(limit)))}
 	}
-	return SweepDelays(cr.sess.t.Timeout())
+	return SweepDelays(sys.sess.t.Timeout())
 }
 
 // SweepDelays are the kill delays of crash: sweep: 0, 1, 2, 4 … ms, up to limit.
@@ -546,19 +563,19 @@ func SweepDelays(limit time.Duration) []time.Duration {
 	return out
 }
 
-func (cr *checkRun) plain(ctx context.Context, step int, st *scenario.Step, ev Event, key string, tolerate bool) (Answer, error) {
-	return cr.once(ctx, step, st, ev, key, tolerate, func() (Answer, error) { return cr.sess.deliver(ctx, ev, nil), nil })
+func (sys *system) plain(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
+	return sys.once(ctx, c, ev, key, tolerate, func() (Answer, error) { return sys.sess.deliver(ctx, ev, nil), nil })
 }
 
 // once makes one delivery through send, records it, and compares the
 // key's rows before and after a conflict answer.
-func (cr *checkRun) once(ctx context.Context, step int, st *scenario.Step, ev Event, key string, tolerate bool, send func() (Answer, error)) (Answer, error) {
+func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool, send func() (Answer, error)) (Answer, error) {
 	var before []effects.Row
-	seen := cr.seen[ev.ID] || cr.seen["\x00"+key]
-	acked := cr.acked[ev.ID] && !cr.sess.t.Broker()
+	seen := sys.seen[ev.ID] || sys.seen["\x00"+key]
+	acked := sys.acked[ev.ID] && !sys.sess.t.Broker()
 	if seen {
 		var err error
-		if before, err = cr.sess.db.Rows(ctx, &key); err != nil {
+		if before, err = sys.sess.db.Rows(ctx, &key); err != nil {
 			return Answer{}, err
 		}
 	}
@@ -569,23 +586,23 @@ func (cr *checkRun) once(ctx context.Context, step int, st *scenario.Step, ev Ev
 	if err != nil {
 		return a, err
 	}
-	if herr := cr.sess.harnessError(a, ev, tolerate); herr != nil {
+	if herr := sys.sess.harnessError(a, ev, tolerate); herr != nil {
 		return a, herr
 	}
-	d := cr.record(step, st, ev, key, a)
-	cr.seen[ev.ID], cr.seen["\x00"+key] = true, true
+	d, rec := sys.record(c, ev, key, a)
+	sys.seen[ev.ID], sys.seen["\x00"+key] = true, true
 	if a.consumerAcked() {
-		cr.acked[ev.ID] = true
+		sys.acked[ev.ID] = true
 	}
 	if seen && (a.Kind == Conflict || acked) {
-		after, err := cr.sess.db.Rows(ctx, &key)
+		after, err := sys.sess.db.Rows(ctx, &key)
 		if err != nil {
 			return a, err
 		}
 		if a.Kind == Conflict {
 			d.Changed = changed(before, after)
 			d.ChangedStore = d.Changed != ""
-			cr.res.History[len(cr.res.History)-1].ChangedStore = d.ChangedStore
+			rec.ChangedStore = d.ChangedStore
 		} else {
 			d.Duplicated = duplicated(before, after)
 		}
@@ -593,28 +610,20 @@ func (cr *checkRun) once(ctx context.Context, step int, st *scenario.Step, ev Ev
 	return a, nil
 }
 
-// record appends a delivery to the history and counts it.
-func (cr *checkRun) record(step int, st *scenario.Step, ev Event, key string, a Answer) *Delivery {
-	cr.mu.Lock()
-	defer cr.mu.Unlock()
-	res := consumer.Result{Outcome: consumer.Outcome(a.Kind)}
-	if a.Kind == Unacked || a.Killed {
-		res.Err = errors.New(a.String())
-	}
-	d := &Delivery{Record: invariant.Record{Seq: len(cr.history) + 1, EventID: ev.ID, Key: key, Result: res, Check: cr.index, Step: step, Pos: st.Pos}, Answer: a, Expected: st.Expect != nil}
-	cr.history = append(cr.history, d)
-	cr.res.History = append(cr.res.History, d.Record)
-	count(&cr.res.Counters, a, cr.seen[ev.ID], cr.sess.t.Broker())
-	return d
+// record appends a delivery to the history and counts it; the record the
+// runner keeps is returned beside it.
+func (sys *system) record(c runner.Call, ev Event, key string, a Answer) (*Delivery, *invariant.Record) {
+	rec := c.Rec.Record(invariant.Record{EventID: ev.ID, Key: key, Result: resultOf(a)}, false)
+	d := &Delivery{Record: *rec, Answer: a, Expected: c.St.Expect != nil}
+	sys.history = append(sys.history, d)
+	count(c.Rec.Counters(), a, sys.seen[ev.ID], sys.sess.t.Broker())
+	return d, rec
 }
 
-// concurrent makes N deliveries of the same event at once.
-func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step, ev Event, key string) error {
-	if st.Delay > 0 {
-		if err := sleep(ctx, st.Delay); err != nil {
-			return err
-		}
-	}
+// Concurrent makes N deliveries of the same event at once.
+func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Result, error) {
+	st := c.St
+	ev, key := sys.event(st)
 	gate := make(chan struct{})
 	answers := make([]Answer, st.Concurrent)
 	var wg sync.WaitGroup
@@ -623,111 +632,33 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 		go func() {
 			defer wg.Done()
 			<-gate
-			answers[i] = cr.sess.deliver(ctx, ev, nil)
+			answers[i] = sys.sess.deliver(ctx, ev, nil)
 		}()
 	}
 	close(gate)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return err
+		return consumer.Result{}, err
 	}
 	answered := false
 	for _, a := range answers {
-		if err := cr.sess.harnessError(a, ev, false); err != nil {
-			return err
+		if err := sys.sess.harnessError(a, ev, false); err != nil {
+			return consumer.Result{}, tailed(err)
 		}
-		cr.record(step, st, ev, key, a)
-		cr.seen[ev.ID], cr.seen["\x00"+key] = true, true
+		sys.record(c, ev, key, a)
+		sys.seen[ev.ID], sys.seen["\x00"+key] = true, true
 		if a.consumerAcked() {
-			cr.acked[ev.ID] = true
+			sys.acked[ev.ID] = true
 		}
 		answered = answered || a.Kind != Unacked
 	}
 	if !answered {
 		// None of the workers took it: the broker redelivers it.
-		_, err := cr.redeliver(ctx, step, st, ev, key, answers[len(answers)-1])
-		return err
-	}
-	return nil
-}
-
-func (cr *checkRun) expect(step, n int, st *scenario.Step, a Answer) {
-	e := st.Expect
-	if e == nil {
-		return
-	}
-	name := words.Step(step, n, st.Times)
-	if e.Answer != "" && string(a.Kind) != e.Answer {
-		cr.fail(step, st.Pos, words.Outcome(name, e.Answer, string(a.Kind), a.String()))
-	}
-	if e.Status != 0 && a.Status != e.Status {
-		cr.fail(step, st.Pos, words.Status(name, e.Status, a.Status, a.String()))
-	}
-}
-
-func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) error {
-	name := words.Step(step, 1, 1)
-	for _, rc := range s.Rows {
-		n, err := cr.sess.db.Count(ctx, rc.Table)
-		if err != nil {
-			return err
-		}
-		if n != rc.N {
-			cr.fail(step, rc.Pos, words.Rows(name, rc.N, rc.Table, n))
+		if _, err := sys.redeliver(ctx, c, ev, key, answers[len(answers)-1]); err != nil {
+			return consumer.Result{}, tailed(err)
 		}
 	}
-	for _, kc := range s.Effects {
-		key := kc.Key
-		rows, err := cr.sess.db.Rows(ctx, &key)
-		if err != nil {
-			return err
-		}
-		if n := int64(len(rows)); n != kc.N {
-			cr.fail(step, kc.Pos, words.KeyRows(name, kc.N, kc.Key, n))
-		}
-	}
-	return nil
-}
-
-// line is the check's report line: its say, or a summary of the answers.
-func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
-	cnt := cr.res.Counters
-	var names []string
-	for _, v := range cr.res.Violations {
-		if !contains(names, string(v.Invariant)) {
-			names = append(names, string(v.Invariant))
-		}
-	}
-	if c.Say.IsZero() {
-		cr.res.Line = summary(cr.res.History, cnt, names, cr.sess.rowsWhere())
-	} else if err := cr.said(ctx, c, cnt, names); err != nil {
-		return err
-	}
-	if cnt.InterruptedNone() {
-		// Whatever the line says, a PASS must not claim a crash
-		// interrupted a delivery when none did.
-		cr.res.Line += "; " + words.NotInterrupted(cnt.Crashed)
-	}
-	return nil
-}
-
-// said expands the check's say into its line.
-func (cr *checkRun) said(ctx context.Context, c *scenario.Check, cnt consumer.Counters, names []string) error {
-	values := runner.SayValues(cnt, names)
-	// A consumer under test has no duplicate outcome: its duplicates are
-	// the redeliveries it was sent.
-	values["duplicates"] = strconv.Itoa(cnt.Redeliveries)
-	for _, f := range c.Say.Fields() {
-		if t, ok := strings.CutPrefix(f, "rows."); ok {
-			n, err := cr.sess.db.Count(ctx, t)
-			if err != nil {
-				return err
-			}
-			values[f] = strconv.FormatInt(n, 10)
-		}
-	}
-	cr.res.Line = c.Say.Expand(func(name string) string { return values[name] })
-	return nil
+	return resultOf(answers[0]), nil
 }
 
 // rowsWhere says whose rows the effect rows are: the whole effect table
@@ -773,49 +704,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// notCompleted lists the deliveries of the file that did not complete,
-// from check ci (0-based), step from on.
-func notCompleted(s *scenario.Scenario, ci, from int) string {
-	var left []string
-	count := 0
-	for c := ci; c < len(s.Checks); c++ {
-		for i, st := range s.Checks[c].Steps {
-			if (c == ci && i < from) || st.Kind != scenario.Deliver {
-				continue
-			}
-			n := max(st.Times, st.Concurrent)
-			count += n
-			if len(left) < 8 {
-				d := st.Event.ID
-				if n > 1 {
-					d += fmt.Sprintf(" ×%d", n)
-				}
-				left = append(left, fmt.Sprintf("%s (%s)", d, st.Pos))
-			}
-		}
-	}
-	switch {
-	case count == 0:
-		return ""
-	case count == 1:
-		return "; 1 delivery did not complete: " + strings.Join(left, ", ")
-	}
-	more := ""
-	if count > len(left) && len(left) == 8 {
-		more = ", and more"
-	}
-	return fmt.Sprintf("; %d deliveries did not complete: %s%s", count, strings.Join(left, ", "), more)
-}
-
-// withLeft puts the list of deliveries that did not complete into an
-// error's sentence, before the consumer's stderr lines if it shows them.
-func withLeft(msg, left string) string {
-	if i := strings.Index(msg, stderrIntro); i >= 0 {
-		return msg[:i] + left + msg[i:]
-	}
-	return msg + left
 }
 
 // count adds one delivery's answer to the counters, for a scenario's check

@@ -9,7 +9,6 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
-	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
 // workerOpener is a store that can give each worker of a concurrent step a
@@ -26,26 +25,29 @@ type writeLocker interface {
 	WriteLockOnBegin() bool
 }
 
-// concurrent delivers one event from st.Concurrent workers at the same
+// Concurrent delivers one event from st.Concurrent workers at the same
 // moment, each through its own connection, and records every outcome.
-func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step, d consumer.Delivery, scope string, inject handler.Injector) error {
+func (b *builtin) Concurrent(ctx context.Context, c Call) (consumer.Result, error) {
+	st := c.St
+	d, scope := b.delivery(st)
+	inject := handler.FailAt(st.Fail)
 	n := st.Concurrent
 	unit := [2]string{d.EventID, scope}
 	ds := make([]consumer.Delivery, n)
 	for i := range ds {
-		cr.attempts[unit]++
+		b.attempts[unit]++
 		ds[i] = d
-		ds[i].Attempt = cr.attempts[unit]
+		ds[i].Attempt = b.attempts[unit]
 	}
 	lockOnBegin := false
-	if wl, ok := cr.store.(writeLocker); ok {
+	if wl, ok := b.store.(writeLocker); ok {
 		lockOnBegin = wl.WriteLockOnBegin()
 	}
-	var b *barrier
+	var bar *barrier
 	if st.Interleave != "" {
-		b = newBarrier(st.Interleave, n, st.InOrder)
-	} else if h, ok := cr.sched.of(step); ok {
-		b = newBarrier(h.at, n, h.inOrder)
+		bar = newBarrier(st.Interleave, n, st.InOrder)
+	} else if c.Hold.At != "" {
+		bar = newBarrier(c.Hold.At, n, c.Hold.InOrder)
 	}
 	workers := make([]*worker, n)
 	defer func() {
@@ -56,16 +58,16 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 		}
 	}()
 	for i := range workers {
-		var store handler.Store = cr.store
-		if wo, ok := cr.store.(workerOpener); ok {
+		var store handler.Store = b.store
+		if wo, ok := b.store.(workerOpener); ok {
 			s, err := wo.Worker(ctx)
 			if err != nil {
-				return fmt.Errorf("concurrent step (%s): %w", st.Pos, err)
+				return consumer.Result{}, fmt.Errorf("concurrent step (%s): %w", st.Pos, err)
 			}
 			store = s
 		}
 		w := &worker{index: i, store: store, lockOnBegin: lockOnBegin}
-		w.h = handler.New(cr.s.Handler.Config, w, cr.gatewayOrNil(), func() time.Time { return cr.now })
+		w.h = handler.New(b.s.Handler.Config, w, b.gatewayOrNil(), func() time.Time { return b.now })
 		workers[i] = w
 	}
 	results := make([]consumer.Result, n)
@@ -76,25 +78,21 @@ func (cr *checkRun) concurrent(ctx context.Context, step int, st *scenario.Step,
 		go func() {
 			defer wg.Done()
 			<-start
-			results[i] = w.h.Handle(ctx, ds[i], b.hold(w, inject))
-			b.leave(w)
+			results[i] = w.h.Handle(ctx, ds[i], bar.hold(w, inject))
+			bar.leave(w)
 		}()
 	}
 	close(start) // every worker has its connection: go together
 	wg.Wait()
-	if b.held() {
-		cr.res.held(b.point)
+	if bar.held() {
+		c.Rec.Held(bar.point)
 	}
 	for i, res := range results {
-		rec, err := cr.record(ctx, step, st, ds[i], scope, res, false)
-		if err != nil {
-			return err
-		}
-		if i == 0 && st.Label != "" {
-			cr.labels[st.Label] = rec.Result.EffectID
+		if _, err := b.record(ctx, c, ds[i], scope, res, false); err != nil {
+			return consumer.Result{}, err
 		}
 	}
-	return nil
+	return results[0], nil
 }
 
 // worker is one concurrent worker's store. It follows the worker's

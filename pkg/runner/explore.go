@@ -5,45 +5,50 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
-	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
+// reacher tells the fault points a concurrent step's workers can be held
+// at (a handler.Strategy does).
+type reacher interface {
+	Reaches(consumer.FaultPoint) bool
+}
+
 // MaxSchedules bounds the schedules one check is run under.
 const MaxSchedules = 32
 
-// hold is how one concurrent step without interleave runs in a schedule:
+// Hold is how one concurrent step without interleave runs in a schedule:
 // unforced (at is empty: the workers start together and timing decides), or
 // every worker held at a fault point and then released together or one at a
 // time in worker order, as `interleave:` would.
-type hold struct {
-	at      consumer.FaultPoint
-	inOrder bool
+type Hold struct {
+	At      consumer.FaultPoint
+	InOrder bool
 }
 
-func (h hold) String() string { return words.Hold(string(h.at), h.inOrder) }
+func (h Hold) String() string { return words.Hold(string(h.At), h.InOrder) }
 
 // schedule gives each explored step of a check (a concurrent step without
 // interleave) its hold for one run of the check.
 type schedule struct {
 	steps []int // the explored steps, 1-based
-	holds []hold
+	holds []Hold
 }
 
 // of returns the hold of a step, if the schedule forces one (a nil
 // schedule forces none).
-func (s *schedule) of(step int) (hold, bool) {
+func (s *schedule) of(step int) (Hold, bool) {
 	if s == nil {
-		return hold{}, false
+		return Hold{}, false
 	}
 	for i, n := range s.steps {
-		if n == step && s.holds[i].at != "" {
+		if n == step && s.holds[i].At != "" {
 			return s.holds[i], true
 		}
 	}
-	return hold{}, false
+	return Hold{}, false
 }
 
 // String names the schedule so that it can be written as `interleave:`.
@@ -65,7 +70,7 @@ func (s schedule) String() string {
 // as written); then the schedules that force one step, then two, and so on,
 // each group in step order and fault point order, until MaxSchedules: the
 // same schedules in the same order on every run.
-func schedules(strategy handler.Strategy, c *scenario.Check) []schedule {
+func schedules(strategy reacher, c *scenario.Check) []schedule {
 	var steps []int
 	for i, st := range c.Steps {
 		if st.Kind == scenario.Deliver && st.Concurrent > 0 && st.Interleave == "" {
@@ -75,22 +80,22 @@ func schedules(strategy handler.Strategy, c *scenario.Check) []schedule {
 	if len(steps) == 0 {
 		return nil
 	}
-	opts := []hold{{}}
+	opts := []Hold{{}}
 	for _, p := range consumer.FaultPoints {
 		if strategy.Reaches(p) {
-			opts = append(opts, hold{at: p}, hold{at: p, inOrder: true})
+			opts = append(opts, Hold{At: p}, Hold{At: p, InOrder: true})
 		}
 	}
 	k := len(steps)
 	var out []schedule
-	cur := make([]hold, k)
+	cur := make([]Hold, k)
 	var pick func(i, forced, want int)
 	pick = func(i, forced, want int) {
 		if len(out) == MaxSchedules {
 			return
 		}
 		if i == k {
-			out = append(out, schedule{steps: steps, holds: append([]hold(nil), cur...)})
+			out = append(out, schedule{steps: steps, holds: append([]Hold(nil), cur...)})
 			return
 		}
 		if forced < want {
@@ -100,7 +105,7 @@ func schedules(strategy handler.Strategy, c *scenario.Check) []schedule {
 			}
 		}
 		if forced+(k-i-1) >= want {
-			cur[i] = hold{}
+			cur[i] = Hold{}
 			pick(i+1, forced, want)
 		}
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -8,7 +9,8 @@ import (
 )
 
 // stepError is a runtime error at one step of a check (0-based), after
-// done of the step's deliveries completed.
+// done of the step's deliveries completed; step -1 is before the first
+// step (the system could not be opened).
 type stepError struct {
 	step int
 	done int
@@ -79,9 +81,30 @@ func notCompleted(s *scenario.Scenario, ci int, err error) error {
 	if n := count - len(left); n > 0 && len(left) == maxListed {
 		more = ", and more"
 	}
-	what := fmt.Sprintf("%d deliveries, from the one that failed on, did not complete", count)
+	what := fmt.Sprintf("%d deliveries did not complete", count)
+	if steps := s.Checks[ci].Steps; from >= 0 && from < len(steps) && steps[from].Kind == scenario.Deliver {
+		what = fmt.Sprintf("%d deliveries, from the one that failed on, did not complete", count)
+	}
 	if count == 1 {
 		what = "1 delivery did not complete"
 	}
-	return fmt.Errorf("%w; %s: %s%s", err, what, strings.Join(left, ", "), more)
+	list := fmt.Sprintf("; %s: %s%s", what, strings.Join(left, ", "), more)
+	var t Tailed
+	if errors.As(err, &t) {
+		// The consumer's stderr lines stay last.
+		msg := err.Error()
+		at := t.Tail()
+		return &listed{msg: msg[:at] + list + msg[at:], err: err}
+	}
+	return fmt.Errorf("%w%s", err, list)
 }
+
+// listed is an error with the list of deliveries that did not complete
+// put inside its message.
+type listed struct {
+	msg string
+	err error
+}
+
+func (e *listed) Error() string { return e.msg }
+func (e *listed) Unwrap() error { return e.err }

@@ -1,14 +1,13 @@
-// Package runner runs scenario files: it hands each step's deliveries to the
-// handler, records the history, evaluates the expectations the file wrote
-// and asks the checker for broken invariants after every check.
+// Package runner runs scenario files against a consumer under test (a
+// System): it hands each step's deliveries to it, records the history,
+// evaluates the expectations the file wrote, asks the system for broken
+// invariants after every check, and explores the schedules of concurrent
+// steps where the system can hold its workers.
 package runner
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"hash/fnv"
-	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,32 +15,18 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
-	"github.com/redeliver/redeliver/pkg/gateway"
-	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
-// Store is a database the handler writes to and the checker reads.
-type Store interface {
-	handler.Store
-	Count(ctx context.Context, table string) (int64, error)
-	Markers(ctx context.Context) ([]handler.Marker, error)
-	Effects(ctx context.Context) ([]handler.Effect, error)
-	Close() error
-}
-
-// Opener creates a fresh store for one scenario file.
-type Opener func(ctx context.Context, s *scenario.Scenario) (Store, error)
-
 // Epoch is where the scenario clock starts.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// harnessError is a failure of the harness (database, I/O), not of a
-// check, while running file: an environment problem, unless what failed
-// already said what kind of problem it is.
+// harnessError is a failure of the harness (database, I/O, the consumer's
+// process), not of a check, while running file: an environment problem,
+// unless what failed already said what kind of problem it is.
 func harnessError(file string, err error) error {
 	var p *problem.Error
 	if errors.As(err, &p) {
@@ -50,32 +35,35 @@ func harnessError(file string, err error) error {
 	return problem.Environmentf(problem.Pos{File: file}, err)
 }
 
-// RunFile runs every check of one scenario against a fresh store. A check
-// with a concurrent step that has no interleave is explored: it is run once
-// under each of its schedules, each time from the state the file's earlier
-// checks left, and it passes only if it passes under every schedule (see
-// fold). The schedules run before the file's own run, so that the store
-// left at the end is that run's.
+// Run runs every check of one scenario file against a system of kind k,
+// opened afresh for the file. A check with a concurrent step that has no
+// interleave is explored, where the kind can hold its workers: it is run
+// once under each of its schedules, each time from the state the file's
+// earlier checks left, and it passes only if it passes under every
+// schedule (see fold). The schedules run before the file's own run, so
+// that the state left at the end is that run's.
 //
-// A store that can snapshot itself (snapshotter) and put the snapshot back
-// is run once: the earlier checks run once, the state they left is
-// snapshotted and put back before each schedule. Any other store is opened
-// afresh for each schedule, the earlier checks run again first.
-func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResult, error) {
+// A system that can snapshot itself and put the snapshot back is run
+// once: the earlier checks run once, the state they left is snapshotted
+// and put back before each schedule. Any other is opened afresh for each
+// schedule, the earlier checks run again first.
+func Run(ctx context.Context, s *scenario.Scenario, k Kind) (*FileResult, error) {
 	plans := make([][]schedule, len(s.Checks))
 	explores := false
-	for i, c := range s.Checks {
-		plans[i] = schedules(s.Handler.Strategy, c)
-		explores = explores || len(plans[i]) > 1
+	if k.Reaches != nil {
+		for i, c := range s.Checks {
+			plans[i] = schedules(reachFunc(k.Reaches), c)
+			explores = explores || len(plans[i]) > 1
+		}
 	}
 	var res *FileResult
 	var explored [][]CheckResult
 	var err error
 	if explores {
-		res, explored, err = runSnapshotted(ctx, s, &open, plans)
+		res, explored, err = runSnapshotted(ctx, s, &k, plans)
 	}
 	if res == nil && err == nil {
-		res, explored, err = replayPrefixes(ctx, s, open, plans)
+		res, explored, err = replayPrefixes(ctx, s, k, plans)
 	}
 	if res == nil {
 		return nil, err
@@ -85,82 +73,72 @@ func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResul
 			res.Checks[i] = fold(s.Checks[i], plans[i], append([]CheckResult{res.Checks[i]}, explored[i]...))
 		}
 	}
-	for _, cr := range res.Checks {
-		res.Counters.Add(cr.Counters)
-		res.Counters.OrphanCharges, res.Counters.UnchargedEffects = cr.Counters.OrphanCharges, cr.Counters.UnchargedEffects
-	}
 	return res, err
 }
 
-// replayPrefixes runs each schedule of an explored check on a fresh store,
-// the file's earlier checks first, then the file.
-func replayPrefixes(ctx context.Context, s *scenario.Scenario, open Opener, plans [][]schedule) (*FileResult, [][]CheckResult, error) {
+type reachFunc func(consumer.FaultPoint) bool
+
+func (f reachFunc) Reaches(p consumer.FaultPoint) bool { return f(p) }
+
+// bare is a file's result before any check ran.
+func bare(s *scenario.Scenario) *FileResult {
+	return &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
+}
+
+// replayPrefixes runs each schedule of an explored check on a fresh
+// system, the file's earlier checks first, then the file.
+func replayPrefixes(ctx context.Context, s *scenario.Scenario, k Kind, plans [][]schedule) (*FileResult, [][]CheckResult, error) {
 	explored := make([][]CheckResult, len(s.Checks))
 	for i := range s.Checks {
-		for k := 1; k < len(plans[i]); k++ {
-			res, err := runChecks(ctx, s, open, plans, i+1, &plans[i][k])
+		for j := 1; j < len(plans[i]); j++ {
+			res, err := runChecks(ctx, s, k, plans, i+1, &plans[i][j])
 			if err != nil {
-				return &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}, nil, err
+				return bare(s), nil, err
 			}
 			explored[i] = append(explored[i], res.Checks[i])
 		}
 	}
-	res, err := runChecks(ctx, s, open, plans, len(s.Checks), nil)
+	res, err := runChecks(ctx, s, k, plans, len(s.Checks), nil)
 	return res, explored, err
 }
 
-// snapshotter is a store that can copy what it holds and put the copy
-// back (restore), leaving it exactly as it was at the copy; release drops
-// the copy.
-type snapshotter interface {
-	Snapshot(ctx context.Context) (restore func(context.Context) error, release func(), err error)
-}
-
-// runSnapshotted runs the file once on one store, snapshotting the state
+// runSnapshotted runs the file once on one system, snapshotting the state
 // before each explored check and putting it back before each of its
 // schedules and before the file's own run of it. It returns nil results
-// and no error when the store cannot snapshot, and open then hands the
-// store it opened to its next caller.
-func runSnapshotted(ctx context.Context, s *scenario.Scenario, open *Opener, plans [][]schedule) (*FileResult, [][]CheckResult, error) {
+// and no error when the system cannot snapshot, and k.Open then hands
+// the system it opened to its next caller.
+func runSnapshotted(ctx context.Context, s *scenario.Scenario, k *Kind, plans [][]schedule) (*FileResult, [][]CheckResult, error) {
 	// An error ends the run as replaying the prefixes would: before any
 	// check's result when a later check is explored (its schedules, run
 	// first, would have met it), after the checks before it otherwise.
-	bare := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
-	orig := *open
-	store, err := orig(ctx, s)
+	orig := k.Open
+	sys, err := orig(ctx, s)
 	if err != nil {
-		return bare, nil, harnessError(s.File, err)
+		return bare(s), nil, harnessError(s.File, err)
 	}
-	snap, ok := store.(snapshotter)
-	if !ok {
-		// The first run of the prefixes takes this store.
+	snap, ok := sys.(snapshotter)
+	if !ok || !snap.CanSnapshot() {
+		// The first run of the prefixes takes this system.
 		handed := false
-		*open = func(ctx context.Context, sc *scenario.Scenario) (Store, error) {
+		k.Open = func(ctx context.Context, sc *scenario.Scenario) (System, error) {
 			if handed {
 				return orig(ctx, sc)
 			}
 			handed = true
-			return store, nil
+			return sys, nil
 		}
 		return nil, nil, nil
 	}
-	defer store.Close()
-	r, cleanup, err := newRun(s, store)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cleanup()
+	defer sys.Close()
+	r := newRun(s, sys)
 	explored := make([][]CheckResult, len(s.Checks))
-	res := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
+	res := bare(s)
+	sys.Describe(res)
 	fail := func(i int, err error) (*FileResult, [][]CheckResult, error) {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		} else {
-			err = harnessError(s.File, notCompleted(s, i, err))
-		}
+		err = r.failed(ctx, i, err)
 		for _, p := range plans[i+1:] {
 			if len(p) > 1 {
-				return bare, nil, err
+				return bare(s), nil, err
 			}
 		}
 		return res, explored, err
@@ -170,9 +148,10 @@ func runSnapshotted(ctx context.Context, s *scenario.Scenario, open *Opener, pla
 			cr, err := r.explore(ctx, snap, i, c, plans[i], &explored[i])
 			if err != nil {
 				_, _, err = fail(i, err)
-				return bare, nil, err
+				return bare(s), nil, err
 			}
 			res.Checks = append(res.Checks, *cr)
+			sys.Total(&res.Counters, cr.Counters)
 			continue
 		}
 		start := time.Now()
@@ -182,6 +161,7 @@ func runSnapshotted(ctx context.Context, s *scenario.Scenario, open *Opener, pla
 		}
 		cr.Duration = time.Since(start)
 		res.Checks = append(res.Checks, *cr)
+		sys.Total(&res.Counters, cr.Counters)
 	}
 	return res, explored, nil
 }
@@ -200,7 +180,7 @@ func (r *run) explore(ctx context.Context, snap snapshotter, i int, c *scenario.
 	// Each schedule's duration counts the steps before the first explored
 	// one, as if it had run them.
 	before := time.Since(start)
-	restoreStore, release, err := snap.Snapshot(ctx)
+	restore, release, err := snap.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +208,7 @@ func (r *run) explore(ctx context.Context, snap snapshotter, i int, c *scenario.
 			}
 		}
 		*out = append(*out, *res)
-		if err := restoreStore(ctx); err != nil {
+		if err := restore(ctx); err != nil {
 			return nil, err
 		}
 		r.restore(saved)
@@ -245,68 +225,64 @@ func (r *run) explore(ctx context.Context, snap snapshotter, i int, c *scenario.
 	return res, nil
 }
 
-// saved is what a run keeps besides its store, as it was at a snapshot.
+// saved is what a run keeps besides its system, as it was at a snapshot.
 type saved struct {
-	now      time.Time
 	history  []invariant.Record
 	seq      int
 	frozen   int
-	attempts map[[2]string]int
 	labels   map[string]int64
 	reported map[string]bool
-	ledger   *gateway.Ledger
 }
 
 func (r *run) save() saved {
 	r.frozen = len(r.history)
-	sv := saved{now: r.now, history: r.history, seq: r.seq, frozen: r.frozen, attempts: maps.Clone(r.attempts), labels: maps.Clone(r.labels), reported: maps.Clone(r.reported)}
-	if r.gateway != nil {
-		l := r.gateway.Snapshot()
-		sv.ledger = &l
-	}
-	return sv
+	return saved{history: r.history, seq: r.seq, frozen: r.frozen, labels: clone(r.labels), reported: clone(r.reported)}
 }
 
 // restore puts the run back as it was at save: the history's records up
 // to then are kept, those after are written over by the next deliveries.
 func (r *run) restore(sv saved) {
-	r.now, r.history, r.seq, r.frozen = sv.now, sv.history, sv.seq, sv.frozen
-	r.attempts, r.labels, r.reported = maps.Clone(sv.attempts), maps.Clone(sv.labels), maps.Clone(sv.reported)
-	if sv.ledger != nil {
-		r.gateway.Restore(*sv.ledger)
-	}
+	r.history, r.seq, r.frozen = sv.history, sv.seq, sv.frozen
+	r.labels, r.reported = clone(sv.labels), clone(sv.reported)
 }
 
-// newRun starts a run of s on store; cleanup closes its gateway.
-func newRun(s *scenario.Scenario, store Store) (*run, func(), error) {
-	r := &run{s: s, store: store, now: Epoch, attempts: map[[2]string]int{}, labels: map[string]int64{}, reported: map[string]bool{}}
-	cleanup := func() {}
-	if s.Handler.Strategy.CallsOut() {
-		g, err := gateway.New()
-		if err != nil {
-			return nil, nil, harnessError(s.File, err)
+func clone[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func newRun(s *scenario.Scenario, sys System) *run {
+	return &run{s: s, sys: sys, labels: map[string]int64{}, reported: map[string]bool{}}
+}
+
+// failed words an error that stopped check i (0-based): the run's own
+// when the run was interrupted, else a harness error that lists what did
+// not complete.
+func (r *run) failed(ctx context.Context, i int, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return harnessError(r.s.File, notCompleted(r.s, i, err))
+}
+
+// runChecks runs the first n checks of a file on a fresh system, each
+// under the first of its schedules, but the last under last if it is
+// given.
+func runChecks(ctx context.Context, s *scenario.Scenario, k Kind, plans [][]schedule, n int, last *schedule) (*FileResult, error) {
+	sys, err := k.Open(ctx, s)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		cleanup = func() { g.Close() }
-		r.gateway = g
+		return nil, harnessError(s.File, notCompleted(s, 0, &stepError{step: -1, err: err}))
 	}
-	r.h = handler.New(s.Handler.Config, store, r.gatewayOrNil(), func() time.Time { return r.now })
-	return r, cleanup, nil
-}
-
-// runChecks runs the first n checks of a file on a fresh store, each under
-// the first of its schedules, but the last under last if it is given.
-func runChecks(ctx context.Context, s *scenario.Scenario, open Opener, plans [][]schedule, n int, last *schedule) (*FileResult, error) {
-	store, err := open(ctx, s)
-	if err != nil {
-		return nil, harnessError(s.File, err)
-	}
-	defer store.Close()
-	r, cleanup, err := newRun(s, store)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-	res := &FileResult{File: s.File, Name: s.Name, Strategy: s.Handler.Strategy}
+	defer sys.Close()
+	r := newRun(s, sys)
+	res := bare(s)
+	sys.Describe(res)
 	for i, c := range s.Checks[:n] {
 		var sched *schedule
 		if i == n-1 {
@@ -322,36 +298,22 @@ func runChecks(ctx context.Context, s *scenario.Scenario, open Opener, plans [][
 		}
 		cr.Duration = time.Since(start)
 		res.Checks = append(res.Checks, *cr)
+		sys.Total(&res.Counters, cr.Counters)
 	}
 	return res, nil
 }
 
 type run struct {
 	s       *scenario.Scenario
-	store   Store
-	gateway *gateway.Gateway
-	h       *handler.Handler
-	now     time.Time
+	sys     System
 	history []invariant.Record
 	// seq counts the deliveries recorded (history keeps a run of identical
 	// ones as one record); the records below frozen are shared with a
 	// snapshot and are not changed.
 	seq      int
 	frozen   int
-	attempts map[[2]string]int
 	labels   map[string]int64
 	reported map[string]bool // violations already reported by an earlier check
-	// The last digest read, and the store's version then (see digest).
-	digested   bool
-	digestAt   uint64
-	lastDigest uint64
-}
-
-func (r *run) gatewayOrNil() handler.Gateway {
-	if r.gateway == nil {
-		return nil
-	}
-	return r.gateway
 }
 
 // checkRun is one check on its way.
@@ -366,6 +328,9 @@ type checkRun struct {
 	// from is where the check's deliveries start in the run's history:
 	// the result's History is that part of it, not a copy.
 	from int
+	// step and pos are the step being run, for Record.
+	step int
+	pos  consumer.Location
 }
 
 func (r *run) check(ctx context.Context, index int, c *scenario.Check, explored bool, sched *schedule) (*CheckResult, error) {
@@ -397,9 +362,11 @@ func (cr *checkRun) steps(ctx context.Context, c *scenario.Check, from int, to .
 		case scenario.Deliver:
 			err = cr.deliver(ctx, i+1, st)
 		case scenario.Inspect:
-			err = cr.inspect(ctx, i+1, st.State)
+			if err = cr.sys.Settle(ctx, &cr.res.Counters); err == nil {
+				err = cr.inspect(ctx, i+1, st.State)
+			}
 		case scenario.Advance:
-			cr.now = cr.now.Add(st.Advance)
+			cr.sys.Advance(st.Advance)
 		}
 		if err != nil {
 			se := &stepError{step: i, err: err}
@@ -413,21 +380,26 @@ func (cr *checkRun) steps(ctx context.Context, c *scenario.Check, from int, to .
 	return nil
 }
 
-// finish checks the check's expectations and invariants once its steps ran.
+// finish checks the check's expectations and invariants once its steps
+// ran.
 func (cr *checkRun) finish(ctx context.Context, c *scenario.Check) (*CheckResult, error) {
+	after := func(err error) error { return &stepError{step: len(c.Steps), err: err} }
+	if err := cr.sys.Settle(ctx, &cr.res.Counters); err != nil {
+		return nil, after(err)
+	}
 	if n := len(cr.history); n > cr.from {
 		cr.res.History = cr.history[cr.from:n:n]
 	}
 	if c.Expect != nil {
 		if err := cr.inspect(ctx, 0, c.Expect); err != nil {
-			return nil, err
+			return nil, after(err)
 		}
 	}
 	if err := cr.invariants(ctx, c); err != nil {
-		return nil, err
+		return nil, after(err)
 	}
 	if err := cr.line(ctx, c); err != nil {
-		return nil, err
+		return nil, after(err)
 	}
 	return cr.res, nil
 }
@@ -445,117 +417,79 @@ func (cr *checkRun) fail(step int, pos consumer.Location, m words.Miss) {
 	cr.res.Failures = append(cr.res.Failures, Failure{Step: step, Pos: pos, Message: m.Message, Expected: m.Expected, Got: m.Got})
 }
 
+// deliver runs one deliver step: its deliveries one after another (times),
+// or at once (concurrent), each after the step's delay.
 func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) error {
-	d := consumer.Delivery{EventID: st.Event.ID, Source: st.Event.Source, Consumer: st.Consumer, Schema: st.Event.Schema, Envelope: st.Event.Envelope, At: st.Pos}
-	if d.Consumer == "" {
-		d.Consumer = cr.s.Handler.Consumer
-	}
-	scope := cr.h.Scope(d)
-	inject := handler.FailAt(st.Fail)
+	cr.step, cr.pos = step, st.Pos
+	call := Call{Check: cr.index, Step: step, St: st, Rec: cr}
 	if st.Concurrent > 0 {
-		return cr.concurrent(ctx, step, st, d, scope, inject)
+		if h, ok := cr.sched.of(step); ok {
+			call.Hold = h
+		}
+		if err := sleep(ctx, st.Delay); err != nil {
+			return err
+		}
+		res, err := cr.sys.Concurrent(ctx, call)
+		if err != nil {
+			return err
+		}
+		if st.Label != "" {
+			cr.labels[st.Label] = res.EffectID
+		}
+		return nil
 	}
 	for n := 1; n <= st.Times; n++ {
-		rec, err := cr.one(ctx, step, st, d, scope, inject, true)
+		if err := sleep(ctx, st.Delay); err != nil {
+			return &partialStep{done: n - 1, err: err}
+		}
+		call.N = n
+		res, err := cr.sys.Deliver(ctx, call)
 		if err != nil {
 			return &partialStep{done: n - 1, err: err}
 		}
 		if n == 1 && st.Label != "" {
-			cr.labels[st.Label] = rec.Result.EffectID
+			cr.labels[st.Label] = res.EffectID
 		}
-		cr.expect(step, n, st, rec)
+		cr.expect(step, n, st, res)
 	}
 	return nil
 }
 
-// one delivers once and records it; repeat: it may be kept as a repeat of
-// the record before (see record).
-func (cr *checkRun) one(ctx context.Context, step int, st *scenario.Step, d consumer.Delivery, scope string, inject handler.Injector, repeat bool) (invariant.Record, error) {
-	unit := [2]string{d.EventID, scope}
-	cr.attempts[unit]++
-	d.Attempt = cr.attempts[unit]
-	var before uint64
-	redelivery := d.Attempt > 1
-	if redelivery && cr.s.Handler.Strategy.KeepsMarkers() {
-		var err error
-		if before, err = cr.digest(ctx); err != nil {
-			return invariant.Record{}, err
-		}
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
 	}
-	// One delivery on its own takes microseconds and waits for no other
-	// worker: it is not interrupted halfway (a context that can be
-	// cancelled costs database/sql a goroutine per query), the run stops
-	// before the next one.
-	if err := ctx.Err(); err != nil {
-		return invariant.Record{}, err
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	res := cr.h.Handle(context.WithoutCancel(ctx), d, inject)
-	rec, err := cr.record(ctx, step, st, d, scope, res, repeat)
-	if err != nil {
-		return rec, err
-	}
-	if res.Outcome == consumer.Conflict && redelivery && cr.s.Handler.Strategy.KeepsMarkers() {
-		after, err := cr.digest(ctx)
-		if err != nil {
-			return rec, err
-		}
-		rec.ChangedStore = after != before
-		cr.history[len(cr.history)-1].ChangedStore = rec.ChangedStore
-	}
-	return rec, nil
 }
 
-// record appends a delivery to the history and counts it. With repeat, a
-// delivery the same in every way as the last one of the history (the
-// same step of this check, the same outcome and effect, no error, no
-// external call) is counted as a repeat of it instead (Record.Repeats):
-// a step's times: of one event keeps a record or two, not one per
-// delivery.
-func (cr *checkRun) record(ctx context.Context, step int, st *scenario.Step, d consumer.Delivery, scope string, res consumer.Result, repeat bool) (invariant.Record, error) {
-	var se *handler.StoreError
-	if errors.As(res.Err, &se) {
-		if ctx.Err() != nil {
-			return invariant.Record{}, ctx.Err()
-		}
-		return invariant.Record{}, fmt.Errorf("delivering %s (%s): %w", d.EventID, st.Pos, se.Err)
-	}
+// Record appends a delivery to the history. With repeat, a delivery the
+// same in every way as the last one of the history (the same step of
+// this check, the same outcome and effect, no error, no external call)
+// is counted as a repeat of it instead (Record.Repeats): a step's times:
+// of one event keeps a record or two, not one per delivery.
+func (cr *checkRun) Record(rec invariant.Record, repeat bool) *invariant.Record {
 	cr.seq++
-	rec := invariant.Record{Seq: cr.seq, EventID: d.EventID, Consumer: scope, Key: res.Key, Result: res, At: cr.now, Check: cr.index, Step: step, Pos: st.Pos}
+	rec.Seq, rec.Check, rec.Step, rec.Pos = cr.seq, cr.index, cr.step, cr.pos
 	if n := len(cr.history); repeat && n > cr.from && n > cr.frozen && repeats(&cr.history[n-1], rec) {
 		cr.history[n-1].Repeats++
 	} else {
 		cr.history = append(cr.history, rec)
 	}
-	c := &cr.res.Counters
-	c.Deliveries++
-	if d.Attempt > 1 {
-		c.Redeliveries++
-	}
-	switch res.Outcome {
-	case consumer.Processed:
-		c.Processed++
-		c.Effects++
-	case consumer.Duplicate:
-		c.Duplicates++
-	case consumer.Conflict:
-		c.Conflicts++
-	case consumer.Failed:
-		c.Failed++
-	case consumer.Crashed:
-		c.Crashed++
-		c.Effects++
-	}
-	if x := res.External; x != nil {
-		var kc *gateway.KeyConflictError
-		if errors.As(x.Err, &kc) {
-			c.KeyConflicts++
-		}
-		if res.Outcome == consumer.Failed && x.Err == nil {
-			c.FailedAfterExternal++
-		}
-	}
-	return rec, nil
+	return &cr.history[len(cr.history)-1]
 }
+
+// Counters are the check's counters.
+func (cr *checkRun) Counters() *consumer.Counters { return &cr.res.Counters }
+
+// Held records that workers were held at p.
+func (cr *checkRun) Held(p consumer.FaultPoint) { cr.res.held(p) }
 
 // repeats reports whether rec is the delivery right after last's run and
 // the same in every way but its Seq.
@@ -568,19 +502,31 @@ func repeats(last *invariant.Record, rec invariant.Record) bool {
 	return x == rec
 }
 
-func (cr *checkRun) expect(step, n int, st *scenario.Step, rec invariant.Record) {
+// expect compares one delivery's result with the step's expectation: the
+// outcome (or a consumer's answer), its status, its error, the effect it
+// shares with a label.
+func (cr *checkRun) expect(step, n int, st *scenario.Step, res consumer.Result) {
 	e := st.Expect
 	if e == nil {
 		return
 	}
 	name := words.Step(step, n, st.Times)
-	res := rec.Result
-	if e.Outcome != "" && res.Outcome != e.Outcome {
-		got := string(res.Outcome)
+	said := res.Said
+	if said == "" {
+		said = string(res.Outcome)
 		if res.Err != nil && res.Outcome == consumer.Failed {
-			got += " (" + res.Err.Error() + ")"
+			said += " (" + res.Err.Error() + ")"
 		}
-		cr.fail(step, st.Pos, words.Outcome(name, string(e.Outcome), string(res.Outcome), got))
+	}
+	want := string(e.Outcome)
+	if e.Answer != "" {
+		want = e.Answer
+	}
+	if want != "" && string(res.Outcome) != want {
+		cr.fail(step, st.Pos, words.Outcome(name, want, string(res.Outcome), said))
+	}
+	if e.Status != 0 && res.Status != e.Status {
+		cr.fail(step, st.Pos, words.Status(name, e.Status, res.Status, said))
 	}
 	if e.Error != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), e.Error)) {
 		cr.fail(step, st.Pos, words.Error(name, e.Error, res.Err))
@@ -593,10 +539,11 @@ func (cr *checkRun) expect(step, n int, st *scenario.Step, rec invariant.Record)
 	}
 }
 
+// inspect compares what the consumer holds with an expected state.
 func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) error {
 	name := words.Step(step, 1, 1)
 	for _, rc := range s.Rows {
-		n, err := cr.store.Count(ctx, rc.Table)
+		n, err := cr.sys.Count(ctx, rc.Table)
 		if err != nil {
 			return err
 		}
@@ -604,130 +551,15 @@ func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) er
 			cr.fail(step, rc.Pos, words.Rows(name, rc.N, rc.Table, n))
 		}
 	}
-	if len(s.Processed)+len(s.NotProcessed) > 0 {
-		markers, err := cr.store.Markers(ctx)
-		if err != nil {
-			return err
-		}
-		marked := func(ref scenario.EventRef) bool {
-			for _, m := range markers {
-				if m.EventID == ref.ID && (ref.Consumer == "" || m.Consumer == ref.Consumer) {
-					return true
-				}
-			}
-			return false
-		}
-		for _, ref := range s.Processed {
-			if !marked(ref) {
-				cr.fail(step, ref.Pos, words.Marked(name, words.Event(ref.ID, ref.Consumer), true))
-			}
-		}
-		for _, ref := range s.NotProcessed {
-			if marked(ref) {
-				cr.fail(step, ref.Pos, words.Marked(name, words.Event(ref.ID, ref.Consumer), false))
-			}
-		}
-	}
-	if s.Charges != nil {
-		n, err := cr.charges(ctx)
-		if err != nil {
-			return err
-		}
-		if n != *s.Charges {
-			cr.fail(step, s.ChargesPos, words.Charges(name, *s.Charges, n))
-		}
-	}
-	return nil
-}
-
-func (r *run) charges(ctx context.Context) (int, error) {
-	if r.gateway == nil {
-		return 0, nil
-	}
-	chs, err := r.gateway.Charges(ctx)
-	return len(chs), err
-}
-
-// state reads what the checker looks at.
-func (r *run) state(ctx context.Context) (invariant.State, error) {
-	var st invariant.State
-	var err error
-	if st.Markers, err = r.store.Markers(ctx); err != nil {
-		return st, err
-	}
-	if st.Effects, err = r.store.Effects(ctx); err != nil {
-		return st, err
-	}
-	if r.gateway != nil {
-		chs, err := r.gateway.Charges(ctx)
-		if err != nil {
-			return st, err
-		}
-		for _, c := range chs {
-			st.Charges = append(st.Charges, invariant.Charge{ID: c.ID, IdempotencyKey: c.IdempotencyKey, OrderRef: c.OrderRef})
-		}
-	}
-	if ret := r.s.Handler.Retention; ret > 0 {
-		st.Horizon = r.now.Add(-ret)
-	}
-	return st, nil
-}
-
-// versioned is a store that tells when what it holds may have changed:
-// Version stands still while it holds the same.
-type versioned interface {
-	Version() uint64
-}
-
-// digest fingerprints what the store holds, to tell whether a conflict
-// changed it (its markers and effects). A versioned store is read again
-// only once its version moved.
-func (r *run) digest(ctx context.Context) (uint64, error) {
-	v, ok := r.store.(versioned)
-	if !ok {
-		return r.readDigest(ctx)
-	}
-	ver := v.Version()
-	if r.digested && r.digestAt == ver {
-		return r.lastDigest, nil
-	}
-	d, err := r.readDigest(ctx)
-	if err != nil {
-		return 0, err
-	}
-	r.digested, r.digestAt, r.lastDigest = true, ver, d
-	return d, nil
-}
-
-func (r *run) readDigest(ctx context.Context) (uint64, error) {
-	st, err := r.state(ctx)
-	if err != nil {
-		return 0, err
-	}
-	h := fnv.New64a()
-	for _, m := range st.Markers {
-		fmt.Fprintf(h, "m\x00%s\x00%s\x00%s\x00%s\x00%d\n", m.EventID, m.Consumer, m.Identity, m.BusinessKey, m.At.UnixNano())
-	}
-	for _, e := range st.Effects {
-		fmt.Fprintf(h, "e\x00%d\x00%s\x00%s\x00%s\x00%s\n", e.ID, e.EventID, e.Consumer, e.BusinessKey, e.Payload)
-	}
-	return h.Sum64(), nil
+	return cr.sys.Inspect(ctx, name, s, func(pos consumer.Location, m words.Miss) { cr.fail(step, pos, m) })
 }
 
 func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
-	st, err := cr.state(ctx)
+	vs, err := cr.sys.Judge(ctx, cr.history, cr.res)
 	if err != nil {
 		return err
 	}
-	if cr.gateway != nil {
-		rec := invariant.Reconcile(st)
-		cr.res.Reconciliation = rec.Findings(cr.s.Handler.Effect)
-		// Reconciliation describes the state at the end of the check; the
-		// file's totals take the last check's figures, not a sum.
-		cr.res.Counters.OrphanCharges = len(rec.OrphanCharges)
-		cr.res.Counters.UnchargedEffects = len(rec.Uncharged)
-	}
-	for _, v := range invariant.Check(cr.s.Handler.Strategy, cr.s.Handler.Effect, cr.history, st) {
+	for _, v := range vs {
 		if cr.reported[v.Key()] {
 			continue
 		}
@@ -802,42 +634,46 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
+// line is the check's report line: its say, or the system's summary; a
+// check whose crashes all came after the consumer's answers says so,
+// whatever its say, so that a PASS does not claim an interrupted delivery.
 func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 	cnt := cr.res.Counters
-	if c.Say.IsZero() {
-		cr.res.Line = summary(cnt, cr.res.Violations)
-		return nil
-	}
 	var names []string
 	for _, v := range cr.res.Violations {
-		if !contains(names, string(v.Invariant)) {
+		if !slices.Contains(names, string(v.Invariant)) {
 			names = append(names, string(v.Invariant))
 		}
 	}
-	values := SayValues(cnt, names)
-	for _, f := range c.Say.Fields() {
-		switch {
-		case strings.HasPrefix(f, "rows."):
-			n, err := cr.store.Count(ctx, strings.TrimPrefix(f, "rows."))
-			if err != nil {
-				return err
+	if c.Say.IsZero() {
+		cr.res.Line = cr.sys.Summary(cr.res, names)
+	} else {
+		values := SayValues(cnt, names)
+		fields := c.Say.Fields()
+		for _, f := range fields {
+			if t, ok := strings.CutPrefix(f, "rows."); ok {
+				n, err := cr.sys.Count(ctx, t)
+				if err != nil {
+					return err
+				}
+				values[f] = strconv.FormatInt(n, 10)
 			}
-			values[f] = strconv.FormatInt(n, 10)
-		case f == "charges":
-			n, err := cr.charges(ctx)
-			if err != nil {
-				return err
-			}
-			values[f] = strconv.Itoa(n)
 		}
+		if err := cr.sys.Say(ctx, cr.res, values, fields); err != nil {
+			return err
+		}
+		cr.res.Line = c.Say.Expand(func(name string) string { return values[name] })
 	}
-	cr.res.Line = c.Say.Expand(func(name string) string { return values[name] })
+	if cnt.InterruptedNone() {
+		cr.res.Line += "; " + words.NotInterrupted(cnt.Crashed)
+	}
 	return nil
 }
 
 // SayValues are the values of a say line's placeholders
 // (scenario.SayPlaceholders) for a check's counters and the invariants it
-// broke; {charges} and {rows.TABLE} are read from the stores by the caller.
+// broke; {charges} and {rows.TABLE} are read from the system by the
+// caller.
 func SayValues(cnt consumer.Counters, violations []string) map[string]string {
 	return map[string]string{
 		"deliveries":        strconv.Itoa(cnt.Deliveries),
@@ -852,30 +688,4 @@ func SayValues(cnt consumer.Counters, violations []string) map[string]string {
 		"uncharged_effects": strconv.Itoa(cnt.UnchargedEffects),
 		"key_conflicts":     strconv.Itoa(cnt.KeyConflicts),
 	}
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// summary is the report line of a check without say.
-func summary(c consumer.Counters, vs []invariant.Violation) string {
-	var caught []string
-	for _, v := range vs {
-		if !contains(caught, string(v.Invariant)) {
-			caught = append(caught, string(v.Invariant))
-		}
-	}
-	return words.Summary(c.Deliveries, []words.Tally{
-		{N: c.Processed, Word: "processed"},
-		{N: c.Duplicates, Word: "duplicate", Plural: true},
-		{N: c.Conflicts, Word: "conflict", Plural: true},
-		{N: c.Failed, Word: "failure", Plural: true},
-		{N: c.Crashed, Word: "crashed"},
-	}, "", caught)
 }

@@ -181,17 +181,20 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Re
 		res.Kept = st.kept()
 	}()
 	for i, s := range scenarios {
-		open := st.opener(i)
-		runFile := func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
-			return runner.RunFile(ctx, s, open)
-		}
+		// One runner for every kind of consumer: the built-in handler on
+		// this file's store, or the user's own, each repetition of which
+		// draws other random crash delays.
+		builtin := runner.Builtin(s, st.opener(i))
+		kind := func() runner.Kind { return builtin }
 		if s.Target != nil {
-			// Each repetition draws other random crash delays.
 			seed := opts.Seed
-			runFile = func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
+			kind = func() runner.Kind {
 				seed++
-				return external.RunFile(ctx, s, external.Options{Seed: seed - 1})
+				return external.ConsumerKind(external.Options{Seed: seed - 1})
 			}
+		}
+		runFile := func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {
+			return runner.Run(ctx, s, kind())
 		}
 		fr, err := repeated(ctx, s, runFile, opts.Repeat)
 		if fr != nil {

@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/report/words"
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+// System is a consumer under test as the runner drives it: the built-in
+// handler on its store (this package's builtin), or the user's own
+// consumer over HTTP, as a process or behind a broker (pkg/external). The
+// runner owns what is the same for both — the checks and their steps, the
+// history, the expectations, labels, the verdict, the report line, and
+// the exploration of concurrent steps' schedules — and a system owns how
+// a delivery is made and faulted, what it counts as, and how its effects
+// are read and judged.
+type System interface {
+	// Deliver makes delivery c.N of a deliver step with the step's faults,
+	// and the redeliveries a broker makes after it when it was not acked;
+	// it records and counts each through c.Rec. It returns the result the
+	// step's expectations judge.
+	Deliver(ctx context.Context, c Call) (consumer.Result, error)
+	// Concurrent makes a concurrent step's deliveries at once, held as
+	// c.Hold says when it forces a schedule. It returns the first
+	// worker's result (a label names it).
+	Concurrent(ctx context.Context, c Call) (consumer.Result, error)
+	// Advance moves the consumer's clock, where redeliver keeps it.
+	Advance(d time.Duration)
+	// Settle waits until the consumer has taken what was delivered (a
+	// broker's consumer drains) and adds what that showed to c.
+	Settle(ctx context.Context, c *consumer.Counters) error
+	// Count returns the rows of a table of the consumer's database.
+	Count(ctx context.Context, table string) (int64, error)
+	// Inspect checks the parts of an expected state other than row counts
+	// (markers, charges, a key's effect rows), calling miss for each
+	// that does not hold; name is the step's name in words.
+	Inspect(ctx context.Context, name string, s *scenario.State, miss func(consumer.Location, words.Miss)) error
+	// Judge returns the invariants the check's deliveries broke, read
+	// from what the consumer holds now; it may set the result's
+	// reconciliation and state counters.
+	Judge(ctx context.Context, history []invariant.Record, res *CheckResult) ([]invariant.Violation, error)
+	// Summary is the report line of a check without say.
+	Summary(res *CheckResult, caught []string) string
+	// Say gives the say placeholders only the system knows a value
+	// (fields lists those the line uses).
+	Say(ctx context.Context, res *CheckResult, values map[string]string, fields []string) error
+	// Total adds a check's counters to the file's.
+	Total(file *consumer.Counters, check consumer.Counters)
+	// Describe names the system in the file's result.
+	Describe(fr *FileResult)
+	Close() error
+}
+
+// Call is one delivery of a deliver step, as the runner hands it to a
+// system.
+type Call struct {
+	Check int // 1-based
+	Step  int // 1-based
+	N     int // which of the step's times: 1-based (0 for a concurrent step)
+	St    *scenario.Step
+	// Hold is how a concurrent step's workers are held in the schedule
+	// being run (zero: the step's own interleave, or unforced).
+	Hold Hold
+	Rec  Recorder
+}
+
+// Recorder keeps a check's deliveries as a system makes them.
+type Recorder interface {
+	// Record appends a delivery to the history (Seq, Check, Step and
+	// Pos are filled in). With repeat, a delivery the same in every way
+	// as the last one of the history is counted as a repeat of it
+	// instead. The record returned may be amended until the next
+	// delivery is recorded.
+	Record(rec invariant.Record, repeat bool) *invariant.Record
+	// Counters are the check's counters, for the system to count the
+	// delivery in.
+	Counters() *consumer.Counters
+	// Held records that workers were held at a fault point.
+	Held(p consumer.FaultPoint)
+}
+
+// Kind is a kind of system: how to open one for a scenario file, and the
+// fault points its concurrent steps' workers can be held at.
+type Kind struct {
+	Open func(ctx context.Context, s *scenario.Scenario) (System, error)
+	// Reaches, when it is set, tells the fault points a concurrent
+	// step's workers can be held at: a concurrent step without
+	// interleave is then explored under every schedule. Nil: such a step
+	// runs once, unforced.
+	Reaches func(consumer.FaultPoint) bool
+}
+
+// snapshotter is a system that can copy what it holds and put the copy
+// back (restore), leaving it exactly as it was at the copy; release drops
+// the copy. CanSnapshot says whether this one can.
+type snapshotter interface {
+	CanSnapshot() bool
+	Snapshot(ctx context.Context) (restore func(context.Context) error, release func(), err error)
+}
+
+// Tailed is an error whose message ends with lines that must stay last
+// (a consumer's stderr): the list of deliveries that did not complete goes
+// before them, at Tail.
+type Tailed interface {
+	error
+	Tail() int
+}
