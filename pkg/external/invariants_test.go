@@ -93,36 +93,3 @@ func TestNeverAckedSays(t *testing.T) {
 		t.Error("the finding does not point at the last delivery")
 	}
 }
-
-func TestDuplicated(t *testing.T) {
-	cols := []string{"account", "balance", "updated_at"}
-	r := func(vals string) []effects.Row { return []effects.Row{{Key: "A", Values: vals, Columns: cols}} }
-	tests := []struct {
-		name          string
-		before, after []effects.Row
-		want          string
-	}{
-		{"unchanged", r(`["A","10","t1"]`), r(`["A","10","t1"]`), ""},
-		{"one column", r(`["A","10","t1"]`), r(`["A","20","t1"]`), "balance 10 became 20"},
-		{"two columns", r(`["A","10","t1"]`), r(`["A","20","t2"]`), "balance 10 became 20, updated_at t1 became t2"},
-		{"a row added is duplicate-effect's", r(`["A","10","t1"]`), append(r(`["A","10","t1"]`), r(`["A","10","t1"]`)...), ""},
-		{"a row removed is lost-effect's", r(`["A","10","t1"]`), nil, ""},
-		{"a value from input is escaped", r(`["A","10","t1"]`), r("[\"A\",\"1\\n0\",\"t1\"]"), `balance 10 became "1\n0"`},
-	}
-	for _, tt := range tests {
-		if got := duplicated(tt.before, tt.after); got != tt.want {
-			t.Errorf("%s: duplicated = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestChanged(t *testing.T) {
-	a := []effects.Row{{Values: `["O-1","1"]`}}
-	b := []effects.Row{{Values: `["O-1","2"]`}}
-	if changed(a, a) != "" {
-		t.Error("changed reports a change between equal rows")
-	}
-	if changed(a, b) == "" || changed(a, nil) == "" {
-		t.Error("changed misses a change")
-	}
-}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"sort"
 
-	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -20,10 +19,11 @@ import (
 // key's rows only then), how many deliveries it had, their answers, its
 // first delivery and its last (never-acked), and its first delivery
 // answered acked for each key (lost-effect); per key: its last delivery
-// (duplicate-effect). At the end the effect rows are read into it as
-// well, and the invariants are decided over its tables, as judge decides
-// them over a history. The deliveries that changed a key's rows are
-// breaches in themselves, and kept as they are.
+// (duplicate-effect). Its tables are invariant.JournalSchema's. At the
+// end the effect rows are read into it as well, and the catalogue decides
+// the invariants over its tables (invariant.JudgeJournal), as it decides
+// them over a history (invariant.JudgeRows). The deliveries that changed
+// a key's rows are breaches in themselves, and kept as they are.
 //
 // A short replay does not pay for the journal's statements: until it
 // has made memDeliveries deliveries, they are kept as they are and judged
@@ -46,7 +46,7 @@ type journal struct {
 	stmts  map[string]*sql.Stmt
 	// Deliveries whose conflict, or whose redelivery of an acked event,
 	// changed the key's rows, in order.
-	changedByConflict, changedByDuplicate []*Delivery
+	changes []*Delivery
 }
 
 // journalCacheKiB is the journal's page cache.
@@ -63,35 +63,12 @@ const (
 // journalBatch is how many writes one transaction of the journal holds.
 const journalBatch = 4096
 
-const journalSchema = `
-CREATE TABLE event (
-	id TEXT PRIMARY KEY, first INTEGER NOT NULL, n INTEGER NOT NULL,
-	settled INTEGER NOT NULL, unexpected INTEGER NOT NULL, acked INTEGER NOT NULL,
-	answers TEXT NOT NULL,
-	seq INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, err TEXT, file INTEGER NOT NULL, line INTEGER NOT NULL, col INTEGER NOT NULL,
-	conflicted INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE acked (
-	event TEXT NOT NULL, key TEXT NOT NULL,
-	seq INTEGER NOT NULL, file INTEGER NOT NULL, line INTEGER NOT NULL, col INTEGER NOT NULL,
-	PRIMARY KEY (event, key)
-) WITHOUT ROWID;
-CREATE TABLE key (
-	key TEXT PRIMARY KEY,
-	seq INTEGER NOT NULL, event TEXT NOT NULL, kind TEXT NOT NULL, err TEXT, file INTEGER NOT NULL, line INTEGER NOT NULL, col INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE effect (key TEXT NOT NULL, event TEXT NOT NULL, vals TEXT NOT NULL);
-`
-
-// answerSep separates an event's answers in words (one line each).
-const answerSep = "\x1f"
-
 func openJournal(ctx context.Context) (*journal, error) {
 	db, err := sqlite.OpenScratch(journalCacheKiB)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := db.ExecContext(ctx, journalSchema); err != nil {
+	if _, err := db.ExecContext(ctx, invariant.JournalSchema); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -253,7 +230,7 @@ func (j *journal) insert(ctx context.Context, d *Delivery) (seen bool, err error
 			answers = CASE WHEN instr(?13 || answers || ?13, ?13 || excluded.answers || ?13) > 0 THEN answers ELSE answers || ?13 || excluded.answers END,
 			seq = excluded.seq, key = excluded.key, kind = excluded.kind, err = excluded.err, file = excluded.file, line = excluded.line, col = excluded.col
 		RETURNING n`,
-		d.EventID, d.Seq, settled, unexpected, d.Answer.consumerAcked(), d.Answer.Short(), d.Key, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col, answerSep, conflicted)
+		d.EventID, d.Seq, settled, unexpected, d.Answer.consumerAcked(), d.Answer.Short(), d.Key, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col, invariant.JournalAnswerSep, conflicted)
 	if err != nil {
 		return false, err
 	}
@@ -267,23 +244,22 @@ func (j *journal) insert(ctx context.Context, d *Delivery) (seen bool, err error
 
 // changed keeps a delivery that changed its key's rows.
 func (j *journal) changed(d *Delivery) {
-	if d.Answer.Kind == Conflict && d.Changed != "" {
-		j.changedByConflict = append(j.changedByConflict, d)
-	}
-	if d.Duplicated != "" {
-		j.changedByDuplicate = append(j.changedByDuplicate, d)
+	if (d.Answer.Kind == Conflict && d.Changed != "") || d.Duplicated != "" {
+		j.changes = append(j.changes, d)
 	}
 }
 
-// record is a delivery as the journal keeps it, as the report names it.
-func (j *journal) record(seq int, event, key, kind string, errText sql.NullString, file int64, line, col int) *invariant.Record {
-	r := &invariant.Record{Seq: seq, EventID: event, Key: key, Result: consumer.Result{Outcome: consumer.Outcome(kind)},
-		Pos: consumer.Location{File: j.names[file], Line: line, Col: col}}
-	if errText.Valid {
-		r.Result.Err = errors.New(errText.String)
-	}
-	return r
+// tables is the journal as the catalogue's judge queries it: an
+// invariant.Journal.
+type tables struct{ j *journal }
+
+func (t tables) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.j.db.QueryContext(ctx, q, args...)
 }
+
+func (t tables) File(n int64) string { return t.j.names[n] }
+
+func (t tables) Changed() []invariant.Answered { return answeredAll(t.j.changes) }
 
 // judge reads the effect rows each gives into the journal and returns
 // every broken invariant as judge would over the whole history, and the
@@ -324,111 +300,14 @@ func (j *journal) judge(ctx context.Context, each func(func(effects.Row) error) 
 		err = j.commit(ctx)
 	}
 	if err == nil {
-		_, err = j.db.ExecContext(ctx, `CREATE INDEX effect_key ON effect (key, vals)`)
+		_, err = j.db.ExecContext(ctx, invariant.JournalIndex)
 	}
 	if err != nil {
 		return nil, 0, err
 	}
-	var out []invariant.Violation
-	// duplicate-effect: a key with more than one row, its rows in the
-	// order of their values.
-	rows, err := j.db.QueryContext(ctx, `SELECT f.key, f.event, k.seq, k.event, k.kind, k.err, k.file, k.line, k.col
-		FROM effect f LEFT JOIN key k ON k.key = f.key
-		WHERE f.key IN (SELECT key FROM effect GROUP BY key HAVING count(*) > 1)
-		ORDER BY f.key, f.vals, f.rowid`)
+	out, err := invariant.JudgeJournal(ctx, tables{j}, table)
 	if err != nil {
 		return nil, 0, err
 	}
-	var cur string
-	var events []string
-	var rs int64
-	var by *invariant.Record
-	flush := func() {
-		if rs > 0 {
-			out = append(out, duplicateEffect(cur, rs, events, table, by))
-		}
-	}
-	for rows.Next() {
-		var key, event string
-		var seq, line, col sql.NullInt64
-		var kev, kind, errText sql.NullString
-		var file sql.NullInt64
-		if err := rows.Scan(&key, &event, &seq, &kev, &kind, &errText, &file, &line, &col); err != nil {
-			rows.Close()
-			return nil, 0, err
-		}
-		if key != cur || rs == 0 {
-			flush()
-			cur, events, rs, by = key, nil, 0, nil
-			if seq.Valid {
-				by = j.record(int(seq.Int64), kev.String, key, kind.String, errText, file.Int64, int(line.Int64), int(col.Int64))
-			}
-		}
-		rs++
-		if event != "" {
-			events = append(events, event)
-		}
-	}
-	flush()
-	if err := rows.Close(); err != nil {
-		return nil, 0, err
-	}
-	// lost-effect: an acked delivery whose key has no row, the first of
-	// its event.
-	rows, err = j.db.QueryContext(ctx, `SELECT a.event, a.key, a.seq, a.file, a.line, a.col FROM acked a
-		WHERE NOT EXISTS (SELECT 1 FROM effect f WHERE f.key = a.key) ORDER BY a.seq`)
-	if err != nil {
-		return nil, 0, err
-	}
-	lost := map[string]bool{}
-	for rows.Next() {
-		var event, key string
-		var seq, file int64
-		var line, col int
-		if err := rows.Scan(&event, &key, &seq, &file, &line, &col); err != nil {
-			rows.Close()
-			return nil, 0, err
-		}
-		if lost[event] {
-			continue
-		}
-		lost[event] = true
-		out = append(out, lostEffect(j.record(int(seq), event, key, string(Acked), sql.NullString{}, file, line, col), table))
-	}
-	if err := rows.Close(); err != nil {
-		return nil, 0, err
-	}
-	for _, d := range j.changedByConflict {
-		out = append(out, changedByConflict(d, table))
-	}
-	for _, d := range j.changedByDuplicate {
-		out = append(out, changedByDuplicate(d, table))
-	}
-	// never-acked, in the order the events were first delivered: no ack
-	// nor conflict, or only conflicts with no row of the key to conflict
-	// with.
-	rows, err = j.db.QueryContext(ctx, `SELECT id, n, answers, seq, key, kind, err, file, line, col, settled FROM event e
-		WHERE (settled = 0 AND unexpected = 1)
-			OR (acked = 0 AND conflicted = 1 AND NOT EXISTS (SELECT 1 FROM effect f WHERE f.key = e.key))
-		ORDER BY first`)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, answers, key, kind string
-		var errText sql.NullString
-		var deliveries, seq, file int64
-		var line, col int
-		var settled bool
-		if err := rows.Scan(&id, &deliveries, &answers, &seq, &key, &kind, &errText, &file, &line, &col, &settled); err != nil {
-			return nil, 0, err
-		}
-		v := neverAckedOne(id, deliveries, splitAnswers(answers), j.record(int(seq), id, key, kind, errText, file, line, col))
-		if settled {
-			v = conflictWithNothing(v, key, table)
-		}
-		out = append(out, v)
-	}
-	return out, n, rows.Err()
+	return out, n, nil
 }

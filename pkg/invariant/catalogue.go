@@ -52,9 +52,11 @@ var (
 var (
 	DuplicateEffect = &Invariant{
 		Name: "duplicate-effect", Number: 1,
-		Meaning: "a consumer has more than one effect for one event id",
-		decide:  (*check).duplicateEffects,
-		rules:   map[Kind]func(Guard) bool{Handler: nil, Replay: nil, Database: nil},
+		Meaning:      "a consumer has more than one effect for one event id",
+		decide:       (*check).duplicateEffects,
+		judgeRows:    (*rowsCheck).duplicateEffects,
+		judgeJournal: (*journalCheck).duplicateEffects,
+		rules:        map[Kind]func(Guard) bool{Handler: nil, Replay: nil, Database: nil},
 		say: func(f Facts) string {
 			if f.Event == "" { // a user's database: rows counted by key
 				return fmt.Sprintf("key %s has %s in %s%s", f.Key, rows(f.Rows), f.Table, idList(f.IDs, f.Events))
@@ -68,8 +70,10 @@ var (
 	// it, by reading the key's rows before and after the redelivery.
 	ChangedByDuplicate = &Invariant{
 		Name: "changed-by-duplicate", Number: 1,
-		Meaning: "a redelivery of an event already acked changed what is stored",
-		rules:   map[Kind]func(Guard) bool{Database: nil},
+		Meaning:      "a redelivery of an event already acked changed what is stored",
+		judgeRows:    (*rowsCheck).changedByDuplicate,
+		judgeJournal: (*journalCheck).changedByDuplicate,
+		rules:        map[Kind]func(Guard) bool{Database: nil},
 		say: func(f Facts) string {
 			s := fmt.Sprintf("the redelivery of event %s, already acked, changed the rows of key %s in %s", f.Event, f.Key, f.Table)
 			if f.Change != "" {
@@ -107,9 +111,11 @@ var (
 	}
 	LostEffect = &Invariant{
 		Name: "lost-effect", Number: 3,
-		Meaning: "an event that was handled has no effect",
-		decide:  (*check).lostEffects,
-		rules:   map[Kind]func(Guard) bool{Handler: nil, Replay: keepsMarkers, Database: nil},
+		Meaning:      "an event that was handled has no effect",
+		decide:       (*check).lostEffects,
+		judgeRows:    (*rowsCheck).lostEffects,
+		judgeJournal: (*journalCheck).lostEffects,
+		rules:        map[Kind]func(Guard) bool{Handler: nil, Replay: keepsMarkers, Database: nil},
 		say: func(f Facts) string {
 			switch {
 			case f.Event == "": // a user's database: an acked key without its row
@@ -129,8 +135,10 @@ var (
 	// effect is lost.
 	NeverAcked = &Invariant{
 		Name: "never-acked", Number: 3,
-		Meaning: "an event was rejected, or never acked however often it was redelivered",
-		rules:   map[Kind]func(Guard) bool{Database: nil},
+		Meaning:      "an event was rejected, or never acked however often it was redelivered",
+		judgeRows:    (*rowsCheck).neverAcked,
+		judgeJournal: (*journalCheck).neverAcked,
+		rules:        map[Kind]func(Guard) bool{Database: nil},
 		say: func(f Facts) string {
 			s := "event " + f.Event + " was never acked"
 			switch n := f.Deliveries; {
@@ -186,9 +194,11 @@ var (
 	}
 	ChangedByConflict = &Invariant{
 		Name: "changed-by-conflict", Number: 5,
-		Meaning: "a conflicting redelivery changed what is stored",
-		decide:  (*check).changedByConflict,
-		rules:   map[Kind]func(Guard) bool{Handler: nil, Database: nil},
+		Meaning:      "a conflicting redelivery changed what is stored",
+		decide:       (*check).changedByConflict,
+		judgeRows:    (*rowsCheck).changedByConflict,
+		judgeJournal: (*journalCheck).changedByConflict,
+		rules:        map[Kind]func(Guard) bool{Handler: nil, Database: nil},
 		say: func(f Facts) string {
 			if f.Key != "" && f.Table != "" {
 				s := fmt.Sprintf("the conflicting redelivery of event %s changed the row of key %s in %s", f.Event, f.Key, f.Table)

@@ -1,16 +1,22 @@
 // Package invariant is the catalogue of the guarantees a safe consumer keeps.
 // It is the one place where an invariant is named, explained, assigned to
-// the strategies and the kinds of target that check it, and worded when it
-// breaks. Whatever decides a breach — the in-memory checker over a run's
-// history, the replay's aggregate queries over the stored rows, or a reading
-// of a user's own effect table — reports it here, by name and with its
-// facts, and every report renders from what this package says.
+// the strategies and the kinds of target that check it, worded when it
+// breaks, and decided: the in-memory checker over a run's history of the
+// built-in handler (check.go), the judge of a user's own consumer over its
+// history and effect rows (database.go) and the same judge over the
+// journal a long replay into it keeps instead (journal.go) each ask every
+// invariant they check for its own decision, registered beside its
+// wording. Only the built-in replay's decisions are made elsewhere: they
+// are aggregate queries of the SQLite store's own schema (pkg/sqlite),
+// which report each breach here, by name and with its facts. Every report
+// renders from what this package says.
 //
 // # Using the catalogue
 //
 //	for _, inv := range invariant.Checked(invariant.Replay, strategy) { … }
 //	detail := invariant.LostEffect.Say(invariant.Facts{Event: "evt-1", Table: "effects"})
 //	inv, ok := invariant.Lookup("duplicate-key")
+//	breaches := invariant.JudgeRows(history, rows, "payments")
 //
 // Each Invariant has a stable Name (what scenario files write under
 // `violations:` and what JSON reports carry), a Number (the guarantee of
@@ -24,9 +30,20 @@
 //
 // Add a variable in catalogue.go, list it in All (its position there is
 // the order reports use), give it a rule for each Kind that checks it, a
-// Say and, when a run checks it, a decide (check.go). The catalogue's own
-// tests then require it to be worded, described and shown breakable by the
-// checker of every kind that claims it.
+// Say, and the decisions of those kinds: for Handler a decide (a method
+// of check, check.go); for Database a judgeRows (a method of rowsCheck,
+// database.go) and a judgeJournal (a method of journalCheck, journal.go)
+// that finds the same breaches over JournalSchema's tables, and a place in
+// judged, the order a user's consumer's breaches are reported in. A
+// Database invariant that needs a fact the deliveries do not carry yet
+// adds it to Answered (and its caller in pkg/external fills it in); one
+// that needs a fact the journal does not keep adds a column to
+// JournalSchema, which the journal's writes in pkg/external fill in. A
+// Replay rule needs its query in pkg/sqlite. The catalogue's own tests
+// then require it to be worded, described, decided for every kind it has
+// a rule for (TestEveryKindDecides) and shown breakable by the checker of
+// every kind that claims it; pkg/external's TestJournalJudgesAsHistory
+// requires the journal to find what the history finds.
 package invariant
 
 import "github.com/redeliver/redeliver/pkg/escape"
@@ -72,9 +89,15 @@ type Invariant struct {
 	Keyed bool
 	say   func(Facts) string
 	// decide finds the invariant's breaches in a run's history and state
-	// (check.go); nil for an invariant only a replay or a user's database
-	// decides.
+	// (check.go); set for every invariant with a Handler rule.
 	decide func(*check, *Invariant)
+	// judgeRows finds them in the history of a user's consumer and its
+	// effect rows (database.go), judgeJournal in the journal a replay too
+	// long to keep its deliveries keeps instead (journal.go): the same
+	// breaches, in the same order. Both set for every invariant with a
+	// Database rule, which judged lists in the order reports give them.
+	judgeRows    func(*rowsCheck, *Invariant)
+	judgeJournal func(*journalCheck, *Invariant) error
 }
 
 // String returns the invariant's name.

@@ -1,0 +1,300 @@
+package invariant
+
+// The judge of a user's own consumer (the Database kind): it reads the
+// history of the deliveries made to it, each with the consumer's answer,
+// and the rows of its effect table, and asks every invariant a user's
+// database checks (its judgeRows, in the catalogue) for its breaches. A
+// replay too long to keep its deliveries asks the same invariants the same
+// question over a journal instead (journal.go).
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/escape"
+)
+
+// acked is the answer of a user's consumer that took a delivery (a 2xx,
+// or exit 0): the broker forgets the event. Its other answers are
+// consumer.Conflict (a 409 or 422, or exit 65), "rejected" (refused for
+// good) and "unacked" (the broker will redeliver).
+const acked consumer.Outcome = "acked"
+
+// Answered is one delivery to a user's consumer, with what the judge needs
+// of the answer it got.
+type Answered struct {
+	// Record is the delivery; a breach it caused points at it.
+	*Record
+	// Answer is the answer, as a broker reads it: "acked",
+	// consumer.Conflict, "rejected" or "unacked".
+	Answer consumer.Outcome
+	// ConsumerAcked: the consumer acked, even if its answer was then
+	// dropped on purpose (and Answer is not "acked").
+	ConsumerAcked bool
+	// Said is the answer in a few words on one line ("unacked (500)").
+	Said string
+	// Changed says how a conflict answer changed the key's rows ("" when
+	// it did not); Duplicated how a redelivery of an event already acked
+	// changed them without adding or removing one ("" when it did not, or
+	// when the rows were not compared). Changed and Duplicated say it.
+	Changed, Duplicated string
+	// Expected: the scenario step expects an answer, and its expectation
+	// judges this delivery; never-acked does not.
+	Expected bool
+}
+
+// settled: the consumer answered the delivery for good, with an ack or a
+// conflict.
+func (d *Answered) settled() bool { return d.Answer == acked || d.Answer == consumer.Conflict }
+
+// Row is one row of a user's effect table (or effects query), as the judge
+// reads it.
+type Row struct {
+	Key    string
+	Event  string
+	Values string // a JSON array of the compared columns' values
+	// Columns names the values, in order.
+	Columns []string
+}
+
+// judged lists the invariants a user's consumer is judged by, each with
+// its judgeRows and judgeJournal, in the order their breaches are
+// reported.
+var judged = []*Invariant{DuplicateEffect, LostEffect, ChangedByConflict, ChangedByDuplicate, NeverAcked}
+
+// JudgeRows reads the history of a user's consumer and its effect rows
+// (in the order of their values), the effect table named table, and
+// returns every broken invariant: by invariant (in the order judged lists
+// them), then as each decides.
+func JudgeRows(history []Answered, rows []Row, table string) []Violation {
+	c := &rowsCheck{history: history, table: table, byKey: map[string][]Row{}, lastOfKey: map[string]*Answered{}}
+	for _, r := range rows {
+		c.byKey[r.Key] = append(c.byKey[r.Key], r)
+	}
+	for i := range history {
+		c.lastOfKey[history[i].Key] = &history[i]
+	}
+	for _, inv := range judged {
+		inv.judgeRows(c, inv)
+	}
+	return c.out
+}
+
+// rowsCheck is a user's consumer's history and effect rows, indexed for
+// the decisions.
+type rowsCheck struct {
+	history   []Answered
+	table     string
+	byKey     map[string][]Row
+	lastOfKey map[string]*Answered
+	out       []Violation
+}
+
+func (c *rowsCheck) hasRow(key string) bool { return len(c.byKey[key]) > 0 }
+
+// duplicateEffects: a key with more than one row, by its last delivery.
+func (c *rowsCheck) duplicateEffects(inv *Invariant) {
+	var keys []string
+	for k, rs := range c.byKey {
+		if len(rs) > 1 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var by *Record
+		if d := c.lastOfKey[k]; d != nil {
+			by = d.Record
+		}
+		c.out = append(c.out, duplicateEffect(inv, k, int64(len(c.byKey[k])), eventsOf(c.byKey[k]), c.table, by))
+	}
+}
+
+// lostEffects: an acked delivery whose key has no row, the first of its
+// event.
+func (c *rowsCheck) lostEffects(inv *Invariant) {
+	lost := map[string]bool{}
+	for i := range c.history {
+		d := &c.history[i]
+		if d.Answer != acked || c.hasRow(d.Key) || lost[d.EventID] {
+			continue
+		}
+		lost[d.EventID] = true
+		c.out = append(c.out, lostEffect(inv, d.Record, c.table))
+	}
+}
+
+// changedByConflict: a conflict answer that changed the key's rows.
+func (c *rowsCheck) changedByConflict(inv *Invariant) {
+	c.out = append(c.out, changedByConflict(inv, c.history, c.table)...)
+}
+
+// changedByDuplicate: a redelivery of an acked event that changed the
+// key's rows.
+func (c *rowsCheck) changedByDuplicate(inv *Invariant) {
+	c.out = append(c.out, changedByDuplicate(inv, c.history, c.table)...)
+}
+
+// neverAcked finds the events no delivery of which was acked (or answered
+// as a conflict), when one of their deliveries was rejected or unacked
+// without the scenario expecting it; and the events answered only as a
+// conflict, unexpectedly, whose key has no row for them to conflict with:
+// a consumer answering 409 to everything took nothing.
+func (c *rowsCheck) neverAcked(inv *Invariant) {
+	type event struct {
+		settled, unexpected bool
+		acked, conflicted   bool
+		n                   int64
+		answers             []string
+		last                *Answered
+	}
+	events := map[string]*event{}
+	var order []string
+	for i := range c.history {
+		d := &c.history[i]
+		e := events[d.EventID]
+		if e == nil {
+			e = &event{}
+			events[d.EventID] = e
+			order = append(order, d.EventID)
+		}
+		e.n++
+		e.last = d
+		if d.ConsumerAcked {
+			e.acked = true
+		}
+		switch {
+		case d.settled():
+			e.settled = true
+			if d.Answer == consumer.Conflict && !d.Expected {
+				e.conflicted = true
+			}
+		case !d.Expected:
+			e.unexpected = true
+		}
+		if !contains(e.answers, d.Said) {
+			e.answers = append(e.answers, d.Said)
+		}
+	}
+	for _, id := range order {
+		e := events[id]
+		switch {
+		case !e.settled && e.unexpected:
+			c.out = append(c.out, neverAckedOne(inv, id, e.n, e.answers, e.last.Record))
+		case !e.acked && e.conflicted && !c.hasRow(e.last.Key):
+			c.out = append(c.out, conflictWithNothing(neverAckedOne(inv, id, e.n, e.answers, e.last.Record), e.last.Key, c.table))
+		}
+	}
+}
+
+// The breaches of a user's consumer, as both its judges word them.
+
+// duplicateEffect: key has rows rows (of events), by its last delivery.
+func duplicateEffect(inv *Invariant, key string, rows int64, events []string, table string, by *Record) Violation {
+	v := Violation{Invariant: inv.Name, EventID: key, Detail: inv.Say(Facts{Key: key, Rows: rows, Table: table, Events: events})}
+	if by != nil {
+		v.EventID, v.By = by.EventID, by
+	}
+	return v
+}
+
+// lostEffect: the acked delivery by left its key no row.
+func lostEffect(inv *Invariant, by *Record, table string) Violation {
+	return Violation{Invariant: inv.Name, EventID: by.EventID,
+		Detail: inv.Say(Facts{Event: by.EventID, Outcome: string(acked), Key: by.Key, Table: table}), By: by}
+}
+
+// changedByConflict: each conflict answer of ds that changed its key's
+// rows.
+func changedByConflict(inv *Invariant, ds []Answered, table string) []Violation {
+	var out []Violation
+	for i := range ds {
+		if d := &ds[i]; d.Answer == consumer.Conflict && d.Changed != "" {
+			out = append(out, Violation{Invariant: inv.Name, EventID: d.EventID,
+				Detail: inv.Say(Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Changed}), By: d.Record})
+		}
+	}
+	return out
+}
+
+// changedByDuplicate: each delivery of ds, a redelivery of an acked
+// event, that changed its key's rows.
+func changedByDuplicate(inv *Invariant, ds []Answered, table string) []Violation {
+	var out []Violation
+	for i := range ds {
+		if d := &ds[i]; d.Duplicated != "" {
+			out = append(out, Violation{Invariant: inv.Name, EventID: d.EventID,
+				Detail: inv.Say(Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Duplicated}), By: d.Record})
+		}
+	}
+	return out
+}
+
+// neverAckedOne: event id had n deliveries, none acked, answered so, the
+// last one by.
+func neverAckedOne(inv *Invariant, id string, n int64, answers []string, by *Record) Violation {
+	return Violation{Invariant: inv.Name, EventID: id,
+		Detail: inv.Say(Facts{Event: id, Deliveries: n, Outcomes: answers}), By: by}
+}
+
+// conflictWithNothing says of a never-acked finding that the event was
+// answered as a conflict, and its key has no row to conflict with.
+func conflictWithNothing(v Violation, key, table string) Violation {
+	v.Detail += fmt.Sprintf("; key %s has no row in %s for it to conflict with", key, table)
+	return v
+}
+
+func eventsOf(rs []Row) []string {
+	var ev []string
+	for _, r := range rs {
+		if r.Event != "" {
+			ev = append(ev, r.Event)
+		}
+	}
+	return ev
+}
+
+// Changed compares a key's rows before and after a delivery and says how
+// they changed, or "" when they did not: what Answered.Changed says of a
+// conflict answer.
+func Changed(before, after []Row) string {
+	if len(before) != len(after) {
+		return fmt.Sprintf("%d rows before, %d after", len(before), len(after))
+	}
+	for i := range before {
+		if before[i].Values != after[i].Values {
+			return columnsChanged(before[i], after[i])
+		}
+	}
+	return ""
+}
+
+// Duplicated compares a key's rows before and after a redelivery of an
+// event already acked (what Answered.Duplicated says): a change that kept
+// the number of rows is said; a row added or removed is left to
+// duplicate-effect and lost-effect.
+func Duplicated(before, after []Row) string {
+	if len(before) != len(after) {
+		return ""
+	}
+	return Changed(before, after)
+}
+
+// columnsChanged names the columns of a row that changed, with their values
+// before and after.
+func columnsChanged(b, a Row) string {
+	var bv, av []string
+	if json.Unmarshal([]byte(b.Values), &bv) != nil || json.Unmarshal([]byte(a.Values), &av) != nil || len(bv) != len(av) || len(b.Columns) != len(bv) {
+		return fmt.Sprintf("%s became %s", b.Values, a.Values)
+	}
+	var parts []string
+	for i := range bv {
+		if bv[i] != av[i] {
+			parts = append(parts, fmt.Sprintf("%s %s became %s", escape.Input(b.Columns[i]), escape.Input(bv[i]), escape.Input(av[i])))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
