@@ -1,7 +1,6 @@
 package external
 
 import (
-	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
@@ -28,7 +27,7 @@ type Delivery struct {
 
 // answered is what the catalogue's judge needs of the delivery.
 func (d *Delivery) answered() invariant.Answered {
-	return invariant.Answered{Record: &d.Record, Answer: consumer.Outcome(d.Answer.Kind), ConsumerAcked: d.Answer.consumerAcked(),
+	return invariant.Answered{Record: &d.Record, Answer: d.Answer.Kind, ConsumerAcked: d.Answer.consumerAcked(),
 		Said: d.Answer.Short(), Changed: d.Changed, Duplicated: d.Duplicated, Expected: d.Expected}
 }
 

@@ -17,22 +17,16 @@ import (
 	"github.com/redeliver/redeliver/pkg/escape"
 )
 
-// acked is the answer of a user's consumer that took a delivery (a 2xx,
-// or exit 0): the broker forgets the event. Its other answers are
-// consumer.Conflict (a 409 or 422, or exit 65), "rejected" (refused for
-// good) and "unacked" (the broker will redeliver).
-const acked consumer.Outcome = "acked"
-
 // Answered is one delivery to a user's consumer, with what the judge needs
 // of the answer it got.
 type Answered struct {
 	// Record is the delivery; a breach it caused points at it.
 	*Record
-	// Answer is the answer, as a broker reads it: "acked",
-	// consumer.Conflict, "rejected" or "unacked".
+	// Answer is the answer, as a broker reads it: consumer.Acked,
+	// Conflict, Rejected or Unacked.
 	Answer consumer.Outcome
 	// ConsumerAcked: the consumer acked, even if its answer was then
-	// dropped on purpose (and Answer is not "acked").
+	// dropped on purpose (and Answer is not Acked).
 	ConsumerAcked bool
 	// Said is the answer in a few words on one line ("unacked (500)").
 	Said string
@@ -48,7 +42,7 @@ type Answered struct {
 
 // settled: the consumer answered the delivery for good, with an ack or a
 // conflict.
-func (d *Answered) settled() bool { return d.Answer == acked || d.Answer == consumer.Conflict }
+func (d *Answered) settled() bool { return d.Answer == consumer.Acked || d.Answer == consumer.Conflict }
 
 // Row is one row of a user's effect table (or effects query), as the judge
 // reads it.
@@ -119,7 +113,7 @@ func (c *rowsCheck) lostEffects(inv *Invariant) {
 	lost := map[string]bool{}
 	for i := range c.history {
 		d := &c.history[i]
-		if d.Answer != acked || c.hasRow(d.Key) || lost[d.EventID] {
+		if d.Answer != consumer.Acked || c.hasRow(d.Key) || lost[d.EventID] {
 			continue
 		}
 		lost[d.EventID] = true
@@ -204,7 +198,7 @@ func duplicateEffect(inv *Invariant, key string, rows int64, events []string, ta
 // lostEffect: the acked delivery by left its key no row.
 func lostEffect(inv *Invariant, by *Record, table string) Violation {
 	return Violation{Invariant: inv.Name, EventID: by.EventID,
-		Detail: inv.Say(Facts{Event: by.EventID, Outcome: string(acked), Key: by.Key, Table: table}), By: by}
+		Detail: inv.Say(Facts{Event: by.EventID, Outcome: string(consumer.Acked), Key: by.Key, Table: table}), By: by}
 }
 
 // changedByConflict: each conflict answer of ds that changed its key's

@@ -59,7 +59,7 @@ func TestEveryKindDecides(t *testing.T) {
 }
 
 func answered(id, key string, answer consumer.Outcome) Answered {
-	return Answered{Record: &Record{EventID: id, Key: key}, Answer: answer, ConsumerAcked: answer == acked, Said: string(answer)}
+	return Answered{Record: &Record{EventID: id, Key: key}, Answer: answer, ConsumerAcked: answer == consumer.Acked, Said: string(answer)}
 }
 
 // TestJudgeRows: each invariant a user's database checks is broken by one
@@ -77,23 +77,23 @@ func TestJudgeRows(t *testing.T) {
 		rows    []Row
 		want    []string // "invariant event: detail"
 	}{
-		{"kept", []Answered{answered("e1", "O-1", acked), answered("e1", "O-1", consumer.Conflict)}, []Row{row("O-1", "e1")}, nil},
-		{"duplicate-effect", []Answered{answered("e1", "O-1", acked), answered("e1", "O-1", acked)}, []Row{row("O-1", "e1"), row("O-1", "e1")},
+		{"kept", []Answered{answered("e1", "O-1", consumer.Acked), answered("e1", "O-1", consumer.Conflict)}, []Row{row("O-1", "e1")}, nil},
+		{"duplicate-effect", []Answered{answered("e1", "O-1", consumer.Acked), answered("e1", "O-1", consumer.Acked)}, []Row{row("O-1", "e1"), row("O-1", "e1")},
 			[]string{"duplicate-effect e1: key O-1 has 2 rows in payments (events e1, e1)"}},
-		{"lost-effect", []Answered{answered("e1", "O-1", acked)}, nil,
+		{"lost-effect", []Answered{answered("e1", "O-1", consumer.Acked)}, nil,
 			[]string{"lost-effect e1: event e1 was acked but key O-1 has no row in payments"}},
-		{"never-acked", []Answered{answered("e1", "O-1", "unacked"), answered("e1", "O-1", "unacked")}, nil,
+		{"never-acked", []Answered{answered("e1", "O-1", consumer.Unacked), answered("e1", "O-1", consumer.Unacked)}, nil,
 			[]string{"never-acked e1: event e1 was never acked in 2 deliveries (redelivered once): unacked"}},
-		{"changed-by-conflict", []Answered{answered("e1", "O-1", acked), changedBy(answered("e1", "O-1", consumer.Conflict), "amount 1 became 2", "")}, []Row{row("O-1", "e1")},
+		{"changed-by-conflict", []Answered{answered("e1", "O-1", consumer.Acked), changedBy(answered("e1", "O-1", consumer.Conflict), "amount 1 became 2", "")}, []Row{row("O-1", "e1")},
 			[]string{"changed-by-conflict e1: the conflicting redelivery of event e1 changed the row of key O-1 in payments: amount 1 became 2"}},
-		{"changed-by-duplicate", []Answered{answered("e1", "O-1", acked), changedBy(answered("e1", "O-1", acked), "", "balance 1 became 2")}, []Row{row("O-1", "e1")},
+		{"changed-by-duplicate", []Answered{answered("e1", "O-1", consumer.Acked), changedBy(answered("e1", "O-1", consumer.Acked), "", "balance 1 became 2")}, []Row{row("O-1", "e1")},
 			[]string{"changed-by-duplicate e1: the redelivery of event e1, already acked, changed the rows of key O-1 in payments: balance 1 became 2"}},
 		{"all at once, in the order judged lists them", []Answered{
-			answered("e5", "O-5", "rejected"),
-			changedBy(answered("e4", "O-4", acked), "", "balance 1 became 2"),
+			answered("e5", "O-5", consumer.Rejected),
+			changedBy(answered("e4", "O-4", consumer.Acked), "", "balance 1 became 2"),
 			changedBy(answered("e3", "O-3", consumer.Conflict), "amount 1 became 2", ""),
-			answered("e2", "O-2", acked),
-			answered("e1", "O-1", acked),
+			answered("e2", "O-2", consumer.Acked),
+			answered("e1", "O-1", consumer.Acked),
 		}, []Row{row("O-1", "e1"), row("O-1", "e1"), row("O-3", "e0"), row("O-4", "e4")}, []string{
 			"duplicate-effect e1: key O-1 has 2 rows in payments (events e1, e1)",
 			"lost-effect e2: event e2 was acked but key O-2 has no row in payments",

@@ -158,7 +158,7 @@ func (c *journalCheck) lostEffects(inv *Invariant) error {
 			continue
 		}
 		lost[event] = true
-		c.out = append(c.out, lostEffect(inv, c.record(seq, event, key, string(acked), sql.NullString{}, file, line, col), c.table))
+		c.out = append(c.out, lostEffect(inv, c.record(seq, event, key, string(consumer.Acked), sql.NullString{}, file, line, col), c.table))
 	}
 	return rows.Close()
 }
