@@ -1,0 +1,60 @@
+package pgproxy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"testing"
+)
+
+// FuzzWire feeds the proxy's readers and parsers what a client or a
+// server might send: a startup packet, then messages. Nothing may panic,
+// and every message read must be the bytes it came as.
+func FuzzWire(f *testing.F) {
+	msg := func(typ byte, body string) []byte {
+		b := []byte{typ, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(b[1:], uint32(4+len(body)))
+		return append(b, body...)
+	}
+	start := []byte{0, 0, 0, 8, 0, 3, 0, 0}
+	f.Add(append(start, msg('Q', "SELECT 1\x00")...))
+	f.Add(append(start, bytes.Join([][]byte{msg('P', "s1\x00INSERT INTO t VALUES ($1)\x00\x00\x00"), msg('B', "\x00s1\x00\x00\x00\x00\x00\x00\x00"), msg('E', "\x00\x00\x00\x00\x00"), msg('S', "")}, nil)...))
+	f.Add(append(start, msg('C', "INSERT 0 1\x00")...))
+	f.Add(append(start, msg('E', "SERROR\x00C23505\x00Mduplicate\x00\x00")...))
+	f.Add(append(start, msg('K', "\x00\x00\x01\x02\x00\x00\x00\x03")...))
+	f.Add([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f})
+	f.Add([]byte{0, 0, 0, 3})
+	f.Add(append(start, 'Q', 0xff, 0xff, 0xff, 0xff))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		if _, err := readStartup(r); err != nil {
+			return
+		}
+		var buf []byte
+		for {
+			before := r.Len()
+			m, err := readMessage(r, buf)
+			if err != nil {
+				if err != io.EOF && err != io.ErrUnexpectedEOF && err != errFraming {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			consumed := before - r.Len()
+			if len(m.raw) != consumed || int(be32(m.raw[1:5]))+1 != len(m.raw) {
+				t.Fatalf("message of %d bytes from %d read", len(m.raw), consumed)
+			}
+			queryText(m)
+			parseMsg(m)
+			bindMsg(m)
+			executeMsg(m)
+			closeMsg(m)
+			commandTag(m)
+			errorCode(m)
+			backendKey(m)
+			Words(string(m.body()))
+			Matches(string(m.body()), "insert into")
+			buf = m.raw[:0]
+		}
+	})
+}

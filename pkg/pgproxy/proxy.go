@@ -1,0 +1,473 @@
+// Package pgproxy stands between a consumer under test and its PostgreSQL
+// database: it relays the wire protocol both ways, unchanged, and sees
+// every statement the consumer sends and every answer it gets. While a
+// delivery is being watched it counts the delivery's statements, keeps
+// their trace, and can hold a connection exactly at a statement boundary
+// — before statement k reaches the database, or after its answer and
+// before the consumer sees it — so that the consumer can be killed, or
+// another worker let run, at that point and no other.
+//
+// Authentication passes through untouched (trust, md5, SCRAM); a request
+// for TLS is answered "no", so the consumer connects in plain TCP;
+// cancel requests are forwarded to the server.
+package pgproxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Proxy relays connections from 127.0.0.1 to one PostgreSQL server.
+type Proxy struct {
+	upstream string
+	ln       net.Listener
+	dial     func(ctx context.Context) (net.Conn, error)
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	watch  *Watch
+	nextID int
+	closed bool
+	// tlsRefused counts the connections that asked for TLS.
+	tlsRefused atomic.Int64
+	wg         sync.WaitGroup
+}
+
+// Listen starts a proxy for the server at upstream (host:port) on a free
+// port of 127.0.0.1.
+func Listen(upstream string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{upstream: upstream, ln: ln, conns: map[*conn]struct{}{}}
+	var d net.Dialer
+	p.dial = func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", upstream) }
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Port is the proxy's port.
+func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+// TLSRefused reports how many connections asked for TLS and were told no.
+func (p *Proxy) TLSRefused() int64 { return p.tlsRefused.Load() }
+
+// Close stops listening and ends every connection.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	conns := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	err := p.ln.Close()
+	for _, c := range conns {
+		c.close()
+	}
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		nc, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			nc.Close()
+			return
+		}
+		p.nextID++
+		c := &conn{p: p, id: p.nextID, client: nc, stmts: map[string]string{}, portals: map[string]string{}}
+		p.conns[c] = struct{}{}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go func() {
+			defer p.wg.Done()
+			c.serve()
+			p.mu.Lock()
+			delete(p.conns, c)
+			p.mu.Unlock()
+		}()
+	}
+}
+
+// current is the watch in progress, or nil.
+func (p *Proxy) current() *Watch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.watch
+}
+
+// conn is one client connection and its connection to the server.
+type conn struct {
+	p        *Proxy
+	id       int
+	client   net.Conn
+	server   net.Conn
+	closeOne sync.Once
+
+	// Seen by the client-to-server side only.
+	stmts   map[string]string // prepared statements by name: their text
+	portals map[string]string // portals by name: their statement's text
+	pid     atomic.Int32      // the server process, from BackendKeyData
+
+	mu sync.Mutex
+	// pending are the statements sent to the server and not yet
+	// answered, in order.
+	pending []*Statement
+	// holdAfter is the statement whose answer is to be held, if any.
+	holdAfter *Statement
+}
+
+func (c *conn) close() {
+	c.closeOne.Do(func() {
+		c.client.Close()
+		if c.server != nil {
+			c.server.Close()
+		}
+	})
+}
+
+// serve answers the startup of a connection, then relays it.
+func (c *conn) serve() {
+	defer c.close()
+	for {
+		st, err := readStartup(c.client)
+		if err != nil {
+			return
+		}
+		switch st.code {
+		case codeSSL, codeGSSENC:
+			// No TLS and no GSS encryption: the client may go on in
+			// plain TCP, or give up (sslmode=require).
+			if st.code == codeSSL {
+				c.p.tlsRefused.Add(1)
+			}
+			if _, err := c.client.Write([]byte{'N'}); err != nil {
+				return
+			}
+			continue
+		case codeCancel:
+			c.cancel(st.raw)
+			return
+		}
+		server, err := c.p.dial(context.Background())
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		c.server = server
+		c.mu.Unlock()
+		if _, err := server.Write(st.raw); err != nil {
+			return
+		}
+		break
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.fromServer()
+		c.close()
+	}()
+	c.fromClient()
+	c.close()
+	<-done
+}
+
+// cancel forwards a cancel request to the server on a connection of its
+// own, as the protocol wants.
+func (c *conn) cancel(raw []byte) {
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	s, err := c.p.dial(ctx)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	_, _ = s.Write(raw)
+	// The server closes it once it has read the request.
+	_, _ = io.Copy(io.Discard, s)
+}
+
+// fromClient relays what the client sends, statement by statement.
+func (c *conn) fromClient() {
+	r := bufio.NewReaderSize(c.client, 32<<10)
+	w := bufio.NewWriterSize(c.server, 32<<10)
+	var buf []byte
+	for {
+		m, err := readMessage(r, buf)
+		if err != nil {
+			return
+		}
+		buf = m.raw[:0]
+		var st *Statement
+		switch m.typ {
+		case 'Q':
+			st = &Statement{Text: queryText(m), simple: true}
+		case 'P':
+			if name, text, ok := parseMsg(m); ok {
+				c.stmts[name] = text
+			}
+		case 'B':
+			if portal, stmt, ok := bindMsg(m); ok {
+				c.portals[portal] = c.stmts[stmt]
+			}
+		case 'E':
+			if portal, ok := executeMsg(m); ok {
+				st = &Statement{Text: c.portals[portal]}
+			}
+		case 'C':
+			if kind, name, ok := closeMsg(m); ok {
+				if kind == 'S' {
+					delete(c.stmts, name)
+				} else {
+					delete(c.portals, name)
+				}
+			}
+		}
+		if st != nil {
+			if !c.send(st, w) {
+				return
+			}
+		}
+		if _, err := w.Write(m.raw); err != nil {
+			return
+		}
+		if st != nil && st.flushAfter {
+			// The answer is to be held: make the server send it now,
+			// and send nothing more until the hold is lifted.
+			if _, err := w.Write(flushMsg); err != nil {
+				return
+			}
+			if err := w.Flush(); err != nil {
+				return
+			}
+			if !st.waitRelease() {
+				return
+			}
+		}
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// send notes a statement on its way to the server: it is counted in the
+// watch, if one is on, and held there if a boundary before it is. It
+// returns false when the connection is to end.
+func (c *conn) send(st *Statement, w *bufio.Writer) bool {
+	st.Conn, st.mu = c.id, &c.mu
+	if wt := c.p.current(); wt != nil {
+		if !wt.sent(c, st, func() error { return w.Flush() }) {
+			return false
+		}
+	}
+	st.start = time.Now()
+	c.mu.Lock()
+	c.pending = append(c.pending, st)
+	c.mu.Unlock()
+	return true
+}
+
+// fromServer relays what the server answers, and gives each statement its
+// answer.
+func (c *conn) fromServer() {
+	r := bufio.NewReaderSize(c.server, 32<<10)
+	w := bufio.NewWriterSize(c.client, 32<<10)
+	var buf []byte
+	for {
+		m, err := readMessage(r, buf)
+		if err != nil {
+			return
+		}
+		buf = m.raw[:0]
+		var done *Statement
+		switch m.typ {
+		case 'K':
+			if pid, ok := backendKey(m); ok {
+				c.pid.Store(pid)
+			}
+		case 'C':
+			done = c.answer(commandTag(m), false)
+		case 'I':
+			done = c.answer("EMPTY", false)
+		case 's':
+			done = c.answer("SUSPENDED", false)
+		case 'E':
+			code, _ := errorCode(m)
+			done = c.answer("ERROR "+code, true)
+		case 'Z':
+			done = c.ready()
+		}
+		if done != nil && done.holdAnswer {
+			// The statement ran and its answer is here: the client does
+			// not see it until the hold is lifted.
+			if err := w.Flush(); err != nil {
+				return
+			}
+			done.reached()
+			if !done.waitRelease() {
+				return
+			}
+		}
+		if _, err := w.Write(m.raw); err != nil {
+			return
+		}
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// answer gives the first statement still waiting its answer. A simple
+// query's answer is complete only at ReadyForQuery (it may hold several
+// statements); an error ends every extended statement up to the Sync.
+func (c *conn) answer(tag string, isErr bool) *Statement {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return nil
+	}
+	st := c.pending[0]
+	if st.simple {
+		if st.Answer == "" || isErr {
+			st.Answer = tag
+		}
+		return nil
+	}
+	c.pending = c.pending[1:]
+	st.finish(tag)
+	return st
+}
+
+// ready ends a simple query at ReadyForQuery, and any extended statement
+// an error before it skipped.
+func (c *conn) ready() *Statement {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var done *Statement
+	for len(c.pending) > 0 {
+		st := c.pending[0]
+		c.pending = c.pending[1:]
+		if st.simple {
+			if st.Answer == "" {
+				st.Answer = "EMPTY"
+			}
+			st.finish(st.Answer)
+			done = st
+			break
+		}
+		st.finish("not run (an earlier error)")
+	}
+	return done
+}
+
+// Statement is one statement a consumer sent while a delivery was watched,
+// and the answer it got.
+type Statement struct {
+	// Conn is the connection it came on; Lane its worker in the watch
+	// (1, 2, … by the order the connections first sent a statement);
+	// Index its place in the delivery (1-based) and LaneIndex in its lane.
+	Conn, Lane, Index, LaneIndex int
+	Text                         string
+	// Answer is the command tag ("INSERT 0 1", "SELECT 0"), "ERROR
+	// 23505", or empty while none came.
+	Answer string
+	// Took is how long the server took to answer.
+	Took time.Duration
+
+	simple     bool
+	start      time.Time
+	mu         *sync.Mutex // its connection's, which guards Answer and Took
+	holdAnswer bool        // hold the answer: the boundary after it is faulted
+	flushAfter bool        // extended protocol: flush it and send nothing more until release
+	hold       *hold
+}
+
+func (st *Statement) lock() {
+	if st.mu != nil {
+		st.mu.Lock()
+	}
+}
+
+func (st *Statement) unlock() {
+	if st.mu != nil {
+		st.mu.Unlock()
+	}
+}
+
+func (st *Statement) finish(answer string) {
+	st.Answer = answer
+	st.Took = time.Since(st.start)
+}
+
+func (st *Statement) reached() {
+	if st.hold != nil {
+		st.hold.reach()
+	}
+}
+
+// waitRelease blocks until the statement's hold is lifted; false: the
+// connection is to end instead.
+func (st *Statement) waitRelease() bool {
+	if st.hold == nil {
+		return true
+	}
+	return st.hold.wait()
+}
+
+// Words are a statement's leading words as a file names them: lower case,
+// single spaces.
+func Words(s string) string {
+	return strings.ToLower(strings.Join(strings.Fields(s), " "))
+}
+
+// Matches reports whether a statement begins with the given words (case
+// and spacing ignored, whole words).
+func Matches(text, words string) bool {
+	t, w := Words(text), Words(words)
+	if w == "" {
+		return false
+	}
+	if !strings.HasPrefix(t, w) {
+		return false
+	}
+	rest := t[len(w):]
+	return rest == "" || !isWordByte(rest[0]) || !isWordByte(w[len(w)-1])
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z'
+}
+
+// ErrClosed is returned for a watch on a closed proxy.
+var ErrClosed = errors.New("the database proxy is closed")
+
+// pidOf is the server process of a connection, 0 before it is known.
+func (c *conn) pidOf() int32 { return c.pid.Load() }
+
+// be32 reads a big-endian int32 (for tests and the fuzz target).
+func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
