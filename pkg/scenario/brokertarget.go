@@ -198,6 +198,8 @@ func (l *loader) brokerStep(n *yaml.Node, st *Step) {
 		l.errorf(n, "drop cuts off an answer, and a broker target has none to cut: a publish is stored or the run stops")
 	case st.Crash != nil && l.s.Target.Start == nil:
 		l.errorf(n, "crash kills a consumer instance redeliver started, and this target has no start: add target start (command and ready; instances: N for several)")
+	case st.Crash.Statement():
+		l.errorf(n, "a crash at a statement holds one delivery's statements, and a broker target's consumer takes its messages when the broker hands them over; use crash: {after: DURATION} or crash: random")
 	case st.Crash != nil && st.Crash.Kind == CrashSweep:
 		l.errorf(n, "crash: sweep waits for an answer, and a broker target has none; use crash: {after: DURATION} or crash: random")
 	case st.Concurrent > 0:

@@ -62,6 +62,15 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil && !s.Target.Broker() {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
 		}
+		if s.Target != nil && st.Crash.Statement() && (s.Effects == nil || !s.Effects.Proxy) {
+			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s lands at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects, and point the consumer at ${%s}", crashWords(st.Crash), DBURLVar))
+		}
+	}
+	if l.dbURLNode != nil && s.Target != nil && (s.Effects == nil || !s.Effects.Proxy) {
+		l.errorf(l.dbURLNode, "${%s} is the database address through redeliver's proxy; add proxy: true to effects", DBURLVar)
+	}
+	if s.Effects != nil && s.Effects.Proxy && s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil {
+		l.errs = append(l.errs, errorf(s.Effects.ProxyPos, "proxy: true relays the connections of a consumer redeliver starts, and this target has no start: add target start with ${%s} in its env", DBURLVar))
 	}
 	if s.Target == nil {
 		for _, st := range l.faultSteps {

@@ -171,6 +171,8 @@ type loader struct {
 	targetMode bool
 	// crashSteps kill the started consumer, which needs target start.
 	crashSteps []*Step
+	// dbURLNode is the first string that uses ${REDELIVER_DB_URL}.
+	dbURLNode *yaml.Node
 	// targetFile is set for a --target file: target and effects, no checks.
 	targetFile bool
 }

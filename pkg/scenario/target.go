@@ -113,6 +113,10 @@ type Effects struct {
 	// IgnoreColumns are columns a consumer may change on a duplicate or a
 	// conflict (such as updated_at): rows are compared without them.
 	IgnoreColumns []string
+	// Proxy: redeliver relays the consumer's PostgreSQL connections
+	// (through ${REDELIVER_DB_URL}) and sees every statement.
+	Proxy    bool
+	ProxyPos Pos
 }
 
 // Crash kinds.
@@ -120,13 +124,34 @@ const (
 	CrashAfter  = "after"  // kill that long after the delivery was sent
 	CrashRandom = "random" // kill after a random delay within the timeout
 	CrashSweep  = "sweep"  // kill at 0, 1, 2, 4 … ms until the delivery completes first
+	// CrashStatement kills at one statement boundary the effects proxy
+	// holds: before the statement Words begin reaches the database, or
+	// after its answer (AfterStatement), before the consumer sees it.
+	CrashStatement = "statement"
+	// CrashStatements kills at every statement boundary of the delivery,
+	// one fresh trial each.
+	CrashStatements = "statements"
 )
+
+// DBURLVar is the variable a started consumer's command and env use for
+// its database address through the effects proxy.
+const DBURLVar = "REDELIVER_DB_URL"
 
 // Crash kills the started consumer during a delivery.
 type Crash struct {
 	Pos   Pos
 	Kind  string
 	After time.Duration
+	// A statement crash: the statement's leading words, and whether the
+	// kill comes after its answer rather than before it runs.
+	Words          string
+	AfterStatement bool
+}
+
+// Statement reports whether the crash lands at statement boundaries,
+// which the effects proxy holds.
+func (c *Crash) Statement() bool {
+	return c != nil && (c.Kind == CrashStatement || c.Kind == CrashStatements)
 }
 
 // Answers are the words a target-mode delivery expect may name.
@@ -193,7 +218,17 @@ func (l *loader) xstr(n *yaml.Node, what string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	v, err := ExpandEnv(s, os.LookupEnv)
+	v, err := ExpandEnv(s, func(name string) (string, bool) {
+		if name == DBURLVar {
+			// Known only once the proxy listens: the consumer's start
+			// fills it in.
+			if l.dbURLNode == nil {
+				l.dbURLNode = n
+			}
+			return "${" + DBURLVar + "}", true
+		}
+		return os.LookupEnv(name)
+	})
 	if err != nil {
 		l.errorf(n, "%s: %v", what, err)
 		return "", false
@@ -591,6 +626,7 @@ func (l *loader) effects(n *yaml.Node) {
 		}},
 		{"key_of", func(k, v *yaml.Node) { keyOfSeen = true; e.KeyOf = l.keyOf(v) }},
 		{"ignore_columns", func(k, v *yaml.Node) { e.IgnoreColumns = l.columns(v) }},
+		{"proxy", func(k, v *yaml.Node) { e.Proxy, e.ProxyPos = l.boolean(v, "proxy"), l.pos(k) }},
 	})
 	if n.Kind != yaml.MappingNode {
 		return
@@ -700,16 +736,40 @@ func KeyOfField(f string) bool {
 	return f == "data"
 }
 
-// crash reads `crash: {after: D}`, `crash: random` or `crash: sweep`.
+// crash reads `crash: {after: D}`, `crash: random`, `crash: sweep`,
+// `crash: statements`, or `crash: {before: WORDS}` / `{after: WORDS}` (a
+// statement's leading words; an after that reads as a duration is one).
 func (l *loader) crash(n *yaml.Node) *Crash {
 	c := &Crash{Pos: l.pos(n)}
 	if n.Kind == yaml.MappingNode {
-		var afterSeen bool
+		seen := 0
+		words := func(v *yaml.Node, what string) string {
+			s, ok := l.str(v, what)
+			if !ok {
+				return ""
+			}
+			if strings.TrimSpace(s) == "" {
+				l.errorf(v, "%s names no statement: write its leading words, such as \"INSERT INTO payments\" or commit", what)
+			}
+			return strings.Join(strings.Fields(s), " ")
+		}
 		l.mapping(n, "crash", []field{
-			{"after", func(k, v *yaml.Node) { afterSeen = true; c.Kind = CrashAfter; c.After = l.delay(v, "crash after") }},
+			{"after", func(k, v *yaml.Node) {
+				seen++
+				if v.Kind == yaml.ScalarNode && looksLikeDuration(v.Value) {
+					c.Kind = CrashAfter
+					c.After = l.delay(v, "crash after")
+					return
+				}
+				c.Kind, c.AfterStatement, c.Words = CrashStatement, true, words(v, "crash after")
+			}},
+			{"before", func(k, v *yaml.Node) { seen++; c.Kind, c.Words = CrashStatement, words(v, "crash before") }},
 		})
-		if !afterSeen {
-			l.errorf(n, "crash needs after: how long after the delivery was sent to kill the consumer, such as 5ms")
+		switch seen {
+		case 0:
+			l.errorf(n, "crash needs after: how long after the delivery was sent to kill the consumer, such as 5ms, or the statement to kill it at: {before: \"INSERT INTO payments\"}, {after: commit}")
+		case 2:
+			l.errorf(n, "crash takes before or after, not both")
 		}
 		return c
 	}
@@ -718,13 +778,26 @@ func (l *loader) crash(n *yaml.Node) *Crash {
 		return nil
 	}
 	switch s {
-	case CrashRandom, CrashSweep:
+	case CrashRandom, CrashSweep, CrashStatements:
 		c.Kind = s
 	default:
-		l.errorf(n, "crash must be {after: DURATION}, random or sweep, not %q", s)
+		l.errorf(n, "crash must be {after: DURATION}, random, sweep, statements, or {before: STATEMENT} / {after: STATEMENT}, not %q", s)
 		return nil
 	}
 	return c
+}
+
+// looksLikeDuration reports whether s is written as a duration (5ms, 1.5s,
+// 0) rather than as a statement's words.
+func looksLikeDuration(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return false
+	}
+	if _, err := time.ParseDuration(s); err == nil {
+		return true
+	}
+	return s[0] >= '0' && s[0] <= '9' || s[0] == '-' || s[0] == '.'
 }
 
 // answer reads a target-mode delivery expect: a word or {status: N} / {answer: WORD}.
@@ -838,6 +911,9 @@ func (l *loader) targetStep(n *yaml.Node, st *Step, handlerOnly map[string]bool)
 	}
 	if st.Crash != nil {
 		l.crashSteps = append(l.crashSteps, st)
+		if st.Crash.Statement() && st.Times > 1 {
+			l.errorf(n, "a step that crashes at a statement delivers once: write times on a step of its own")
+		}
 		if st.Concurrent > 0 {
 			l.errorf(n, "a step takes crash or concurrent, not both: one kill ends every delivery in flight, so write the concurrent step and the crash step apart")
 		}
@@ -912,4 +988,15 @@ func headerValue(s string) bool {
 		}
 	}
 	return true
+}
+
+// crashWords writes a crash as the file does: statements, {before: WORDS}.
+func crashWords(c *Crash) string {
+	switch {
+	case c.Kind == CrashStatement && c.AfterStatement:
+		return fmt.Sprintf("{after: %s}", c.Words)
+	case c.Kind == CrashStatement:
+		return fmt.Sprintf("{before: %s}", c.Words)
+	}
+	return c.Kind
 }
