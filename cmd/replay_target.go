@@ -62,7 +62,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if err != nil {
 		return err
 	}
-	if e := effects.CheckReset(t.Effects); e != nil {
+	if e := effects.Check(t.Effects); e != nil {
 		return scenario.Errors{e}
 	}
 	switch {

@@ -171,3 +171,19 @@ func (c *Counters) Add(o Counters) {
 	c.CrashedBeforeAnswer += o.CrashedBeforeAnswer
 	c.CrashedAfterAnswer += o.CrashedAfterAnswer
 }
+
+// Statement is one SQL statement a consumer sent its database during a
+// delivery, as the database proxy saw it, with the answer it got.
+type Statement struct {
+	// Worker is the connection it came on, numbered 1, 2, … in the order
+	// the delivery's connections first sent a statement.
+	Worker int
+	Text   string
+	// Answer is the command tag ("INSERT 0 1", "SELECT 0"), "ERROR
+	// 23505", or empty when none came.
+	Answer string
+	// Held marks the statement a fault held: the kill came before it
+	// reached the database (Before) or after its answer.
+	Held   bool
+	Before bool
+}

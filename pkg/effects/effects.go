@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -590,4 +591,94 @@ func oneLine(err error) string {
 		return me.Message
 	}
 	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// Check holds what a file's effects ask to what redeliver can do with the
+// database they name: reset only where the user plainly meant it (see
+// CheckReset), and the statement proxy only on PostgreSQL reached without
+// TLS (see CheckProxy).
+func Check(e *scenario.Effects) *problem.Error {
+	if err := CheckReset(e); err != nil {
+		return err
+	}
+	return CheckProxy(e)
+}
+
+// CheckProxy refuses proxy: true where the proxy cannot stand between the
+// consumer and its database: a MySQL or SQLite database, a PostgreSQL one
+// reached over a unix socket, or one that asks for TLS.
+func CheckProxy(e *scenario.Effects) *problem.Error {
+	if e == nil || !e.Proxy {
+		return nil
+	}
+	p, err := dbhost.Parse(e.DB)
+	if err != nil {
+		return problem.Invalid(e.DBPos, "db is %v", err)
+	}
+	switch {
+	case p.Kind == SQLite:
+		return problem.Invalid(e.ProxyPos, "proxy: true relays the PostgreSQL wire protocol, and db is a SQLite file, which the consumer opens with no wire between: use a PostgreSQL database, or remove proxy")
+	case p.Kind == MySQL:
+		return problem.Invalid(e.ProxyPos, "proxy: true relays the PostgreSQL wire protocol, and db is a MySQL database, whose protocol redeliver does not relay yet: use a PostgreSQL database, or remove proxy")
+	case len(p.Hosts) == 0 || strings.HasPrefix(p.Hosts[0], "/"):
+		return problem.Invalid(e.ProxyPos, "proxy: true relays TCP connections, and db is reached over a unix socket: name the database's host and port (host=127.0.0.1 port=5432)")
+	}
+	if mode := sslMode(e.DB); mode == "require" || mode == "verify-ca" || mode == "verify-full" {
+		return problem.Invalid(e.ProxyPos, "proxy: true relays plain TCP, and db asks for sslmode=%s: the proxy speaks no TLS to the consumer or to the database; test against a database reachable without TLS, or remove proxy", mode)
+	}
+	return nil
+}
+
+// sslMode is the sslmode a PostgreSQL connection string asks for, or "".
+func sslMode(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		return u.Query().Get("sslmode")
+	}
+	for _, f := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(f, "sslmode="); ok {
+			return strings.Trim(v, "'")
+		}
+	}
+	return ""
+}
+
+// Upstream is the host:port the proxy relays to: the first host the
+// connection string names.
+func Upstream(dsn string) (string, error) {
+	p, err := dbhost.Parse(dsn)
+	if err != nil {
+		return "", err
+	}
+	if len(p.Hosts) == 0 {
+		return "", errors.New("db names no host")
+	}
+	return p.Hosts[0], nil
+}
+
+// ProxyURL is dsn pointed at the proxy's addr (127.0.0.1:PORT), without
+// TLS: the connection string the consumer gets as ${REDELIVER_DB_URL}.
+func ProxyURL(dsn, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Host = addr
+		q := u.Query()
+		q.Set("sslmode", "disable")
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	// A libpq keyword string: host, port and sslmode replaced.
+	var out []string
+	for _, f := range strings.Fields(dsn) {
+		k, _, _ := strings.Cut(f, "=")
+		switch strings.TrimSpace(k) {
+		case "host", "hostaddr", "port", "sslmode":
+			continue
+		}
+		out = append(out, f)
+	}
+	out = append(out, "host="+host, "port="+port, "sslmode=disable")
+	return strings.Join(out, " "), nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -44,6 +45,10 @@ type Session struct {
 	// procs are every instance of start (start.instances), proc first.
 	procs []*Process
 	db    *effects.DB
+	// proxy stands between the consumer and its database (effects.proxy);
+	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL}.
+	proxy *pgproxy.Proxy
+	dbURL string
 }
 
 // Open connects to the effects database, starts the consumer (when the
@@ -55,6 +60,14 @@ func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Sessi
 		return nil, err
 	}
 	s.db = db
+	if fx.Proxy {
+		if err := s.startProxy(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		t = s.withDBURL(t)
+		s.t = t
+	}
 	if t.Broker() {
 		// The broker first: with create: true, the stream or queue must
 		// exist before the consumer starts reading it.
@@ -94,7 +107,55 @@ func (s *Session) Close() {
 	}
 	wg.Wait()
 	s.closeBroker()
+	if s.proxy != nil {
+		s.proxy.Close()
+	}
 	s.db.Close()
+}
+
+// startProxy starts the proxy to the effects database.
+func (s *Session) startProxy() error {
+	up, err := effects.Upstream(s.fx.DB)
+	if err != nil {
+		return err
+	}
+	p, err := pgproxy.Listen(up)
+	if err != nil {
+		return fmt.Errorf("cannot start the database proxy: %w", err)
+	}
+	s.proxy = p
+	s.dbURL, err = effects.ProxyURL(s.fx.DB, p.Addr())
+	return err
+}
+
+// withDBURL is the target with ${REDELIVER_DB_URL} filled in wherever its
+// start or exec command and environment use it, and set in their
+// environment.
+func (s *Session) withDBURL(t *scenario.Target) *scenario.Target {
+	ref := "${" + scenario.DBURLVar + "}"
+	fill := func(command []string, env map[string]string) ([]string, map[string]string) {
+		cmd := make([]string, len(command))
+		for i, a := range command {
+			cmd[i] = strings.ReplaceAll(a, ref, s.dbURL)
+		}
+		out := map[string]string{scenario.DBURLVar: s.dbURL}
+		for k, v := range env {
+			out[k] = strings.ReplaceAll(v, ref, s.dbURL)
+		}
+		return cmd, out
+	}
+	c := *t
+	if t.Start != nil {
+		st := *t.Start
+		st.Command, st.Env = fill(st.Command, st.Env)
+		c.Start = &st
+	}
+	if t.Exec != nil {
+		ex := *t.Exec
+		ex.Command, ex.Env = fill(ex.Command, ex.Env)
+		c.Exec = &ex
+	}
+	return &c
 }
 
 // startInstances starts every instance of the consumer, each in its own
@@ -507,6 +568,8 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 			return a, err
 		}
 		return sys.plain(ctx, c, ev, key, tolerate)
+	case st.Crash.Statement():
+		return sys.statementCrash(ctx, c, ev, key, tolerate)
 	case st.Crash != nil && sys.sess.t.Broker():
 		// Publish, then kill a random instance: the broker redelivers
 		// whatever that instance held unacknowledged.

@@ -81,6 +81,9 @@ type CheckDoc struct {
 	// consumer's answer; absent for a check that crashed nothing.
 	Crashes    *CrashesDoc   `json:"crashes,omitempty"`
 	Deliveries []DeliveryDoc `json:"deliveries"`
+	// Statements are the SQL statements of the delivery a statement fault
+	// landed in, whole, with their answers; absent for other checks.
+	Statements []StatementDoc `json:"statements,omitempty"`
 }
 
 // CrashesDoc is a target check's kills: before the consumer's answer
@@ -215,6 +218,7 @@ func checkDoc(c runner.CheckResult) CheckDoc {
 		Duration: seconds(c.Duration), Counters: c.Counters, Declared: c.Declared,
 		Failures: []FailureDoc{}, Violations: []ViolationDoc{}, Deliveries: []DeliveryDoc{},
 		Reconciliation: append([]string{}, c.Reconciliation...),
+		Statements:     statementDocs(c.Trace),
 	}
 	if cd.Declared == nil {
 		cd.Declared = []string{}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
@@ -131,7 +132,7 @@ func JUnit(w io.Writer, run *Run) error {
 			if !c.Passed {
 				first := c.Failures[0]
 				tc.SystemOut = newJUnitText(c.Name + ": FAIL: " + located(first))
-				tc.Failures = append(tc.Failures, junitResult{Message: located(first), Type: failureType(c.Failures), Body: xmlText(failureBody(c.Failures))})
+				tc.Failures = append(tc.Failures, junitResult{Message: located(first), Type: failureType(c.Failures), Body: xmlText(failureBody(c.Failures) + traceBody(c.Trace))})
 				s.Failures++
 			}
 			s.Cases = append(s.Cases, tc)
@@ -226,6 +227,14 @@ func failureBody(fs []runner.Failure) string {
 		}
 	}
 	return b.String()
+}
+
+// traceBody lists a check's statement trace after its failures.
+func traceBody(stmts []consumer.Statement) string {
+	if len(stmts) == 0 {
+		return ""
+	}
+	return "\nstatements of the delivery:\n" + strings.Join(traceLines(stmts, false), "\n") + "\n"
 }
 
 // uniqueNames numbers test cases whose names repeat within a suite: report

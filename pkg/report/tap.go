@@ -24,6 +24,9 @@ type tapDiagnostic struct {
 	At        *tapAt       `yaml:"at,omitempty"`
 	More      []tapFailure `yaml:"failures,omitempty"` // every failure, when there is more than one
 	Schedules int          `yaml:"schedules,omitempty"`
+	// Statements are the statement trace of the delivery a statement
+	// fault landed in.
+	Statements []string `yaml:"statements,omitempty"`
 }
 
 // tapSchedules is the YAML block under a passing test point of an explored
@@ -69,6 +72,9 @@ func TAP(w io.Writer, run *Run) error {
 			case !c.Passed:
 				d := failureDiagnostic(c.Failures)
 				d.Schedules = c.Schedules
+				if len(c.Trace) > 0 {
+					d.Statements = traceLines(c.Trace, false)
+				}
 				diag = d
 			case c.Schedules > 0:
 				diag = tapSchedules{c.Schedules}

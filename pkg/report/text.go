@@ -59,6 +59,12 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 				for _, more := range c.Failures[1:] {
 					fmt.Fprintf(&b, "%s  %s\n", indent, locatedLines(more))
 				}
+				if len(c.Trace) > 0 {
+					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("statements of the delivery:"))
+					for _, line := range traceLines(c.Trace, true) {
+						fmt.Fprintf(&b, "%s    %s\n", indent, p.dim.Sprint(escape.Line(line)))
+					}
+				}
 			}
 			if opts.Verbose {
 				for _, v := range c.Violations {

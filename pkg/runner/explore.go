@@ -26,9 +26,22 @@ const MaxSchedules = 32
 type Hold struct {
 	At      consumer.FaultPoint
 	InOrder bool
+	// Kill, for a step that crashes at every statement boundary, is the
+	// boundary this run kills at (1-based, see Boundary); 0 kills at none
+	// and records the delivery's boundaries. Name says it in words.
+	Kill int
+	Name string
 }
 
-func (h Hold) String() string { return words.Hold(string(h.At), h.InOrder) }
+func (h Hold) String() string {
+	if h.Kill > 0 {
+		return "killed " + h.Name
+	}
+	return words.Hold(string(h.At), h.InOrder)
+}
+
+// forces reports whether the hold changes how its step runs.
+func (h Hold) forces() bool { return h.At != "" || h.Kill > 0 }
 
 // schedule gives each explored step of a check (a concurrent step without
 // interleave) its hold for one run of the check.
@@ -44,7 +57,7 @@ func (s *schedule) of(step int) (Hold, bool) {
 		return Hold{}, false
 	}
 	for i, n := range s.steps {
-		if n == step && s.holds[i].At != "" {
+		if n == step && s.holds[i].forces() {
 			return s.holds[i], true
 		}
 	}

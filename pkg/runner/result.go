@@ -39,8 +39,14 @@ type CheckResult struct {
 	// held (by interleave, or while the check was explored): reached.
 	Held []consumer.FaultPoint
 	// Schedules is how many schedules the check was run under, when it was
-	// explored (a concurrent step without interleave); 0 otherwise.
+	// explored (a concurrent step without interleave, or a step that
+	// crashes at every statement boundary); 0 otherwise.
 	Schedules int
+	// Trace is the statements of the delivery a statement fault landed
+	// in, with their answers, up to the kill.
+	Trace []consumer.Statement
+	// boundaries are the statement boundaries a recording run saw.
+	boundaries []string
 }
 
 // held records that workers were held at p.

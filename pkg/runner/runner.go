@@ -56,6 +56,15 @@ func Run(ctx context.Context, s *scenario.Scenario, k Kind) (*FileResult, error)
 			explores = explores || len(plans[i]) > 1
 		}
 	}
+	for i, c := range s.Checks {
+		if j := sweptStep(c); j > 0 {
+			plan, err := sweepPlan(ctx, s, k, plans, i, j)
+			if err != nil {
+				return bare(s), err
+			}
+			plans[i] = plan
+		}
+	}
 	var res *FileResult
 	var explored [][]CheckResult
 	var err error
@@ -74,6 +83,41 @@ func Run(ctx context.Context, s *scenario.Scenario, k Kind) (*FileResult, error)
 		}
 	}
 	return res, err
+}
+
+// sweptStep is the step (1-based) of a check that crashes at every
+// statement boundary, or 0.
+func sweptStep(c *scenario.Check) int {
+	for i, st := range c.Steps {
+		if st.Kind == scenario.Deliver && st.Crash != nil && st.Crash.Kind == scenario.CrashStatements {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// maxBoundaries bounds the trials of one crash: statements.
+const maxBoundaries = 200
+
+// sweepPlan runs the file up to check i once, the step that crashes at
+// every statement boundary recording them, and returns the check's plan:
+// the run as written (killed nowhere), then one schedule per boundary,
+// each a fresh trial killed there.
+func sweepPlan(ctx context.Context, s *scenario.Scenario, k Kind, plans [][]schedule, i, step int) ([]schedule, error) {
+	res, err := runChecks(ctx, s, k, plans, i+1, nil)
+	if err != nil {
+		return nil, err
+	}
+	names := res.Checks[i].boundaries
+	if len(names) > maxBoundaries {
+		st := s.Checks[i].Steps[step-1]
+		return nil, problem.Invalid(st.Crash.Pos, "the delivery ran %d statements, and crash: statements tries each of their %d boundaries, at most %d: name the statements to crash at with {before: …} or {after: …}", len(names)/2, len(names), maxBoundaries)
+	}
+	plan := []schedule{{steps: []int{step}, holds: []Hold{{}}}}
+	for b, name := range names {
+		plan = append(plan, schedule{steps: []int{step}, holds: []Hold{{Kill: b + 1, Name: name}}})
+	}
+	return plan, nil
 }
 
 type reachFunc func(consumer.FaultPoint) bool
@@ -422,10 +466,10 @@ func (cr *checkRun) fail(step int, pos consumer.Location, m words.Miss) {
 func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) error {
 	cr.step, cr.pos = step, st.Pos
 	call := Call{Check: cr.index, Step: step, St: st, Rec: cr}
+	if h, ok := cr.sched.of(step); ok {
+		call.Hold = h
+	}
 	if st.Concurrent > 0 {
-		if h, ok := cr.sched.of(step); ok {
-			call.Hold = h
-		}
 		if err := sleep(ctx, st.Delay); err != nil {
 			return err
 		}
@@ -490,6 +534,15 @@ func (cr *checkRun) Counters() *consumer.Counters { return &cr.res.Counters }
 
 // Held records that workers were held at p.
 func (cr *checkRun) Held(p consumer.FaultPoint) { cr.res.held(p) }
+
+// Fail fails the check at the step being run.
+func (cr *checkRun) Fail(m words.Miss) { cr.fail(cr.step, cr.pos, m) }
+
+// Boundaries records a delivery's statement boundaries.
+func (cr *checkRun) Boundaries(names []string) { cr.res.boundaries = names }
+
+// Trace keeps the statements of the delivery a fault landed in.
+func (cr *checkRun) Trace(stmts []consumer.Statement) { cr.res.Trace = stmts }
 
 // repeats reports whether rec is the delivery right after last's run and
 // the same in every way but its Seq.

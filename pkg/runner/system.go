@@ -81,6 +81,16 @@ type Recorder interface {
 	Counters() *consumer.Counters
 	// Held records that workers were held at a fault point.
 	Held(p consumer.FaultPoint)
+	// Fail fails the check at the step being run: a fault the file asked
+	// for that could not be made.
+	Fail(m words.Miss)
+	// Boundaries records the statement boundaries of a delivery whose
+	// step crashes at every one (Call.Hold.Kill 0), in order, each in
+	// words ("after statement 2 (INSERT INTO payments …)").
+	Boundaries(names []string)
+	// Trace keeps the statements of the delivery a fault landed in, for
+	// the report.
+	Trace(stmts []consumer.Statement)
 }
 
 // Kind is a kind of system: how to open one for a scenario file, and the

@@ -63,7 +63,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
 		}
 		if s.Target != nil && st.Crash.Statement() && (s.Effects == nil || !s.Effects.Proxy) {
-			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s lands at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects, and point the consumer at ${%s}", crashWords(st.Crash), DBURLVar))
+			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s lands at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects, and point the consumer at ${%s}", st.Crash, DBURLVar))
 		}
 	}
 	if l.dbURLNode != nil && s.Target != nil && (s.Effects == nil || !s.Effects.Proxy) {

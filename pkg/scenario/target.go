@@ -990,13 +990,15 @@ func headerValue(s string) bool {
 	return true
 }
 
-// crashWords writes a crash as the file does: statements, {before: WORDS}.
-func crashWords(c *Crash) string {
+// String writes a crash as the file does: statements, {before: WORDS}.
+func (c *Crash) String() string {
 	switch {
 	case c.Kind == CrashStatement && c.AfterStatement:
 		return fmt.Sprintf("{after: %s}", c.Words)
 	case c.Kind == CrashStatement:
 		return fmt.Sprintf("{before: %s}", c.Words)
+	case c.Kind == CrashAfter:
+		return fmt.Sprintf("{after: %s}", c.After)
 	}
 	return c.Kind
 }

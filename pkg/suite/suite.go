@@ -115,7 +115,7 @@ func Load(ctx context.Context, files []string) ([]*scenario.Scenario, error) {
 			// Where the reset would run is known only once the
 			// environment has filled in the db: checked here, before
 			// any file runs.
-			if e := effects.CheckReset(s.Effects); e != nil {
+			if e := effects.Check(s.Effects); e != nil {
 				all = append(all, e)
 				continue
 			}

@@ -255,3 +255,18 @@ func Hold(at string, inOrder bool) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// NotReached words a statement fault whose boundary the delivery never
+// reached: what the file asked for, the statements the delivery ran
+// (each with its answer), and how the consumer answered.
+func NotReached(what string, statements []string, answer string) Miss {
+	ran := "ran no statement"
+	if len(statements) > 0 {
+		ran = fmt.Sprintf("ran %d: %s", len(statements), strings.Join(statements, "; "))
+	}
+	return Miss{
+		Message:  fmt.Sprintf("%s was never reached: the delivery %s, and the consumer answered %s", what, ran, answer),
+		Expected: what,
+		Got:      "not reached",
+	}
+}

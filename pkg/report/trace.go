@@ -1,0 +1,82 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+)
+
+// traceLines words the statements of the delivery a statement fault
+// landed in, one a line: "worker 1: INSERT INTO payments … → INSERT 0 1",
+// the held one marked with where the kill came. short cuts each
+// statement to a line a terminal holds; the worker is named only when
+// there were several.
+func traceLines(stmts []consumer.Statement, short bool) []string {
+	workers := map[int]bool{}
+	for _, st := range stmts {
+		workers[st.Worker] = true
+	}
+	out := make([]string, 0, len(stmts))
+	for i, st := range stmts {
+		text := strings.Join(strings.Fields(st.Text), " ")
+		if r := []rune(text); short && len(r) > 72 {
+			text = string(r[:71]) + "…"
+		}
+		line := fmt.Sprintf("%d. %s", i+1, text)
+		if len(workers) > 1 {
+			line = fmt.Sprintf("worker %d: %s", st.Worker, line)
+		}
+		switch {
+		case st.Held && st.Before:
+			line += " ✂ killed here, before it reached the database"
+		case st.Held:
+			line += fmt.Sprintf(" → %s ✂ killed here, before the consumer saw the answer", answerOf(st))
+		default:
+			line += " → " + answerOf(st)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func answerOf(st consumer.Statement) string {
+	switch {
+	case st.Answer == "":
+		return "no answer"
+	case strings.HasPrefix(st.Answer, "SELECT "):
+		n := strings.TrimPrefix(st.Answer, "SELECT ")
+		if n == "1" {
+			return "1 row"
+		}
+		return n + " rows"
+	}
+	return st.Answer
+}
+
+// StatementDoc is one statement of a trace in the JSON report.
+type StatementDoc struct {
+	Worker int    `json:"worker"`
+	Text   string `json:"text"`
+	Answer string `json:"answer"`
+	// Killed says where the kill came at this statement: "before" it
+	// reached the database, or "after" its answer; absent elsewhere.
+	Killed string `json:"killed,omitempty"`
+}
+
+func statementDocs(stmts []consumer.Statement) []StatementDoc {
+	if len(stmts) == 0 {
+		return nil
+	}
+	out := make([]StatementDoc, len(stmts))
+	for i, st := range stmts {
+		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer}
+		if st.Held {
+			out[i].Killed = "after"
+			if st.Before {
+				out[i].Killed = "before"
+			}
+		}
+	}
+	return out
+}
