@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
@@ -90,14 +90,22 @@ onto the file resumes.
 A delivery that fails where no fault was injected (a business key that did
 not resolve, say) fails the replay, with the reason and the capture line.
 
+The faults are drawn from --seed per position in the capture, the same way
+with and without --target: the same seed and capture pick the same
+deliveries. --redeliver P: the consumer did the work and answered, the ack
+was lost, and the broker delivers the event again (for the built-in
+handler, a crash after commit, before the ack). --crash P: the consumer
+dies mid-delivery and the event is delivered again (the built-in handler
+mid-transaction, at a --crash-at point; a --target consumer redeliver
+started is killed). A delivery drawn for both crashes.
+
 With --target FILE (version, target and effects, as in a scenario) the
-capture is delivered to your own consumer instead: --redeliver drops answers
-(a lost ack, then the redelivery), --crash kills the started consumer
-mid-delivery, --concurrent delivers an event twice at once, --rewind N
-delivers the last N events again, --parallel N keeps N deliveries in flight
-(one business key's in order); then the effect table is judged. A broken
-invariant shows how often it broke and its first breaches (-v: every one;
---findings FILE writes each as a JSON line).
+capture is delivered to your own consumer instead: --concurrent delivers an
+event twice at once, --rewind N delivers the last N events again,
+--parallel N keeps N deliveries in flight (one business key's in order);
+then the effect table is judged. A broken invariant shows how often it
+broke and its first breaches (-v: every one; --findings FILE writes each as
+a JSON line).
 
 In JUnit XML each capture is a <testsuite> with a <testcase> per invariant
 checked, one for failures only where injected, and one per --fail-on
@@ -130,8 +138,8 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringVar(&o.Strategy, "strategy", "event-id", "handler strategy: event-id, consumer-scoped, business-key, none, check-then-act, marker-after-effect")
 	f.StringVar(&o.Consumer, "consumer", handler.DefaultConsumer, "consumer name the markers and effects are written for")
 	f.StringVar(&o.Effect, "effect", handler.DefaultEffect, "name of the effect table")
-	f.Float64Var(&o.Redeliver, "redeliver", 0, "probability of a crash after commit, before the ack (the broker redelivers)")
-	f.Float64Var(&o.Crash, "crash", 0, "probability of a crash mid-transaction (the delivery is retried later)")
+	f.Float64Var(&o.Redeliver, "redeliver", 0, inject.RedeliverHelp)
+	f.Float64Var(&o.Crash, "crash", 0, "probability that the consumer dies mid-delivery (the built-in handler mid-transaction; a --target consumer is killed), and the event is delivered again")
 	f.StringSliceVar(&o.CrashAt, "crash-at", nil, "fault points --crash picks from (default after-check,after-marker,after-effect)")
 	f.IntVar(&o.Rewind, "rewind", 0, "rebalances re-deliver up to N earlier deliveries, in order")
 	f.Float64Var(&o.Republish, "republish", 0, "probability of the same event again under a new transport id")
@@ -250,13 +258,8 @@ const maxRecordLimit = 1 << 30
 // checkValues refuses flag values that parse but mean nothing: the library
 // would quietly replace them with defaults.
 func (o *replayOptions) checkValues(s *Streams) error {
-	for _, p := range []struct {
-		name string
-		v    float64
-	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--republish", o.Republish}, {"--concurrent", o.Concurrent}} {
-		if math.IsNaN(p.v) || p.v < 0 || p.v > 1 {
-			return problem.Usagef("%s must be a probability between 0 and 1, not %g", p.name, p.v)
-		}
+	if err := o.checkShared(); err != nil {
+		return err
 	}
 	switch {
 	case o.Batch < 0:
@@ -275,6 +278,26 @@ func (o *replayOptions) checkValues(s *Streams) error {
 	}
 	return nil
 }
+
+// checkShared checks the values of the fault flags both replays take,
+// the built-in one and one into a --target, in one set of words.
+func (o *replayOptions) checkShared() error {
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--republish", o.Republish}, {"--concurrent", o.Concurrent}} {
+		if err := inject.Probability(p.name, p.v); err != nil {
+			return problem.UsageOf(err)
+		}
+	}
+	if o.Rewind < 0 || o.Rewind > maxRewind {
+		return problem.Usagef("--rewind must be between 0 and %d deliveries, not %d", maxRewind, o.Rewind)
+	}
+	return nil
+}
+
+// maxRewind is the most deliveries --rewind delivers again.
+const maxRewind = 1_000_000
 
 // progressBar is the replay's progress line on a terminal: the deliveries
 // handled, and the bytes read of the captures' total size (when it is

@@ -23,17 +23,6 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if o.Parallel < 1 || o.Parallel > 256 {
 		return problem.Usagef("--parallel must be between 1 and 256, not %d", o.Parallel)
 	}
-	if o.Rewind < 0 || o.Rewind > 1_000_000 {
-		return problem.Usagef("--rewind must be between 0 and 1000000 deliveries, not %d", o.Rewind)
-	}
-	for _, p := range []struct {
-		name string
-		v    float64
-	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--concurrent", o.Concurrent}} {
-		if p.v < 0 || p.v > 1 {
-			return problem.Usagef("%s is a probability between 0 and 1, not %g", p.name, p.v)
-		}
-	}
 	if o.Republish > 0 || len(o.CrashAt) > 0 || o.Emit != "" || o.DB != ":memory:" {
 		return problem.Usagef("--republish, --crash-at, --emit-scenario and --db are for the built-in handler; with --target the consumer keeps its own database")
 	}
@@ -106,13 +95,13 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	finish()
 	if err == nil && o.Findings != "" {
 		// Every broken invariant, one a line: the text report shows the first.
-		if ferr := external.WriteFindings(o.Findings, fr); ferr != nil {
+		if ferr := external.WriteFindings(o.Findings, fr.File); ferr != nil {
 			err = problem.Environmentf(problem.Pos{File: o.Findings}, ferr)
 		}
 	}
 	run := &report.Run{Command: "replay", Seed: o.Seed, Store: report.StoreTarget, Workers: o.Parallel, Duration: time.Since(start)}
 	if fr != nil && err == nil {
-		run.Files = append(run.Files, fr)
+		run.Files = append(run.Files, fr.File)
 	}
 	if err != nil {
 		var re *external.ReplayError

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
@@ -16,8 +15,10 @@ import (
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -33,7 +34,10 @@ type ReplayOptions struct {
 	Target     *scenario.Target
 	Effects    *scenario.Effects
 	Seed       int64
-	Redeliver  float64 // probability of a lost ack: the answer is dropped, the event redelivered
+	// The faults are drawn per capture position as the built-in replay
+	// draws them (pkg/inject): the same seed and capture pick the same
+	// deliveries.
+	Redeliver  float64 // probability of a lost ack: the consumer answered, the answer is dropped, the event delivered again
 	Crash      float64 // probability of a kill -9 during a delivery (needs start, or exec)
 	Concurrent float64 // probability of two deliveries of an event at once
 	Rewind     int     // at the end, the last N deliveries are made again, in order
@@ -72,11 +76,16 @@ type replayer struct {
 	sent  atomic.Int64
 	err   error
 	res   *runner.CheckResult
+	// What the report says of the replay: the captures read and the
+	// faults injected (under mu).
+	inputs   []replay.Input
+	injected replay.Injected
 }
 
 // Replay delivers captured events to the target with the seeded faults,
-// then judges its effect table. The result is one file with one check.
-func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
+// then judges its effect table. The result is one file with one check,
+// and the replay's report.
+func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
@@ -113,7 +122,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 			err = serr
 		}
 		if err != nil {
-			return res, &ReplayError{Err: err, Sent: r.sent.Load()}
+			return nil, &ReplayError{Err: err, Sent: r.sent.Load()}
 		}
 		r.res.Counters.Crashed = kills()
 	} else {
@@ -122,7 +131,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 			err = r.drain(ctx)
 		}
 		if err != nil {
-			return res, &ReplayError{Err: err, Sent: r.sent.Load()}
+			return nil, &ReplayError{Err: err, Sent: r.sent.Load()}
 		}
 	}
 	table := o.Effects.Table
@@ -131,7 +140,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 	}
 	violations, effects, err := r.j.judge(ctx, func(f func(effects.Row) error) error { return sess.db.EachRow(ctx, nil, f) }, table)
 	if err != nil {
-		return res, &ReplayError{Err: err, Sent: r.sent.Load()}
+		return nil, &ReplayError{Err: err, Sent: r.sent.Load()}
 	}
 	r.res.Violations = violations
 	r.res.Counters.Effects = effects
@@ -149,7 +158,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*runner.FileResult, error) {
 	r.res.Duration = time.Since(start)
 	res.Checks = []runner.CheckResult{*r.res}
 	res.Counters = r.res.Counters
-	return res, nil
+	return &ReplayResult{File: res, Report: r.report(res)}, nil
 }
 
 // replayLine is the replay's line: its deliveries (or a broker's
@@ -184,7 +193,7 @@ func replayLine(c consumer.Counters, broker bool, where string) string {
 type job struct {
 	ev  capture.Event
 	key string
-	rng uint64
+	pos int64 // its place among the capture's events (1 the first); 0: a rewound delivery, made plainly
 }
 
 func (r *replayer) run(ctx context.Context) error {
@@ -208,13 +217,14 @@ func (r *replayer) run(ctx context.Context) error {
 			}
 		}(queues[i])
 	}
-	rng := rand.New(rand.NewPCG(uint64(r.o.Seed), 0x7a7))
 	var rewind []job
+	var pos int64
 	readErr := r.read(ctx, func(ev capture.Event) {
 		key := KeyOf(r.o.Effects.KeyOf, ev.Envelope)
 		h := fnv.New32a()
 		h.Write([]byte(key))
-		j := job{ev: ev, key: key, rng: rng.Uint64()}
+		pos++
+		j := job{ev: ev, key: key, pos: pos}
 		if r.o.Rewind > 0 {
 			rewind = append(rewind, j)
 			if len(rewind) > r.o.Rewind {
@@ -227,10 +237,16 @@ func (r *replayer) run(ctx context.Context) error {
 		}
 	})
 	// A rewind: the consumer group goes back and the last deliveries come again.
+	if len(rewind) > 0 && readErr == nil && ctx.Err() == nil {
+		r.mu.Lock()
+		r.injected.Rebalances++
+		r.injected.Rewound += int64(len(rewind))
+		r.mu.Unlock()
+	}
 	for _, j := range rewind {
 		h := fnv.New32a()
 		h.Write([]byte(j.key))
-		j.rng = 0 // plainly, no fault
+		j.pos = 0 // plainly, no fault
 		select {
 		case queues[h.Sum32()%uint32(len(queues))] <- j:
 		case <-ctx.Done():
@@ -279,6 +295,9 @@ func (r *replayer) read(ctx context.Context, emit func(capture.Event)) error {
 		if err != nil {
 			return inputError(label, err)
 		}
+		r.mu.Lock()
+		r.inputs = append(r.inputs, replay.Input{File: label, Format: string(rd.Format())})
+		r.mu.Unlock()
 		for ctx.Err() == nil {
 			ev, err := rd.Next()
 			if err == io.EOF {
@@ -295,14 +314,19 @@ func (r *replayer) read(ctx context.Context, emit func(capture.Event)) error {
 
 // deliver makes one captured event's deliveries with its faults.
 func (r *replayer) deliver(ctx context.Context, j job) error {
-	rng := rand.New(rand.NewPCG(j.rng, 1))
 	ev := EventOf(j.ev.Envelope)
 	if ev.ID == "" {
 		ev.ID = j.ev.ID
 	}
-	roll := func(p float64) bool { return j.rng != 0 && p > 0 && rng.Float64() < p }
-	switch {
-	case roll(r.o.Concurrent):
+	fault := inject.None
+	if j.pos > 0 {
+		fault = inject.Rates{Redeliver: r.o.Redeliver, Crash: r.o.Crash, Concurrent: r.o.Concurrent}.At(r.o.Seed, j.pos)
+	}
+	switch fault {
+	case inject.Concurrent:
+		r.mu.Lock()
+		r.injected.Concurrent++
+		r.mu.Unlock()
 		var wg sync.WaitGroup
 		answers := make([]Answer, 2)
 		r.crash.RLock()
@@ -327,9 +351,9 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 		}
 		// Neither took it: the broker redelivers.
 		return r.redeliver(ctx, j, ev, last)
-	case roll(r.o.Crash):
+	case inject.Crash:
 		limit := min(r.sess.t.Timeout(), 100*time.Millisecond)
-		d := time.Duration(rng.Int64N(int64(limit)))
+		d := time.Duration(inject.Draw(r.o.Seed, j.pos, inject.SlotPoint) % uint64(limit))
 		r.crash.Lock()
 		a, err := r.sess.crash(ctx, ev, d)
 		r.crash.Unlock()
@@ -337,6 +361,9 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 			return err
 		}
 		a.Crashed = true
+		r.mu.Lock()
+		r.injected.Crashed++
+		r.mu.Unlock()
 		if err := r.sess.harnessError(a, ev, true); err != nil {
 			return err
 		}
@@ -344,7 +371,7 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 			return err
 		}
 		return r.redeliver(ctx, j, ev, a)
-	case roll(r.o.Redeliver):
+	case inject.Redeliver:
 		a, err := r.one(ctx, j, ev, true)
 		if err != nil {
 			return err
@@ -412,6 +439,9 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 	}
 	if drop && a.Err == nil {
 		a.Kind, a.Dropped = Unacked, true
+		r.mu.Lock()
+		r.injected.Redelivered++
+		r.mu.Unlock()
 	}
 	d, err := r.record(ctx, j, ev, a)
 	if err != nil {

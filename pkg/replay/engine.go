@@ -13,6 +13,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -42,7 +43,7 @@ type item struct {
 // the channel costs little per delivery.
 type chunk struct {
 	items []item
-	files []input // capture files opened before these items
+	files []Input // capture files opened before these items
 	nums  []int   // their numbers in the capture log
 	err   error
 }
@@ -111,36 +112,23 @@ func (e *engine) rebalanceGap() int64 {
 }
 
 // Every injected decision is a function of --seed and the position of
-// the capture delivery it is about, never of what came before it: a
-// replay resumed on a file makes, delivery for delivery, the choices the
-// interrupted one made, whatever the handler answered in between.
+// the capture delivery it is about, never of what came before it (see
+// pkg/inject): a replay resumed on a file makes, delivery for delivery,
+// the choices the interrupted one made, whatever the handler answered in
+// between.
 const (
-	slotRedeliver uint64 = iota + 1
-	slotCrash
-	slotPoint
-	slotRepublish
-	slotGap
-	slotRebalance
-	slotLater // + kind<<32 + attempt: the gap after a later delivery
+	slotRedeliver = inject.SlotRedeliver
+	slotCrash     = inject.SlotCrash
+	slotPoint     = inject.SlotPoint
+	slotRepublish = inject.SlotRepublish
+	slotGap       = inject.SlotGap
+	slotRebalance = inject.SlotRebalance
+	slotLater     = inject.SlotLater // + kind<<32 + attempt: the gap after a later delivery
 )
 
-// draw is a 64-bit pseudo-random number for (seed, position, slot): a
-// SplitMix64 finalizer over the three, so that neighbouring positions and
-// slots give unrelated numbers.
-func draw(seed, pos int64, slot uint64) uint64 {
-	x := uint64(seed)*0x9e3779b97f4a7c15 ^ uint64(pos)*0xbf58476d1ce4e5b9 ^ slot*0x94d049bb133111eb
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+func draw(seed, pos int64, slot uint64) uint64 { return inject.Draw(seed, pos, slot) }
 
-// chance is draw as a number in [0, 1).
-func chance(seed, pos int64, slot uint64) float64 {
-	return float64(draw(seed, pos, slot)>>11) / (1 << 53)
-}
+func chance(seed, pos int64, slot uint64) float64 { return inject.Chance(seed, pos, slot) }
 
 func (e *engine) replay(ctx context.Context) error {
 	if err := e.readAll(ctx, func(it *item) error { return e.capture(ctx, it) }); err != nil {
@@ -282,7 +270,7 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 			send()
 			return
 		}
-		cur.files = append(cur.files, input{File: label, Format: string(rd.Format())})
+		cur.files = append(cur.files, Input{File: label, Format: string(rd.Format())})
 		cur.nums = append(cur.nums, n+1)
 		for {
 			ev, err := rd.Next()
@@ -391,17 +379,20 @@ func (e *engine) deliver(ctx context.Context, it *item, pos int64) error {
 	// Same seed, same input, same replay; and a resumed replay makes the
 	// same choice for each delivery as the interrupted one.
 	seed := e.o.Seed
-	rRedeliver, rCrash, rRepublish := chance(seed, pos, slotRedeliver), chance(seed, pos, slotCrash), chance(seed, pos, slotRepublish)
+	rRepublish := chance(seed, pos, slotRepublish)
 	rGap := int64(draw(seed, pos, slotGap) % 8)
 	rPoint := 0
 	if len(e.o.CrashAt) > 0 {
 		rPoint = int(draw(seed, pos, slotPoint) % uint64(len(e.o.CrashAt)))
 	}
+	// The same draw as a replay into a target: the same positions get a
+	// crash, or a lost ack (a crash after commit, before the ack).
 	var fault consumer.FaultPoint
-	switch {
-	case rCrash < e.o.Crash:
+	rates := inject.Rates{Redeliver: e.o.Redeliver, Crash: e.o.Crash}
+	switch rates.At(seed, pos) {
+	case inject.Crash:
 		fault = e.o.CrashAt[rPoint]
-	case rRedeliver < e.o.Redeliver:
+	case inject.Redeliver:
 		fault = consumer.AfterCommit
 	}
 	if err := e.handle(ctx, step{d: it.d, fault: fault, kind: original, pos: pos, order: pos << 5}, rGap); err != nil {

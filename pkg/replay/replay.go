@@ -20,6 +20,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -50,7 +51,7 @@ type Options struct {
 	Handler handler.Config
 
 	Seed       int64
-	Redeliver  float64               // probability of a crash after commit, before the ack
+	Redeliver  float64               // probability of a lost ack (a crash after commit, before the ack): the broker delivers the event again
 	Crash      float64               // probability of a crash mid-transaction
 	CrashAt    []consumer.FaultPoint // where such a crash happens
 	Rewind     int                   // a rebalance re-delivers up to this many earlier deliveries
@@ -107,8 +108,8 @@ func (o *Options) validate() error {
 		name string
 		v    float64
 	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--republish", o.Republish}, {"--concurrent", o.Concurrent}} {
-		if p.v < 0 || p.v > 1 {
-			return inputf("%s must be a probability between 0 and 1, not %g", p.name, p.v)
+		if err := inject.Probability(p.name, p.v); err != nil {
+			return inputf("%v", err)
 		}
 	}
 	if strings.HasPrefix(o.DB, "postgres://") || strings.HasPrefix(o.DB, "postgresql://") {

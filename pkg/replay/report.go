@@ -16,7 +16,7 @@ import (
 
 // Report is everything a replay found; the JSON form is documented in docs/replay-json.md.
 type Report struct {
-	Inputs   []input           `json:"inputs"`
+	Inputs   []Input           `json:"inputs"`
 	Seed     int64             `json:"seed"`
 	Strategy handler.Strategy  `json:"strategy"`
 	Store    string            `json:"store"`
@@ -54,8 +54,25 @@ type Report struct {
 	ReproducerSteps int               `json:"reproducer_steps,omitempty"`
 	Verdict         invariant.Verdict `json:"verdict"` // pass or fail; error when the replay did not finish
 
+	// Target is set for a replay into the user's consumer (replay
+	// --target): it names the consumer and its effects instead of a
+	// strategy and a store, and the report leaves out what only the
+	// built-in handler counts (see pkg/report).
+	Target *Target `json:"-"`
+
 	examples int   // how many examples a list keeps
 	keyed    int64 // deliveries of the capture that came with a business key
+}
+
+// Target is the consumer a replay into a target delivered to.
+type Target struct {
+	File     string `json:"file"`     // the --target file
+	Consumer string `json:"consumer"` // how redeliver reaches the consumer (and starts it)
+	Effects  string `json:"effects"`  // its effect table and the database that holds it
+	// Name is the replay's name and Line its line: the deliveries (or a
+	// broker's publishes), the crashes by when they came, the effect rows.
+	Name string `json:"-"`
+	Line string `json:"-"`
 }
 
 // Place is a line of a capture file. JSON writes it as file:line, the way
@@ -78,7 +95,8 @@ func Checked(s handler.Strategy) []*invariant.Invariant {
 	return invariant.Checked(invariant.Replay, s)
 }
 
-type input struct {
+// Input is a capture a replay read: as given (stdin for -), and its format.
+type Input struct {
 	File   string `json:"file"`
 	Format string `json:"format"`
 }
@@ -175,7 +193,7 @@ func newReport(o Options, resumed bool, before int64) *Report {
 		store = "SQLite file " + o.DB
 	}
 	r := &Report{Seed: o.Seed, Strategy: o.Handler.Strategy, Store: store, Resumed: resumed,
-		Invariants: []InvariantCheck{}, Violations: []Violation{}, FailOn: append([]Finding{}, o.FailOn...), FailedOn: []Finding{}, Inputs: []input{}}
+		Invariants: []InvariantCheck{}, Violations: []Violation{}, FailOn: append([]Finding{}, o.FailOn...), FailedOn: []Finding{}, Inputs: []Input{}}
 	for _, inv := range Checked(o.Handler.Strategy) {
 		r.Invariants = append(r.Invariants, InvariantCheck{Name: string(inv.Name), Description: inv.Meaning})
 	}
@@ -209,7 +227,7 @@ func Unfinished(o Options) *Report {
 		if in == "-" {
 			name = "stdin"
 		}
-		r.Inputs = append(r.Inputs, input{File: name, Format: string(format)})
+		r.Inputs = append(r.Inputs, Input{File: name, Format: string(format)})
 	}
 	r.Verdict = invariant.Error
 	return r
