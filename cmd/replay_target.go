@@ -10,8 +10,10 @@ import (
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/external"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/schollz/progressbar/v3"
@@ -99,11 +101,10 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 			err = problem.Environmentf(problem.Pos{File: o.Findings}, ferr)
 		}
 	}
-	run := &report.Run{Command: "replay", Seed: o.Seed, Store: report.StoreTarget, Workers: o.Parallel, Duration: time.Since(start)}
-	if fr != nil && err == nil {
-		run.Files = append(run.Files, fr.File)
-	}
-	if err != nil {
+	res := &report.Replay{Duration: time.Since(start)}
+	if err == nil {
+		res.Report = fr.Report
+	} else {
 		var re *external.ReplayError
 		if errors.As(err, &re) {
 			// An interrupted or failed replay says what it sent.
@@ -116,7 +117,35 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 				err = problem.Environmentf(problem.Pos{File: o.Target}, err)
 			}
 		}
-		run.Errors = problem.List(err)
+		res.Report = unfinishedTarget(o, format)
+		res.Errors = problem.List(err)
 	}
-	return out.finish(s, run, err)
+	if werr := out.write(s, res); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	if !res.Report.Passed() {
+		return problem.ErrVerdict
+	}
+	return nil
+}
+
+// unfinishedTarget is the report of a replay into a target that stopped
+// before it had one: what it was asked to do, nothing counted, and verdict
+// error.
+func unfinishedTarget(o *replayOptions, format capture.Format) *replay.Report {
+	r := &replay.Report{Seed: o.Seed, Inputs: []replay.Input{}, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
+		Target: &replay.Target{File: o.Target}, Verdict: invariant.Error}
+	if format == "" {
+		format = capture.Auto
+	}
+	for _, in := range o.Logs {
+		if in == "-" {
+			in = "stdin"
+		}
+		r.Inputs = append(r.Inputs, replay.Input{File: in, Format: string(format)})
+	}
+	return r
 }

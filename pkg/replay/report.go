@@ -66,9 +66,9 @@ type Report struct {
 
 // Target is the consumer a replay into a target delivered to.
 type Target struct {
-	File     string `json:"file"`     // the --target file
-	Consumer string `json:"consumer"` // how redeliver reaches the consumer (and starts it)
-	Effects  string `json:"effects"`  // its effect table and the database that holds it
+	File     string `json:"file"`               // the --target file
+	Consumer string `json:"consumer,omitempty"` // how redeliver reaches the consumer (and starts it); empty when the replay stopped first
+	Effects  string `json:"effects,omitempty"`  // its effect table and the database that holds it; likewise
 	// Name is the replay's name and Line its line: the deliveries (or a
 	// broker's publishes), the crashes by when they came, the effect rows.
 	Name string `json:"-"`

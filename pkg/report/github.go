@@ -53,15 +53,7 @@ func errorCommand(at consumer.Location, title, message string) string {
 // about.
 func Annotations(w io.Writer, run *Run) error {
 	var b strings.Builder
-	if isTargetReplay(run) {
-		// As the built-in replay: one per broken invariant, at its first
-		// breach, not one per key.
-		b.WriteString(targetReplayAnnotations(run))
-	}
 	for _, f := range run.Files {
-		if isTargetReplay(run) {
-			break
-		}
 		for _, c := range f.Checks {
 			for _, fl := range c.Failures {
 				at := fl.Pos

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -16,6 +17,9 @@ import (
 // capture holds, what was injected, the outcomes and counters, the broken
 // invariants, and a verdict line.
 func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
+	if r.Target != nil {
+		return targetReplayText(w, r, opts)
+	}
 	p := newPainter(opts.Color)
 	var b strings.Builder
 	var ins []string
@@ -151,14 +155,25 @@ type ReplayDocument struct {
 }
 
 // ReplayJSON writes a replay as one indented JSON document.
+// A replay into a target writes the same document, with the target in
+// place of a strategy and a store (see TargetReplayDocument).
 func ReplayJSON(w io.Writer, r *Replay) error {
-	d := ReplayDocument{Schema: SchemaVersion, Tool: "redeliver", Command: "replay", Report: r.Report,
-		Duration: seconds(r.Duration), Errors: []ErrorDoc{}}
-	for _, e := range r.Errors {
-		d.Errors = append(d.Errors, ErrorDoc{Kind: string(e.Kind), Message: e.Msg, Location: locationOf(e.Pos)})
+	var d any = ReplayDocument{Schema: SchemaVersion, Tool: "redeliver", Command: "replay", Report: r.Report,
+		Duration: seconds(r.Duration), Errors: errorDocs(r.Errors)}
+	if r.Report.Target != nil {
+		d = targetReplayDocument(r)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(d)
+}
+
+// errorDocs are the harness errors as the JSON reports write them.
+func errorDocs(errs []*problem.Error) []ErrorDoc {
+	out := []ErrorDoc{}
+	for _, e := range errs {
+		out = append(out, ErrorDoc{Kind: string(e.Kind), Message: e.Msg, Location: locationOf(e.Pos)})
+	}
+	return out
 }

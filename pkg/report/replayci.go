@@ -95,6 +95,10 @@ func (r *Replay) checks() []replayCheck {
 		}
 		out = append(out, c)
 	}
+	if rep.Target != nil {
+		// A target's rejected and unanswered deliveries are never-acked.
+		return out
+	}
 	u := rep.Unexpected
 	c := replayCheck{name: "failures only where injected", passed: u.Count == 0, kind: "delivery",
 		expected: "no delivery fails unless a fault was injected into it", got: count(u.Count, "delivery failed", "deliveries failed") + " without an injected fault", at: r.firstInput()}
@@ -195,12 +199,24 @@ func ReplayJUnit(w io.Writer, r *Replay) error {
 	} else {
 		checks := r.checks()
 		for _, in := range rep.Inputs {
-			s := junitSuite{Name: in.File, File: in.File, Time: junitTime(r.Duration), Properties: &junitProps{Props: []junitProp{
+			props := []junitProp{
 				{Name: "format", Value: in.Format},
 				{Name: "strategy", Value: string(rep.Strategy)},
 				{Name: "store", Value: replayStore(rep.Store)},
 				{Name: "seed", Value: strconv.FormatInt(rep.Seed, 10)},
-			}}}
+			}
+			if t := rep.Target; t != nil {
+				// As run's JUnit names a target file's: store target, then
+				// the consumer and its effects.
+				props = []junitProp{
+					{Name: "format", Value: in.Format},
+					{Name: "store", Value: StoreTarget},
+					{Name: "seed", Value: strconv.FormatInt(rep.Seed, 10)},
+					{Name: "target", Value: t.Consumer},
+					{Name: "effects", Value: t.Effects},
+				}
+			}
+			s := junitSuite{Name: in.File, File: in.File, Time: junitTime(r.Duration), Properties: &junitProps{Props: props}}
 			for _, c := range checks {
 				tc := junitTestCase{Name: c.name, Classname: in.File, Time: junitTime(0), SystemOut: newJUnitText(c.line)}
 				if !c.passed {
@@ -278,7 +294,11 @@ func ReplayTAP(w io.Writer, r *Replay) error {
 	for _, in := range rep.Inputs {
 		ins = append(ins, fmt.Sprintf("%s (%s)", in.File, in.Format))
 	}
-	fmt.Fprintf(&b, "# replay: %s; strategy %s on %s; seed %d\n", oneLine(strings.Join(ins, ", ")), rep.Strategy, oneLine(rep.Store), rep.Seed)
+	if t := rep.Target; t != nil {
+		fmt.Fprintf(&b, "# replay: %s; target %s; effects %s; seed %d\n", oneLine(strings.Join(ins, ", ")), oneLine(t.Consumer), oneLine(t.Effects), rep.Seed)
+	} else {
+		fmt.Fprintf(&b, "# replay: %s; strategy %s on %s; seed %d\n", oneLine(strings.Join(ins, ", ")), rep.Strategy, oneLine(rep.Store), rep.Seed)
+	}
 	for _, c := range checks {
 		var diag *tapDiagnostic
 		if !c.passed {
@@ -355,6 +375,11 @@ func (r *Replay) Summarize(w io.Writer) error {
 			result, line = "❌ fail", c.message
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(captures), cell(c.name), result, cell(line))
+	}
+	if rep.Target != nil {
+		fmt.Fprintf(&b, "\n%s\n\n", cell(targetFigures(rep)))
+		_, err := io.WriteString(w, b.String())
+		return err
 	}
 	o := rep.Outcomes
 	fmt.Fprintf(&b, "\n%s\n\n", cell(fmt.Sprintf("strategy %s on %s, seed %d: %s, %d processed, %d duplicate, %d conflict, %d failed, %d crashed, %s",

@@ -8,120 +8,118 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/replay"
 )
 
 // replayExamples is how many breaches of one invariant a target replay's
 // text report shows without -v, as the built-in replay shows its examples.
 const replayExamples = 5
 
-// isTargetReplay reports whether the run is a replay into a target: one
-// file, one check, judged over the consumer's effect table.
-func isTargetReplay(run *Run) bool {
-	return run.Command == "replay" && onlyTargets(run)
-}
-
 // targetReplayText writes a replay into a target the way the built-in
 // replay's report reads: the target, the replay's line (its deliveries,
 // crashes and effect rows, on a FAIL too), then each broken invariant
 // with how often it broke and its first examples — every one with -v —
 // and a verdict naming the broken invariants and the --seed value.
-func targetReplayText(w io.Writer, run *Run, opts Options) error {
+func targetReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	p := newPainter(opts.Color)
 	var b strings.Builder
-	f := run.Files[0]
-	fmt.Fprintf(&b, "%s\n", p.dim.Sprint(escape.Line("target: "+f.Target+"; effects: "+f.Effects)))
+	t := r.Target
+	fmt.Fprintf(&b, "%s\n", p.dim.Sprint(escape.Line("target: "+t.Consumer+"; effects: "+t.Effects)))
+	fmt.Fprintf(&b, "%s: %s\n", escape.Line(t.Name), escape.Line(t.Line))
 	var broken []string
-	for _, c := range f.Checks {
-		fmt.Fprintf(&b, "%s: %s\n", escape.Line(c.Name), escape.Line(c.Line))
-		for _, g := range byInvariant(c.Violations) {
-			broken = append(broken, string(g.name))
-			fmt.Fprintf(&b, "invariant %s broken %s\n", g.name, count(int64(len(g.breaches)), "time", "times"))
-			shown := g.breaches
-			if !opts.Verbose && len(shown) > replayExamples {
-				shown = shown[:replayExamples]
-			}
-			for _, v := range shown {
-				fmt.Fprintf(&b, "  %s\n", escape.Line(breach(v)))
-			}
-			if more := len(g.breaches) - len(shown); more > 0 {
-				fmt.Fprintf(&b, "  and %d more (every one with -v, in the JSON report, or in --findings FILE)\n", more)
-			}
+	for _, v := range r.Violations {
+		broken = append(broken, v.Invariant)
+		fmt.Fprintf(&b, "invariant %s broken %s\n", v.Invariant, count(v.Count, "time", "times"))
+		shown := v.Examples
+		if !opts.Verbose && len(shown) > replayExamples {
+			shown = shown[:replayExamples]
 		}
-		// A failure that is no broken invariant (none today) still shows.
-		for _, fl := range c.Failures {
-			if fl.Invariant == "" {
-				fmt.Fprintf(&b, "%s\n", locatedLines(fl))
-			}
+		for _, x := range shown {
+			fmt.Fprintf(&b, "  %s\n", escape.Line(breach(x)))
 		}
+		if more := v.Count - int64(len(shown)); more > 0 {
+			fmt.Fprintf(&b, "  and %d more (every one with -v, in the JSON report, or in --findings FILE)\n", more)
+		}
+	}
+	if r.Reproducer != "" {
+		fmt.Fprintf(&b, "reproducer: %s (%s; run it with redeliver run %s)\n", escape.Input(r.Reproducer), count(int64(r.ReproducerSteps), "delivery", "deliveries"), escape.Input(r.Reproducer))
 	}
 	if opts.Verbose {
-		fmt.Fprintf(&b, "%s\n", p.dim.Sprint(counterLine(f)))
+		fmt.Fprintf(&b, "%s\n", p.dim.Sprint(targetCounterLine(r.Counters)))
 	}
-	switch {
-	case f.Passed():
-		fmt.Fprintf(&b, "%s %s\n", p.pass.Sprint("PASS:"), escape.Line(f.Checks[0].Name))
-	case len(broken) > 0:
-		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(broken, ", "), run.Seed)
-	default:
-		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), escape.Line(f.Checks[0].Name), run.Seed)
+	if r.Passed() {
+		fmt.Fprintf(&b, "%s %s\n", p.pass.Sprint("PASS:"), escape.Line(t.Name))
+	} else {
+		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(broken, ", "), r.Seed)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// breaches are one invariant's violations, in the order they were judged.
-type breaches struct {
-	name     invariant.Name
-	breaches []invariant.Violation
+// breach is one example of a broken invariant as a line: its detail and
+// the capture line of the delivery behind it.
+func breach(x replay.Example) string {
+	if len(x.At) > 0 {
+		return fmt.Sprintf("%s (%s)", x.Detail, consumer.Location(x.At[0]))
+	}
+	return x.Detail
 }
 
-// byInvariant groups violations by invariant, in the order each first
-// appears.
-func byInvariant(vs []invariant.Violation) []breaches {
-	var out []breaches
-	at := map[invariant.Name]int{}
-	for _, v := range vs {
-		i, ok := at[v.Invariant]
-		if !ok {
-			i = len(out)
-			at[v.Invariant] = i
-			out = append(out, breaches{name: v.Invariant})
-		}
-		out[i].breaches = append(out[i].breaches, v)
-	}
-	return out
+// TargetReplayDocument is the JSON report of a replay into a target: the
+// built-in replay's document (docs/replay-json.md, the same schema) with
+// the target and its effects in place of a strategy and a store, and
+// without what only the built-in handler counts (the capture's findings,
+// the handler's outcomes, the strategies compared, --fail-on).
+type TargetReplayDocument struct {
+	Schema          int                     `json:"schema"`
+	Tool            string                  `json:"tool"`
+	Command         string                  `json:"command"`
+	Inputs          []replay.Input          `json:"inputs"`
+	Seed            int64                   `json:"seed"`
+	Target          *replay.Target          `json:"target"`
+	Injected        replay.Injected         `json:"injected"`
+	Counters        consumer.Counters       `json:"counters"`
+	Crashes         *CrashesDoc             `json:"crashes,omitempty"`
+	Effects         int64                   `json:"effects"`
+	Invariants      []replay.InvariantCheck `json:"invariants"`
+	Violations      []replay.Violation      `json:"violations"`
+	Reproducer      string                  `json:"reproducer,omitempty"`
+	ReproducerSteps int                     `json:"reproducer_steps,omitempty"`
+	Verdict         invariant.Verdict       `json:"verdict"`
+	Duration        float64                 `json:"duration_seconds"`
+	Errors          []ErrorDoc              `json:"errors"`
 }
 
-// breach is one violation as an example line: its detail and the capture
-// line of the delivery behind it.
-func breach(v invariant.Violation) string {
-	if v.By != nil && v.By.Pos.File != "" {
-		return fmt.Sprintf("%s (%s)", v.Detail, v.By.Pos)
-	}
-	return v.Detail
+// targetReplayDocument is the JSON document of a replay into a target.
+func targetReplayDocument(r *Replay) *TargetReplayDocument {
+	rep := r.Report
+	return &TargetReplayDocument{Schema: SchemaVersion, Tool: "redeliver", Command: "replay",
+		Inputs: rep.Inputs, Seed: rep.Seed, Target: rep.Target, Injected: rep.Injected,
+		Counters: rep.Counters, Crashes: crashesDoc(rep.Counters), Effects: rep.Effects,
+		Invariants: rep.Invariants, Violations: rep.Violations,
+		Reproducer: rep.Reproducer, ReproducerSteps: rep.ReproducerSteps,
+		Verdict: rep.Verdict, Duration: seconds(r.Duration), Errors: errorDocs(r.Errors)}
 }
 
-// targetReplayAnnotations are a replay into a target's ::error commands:
-// one per broken invariant, at the capture line of its first breach, with
-// how often it broke — as the built-in replay annotates.
-func targetReplayAnnotations(run *Run) string {
-	var b strings.Builder
-	f := run.Files[0]
-	for _, c := range f.Checks {
-		for _, g := range byInvariant(c.Violations) {
-			first := g.breaches[0]
-			at := consumer.Location{File: f.File}
-			if first.By != nil && first.By.Pos.File != "" {
-				at = first.By.Pos
-			}
-			msg := fmt.Sprintf("broken %s: %s", count(int64(len(g.breaches)), "time", "times"), breach(first))
-			b.WriteString(errorCommand(at, "redeliver replay: invariant "+string(g.name), msg) + "\n")
-		}
-		for _, fl := range c.Failures {
-			if fl.Invariant == "" {
-				b.WriteString(errorCommand(consumer.Location{File: f.File}, "redeliver replay: "+c.Name, fl.Message) + "\n")
-			}
+// targetCounterLine is what -v adds to a target's report: its counters,
+// which are the consumer's answers; the handler's words do not apply.
+func targetCounterLine(c consumer.Counters) string {
+	s := fmt.Sprintf("counters (target): %s, %s, %d acked, %s, %d rejected or unacked, %s, %s",
+		n(c.Deliveries, "delivery", "deliveries"), n(c.Redeliveries, "redelivery", "redeliveries"), c.Processed, n(c.Conflicts, "conflict", "conflicts"),
+		c.Failed, n(c.Crashed, "crash", "crashes"), n(c.Effects, "effect row", "effect rows"))
+	if c.Published > 0 {
+		s += fmt.Sprintf("; broker: %d published, ", c.Published)
+		if c.Uncounted {
+			s += "redeliveries not counted by the broker"
+		} else {
+			s += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
 		}
 	}
-	return b.String()
+	return s
+}
+
+// targetFigures is the last line of a target replay's step summary.
+func targetFigures(rep *replay.Report) string {
+	t := rep.Target
+	return fmt.Sprintf("target %s, effects %s, seed %d: %s", t.Consumer, t.Effects, rep.Seed, t.Line)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -383,19 +384,20 @@ func TestTargetStoreAndInvariants(t *testing.T) {
 // each broken invariant once with its count and first 5 breaches (-v:
 // every one), a verdict with its --seed, and one annotation per invariant.
 func TestTargetReplayText(t *testing.T) {
-	var vs []invariant.Violation
+	dup := replay.Violation{Invariant: string(invariant.DuplicateEffect.Name), Count: 7}
 	for i := 1; i <= 7; i++ {
-		rec := &invariant.Record{Key: "O-" + string(rune('0'+i)), Pos: consumer.Location{File: "cap.ndjson", Line: i}}
-		vs = append(vs, invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: "e", Detail: "key " + rec.Key + " has 2 rows in payments", By: rec})
+		key := "O-" + string(rune('0'+i))
+		dup.Examples = append(dup.Examples, replay.Example{Event: "e", Key: key, Detail: "key " + key + " has 2 rows in payments", At: []replay.Place{{File: "cap.ndjson", Line: i}}})
 	}
-	vs = append(vs, invariant.Violation{Invariant: invariant.LostEffect.Name, EventID: "e9", Detail: "event e9 was acked but key O-9 has no row in payments", By: &invariant.Record{Pos: consumer.Location{File: "cap.ndjson", Line: 9}}})
-	c := runner.CheckResult{Name: "replay of cap.ndjson into the target", Line: "9 deliveries (…), 15 effect rows in payments", Violations: vs}
-	for _, v := range vs {
-		c.Failures = append(c.Failures, runner.Failure{Message: v.String(), Invariant: v.Invariant, Pos: v.By.Pos})
-	}
-	run := &Run{Command: "replay", Seed: 7, Store: StoreTarget, Files: []*runner.FileResult{{File: "t.yaml", Strategy: "target", Target: "exec c", Effects: "table payments", Checks: []runner.CheckResult{c}}}}
+	lost := replay.Violation{Invariant: string(invariant.LostEffect.Name), Count: 1, Examples: []replay.Example{
+		{Event: "e9", Detail: "event e9 was acked but key O-9 has no row in payments", At: []replay.Place{{File: "cap.ndjson", Line: 9}}}}}
+	rep := &replay.Report{Seed: 7, Inputs: []replay.Input{{File: "cap.ndjson", Format: "cloudevents"}}, Verdict: invariant.Fail,
+		Invariants: []replay.InvariantCheck{{Name: dup.Invariant, Broken: 7}, {Name: lost.Invariant, Broken: 1}},
+		Violations: []replay.Violation{dup, lost},
+		Target:     &replay.Target{File: "t.yaml", Consumer: "exec c", Effects: "table payments", Name: "replay of cap.ndjson into the target", Line: "9 deliveries (…), 15 effect rows in payments"}}
+	r := &Replay{Report: rep}
 	var b strings.Builder
-	if err := Render(&b, FormatText, run, Options{}); err != nil {
+	if err := r.Render(&b, FormatText, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "target: exec c; effects: table payments\n" +
@@ -410,17 +412,17 @@ func TestTargetReplayText(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 	b.Reset()
-	if err := Render(&b, FormatText, run, Options{Verbose: true}); err != nil {
+	if err := r.Render(&b, FormatText, Options{Verbose: true}); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(b.String(), "has 2 rows"); n != 7 || strings.Contains(b.String(), "more") {
 		t.Errorf("-v shows %d breaches of 7:\n%s", n, b.String())
 	}
 	b.Reset()
-	if err := Annotations(&b, run); err != nil {
+	if err := r.Annotate(&b); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.String(); strings.Count(got, "::error") != 2 || !strings.Contains(got, "::error file=cap.ndjson,line=1,title=redeliver replay%3A invariant duplicate-effect::broken 7 times: key O-1 has 2 rows in payments (cap.ndjson:1)\n") {
+	if got := b.String(); strings.Count(got, "::error") != 2 || !strings.Contains(got, "::error file=cap.ndjson,line=1,title=redeliver replay%3A invariant duplicate-effect::broken 7 times: key O-1 has 2 rows in payments (delivered at cap.ndjson:1)\n") {
 		t.Errorf("annotations:\n%s", got)
 	}
 }

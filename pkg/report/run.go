@@ -194,9 +194,6 @@ func Render(w io.Writer, f Format, run *Run, opts Options) error {
 		if len(run.Errors) > 0 {
 			return textErrors(w, run.Errors, "run")
 		}
-		if isTargetReplay(run) {
-			return targetReplayText(w, run, opts)
-		}
 		if err := Text(w, run.Files, opts); err != nil {
 			return err
 		}

@@ -126,19 +126,7 @@ func located(f runner.Failure) string {
 func counterLine(f *runner.FileResult) string {
 	c := f.Counters
 	if f.Target != "" {
-		// A target's counters are its answers; the handler's words do not apply.
-		s := fmt.Sprintf("counters (target): %s, %s, %d acked, %s, %d rejected or unacked, %s, %s",
-			n(c.Deliveries, "delivery", "deliveries"), n(c.Redeliveries, "redelivery", "redeliveries"), c.Processed, n(c.Conflicts, "conflict", "conflicts"),
-			c.Failed, n(c.Crashed, "crash", "crashes"), n(c.Effects, "effect row", "effect rows"))
-		if c.Published > 0 {
-			s += fmt.Sprintf("; broker: %d published, ", c.Published)
-			if c.Uncounted {
-				s += "redeliveries not counted by the broker"
-			} else {
-				s += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
-			}
-		}
-		return s
+		return targetCounterLine(c)
 	}
 	s := fmt.Sprintf("counters (%s): %s, %s, %s, %s, %s, %d failed, %d failed after an external call, %d crashed, %s",
 		f.Strategy, n(c.Deliveries, "delivery", "deliveries"), n(c.Redeliveries, "duplicate delivery", "duplicate deliveries"),
