@@ -105,7 +105,10 @@ event twice at once, --rewind N delivers the last N events again,
 --parallel N keeps N deliveries in flight (one business key's in order);
 then the effect table is judged. A broken invariant shows how often it
 broke and its first breaches (-v: every one; --findings FILE writes each as
-a JSON line).
+a JSON line). Every format reports it as it reports the built-in replay
+(the same JSON document), naming the target and its effects; and
+--emit-scenario writes a target scenario that redeliver run fails the same
+way: the first broken key's deliveries, with their faults.
 
 In JUnit XML each capture is a <testsuite> with a <testcase> per invariant
 checked, one for failures only where injected, and one per --fail-on
@@ -117,6 +120,7 @@ them, and its GitHub annotation points at the first of those lines.
 		Example: `  redeliver replay capture.ndjson
   redeliver replay --target target.yaml --redeliver 0.1 --crash 0.01 --parallel 4 capture.ndjson
   redeliver replay --strategy none --redeliver 0.3 --emit-scenario repro.yaml capture.ndjson
+  redeliver replay --target target.yaml --redeliver 0.3 --emit-scenario repro.yaml capture.ndjson
   kcat -C -J -b broker:9092 -t orders -e | redeliver replay --id headers.ce_id -
   redeliver replay --db replay.db --crash 0.1 --rewind 100 capture.ndjson.gz
   redeliver replay --fail-on identity-reuse --report junit=replay.xml capture.ndjson
@@ -147,7 +151,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.IntVar(&o.MaxBad, "max-bad", 0, "skip (and report) up to N bad records instead of stopping")
 	f.IntVar(&o.MaxRecord, "max-record", capture.DefaultMaxRecord, "longest line or record accepted, in bytes")
 	f.StringSliceVar(&o.FailOn, "fail-on", nil, "capture findings that fail the replay: identity-reuse, repeated-ids, keys-with-several-ids, bad-records")
-	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a shrunk scenario that reproduces it to FILE")
+	f.StringVar(&o.Emit, "emit-scenario", "", "when an invariant breaks, write a scenario that reproduces it to FILE (shrunk; with --target, the broken key's deliveries and their faults)")
 	f.StringVar(&o.Findings, "findings", "", "write every repeated id, reused id and key under several ids (with --target: every broken invariant) to FILE, one JSON object a line")
 	f.IntVar(&o.Batch, "batch", 0, "deliveries per commit; 0 lets the store choose: a file commits every second, the private :memory: database once at the end (each delivery stays atomic in its own savepoint)")
 	f.BoolVar(&o.Compare, "compare", true, "when the capture gives business keys, replay it again in memory with every other strategy and say which would have been safe")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
@@ -25,8 +26,16 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if o.Parallel < 1 || o.Parallel > 256 {
 		return problem.Usagef("--parallel must be between 1 and 256, not %d", o.Parallel)
 	}
-	if o.Republish > 0 || len(o.CrashAt) > 0 || o.Emit != "" || o.DB != ":memory:" {
-		return problem.Usagef("--republish, --crash-at, --emit-scenario and --db are for the built-in handler; with --target the consumer keeps its own database")
+	if o.Republish > 0 || len(o.CrashAt) > 0 || o.DB != ":memory:" {
+		return problem.Usagef("--republish, --crash-at and --db are for the built-in handler; with --target the consumer keeps its own database")
+	}
+	if o.Emit != "" {
+		if slices.Contains(o.Logs, "-") {
+			return problem.Usagef("--emit-scenario reads the capture twice; save stdin to a file and replay that")
+		}
+		if err := writable(o.Emit); err != nil {
+			return problem.Usagef("cannot write the reproducer %s: %v", o.Emit, err)
+		}
 	}
 	if o.Findings != "" {
 		if err := writable(o.Findings); err != nil {
@@ -74,7 +83,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		Capture:    capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
 		TargetFile: o.Target, Target: t.Target, Effects: t.Effects,
 		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
-		KillEvery: o.KillEvery,
+		KillEvery: o.KillEvery, EmitScenario: o.Emit, TargetSource: src,
 	}
 	finish := func() {}
 	if s.ErrTTY {

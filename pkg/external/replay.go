@@ -46,6 +46,11 @@ type ReplayOptions struct {
 	// and restart it, until the broker has drained.
 	KillEvery time.Duration
 	Progress  func(n int64)
+	// EmitScenario, when set, is where a failed replay writes a target
+	// scenario that reproduces its first broken invariant; TargetSource
+	// is the --target file's text, whose target and effects it copies.
+	EmitScenario string
+	TargetSource []byte
 }
 
 // maxRedeliveries bounds how often one event is redelivered after no ack;
@@ -158,7 +163,15 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	r.res.Duration = time.Since(start)
 	res.Checks = []runner.CheckResult{*r.res}
 	res.Counters = r.res.Counters
-	return &ReplayResult{File: res, Report: r.report(res)}, nil
+	rep := r.report(res)
+	if o.EmitScenario != "" && len(r.res.Violations) > 0 {
+		n, err := r.emit(ctx, r.res.Violations[0])
+		if err != nil {
+			return nil, &ReplayError{Err: err, Sent: r.sent.Load()}
+		}
+		rep.Reproducer, rep.ReproducerSteps = o.EmitScenario, n
+	}
+	return &ReplayResult{File: res, Report: rep}, nil
 }
 
 // replayLine is the replay's line: its deliveries (or a broker's
@@ -352,8 +365,7 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 		// Neither took it: the broker redelivers.
 		return r.redeliver(ctx, j, ev, last)
 	case inject.Crash:
-		limit := min(r.sess.t.Timeout(), 100*time.Millisecond)
-		d := time.Duration(inject.Draw(r.o.Seed, j.pos, inject.SlotPoint) % uint64(limit))
+		d := crashDelay(r.sess.t.Timeout(), r.o.Seed, j.pos)
 		r.crash.Lock()
 		a, err := r.sess.crash(ctx, ev, d)
 		r.crash.Unlock()

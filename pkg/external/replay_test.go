@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/inject"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -120,5 +122,60 @@ func TestRedeliverPicksWhatTheBuiltInReplayPicks(t *testing.T) {
 				t.Errorf("injected.redelivered = %d, want %d", n, len(want))
 			}
 		})
+	}
+}
+
+// TestReproducerSaysTheFaults: the reproducer of a replay into a target
+// is a target scenario that redeliver run loads, with the --target file's
+// target and effects, and each fault the replay injected said as a step
+// can say it.
+func TestReproducerSaysTheFaults(t *testing.T) {
+	src := []byte(`version: 1
+target:
+  exec: {command: [sh, -c, "cat > /dev/null"], timeout: 2s}
+effects: {db: "${WORK:-.}/fx.db", table: payments, key: order_id, key_of: "{data.orderId}"}
+`)
+	r := &replayer{o: ReplayOptions{Seed: 3, TargetFile: "t.yaml", Inputs: []string{"c.ndjson"}, EmitScenario: "r.yaml", TargetSource: src}}
+	ev := func(id string) Event {
+		return Event{ID: id, Source: "shop", Type: "order.paid", Data: json.RawMessage(`{"orderId":"O-1","note":"a: b # c"}`)}
+	}
+	steps := []reproStep{
+		{ev: ev("e1"), pos: 1, at: "c.ndjson:1", fault: inject.Redeliver},
+		{ev: ev("e2"), pos: 2, at: "c.ndjson:2", fault: inject.Crash, after: 37*time.Millisecond + 123*time.Nanosecond},
+		{ev: ev("e3"), pos: 3, at: "c.ndjson:3", fault: inject.Concurrent, rewound: true},
+		{ev: ev("e4"), pos: 4, at: "c.ndjson:4"},
+	}
+	out, n, err := r.reproducer(steps, invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: "e1"}, "O-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 {
+		t.Errorf("%d deliveries, want 5", n)
+	}
+	sc, err := scenario.Load("r.yaml", out)
+	if err != nil {
+		t.Fatalf("the reproducer does not load: %v\n%s", err, out)
+	}
+	if sc.Target == nil || sc.Target.Exec == nil || sc.Effects == nil || sc.Effects.Table != "payments" || !strings.Contains(string(out), `"${WORK:-.}/fx.db"`) {
+		t.Errorf("the target and effects of the --target file are not kept:\n%s", out)
+	}
+	got := sc.Checks[0].Steps
+	if len(got) != 5 {
+		t.Fatalf("%d steps, want 5:\n%s", len(got), out)
+	}
+	for i, want := range []struct {
+		id         string
+		drop       bool
+		crash      time.Duration
+		concurrent int
+	}{{"e1", true, 0, 0}, {"e2", false, 37 * time.Millisecond, 0}, {"e3", false, 0, 2}, {"e4", false, 0, 0}, {"e3", false, 0, 0}} {
+		s := got[i]
+		var after time.Duration
+		if s.Crash != nil {
+			after = s.Crash.After
+		}
+		if s.Event.ID != want.id || s.Drop != want.drop || after != want.crash || s.Concurrent != want.concurrent {
+			t.Errorf("step %d: %s, drop %v, crash after %s, concurrent %d; want %+v", i+1, s.Event.ID, s.Drop, after, s.Concurrent, want)
+		}
 	}
 }

@@ -1,0 +1,215 @@
+package external
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/capture"
+	"github.com/redeliver/redeliver/pkg/escape"
+	"github.com/redeliver/redeliver/pkg/inject"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"go.yaml.in/yaml/v3"
+)
+
+// maxReproduced bounds the deliver steps of a reproducer: one key's
+// events, in capture order, up to this many.
+const maxReproduced = 500
+
+// reproStep is one captured event of the broken key, with the fault the
+// replay injected into it.
+type reproStep struct {
+	ev      Event
+	pos     int64  // its position in the capture
+	at      string // its capture line
+	fault   inject.Fault
+	after   time.Duration // a crash's delay
+	rewound bool          // --rewind delivered it again at the end
+}
+
+// emit writes the reproducer of a failed replay into a target: a target
+// scenario with the target and effects of the --target file and one check
+// that delivers the events of the first broken key (or event), in capture
+// order, with the faults the replay injected into them where a scenario
+// can say them (drop: response, crash: {after: D}, concurrent: 2), then
+// delivers again the ones --rewind delivered again. Every fault is a
+// function of --seed and the event's position (pkg/inject), so the
+// capture is read again and nothing of the replay had to be kept.
+func (r *replayer) emit(ctx context.Context, v invariant.Violation) (int, error) {
+	key, id := "", v.EventID
+	if v.By != nil {
+		key = v.By.Key
+	}
+	match := func(k string, ev Event) bool {
+		if key != "" {
+			return k == key
+		}
+		return ev.ID == id
+	}
+	var steps []reproStep
+	var pos int64
+	rates := inject.Rates{Redeliver: r.o.Redeliver, Crash: r.o.Crash, Concurrent: r.o.Concurrent}
+	err := r.read(ctx, func(c capture.Event) {
+		pos++
+		k := KeyOf(r.o.Effects.KeyOf, c.Envelope)
+		ev := EventOf(c.Envelope)
+		if ev.ID == "" {
+			ev.ID = c.ID
+		}
+		if !match(k, ev) || len(steps) == maxReproduced {
+			return
+		}
+		s := reproStep{ev: ev, pos: pos, at: c.At.String(), fault: rates.At(r.o.Seed, pos)}
+		if s.fault == inject.Crash {
+			s.after = crashDelay(r.sess.t.Timeout(), r.o.Seed, pos)
+		}
+		steps = append(steps, s)
+	})
+	if err != nil {
+		return 0, err
+	}
+	// --rewind delivered the last N events of the capture again.
+	for i := range steps {
+		steps[i].rewound = r.o.Rewind > 0 && steps[i].pos > pos-int64(r.o.Rewind)
+	}
+	if len(steps) == 0 {
+		return 0, fmt.Errorf("no event of the broken key was found again in the capture to write a reproducer")
+	}
+	src, n, err := r.reproducer(steps, v, key)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(r.o.EmitScenario, src, 0o644); err != nil {
+		return 0, fmt.Errorf("write the reproducer: %w", err)
+	}
+	return n, nil
+}
+
+// crashDelay is how long after a delivery at pos a --crash kills the
+// consumer: up to the target's timeout, at most 100 ms.
+func crashDelay(timeout time.Duration, seed, pos int64) time.Duration {
+	limit := min(timeout, 100*time.Millisecond)
+	return time.Duration(inject.Draw(seed, pos, inject.SlotPoint) % uint64(limit))
+}
+
+// reproducer writes the scenario: version, a name, the target and effects
+// nodes of the --target file as they are (its ${VAR}s expand again when
+// it runs), and the check.
+func (r *replayer) reproducer(steps []reproStep, v invariant.Violation, key string) ([]byte, int, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(r.o.TargetSource, &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, 0, fmt.Errorf("read the --target file again to write the reproducer: %v", err)
+	}
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	scalar := func(k, v string) {
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &yaml.Node{Kind: yaml.ScalarNode, Value: v})
+	}
+	scalar("version", "1")
+	root.Content[1].Tag = "!!int"
+	scalar("name", "replay reproducer")
+	from := doc.Content[0].Content
+	for _, want := range []string{"target", "effects"} {
+		for i := 0; i+1 < len(from); i += 2 {
+			if from[i].Value == want {
+				root.Content = append(root.Content, from[i], from[i+1])
+			}
+		}
+	}
+	var b bytes.Buffer
+	what := "event " + v.EventID
+	if key != "" {
+		what = "key " + key
+	}
+	// Comments hold file names and keys, which may hold anything: escaped,
+	// so that none can end the comment and write YAML of its own.
+	fmt.Fprintf(&b, "# A reproducer written by redeliver replay --seed %d --target %s from %s:\n", r.o.Seed, escape.Line(r.o.TargetFile), escape.Line(inputNames(r.o.Inputs)))
+	fmt.Fprintf(&b, "# the deliveries of %s, which broke invariant %s. Run it with: redeliver run %s\n", escape.Line(what), v.Invariant, escape.Line(r.o.EmitScenario))
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return nil, 0, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, 0, err
+	}
+	b.WriteString("checks:\n")
+	fmt.Fprintf(&b, "  - name: %s\n    steps:\n", escape.Quote("replayed deliveries of "+what+" break "+string(v.Invariant)))
+	n := 0
+	deliver := func(s reproStep, fault inject.Fault, note string) error {
+		ev, err := stepEvent(s.ev)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "      - deliver: %s # %s%s\n", ev, escape.Line(s.at), note)
+		switch fault {
+		case inject.Redeliver:
+			b.WriteString("        drop: response\n")
+		case inject.Crash:
+			fmt.Fprintf(&b, "        crash: {after: %s}\n", s.after.Round(time.Microsecond))
+		case inject.Concurrent:
+			b.WriteString("        concurrent: 2\n")
+		}
+		n++
+		return nil
+	}
+	for _, s := range steps {
+		if err := deliver(s, s.fault, faultNote(s.fault)); err != nil {
+			return nil, 0, err
+		}
+	}
+	for _, s := range steps {
+		if s.rewound {
+			if err := deliver(s, inject.None, ", delivered again by --rewind"); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	return b.Bytes(), n, nil
+}
+
+func faultNote(f inject.Fault) string {
+	switch f {
+	case inject.Redeliver:
+		return ", its ack lost (--redeliver)"
+	case inject.Crash:
+		return ", the consumer killed (--crash)"
+	case inject.Concurrent:
+		return ", delivered twice at once (--concurrent)"
+	}
+	return ""
+}
+
+// stepEvent is the event a deliver step sends, as a YAML flow mapping
+// (JSON, which YAML reads as it is).
+func stepEvent(ev Event) (string, error) {
+	doc := struct {
+		ID      string            `json:"id"`
+		Source  string            `json:"source,omitempty"`
+		Type    string            `json:"type,omitempty"`
+		Subject string            `json:"subject,omitempty"`
+		Time    string            `json:"time,omitempty"`
+		Headers map[string]string `json:"headers,omitempty"`
+		Data    json.RawMessage   `json:"data,omitempty"`
+	}{ev.ID, ev.Source, ev.Type, ev.Subject, ev.Time, ev.Headers, ev.Data}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return "", err
+	}
+	return string(bytes.TrimRight(b.Bytes(), "\n")), nil
+}
+
+func inputNames(ins []string) string {
+	var b bytes.Buffer
+	for i, in := range ins {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(in)
+	}
+	return b.String()
+}
