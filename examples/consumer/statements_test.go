@@ -9,23 +9,27 @@ import (
 
 // TestStatementFaults: through redeliver's PostgreSQL proxy, the consumer
 // is killed at its own statements — at every boundary of a payment
-// (crash: statements) and right after its commit — with no --work pause
-// to widen any window. The safe consumer passes every boundary; the
-// flaws whose window is between two of its statements are caught, on
-// every run (--repeat 2), naming the boundary and showing the statements;
-// nothing is left running.
+// (crash: statements) and right after its commit — and two deliveries
+// race with each worker held at each boundary of its statements, with no
+// --work pause to widen any window. The safe consumer passes every
+// boundary and every schedule; the flaws whose window lies between two of
+// its statements are caught, on every run (--repeat 2 for the safe consumer and a race), naming the
+// boundary or schedule and showing the statements; nothing is left
+// running.
 func TestStatementFaults(t *testing.T) {
 	t.Parallel()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	tests := []struct {
-		flaw string
-		want []string // in stdout
-		exit int
+		flaw   string
+		want   []string // in stdout
+		exit   int
+		repeat string
 	}{
-		{"safe", []string{"(15 schedules) (2 runs: 2 passed", "PASS: "}, 0},
-		{"marker-after-effect", []string{"first in schedule 13 (killed after statement 6 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "6. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1},
-		{"none", []string{"killed after statement 6 (commit)", "invariant duplicate-effect broken: key O-30 has 2 rows"}, 1},
+		{"safe", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (15 schedules) (2 runs: 2 passed", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "2"},
+		{"check-then-act", []string{"first in schedule 3 (worker 1 held after its statement 1 (SELECT m.payload", "invariant duplicate-effect broken: key O-32 has 2 rows", "⏸ answer held here while the others ran"}, 1, "2"},
+		{"marker-after-effect", []string{"first in schedule 13 (killed after statement 6 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "6. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1, "1"},
+		{"none", []string{"killed after statement 6 (commit)", "invariant duplicate-effect broken: key O-30 has 2 rows"}, 1, "1"},
 	}
 	var runs []invocation
 	for _, tt := range tests {
@@ -35,7 +39,7 @@ func TestStatementFaults(t *testing.T) {
 		runs = append(runs, invocation{
 			name: tt.flaw,
 			env:  env,
-			args: []string{"run", "examples/consumer/statements.yaml", "--repeat", "2"},
+			args: []string{"run", "examples/consumer/statements.yaml", "--repeat", tt.repeat},
 			check: func(t *testing.T, o outcome) {
 				if o.exit != tt.exit {
 					t.Fatalf("want exit %d, got\n%s", tt.exit, o)

@@ -182,8 +182,10 @@ type Statement struct {
 	// Answer is the command tag ("INSERT 0 1", "SELECT 0"), "ERROR
 	// 23505", or empty when none came.
 	Answer string
-	// Held marks the statement a fault held: the kill came before it
-	// reached the database (Before) or after its answer.
-	Held   bool
-	Before bool
+	// Held marks the statement a fault held: before it reached the
+	// database (Before) or after its answer. The consumer was killed
+	// there, or, when Released, let go once the other workers had run.
+	Held     bool
+	Before   bool
+	Released bool
 }

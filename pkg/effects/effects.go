@@ -682,3 +682,19 @@ func ProxyURL(dsn, addr string) (string, error) {
 	out = append(out, "host="+host, "port="+port, "sslmode=disable")
 	return strings.Join(out, " "), nil
 }
+
+// Blocked reports whether any of the PostgreSQL server processes pids
+// waits for a lock: a worker held by the proxy holds it, and the others
+// can go no further until it is let go.
+func (d *DB) Blocked(ctx context.Context, pids []int32) (bool, error) {
+	if d.kind != Postgres || len(pids) == 0 {
+		return false, nil
+	}
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(int(p))
+	}
+	var n int
+	err := d.db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid IN ("+strings.Join(list, ",")+") AND wait_event_type = 'Lock'").Scan(&n)
+	return n > 0, err
+}

@@ -373,10 +373,11 @@ type system struct {
 }
 
 // ConsumerKind is the kind of system a user's consumer is: a session opened for
-// each file, its crashes drawn from opts.Seed. Its concurrent steps are not
-// explored: redeliver cannot hold its workers.
-func ConsumerKind(opts Options) runner.Kind {
-	return runner.Kind{Open: func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
+// each file, its crashes drawn from opts.Seed. Its concurrent steps are
+// explored at the consumer's statement boundaries when the effects proxy
+// sees them, and run once, unforced, otherwise.
+func ConsumerKind(sc *scenario.Scenario, opts Options) runner.Kind {
+	return runner.Kind{Statements: sc.Effects != nil && sc.Effects.Proxy, Open: func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
 		sess, err := Open(ctx, s.Target, s.Effects)
 		if err != nil {
 			return nil, tailed(err)
@@ -389,7 +390,7 @@ func ConsumerKind(opts Options) runner.Kind {
 
 // RunFile runs every check of a target-mode scenario file.
 func RunFile(ctx context.Context, s *scenario.Scenario, opts Options) (*runner.FileResult, error) {
-	return runner.Run(ctx, s, ConsumerKind(opts))
+	return runner.Run(ctx, s, ConsumerKind(s, opts))
 }
 
 // tailError is an error whose message ends with the consumer's stderr
@@ -683,23 +684,32 @@ func (sys *system) record(c runner.Call, ev Event, key string, a Answer) (*Deliv
 	return d, rec
 }
 
-// Concurrent makes N deliveries of the same event at once.
+// Concurrent makes N deliveries of the same event at once; with the
+// database proxy, as the schedule holds their statements.
 func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Result, error) {
 	st := c.St
 	ev, key := sys.event(st)
-	gate := make(chan struct{})
-	answers := make([]Answer, st.Concurrent)
-	var wg sync.WaitGroup
-	for i := range answers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			answers[i] = sys.sess.deliver(ctx, ev, nil)
-		}()
+	var answers []Answer
+	if sys.sess.proxy != nil {
+		var err error
+		if answers, err = sys.raced(ctx, c, ev); err != nil {
+			return consumer.Result{}, tailed(err)
+		}
+	} else {
+		gate := make(chan struct{})
+		answers = make([]Answer, st.Concurrent)
+		var wg sync.WaitGroup
+		for i := range answers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-gate
+				answers[i] = sys.sess.deliver(ctx, ev, nil)
+			}()
+		}
+		close(gate)
+		wg.Wait()
 	}
-	close(gate)
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return consumer.Result{}, err
 	}

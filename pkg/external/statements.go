@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/pgproxy"
@@ -58,28 +59,54 @@ func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (
 	return a, trace, reached, nil
 }
 
-// boundary is where a statement crash kills: the one the file names, or,
-// for crash: statements, boundary k of the recorded delivery (k odd:
-// before statement (k+1)/2; k even: after statement k/2).
-func boundary(c *scenario.Crash, kill int) *pgproxy.Boundary {
-	if c.Kind == scenario.CrashStatement {
+// boundary is where a statement fault lands: the one a crash names, or
+// the one the schedule holds (nil: none, the run records).
+func boundary(c *scenario.Crash, h *runner.Boundary) *pgproxy.Boundary {
+	if c != nil && c.Kind == scenario.CrashStatement {
 		return &pgproxy.Boundary{Words: c.Words, After: c.AfterStatement}
 	}
-	if kill == 0 {
+	if h == nil {
 		return nil
 	}
-	return &pgproxy.Boundary{Index: (kill + 1) / 2, After: kill%2 == 0}
+	return &pgproxy.Boundary{Lane: h.Lane, Index: h.Index, After: h.After}
 }
 
-// boundaryNames are the boundaries of a recorded delivery's statements,
-// in order, in words.
-func boundaryNames(trace []pgproxy.Statement) []string {
-	var out []string
+// killBoundaries are the boundaries of a recorded delivery's statements,
+// in order, each a kill.
+func killBoundaries(trace []pgproxy.Statement) []runner.Boundary {
+	var out []runner.Boundary
 	for _, st := range trace {
 		text := shortStatement(st.Text)
 		out = append(out,
-			fmt.Sprintf("before statement %d (%s)", st.Index, text),
-			fmt.Sprintf("after statement %d (%s)", st.Index, text))
+			runner.Boundary{Index: st.Index, Name: fmt.Sprintf("killed before statement %d (%s)", st.Index, text)},
+			runner.Boundary{Index: st.Index, After: true, Name: fmt.Sprintf("killed after statement %d (%s)", st.Index, text)})
+	}
+	return out
+}
+
+// raceBoundaries are the boundaries of each worker's statements in a
+// recorded race, worker by worker, each a hold while the others go on.
+func raceBoundaries(trace []pgproxy.Statement) []runner.Boundary {
+	lanes := 0
+	for _, st := range trace {
+		lanes = max(lanes, st.Lane)
+	}
+	var out []runner.Boundary
+	for lane := 1; lane <= lanes; lane++ {
+		for _, st := range trace {
+			if st.Lane != lane {
+				continue
+			}
+			text := shortStatement(st.Text)
+			for _, after := range []bool{false, true} {
+				where := "before"
+				if after {
+					where = "after"
+				}
+				out = append(out, runner.Boundary{Lane: lane, Index: st.LaneIndex, After: after,
+					Name: fmt.Sprintf("worker %d held %s its statement %d (%s) while the others ran", lane, where, st.LaneIndex, text)})
+			}
+		}
 	}
 	return out
 }
@@ -134,7 +161,7 @@ func matches(st pgproxy.Statement, b *pgproxy.Boundary) bool {
 // this trial (c.Hold.Kill; 0 records the delivery's boundaries instead).
 func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
 	st := c.St
-	at := boundary(st.Crash, c.Hold.Kill)
+	at := boundary(st.Crash, c.Hold.Statement)
 	var trace []pgproxy.Statement
 	var reached bool
 	a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
@@ -148,19 +175,15 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 	}
 	switch {
 	case at == nil:
-		c.Rec.Boundaries(boundaryNames(trace))
+		c.Rec.Boundaries(killBoundaries(trace))
 		return a, nil
 	case !reached:
 		what := "crash: " + st.Crash.String()
-		if c.Hold.Kill > 0 {
-			what = "crash: statements " + c.Hold.Name
+		if c.Hold.Statement != nil {
+			what = "crash: statements, " + c.Hold.Statement.Name + ","
 		}
 		c.Rec.Trace(statementsOf(trace, nil))
-		lines := make([]string, len(trace))
-		for i, t := range trace {
-			lines[i] = shortStatement(t.Text) + " → " + t.Answer
-		}
-		c.Rec.Fail(words.NotReached(what, lines, a.Short()))
+		c.Rec.Fail(words.NotReached(what, traceLines(trace), a.Short()))
 		return a, nil
 	}
 	c.Rec.Trace(statementsOf(trace, at))
@@ -169,4 +192,102 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 	}
 	// No ack arrived: the broker redelivers.
 	return sys.plain(ctx, c, ev, key, tolerate)
+}
+
+// stallLimit bounds how long a race holds a worker when the others
+// neither finish nor show as waiting for a lock.
+const stallLimit = 10 * time.Second
+
+// raced makes a concurrent step's deliveries at once while the proxy
+// follows their statements. Held at the schedule's boundary, the worker
+// whose connection reaches it waits there until every other delivery has
+// answered, or one of them waits for a lock (the held worker's, as the
+// database says), and is then let go. Without a boundary the run records
+// the workers' boundaries for the schedules to come.
+func (sys *system) raced(ctx context.Context, c runner.Call, ev Event) ([]Answer, error) {
+	n := c.St.Concurrent
+	at := boundary(nil, c.Hold.Statement)
+	w, err := sys.sess.proxy.Watch(at)
+	if err != nil {
+		return nil, err
+	}
+	answers := make([]Answer, n)
+	done := make(chan struct{}, n)
+	gate := make(chan struct{})
+	for i := range answers {
+		go func() {
+			<-gate
+			answers[i] = sys.sess.deliver(ctx, ev, nil)
+			done <- struct{}{}
+		}()
+	}
+	close(gate)
+	answered, reached := 0, false
+	held := w.Held()
+	for answered < n {
+		select {
+		case <-done:
+			answered++
+			continue
+		case <-held:
+		}
+		held, reached = nil, true
+		sys.letOthersRun(ctx, w, &answered, n, done)
+		w.Release()
+	}
+	trace := w.Stop()
+	switch {
+	case at == nil:
+		c.Rec.Boundaries(raceBoundaries(trace))
+	case !reached:
+		// The workers took another path this time (one found the
+		// other's marker): the run was unforced, and says so.
+		c.Rec.Unreached()
+	default:
+		stmts := statementsOf(trace, at)
+		for i := range stmts {
+			if stmts[i].Held {
+				// Let go, it ran: its answer stands.
+				stmts[i].Released, stmts[i].Answer = true, trace[i].Answer
+			}
+		}
+		c.Rec.Trace(stmts)
+	}
+	return answers, nil
+}
+
+// letOthersRun waits, while a worker is held, until all the other
+// deliveries have answered (counting them in answered), or one of the
+// others waits for a lock, or stallLimit passed.
+func (sys *system) letOthersRun(ctx context.Context, w *pgproxy.Watch, answered *int, n int, done <-chan struct{}) {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(stallLimit)
+	for *answered < n-1 {
+		select {
+		case <-done:
+			*answered++
+			continue
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+		if pids := w.Waiting(); len(pids) > 0 {
+			if blocked, err := sys.sess.db.Blocked(ctx, pids); err == nil && blocked {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+	}
+}
+
+// traceLines are a trace's statements with their answers, one a line.
+func traceLines(trace []pgproxy.Statement) []string {
+	lines := make([]string, len(trace))
+	for i, t := range trace {
+		lines[i] = shortStatement(t.Text) + " → " + t.Answer
+	}
+	return lines
 }

@@ -96,7 +96,7 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.nextID++
-		c := &conn{p: p, id: p.nextID, client: nc, stmts: map[string]string{}, portals: map[string]string{}}
+		c := &conn{p: p, id: p.nextID, client: nc, stmts: map[string]string{}, portals: map[string]*Statement{}}
 		p.conns[c] = struct{}{}
 		p.wg.Add(1)
 		p.mu.Unlock()
@@ -126,8 +126,8 @@ type conn struct {
 	closeOne sync.Once
 
 	// Seen by the client-to-server side only.
-	stmts   map[string]string // prepared statements by name: their text
-	portals map[string]string // portals by name: their statement's text
+	stmts   map[string]string     // prepared statements by name: their text
+	portals map[string]*Statement // portals by name: the statement bound
 	pid     atomic.Int32      // the server process, from BackendKeyData
 
 	mu sync.Mutex
@@ -219,7 +219,11 @@ func (c *conn) fromClient() {
 			return
 		}
 		buf = m.raw[:0]
-		var st *Statement
+		// A statement is counted, and held before, at the message that
+		// starts its execution: a simple Query, or a Bind — where the
+		// server takes the snapshot a SELECT reads, so that holding the
+		// Execute alone would let it read the past.
+		var st, executed *Statement
 		switch m.typ {
 		case 'Q':
 			st = &Statement{Text: queryText(m), simple: true}
@@ -229,11 +233,12 @@ func (c *conn) fromClient() {
 			}
 		case 'B':
 			if portal, stmt, ok := bindMsg(m); ok {
-				c.portals[portal] = c.stmts[stmt]
+				st = &Statement{Text: c.stmts[stmt]}
+				c.portals[portal] = st
 			}
 		case 'E':
 			if portal, ok := executeMsg(m); ok {
-				st = &Statement{Text: c.portals[portal]}
+				executed = c.portals[portal]
 			}
 		case 'C':
 			if kind, name, ok := closeMsg(m); ok {
@@ -252,16 +257,20 @@ func (c *conn) fromClient() {
 		if _, err := w.Write(m.raw); err != nil {
 			return
 		}
-		if st != nil && st.flushAfter {
+		if st != nil && st.simple {
+			executed = st
+		}
+		if executed != nil && executed.flushAfter {
 			// The answer is to be held: make the server send it now,
 			// and send nothing more until the hold is lifted.
+			executed.flushAfter = false
 			if _, err := w.Write(flushMsg); err != nil {
 				return
 			}
 			if err := w.Flush(); err != nil {
 				return
 			}
-			if !st.waitRelease() {
+			if !executed.waitRelease() {
 				return
 			}
 		}

@@ -357,3 +357,39 @@ func TestMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldBeforeMeansNotRun: a statement held before it reaches the
+// database runs, once let go, as if it had been sent then: a SELECT held
+// while another connection commits a row sees the row, in both
+// protocols. (The extended protocol's snapshot is taken at Bind: a hold
+// at the Execute alone would read the past.)
+func TestHeldBeforeMeansNotRun(t *testing.T) {
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol} {
+		p, dsn := through(t)
+		admin := connect(t, server(t).String())
+		tbl := table(t, admin)
+		c := connect(t, dsn)
+		ctx := context.Background()
+		w, err := p.Watch(&Boundary{Words: "select count"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan int, 1)
+		go func() {
+			var n int
+			if err := c.QueryRow(ctx, "SELECT count(*) FROM "+tbl+" WHERE k = $1", mode, "a").Scan(&n); err != nil {
+				n = -1
+			}
+			got <- n
+		}()
+		<-w.Held()
+		if _, err := admin.Exec(ctx, "INSERT INTO "+tbl+" (k, n) VALUES ('a', 1)"); err != nil {
+			t.Fatal(err)
+		}
+		w.Release()
+		if n := <-got; n != 1 {
+			t.Errorf("%v: the SELECT let go after the commit counted %d rows, want 1", mode, n)
+		}
+		w.Stop()
+	}
+}

@@ -48,6 +48,7 @@ type Watch struct {
 	stmts []*Statement
 	lanes map[int]int // connection id → lane
 	count map[int]int // lane → statements sent so far
+	conns map[int]*conn
 	hit   *Statement
 }
 
@@ -66,7 +67,7 @@ func (p *Proxy) Watch(at *Boundary) (*Watch, error) {
 	if p.watch != nil {
 		return nil, ErrBusy
 	}
-	w := &Watch{p: p, at: at, lanes: map[int]int{}, count: map[int]int{}}
+	w := &Watch{p: p, at: at, lanes: map[int]int{}, count: map[int]int{}, conns: map[int]*conn{}}
 	if at != nil {
 		w.h = newHold()
 	}
@@ -119,6 +120,34 @@ func (w *Watch) Stop() []Statement {
 	return w.Statements()
 }
 
+// Waiting are the server processes of the watched connections, but the
+// held one, that sent a statement and have no answer yet: each either
+// works on it or waits for a lock the held connection may hold.
+func (w *Watch) Waiting() []int32 {
+	w.mu.Lock()
+	held := -1
+	if w.hit != nil {
+		held = w.hit.Conn
+	}
+	conns := make([]*conn, 0, len(w.conns))
+	for id, c := range w.conns {
+		if id != held {
+			conns = append(conns, c)
+		}
+	}
+	w.mu.Unlock()
+	var out []int32
+	for _, c := range conns {
+		c.mu.Lock()
+		busy := len(c.pending) > 0
+		c.mu.Unlock()
+		if pid := c.pidOf(); busy && pid != 0 {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // Statements are the delivery's statements so far, with their answers.
 func (w *Watch) Statements() []Statement {
 	w.mu.Lock()
@@ -142,6 +171,7 @@ func (w *Watch) sent(c *conn, st *Statement, flush func() error) bool {
 	if lane == 0 {
 		lane = len(w.lanes) + 1
 		w.lanes[c.id] = lane
+		w.conns[c.id] = c
 	}
 	w.count[lane]++
 	st.Lane, st.LaneIndex, st.Index = lane, w.count[lane], len(w.stmts)+1
@@ -152,7 +182,7 @@ func (w *Watch) sent(c *conn, st *Statement, flush func() error) bool {
 		st.hold = w.h
 		if w.at.After {
 			st.holdAnswer = true
-			st.flushAfter = !st.simple
+			st.flushAfter = true
 		}
 	}
 	w.mu.Unlock()

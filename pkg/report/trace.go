@@ -28,6 +28,10 @@ func traceLines(stmts []consumer.Statement, short bool) []string {
 			line = fmt.Sprintf("worker %d: %s", st.Worker, line)
 		}
 		switch {
+		case st.Held && st.Released && st.Before:
+			line += fmt.Sprintf(" → %s ⏸ held here, before it reached the database, while the others ran", answerOf(st))
+		case st.Held && st.Released:
+			line += fmt.Sprintf(" → %s ⏸ answer held here while the others ran", answerOf(st))
 		case st.Held && st.Before:
 			line += " ✂ killed here, before it reached the database"
 		case st.Held:
@@ -62,6 +66,9 @@ type StatementDoc struct {
 	// Killed says where the kill came at this statement: "before" it
 	// reached the database, or "after" its answer; absent elsewhere.
 	Killed string `json:"killed,omitempty"`
+	// Held says where a race's schedule held this statement's worker
+	// while the others ran: "before" or "after"; absent elsewhere.
+	Held string `json:"held,omitempty"`
 }
 
 func statementDocs(stmts []consumer.Statement) []StatementDoc {
@@ -72,9 +79,14 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	for i, st := range stmts {
 		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer}
 		if st.Held {
-			out[i].Killed = "after"
+			where := "after"
 			if st.Before {
-				out[i].Killed = "before"
+				where = "before"
+			}
+			if st.Released {
+				out[i].Held = where
+			} else {
+				out[i].Killed = where
 			}
 		}
 	}

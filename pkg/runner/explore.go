@@ -26,22 +26,33 @@ const MaxSchedules = 32
 type Hold struct {
 	At      consumer.FaultPoint
 	InOrder bool
-	// Kill, for a step that crashes at every statement boundary, is the
-	// boundary this run kills at (1-based, see Boundary); 0 kills at none
-	// and records the delivery's boundaries. Name says it in words.
-	Kill int
-	Name string
+	// Statement, for a step explored at the consumer's statement
+	// boundaries, is the boundary this run holds: a step that crashes at
+	// every boundary kills there; a concurrent step holds that worker
+	// there while the others run to their end or block, then lets it go.
+	// Nil holds nowhere, and the system records the step's boundaries.
+	Statement *Boundary
+}
+
+// Boundary is a statement boundary a system recorded: before statement
+// Index reaches the database, or After its answer; Index counts the
+// delivery's statements, or Lane's (a worker's connection) when Lane is
+// set. Name says it in words.
+type Boundary struct {
+	Lane, Index int
+	After       bool
+	Name        string
 }
 
 func (h Hold) String() string {
-	if h.Kill > 0 {
-		return "killed " + h.Name
+	if h.Statement != nil {
+		return h.Statement.Name
 	}
 	return words.Hold(string(h.At), h.InOrder)
 }
 
 // forces reports whether the hold changes how its step runs.
-func (h Hold) forces() bool { return h.At != "" || h.Kill > 0 }
+func (h Hold) forces() bool { return h.At != "" || h.Statement != nil }
 
 // schedule gives each explored step of a check (a concurrent step without
 // interleave) its hold for one run of the check.
@@ -224,6 +235,13 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 		}
 	}
 	out.Line = words.Explored(out.Line, n, 0, 0, "", caught)
+	unreached := 0
+	for _, r := range results {
+		unreached += r.Unreached
+	}
+	if out.Unreached = unreached; unreached > 0 {
+		out.Line += "; " + words.Unreached(unreached)
+	}
 	u := CheckResult{Violations: union}
 	Verdict(&u, c)
 	if !u.Passed {

@@ -45,8 +45,12 @@ type CheckResult struct {
 	// Trace is the statements of the delivery a statement fault landed
 	// in, with their answers, up to the kill.
 	Trace []consumer.Statement
+	// Unreached counts the schedules of an explored race whose boundary
+	// no worker reached: the workers took another path (one found the
+	// other's marker), and the run went unforced.
+	Unreached int
 	// boundaries are the statement boundaries a recording run saw.
-	boundaries []string
+	boundaries []Boundary
 }
 
 // held records that workers were held at p.

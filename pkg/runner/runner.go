@@ -57,7 +57,7 @@ func Run(ctx context.Context, s *scenario.Scenario, k Kind) (*FileResult, error)
 		}
 	}
 	for i, c := range s.Checks {
-		if j := sweptStep(c); j > 0 {
+		if j := sweptStep(c, k.Statements); j > 0 {
 			plan, err := sweepPlan(ctx, s, k, plans, i, j)
 			if err != nil {
 				return bare(s), err
@@ -85,11 +85,15 @@ func Run(ctx context.Context, s *scenario.Scenario, k Kind) (*FileResult, error)
 	return res, err
 }
 
-// sweptStep is the step (1-based) of a check that crashes at every
-// statement boundary, or 0.
-func sweptStep(c *scenario.Check) int {
+// sweptStep is the first step (1-based) of a check explored at statement
+// boundaries — one that crashes at every boundary, or, where the system
+// sees statements, a concurrent step without interleave — or 0.
+func sweptStep(c *scenario.Check, statements bool) int {
 	for i, st := range c.Steps {
-		if st.Kind == scenario.Deliver && st.Crash != nil && st.Crash.Kind == scenario.CrashStatements {
+		if st.Kind != scenario.Deliver {
+			continue
+		}
+		if st.Crash != nil && st.Crash.Kind == scenario.CrashStatements || statements && st.Concurrent > 0 && st.Interleave == "" {
 			return i + 1
 		}
 	}
@@ -108,14 +112,14 @@ func sweepPlan(ctx context.Context, s *scenario.Scenario, k Kind, plans [][]sche
 	if err != nil {
 		return nil, err
 	}
-	names := res.Checks[i].boundaries
-	if len(names) > maxBoundaries {
+	bs := res.Checks[i].boundaries
+	if len(bs) > maxBoundaries {
 		st := s.Checks[i].Steps[step-1]
-		return nil, problem.Invalid(st.Crash.Pos, "the delivery ran %d statements, and crash: statements tries each of their %d boundaries, at most %d: name the statements to crash at with {before: …} or {after: …}", len(names)/2, len(names), maxBoundaries)
+		return nil, problem.Invalid(st.Pos, "the step's deliveries ran %d statements, and each of their %d boundaries would be tried, at most %d: make the step smaller, or name the statements to crash at with crash: {before: …} or {after: …}", len(bs)/2, len(bs), maxBoundaries)
 	}
 	plan := []schedule{{steps: []int{step}, holds: []Hold{{}}}}
-	for b, name := range names {
-		plan = append(plan, schedule{steps: []int{step}, holds: []Hold{{Kill: b + 1, Name: name}}})
+	for b := range bs {
+		plan = append(plan, schedule{steps: []int{step}, holds: []Hold{{Statement: &bs[b]}}})
 	}
 	return plan, nil
 }
@@ -535,11 +539,14 @@ func (cr *checkRun) Counters() *consumer.Counters { return &cr.res.Counters }
 // Held records that workers were held at p.
 func (cr *checkRun) Held(p consumer.FaultPoint) { cr.res.held(p) }
 
+// Unreached counts a schedule whose boundary no worker reached.
+func (cr *checkRun) Unreached() { cr.res.Unreached++ }
+
 // Fail fails the check at the step being run.
 func (cr *checkRun) Fail(m words.Miss) { cr.fail(cr.step, cr.pos, m) }
 
 // Boundaries records a delivery's statement boundaries.
-func (cr *checkRun) Boundaries(names []string) { cr.res.boundaries = names }
+func (cr *checkRun) Boundaries(b []Boundary) { cr.res.boundaries = b }
 
 // Trace keeps the statements of the delivery a fault landed in.
 func (cr *checkRun) Trace(stmts []consumer.Statement) { cr.res.Trace = stmts }

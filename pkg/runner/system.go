@@ -84,10 +84,14 @@ type Recorder interface {
 	// Fail fails the check at the step being run: a fault the file asked
 	// for that could not be made.
 	Fail(m words.Miss)
-	// Boundaries records the statement boundaries of a delivery whose
-	// step crashes at every one (Call.Hold.Kill 0), in order, each in
-	// words ("after statement 2 (INSERT INTO payments …)").
-	Boundaries(names []string)
+	// Boundaries records, in a step explored at statement boundaries
+	// (Call.Hold.Statement nil), the boundaries its deliveries met, in
+	// the order they are to be tried, each named in words ("killed after
+	// statement 2 (INSERT INTO payments …)").
+	Boundaries(b []Boundary)
+	// Unreached says the schedule's boundary was not reached by any
+	// worker of a race: the workers took another path, unforced.
+	Unreached()
 	// Trace keeps the statements of the delivery a fault landed in, for
 	// the report.
 	Trace(stmts []consumer.Statement)
@@ -102,6 +106,10 @@ type Kind struct {
 	// interleave is then explored under every schedule. Nil: such a step
 	// runs once, unforced.
 	Reaches func(consumer.FaultPoint) bool
+	// Statements: the system sees its consumer's statements (the
+	// database proxy), so a concurrent step is explored at their
+	// boundaries, as a step that crashes at every one is.
+	Statements bool
 }
 
 // snapshotter is a system that can copy what it holds and put the copy

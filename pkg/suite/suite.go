@@ -190,7 +190,7 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Re
 			seed := opts.Seed
 			kind = func() runner.Kind {
 				seed++
-				return external.ConsumerKind(external.Options{Seed: seed - 1})
+				return external.ConsumerKind(s, external.Options{Seed: seed - 1})
 			}
 		}
 		runFile := func(ctx context.Context, s *scenario.Scenario) (*runner.FileResult, error) {

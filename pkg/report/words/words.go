@@ -270,3 +270,12 @@ func NotReached(what string, statements []string, answer string) Miss {
 		Got:      "not reached",
 	}
 }
+
+// Unreached says how many schedules of an explored race held at a
+// boundary no worker reached: those runs went unforced.
+func Unreached(n int) string {
+	if n == 1 {
+		return "1 schedule's boundary was not reached (the workers took another path) and ran unforced"
+	}
+	return fmt.Sprintf("%d schedules' boundaries were not reached (the workers took another path) and ran unforced", n)
+}
