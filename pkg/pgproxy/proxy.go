@@ -128,7 +128,7 @@ type conn struct {
 	// Seen by the client-to-server side only.
 	stmts   map[string]string     // prepared statements by name: their text
 	portals map[string]*Statement // portals by name: the statement bound
-	pid     atomic.Int32      // the server process, from BackendKeyData
+	pid     atomic.Int32          // the server process, from BackendKeyData
 
 	mu sync.Mutex
 	// pending are the statements sent to the server and not yet
