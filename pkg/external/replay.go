@@ -365,9 +365,16 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 		// Neither took it: the broker redelivers.
 		return r.redeliver(ctx, j, ev, last)
 	case inject.Crash:
-		d := crashDelay(r.sess.t.Timeout(), r.o.Seed, j.pos)
+		var a Answer
+		var err error
 		r.crash.Lock()
-		a, err := r.sess.crash(ctx, ev, d)
+		if r.sess.proxy != nil {
+			// Through the proxy the kill lands at a statement boundary
+			// drawn from the seed and the position: the same on a rerun.
+			a, err = r.sess.crashAtStatement(ctx, ev, statementBoundary(r.o.Seed, j.pos))
+		} else {
+			a, err = r.sess.crash(ctx, ev, crashDelay(r.sess.t.Timeout(), r.o.Seed, j.pos))
+		}
 		r.crash.Unlock()
 		if err != nil {
 			return err

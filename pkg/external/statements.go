@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -290,4 +291,35 @@ func traceLines(trace []pgproxy.Statement) []string {
 		lines[i] = shortStatement(t.Text) + " → " + t.Answer
 	}
 	return lines
+}
+
+// replayBoundaries is how many statement boundaries a replay's crash is
+// drawn from: before and after each of a delivery's first 8 statements.
+const replayBoundaries = 16
+
+// statementBoundary is the boundary a replay's crash at capture position
+// pos lands at: boundary k of 1…replayBoundaries, drawn from the seed and
+// the position (k odd: before statement (k+1)/2; even: after k/2).
+func statementBoundary(seed, pos int64) *pgproxy.Boundary {
+	k := int(inject.Draw(seed, pos, inject.SlotPoint)%replayBoundaries) + 1
+	return &pgproxy.Boundary{Index: (k + 1) / 2, After: k%2 == 0}
+}
+
+// crashAtStatement makes a delivery killed at a statement boundary. One
+// that ends before reaching it (fewer statements) is killed after its
+// answer, and says so: the kill interrupted nothing.
+func (s *Session) crashAtStatement(ctx context.Context, ev Event, at *pgproxy.Boundary) (Answer, error) {
+	a, _, reached, err := s.watched(ctx, ev, at)
+	if err != nil || reached {
+		return a, err
+	}
+	a.CrashCame = AfterAnswer
+	if s.proc != nil {
+		s.proc.Kill()
+		if err := s.proc.Restart(ctx); err != nil {
+			return a, err
+		}
+		s.dl.Forget()
+	}
+	return a, nil
 }
