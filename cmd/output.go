@@ -24,7 +24,7 @@ type outputOptions struct {
 	Reports  []string // FORMAT=FILE, repeatable
 	Color    string
 	Verbose  bool // run, and replay --target
-	Coverage bool // run only
+	Coverage bool // run, and replay --target
 }
 
 const outputHelp = `--format chooses what stdout carries: text (the default), json, junit or tap.
@@ -183,6 +183,11 @@ func (out *output) write(s *Streams, res report.Result) error {
 		side = s.Err
 		if run, ok := res.(*report.Run); ok && out.coverage && !harnessFailed {
 			if err := report.Coverage(side, run); err != nil {
+				return err
+			}
+		}
+		if rp, ok := res.(*report.Replay); ok && out.coverage && !harnessFailed {
+			if err := report.ReplayCoverage(side, rp); err != nil {
 				return err
 			}
 		}

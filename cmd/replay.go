@@ -158,6 +158,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.StringVar(&o.Target, "target", "", "deliver to your own consumer: a file holding version, target and effects (see docs/target.md)")
 	f.IntVar(&o.Parallel, "parallel", 1, "with --target: deliveries in flight (one business key's stay in order)")
 	f.BoolVarP(&o.Output.Verbose, "verbose", "v", false, "with --target: print every breach of each broken invariant, not only the first 5, and the counters")
+	f.BoolVar(&o.Output.Coverage, "coverage", false, "with --target: print what the replay injected, and when each kill came against the consumer's answer")
 	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this often, and restart it, until the broker has drained")
 	addOutputFlags(f, &o.Output)
 	return c
@@ -185,6 +186,9 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	}
 	if o.Output.Verbose {
 		return problem.Usagef("-v lists every breach of a replay into a --target; the built-in replay's report shows the first examples of each invariant, and --format json the same")
+	}
+	if o.Output.Coverage {
+		return problem.Usagef("--coverage says what a replay into a --target injected and when its kills came; the built-in replay's report says what it injected on its injected: line")
 	}
 	if o.KillEvery != 0 || cmd.Flags().Changed("kill-every") {
 		return problem.Usagef("--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)")

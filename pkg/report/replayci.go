@@ -29,7 +29,13 @@ func (r *Replay) Render(w io.Writer, f Format, opts Options) error {
 		if r.Incomplete() {
 			return textErrors(w, r.Errors, "replay")
 		}
-		return ReplayText(w, r.Report, opts)
+		if err := ReplayText(w, r.Report, opts); err != nil {
+			return err
+		}
+		if opts.Coverage {
+			return ReplayCoverage(w, r)
+		}
+		return nil
 	case FormatJSON:
 		return ReplayJSON(w, r)
 	case FormatJUnit:

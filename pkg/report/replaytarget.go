@@ -9,6 +9,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/replay"
+	"github.com/redeliver/redeliver/pkg/report/words"
 )
 
 // replayExamples is how many breaches of one invariant a target replay's
@@ -122,4 +123,33 @@ func targetCounterLine(c consumer.Counters) string {
 func targetFigures(rep *replay.Report) string {
 	t := rep.Target
 	return fmt.Sprintf("target %s, effects %s, seed %d: %s", t.Consumer, t.Effects, rep.Seed, t.Line)
+}
+
+// ReplayCoverage is --coverage for a replay into a target: what the
+// replay injected, from --seed, and when each kill came against the
+// consumer's answer (before it: the kill interrupted a delivery), so a
+// replay whose kills all came after the answer says it tested no crash
+// mid-delivery. The built-in replay has no such section: its injected:
+// line says what it injected.
+func ReplayCoverage(w io.Writer, r *Replay) error {
+	rep := r.Report
+	if rep.Target == nil {
+		return nil
+	}
+	in, c := rep.Injected, rep.Counters
+	var b strings.Builder
+	fmt.Fprintf(&b, "coverage: what the replay injected (seed %d)\n", rep.Seed)
+	fmt.Fprintf(&b, "  --redeliver: %s lost, each event delivered again\n", count(in.Redelivered, "ack", "acks"))
+	kills := "no kill of the consumer"
+	if c.Crashed > 0 {
+		kills = words.Crashes(c.Interrupted()) + "; a kill before the answer interrupted a delivery"
+		if c.InterruptedNone() {
+			kills += "; " + words.NotInterrupted(c.Crashed)
+		}
+	}
+	fmt.Fprintf(&b, "  --crash, --kill-every: %s\n", kills)
+	fmt.Fprintf(&b, "  --concurrent: %s delivered twice at once\n", count(in.Concurrent, "event", "events"))
+	fmt.Fprintf(&b, "  --rewind: %s delivered again at the end\n", count(in.Rewound, "event", "events"))
+	_, err := io.WriteString(w, b.String())
+	return err
 }
