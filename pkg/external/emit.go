@@ -34,7 +34,8 @@ type reproStep struct {
 // scenario with the target and effects of the --target file and one check
 // that delivers the events of the first broken key (or event), in capture
 // order, with the faults the replay injected into them where a scenario
-// can say them (drop: response, crash: {after: D}, concurrent: 2), then
+// can say them (drop: response, crash: {after: D} — through the
+// statement proxy, crash: statements —, concurrent: 2), then
 // delivers again the ones --rewind delivered again. Every fault is a
 // function of --seed and the event's position (pkg/inject), so the
 // capture is read again and nothing of the replay had to be kept.
@@ -63,7 +64,7 @@ func (r *replayer) emit(ctx context.Context, v invariant.Violation) (int, error)
 			return
 		}
 		s := reproStep{ev: ev, pos: pos, at: c.At.String(), fault: rates.At(r.o.Seed, pos)}
-		if s.fault == inject.Crash {
+		if s.fault == inject.Crash && r.sess.proxy == nil {
 			s.after = crashDelay(r.sess.t.Timeout(), r.o.Seed, pos)
 		}
 		steps = append(steps, s)
@@ -148,6 +149,13 @@ func (r *replayer) reproducer(steps []reproStep, v invariant.Violation, key stri
 		case inject.Redeliver:
 			b.WriteString("        drop: response\n")
 		case inject.Crash:
+			if r.sess != nil && r.sess.proxy != nil {
+				// The replay killed it at a statement boundary drawn by
+				// position; a scenario names statements by their words,
+				// and tries every boundary with crash: statements.
+				b.WriteString("        crash: statements\n")
+				break
+			}
 			fmt.Fprintf(&b, "        crash: {after: %s}\n", s.after.Round(time.Microsecond))
 		case inject.Concurrent:
 			b.WriteString("        concurrent: 2\n")
