@@ -489,3 +489,52 @@ func TestKeyReadPreparedOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckProxy: proxy: true only where the proxy can stand between the
+// consumer and its database — PostgreSQL over TCP without TLS — and one
+// sentence, at proxy's place, everywhere else.
+func TestCheckProxy(t *testing.T) {
+	for _, v := range []string{"PGHOST", "PGPORT", "PGSERVICE", "PGSERVICEFILE", "PGPASSFILE", "PGSSLMODE"} {
+		t.Setenv(v, "")
+	}
+	tests := []struct{ name, db, want string }{
+		{"PostgreSQL", "postgres://postgres@127.0.0.1:5432/test", ""},
+		{"PostgreSQL keywords", "host=127.0.0.1 port=5432 dbname=test user=postgres", ""},
+		{"sslmode disable", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", ""},
+		{"MySQL", "mysql://root@127.0.0.1:3306/test", "f.yaml:5:3: proxy: true relays the PostgreSQL wire protocol, and db is a MySQL database"},
+		{"SQLite", "effects.db", "f.yaml:5:3: proxy: true relays the PostgreSQL wire protocol, and db is a SQLite file"},
+		{"unix socket", "postgres://postgres@/test?host=/var/run/postgresql", "f.yaml:5:3: proxy: true relays TCP connections, and db is reached over a unix socket"},
+		{"TLS required", "postgres://postgres@127.0.0.1:5432/test?sslmode=require", "f.yaml:5:3: proxy: true relays plain TCP, and db asks for sslmode=require"},
+		{"TLS verified", "host=db port=5432 sslmode=verify-full", "f.yaml:5:3: proxy: true relays plain TCP, and db asks for sslmode=verify-full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "version: 1\ntarget:\n  exec: {command: [a]}\neffects:\n  proxy: true\n  db: \"" + tt.db + "\"\n  table: payments\n  key: order_id\n  key_of: \"{data.orderId}\"\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
+			s, err := scenario.Load("f.yaml", []byte(src))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			got := ""
+			if e := Check(s.Effects); e != nil {
+				got = e.Error()
+			}
+			if tt.want == "" && got != "" || tt.want != "" && !strings.HasPrefix(got, tt.want) {
+				t.Errorf("Check = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestProxyURL(t *testing.T) {
+	tests := []struct{ dsn, want string }{
+		{"postgres://app:pw@db.example.com:5433/shop?application_name=x", "postgres://app:pw@127.0.0.1:40000/shop?application_name=x&sslmode=disable"},
+		{"postgres://app@db/shop?sslmode=prefer", "postgres://app@127.0.0.1:40000/shop?sslmode=disable"},
+		{"host=db port=5433 dbname=shop user=app sslmode=prefer", "dbname=shop user=app host=127.0.0.1 port=40000 sslmode=disable"},
+	}
+	for _, tt := range tests {
+		got, err := ProxyURL(tt.dsn, "127.0.0.1:40000")
+		if err != nil || got != tt.want {
+			t.Errorf("ProxyURL(%q) = %q, %v; want %q", tt.dsn, got, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package cmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/runner"
+)
+
+// TestStatementTraceInReports: a check failed by a statement fault shows
+// its statements in every format, and each stays valid for its consumer:
+// the JSON against the schema, JUnit against the strict XSD, TAP through
+// prove. Hostile statement text stays text.
+func TestStatementTraceInReports(t *testing.T) {
+	toRoot(t)
+	trace := []consumer.Statement{
+		{Worker: 1, Text: "SELECT payload FROM processed WHERE id = $1", Answer: "SELECT 0", Held: true, Released: true},
+		{Worker: 2, Text: "INSERT INTO payments VALUES ($1) -- </failure><x>\x1b[31m", Answer: "INSERT 0 1"},
+		{Worker: 2, Text: "commit", Answer: "COMMIT", Held: true},
+	}
+	v := invariant.Violation{Invariant: "duplicate-effect", EventID: "evt-1", Detail: "key O-1 has 2 rows in payments"}
+	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
+		Checks: []runner.CheckResult{{Name: "raced", Line: "2 deliveries", Trace: trace, Violations: []invariant.Violation{v},
+			Failures: []runner.Failure{{Step: 1, Pos: consumer.Location{File: "s.yaml", Line: 9, Col: 9}, Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: "duplicate-effect"}}}}}
+	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 2}
+	render := func(f report.Format) string {
+		var b bytes.Buffer
+		if err := report.Render(&b, f, run, report.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	text := render(report.FormatText)
+	for _, want := range []string{"statements of the delivery:", "worker 1: 1. SELECT payload FROM processed WHERE id = $1 → 0 rows ⏸ answer held here", "worker 2: 3. commit → COMMIT ✂ killed here"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "\x1b[31m") {
+		t.Errorf("the text report carries a terminal escape from a statement:\n%q", text)
+	}
+	js := render(report.FormatJSON)
+	validJSON(t, js)
+	if !strings.Contains(js, `"statements"`) || !strings.Contains(js, `"killed": "after"`) || !strings.Contains(js, `"held": "after"`) {
+		t.Errorf("the JSON lacks the statements:\n%s", js)
+	}
+	junit := render(report.FormatJUnit)
+	validJUnit(t, junit)
+	if !strings.Contains(junit, "statements of the delivery:") {
+		t.Errorf("the JUnit failure lacks the statements:\n%s", junit)
+	}
+	tap := render(report.FormatTAP)
+	validTAP(t, tap, 0, 1)
+	if !strings.Contains(tap, "statements:") {
+		t.Errorf("the TAP diagnostic lacks the statements:\n%s", tap)
+	}
+}

@@ -1,0 +1,67 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+)
+
+func TestTraceLines(t *testing.T) {
+	long := "INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1, $2, $3, $4) RETURNING id"
+	tests := []struct {
+		name  string
+		stmts []consumer.Statement
+		short bool
+		want  []string
+	}{
+		{"killed after the commit", []consumer.Statement{
+			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = $1", Answer: "SELECT 0"},
+			{Worker: 1, Text: "begin", Answer: "BEGIN"},
+			{Worker: 1, Text: long, Answer: "INSERT 0 1"},
+			{Worker: 1, Text: "commit", Answer: "COMMIT", Held: true},
+		}, true, []string{
+			"1. SELECT 1 FROM m WHERE id = $1 → 0 rows",
+			"2. begin → BEGIN",
+			"3. INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1… → INSERT 0 1",
+			"4. commit → COMMIT ✂ killed here, before the consumer saw the answer",
+		}},
+		{"whole, killed before", []consumer.Statement{
+			{Worker: 1, Text: long, Held: true, Before: true},
+		}, false, []string{"1. " + long + " ✂ killed here, before it reached the database"}},
+		{"a race, two workers", []consumer.Statement{
+			{Worker: 1, Text: "SELECT x", Answer: "SELECT 1", Held: true, Released: true},
+			{Worker: 2, Text: "INSERT INTO t VALUES (1)", Answer: "ERROR 23505"},
+			{Worker: 1, Text: "SELECT y", Held: true, Before: true, Released: true, Answer: "SELECT 2"},
+		}, true, []string{
+			"worker 1: 1. SELECT x → 1 row ⏸ answer held here while the others ran",
+			"worker 2: 2. INSERT INTO t VALUES (1) → ERROR 23505",
+			"worker 1: 3. SELECT y → 2 rows ⏸ held here, before it reached the database, while the others ran",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := traceLines(tt.stmts, tt.short)
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestStatementDocs(t *testing.T) {
+	if statementDocs(nil) != nil {
+		t.Error("a check without a trace has statements in its JSON")
+	}
+	got := statementDocs([]consumer.Statement{
+		{Worker: 1, Text: "a", Answer: "A"},
+		{Worker: 1, Text: "b", Held: true, Before: true},
+		{Worker: 2, Text: "c", Answer: "C", Held: true, Released: true},
+	})
+	want := []StatementDoc{{1, "a", "A", "", ""}, {1, "b", "", "before", ""}, {2, "c", "C", "", "after"}}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("statement %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
