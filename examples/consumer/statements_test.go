@@ -70,7 +70,7 @@ func schemaDSN(t testing.TB, dsn, schema string) string {
 }
 
 // TestReplayCrashAtStatements: a replay through the proxy kills at a
-// statement boundary drawn from the seed: the same seed gives the same
+// statement boundary drawn from --seed: the same seed gives the same
 // kills and the same verdict, run after run; marker-after-effect is caught
 // by a seed that lands a kill between its two commits, and the safe
 // consumer passes that seed.

@@ -370,7 +370,7 @@ func (r *replayer) deliver(ctx context.Context, j job) error {
 		r.crash.Lock()
 		if r.sess.proxy != nil {
 			// Through the proxy the kill lands at a statement boundary
-			// drawn from the seed and the position: the same on a rerun.
+			// drawn from --seed and the position: the same on a rerun.
 			a, err = r.sess.crashAtStatement(ctx, ev, statementBoundary(r.o.Seed, j.pos))
 		} else {
 			a, err = r.sess.crash(ctx, ev, crashDelay(r.sess.t.Timeout(), r.o.Seed, j.pos))

@@ -298,7 +298,7 @@ func traceLines(trace []pgproxy.Statement) []string {
 const replayBoundaries = 16
 
 // statementBoundary is the boundary a replay's crash at capture position
-// pos lands at: boundary k of 1…replayBoundaries, drawn from the seed and
+// pos lands at: boundary k of 1…replayBoundaries, drawn from --seed and
 // the position (k odd: before statement (k+1)/2; even: after k/2).
 func statementBoundary(seed, pos int64) *pgproxy.Boundary {
 	k := int(inject.Draw(seed, pos, inject.SlotPoint)%replayBoundaries) + 1
