@@ -643,7 +643,9 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 			return Answer{}, err
 		}
 	}
+	span := invariant.Span{Sent: time.Now()}
 	a, err := send()
+	span.Answered = time.Now()
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
@@ -653,7 +655,7 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 	if herr := sys.sess.harnessError(a, ev, tolerate); herr != nil {
 		return a, herr
 	}
-	d, rec := sys.record(c, ev, key, a)
+	d, rec := sys.record(c, ev, key, a, span)
 	sys.seen[ev.ID], sys.seen["\x00"+key] = true, true
 	if a.consumerAcked() {
 		sys.acked[ev.ID] = true
@@ -674,10 +676,13 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 	return a, nil
 }
 
-// record appends a delivery to the history and counts it; the record the
-// runner keeps is returned beside it.
-func (sys *system) record(c runner.Call, ev Event, key string, a Answer) (*Delivery, *invariant.Record) {
-	rec := c.Rec.Record(invariant.Record{EventID: ev.ID, Key: key, Result: resultOf(a)}, false)
+// record appends a delivery to the history, when and on which lane it
+// ran, and counts it; the record the runner keeps is returned beside it.
+func (sys *system) record(c runner.Call, ev Event, key string, a Answer, span invariant.Span) (*Delivery, *invariant.Record) {
+	if a.Crashed {
+		span.Crash = string(a.CrashCame)
+	}
+	rec := c.Rec.Record(invariant.Record{EventID: ev.ID, Key: key, Result: resultOf(a), Span: span}, false)
 	d := &Delivery{Record: *rec, Answer: a, Expected: c.St.Expect != nil}
 	sys.history = append(sys.history, d)
 	count(c.Rec.Counters(), a, sys.seen[ev.ID], sys.sess.t.Broker())
@@ -690,6 +695,10 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 	st := c.St
 	ev, key := sys.event(st)
 	var answers []Answer
+	spans := make([]invariant.Span, st.Concurrent)
+	for i := range spans {
+		spans[i].Lane = i + 1
+	}
 	if sys.sess.proxy != nil {
 		var err error
 		if answers, err = sys.raced(ctx, c, ev); err != nil {
@@ -704,7 +713,9 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 			go func() {
 				defer wg.Done()
 				<-gate
+				spans[i].Sent = time.Now()
 				answers[i] = sys.sess.deliver(ctx, ev, nil)
+				spans[i].Answered = time.Now()
 			}()
 		}
 		close(gate)
@@ -714,11 +725,11 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 		return consumer.Result{}, err
 	}
 	answered := false
-	for _, a := range answers {
+	for i, a := range answers {
 		if err := sys.sess.harnessError(a, ev, false); err != nil {
 			return consumer.Result{}, tailed(err)
 		}
-		sys.record(c, ev, key, a)
+		sys.record(c, ev, key, a, spans[i])
 		sys.seen[ev.ID], sys.seen["\x00"+key] = true, true
 		if a.consumerAcked() {
 			sys.acked[ev.ID] = true

@@ -32,6 +32,30 @@ type Record struct {
 	// identical deliveries (one step's times:) is kept as one record.
 	// Expand lists them one by one.
 	Repeats int
+	// Span is when and on which lane the delivery ran, for the timeline
+	// report; the checker and the other reports do not read it.
+	Span Span
+}
+
+// Span is when and where a delivery ran, by the wall clock: what a
+// timeline draws. A record of repeats spans from the first one's Sent to
+// the last one's Answered.
+type Span struct {
+	// Sent and Answered: the delivery was handed to the consumer, and
+	// its answer came back (zero when not recorded).
+	Sent, Answered time.Time
+	// Lane is the worker that made the delivery, 1-based, for a
+	// concurrent step's; 0 for a delivery made on its own.
+	Lane int
+	// HeldAt is the fault point the worker was held at, to force a
+	// schedule, from Held until Released; empty when it was not held.
+	HeldAt         consumer.FaultPoint
+	Held, Released time.Time
+	// Crash says that the consumer was killed during or after the
+	// delivery, and when against its answer (before-answer,
+	// after-answer, unknown); empty when it was not. The built-in
+	// handler's crashes are its outcome crashed.
+	Crash string
 }
 
 // Expand lists every delivery of a history, each run of repeats (see

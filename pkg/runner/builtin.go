@@ -139,8 +139,10 @@ func (b *builtin) Deliver(ctx context.Context, c Call) (consumer.Result, error) 
 	if err := ctx.Err(); err != nil {
 		return consumer.Result{}, err
 	}
+	span := invariant.Span{Sent: time.Now()}
 	res := b.h.Handle(context.WithoutCancel(ctx), d, handler.FailAt(c.St.Fail))
-	rec, err := b.record(ctx, c, d, scope, res, true)
+	span.Answered = time.Now()
+	rec, err := b.record(ctx, c, d, scope, res, span, true)
 	if err != nil {
 		return res, err
 	}
@@ -154,9 +156,10 @@ func (b *builtin) Deliver(ctx context.Context, c Call) (consumer.Result, error) 
 	return res, nil
 }
 
-// record records one delivery the handler made and counts it; repeat: it
-// may be kept as a repeat of the record before.
-func (b *builtin) record(ctx context.Context, c Call, d consumer.Delivery, scope string, res consumer.Result, repeat bool) (*invariant.Record, error) {
+// record records one delivery the handler made, when and on which lane
+// it ran, and counts it; repeat: it may be kept as a repeat of the record
+// before.
+func (b *builtin) record(ctx context.Context, c Call, d consumer.Delivery, scope string, res consumer.Result, span invariant.Span, repeat bool) (*invariant.Record, error) {
 	var se *handler.StoreError
 	if errors.As(res.Err, &se) {
 		if ctx.Err() != nil {
@@ -164,7 +167,7 @@ func (b *builtin) record(ctx context.Context, c Call, d consumer.Delivery, scope
 		}
 		return nil, fmt.Errorf("delivering %s (%s): %w", d.EventID, c.St.Pos, se.Err)
 	}
-	rec := c.Rec.Record(invariant.Record{EventID: d.EventID, Consumer: scope, Key: res.Key, Result: res, At: b.now}, repeat)
+	rec := c.Rec.Record(invariant.Record{EventID: d.EventID, Consumer: scope, Key: res.Key, Result: res, At: b.now, Span: span}, repeat)
 	cnt := c.Rec.Counters()
 	cnt.Deliveries++
 	if d.Attempt > 1 {

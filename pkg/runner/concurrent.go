@@ -9,6 +9,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
 )
 
 // workerOpener is a store that can give each worker of a concurrent step a
@@ -71,6 +72,7 @@ func (b *builtin) Concurrent(ctx context.Context, c Call) (consumer.Result, erro
 		workers[i] = w
 	}
 	results := make([]consumer.Result, n)
+	spans := make([]invariant.Span, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, w := range workers {
@@ -78,7 +80,9 @@ func (b *builtin) Concurrent(ctx context.Context, c Call) (consumer.Result, erro
 		go func() {
 			defer wg.Done()
 			<-start
+			spans[i].Sent = time.Now()
 			results[i] = w.h.Handle(ctx, ds[i], bar.hold(w, inject))
+			spans[i].Answered = time.Now()
 			bar.leave(w)
 		}()
 	}
@@ -88,7 +92,11 @@ func (b *builtin) Concurrent(ctx context.Context, c Call) (consumer.Result, erro
 		c.Rec.Held(bar.point)
 	}
 	for i, res := range results {
-		if _, err := b.record(ctx, c, ds[i], scope, res, false); err != nil {
+		spans[i].Lane = i + 1
+		if w := workers[i]; !w.held.IsZero() {
+			spans[i].HeldAt, spans[i].Held, spans[i].Released = bar.point, w.held, w.let
+		}
+		if _, err := b.record(ctx, c, ds[i], scope, res, spans[i], false); err != nil {
 			return consumer.Result{}, err
 		}
 	}
@@ -105,6 +113,9 @@ type worker struct {
 	lockOnBegin bool
 	goOn        chan struct{} // closed when a barrier lets the worker go; guarded by the barrier
 	released    bool          // guarded by the barrier
+	// held and let: when the barrier held the worker and let it go (zero
+	// when it did not hold it); written by the worker's own goroutine.
+	held, let time.Time
 
 	mu    sync.Mutex
 	inTx  bool

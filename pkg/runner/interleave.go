@@ -88,6 +88,7 @@ func (b *barrier) wait(ctx context.Context, w *worker) {
 	w.goOn = make(chan struct{})
 	b.parked = append(b.parked, w)
 	b.anyHeld = true
+	w.held = time.Now()
 	b.decide()
 	b.mu.Unlock()
 	stall := time.NewTimer(stallLimit)
@@ -100,6 +101,7 @@ func (b *barrier) wait(ctx context.Context, w *worker) {
 		b.releaseAll()
 		b.mu.Unlock()
 	}
+	w.let = time.Now()
 }
 
 // held reports whether the barrier held a worker at its point: the point

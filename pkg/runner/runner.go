@@ -526,7 +526,9 @@ func (cr *checkRun) Record(rec invariant.Record, repeat bool) *invariant.Record 
 	cr.seq++
 	rec.Seq, rec.Check, rec.Step, rec.Pos = cr.seq, cr.index, cr.step, cr.pos
 	if n := len(cr.history); repeat && n > cr.from && n > cr.frozen && repeats(&cr.history[n-1], rec) {
-		cr.history[n-1].Repeats++
+		last := &cr.history[n-1]
+		last.Repeats++
+		last.Span.Answered = rec.Span.Answered
 	} else {
 		cr.history = append(cr.history, rec)
 	}
@@ -552,13 +554,14 @@ func (cr *checkRun) Boundaries(b []Boundary) { cr.res.boundaries = b }
 func (cr *checkRun) Trace(stmts []consumer.Statement) { cr.res.Trace = stmts }
 
 // repeats reports whether rec is the delivery right after last's run and
-// the same in every way but its Seq.
+// the same in every way but its Seq and when it ran (its Span's times).
 func repeats(last *invariant.Record, rec invariant.Record) bool {
 	if rec.Result.Err != nil || rec.Result.External != nil || rec.ChangedStore || rec.Seq != last.Seq+last.Repeats+1 {
 		return false
 	}
 	x := *last
 	x.Seq, x.Repeats = rec.Seq, 0
+	x.Span.Sent, x.Span.Answered = rec.Span.Sent, rec.Span.Answered
 	return x == rec
 }
 

@@ -202,3 +202,48 @@ func TestSayValuesCoverEveryPlaceholder(t *testing.T) {
 		t.Errorf("values = %v", values)
 	}
 }
+
+// TestSpans: every delivery records when it ran and on which lane — a
+// concurrent step's workers each on their own, held at the step's point
+// and let go after it; a run of repeats from its first delivery's send to
+// its last one's answer, still kept as one record.
+func TestSpans(t *testing.T) {
+	res := runSrc(t, `version: 1
+handler: {strategy: check-then-act, effect: shipments}
+checks:
+  - name: repeats
+    steps:
+      - deliver: {id: evt-1, data: {orderId: order-1}}
+        times: 5
+  - name: race
+    steps:
+      - deliver: {id: evt-2, data: {orderId: order-2}}
+        concurrent: 3
+        interleave: after-check
+    violations: [duplicate-effect]
+`)
+	rep := res.Checks[0].History
+	if len(rep) != 2 || rep[1].Repeats != 3 {
+		t.Fatalf("times: 5 kept %d records (the second with %d repeats), want 2, the second with 3", len(rep), rep[len(rep)-1].Repeats)
+	}
+	for _, rec := range rep {
+		sp := rec.Span
+		if sp.Sent.IsZero() || sp.Answered.Before(sp.Sent) || sp.Lane != 0 || sp.HeldAt != "" {
+			t.Errorf("delivery %d: span %+v, want a send, an answer after it, lane 0, not held", rec.Seq, sp)
+		}
+	}
+	if !rep[1].Span.Sent.After(rep[0].Span.Answered) && !rep[1].Span.Sent.Equal(rep[0].Span.Answered) {
+		t.Errorf("the repeats were sent at %v, before the first delivery's answer at %v", rep[1].Span.Sent, rep[0].Span.Answered)
+	}
+	lanes := map[int]bool{}
+	for _, rec := range res.Checks[1].History {
+		sp := rec.Span
+		lanes[sp.Lane] = true
+		if sp.HeldAt != consumer.AfterCheck || sp.Held.Before(sp.Sent) || sp.Released.Before(sp.Held) || sp.Answered.Before(sp.Released) {
+			t.Errorf("worker %d: span %+v, want held at after-check between its send and its answer", sp.Lane, sp)
+		}
+	}
+	if len(lanes) != 3 || !lanes[1] || !lanes[2] || !lanes[3] {
+		t.Errorf("the race's deliveries ran on lanes %v, want 1, 2 and 3", lanes)
+	}
+}
