@@ -27,7 +27,8 @@ type outputOptions struct {
 	Coverage bool // run, and replay --target
 }
 
-const outputHelp = `--format chooses what stdout carries: text (the default), json, junit or tap.
+const outputHelp = `--format chooses what stdout carries: text (the default), json, junit, tap or
+html (one self-contained page, each check's deliveries on a timeline).
 --report FORMAT=FILE (repeatable) writes further formats into files at the
 same time, e.g. the text report on the console and --report junit=report.xml.
 Structured formats never carry colour codes. With GITHUB_ACTIONS=true each

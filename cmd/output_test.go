@@ -320,11 +320,11 @@ func TestBadOutputFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown format", []string{"--format", "xml"}, `--format must be text, json, junit or tap, not "xml"`},
+		{"unknown format", []string{"--format", "xml"}, `--format must be text, json, junit, tap or html, not "xml"`},
 		{"report without =", []string{"--report", "junit"}, `--report must be FORMAT=FILE, e.g. --report junit=report.xml, not "junit"`},
 		{"report without a file", []string{"--report", "junit="}, `--report must be FORMAT=FILE`},
 		{"report without a format", []string{"--report", "=out.xml"}, `--report must be FORMAT=FILE`},
-		{"report in an unknown format", []string{"--report", "html=" + other}, `the format must be text, json, junit or tap, not "html"`},
+		{"report in an unknown format", []string{"--report", "pdf=" + other}, `the format must be text, json, junit, tap or html, not "pdf"`},
 		{"report into a missing folder", []string{"--report", "junit=" + filepath.Join(dir, "missing", "out.xml")}, "does not exist"},
 		{"report onto a folder", []string{"--report", "junit=" + folder}, "it is a folder"},
 		{"the same file twice", []string{"--report", "junit=" + other, "--report", "tap=" + other}, "twice"},

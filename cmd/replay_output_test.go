@@ -110,7 +110,7 @@ func TestReplayBadOutputFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--format", "xml"}, `--format must be text, json, junit or tap, not "xml"`},
+		{[]string{"--format", "xml"}, `--format must be text, json, junit, tap or html, not "xml"`},
 		{[]string{"--report", "junit"}, `--report must be FORMAT=FILE`},
 		{[]string{"--report", "junit=" + filepath.Join(dir, "missing", "r.xml")}, "does not exist"},
 		{[]string{"--color", "sometimes"}, `--color must be auto, always or never`},

@@ -42,6 +42,8 @@ func (r *Replay) Render(w io.Writer, f Format, opts Options) error {
 		return ReplayJUnit(w, r)
 	case FormatTAP:
 		return ReplayTAP(w, r)
+	case FormatHTML:
+		return ReplayHTML(w, r)
 	}
 	return errors.New("unknown report format " + string(f))
 }

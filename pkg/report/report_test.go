@@ -270,8 +270,8 @@ func TestParseFormat(t *testing.T) {
 // Render refuses a format it does not know rather than writing nothing.
 func TestRenderUnknown(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Render(&buf, Format("html"), &Run{}, Options{}); err == nil || buf.Len() > 0 {
-		t.Errorf("Render(html) = %v, wrote %q", err, buf.String())
+	if err := Render(&buf, Format("pdf"), &Run{}, Options{}); err == nil || buf.Len() > 0 {
+		t.Errorf("Render(pdf) = %v, wrote %q", err, buf.String())
 	}
 }
 

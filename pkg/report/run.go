@@ -27,10 +27,11 @@ const (
 	FormatJSON  Format = "json"
 	FormatJUnit Format = "junit"
 	FormatTAP   Format = "tap"
+	FormatHTML  Format = "html"
 )
 
 // Formats lists every format, in the order help text names them.
-var Formats = []Format{FormatText, FormatJSON, FormatJUnit, FormatTAP}
+var Formats = []Format{FormatText, FormatJSON, FormatJUnit, FormatTAP, FormatHTML}
 
 // ParseFormat returns the format a name stands for.
 func ParseFormat(name string) (Format, error) {
@@ -214,6 +215,8 @@ func Render(w io.Writer, f Format, run *Run, opts Options) error {
 		return JUnit(w, run)
 	case FormatTAP:
 		return TAP(w, run)
+	case FormatHTML:
+		return HTML(w, run)
 	}
 	return errors.New("unknown report format " + string(f))
 }

@@ -1,0 +1,278 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/redeliver/redeliver/pkg/escape"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlite"
+)
+
+// The HTML report in a real browser: Debian's chromium, headless, driven
+// over the DevTools protocol. Without chromium the tests skip, unless CI
+// is set: CI installs it (.ci/run), and a skip there would hide a page
+// that no longer loads.
+
+// browser opens a page in headless chromium and returns what was said on
+// its console: errors, uncaught exceptions, and any request for anything
+// but the page itself (the page loads nothing).
+type browser struct {
+	ctx context.Context
+
+	mu       sync.Mutex
+	problems []string
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed, and CI needs it for the HTML report's browser tests (.ci/run installs Debian's chromium)")
+		}
+		t.Skip("chromium is not installed: the HTML report's browser tests need it (apt-get install chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1200, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	b := &browser{ctx: ctx}
+	err := chromedp.Listen(ctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				b.problems = append(b.problems, fmt.Sprintf("console.%s: %s", e.Type, strings.Join(args, " ")))
+			}
+		case *runtime.EventExceptionThrown:
+			d := e.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+			b.problems = append(b.problems, fmt.Sprintf("exception at %d:%d: %s", d.LineNumber+1, d.ColumnNumber+1, msg))
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
+				b.problems = append(b.problems, fmt.Sprintf("%s %s: %s", e.Entry.Source, e.Entry.Level, e.Entry.Text))
+			}
+		case *network.EventRequestWillBeSent:
+			if e.Type != network.ResourceTypeDocument {
+				b.problems = append(b.problems, "request: "+e.Request.URL)
+			}
+		}
+	})
+	if err == nil {
+		_, err = chromedp.Call(ctx, log.Enable, cdp.Empty{})
+	}
+	if err == nil {
+		_, err = chromedp.Call(ctx, runtime.Enable, cdp.Empty{})
+	}
+	if err == nil {
+		_, err = chromedp.Call(ctx, network.Enable, network.EnableParams{})
+	}
+	if err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return b
+}
+
+// open writes a page into a file, loads it, waits for its script to have
+// run, and fails the test for anything said on the console.
+func (b *browser) open(t *testing.T, page []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	// Sleep: let late console messages arrive.
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitVisible(chromedp.CSS("body[data-ready]")), chromedp.Sleep(100*time.Millisecond)); err != nil {
+		t.Fatalf("load the page: %v", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		t.Errorf("the page said on the console: %s", p)
+	}
+	b.problems = nil
+}
+
+// eval evaluates a script on the page and decodes its value.
+func eval[T any](t *testing.T, b *browser, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// runScenario runs a scenario file through the built-in handler in
+// memory.
+func runScenario(t *testing.T, src string) *Run {
+	t.Helper()
+	s, err := scenario.Load("race.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := runner.RunFile(context.Background(), s, func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Run{Command: "run", Seed: 1, Files: []*runner.FileResult{fr}}
+}
+
+// A lost race, explored: the page loads with nothing said on the console,
+// and the broken invariant is on the lane of the worker whose delivery
+// broke it, in the text report's words.
+func TestBrowserRace(t *testing.T) {
+	b := newBrowser(t)
+	run := runScenario(t, `version: 1
+name: a race check-then-act loses
+handler: {strategy: check-then-act, effect: shipments}
+checks:
+  - name: two workers deliver one event at once
+    steps:
+      - deliver: {id: evt-1, data: {orderId: order-1}}
+        concurrent: 2
+`)
+	c := run.Files[0].Checks[0]
+	if c.Passed || len(c.Violations) == 0 || c.Violations[0].By == nil {
+		t.Fatalf("the race did not fail with a delivery to blame: %+v", c)
+	}
+	v := c.Violations[0]
+	var page bytes.Buffer
+	if err := HTML(&page, run); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, page.Bytes())
+	type racePage struct {
+		Verdict  string
+		Lanes    []string
+		Broken   []struct{ Lane, Broke, Seq string }
+		Breaches []string
+		Ready    string
+	}
+	got := eval[racePage](t, b, `({
+		verdict: document.querySelector("h1 .verdict").textContent,
+		lanes: Array.from(document.querySelectorAll(".lane")).map(l => l.dataset.lane),
+		broken: Array.from(document.querySelectorAll(".bar.broken")).map(b => ({lane: b.closest(".lane").dataset.lane, broke: b.dataset.broke, seq: b.dataset.seq})),
+		breaches: Array.from(document.querySelectorAll(".breach")).map(b => b.textContent),
+		ready: document.body.dataset.ready,
+	})`)
+	if got.Verdict != "FAIL" {
+		t.Errorf("the page's verdict is %q, want FAIL", got.Verdict)
+	}
+	if strings.Join(got.Lanes, ",") != "1,2" {
+		t.Errorf("the lanes are %v, want one per worker: 1,2", got.Lanes)
+	}
+	wantLane := fmt.Sprint(v.By.Span.Lane)
+	if len(got.Broken) != 1 || got.Broken[0].Lane != wantLane || got.Broken[0].Broke != string(v.Invariant) || got.Broken[0].Seq != fmt.Sprint(v.By.Seq) {
+		t.Errorf("the bars marked broken are %+v, want delivery #%d on lane %s, broke %s", got.Broken, v.By.Seq, wantLane, v.Invariant)
+	}
+	if len(got.Breaches) != 1 || !strings.Contains(got.Breaches[0], escape.Line(v.String())) {
+		t.Errorf("the page says %q, want the text report's sentence %q", got.Breaches, v.String())
+	}
+	if got.Ready != "1" {
+		t.Errorf("the page's script saw %q breaches to light up, want 1", got.Ready)
+	}
+}
+
+// Ids, names and say lines with markup show as text: the page gains no
+// element, no script runs but its own, and nothing is fetched.
+func TestBrowserHostile(t *testing.T) {
+	b := newBrowser(t)
+	run := runScenario(t, `version: 1
+name: "<img src=x onerror=\"document.title='owned'\">"
+handler: {strategy: event-id, effect: shipments}
+checks:
+  - name: "<script>document.title='owned'</script>"
+    steps:
+      - deliver: {id: "<b id=owned>\"quoted\" & 'single'</b>", data: {orderId: "</div><img src=y>"}}
+        times: 2
+    say: "<i>{deliveries}</i>\u202e\e[2J"
+`)
+	run.Files[0].Checks[0].Failures = nil
+	var page bytes.Buffer
+	if err := HTML(&page, run); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, page.Bytes())
+	type hostilePage struct {
+		Title   string
+		Images  int
+		Bold    int
+		Scripts int
+		Text    string
+		Tooltip string
+	}
+	got := eval[hostilePage](t, b, `({
+		title: document.title,
+		images: document.querySelectorAll("img").length,
+		bold: document.querySelectorAll("b#owned").length,
+		scripts: document.querySelectorAll("script").length,
+		text: document.body.innerText,
+		tooltip: document.querySelector(".bar").title,
+	})`)
+	if got.Title != "redeliver run: PASS" || got.Images != 0 || got.Bold != 0 || got.Scripts != 1 {
+		t.Errorf("input became markup: title %q, %d images, %d injected elements, %d scripts", got.Title, got.Images, got.Bold, got.Scripts)
+	}
+	for _, want := range []string{
+		`<img src=x onerror="document.title='owned'">`,
+		`<script>document.title='owned'</script>`,
+		`<i>2</i>\u202e\x1b[2J`,
+	} {
+		if !strings.Contains(got.Text, want) {
+			t.Errorf("the page does not show %q as text", want)
+		}
+	}
+	if want := `of <b id=owned>"quoted" & 'single'</b>:`; !strings.Contains(got.Tooltip, want) {
+		t.Errorf("the bar's tooltip is %q, want the id as text: %s", got.Tooltip, want)
+	}
+}
+
+// The built-in replay's page and the pages in testdata load with nothing
+// said on the console.
+func TestBrowserPagesLoad(t *testing.T) {
+	b := newBrowser(t)
+	for name, res := range map[string]Result{"run": raceRun(), "replay": replayReport()} {
+		t.Run(name, func(t *testing.T) {
+			var page bytes.Buffer
+			if err := res.Render(&page, FormatHTML, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			b.open(t, page.Bytes())
+		})
+	}
+}

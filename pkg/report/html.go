@@ -1,0 +1,791 @@
+package report
+
+import (
+	"cmp"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/escape"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/runner"
+)
+
+// The HTML report is one page that needs nothing but itself: its styles
+// and script are inline, and its Content-Security-Policy lets it load
+// nothing else and run no script but its own. Every value from input is
+// written through escape.Line (as the text report writes it) and then
+// html/template, so an id with markup in it shows as text.
+
+//go:embed html.tmpl
+var htmlSource string
+
+//go:embed html.js
+var htmlScript string
+
+//go:embed html.css
+var htmlStyle string
+
+var htmlPage = template.Must(template.New("page").Parse(htmlSource))
+
+// htmlMaxBars is the most deliveries one timeline draws; the page says
+// how many more there were.
+const htmlMaxBars = 400
+
+// htmlBrokenKeys is how many broken keys a replay draws a timeline of.
+const htmlBrokenKeys = 5
+
+// page is what the template renders.
+type page struct {
+	Title   string
+	Verdict string // PASS, FAIL or ERROR
+	Lines   []string
+	Errors  []string
+	Files   []htmlFile
+	Replay  *htmlReplay
+	Script  template.JS
+	Style   template.CSS
+	Policy  string
+	Legend  []htmlOutcome
+}
+
+type htmlOutcome struct{ Class, Glyph, Word string }
+
+type htmlFile struct {
+	Name, File string
+	About      []string
+	Checks     []htmlCheck
+}
+
+type htmlCheck struct {
+	ID       string
+	Name     string
+	Pos      string
+	Passed   bool
+	Line     string
+	Failures []string
+	Notes    []string
+	Broken   []htmlBreach
+	Timeline *htmlTimeline
+}
+
+// htmlBreach is one broken invariant as the text report says it, and the
+// delivery that broke it, when one did.
+type htmlBreach struct {
+	Invariant string
+	Sentence  string
+	Bar       string // the id of the bar of the delivery that broke it
+	Where     string // that delivery in words
+}
+
+type htmlTimeline struct {
+	Scale   string
+	Ticks   []htmlTick
+	Lanes   []htmlLane
+	Omitted string
+}
+
+type htmlTick struct{ Left, Label string }
+
+type htmlLane struct {
+	Lane int
+	Name string
+	Bars []htmlBar
+}
+
+type htmlBar struct {
+	ID      string
+	Seq     int
+	Left    string // percent of the timeline
+	Width   string
+	Outcome string
+	Glyph   string
+	Label   string
+	Title   string
+	Broken  []string // invariants this delivery broke
+	Crash   string   // the crash mark's words, if the consumer was killed
+	Held    *htmlHeld
+}
+
+type htmlHeld struct{ Left, Width, Label string }
+
+// outcomes lists every outcome with its mark: a shape that reads without
+// colour, and a class that colours it.
+var outcomes = []htmlOutcome{
+	{"processed", "✓", string(consumer.Processed)},
+	{"duplicate", "=", string(consumer.Duplicate)},
+	{"conflict", "≠", string(consumer.Conflict)},
+	{"failed", "✗", string(consumer.Failed)},
+	{"crashed", "↯", string(consumer.Crashed)},
+	{"acked", "✓", string(consumer.Acked)},
+	{"rejected", "⊘", string(consumer.Rejected)},
+	{"unacked", "↻", string(consumer.Unacked)},
+}
+
+func outcomeOf(o consumer.Outcome) htmlOutcome {
+	for _, x := range outcomes {
+		if x.Word == string(o) {
+			return x
+		}
+	}
+	return htmlOutcome{Class: "other", Glyph: "?", Word: escape.Line(string(o))}
+}
+
+// policy is the page's Content-Security-Policy: nothing from anywhere,
+// inline styles, and the one script whose hash it names.
+func policy() string {
+	sum := sha256.Sum256([]byte(htmlScript))
+	return "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; img-src data:"
+}
+
+func newPage(title string) *page {
+	return &page{Title: title, Script: template.JS(htmlScript), Style: template.CSS(htmlStyle), Policy: policy()}
+}
+
+// HTML writes a run as one self-contained page: per check its verdict,
+// what failed in the text report's words, and a timeline of its
+// deliveries, one lane per worker.
+func HTML(w io.Writer, run *Run) error {
+	if isTargetReplay(run) && len(run.Errors) == 0 {
+		return htmlPage.Execute(w, targetReplayPage(run))
+	}
+	p := newPage("redeliver " + cmp.Or(run.Command, "run"))
+	p.Verdict = verdictWord(run.Verdict())
+	for _, e := range run.Errors {
+		p.Errors = append(p.Errors, errorLine(e.Pos.String(), e.Msg))
+	}
+	checks, failed := run.checks(), run.failed()
+	switch {
+	case len(run.Errors) > 0:
+		p.Lines = append(p.Lines, "the run did not complete: there is no verdict on its checks")
+	case failed > 0:
+		p.Lines = append(p.Lines, fmt.Sprintf("%d of %d checks failed", failed, checks))
+	default:
+		p.Lines = append(p.Lines, fmt.Sprintf("%s passed", count(int64(checks), "check", "checks")))
+	}
+	p.Lines = append(p.Lines, fmt.Sprintf("seed %d", run.Seed))
+	for fi, f := range run.Files {
+		hf := htmlFile{Name: escape.Line(f.Name), File: escape.Line(f.File)}
+		if f.Target != "" {
+			hf.About = append(hf.About, escape.Line("target: "+f.Target+"; effects: "+f.Effects))
+		} else if f.Strategy != "" {
+			hf.About = append(hf.About, "strategy "+string(f.Strategy))
+		}
+		hf.About = append(hf.About, counterLine(f))
+		for ci := range f.Checks {
+			hf.Checks = append(hf.Checks, htmlCheckOf(fmt.Sprintf("f%d-c%d", fi+1, ci+1), &f.Checks[ci]))
+		}
+		p.Files = append(p.Files, hf)
+	}
+	p.Legend = legend(run)
+	return htmlPage.Execute(w, p)
+}
+
+func verdictWord(v invariant.Verdict) string {
+	switch v {
+	case invariant.Pass:
+		return "PASS"
+	case invariant.Fail:
+		return "FAIL"
+	}
+	return "ERROR"
+}
+
+func errorLine(pos, msg string) string {
+	if pos != "" {
+		return escape.Line(pos) + ": " + escape.Message(msg)
+	}
+	return escape.Message(msg)
+}
+
+// legend lists the outcomes the run's deliveries had.
+func legend(run *Run) []htmlOutcome {
+	seen := map[consumer.Outcome]bool{}
+	for _, f := range run.Files {
+		for _, c := range f.Checks {
+			for _, r := range c.History {
+				seen[r.Result.Outcome] = true
+			}
+		}
+	}
+	var out []htmlOutcome
+	for _, o := range outcomes {
+		if seen[consumer.Outcome(o.Word)] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// htmlCheckOf is one check: its verdict, its failures as the text report
+// words them, and its timeline with the deliveries that broke an
+// invariant marked.
+func htmlCheckOf(id string, c *runner.CheckResult) htmlCheck {
+	hc := htmlCheck{ID: id, Name: escape.Line(c.Name), Pos: escape.Line(c.Pos.String()), Passed: c.Passed, Line: escape.Line(c.Line)}
+	for _, f := range c.Failures {
+		hc.Failures = append(hc.Failures, locatedLines(f))
+	}
+	if c.Schedules > 0 {
+		note := fmt.Sprintf("explored under %s", count(int64(c.Schedules), "schedule", "schedules"))
+		if !c.Passed {
+			note += "; the timeline is the first failing schedule's"
+		}
+		hc.Notes = append(hc.Notes, note)
+	}
+	if len(c.Held) > 0 {
+		var ps []string
+		for _, p := range c.Held {
+			ps = append(ps, string(p))
+		}
+		note := "workers held at " + strings.Join(ps, ", ")
+		if c.Schedules > 0 {
+			note = "across its schedules, workers were held at " + strings.Join(ps, ", ")
+		}
+		hc.Notes = append(hc.Notes, note)
+	}
+	if n := c.Counters.BrokerRedelivered; n > 0 {
+		hc.Notes = append(hc.Notes, fmt.Sprintf("the broker redelivered %s", count(int64(n), "message", "messages")))
+	}
+	tl, bars := timeline(id, c.History, c.Violations)
+	hc.Timeline = tl
+	for _, v := range c.Violations {
+		hc.Broken = append(hc.Broken, breachOf(v, bars))
+	}
+	return hc
+}
+
+// breachOf is one violation as the text report says it, pointing at the
+// bar of the delivery that broke it.
+func breachOf(v invariant.Violation, bars map[int]*htmlBar) htmlBreach {
+	b := htmlBreach{Invariant: string(v.Invariant), Sentence: escape.Line(v.String())}
+	if v.By == nil {
+		return b
+	}
+	if bar := barOf(bars, v.By.Seq); bar != nil {
+		b.Bar = bar.ID
+		b.Where = "delivery #" + strconv.Itoa(v.By.Seq) + " on " + laneName(v.By.Span.Lane)
+	}
+	return b
+}
+
+func barOf(bars map[int]*htmlBar, seq int) *htmlBar { return bars[seq] }
+
+func laneName(lane int) string {
+	if lane == 0 {
+		return "the lane of deliveries made one at a time"
+	}
+	return "worker " + strconv.Itoa(lane)
+}
+
+func laneTitle(lane int) string {
+	if lane == 0 {
+		return "one at a time"
+	}
+	return "worker " + strconv.Itoa(lane)
+}
+
+// timeline lays out a history: by the wall clock when every delivery
+// recorded when it ran, else one slot per record in the order they were
+// made. It returns the bars by every Seq they stand for.
+func timeline(id string, history []invariant.Record, vs []invariant.Violation) (*htmlTimeline, map[int]*htmlBar) {
+	bars := map[int]*htmlBar{}
+	if len(history) == 0 {
+		return nil, bars
+	}
+	tl := &htmlTimeline{}
+	drawn := history
+	if len(drawn) > htmlMaxBars {
+		drawn = drawn[:htmlMaxBars]
+		more := 0
+		for _, r := range history[htmlMaxBars:] {
+			more += 1 + r.Repeats
+		}
+		tl.Omitted = fmt.Sprintf("and %s after these, not drawn: a timeline draws at most %d records", count(int64(more), "delivery", "deliveries"), htmlMaxBars)
+	}
+	broken := map[int][]string{}
+	for _, v := range vs {
+		if v.By != nil && !slices.Contains(broken[v.By.Seq], string(v.Invariant)) {
+			broken[v.By.Seq] = append(broken[v.By.Seq], string(v.Invariant))
+		}
+	}
+	timed := true
+	var t0, t1 time.Time
+	for i, r := range drawn {
+		s := r.Span
+		if s.Sent.IsZero() || s.Answered.Before(s.Sent) {
+			timed = false
+			break
+		}
+		if i == 0 || s.Sent.Before(t0) {
+			t0 = s.Sent
+		}
+		if i == 0 || s.Answered.After(t1) {
+			t1 = s.Answered
+		}
+	}
+	if !t1.After(t0) {
+		timed = false
+	}
+	var clk *clock
+	if timed {
+		clk = newClock(drawn)
+		tl.Scale = "by the wall clock from the check's first delivery, " + span(t1.Sub(t0)) + " in all; within a burst of deliveries time runs evenly, the idle time between bursts is cut short"
+		tl.Ticks = clk.ticks(t0)
+	} else {
+		tl.Scale = "in the order the deliveries were made (no times were recorded)"
+	}
+	lanes := map[int]*htmlLane{}
+	for i, r := range drawn {
+		s := r.Span
+		o := outcomeOf(r.Result.Outcome)
+		b := htmlBar{ID: fmt.Sprintf("%s-d%d", id, r.Seq), Seq: r.Seq, Outcome: o.Class, Glyph: o.Glyph}
+		if timed {
+			left := clk.x(s.Sent)
+			b.Left, b.Width = percent(left), percent(clk.x(s.Answered)-left)
+		} else {
+			b.Left, b.Width = percent(float64(i)*100/float64(len(drawn))), percent(100/float64(len(drawn)))
+		}
+		label := "#" + strconv.Itoa(r.Seq) + " " + o.Word
+		if r.Repeats > 0 {
+			label += " ×" + strconv.Itoa(r.Repeats+1)
+		}
+		b.Label = label
+		for seq := r.Seq; seq <= r.Seq+r.Repeats; seq++ {
+			b.Broken = append(b.Broken, broken[seq]...)
+		}
+		switch {
+		case s.Crash != "":
+			b.Crash = "killed (" + escape.Line(s.Crash) + ")"
+		case r.Result.Outcome == consumer.Crashed:
+			b.Crash = "crashed after its commit, before the ack"
+		}
+		if s.HeldAt != "" {
+			h := &htmlHeld{Label: "held at " + string(s.HeldAt)}
+			if timed && !s.Held.IsZero() && !s.Released.Before(s.Held) && s.Answered.After(s.Sent) {
+				whole := float64(s.Answered.Sub(s.Sent))
+				h.Left = percent(float64(s.Held.Sub(s.Sent)) / whole * 100)
+				h.Width = percent(float64(s.Released.Sub(s.Held)) / whole * 100)
+				h.Label += " for " + span(s.Released.Sub(s.Held))
+			} else {
+				h.Left, h.Width = "0", "0"
+			}
+			b.Held = h
+		}
+		b.Title = barTitle(r, s, t0, timed)
+		if b.Crash != "" {
+			b.Title += "; " + b.Crash
+		}
+		for _, inv := range b.Broken {
+			b.Title += "; broke " + inv
+		}
+		l := lanes[s.Lane]
+		if l == nil {
+			l = &htmlLane{Lane: s.Lane, Name: laneTitle(s.Lane)}
+			lanes[s.Lane] = l
+		}
+		l.Bars = append(l.Bars, b)
+	}
+	keys := make([]int, 0, len(lanes))
+	for k := range lanes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		tl.Lanes = append(tl.Lanes, *lanes[k])
+	}
+	for li := range tl.Lanes {
+		for bi := range tl.Lanes[li].Bars {
+			b := &tl.Lanes[li].Bars[bi]
+			for _, r := range drawn {
+				if r.Seq == b.Seq {
+					for seq := r.Seq; seq <= r.Seq+r.Repeats; seq++ {
+						bars[seq] = b
+					}
+				}
+			}
+		}
+	}
+	return tl, bars
+}
+
+// barTitle is a delivery in words, for the bar's tooltip.
+func barTitle(r invariant.Record, s invariant.Span, t0 time.Time, timed bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "delivery #%d", r.Seq)
+	if r.Repeats > 0 {
+		fmt.Fprintf(&b, " to #%d", r.Seq+r.Repeats)
+	}
+	if r.Step > 0 {
+		fmt.Fprintf(&b, " (step %d", r.Step)
+		if p := r.Pos.String(); p != "" {
+			b.WriteString(", " + escape.Line(p))
+		}
+		b.WriteString(")")
+	} else if p := r.Pos.String(); p != "" {
+		b.WriteString(" (" + escape.Line(p) + ")")
+	}
+	b.WriteString(" of " + escape.Input(r.EventID))
+	if r.Key != "" {
+		b.WriteString(", key " + escape.Input(r.Key))
+	}
+	b.WriteString(": " + escape.Line(string(r.Result.Outcome)))
+	if r.Result.Said != "" && r.Result.Said != string(r.Result.Outcome) {
+		b.WriteString(" (" + escape.Line(r.Result.Said) + ")")
+	} else if r.Result.Err != nil {
+		b.WriteString(" (" + escape.Line(r.Result.Err.Error()) + ")")
+	}
+	if timed {
+		fmt.Fprintf(&b, "; sent at +%s, answered at +%s", span(s.Sent.Sub(t0)), span(s.Answered.Sub(t0)))
+	}
+	if s.HeldAt != "" {
+		fmt.Fprintf(&b, "; held at %s", s.HeldAt)
+	}
+	return b.String()
+}
+
+// span writes a duration for a timeline: µs under a millisecond, ms
+// under a second, s above.
+func span(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 0, 64) + " µs"
+	case d < time.Second:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + " ms"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s"
+}
+
+func percent(f float64) string {
+	if f < 0 {
+		f = 0
+	}
+	if f > 100 {
+		f = 100
+	}
+	return strconv.FormatFloat(f, 'f', 3, 64)
+}
+
+// htmlReplay is a replay's part of the page: its totals, what it broke,
+// the strategy table, and the timelines of its first broken keys.
+type htmlReplay struct {
+	About      []string
+	Totals     []htmlTotal
+	Lines      []string
+	Invariants []htmlInvariant
+	Strategies []htmlStrategy
+	Summary    string
+	Keys       []htmlKey
+}
+
+type htmlTotal struct {
+	Class, Glyph, Word string
+	N                  string
+	Share              string // percent of the deliveries
+}
+
+type htmlInvariant struct {
+	Name, Meaning string
+	Broken        int64
+	Examples      []string
+	More          string
+}
+
+type htmlStrategy struct {
+	Name                                string
+	Effects, Keys, MostPerKey, Conflict int64
+	Safe                                bool
+	Verdict                             string
+}
+
+type htmlKey struct {
+	ID       string
+	Key      string
+	Broken   []htmlBreach
+	Timeline *htmlTimeline
+}
+
+func totals(deliveries int64, counts []int64, classes []htmlOutcome) []htmlTotal {
+	var out []htmlTotal
+	for i, n := range counts {
+		share := 0.0
+		if deliveries > 0 {
+			share = float64(n) / float64(deliveries) * 100
+		}
+		o := classes[i]
+		out = append(out, htmlTotal{Class: o.Class, Glyph: o.Glyph, Word: o.Word, N: strconv.FormatInt(n, 10), Share: percent(share)})
+	}
+	return out
+}
+
+func outcomesNamed(names ...consumer.Outcome) []htmlOutcome {
+	var out []htmlOutcome
+	for _, n := range names {
+		out = append(out, outcomeOf(n))
+	}
+	return out
+}
+
+// summarised is what a replay's page says of its size: it counts every
+// delivery and draws only the first broken keys.
+func summarised(deliveries int64, drawn bool) string {
+	s := fmt.Sprintf("This page summarises the replay's %s: it counts them, and draws no bar per delivery", count(deliveries, "delivery", "deliveries"))
+	if drawn {
+		return s + fmt.Sprintf(" but those of its first %d broken keys.", htmlBrokenKeys)
+	}
+	return s + "."
+}
+
+// ReplayHTML writes a built-in replay as one self-contained page: its
+// totals, the invariants it broke with their first examples, and the
+// strategy table. The built-in replay is judged by queries over the rows
+// it stored and keeps no history of its deliveries: there is no timeline
+// to draw, and the page says so.
+func ReplayHTML(w io.Writer, r *Replay) error {
+	rep := r.Report
+	p := newPage("redeliver replay")
+	p.Verdict = verdictWord(rep.Verdict)
+	if r.Incomplete() {
+		p.Verdict = "ERROR"
+		p.Lines = append(p.Lines, "the replay did not complete: there is no verdict")
+	}
+	for _, e := range r.Errors {
+		p.Errors = append(p.Errors, errorLine(e.Pos.String(), e.Msg))
+	}
+	hr := &htmlReplay{}
+	var ins []string
+	for _, in := range rep.Inputs {
+		ins = append(ins, fmt.Sprintf("%s (%s)", escape.Input(in.File), in.Format))
+	}
+	hr.About = append(hr.About, "captures: "+strings.Join(ins, ", "),
+		fmt.Sprintf("strategy %s on %s; seed %d", rep.Strategy, escape.Line(rep.Store), rep.Seed))
+	o := rep.Outcomes
+	k := rep.Counters
+	hr.Totals = totals(int64(k.Deliveries), []int64{o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed},
+		outcomesNamed(consumer.Processed, consumer.Duplicate, consumer.Conflict, consumer.Failed, consumer.Crashed))
+	in := rep.Injected
+	hr.Lines = append(hr.Lines,
+		fmt.Sprintf("%s, %s, %s written", count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"), count(rep.Effects, "effect", "effects")),
+		fmt.Sprintf("injected: %d redelivered after a crash before the ack, %d crashed mid-transaction and retried, %d rewound by %s, %d republished under a new id",
+			in.Redelivered, in.Crashed, in.Rewound, count(in.Rebalances, "rebalance", "rebalances"), in.Republished))
+	broken := map[string]*htmlInvariant{}
+	for _, ic := range rep.Invariants {
+		hr.Invariants = append(hr.Invariants, htmlInvariant{Name: ic.Name, Meaning: ic.Description, Broken: ic.Broken})
+	}
+	for i := range hr.Invariants {
+		broken[hr.Invariants[i].Name] = &hr.Invariants[i]
+	}
+	for _, v := range rep.Violations {
+		hi := broken[v.Invariant]
+		if hi == nil {
+			hr.Invariants = append(hr.Invariants, htmlInvariant{Name: v.Invariant, Broken: v.Count})
+			hi = &hr.Invariants[len(hr.Invariants)-1]
+		}
+		for _, x := range v.Examples {
+			hi.Examples = append(hi.Examples, escape.Line(x.Detail))
+		}
+		if more := v.Count - int64(len(v.Examples)); more > 0 {
+			hi.More = fmt.Sprintf("and %d more", more)
+		}
+	}
+	for _, s := range rep.Strategies {
+		hs := htmlStrategy{Name: string(s.Strategy), Effects: s.Effects, Keys: s.Keys, MostPerKey: s.MostPerKey, Conflict: s.Conflicts, Safe: s.Safe, Verdict: "safe"}
+		if s.Strategy == rep.Strategy {
+			hs.Name += " (this replay)"
+		}
+		if !s.Safe {
+			why := append([]string{}, s.Broken...)
+			if s.Unexpected > 0 {
+				why = append(why, count(s.Unexpected, "unexpected failure", "unexpected failures"))
+			}
+			hs.Verdict = "unsafe: " + strings.Join(why, ", ")
+		}
+		hr.Strategies = append(hr.Strategies, hs)
+	}
+	if len(rep.Strategies) == 0 && rep.NotCompared != "" {
+		hr.Lines = append(hr.Lines, "strategies: not compared ("+escape.Line(rep.NotCompared)+")")
+	}
+	if rep.Reproducer != "" {
+		hr.Lines = append(hr.Lines, fmt.Sprintf("reproducer: %s (%s); its page, from redeliver run --report html=FILE, draws the timeline of the first broken key",
+			escape.Input(rep.Reproducer), count(int64(rep.ReproducerSteps), "delivery", "deliveries")))
+	}
+	hr.Summary = summarised(int64(k.Deliveries), false) + " The built-in replay judges the rows it stored and keeps no history of its deliveries; a reproducer (--emit-scenario) replays the first broken key as a scenario, whose page draws it."
+	p.Replay = hr
+	p.Legend = nil
+	return htmlPage.Execute(w, p)
+}
+
+// targetReplayPage is a replay into a target: its totals, the invariants
+// it broke, and the timelines of its first broken keys, drawn from the
+// deliveries it kept in memory.
+func targetReplayPage(run *Run) *page {
+	f := run.Files[0]
+	p := newPage("redeliver replay")
+	p.Verdict = verdictWord(run.Verdict())
+	hr := &htmlReplay{}
+	hr.About = append(hr.About, escape.Line("target: "+f.Target+"; effects: "+f.Effects), fmt.Sprintf("capture %s; seed %d", escape.Input(f.File), run.Seed))
+	c := &f.Checks[0]
+	k := c.Counters
+	counts := map[consumer.Outcome]int64{}
+	for _, r := range c.History {
+		counts[r.Result.Outcome] += int64(1 + r.Repeats)
+	}
+	hr.Totals = totals(int64(k.Deliveries), []int64{counts[consumer.Acked], counts[consumer.Conflict], counts[consumer.Rejected], counts[consumer.Unacked]},
+		outcomesNamed(consumer.Acked, consumer.Conflict, consumer.Rejected, consumer.Unacked))
+	hr.Lines = append(hr.Lines, escape.Line(c.Name)+": "+escape.Line(c.Line), counterLine(f))
+	groups := byInvariant(c.Violations)
+	for _, inv := range f.Invariants {
+		hi := htmlInvariant{Name: string(inv.Name), Meaning: inv.Meaning}
+		for _, g := range groups {
+			if g.name == inv.Name {
+				hi.Broken = int64(len(g.breaches))
+				for i, v := range g.breaches {
+					if i == replayExamples {
+						hi.More = fmt.Sprintf("and %d more", len(g.breaches)-i)
+						break
+					}
+					hi.Examples = append(hi.Examples, escape.Line(breach(v)))
+				}
+			}
+		}
+		hr.Invariants = append(hr.Invariants, hi)
+	}
+	// The first broken keys, each with its deliveries.
+	var keys []string
+	for _, v := range c.Violations {
+		key := keyOf(v)
+		if !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+		if len(keys) == htmlBrokenKeys {
+			break
+		}
+	}
+	for i, key := range keys {
+		var hist []invariant.Record
+		for _, r := range c.History {
+			if r.Key == key || (r.Key == "" && r.EventID == key) {
+				hist = append(hist, r)
+			}
+		}
+		var vs []invariant.Violation
+		for _, v := range c.Violations {
+			if keyOf(v) == key {
+				vs = append(vs, v)
+			}
+		}
+		id := fmt.Sprintf("k%d", i+1)
+		tl, bars := timeline(id, hist, vs)
+		hk := htmlKey{ID: id, Key: escape.Input(key), Timeline: tl}
+		for _, v := range vs {
+			hk.Broken = append(hk.Broken, breachOf(v, bars))
+		}
+		hr.Keys = append(hr.Keys, hk)
+	}
+	hr.Summary = summarised(int64(k.Deliveries), len(keys) > 0)
+	if len(keys) > 0 && len(c.History) == 0 {
+		hr.Summary += " This replay was too long to keep its deliveries in memory: the keys are listed without their timelines."
+	}
+	p.Replay = hr
+	p.Legend = outcomesNamed(consumer.Acked, consumer.Conflict, consumer.Rejected, consumer.Unacked)
+	return p
+}
+
+// keyOf is the business key a violation is about, or its event.
+func keyOf(v invariant.Violation) string {
+	if v.By != nil && v.By.Key != "" {
+		return v.By.Key
+	}
+	return v.EventID
+}
+
+// clock places the times of a timeline: the deliveries fall into bursts
+// (deliveries in flight together, or one on its own), laid side by side
+// with a short gap between them. Within a burst time runs evenly; a
+// burst's width grows with how long it took, so that one delivery made on
+// its own is as readable as a race that took a hundred times longer.
+type clock struct {
+	bursts []burst
+	units  float64
+}
+
+type burst struct {
+	from, to time.Time
+	at, w    float64 // where it starts and how wide it is, in units
+}
+
+const burstGap = 0.4
+
+func newClock(history []invariant.Record) *clock {
+	spans := make([]invariant.Span, len(history))
+	for i, r := range history {
+		spans[i] = r.Span
+	}
+	slices.SortFunc(spans, func(a, b invariant.Span) int { return a.Sent.Compare(b.Sent) })
+	var bs []burst
+	for _, s := range spans {
+		if n := len(bs); n > 0 && !s.Sent.After(bs[n-1].to) {
+			if s.Answered.After(bs[n-1].to) {
+				bs[n-1].to = s.Answered
+			}
+			continue
+		}
+		bs = append(bs, burst{from: s.Sent, to: s.Answered})
+	}
+	longest := time.Duration(0)
+	for _, b := range bs {
+		longest = max(longest, b.to.Sub(b.from))
+	}
+	c := &clock{}
+	for i := range bs {
+		w := 1.0
+		if longest > 0 {
+			w += 4 * float64(bs[i].to.Sub(bs[i].from)) / float64(longest)
+		}
+		if i > 0 {
+			c.units += burstGap
+		}
+		bs[i].at, bs[i].w = c.units, w
+		c.units += w
+	}
+	c.bursts = bs
+	return c
+}
+
+// x is where a time falls, in percent of the timeline.
+func (c *clock) x(t time.Time) float64 {
+	for _, b := range c.bursts {
+		if t.After(b.to) {
+			continue
+		}
+		at := b.at
+		if d := b.to.Sub(b.from); d > 0 && t.After(b.from) {
+			at += b.w * float64(t.Sub(b.from)) / float64(d)
+		}
+		return at / c.units * 100
+	}
+	return 100
+}
+
+// ticks label where each burst starts, as long as they do not crowd.
+func (c *clock) ticks(t0 time.Time) []htmlTick {
+	var out []htmlTick
+	last := -100.0
+	for _, b := range c.bursts {
+		x := b.at / c.units * 100
+		if x-last < 12 || x > 92 {
+			continue
+		}
+		out = append(out, htmlTick{Left: percent(x), Label: "+" + span(b.from.Sub(t0))})
+		last = x
+	}
+	end := c.bursts[len(c.bursts)-1].to
+	return append(out, htmlTick{Left: percent(100), Label: "+" + span(end.Sub(t0))})
+}

@@ -1,0 +1,253 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/replay"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+)
+
+var update = flag.Bool("update", false, "write the HTML goldens")
+
+// t0 is the fixtures' clock: no golden holds a time of the day it was
+// written.
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func at(us int) time.Time { return t0.Add(time.Duration(us) * time.Microsecond) }
+
+// hostile are ids a capture or a scenario may carry: markup, quotes,
+// control characters and a bidi override.
+var hostile = []string{
+	`<script>alert("owned")</script>`,
+	`"quoted" & 'single' <b>bold</b>`,
+	"x\n::error::owned",
+	"z\x1b]0;pwned\a\x1b[2J",
+	"b\u202eidi",
+}
+
+// raceRun is a failing race of two workers (the second one's delivery
+// broke duplicate-effect) beside a passing check of repeats and a user's
+// consumer's crashed delivery of a hostile id.
+func raceRun() *Run {
+	by := invariant.Record{Seq: 3, EventID: "evt-1", Consumer: "default", Result: consumer.Result{Outcome: consumer.Processed, EffectID: 2},
+		Check: 2, Step: 1, Pos: consumer.Location{File: "race.yaml", Line: 14, Col: 9},
+		Span: invariant.Span{Sent: at(100), Answered: at(900), Lane: 2, HeldAt: consumer.AfterCheck, Held: at(200), Released: at(700)}}
+	v := invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: "evt-1", Consumer: "default", Detail: "event evt-1 has 2 rows in shipments (ids 1, 2) for consumer default", By: &by}
+	race := runner.CheckResult{Name: "two workers at once", Pos: consumer.Location{File: "race.yaml", Line: 11, Col: 5}, Line: "2 deliveries: 2 processed, caught duplicate-effect",
+		Held: []consumer.FaultPoint{consumer.AfterCheck}, Schedules: 3,
+		Counters: consumer.Counters{Deliveries: 2, Processed: 2, Effects: 2},
+		History: []invariant.Record{
+			{Seq: 2, EventID: "evt-1", Consumer: "default", Result: consumer.Result{Outcome: consumer.Processed, EffectID: 1}, Check: 2, Step: 1, Pos: by.Pos,
+				Span: invariant.Span{Sent: at(120), Answered: at(650), Lane: 1, HeldAt: consumer.AfterCheck, Held: at(180), Released: at(600)}},
+			by,
+		},
+		Violations: []invariant.Violation{v},
+	}
+	runner.Verdict(&race, &scenario.Check{Pos: race.Pos})
+	race.Failures[0].Message = "explored under 3 schedules, 2 failed; the first failing one, 2 of 3 (workers held at after-check): " + race.Failures[0].Message
+	repeats := runner.CheckResult{Name: "redelivered five times", Pos: consumer.Location{File: "race.yaml", Line: 5, Col: 5}, Passed: true, Line: "5 deliveries: 1 processed, 4 duplicates",
+		Counters: consumer.Counters{Deliveries: 5, Processed: 1, Duplicates: 4},
+		History: []invariant.Record{
+			{Seq: 1, EventID: "evt-0", Result: consumer.Result{Outcome: consumer.Processed}, Check: 1, Step: 1, Span: invariant.Span{Sent: at(0), Answered: at(40)}},
+			{Seq: 2, EventID: "evt-0", Result: consumer.Result{Outcome: consumer.Duplicate}, Check: 1, Step: 1, Repeats: 3, Span: invariant.Span{Sent: at(50), Answered: at(90)}},
+		}}
+	crash := runner.CheckResult{Name: hostile[0], Pos: consumer.Location{File: "target.yaml", Line: 7, Col: 5}, Line: hostile[1],
+		Counters: consumer.Counters{Deliveries: 2, Crashed: 1, BrokerRedelivered: 1},
+		History: []invariant.Record{
+			{Seq: 1, EventID: hostile[2], Key: hostile[1], Result: consumer.Result{Outcome: consumer.Unacked, Said: "no answer: killed"}, Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9},
+				Span: invariant.Span{Sent: at(0), Answered: at(3000), Crash: "before-answer"}},
+			{Seq: 2, EventID: hostile[2], Key: hostile[1], Result: consumer.Result{Outcome: consumer.Acked, Status: 200, Said: "200 OK"}, Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9},
+				Span: invariant.Span{Sent: at(3500), Answered: at(4000)}},
+		}}
+	crash.Failures = []runner.Failure{{Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9}, Message: "step 1: expected acked, got " + hostile[3]}}
+	return &Run{Command: "run", Seed: 7, Files: []*runner.FileResult{
+		{File: "race.yaml", Name: "a race check-then-act loses", Strategy: handler.CheckThenAct, Checks: []runner.CheckResult{repeats, race},
+			Counters: consumer.Counters{Deliveries: 7, Processed: 3, Duplicates: 4, Effects: 3}},
+		{File: hostile[4] + ".yaml", Name: hostile[0], Target: "http://127.0.0.1:8080/" + hostile[0], Effects: "table payments (key order_id) in postgres", Strategy: "target",
+			Checks: []runner.CheckResult{crash}, Counters: crash.Counters},
+	}}
+}
+
+// replayReport is a built-in replay of a million deliveries that broke
+// duplicate-effect on hostile ids, with the strategy table.
+func replayReport() *Replay {
+	r := &replay.Report{Seed: 3, Strategy: handler.CheckThenAct, Store: "SQLite in memory",
+		Outcomes: replay.Outcomes{Processed: 990_000, Duplicate: 9_000, Conflict: 500, Failed: 400, Crashed: 100},
+		Counters: consumer.Counters{Deliveries: 1_000_000, Redeliveries: 10_000},
+		Injected: replay.Injected{Redelivered: 9_000, Crashed: 100},
+		Effects:  990_100,
+		Invariants: []replay.InvariantCheck{
+			{Name: "duplicate-effect", Description: "an event was applied more than once", Broken: 42},
+			{Name: "lost-effect", Description: "a processed event left no effect"},
+		},
+		Violations: []replay.Violation{{Invariant: "duplicate-effect", Count: 42, Examples: []replay.Example{
+			{Event: hostile[0], Detail: "event " + hostile[0] + " has 2 rows in effects"},
+			{Event: hostile[2], Detail: "event " + hostile[2] + " has 2 rows in effects"},
+		}}},
+		Strategies: []replay.StrategyRow{
+			{Strategy: handler.CheckThenAct, Effects: 990_100, Keys: 990_000, MostPerKey: 2, Broken: []string{"duplicate-effect"}},
+			{Strategy: handler.EventID, Effects: 990_000, Keys: 990_000, MostPerKey: 1, Safe: true},
+		},
+		Verdict: invariant.Fail,
+	}
+	return &Replay{Report: r, Duration: 3 * time.Second}
+}
+
+func render(t *testing.T, res Result) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := res.Render(&b, FormatHTML, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestHTMLGolden: the pages of a run and of a replay, byte for byte.
+func TestHTMLGolden(t *testing.T) {
+	tests := []struct {
+		golden string
+		res    Result
+	}{
+		{"run.html", raceRun()},
+		{"replay.html", replayReport()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			got := render(t, tt.res)
+			path := filepath.Join("testdata", "html", tt.golden)
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./pkg/report -run TestHTMLGolden -update to write it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the page rendered now (go test ./pkg/report -run TestHTMLGolden -update writes it)", path)
+			}
+		})
+	}
+}
+
+// TestHTMLEscapes: what came from input is text on the page — no tag,
+// attribute or script of its own, no control character.
+func TestHTMLEscapes(t *testing.T) {
+	for name, res := range map[string]Result{"run": raceRun(), "replay": replayReport()} {
+		t.Run(name, func(t *testing.T) {
+			page := string(render(t, res))
+			for _, bad := range []string{"<script>alert", "<b>bold", "\x1b", "\u202e", "\a", "\n::error::"} {
+				if strings.Contains(page, bad) {
+					t.Errorf("the page holds %q raw", bad)
+				}
+			}
+			if n := strings.Count(page, "<script"); n != 1 {
+				t.Errorf("the page has %d script elements, want its own one", n)
+			}
+			if !strings.Contains(page, "&lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;") {
+				t.Errorf("the id with markup is not on the page as text")
+			}
+		})
+	}
+}
+
+// TestHTMLSelfContained: the page loads nothing: no URL but the page's
+// own anchors in any src or href, and a policy that forbids any.
+func TestHTMLSelfContained(t *testing.T) {
+	page := string(render(t, raceRun()))
+	for _, m := range regexp.MustCompile(`(?:src|href)="([^"]*)"`).FindAllStringSubmatch(page, -1) {
+		if !strings.HasPrefix(m[1], "#") {
+			t.Errorf("the page refers to %q", m[1])
+		}
+	}
+	if !strings.Contains(page, `content="default-src &#39;none&#39;;`) {
+		t.Errorf("the page has no policy that forbids loading anything")
+	}
+}
+
+// TestHTMLLanesAndBreaches: each worker has its lane; the delivery that
+// broke an invariant is marked on its own lane, with the text report's
+// sentence; a crash is marked.
+func TestHTMLLanesAndBreaches(t *testing.T) {
+	page := string(render(t, raceRun()))
+	lane2 := regexp.MustCompile(`(?s)<div class="lane" data-lane="2">.*?</div></div>`).FindString(page)
+	if !strings.Contains(lane2, `class="bar o-processed broken"`) || !strings.Contains(lane2, `data-broke="duplicate-effect"`) {
+		t.Errorf("worker 2's lane does not mark its delivery as the one that broke duplicate-effect:\n%s", lane2)
+	}
+	lane1 := regexp.MustCompile(`(?s)<div class="lane" data-lane="1">.*?</div></div>`).FindString(page)
+	if lane1 == "" || strings.Contains(lane1, "broken") {
+		t.Errorf("worker 1's lane is missing or marked broken:\n%s", lane1)
+	}
+	sentence := "invariant duplicate-effect broken: event evt-1 has 2 rows in shipments (ids 1, 2) for consumer default, by step 1"
+	if !strings.Contains(page, sentence) {
+		t.Errorf("the page does not say %q", sentence)
+	}
+	for _, want := range []string{"delivery #3 on worker 2", "‖ held at after-check for 500 µs", "↯ killed (before-answer)", "#2 duplicate ×4", "the broker redelivered 1 message"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
+// TestHTMLStaysSmall: a check of many deliveries draws a bounded number
+// of bars and says how many it left out; a replay of a million
+// deliveries is summarised, and says so.
+func TestHTMLStaysSmall(t *testing.T) {
+	var hist []invariant.Record
+	for i := 1; i <= 100_000; i++ {
+		hist = append(hist, invariant.Record{Seq: i, EventID: "evt", Result: consumer.Result{Outcome: consumer.Processed},
+			Span: invariant.Span{Sent: at(i * 10), Answered: at(i*10 + 5)}})
+	}
+	run := &Run{Command: "run", Files: []*runner.FileResult{{File: "big.yaml", Checks: []runner.CheckResult{{Name: "big", Passed: true, History: hist}}}}}
+	page := string(render(t, run))
+	if n := strings.Count(page, `class="bar `); n != htmlMaxBars {
+		t.Errorf("the page draws %d bars, want %d", n, htmlMaxBars)
+	}
+	if !strings.Contains(page, "and 99600 deliveries after these, not drawn") {
+		t.Errorf("the page does not say what it left out")
+	}
+	if len(page) > 1<<20 {
+		t.Errorf("the page of 100,000 deliveries is %d bytes", len(page))
+	}
+	rp := string(render(t, replayReport()))
+	if !strings.Contains(rp, "This page summarises the replay&#39;s 1000000 deliveries") {
+		t.Errorf("the replay's page does not say it is a summary")
+	}
+	if len(rp) > 64<<10 {
+		t.Errorf("the page of a million-delivery replay is %d bytes", len(rp))
+	}
+}
+
+// TestHTMLError: a run the harness could not complete says so, with its
+// error.
+func TestHTMLError(t *testing.T) {
+	run := raceRun()
+	run.Errors = append(run.Errors, problemError("race.yaml", errors.New("database is locked")))
+	page := string(render(t, run))
+	for _, want := range []string{"<title>redeliver run: ERROR</title>", "race.yaml: database is locked", "the run did not complete"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
+func problemError(file string, err error) *problem.Error {
+	return problem.Environmentf(problem.Pos{File: file}, err)
+}
