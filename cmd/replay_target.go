@@ -112,7 +112,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	}
 	res := &report.Replay{Duration: time.Since(start)}
 	if err == nil {
-		res.Report = fr.Report
+		res.Report, res.Run = fr.Report, fr.File
 	} else {
 		var re *external.ReplayError
 		if errors.As(err, &re) {

@@ -266,7 +266,7 @@ checks:
 // said on the console.
 func TestBrowserPagesLoad(t *testing.T) {
 	b := newBrowser(t)
-	for name, res := range map[string]Result{"run": raceRun(), "replay": replayReport()} {
+	for name, res := range map[string]Result{"run": raceRun(), "replay": replayReport(), "target replay": targetReplay()} {
 		t.Run(name, func(t *testing.T) {
 			var page bytes.Buffer
 			if err := res.Render(&page, FormatHTML, Options{}); err != nil {

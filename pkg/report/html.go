@@ -154,9 +154,6 @@ func newPage(title string) *page {
 // what failed in the text report's words, and a timeline of its
 // deliveries, one lane per worker.
 func HTML(w io.Writer, run *Run) error {
-	if isTargetReplay(run) && len(run.Errors) == 0 {
-		return htmlPage.Execute(w, targetReplayPage(run))
-	}
 	p := newPage("redeliver " + cmp.Or(run.Command, "run"))
 	p.Verdict = verdictWord(run.Verdict())
 	for _, e := range run.Errors {
@@ -564,15 +561,26 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 	for _, in := range rep.Inputs {
 		ins = append(ins, fmt.Sprintf("%s (%s)", escape.Input(in.File), in.Format))
 	}
-	hr.About = append(hr.About, "captures: "+strings.Join(ins, ", "),
-		fmt.Sprintf("strategy %s on %s; seed %d", rep.Strategy, escape.Line(rep.Store), rep.Seed))
+	hr.About = append(hr.About, "captures: "+strings.Join(ins, ", "))
 	o := rep.Outcomes
 	k := rep.Counters
-	hr.Totals = totals(int64(k.Deliveries), []int64{o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed},
-		outcomesNamed(consumer.Processed, consumer.Duplicate, consumer.Conflict, consumer.Failed, consumer.Crashed))
 	in := rep.Injected
+	if t := rep.Target; t != nil {
+		hr.About = append(hr.About, escape.Line("target: "+t.Consumer+"; effects: "+t.Effects), fmt.Sprintf("seed %d", rep.Seed))
+		hr.Totals = totals(int64(k.Deliveries), []int64{int64(k.Processed), int64(k.Conflicts), int64(k.Failed)},
+			[]htmlOutcome{outcomeOf(consumer.Acked), outcomeOf(consumer.Conflict), {Class: "unacked", Glyph: "↻", Word: "rejected or unacked"}})
+		if t.Name != "" {
+			hr.Lines = append(hr.Lines, escape.Line(t.Name)+": "+escape.Line(t.Line))
+		}
+		hr.Lines = append(hr.Lines, targetCounterLine(k))
+	} else {
+		hr.About = append(hr.About, fmt.Sprintf("strategy %s on %s; seed %d", rep.Strategy, escape.Line(rep.Store), rep.Seed))
+		hr.Totals = totals(int64(k.Deliveries), []int64{o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed},
+			outcomesNamed(consumer.Processed, consumer.Duplicate, consumer.Conflict, consumer.Failed, consumer.Crashed))
+		hr.Lines = append(hr.Lines,
+			fmt.Sprintf("%s, %s, %s written", count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"), count(rep.Effects, "effect", "effects")))
+	}
 	hr.Lines = append(hr.Lines,
-		fmt.Sprintf("%s, %s, %s written", count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"), count(rep.Effects, "effect", "effects")),
 		fmt.Sprintf("injected: %d redelivered after a crash before the ack, %d crashed mid-transaction and retried, %d rewound by %s, %d republished under a new id",
 			in.Redelivered, in.Crashed, in.Rewound, count(in.Rebalances, "rebalance", "rebalances"), in.Republished))
 	broken := map[string]*htmlInvariant{}
@@ -588,10 +596,13 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 			hr.Invariants = append(hr.Invariants, htmlInvariant{Name: v.Invariant, Broken: v.Count})
 			hi = &hr.Invariants[len(hr.Invariants)-1]
 		}
-		for _, x := range v.Examples {
-			hi.Examples = append(hi.Examples, escape.Line(x.Detail))
+		for i, x := range v.Examples {
+			if i == replayExamples {
+				break
+			}
+			hi.Examples = append(hi.Examples, escape.Line(breach(x)))
 		}
-		if more := v.Count - int64(len(v.Examples)); more > 0 {
+		if more := v.Count - int64(len(hi.Examples)); more > 0 {
 			hi.More = fmt.Sprintf("and %d more", more)
 		}
 	}
@@ -616,48 +627,27 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 		hr.Lines = append(hr.Lines, fmt.Sprintf("reproducer: %s (%s); its page, from redeliver run --report html=FILE, draws the timeline of the first broken key",
 			escape.Input(rep.Reproducer), count(int64(rep.ReproducerSteps), "delivery", "deliveries")))
 	}
-	hr.Summary = summarised(int64(k.Deliveries), false) + " The built-in replay judges the rows it stored and keeps no history of its deliveries; a reproducer (--emit-scenario) replays the first broken key as a scenario, whose page draws it."
+	switch {
+	case r.Run != nil && len(r.Run.Checks) > 0:
+		drawn := brokenKeys(hr, &r.Run.Checks[0])
+		hr.Summary = summarised(int64(k.Deliveries), drawn > 0)
+		if drawn > 0 && len(r.Run.Checks[0].History) == 0 {
+			hr.Summary += " This replay was too long to keep its deliveries in memory: its broken keys are listed without their timelines."
+		}
+		p.Legend = outcomesNamed(consumer.Acked, consumer.Conflict, consumer.Rejected, consumer.Unacked)
+	case rep.Target != nil:
+		hr.Summary = summarised(int64(k.Deliveries), false)
+	default:
+		hr.Summary = summarised(int64(k.Deliveries), false) + " The built-in replay judges the rows it stored and keeps no history of its deliveries; a reproducer (--emit-scenario) replays the first broken key as a scenario, whose page draws it."
+	}
 	p.Replay = hr
-	p.Legend = nil
 	return htmlPage.Execute(w, p)
 }
 
-// targetReplayPage is a replay into a target: its totals, the invariants
-// it broke, and the timelines of its first broken keys, drawn from the
-// deliveries it kept in memory.
-func targetReplayPage(run *Run) *page {
-	f := run.Files[0]
-	p := newPage("redeliver replay")
-	p.Verdict = verdictWord(run.Verdict())
-	hr := &htmlReplay{}
-	hr.About = append(hr.About, escape.Line("target: "+f.Target+"; effects: "+f.Effects), fmt.Sprintf("capture %s; seed %d", escape.Input(f.File), run.Seed))
-	c := &f.Checks[0]
-	k := c.Counters
-	counts := map[consumer.Outcome]int64{}
-	for _, r := range c.History {
-		counts[r.Result.Outcome] += int64(1 + r.Repeats)
-	}
-	hr.Totals = totals(int64(k.Deliveries), []int64{counts[consumer.Acked], counts[consumer.Conflict], counts[consumer.Rejected], counts[consumer.Unacked]},
-		outcomesNamed(consumer.Acked, consumer.Conflict, consumer.Rejected, consumer.Unacked))
-	hr.Lines = append(hr.Lines, escape.Line(c.Name)+": "+escape.Line(c.Line), counterLine(f))
-	groups := byInvariant(c.Violations)
-	for _, inv := range f.Invariants {
-		hi := htmlInvariant{Name: string(inv.Name), Meaning: inv.Meaning}
-		for _, g := range groups {
-			if g.name == inv.Name {
-				hi.Broken = int64(len(g.breaches))
-				for i, v := range g.breaches {
-					if i == replayExamples {
-						hi.More = fmt.Sprintf("and %d more", len(g.breaches)-i)
-						break
-					}
-					hi.Examples = append(hi.Examples, escape.Line(breach(v)))
-				}
-			}
-		}
-		hr.Invariants = append(hr.Invariants, hi)
-	}
-	// The first broken keys, each with its deliveries.
+// brokenKeys adds the timelines of a replay into a target's first broken
+// keys, each drawn from the deliveries of that key the replay kept, and
+// returns how many keys it listed.
+func brokenKeys(hr *htmlReplay, c *runner.CheckResult) int {
 	var keys []string
 	for _, v := range c.Violations {
 		key := keyOf(v)
@@ -689,13 +679,7 @@ func targetReplayPage(run *Run) *page {
 		}
 		hr.Keys = append(hr.Keys, hk)
 	}
-	hr.Summary = summarised(int64(k.Deliveries), len(keys) > 0)
-	if len(keys) > 0 && len(c.History) == 0 {
-		hr.Summary += " This replay was too long to keep its deliveries in memory: the keys are listed without their timelines."
-	}
-	p.Replay = hr
-	p.Legend = outcomesNamed(consumer.Acked, consumer.Conflict, consumer.Rejected, consumer.Unacked)
-	return p
+	return len(keys)
 }
 
 // keyOf is the business key a violation is about, or its event.

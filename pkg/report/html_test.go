@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +107,39 @@ func replayReport() *Replay {
 	return &Replay{Report: r, Duration: 3 * time.Second}
 }
 
+// targetReplay is a replay into a target that broke duplicate-key on
+// twelve keys, a hostile one first: each key's two deliveries on two of
+// the replay's workers.
+func targetReplay() *Replay {
+	var hist []invariant.Record
+	var vs []invariant.Violation
+	rep := &replay.Report{Seed: 9, Inputs: []replay.Input{{File: "orders.ndjson", Format: "cloudevents"}},
+		Counters:   consumer.Counters{Deliveries: 24, Processed: 24},
+		Target:     &replay.Target{File: "target.yaml", Consumer: "http://127.0.0.1:8080/events", Effects: "table payments (key order_id) in postgres", Name: "replay of orders.ndjson", Line: "24 deliveries: 24 acked; 36 effect rows in payments; caught duplicate-key"},
+		Invariants: []replay.InvariantCheck{{Name: "duplicate-key", Description: "one business key got more than one effect row", Broken: 12}},
+		Verdict:    invariant.Fail,
+	}
+	rv := replay.Violation{Invariant: "duplicate-key", Count: 12}
+	for k := 0; k < 12; k++ {
+		key := "order-" + strconv.Itoa(k)
+		if k == 0 {
+			key = hostile[0]
+		}
+		for n := 0; n < 2; n++ {
+			seq := 2*k + n + 1
+			hist = append(hist, invariant.Record{Seq: seq, EventID: "evt-" + strconv.Itoa(seq), Key: key, Result: consumer.Result{Outcome: consumer.Acked, Said: "200 OK"},
+				Pos: consumer.Location{File: "orders.ndjson", Line: seq}, Span: invariant.Span{Sent: at(seq * 100), Answered: at(seq*100 + 150), Lane: n + 1}})
+		}
+		detail := "business key " + key + " has 2 effect rows in payments"
+		by := hist[len(hist)-1]
+		vs = append(vs, invariant.Violation{Invariant: invariant.DuplicateKey.Name, EventID: by.EventID, Detail: detail, By: &by})
+		rv.Examples = append(rv.Examples, replay.Example{Event: by.EventID, Key: key, Detail: detail, At: []replay.Place{replay.Place(by.Pos)}})
+	}
+	rep.Violations = []replay.Violation{rv}
+	c := runner.CheckResult{Name: rep.Target.Name, Line: rep.Target.Line, History: hist, Violations: vs, Counters: rep.Counters}
+	return &Replay{Report: rep, Run: &runner.FileResult{File: "orders.ndjson", Checks: []runner.CheckResult{c}}}
+}
+
 func render(t *testing.T, res Result) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -123,6 +157,7 @@ func TestHTMLGolden(t *testing.T) {
 	}{
 		{"run.html", raceRun()},
 		{"replay.html", replayReport()},
+		{"target-replay.html", targetReplay()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -150,7 +185,7 @@ func TestHTMLGolden(t *testing.T) {
 // TestHTMLEscapes: what came from input is text on the page — no tag,
 // attribute or script of its own, no control character.
 func TestHTMLEscapes(t *testing.T) {
-	for name, res := range map[string]Result{"run": raceRun(), "replay": replayReport()} {
+	for name, res := range map[string]Result{"run": raceRun(), "replay": replayReport(), "target replay": targetReplay()} {
 		t.Run(name, func(t *testing.T) {
 			page := string(render(t, res))
 			for _, bad := range []string{"<script>alert", "<b>bold", "\x1b", "\u202e", "\a", "\n::error::"} {
@@ -250,4 +285,26 @@ func TestHTMLError(t *testing.T) {
 
 func problemError(file string, err error) *problem.Error {
 	return problem.Environmentf(problem.Pos{File: file}, err)
+}
+
+// TestHTMLTargetReplay: a replay into a target draws its first five broken
+// keys, each key's deliveries on the lanes of the workers that made them,
+// the one that broke the invariant marked; its examples are the first
+// five, as the text report's.
+func TestHTMLTargetReplay(t *testing.T) {
+	page := string(render(t, targetReplay()))
+	if n := strings.Count(page, `<article class="check" id="k`); n != htmlBrokenKeys {
+		t.Errorf("the page draws %d keys, want %d", n, htmlBrokenKeys)
+	}
+	if n := strings.Count(page, `class="bar o-acked broken"`); n != htmlBrokenKeys {
+		t.Errorf("the page marks %d deliveries broken, want one per key drawn: %d", n, htmlBrokenKeys)
+	}
+	if n := strings.Count(page, `<div class="example">`); n != replayExamples+1 {
+		t.Errorf("the page lists %d examples, want %d and a line for the rest", n, replayExamples+1)
+	}
+	for _, want := range []string{"<h3>key &lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;</h3>", "and 7 more", "target: http://127.0.0.1:8080/events", "draws no bar per delivery but those of its first 5 broken keys"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
 }
