@@ -75,6 +75,20 @@ type htmlCheck struct {
 	Notes    []string
 	Broken   []htmlBreach
 	Timeline *htmlTimeline
+	// Statements are those of the delivery a statement fault landed in:
+	// one column per connection, one row per statement in the order the
+	// database saw them.
+	Statements *htmlStatements
+}
+
+type htmlStatements struct {
+	Workers []int
+	Rows    []htmlStatementRow
+}
+
+type htmlStatementRow struct {
+	Cells []string // one per worker; only the statement's own is set
+	Held  bool
 }
 
 // htmlBreach is one broken invariant as the text report says it, and the
@@ -253,6 +267,7 @@ func htmlCheckOf(id string, c *runner.CheckResult) htmlCheck {
 	}
 	tl, bars := timeline(id, c.History, c.Violations)
 	hc.Timeline = tl
+	hc.Statements = statementsOf(c.Trace)
 	for _, v := range c.Violations {
 		hc.Broken = append(hc.Broken, breachOf(v, bars))
 	}
@@ -772,4 +787,29 @@ func (c *clock) ticks(t0 time.Time) []htmlTick {
 	}
 	end := c.bursts[len(c.bursts)-1].to
 	return append(out, htmlTick{Left: percent(100), Label: "+" + span(end.Sub(t0))})
+}
+
+// statementsOf lays out a delivery's statements: a column per
+// connection, a row per statement, in the text report's words.
+func statementsOf(stmts []consumer.Statement) *htmlStatements {
+	if len(stmts) == 0 {
+		return nil
+	}
+	hs := &htmlStatements{}
+	for _, st := range stmts {
+		if !slices.Contains(hs.Workers, st.Worker) {
+			hs.Workers = append(hs.Workers, st.Worker)
+		}
+	}
+	slices.Sort(hs.Workers)
+	for i, line := range traceLines(stmts, true) {
+		st := stmts[i]
+		if len(hs.Workers) > 1 {
+			_, line, _ = strings.Cut(line, ": ")
+		}
+		row := htmlStatementRow{Cells: make([]string, len(hs.Workers)), Held: st.Held}
+		row.Cells[slices.Index(hs.Workers, st.Worker)] = escape.Line(line)
+		hs.Rows = append(hs.Rows, row)
+	}
+	return hs
 }

@@ -73,6 +73,12 @@ func raceRun() *Run {
 			{Seq: 2, EventID: hostile[2], Key: hostile[1], Result: consumer.Result{Outcome: consumer.Acked, Status: 200, Said: "200 OK"}, Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9},
 				Span: invariant.Span{Sent: at(3500), Answered: at(4000)}},
 		}}
+	crash.Trace = []consumer.Statement{
+		{Worker: 1, Text: "SELECT 1 FROM processed WHERE id = '" + hostile[0] + "'", Answer: "SELECT 0"},
+		{Worker: 2, Text: "SELECT 1 FROM processed WHERE id = $1", Answer: "SELECT 0", Held: true, Released: true},
+		{Worker: 1, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1"},
+		{Worker: 1, Text: "COMMIT", Held: true, Before: true},
+	}
 	crash.Failures = []runner.Failure{{Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9}, Message: "step 1: expected acked, got " + hostile[3]}}
 	return &Run{Command: "run", Seed: 7, Files: []*runner.FileResult{
 		{File: "race.yaml", Name: "a race check-then-act loses", Strategy: handler.CheckThenAct, Checks: []runner.CheckResult{repeats, race},
@@ -234,7 +240,8 @@ func TestHTMLLanesAndBreaches(t *testing.T) {
 	if !strings.Contains(page, sentence) {
 		t.Errorf("the page does not say %q", sentence)
 	}
-	for _, want := range []string{"delivery #3 on worker 2", "‖ held at after-check for 500 µs", "↯ killed (before-answer)", "#2 duplicate ×4", "the broker redelivered 1 message"} {
+	for _, want := range []string{"delivery #3 on worker 2", "‖ held at after-check for 500 µs", "↯ killed (before-answer)", "#2 duplicate ×4", "the broker redelivered 1 message",
+		"<th>connection 1</th><th>connection 2</th>", "4. COMMIT ✂ killed here, before it reached the database", "SELECT 1 FROM processed WHERE id = &#39;&lt;script&gt;"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page does not say %q", want)
 		}
