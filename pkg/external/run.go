@@ -701,7 +701,7 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 	}
 	if sys.sess.proxy != nil {
 		var err error
-		if answers, err = sys.raced(ctx, c, ev); err != nil {
+		if answers, err = sys.raced(ctx, c, ev, spans); err != nil {
 			return consumer.Result{}, tailed(err)
 		}
 	} else {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/inject"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -205,7 +206,8 @@ const stallLimit = 10 * time.Second
 // answered, or one of them waits for a lock (the held worker's, as the
 // database says), and is then let go. Without a boundary the run records
 // the workers' boundaries for the schedules to come.
-func (sys *system) raced(ctx context.Context, c runner.Call, ev Event) ([]Answer, error) {
+// spans get each delivery's times, and the held one's hold.
+func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []invariant.Span) ([]Answer, error) {
 	n := c.St.Concurrent
 	at := boundary(nil, c.Hold.Statement)
 	w, err := sys.sess.proxy.Watch(at)
@@ -213,28 +215,43 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event) ([]Answer
 		return nil, err
 	}
 	answers := make([]Answer, n)
-	done := make(chan struct{}, n)
+	done := make(chan int, n)
 	gate := make(chan struct{})
 	for i := range answers {
 		go func() {
 			<-gate
+			spans[i].Sent = time.Now()
 			answers[i] = sys.sess.deliver(ctx, ev, nil)
-			done <- struct{}{}
+			spans[i].Answered = time.Now()
+			done <- i
 		}()
 	}
 	close(gate)
-	answered, reached := 0, false
+	reached := false
+	finished := make([]bool, n)
+	answered := 0
+	got := func(i int) { finished[i] = true; answered++ }
 	held := w.Held()
 	for answered < n {
 		select {
-		case <-done:
-			answered++
+		case i := <-done:
+			got(i)
 			continue
 		case <-held:
 		}
 		held, reached = nil, true
-		sys.letOthersRun(ctx, w, &answered, n, done)
+		heldAt := time.Now()
+		sys.letOthersRun(ctx, w, &answered, n, done, got)
+		releasedAt := time.Now()
 		w.Release()
+		// Which delivery's worker was held is not known (a connection is
+		// not a request): the hold is drawn on the first still waiting.
+		for i := range spans {
+			if !finished[i] {
+				spans[i].Held, spans[i].Released = heldAt, releasedAt
+				break
+			}
+		}
 	}
 	trace := w.Stop()
 	switch {
@@ -260,14 +277,14 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event) ([]Answer
 // letOthersRun waits, while a worker is held, until all the other
 // deliveries have answered (counting them in answered), or one of the
 // others waits for a lock, or stallLimit passed.
-func (sys *system) letOthersRun(ctx context.Context, w *pgproxy.Watch, answered *int, n int, done <-chan struct{}) {
+func (sys *system) letOthersRun(ctx context.Context, w *pgproxy.Watch, answered *int, n int, done <-chan int, got func(int)) {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.Now().Add(stallLimit)
 	for *answered < n-1 {
 		select {
-		case <-done:
-			*answered++
+		case i := <-done:
+			got(i)
 			continue
 		case <-tick.C:
 		case <-ctx.Done():
