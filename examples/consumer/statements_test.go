@@ -15,7 +15,7 @@ import (
 // race with each worker held at each boundary of its statements, with no
 // --work pause to widen any window. The safe consumer passes every
 // boundary and every schedule; the flaws whose window lies between two of
-// its statements are caught, on every run (--repeat 2 for the safe consumer and a race), naming the
+// its statements are caught, on every run (the kills twice in a row), naming the
 // boundary or schedule and showing the statements; nothing is left
 // running.
 func TestStatementFaults(t *testing.T) {
@@ -28,10 +28,12 @@ func TestStatementFaults(t *testing.T) {
 		exit   int
 		repeat string
 	}{
-		{"safe", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (15 schedules) (2 runs: 2 passed", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "2"},
-		{"check-then-act", []string{"first in schedule 3 (worker 1 held after its statement 1 (SELECT m.payload", "invariant duplicate-effect broken: key O-32 has 2 rows", "⏸ answer held here while the others ran"}, 1, "2"},
-		{"marker-after-effect", []string{"first in schedule 13 (killed after statement 6 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "6. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1, "1"},
-		{"none", []string{"killed after statement 6 (commit)", "invariant duplicate-effect broken: key O-30 has 2 rows"}, 1, "1"},
+		{"safe", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "1"},
+		// The kills land at the same statement on every run: twice in a row.
+		{"marker-after-effect", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1, "2"},
+		// The race is lost where a worker is held after its lookup; an
+		// unforced schedule may lose it too, on a loaded machine.
+		{"check-then-act", []string{"raced at every statement boundary: FAIL: failed in ", " schedules; first in schedule ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1, "1"},
 	}
 	var runs []invocation
 	for _, tt := range tests {

@@ -54,6 +54,7 @@ func FuzzWire(f *testing.F) {
 			backendKey(m)
 			Words(string(m.body()))
 			Matches(string(m.body()), "insert into")
+			Blank(string(m.body()))
 			buf = m.raw[:0]
 		}
 	})

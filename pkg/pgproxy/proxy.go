@@ -287,7 +287,7 @@ func (c *conn) fromClient() {
 // returns false when the connection is to end.
 func (c *conn) send(st *Statement, w *bufio.Writer) bool {
 	st.Conn, st.mu = c.id, &c.mu
-	if wt := c.p.current(); wt != nil {
+	if wt := c.p.current(); wt != nil && !Blank(st.Text) {
 		if !wt.sent(c, st, func() error { return w.Flush() }) {
 			return false
 		}
@@ -446,6 +446,34 @@ func (st *Statement) waitRelease() bool {
 		return true
 	}
 	return st.hold.wait()
+}
+
+// Blank reports whether a statement is only comments, spaces and
+// semicolons — a driver's liveness check such as pgx's "-- ping", which
+// database/sql sends when it reuses a connection idle for a second, or
+// not, as timing has it. The proxy relays it but does not count it as a
+// delivery's statement: a boundary must not move with the clock.
+func Blank(text string) bool {
+	s := text
+	for {
+		s = strings.TrimLeft(s, " \t\r\n;")
+		switch {
+		case strings.HasPrefix(s, "--"):
+			i := strings.IndexByte(s, '\n')
+			if i < 0 {
+				return true
+			}
+			s = s[i+1:]
+		case strings.HasPrefix(s, "/*"):
+			i := strings.Index(s[2:], "*/")
+			if i < 0 {
+				return true
+			}
+			s = s[2+i+2:]
+		default:
+			return s == ""
+		}
+	}
 }
 
 // Words are a statement's leading words as a file names them: lower case,

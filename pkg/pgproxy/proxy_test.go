@@ -393,3 +393,24 @@ func TestHeldBeforeMeansNotRun(t *testing.T) {
 		w.Stop()
 	}
 }
+
+func TestBlank(t *testing.T) {
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{"-- ping", true},
+		{"", true},
+		{" ; ;\n", true},
+		{"/* hello */ -- x\n;", true},
+		{"/* unterminated", true},
+		{"-- a\nSELECT 1", false},
+		{"/* c */ INSERT INTO t VALUES (1)", false},
+		{"SELECT 1 -- ping", false},
+	}
+	for _, tt := range tests {
+		if got := Blank(tt.text); got != tt.want {
+			t.Errorf("Blank(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+}
