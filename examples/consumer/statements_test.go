@@ -27,23 +27,30 @@ func TestStatementFaults(t *testing.T) {
 		want   []string // in stdout
 		exit   int
 		repeat string
+		file   string // "": statements.yaml
 	}{
-		{"safe", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "1"},
+		{"safe", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "1", ""},
 		// The kills land at the same statement on every run: twice in a row.
-		{"marker-after-effect", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1, "2"},
+		{"marker-after-effect", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1, "2", ""},
 		// The race is lost where a worker is held after its lookup; an
 		// unforced schedule may lose it too, on a loaded machine.
-		{"check-then-act", []string{"raced at every statement boundary: FAIL: failed in ", " schedules; first in schedule ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1, "1"},
+		{"check-then-act", []string{"raced at every statement boundary: FAIL: failed in ", " schedules; first in schedule ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1, "1", ""},
+		{"safe", []string{"charged once: 1 delivery: 1 acked; 1 effect row in provider_charges (13 schedules)"}, 0, "1", "statements-provider.yaml"},
+		{"external-without-key", []string{"first in schedule 6 (killed before statement 3 (begin))", "invariant duplicate-effect broken: key O-41 has 2 rows in provider_charges"}, 1, "1", "statements-provider.yaml"},
 	}
 	var runs []invocation
-	for _, tt := range tests {
+	for i, tt := range tests {
+		file := tt.file
+		if file == "" {
+			file = "statements.yaml"
+		}
 		env := consumerEnv(t, bin, tt.flaw)
-		env["PGDB"] = schemaDSN(t, pg, "redeliver_statements_"+strings.ReplaceAll(tt.flaw, "-", "_"))
+		env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_statements_%d", i))
 		withPlainRedeliver(t, env)
 		runs = append(runs, invocation{
-			name: tt.flaw,
+			name: tt.flaw + "/" + file,
 			env:  env,
-			args: []string{"run", "examples/consumer/statements.yaml", "--repeat", tt.repeat},
+			args: []string{"run", "examples/consumer/" + file, "--repeat", tt.repeat},
 			check: func(t *testing.T, o outcome) {
 				if o.exit != tt.exit {
 					t.Fatalf("want exit %d, got\n%s", tt.exit, o)
