@@ -124,3 +124,44 @@ func TestReplayCrashAtStatements(t *testing.T) {
 		t.Errorf("the same seed gave two verdicts:\n%s\n---\n%s", outs[1], outs[2])
 	}
 }
+
+// TestExecStatementFaults: the consumer run as one process per delivery,
+// connected through the proxy by ${REDELIVER_DB_URL}: the kill at a
+// statement boundary is the delivery's own process's, and lands there on
+// every run. The safe consumer passes every boundary; marker-after-effect
+// is caught by both checks, the statements shown; nothing is left running.
+func TestExecStatementFaults(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	tests := []struct {
+		flaw string
+		want []string // in stdout
+		exit int
+	}{
+		{"safe", []string{"target: exec ", "killed at every statement boundary of one payment: 1 delivery: 1 acked; 1 effect row in payments (", "killed before the marker is written: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer", "PASS: "}, 0},
+		{"marker-after-effect", []string{"(commit)): the check expected 1 effect row for key O-60, got 2", "invariant duplicate-effect broken: key O-60 has 2 rows", "COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-61 has 2 rows", "FAIL: 2 of 2 checks failed"}, 1},
+	}
+	var runs []invocation
+	for _, tt := range tests {
+		env := consumerEnv(t, bin, tt.flaw)
+		env["PGDB"] = schemaDSN(t, pg, "redeliver_exec_statements_"+strings.ReplaceAll(tt.flaw, "-", "_"))
+		withPlainRedeliver(t, env)
+		runs = append(runs, invocation{
+			name: tt.flaw,
+			env:  env,
+			args: []string{"run", "examples/consumer/exec-statements.yaml"},
+			check: func(t *testing.T, o outcome) {
+				if o.exit != tt.exit {
+					t.Fatalf("want exit %d, got\n%s", tt.exit, o)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(o.stdout, w) {
+						t.Errorf("stdout lacks %q:\n%s", w, o)
+					}
+				}
+			},
+		})
+	}
+	runConcurrently(t, runs)
+}
