@@ -22,6 +22,20 @@ func FuzzWire(f *testing.F) {
 	f.Add(append(start, msg('C', "INSERT 0 1\x00")...))
 	f.Add(append(start, msg('E', "SERROR\x00C23505\x00Mduplicate\x00\x00")...))
 	f.Add(append(start, msg('K', "\x00\x00\x01\x02\x00\x00\x00\x03")...))
+	// Authentication, both ways: SCRAM-SHA-256's AuthenticationSASL,
+	// SASLInitialResponse, AuthenticationSASLContinue, SASLResponse,
+	// AuthenticationSASLFinal and AuthenticationOk; md5's salt and answer.
+	f.Add(append(start, bytes.Join([][]byte{
+		msg('R', "\x00\x00\x00\x0aSCRAM-SHA-256\x00\x00"),
+		msg('p', "SCRAM-SHA-256\x00\x00\x00\x00\x20n,,n=,r=rOprNGfwEbeRWgbNEkqO"),
+		msg('R', "\x00\x00\x00\x0br=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"),
+		msg('p', "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="),
+		msg('R', "\x00\x00\x00\x0cv=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="),
+		msg('R', "\x00\x00\x00\x00"),
+	}, nil)...))
+	f.Add(append(start, msg('R', "\x00\x00\x00\x05\x93\x1e\x5a\x01")...))
+	f.Add(append(start, msg('p', "md53175bce1d3201d16594cebf9d7eb3f9d\x00")...))
+	f.Add(append(start, msg('p', "SCRAM-SHA-256\x00\xff\xff\xff\xff")...))
 	f.Add([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f})
 	f.Add([]byte{0, 0, 0, 3})
 	f.Add(append(start, 'Q', 0xff, 0xff, 0xff, 0xff))
