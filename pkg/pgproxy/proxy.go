@@ -134,8 +134,6 @@ type conn struct {
 	// pending are the statements sent to the server and not yet
 	// answered, in order.
 	pending []*Statement
-	// holdAfter is the statement whose answer is to be held, if any.
-	holdAfter *Statement
 }
 
 func (c *conn) close() {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 )
 
@@ -13,8 +12,6 @@ const (
 	codeSSL    = 80877103
 	codeGSSENC = 80877104
 	codeCancel = 80877102
-	// protocol3 is protocol version 3.0, the one every client speaks.
-	protocol3 = 3 << 16
 )
 
 // maxStartup bounds a startup packet (PostgreSQL allows 10,000 bytes).
@@ -176,11 +173,3 @@ func backendKey(m message) (int32, bool) {
 
 // flushMsg is a Flush message, which asks the server for its pending output.
 var flushMsg = []byte{'H', 0, 0, 0, 4}
-
-// describe says what a message is, for an error.
-func describe(typ byte) string {
-	if typ >= 0x20 && typ < 0x7f {
-		return fmt.Sprintf("%q", typ)
-	}
-	return fmt.Sprintf("0x%02x", typ)
-}
