@@ -73,7 +73,13 @@ func (p *Proxy) Close() error {
 	for c := range p.conns {
 		conns = append(conns, c)
 	}
+	w := p.watch
 	p.mu.Unlock()
+	if w != nil {
+		// A connection held at a boundary waits for its hold to end:
+		// cut it, or it would wait for ever.
+		w.Cut()
+	}
 	err := p.ln.Close()
 	for _, c := range conns {
 		c.close()

@@ -414,3 +414,27 @@ func TestBlank(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseWhileHeld: closing the proxy while a connection is held at a
+// boundary (the run interrupted mid-race) ends everything at once.
+func TestCloseWhileHeld(t *testing.T) {
+	p, dsn := through(t)
+	c := connect(t, dsn)
+	w, err := p.Watch(&Boundary{Words: "select"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execd := make(chan error, 1)
+	go func() { _, err := c.Exec(context.Background(), "SELECT 1"); execd <- err }()
+	<-w.Held()
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited on a held connection")
+	}
+	if err := <-execd; err == nil {
+		t.Error("the held statement succeeded through a closed proxy")
+	}
+}
