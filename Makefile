@@ -30,6 +30,9 @@ PG_LOCAL := postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 # this order. Up to TEST_P test binaries run at once: the end-to-end ones
 # spend much of their time waiting on the processes, brokers and databases
 # they drive, so more than one per core keeps both cores busy. A
+# package's binary may run 30 minutes (go test's default is 10): the
+# end-to-end packages start hundreds of processes, and a loaded machine
+# slows them, not their verdicts. A
 # race-enabled program sleeps a second at exit by default;
 # GORACE=atexit_sleep_ms=10 keeps its report and drops the wait.
 TEST_PKGS := . ./examples/consumer ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...
@@ -42,8 +45,8 @@ test: ## vet, then every test with the race detector
 	if [ "$$pg" = off ]; then pg=; fi; \
 	if [ -n "$$pg" ]; then echo "make test: PostgreSQL tests run against $$pg (REDELIVER_TEST_POSTGRES=off skips them)"; \
 	else echo "make test: no PostgreSQL at 127.0.0.1:5432, its tests are skipped; set REDELIVER_TEST_POSTGRES=postgres://USER@HOST:PORT/DB to run them"; fi; \
-	echo "$(GO) test -race -count=1 -p $(TEST_P) $(TEST_PKGS)"; \
-	REDELIVER_TEST_POSTGRES="$$pg" GORACE="$${GORACE:-atexit_sleep_ms=10}" $(GO) test -race -count=1 -p $(TEST_P) $(TEST_PKGS)
+	echo "$(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(TEST_PKGS)"; \
+	REDELIVER_TEST_POSTGRES="$$pg" GORACE="$${GORACE:-atexit_sleep_ms=10}" $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(TEST_PKGS)
 
 # The Node.js peer replay is compared with (docs/peer), installed outside
 # the repository: cp -r docs/peer DIR && (cd DIR && npm install).
