@@ -58,7 +58,7 @@ type replayOptions struct {
 func newReplayCmd(s *Streams) *cobra.Command {
 	o := &replayOptions{}
 	c := &cobra.Command{
-		Use:   "replay LOG|nats://HOST:PORT/STREAM...",
+		Use:   "replay LOG|nats://HOST:PORT/STREAM|kafka://HOST:PORT/TOPIC...",
 		Short: "Replay captured event logs with injected duplicates and faults",
 		Long: `Replay captured event logs through the handler, streaming them, and inject the
 duplicates real brokers make. The report says what the capture holds (repeated
@@ -77,6 +77,14 @@ up to the last message stored when the replay began, through an ephemeral
 consumer it deletes again. Messages in the CloudEvents NATS binding are read
 as their events (ce-id and ce-source headers, or a structured body); report
 lines name the stream sequence where a file has a line number.
+
+So is a Kafka topic: kafka://HOST:PORT/TOPIC reads every partition, in
+partition order and each from its first offset (?partition=N that partition
+alone, &offset=N from offset N), up to the end it had when the replay began,
+as kcat -J would; it joins no consumer group and commits nothing. Records in
+the CloudEvents Kafka binding are read as their events (ce_id and ce_source
+headers, or a structured value), keyed by the record's key; report lines
+name the record's place in the read.
 
 On a file --db a replay resumes: replaying the same log again makes no new
 effects, and a replay killed mid-way and started again ends with the effects
@@ -124,7 +132,8 @@ them, and its GitHub annotation points at the first of those lines.
   kcat -C -J -b broker:9092 -t orders -e | redeliver replay --id headers.ce_id -
   redeliver replay --db replay.db --crash 0.1 --rewind 100 capture.ndjson.gz
   redeliver replay --fail-on identity-reuse --report junit=replay.xml capture.ndjson
-  redeliver replay 'nats://127.0.0.1:4222/ORDERS?seq=1000'`,
+  redeliver replay 'nats://127.0.0.1:4222/ORDERS?seq=1000'
+  redeliver replay 'kafka://127.0.0.1:9092/orders?partition=0&offset=1000'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			o.Logs = args

@@ -12,6 +12,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/kafka"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
@@ -49,6 +50,9 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		}
 		if nats.IsStreamURL(in) {
 			return problem.Usagef("%s: replay --target reads capture files; a JetStream stream replays through the built-in handler only (drop --target)", in)
+		}
+		if kafka.IsTopicURL(in) {
+			return problem.Usagef("%s: replay --target reads capture files; a Kafka topic replays through the built-in handler only (drop --target)", in)
 		}
 		if st, err := os.Stat(in); err != nil || st.IsDir() {
 			return problem.Usagef("%s: no such capture file", in)

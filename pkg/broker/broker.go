@@ -50,6 +50,9 @@ type Message struct {
 	// Route is the NATS subject or AMQP routing key; empty means the one
 	// the target names.
 	Route string
+	// Key is the delivery's business key: a Kafka record's key, which
+	// keeps one key's records in one partition, in order.
+	Key string
 }
 
 // TransportID is the message id the broker sees.

@@ -262,15 +262,22 @@ func detect(name string, br *bufio.Reader, opts Options) (Format, error) {
 }
 
 // OpenRecords reads a capture that arrives one record at a time rather
-// than as a file — a JetStream stream read back — in format f (only NATS
-// so far: each record a message as `nats sub --dump` writes it). next
-// returns a record and its position in the source (the stream sequence,
-// which reports show where a file has its line), or io.EOF at the end.
+// than as a file — a JetStream stream or a Kafka topic read back — in
+// format f: NATS (each record a message as `nats sub --dump` writes it) or
+// Kcat (a record as kcat -J writes it). next returns a record and its
+// position in the source (the stream sequence, or the record's place in
+// the read, which reports show where a file has its line), or io.EOF at
+// the end.
 func OpenRecords(name string, f Format, opts Options, next func() ([]byte, int, error)) (*Reader, error) {
-	if f != NATS {
-		return nil, fmt.Errorf("a record source reads NATS messages, not %s", f)
+	var parse recordParser
+	switch f {
+	case NATS:
+		parse = natsRecord(name, opts)
+	case Kcat:
+		parse = kcatRecord(name, opts)
+	default:
+		return nil, fmt.Errorf("a record source reads NATS messages or Kafka records, not %s", f)
 	}
-	parse := natsRecord(name, opts)
 	rd := &Reader{name: name, format: f}
 	rd.next = func() (Event, error) {
 		rec, pos, err := next()

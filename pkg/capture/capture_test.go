@@ -81,6 +81,23 @@ func TestSamples(t *testing.T) {
 			{"evt-2", "order-2", `{"orderId": "order-2", "amount": 20}`, 4, true},
 			{"orders/0/43", "order-4", `{"orderId": "order-4", "amount": 40}`, 5, false},
 		}},
+		// Without --id, the CloudEvents Kafka binding names the event:
+		// ce_id and ce_source, and a record without them its place.
+		{"kcat.jsonl", Options{}, Kcat, []want{
+			{"/orders/evt-1", "order-1", `{"orderId": "order-1", "amount": 10}`, 1, false},
+			{"/orders/evt-2", "order-2", `{"orderId": "order-2", "amount": 20}`, 2, false},
+			{"evt-3", "order-3", `{"orderId": "order-3", "amount": 30}`, 3, false},
+			{"/orders/evt-2", "order-2", `{"orderId": "order-2", "amount": 20}`, 4, true},
+			{"orders/0/43", "order-4", `{"orderId": "order-4", "amount": 40}`, 5, false},
+		}},
+		// Binary and structured records of one topic; the same event in
+		// two partitions is one event published twice.
+		{"kcat-cloudevents.jsonl", Options{}, Kcat, []want{
+			{"/orders/evt-1", "order-1", `{"orderId":"order-1","amount":10}`, 1, false},
+			{"/orders/evt-2", "order-2", `{"orderId":"order-2","amount":20}`, 2, false},
+			{"/orders/evt-2", "order-2", `{"orderId":"order-2","amount":20}`, 3, true},
+			{"/orders/evt-1", "order-1", `{"orderId":"order-1","amount":10}`, 4, false},
+		}},
 		{"sqs-receive.json", Options{}, SQS, []want{
 			{"a1b2c3d4-0001-4f00-8000-000000000001", "order-1", `{"orderId": "order-1", "amount": 10}`, 3, false},
 			{"a1b2c3d4-0002-4f00-8000-000000000002", "order-2", `{"orderId": "order-2", "amount": 20}`, 18, false},

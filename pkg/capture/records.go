@@ -147,54 +147,92 @@ func cloudRecord(name string, opts Options) recordParser {
 
 // kcatRecord reads one line of kcat -J: topic, partition, offset, key,
 // headers (a flat [name, value, …] array, or an object) and payload.
+// Without --id, a record in the CloudEvents Kafka binding is read as the
+// event it carries: in binary mode its id and source come from the ce_id
+// and ce_source headers; in structured mode (content-type
+// application/cloudevents+json) the payload is the event. The record's
+// key stays its business key.
 func kcatRecord(name string, opts Options) recordParser {
 	seen := map[string]int64{} // highest offset per topic/partition: bounded by partitions
 	paths := []string{"topic", "partition", "offset", "key", "payload", "headers", "ts"}
-	return func(rec []byte, _ consumer.Location) (Event, string) {
+	structured := cloudRecord(name, opts)
+	return func(rec []byte, at consumer.Location) (Event, string) {
 		f := gjson.GetManyBytes(rec, paths...)
 		if !f[0].Exists() || f[1].Type != gjson.Number || f[2].Type != gjson.Number {
 			return Event{}, "not a kcat -J record (topic, partition and offset are required)"
 		}
 		topic, part, off := f[0].String(), f[1].Int(), f[2].Int()
-		env := newEnvelope(len(rec))
-		env.str("topic", topic)
-		env.raw("partition", []byte(f[1].Raw))
-		env.raw("offset", []byte(f[2].Raw))
-		if f[6].Exists() {
-			env.raw("ts", []byte(f[6].Raw))
-		}
-		key := ""
-		if f[3].Exists() && f[3].Type != gjson.Null {
-			key = f[3].String()
-			if f[3].Type != gjson.String {
-				key = f[3].Raw
-			}
-			env.str("key", key)
-		}
-		env.raw("headers", kcatHeaders(f[5]))
-		env.raw("data", payload(f[4]))
-		body := env.bytes()
-		id := ""
-		if opts.ID != "" {
-			id = idValue(gjson.GetBytes(body, opts.ID))
-		}
-		if id == "" {
-			id = fmt.Sprintf("%s/%d/%d", topic, part, off)
-		}
-		body = append(body[:len(body)-1], `,"id":`...)
-		body = appendString(body, id)
-		body = append(body, '}')
-		if key == "" {
-			key = keyValue(body, opts.Key)
-		}
 		tp := fmt.Sprintf("%s/%d", topic, part)
 		last, ok := seen[tp]
 		redelivered := ok && off <= last
 		if !ok || off > last {
 			seen[tp] = off
 		}
-		return Event{ID: id, Key: key, Envelope: body, Redelivered: redelivered}, ""
+		hdrs := kcatHeaders(f[5])
+		if opts.ID == "" {
+			ce := gjson.GetManyBytes(hdrs, "ce_id", "ce_source", "content-type")
+			if ct := strings.ToLower(ce[2].String()); strings.HasPrefix(ct, "application/cloudevents+json") && f[4].Type == gjson.String && gjson.Valid(f[4].Str) {
+				ev, why := structured([]byte(strings.TrimSpace(f[4].Str)), at)
+				if why == "" && f[3].Type == gjson.String && opts.Key == "" {
+					ev.Key = f[3].Str
+				}
+				ev.Redelivered = redelivered
+				return ev, why
+			}
+			if ce[0].String() != "" {
+				return kcatEvent(f, hdrs, cloudEventID(ce[1].String(), ce[0].String()), ce[1].String(), redelivered, opts), ""
+			}
+		}
+		id := ""
+		if opts.ID != "" {
+			id = idValue(gjson.GetBytes(kcatEnvelope(f, hdrs), opts.ID))
+		}
+		if id == "" {
+			id = fmt.Sprintf("%s/%d/%d", topic, part, off)
+		}
+		return kcatEvent(f, hdrs, id, "", redelivered, opts), ""
 	}
+}
+
+// kcatEnvelope is a kcat record's envelope: topic, partition, offset, ts,
+// key, headers and data.
+func kcatEnvelope(f []gjson.Result, hdrs []byte) []byte {
+	env := newEnvelope(len(f[4].Raw) + len(hdrs) + 128)
+	env.str("topic", f[0].String())
+	env.raw("partition", []byte(f[1].Raw))
+	env.raw("offset", []byte(f[2].Raw))
+	if f[6].Exists() {
+		env.raw("ts", []byte(f[6].Raw))
+	}
+	if key := kcatKey(f[3]); key != "" {
+		env.str("key", key)
+	}
+	env.raw("headers", hdrs)
+	env.raw("data", payload(f[4]))
+	return env.bytes()
+}
+
+func kcatKey(k gjson.Result) string {
+	if !k.Exists() || k.Type == gjson.Null {
+		return ""
+	}
+	if k.Type != gjson.String {
+		return k.Raw
+	}
+	return k.String()
+}
+
+// kcatEvent is a kcat record as an event of the given id.
+func kcatEvent(f []gjson.Result, hdrs []byte, id, source string, redelivered bool, opts Options) Event {
+	body := kcatEnvelope(f, hdrs)
+	body = append(body[:len(body)-1], `,"id":`...)
+	body = appendString(body, id)
+	body = append(body, '}')
+	key := kcatKey(f[3])
+	if key == "" {
+		key = keyValue(body, opts.Key)
+	}
+	return Event{ID: id, Source: source, Key: key, Envelope: body, Redelivered: redelivered}
 }
 
 // kcatHeaders turns kcat's headers into an object of strings.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/amqp"
 	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/kafka"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/redact"
@@ -27,6 +28,13 @@ type brokerDeliverer struct {
 // openBroker connects to a broker target's broker.
 func openBroker(ctx context.Context, t *scenario.Target) (*brokerDeliverer, error) {
 	switch {
+	case t.Kafka != nil:
+		k := t.Kafka
+		p, err := kafka.Open(ctx, kafka.Config{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Mode: k.Mode, Create: k.Create, Partitions: k.Partitions})
+		if err != nil {
+			return nil, err
+		}
+		return &brokerDeliverer{pub: p, desc: fmt.Sprintf("Kafka %s, topic %s, consumer group %s (%s)", kafka.Name(k.Brokers), k.Topic, k.Group, k.Mode)}, nil
 	case t.NATS != nil:
 		n := t.NATS
 		p, err := nats.Open(ctx, nats.Config{URL: n.URL, Stream: n.Stream, Subject: n.Subject, Consumer: n.Durable, Mode: n.Mode, Create: n.Create, AckWait: n.AckWait})
@@ -54,7 +62,7 @@ func openBroker(ctx context.Context, t *scenario.Target) (*brokerDeliverer, erro
 }
 
 func (d *brokerDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}) Answer {
-	m := broker.Message{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: ev.Time, Data: ev.Data, MsgID: ev.MsgID}
+	m := broker.Message{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: ev.Time, Data: ev.Data, MsgID: ev.MsgID, Key: ev.Key}
 	r, err := d.pub.Publish(ctx, m)
 	if err != nil {
 		return Answer{Kind: Unacked, Err: err}

@@ -328,6 +328,7 @@ func (r *replayer) read(ctx context.Context, emit func(capture.Event)) error {
 // deliver makes one captured event's deliveries with its faults.
 func (r *replayer) deliver(ctx context.Context, j job) error {
 	ev := EventOf(j.ev.Envelope)
+	ev.Key = j.key
 	if ev.ID == "" {
 		ev.ID = j.ev.ID
 	}

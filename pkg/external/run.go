@@ -500,7 +500,8 @@ func (sys *system) Say(_ context.Context, res *runner.CheckResult, values map[st
 func (sys *system) event(st *scenario.Step) (Event, string) {
 	ev := EventOf(st.Event.Envelope)
 	ev.MsgID = st.MessageID
-	return ev, KeyOf(sys.sess.fx.KeyOf, st.Event.Envelope)
+	ev.Key = KeyOf(sys.sess.fx.KeyOf, st.Event.Envelope)
+	return ev, ev.Key
 }
 
 // Deliver makes one delivery of a step with its faults; without an

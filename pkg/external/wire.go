@@ -29,6 +29,8 @@ type Event struct {
 	// MsgID is the broker's message id (broker targets); empty means the
 	// event id.
 	MsgID string
+	// Key is the business key (key_of), a Kafka record's key.
+	Key string
 }
 
 // Defaults for the CloudEvents attributes an event left out.

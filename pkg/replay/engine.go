@@ -14,6 +14,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/inject"
+	"github.com/redeliver/redeliver/pkg/kafka"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -236,6 +237,14 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 			r, label = e.o.Stdin, "stdin"
 		case nats.IsStreamURL(name):
 			rd, err = openStream(ctx, name, e.o.Capture)
+			if err != nil {
+				cur.err = err
+				send()
+				return
+			}
+			defer rd.Close()
+		case kafka.IsTopicURL(name):
+			rd, err = openTopic(ctx, name, e.o.Capture)
 			if err != nil {
 				cur.err = err
 				send()
@@ -581,5 +590,26 @@ func openStream(ctx context.Context, name string, opts capture.Options) (*captur
 		return nil, err
 	}
 	rd.OnClose(sr)
+	return rd, nil
+}
+
+// openTopic reads a Kafka topic as a capture: its records, partition by
+// partition in offset order, each placed at its place in the read where a
+// file has a line.
+func openTopic(ctx context.Context, name string, opts capture.Options) (*capture.Reader, error) {
+	u, err := kafka.ParseTopicURL(name)
+	if err != nil {
+		return nil, inputf("%v", err)
+	}
+	tr, err := kafka.ReadTopic(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := capture.OpenRecords(name, capture.Kcat, opts, tr.Next)
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	rd.OnClose(tr)
 	return rd, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/inject"
+	"github.com/redeliver/redeliver/pkg/kafka"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -191,6 +192,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			continue
 		}
+		if kafka.IsTopicURL(in) {
+			if _, err := kafka.ParseTopicURL(in); err != nil {
+				return nil, inputf("%v", err)
+			}
+			if f := o.Capture.Format; f != "" && f != capture.Auto && f != capture.Kcat {
+				return nil, inputf("%s is a Kafka topic: its records are read as --input kcat, not %s", in, f)
+			}
+			continue
+		}
 		if st, err := os.Stat(in); err != nil {
 			return nil, problem.Invalid(problem.Pos{File: in}, "no such capture file")
 		} else if st.IsDir() {
@@ -286,6 +296,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rep.NotCompared = "stdin cannot be read again"
 		} else if slices.ContainsFunc(o.Inputs, nats.IsStreamURL) {
 			rep.NotCompared = "a stream is replayed once"
+		} else if slices.ContainsFunc(o.Inputs, kafka.IsTopicURL) {
+			rep.NotCompared = "a topic is replayed once"
 		} else {
 			own, err := row(ctx, db, rep)
 			if err != nil {

@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,9 +52,27 @@ type AMQPTarget struct {
 	DrainTimeout time.Duration
 }
 
-// Broker reports whether the target is a broker (nats or amqp): its
-// deliveries are publishes, and the broker decides when a check ends.
-func (t *Target) Broker() bool { return t.NATS != nil || t.AMQP != nil }
+// KafkaTarget produces every delivery to a Kafka topic, keyed by its
+// business key, for the consumer group to read.
+type KafkaTarget struct {
+	Pos     Pos
+	Brokers []string // HOST:PORT of the bootstrap brokers
+	Topic   string
+	Group   string // the consumer group whose committed offsets end a check
+	Create  bool
+	// Partitions is how many partitions create gives the topic (0: the
+	// cluster's default).
+	Partitions   int
+	Mode         broker.Mode
+	DrainTimeout time.Duration
+}
+
+// MaxPartitions bounds the partitions a file may ask create for.
+const MaxPartitions = 1024
+
+// Broker reports whether the target is a broker (nats, amqp or kafka):
+// its deliveries are publishes, and the broker decides when a check ends.
+func (t *Target) Broker() bool { return t.NATS != nil || t.AMQP != nil || t.Kafka != nil }
 
 // DrainTimeout is how long a broker target's consumer may take to drain.
 func (t *Target) DrainTimeout() time.Duration {
@@ -61,6 +81,8 @@ func (t *Target) DrainTimeout() time.Duration {
 		return t.NATS.DrainTimeout
 	case t.AMQP != nil:
 		return t.AMQP.DrainTimeout
+	case t.Kafka != nil:
+		return t.Kafka.DrainTimeout
 	}
 	return 0
 }
@@ -187,6 +209,101 @@ func (l *loader) amqpTarget(n *yaml.Node) *AMQPTarget {
 		l.errorf(n, "target amqp publishes to exchange %s, so it needs routing_key: a template such as orders.{type}", t.Exchange)
 	}
 	return t
+}
+
+func (l *loader) kafkaTarget(n *yaml.Node) *KafkaTarget {
+	t := &KafkaTarget{Pos: l.pos(n), Mode: broker.Binary, DrainTimeout: DefaultDrainTimeout}
+	seen := map[string]bool{}
+	l.mapping(n, "target kafka", []field{
+		{"brokers", func(k, v *yaml.Node) {
+			seen["brokers"] = true
+			t.Brokers = l.kafkaBrokers(v)
+		}},
+		{"topic", func(k, v *yaml.Node) {
+			seen["topic"] = true
+			t.Topic = l.nonEmpty(v, "topic")
+			if t.Topic != "" && !kafkaName(t.Topic) {
+				l.errorf(v, "topic %q is not a Kafka topic name: at most 249 of the letters, digits, '.', '_' and '-', and not . or ..", t.Topic)
+			}
+		}},
+		{"group", func(k, v *yaml.Node) { seen["group"] = true; t.Group = l.nonEmpty(v, "group") }},
+		{"create", func(k, v *yaml.Node) { t.Create = l.boolean(v, "create") }},
+		{"partitions", func(k, v *yaml.Node) {
+			t.Partitions, _ = l.integer(v, "partitions", 1, MaxPartitions)
+			seen["partitions"] = true
+		}},
+		{"mode", func(k, v *yaml.Node) { t.Mode = l.brokerMode(v) }},
+		{"drain_timeout", func(k, v *yaml.Node) { t.DrainTimeout = l.timeout(v, "drain_timeout") }},
+	})
+	if n.Kind != yaml.MappingNode {
+		return t
+	}
+	for _, need := range []struct{ field, what string }{
+		{"brokers", "the bootstrap brokers, such as [127.0.0.1:9092]"},
+		{"topic", "the topic each delivery is produced to"},
+		{"group", "the consumer group your consumer reads with, whose committed offsets end a check"},
+	} {
+		if !seen[need.field] {
+			l.errorf(n, "target kafka needs %s: %s", need.field, need.what)
+		}
+	}
+	if seen["partitions"] && !t.Create {
+		l.errorf(n, "target kafka sets partitions, which only create: true uses (redeliver never changes a topic that exists)")
+	}
+	return t
+}
+
+// kafkaBrokers reads the bootstrap brokers: a list of HOST:PORT (or one).
+func (l *loader) kafkaBrokers(n *yaml.Node) []string {
+	var items []*yaml.Node
+	switch n.Kind {
+	case yaml.SequenceNode:
+		items = n.Content
+	case yaml.ScalarNode:
+		items = []*yaml.Node{n}
+	default:
+		l.errorf(n, "brokers must be a list of HOST:PORT such as [127.0.0.1:9092], not %s", describe(n))
+		return nil
+	}
+	if len(items) == 0 {
+		l.errorf(n, "brokers is empty: name at least one, such as [127.0.0.1:9092]")
+	}
+	var out []string
+	for _, it := range items {
+		v, ok := l.xstr(it, "brokers entry")
+		if !ok {
+			continue
+		}
+		// One entry may hold several, comma-separated, as a variable
+		// such as ${KAFKA_BROKERS} often does.
+		for _, s := range strings.Split(v, ",") {
+			s = strings.TrimSpace(s)
+			host, port, err := net.SplitHostPort(s)
+			if err != nil || host == "" || port == "" || strings.Contains(s, "/") {
+				l.errorf(it, "brokers entry %q must be HOST:PORT such as 127.0.0.1:9092 (no scheme)", s)
+				continue
+			}
+			if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+				l.errorf(it, "brokers entry %q has no port from 1 to 65535", s)
+				continue
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// kafkaName reports whether s is a legal Kafka topic name.
+func kafkaName(s string) bool {
+	if len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // brokerStep checks a deliver step of a broker target: the broker, not

@@ -25,6 +25,7 @@ type Target struct {
 	Exec  *ExecTarget
 	NATS  *NATSTarget
 	AMQP  *AMQPTarget
+	Kafka *KafkaTarget
 	Start *Start
 }
 
@@ -157,7 +158,8 @@ func (c *Crash) Statement() bool {
 // Answers are the words a target-mode delivery expect may name.
 var Answers = []string{"acked", "conflict", "rejected", "unacked"}
 
-// Channel names the way the target is reached: http, exec, nats or amqp.
+// Channel names the way the target is reached: http, exec, nats, amqp or
+// kafka.
 func (t *Target) Channel() string {
 	switch {
 	case t.HTTP != nil:
@@ -166,6 +168,8 @@ func (t *Target) Channel() string {
 		return "nats"
 	case t.AMQP != nil:
 		return "amqp"
+	case t.Kafka != nil:
+		return "kafka"
 	}
 	return "exec"
 }
@@ -365,14 +369,15 @@ func (l *loader) target(n *yaml.Node) {
 		{"exec", func(k, v *yaml.Node) { channels = append(channels, k); t.Exec = l.execTarget(v) }},
 		{"nats", func(k, v *yaml.Node) { channels = append(channels, k); t.NATS = l.natsTarget(v) }},
 		{"amqp", func(k, v *yaml.Node) { channels = append(channels, k); t.AMQP = l.amqpTarget(v) }},
+		{"kafka", func(k, v *yaml.Node) { channels = append(channels, k); t.Kafka = l.kafkaTarget(v) }},
 		{"start", func(k, v *yaml.Node) { t.Start = l.start(v) }},
 	})
 	switch {
 	case n.Kind != yaml.MappingNode:
 	case len(channels) == 0:
-		l.errorf(n, "the target names no channel; expected http: (a URL the consumer listens on), exec: (a command run once per delivery), nats: (a JetStream stream) or amqp: (a RabbitMQ queue)")
+		l.errorf(n, "the target names no channel; expected http: (a URL the consumer listens on), exec: (a command run once per delivery), nats: (a JetStream stream), amqp: (a RabbitMQ queue) or kafka: (a Kafka topic and consumer group)")
 	case len(channels) > 1:
-		l.errorf(channels[1], "the target has two channels; choose one of http, exec, nats or amqp")
+		l.errorf(channels[1], "the target has two channels; choose one of http, exec, nats, amqp or kafka")
 	}
 }
 
@@ -865,7 +870,7 @@ func (l *loader) validateTarget(root *yaml.Node, handlerNode, effectsNode *yaml.
 		return
 	}
 	if st := s.Target.Start; st != nil && st.Instances > 1 && !s.Target.Broker() {
-		l.errs = append(l.errs, errorf(st.InstancesPos, "instances: %d needs a broker target (nats or amqp), where the copies share one queue; %s copies would each need their own address", st.Instances, s.Target.Channel()))
+		l.errs = append(l.errs, errorf(st.InstancesPos, "instances: %d needs a broker target (nats, amqp or kafka), where the copies share one queue; %s copies would each need their own address", st.Instances, s.Target.Channel()))
 	}
 	if handlerNode != nil {
 		l.errorf(handlerNode, "a scenario tests either the built-in handler or your own target, not both: remove handler or target")

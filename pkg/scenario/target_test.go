@@ -129,9 +129,9 @@ func TestLoadTargetErrors(t *testing.T) {
 	const http = "target:\n  http: {url: \"http://127.0.0.1:1/e\"}\n"
 	const amqpT = "target: {amqp: {url: \"amqp://a:5672/\", queue: q}}\n"
 	tests := []struct{ name, src, want string }{
-		{"unknown channel", "version: 1\ntarget:\n  grpc: {url: x}\n" + effects + checks, "f.yaml:3:3: unknown field \"grpc\" in the target; expected one of http, exec, nats, amqp, start"},
+		{"unknown channel", "version: 1\ntarget:\n  grpc: {url: x}\n" + effects + checks, "f.yaml:3:3: unknown field \"grpc\" in the target; expected one of http, exec, nats, amqp, kafka, start"},
 		{"no channel", "version: 1\ntarget:\n  start: {command: [a], ready: \"tcp://127.0.0.1:1\"}\n" + effects + checks, "f.yaml:3:3: the target names no channel"},
-		{"two channels", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  exec: {command: [a]}\n" + effects + checks, "f.yaml:4:3: the target has two channels; choose one of http, exec, nats or amqp"},
+		{"two channels", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  exec: {command: [a]}\n" + effects + checks, "f.yaml:4:3: the target has two channels; choose one of http, exec, nats, amqp or kafka"},
 		{"handler and target", "version: 1\nhandler: {strategy: none}\n" + http + effects + checks, "f.yaml:2:1: a scenario tests either the built-in handler or your own target, not both"},
 		{"target without effects", "version: 1\n" + http + checks, "f.yaml:1:1: a target needs effects"},
 		{"effects without target", "version: 1\n" + effects + checks, "f.yaml:2:1: effects describes a target's database"},
@@ -194,6 +194,18 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"nats ack_wait too short", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, ack_wait: 1ns}\n" + effects + checks, "f.yaml:3:77: ack_wait must be at least 100ms, not 1ns"},
 		{"nats ack_wait of zero", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, ack_wait: 0s}\n" + effects + checks, "f.yaml:3:77: ack_wait must be a positive duration"},
 		{"nats bad mode", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d, mode: raw}\n" + effects + checks, "f.yaml:3:73: unknown mode \"raw\"; expected binary or structured"},
+		{"kafka without group", "version: 1\ntarget:\n  kafka: {brokers: [\"127.0.0.1:9092\"], topic: orders}\n" + effects + checks, "f.yaml:3:10: target kafka needs group: the consumer group"},
+		{"kafka without brokers", "version: 1\ntarget:\n  kafka: {topic: orders, group: g}\n" + effects + checks, "f.yaml:3:10: target kafka needs brokers"},
+		{"kafka broker with a scheme", "version: 1\ntarget:\n  kafka: {brokers: [\"kafka://h:9092\"], topic: orders, group: g}\n" + effects + checks, "f.yaml:3:21: brokers entry \"kafka://h:9092\" must be HOST:PORT"},
+		{"kafka broker without a port", "version: 1\ntarget:\n  kafka: {brokers: [h], topic: orders, group: g}\n" + effects + checks, "f.yaml:3:21: brokers entry \"h\" must be HOST:PORT"},
+		{"kafka broker port out of range", "version: 1\ntarget:\n  kafka: {brokers: [\"h:1,h:70000\"], topic: orders, group: g}\n" + effects + checks, "f.yaml:3:21: brokers entry \"h:70000\" has no port from 1 to 65535"},
+		{"kafka empty brokers", "version: 1\ntarget:\n  kafka: {brokers: [], topic: orders, group: g}\n" + effects + checks, "f.yaml:3:20: brokers is empty"},
+		{"kafka bad topic", "version: 1\ntarget:\n  kafka: {brokers: [\"h:9092\"], topic: \"orders/eu\", group: g}\n" + effects + checks, "f.yaml:3:39: topic \"orders/eu\" is not a Kafka topic name"},
+		{"kafka partitions without create", "version: 1\ntarget:\n  kafka: {brokers: [\"h:9092\"], topic: t, group: g, partitions: 3}\n" + effects + checks, "f.yaml:3:10: target kafka sets partitions, which only create: true uses"},
+		{"kafka partitions zero", "version: 1\ntarget:\n  kafka: {brokers: [\"h:9092\"], topic: t, group: g, create: true, partitions: 0}\n" + effects + checks, "f.yaml:3:78: partitions must be between 1 and 1024, not 0"},
+		{"kafka unknown field", "version: 1\ntarget:\n  kafka: {brokers: [\"h:9092\"], topic: t, group: g, queue: q}\n" + effects + checks, "f.yaml:3:52: unknown field \"queue\" in target kafka"},
+		{"kafka bad mode", "version: 1\ntarget:\n  kafka: {brokers: [\"h:9092\"], topic: t, group: g, mode: raw}\n" + effects + checks, "f.yaml:3:58: unknown mode \"raw\"; expected binary or structured"},
+		{"kafka drop", "version: 1\ntarget:\n  kafka: {brokers: [\"h:9092\"], topic: t, group: g}\n" + effects + checks + "        drop: response\n", "f.yaml:8:9: drop cuts off an answer, and a broker target has none"},
 		{"amqp without queue", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\"}\n" + effects + checks, "f.yaml:3:9: target amqp needs queue"},
 		{"amqp bad url", "version: 1\ntarget:\n  amqp: {url: \"nats://a:4222\", queue: q}\n" + effects + checks, "f.yaml:3:15: url must be a amqp:// URL"},
 		{"amqp exchange without routing key", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q, exchange: x}\n" + effects + checks, "f.yaml:3:9: target amqp publishes to exchange x, so it needs routing_key"},
@@ -201,7 +213,7 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"broker drop", "version: 1\n" + amqpT + effects + checks + "        drop: response\n", "f.yaml:7:9: drop cuts off an answer, and a broker target has none"},
 		{"broker crash without start", "version: 1\n" + amqpT + effects + checks + "        crash: random\n", "f.yaml:7:9: crash kills a consumer instance redeliver started, and this target has no start"},
 		{"broker crash sweep", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q}\n  start: {command: [a], ready: {stdout: x}, instances: 3}\n" + effects + checks + "        crash: sweep\n", "f.yaml:9:9: crash: sweep waits for an answer, and a broker target has none"},
-		{"instances on http", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: {stdout: x}, instances: 3}\n" + effects + checks, "f.yaml:4:45: instances: 3 needs a broker target (nats or amqp)"},
+		{"instances on http", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: {stdout: x}, instances: 3}\n" + effects + checks, "f.yaml:4:45: instances: 3 needs a broker target (nats, amqp or kafka)"},
 		{"instances zero", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q}\n  start: {command: [a], ready: {stdout: x}, instances: 0}\n" + effects + checks, "f.yaml:4:56: instances must be"},
 		{"broker concurrent", "version: 1\n" + amqpT + effects + checks + "        concurrent: 2\n", "f.yaml:7:9: concurrent hands one event to several workers"},
 		{"broker expect conflict", "version: 1\n" + amqpT + effects + checks + "        expect: conflict\n", "f.yaml:7:9: a broker target has no answer per delivery"},
@@ -312,6 +324,18 @@ func TestLoadBrokerTarget(t *testing.T) {
 	a := s.Target.AMQP
 	if a == nil || a.Queue != "q" || a.Exchange != "" || !a.RoutingKey.IsZero() || a.Create || a.Mode != "binary" || a.DrainTimeout != DefaultDrainTimeout {
 		t.Errorf("amqp = %+v", a)
+	}
+	t.Setenv("REDELIVER_TEST_KAFKA", "10.0.0.1:9092, 10.0.0.2:9092")
+	src = "version: 1\ntarget:\n  kafka: {brokers: [\"${REDELIVER_TEST_KAFKA}\", \"h3:9093\"], topic: orders.v1, group: payments, create: true, partitions: 6, mode: structured}\n  start: {command: [a], ready: {stdout: x}, instances: 4}\neffects: {db: x.db, table: p, key: k, key_of: \"{data.orderId}\"}\nchecks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n        crash: random\n"
+	if s, err = Load("t.yaml", []byte(src)); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	k := s.Target.Kafka
+	if k == nil || strings.Join(k.Brokers, " ") != "10.0.0.1:9092 10.0.0.2:9092 h3:9093" || k.Topic != "orders.v1" || k.Group != "payments" || !k.Create || k.Partitions != 6 || k.Mode != "structured" || k.DrainTimeout != DefaultDrainTimeout {
+		t.Errorf("kafka = %+v", k)
+	}
+	if !s.Target.Broker() || s.Target.Channel() != "kafka" || s.Target.DrainTimeout() != DefaultDrainTimeout {
+		t.Errorf("Broker() = %v, Channel() = %q", s.Target.Broker(), s.Target.Channel())
 	}
 }
 
