@@ -35,6 +35,12 @@ type brokerConfig struct {
 	amqp     string // amqp://USER:PASS@HOST:PORT/
 	queue    string
 	prefetch int
+	kafka    string // HOST:PORT[,HOST:PORT…]
+	topic    string
+	group    string
+	// sessionTimeout is how long the group waits for a member's
+	// heartbeat before it takes the member for dead and rebalances.
+	sessionTimeout time.Duration
 }
 
 func (b *brokerConfig) flags(fs *flag.FlagSet) {
@@ -45,15 +51,23 @@ func (b *brokerConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&b.ackWait, "ack-wait", 2*time.Second, "JetStream: how long a delivery may stay unacked before JetStream redelivers it")
 	fs.StringVar(&b.amqp, "amqp", "", "consume from RabbitMQ at this URL (with --queue)")
 	fs.StringVar(&b.queue, "queue", "", "RabbitMQ: the queue to read (declared durable at start)")
-	fs.IntVar(&b.prefetch, "prefetch", 8, "deliveries in flight at once (JetStream pull batch, RabbitMQ prefetch), each handled concurrently")
+	fs.IntVar(&b.prefetch, "prefetch", 8, "deliveries in flight at once (JetStream pull batch, RabbitMQ prefetch, Kafka records per poll), each handled concurrently (Kafka: one partition's in order)")
+	fs.StringVar(&b.kafka, "kafka", "", "consume from Kafka at these brokers, HOST:PORT[,HOST:PORT…] (with --topic and --group)")
+	fs.StringVar(&b.topic, "topic", "", "Kafka: the topic to read")
+	fs.StringVar(&b.group, "group", "", "Kafka: the consumer group to read it as (offsets committed after each batch's transactions)")
+	fs.DurationVar(&b.sessionTimeout, "session-timeout", 6*time.Second, "Kafka: how long the group waits for a member's heartbeat before it rebalances its partitions away (at least the cluster's group.min.session.timeout.ms)")
 }
 
-func (b *brokerConfig) on() bool { return b.nats != "" || b.amqp != "" }
+func (b *brokerConfig) on() bool { return b.nats != "" || b.amqp != "" || b.kafka != "" }
 
 func (b *brokerConfig) check() error {
 	switch {
-	case b.nats != "" && b.amqp != "":
-		return errors.New("give one of --nats and --amqp")
+	case (b.nats != "") && (b.amqp != "") || (b.nats != "" || b.amqp != "") && b.kafka != "":
+		return errors.New("give one of --nats, --amqp and --kafka")
+	case b.kafka != "" && (b.topic == "" || b.group == ""):
+		return errors.New("--kafka needs --topic and --group")
+	case b.kafka != "" && b.sessionTimeout <= 0:
+		return errors.New("--session-timeout must be positive")
 	case b.nats != "" && (b.stream == "" || b.durable == ""):
 		return errors.New("--nats needs --stream and --durable")
 	case b.amqp != "" && b.queue == "":
@@ -115,15 +129,15 @@ func (c *consumer) settle(f func() error, what string) {
 	}
 }
 
-// decodeBrokerMessage reads an event in the CloudEvents NATS or AMQP
-// binding: structured (application/cloudevents+json) or binary (the
-// attributes in ce-* or cloudEvents_* headers, data as the body).
+// decodeBrokerMessage reads an event in the CloudEvents NATS, AMQP or
+// Kafka binding: structured (application/cloudevents+json) or binary (the
+// attributes in ce-*, cloudEvents_* or ce_* headers, data as the body).
 func decodeBrokerMessage(header func(string) string, body []byte) (event, error) {
 	ct, _, _ := mime.ParseMediaType(header("Content-Type"))
 	if ct == "application/cloudevents+json" {
 		return decodeCloudEvent(body)
 	}
-	for _, prefix := range []string{"ce-", "cloudEvents_", "cloudEvents:"} {
+	for _, prefix := range []string{"ce-", "ce_", "cloudEvents_", "cloudEvents:"} {
 		if v := header(prefix + "specversion"); v != "" {
 			if v != "1.0" {
 				return event{}, rejectf("%sspecversion %q is not 1.0", prefix, v)
@@ -144,9 +158,12 @@ func consumeBroker(ctx context.Context, c *consumer, b brokerConfig, stdout, std
 		return exitTempFail
 	}
 	var err error
-	if b.nats != "" {
+	switch {
+	case b.nats != "":
 		err = consumeJetStream(ctx, c, b, stdout)
-	} else {
+	case b.kafka != "":
+		err = consumeKafka(ctx, c, b, stdout)
+	default:
 		err = consumeRabbitMQ(ctx, c, b, stdout)
 	}
 	c.background.Wait()

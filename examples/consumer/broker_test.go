@@ -479,6 +479,8 @@ func TestDecodeBrokerMessage(t *testing.T) {
 	}{
 		{"nats binary", map[string]string{"ce-specversion": "1.0", "ce-id": "e1", "Content-Type": "application/json"}, data, "e1", ""},
 		{"amqp binary", map[string]string{"cloudEvents_specversion": "1.0", "cloudEvents_id": "e1"}, data, "e1", ""},
+		{"kafka binary", map[string]string{"ce_specversion": "1.0", "ce_id": "e1", "content-type": "application/json"}, data, "e1", ""},
+		{"kafka structured", map[string]string{"content-type": "application/cloudevents+json"}, structured, "e1", ""},
 		{"amqp binary, old prefix", map[string]string{"cloudEvents:specversion": "1.0", "cloudEvents:id": "e1"}, data, "e1", ""},
 		{"structured", map[string]string{"Content-Type": "application/cloudevents+json; charset=utf-8"}, structured, "e1", ""},
 		{"another specversion", map[string]string{"ce-specversion": "0.3", "ce-id": "e1"}, data, "", "is not 1.0"},

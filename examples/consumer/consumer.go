@@ -22,9 +22,10 @@ const (
 	flawAckBeforeCommit    flaw = "ack-before-commit"    // answers 202, then does the work
 	flawMarkerAfterEffect  flaw = "marker-after-effect"  // payment and marker in two transactions
 	flawExternalWithoutKey flaw = "external-without-key" // calls the provider with no idempotency key
+	flawCommitBeforeWork   flaw = "commit-before-work"   // Kafka: commits a polled batch's offsets, then does the work
 )
 
-var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawExternalWithoutKey}
+var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawExternalWithoutKey, flawCommitBeforeWork}
 
 func parseFlaw(s string) (flaw, error) {
 	if s == "" || s == "safe" {
@@ -35,7 +36,7 @@ func parseFlaw(s string) (flaw, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, external-without-key", s)
+	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, external-without-key, commit-before-work", s)
 }
 
 func (f flaw) String() string {

@@ -57,7 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.listen, "listen", "", "serve HTTP on this address, e.g. 127.0.0.1:8080")
 	fs.BoolVar(&c.exec, "exec", false, "process one event (a structured CloudEvent) from stdin and exit: 0 acked, 65 conflict, 66 rejected")
 	fs.StringVar(&c.db, "db", "", "a SQLite file path (or sqlite:PATH), or postgres://… (search_path=SCHEMA selects, and creates, a schema)")
-	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | external-without-key (empty: safe)")
+	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | external-without-key | commit-before-work (--kafka only) (empty: safe)")
 	fs.DurationVar(&c.work, "work", 0, "simulated downstream latency, spent inside each flaw's window")
 	fs.StringVar(&c.secretEnv, "secret-env", "", "environment variable holding the Standard Webhooks secret (whsec_<base64> or raw) to verify signatures with")
 	fs.StringVar(&c.idHeader, "id-header", "Idempotency-Key", "raw mode: the header carrying the event id")
@@ -76,14 +76,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	switch {
 	case c.db == "":
 		return c, errors.New("--db is required: a SQLite file path or a postgres:// URL")
+	case c.flaw == flawCommitBeforeWork && c.broker.kafka == "":
+		return c, errors.New("--flaw commit-before-work needs --kafka: it commits a consumer group's offsets before the work")
 	case c.broker.on() && (c.exec || c.listen != ""):
-		return c, errors.New("give one of --listen ADDR, --exec, --nats URL and --amqp URL")
+		return c, errors.New("give one of --listen ADDR, --exec, --nats URL, --amqp URL and --kafka BROKERS")
 	case c.broker.on():
 		if err := c.broker.check(); err != nil {
 			return c, err
 		}
 	case c.exec == (c.listen != ""):
-		return c, errors.New("give exactly one of --listen ADDR, --exec, --nats URL and --amqp URL")
+		return c, errors.New("give exactly one of --listen ADDR, --exec, --nats URL, --amqp URL and --kafka BROKERS")
 	case c.exec && c.flaw == flawAckBeforeCommit:
 		return c, errors.New("--flaw ack-before-commit needs --listen: an --exec process that has exited has nothing left to commit")
 	case c.work < 0:

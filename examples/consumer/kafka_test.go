@@ -1,0 +1,140 @@
+package main
+
+// The consumer as a Kafka consumer group, on an in-process Kafka cluster
+// (kfake) that each test starts for itself: nothing to install. redeliver
+// produces into it, three members read it, kills make the group rebalance,
+// and the run ends once the group has committed every partition to its
+// end.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// kafkaCluster starts an in-process Kafka cluster of three brokers for one
+// test, closed when it ends, and names a topic and group of the test's own
+// in env. Its groups take a session timeout down to 200ms, so that a
+// killed member's partitions move to another within a second here, where
+// a real cluster's floor is 6s.
+func kafkaCluster(t testing.TB, env map[string]string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	env["KAFKA"] = strings.Join(c.ListenAddrs(), ",")
+	env["TOPIC"] = "payments-" + suffix()
+	env["GROUP"] = "payments-" + suffix()
+	env["SESSION_TIMEOUT"] = "1s"
+}
+
+// TestKafkaScenario runs examples/consumer/brokers/kafka.yaml through the
+// redeliver command: three members, two of them killed on the way (none
+// may be left running at the end). The safe consumer passes; --flaw none
+// pays the order an outbox produced twice twice, and the order produced
+// three times three times: duplicate-effect.
+func TestKafkaScenario(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"none", "duplicate-effect"}} {
+		t.Run(tt.flaw, func(t *testing.T) {
+			t.Parallel()
+			brokerSlot(t)
+			env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
+			kafkaCluster(t, env)
+			o := redeliver(t, env, "run", "examples/consumer/brokers/kafka.yaml", "-v")
+			t.Log(o.stdout)
+			if tt.invariant == "" {
+				want := "2 crashes, 5 effect rows; broker: 8 published, "
+				if o.exit != 0 || !strings.Contains(o.stdout, want) || !strings.Contains(o.stdout, "(3 instances)") || !strings.Contains(o.stdout, "Kafka "+env["KAFKA"]+", topic "+env["TOPIC"]) {
+					t.Fatalf("want exit 0, 3 instances and %q, got\n%s", want, o)
+				}
+				return
+			}
+			if o.exit != 1 || !strings.Contains(o.stdout, "invariant "+tt.invariant+" broken") || !strings.Contains(o.stdout, "key O-2 has 3 rows") {
+				t.Fatalf("want exit 1 naming %s, and key O-2 paid 3 times, got\n%s", tt.invariant, o)
+			}
+		})
+	}
+}
+
+// TestKafkaReplayUnderNemesis replays a capture through the redeliver
+// command into three members, with --kill-every killing one at random
+// until the group has committed everything. The safe consumer ends with
+// one payment per event; commit-before-work, killed after it committed a
+// batch and before the batch's work was done, loses payments
+// (lost-effect), and so does ack-before-commit, which commits each
+// record's offset just before its work.
+func TestKafkaReplayUnderNemesis(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	events := scaled(300, 2000)
+	capture := filepath.Join(t.TempDir(), "capture.jsonl")
+	var b strings.Builder
+	for i := range events {
+		fmt.Fprintf(&b, `{"specversion":"1.0","id":"evt-%d","source":"/orders","type":"order_paid","data":{"orderId":"O-%d","amount":%d}}`+"\n", i, i, i%100+1)
+	}
+	if err := os.WriteFile(capture, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kills := regexp.MustCompile(`, ([0-9]+) instance kills, `)
+	// ack-before-commit commits once per record, so a member stays in a
+	// commit longer while the group rebalances: its kills come less often.
+	for _, tt := range []struct{ flaw, invariant, work, every string }{
+		{"safe", "", "10ms", "700ms"},
+		{"commit-before-work", "lost-effect", "50ms", "700ms"},
+		{"ack-before-commit", "lost-effect", "50ms", "2s"},
+	} {
+		t.Run(tt.flaw, func(t *testing.T) {
+			t.Parallel()
+			brokerSlot(t)
+			env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "WORK": tt.work, "DATABASE_URL": freshSchema(t, pg)}
+			kafkaCluster(t, env)
+			o := redeliver(t, env, "replay", capture, "--target", "examples/consumer/brokers/kafka-target.yaml", "--kill-every", tt.every)
+			t.Log(o.stdout)
+			if tt.invariant == "" {
+				if m := kills.FindStringSubmatch(o.stdout); m == nil || m[1] == "0" {
+					t.Fatalf("want members killed, got\n%s", o)
+				}
+				want := fmt.Sprintf("%d published, ", events)
+				if o.exit != 0 || !strings.Contains(o.stdout, want) || !strings.Contains(o.stdout, fmt.Sprintf(", %d effect rows", events)) {
+					t.Fatalf("want exit 0, %q and %d effect rows, got\n%s", want, events, o)
+				}
+				return
+			}
+			if o.exit != 1 || !strings.Contains(o.stdout, "invariant "+tt.invariant+" broken") {
+				t.Fatalf("want exit 1 naming %s, got\n%s", tt.invariant, o)
+			}
+		})
+	}
+}
+
+func TestKafkaFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		bad  string
+	}{
+		{[]string{"--db", "x.db", "--kafka", "h:9092", "--topic", "t", "--group", "g"}, ""},
+		{[]string{"--db", "x.db", "--kafka", "h:9092", "--topic", "t", "--group", "g", "--flaw", "commit-before-work"}, ""},
+		{[]string{"--db", "x.db", "--kafka", "h:9092", "--topic", "t"}, "--kafka needs --topic and --group"},
+		{[]string{"--db", "x.db", "--kafka", "h:9092", "--topic", "t", "--group", "g", "--nats", "nats://h"}, "one of --nats, --amqp and --kafka"},
+		{[]string{"--db", "x.db", "--kafka", "h:9092", "--topic", "t", "--group", "g", "--session-timeout", "0s"}, "--session-timeout must be positive"},
+		{[]string{"--db", "x.db", "--listen", ":0", "--flaw", "commit-before-work"}, "--flaw commit-before-work needs --kafka"},
+	} {
+		_, err := parseFlags(c.args, io.Discard)
+		if (c.bad == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.bad)) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.bad)
+		}
+	}
+}
