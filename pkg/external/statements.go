@@ -32,11 +32,23 @@ func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (
 	select {
 	case <-w.Held():
 		reached = true
+		// A consumer that answers before its work (and works on after)
+		// may have answered already: then the kill came after the answer.
+		answered := false
+		select {
+		case a = <-answers:
+			answered = true
+		default:
+		}
 		if s.proc != nil {
 			s.proc.Kill()
 		}
 		close(kill)
 		w.Cut()
+		if answered {
+			a.Crashed, a.CrashCame = true, AfterAnswer
+			break
+		}
 		a = <-answers
 		// Held at a statement, the consumer had not answered: whatever
 		// came back is the kill's doing.
