@@ -55,6 +55,9 @@ type Answer struct {
 	Crashed  bool // the consumer was killed during or after this delivery (crash:)
 	// CrashCame says when that kill came against the consumer's answer.
 	CrashCame Timing
+	// KilledAt is when the kill came, Restarted when the consumer was
+	// ready again after it (zero when it was not restarted).
+	KilledAt, Restarted time.Time
 	// RetryAfter is how long the consumer asked the redelivery to wait
 	// (an HTTP Retry-After header, at most MaxRetryAfter).
 	RetryAfter time.Duration

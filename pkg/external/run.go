@@ -333,6 +333,7 @@ func (s *Session) crash(ctx context.Context, ev Event, d time.Duration) (Answer,
 	if s.proc != nil {
 		s.proc.Kill()
 	}
+	killed := time.Now()
 	close(kill)
 	if !answered {
 		a = <-answers
@@ -347,6 +348,7 @@ func (s *Session) crash(ctx context.Context, ev Event, d time.Duration) (Answer,
 		if err := s.proc.Restart(ctx); err != nil {
 			return a, err
 		}
+		a.KilledAt, a.Restarted = killed, time.Now()
 		s.dl.Forget()
 	}
 	return a, nil
@@ -585,7 +587,12 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 				return a, err
 			}
 			a.Crashed, a.CrashCame = true, Unknown
-			return a, sys.sess.crashInstance(ctx, sys.rng)
+			killed := time.Now()
+			if err := sys.sess.crashInstance(ctx, sys.rng); err != nil || len(sys.sess.procs) == 0 {
+				return a, err
+			}
+			a.KilledAt, a.Restarted = killed, time.Now()
+			return a, nil
 		})
 	case st.Crash != nil:
 		var a Answer
@@ -681,7 +688,7 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 // ran, and counts it; the record the runner keeps is returned beside it.
 func (sys *system) record(c runner.Call, ev Event, key string, a Answer, span invariant.Span) (*Delivery, *invariant.Record) {
 	if a.Crashed {
-		span.Crash = string(a.CrashCame)
+		span.Crash, span.Killed, span.Restarted = string(a.CrashCame), a.KilledAt, a.Restarted
 	}
 	rec := c.Rec.Record(invariant.Record{EventID: ev.ID, Key: key, Result: resultOf(a), Span: span}, false)
 	d := &Delivery{Record: *rec, Answer: a, Expected: c.St.Expect != nil}

@@ -29,6 +29,7 @@ func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (
 	kill := make(chan struct{})
 	answers := make(chan Answer, 1)
 	go func() { answers <- s.dl.Deliver(ctx, ev, kill) }()
+	var killed time.Time
 	select {
 	case <-w.Held():
 		reached = true
@@ -43,6 +44,7 @@ func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (
 		if s.proc != nil {
 			s.proc.Kill()
 		}
+		killed = time.Now()
 		close(kill)
 		w.Cut()
 		if answered {
@@ -68,6 +70,7 @@ func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (
 		if err := s.proc.Restart(ctx); err != nil {
 			return a, trace, reached, err
 		}
+		a.KilledAt, a.Restarted = killed, time.Now()
 		s.dl.Forget()
 	}
 	return a, trace, reached, nil
@@ -345,9 +348,11 @@ func (s *Session) crashAtStatement(ctx context.Context, ev Event, at *pgproxy.Bo
 	a.CrashCame = AfterAnswer
 	if s.proc != nil {
 		s.proc.Kill()
+		killed := time.Now()
 		if err := s.proc.Restart(ctx); err != nil {
 			return a, err
 		}
+		a.KilledAt, a.Restarted = killed, time.Now()
 		s.dl.Forget()
 	}
 	return a, nil

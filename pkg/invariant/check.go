@@ -56,6 +56,10 @@ type Span struct {
 	// after-answer, unknown); empty when it was not. The built-in
 	// handler's crashes are its outcome crashed.
 	Crash string
+	// Killed is when that kill came, and Restarted when the consumer
+	// redeliver had started was ready again after it; both zero when it
+	// was not restarted (no crash, or an exec target's own process).
+	Killed, Restarted time.Time
 }
 
 // Expand lists every delivery of a history, each run of repeats (see

@@ -105,6 +105,10 @@ type htmlTimeline struct {
 	Ticks   []htmlTick
 	Lanes   []htmlLane
 	Omitted string
+	// Drain says what the broker redelivered to the consumer while the
+	// check drained, after its last delivery: no delivery of the
+	// timeline stands for it.
+	Drain string
 }
 
 type htmlTick struct{ Left, Label string }
@@ -127,6 +131,7 @@ type htmlBar struct {
 	Broken  []string // invariants this delivery broke
 	Crash   string   // the crash mark's words, if the consumer was killed
 	Held    *htmlHeld
+	Restart *htmlHeld // from the kill until the restarted consumer was ready
 }
 
 type htmlHeld struct{ Left, Width, Label string }
@@ -192,7 +197,7 @@ func HTML(w io.Writer, run *Run) error {
 		}
 		hf.About = append(hf.About, counterLine(f))
 		for ci := range f.Checks {
-			hf.Checks = append(hf.Checks, htmlCheckOf(fmt.Sprintf("f%d-c%d", fi+1, ci+1), &f.Checks[ci]))
+			hf.Checks = append(hf.Checks, htmlCheckOf(fmt.Sprintf("f%d-c%d", fi+1, ci+1), &f.Checks[ci], brokerOf(f.Target)))
 		}
 		p.Files = append(p.Files, hf)
 	}
@@ -239,7 +244,7 @@ func legend(run *Run) []htmlOutcome {
 // htmlCheckOf is one check: its verdict, its failures as the text report
 // words them, and its timeline with the deliveries that broke an
 // invariant marked.
-func htmlCheckOf(id string, c *runner.CheckResult) htmlCheck {
+func htmlCheckOf(id string, c *runner.CheckResult, broker string) htmlCheck {
 	hc := htmlCheck{ID: id, Name: escape.Line(c.Name), Pos: escape.Line(c.Pos.String()), Passed: c.Passed, Line: escape.Line(c.Line)}
 	for _, f := range c.Failures {
 		hc.Failures = append(hc.Failures, locatedLines(f))
@@ -262,16 +267,32 @@ func htmlCheckOf(id string, c *runner.CheckResult) htmlCheck {
 		}
 		hc.Notes = append(hc.Notes, note)
 	}
+	drain := ""
 	if n := c.Counters.BrokerRedelivered; n > 0 {
 		hc.Notes = append(hc.Notes, fmt.Sprintf("the broker redelivered %s", count(int64(n), "message", "messages")))
+		drain = fmt.Sprintf("%s redelivered %s while the check drained", broker, count(int64(n), "message", "messages"))
 	}
 	tl, bars := timeline(id, c.History, c.Violations)
+	if tl != nil {
+		tl.Drain = drain
+	}
 	hc.Timeline = tl
 	hc.Statements = statementsOf(c.Trace)
 	for _, v := range c.Violations {
 		hc.Broken = append(hc.Broken, breachOf(v, bars))
 	}
 	return hc
+}
+
+// brokerOf names the broker of a target as its description does
+// (JetStream, RabbitMQ), or "the broker".
+func brokerOf(target string) string {
+	for _, b := range []string{"JetStream", "RabbitMQ"} {
+		if strings.HasPrefix(target, b+" ") {
+			return b
+		}
+	}
+	return "the broker"
 }
 
 // breachOf is one violation as the text report says it, pointing at the
@@ -391,9 +412,15 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation) (
 			}
 			b.Held = h
 		}
+		if !s.Restarted.IsZero() {
+			b.Restart = restartOf(s, t0, timed)
+		}
 		b.Title = barTitle(r, s, t0, timed)
 		if b.Crash != "" {
 			b.Title += "; " + b.Crash
+		}
+		if b.Restart != nil {
+			b.Title += "; " + b.Restart.Label
 		}
 		for _, inv := range b.Broken {
 			b.Title += "; broke " + inv
@@ -426,6 +453,27 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation) (
 		}
 	}
 	return tl, bars
+}
+
+// restartOf places the restart of a consumer a crash killed on its
+// delivery's bar: from the kill until it was ready again.
+func restartOf(s invariant.Span, t0 time.Time, timed bool) *htmlHeld {
+	r := &htmlHeld{Left: "100", Width: "0", Label: "restarted"}
+	if !timed || !s.Answered.After(s.Sent) {
+		return r
+	}
+	killed := s.Killed
+	if killed.IsZero() || killed.After(s.Restarted) {
+		killed = s.Restarted
+	}
+	whole := float64(s.Answered.Sub(s.Sent))
+	r.Left = percent(float64(killed.Sub(s.Sent)) / whole * 100)
+	r.Width = percent(float64(s.Restarted.Sub(killed)) / whole * 100)
+	r.Label = "restarted, ready again at +" + span(s.Restarted.Sub(t0))
+	if !s.Killed.IsZero() {
+		r.Label += ", " + span(s.Restarted.Sub(killed)) + " after the kill"
+	}
+	return r
 }
 
 // barTitle is a delivery in words, for the bar's tooltip.

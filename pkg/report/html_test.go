@@ -69,7 +69,7 @@ func raceRun() *Run {
 		Counters: consumer.Counters{Deliveries: 2, Crashed: 1, BrokerRedelivered: 1},
 		History: []invariant.Record{
 			{Seq: 1, EventID: hostile[2], Key: hostile[1], Result: consumer.Result{Outcome: consumer.Unacked, Said: "no answer: killed"}, Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9},
-				Span: invariant.Span{Sent: at(0), Answered: at(3000), Crash: "before-answer"}},
+				Span: invariant.Span{Sent: at(0), Answered: at(3000), Crash: "before-answer", Killed: at(1000), Restarted: at(2900)}},
 			{Seq: 2, EventID: hostile[2], Key: hostile[1], Result: consumer.Result{Outcome: consumer.Acked, Status: 200, Said: "200 OK"}, Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9},
 				Span: invariant.Span{Sent: at(3500), Answered: at(4000)}},
 		}}
@@ -241,7 +241,8 @@ func TestHTMLLanesAndBreaches(t *testing.T) {
 		t.Errorf("the page does not say %q", sentence)
 	}
 	for _, want := range []string{"delivery #3 on worker 2", "‖ held at after-check for 500 µs", "↯ killed (before-answer)", "#2 duplicate ×4", "the broker redelivered 1 message",
-		"<th>connection 1</th><th>connection 2</th>", "4. COMMIT ✂ killed here, before it reached the database", "SELECT 1 FROM processed WHERE id = &#39;&lt;script&gt;"} {
+		"<th>connection 1</th><th>connection 2</th>",
+		"⟳ restarted, ready again at &#43;2.90 ms, 1.90 ms after the kill", "↻ the broker redelivered 1 message while the check drained", "4. COMMIT ✂ killed here, before it reached the database", "SELECT 1 FROM processed WHERE id = &#39;&lt;script&gt;"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page does not say %q", want)
 		}
@@ -312,6 +313,21 @@ func TestHTMLTargetReplay(t *testing.T) {
 	for _, want := range []string{"<h3>key &lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;</h3>", "and 7 more", "target: http://127.0.0.1:8080/events", "draws no bar per delivery but those of its first 5 broken keys"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
+// TestHTMLBrokerName: the drain mark names the broker a target's
+// description names.
+func TestHTMLBrokerName(t *testing.T) {
+	for _, tt := range []struct{ target, want string }{
+		{"JetStream nats://127.0.0.1:4222, stream ORDERS, subject orders, durable d (ack)", "JetStream"},
+		{"RabbitMQ amqp://127.0.0.1:5672, the default exchange, routing key q, queue q (ack)", "RabbitMQ"},
+		{"http://127.0.0.1:8080/events", "the broker"},
+		{"JetStreamish", "the broker"},
+	} {
+		if got := brokerOf(tt.target); got != tt.want {
+			t.Errorf("brokerOf(%q) = %q, want %q", tt.target, got, tt.want)
 		}
 	}
 }
