@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"sync/atomic"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/kafka"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/nats"
-	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/template"
 )
 
@@ -83,10 +81,8 @@ type engine struct {
 	total     int64
 	queue     pending
 	order     int64
-	ring      []consumer.Delivery // the last Rewind deliveries, for a rebalance
-	ringAt    int
-	nextRb    int64
-	bad       int
+	rewinds   *inject.Rewind[consumer.Delivery] // --rewind: the last deliveries, and when a rebalance hands them over again
+	bad       MaxBad
 	bytesRead atomic.Int64 // bytes of the capture files read so far, by the reading goroutine
 
 	// In one part of a split replay: the part's store, told each
@@ -96,20 +92,12 @@ type engine struct {
 }
 
 func newEngine(o Options, store handler.Store, log ledger.Recorder, rep *Report, watch func(step)) *engine {
-	e := &engine{o: o, log: log, rep: rep, watch: watch}
+	e := &engine{o: o, log: log, rep: rep, watch: watch, bad: MaxBad{Limit: o.MaxBad, Warn: o.Warn}}
 	e.h = handler.New(o.Handler, store, nil, clock)
 	if o.Rewind > 0 {
-		e.ring = make([]consumer.Delivery, 0, o.Rewind)
-		e.nextRb = e.rebalanceGap()
+		e.rewinds = inject.NewRewind[consumer.Delivery](o.Seed, o.Rewind)
 	}
 	return e
-}
-
-// rebalanceGap is how many deliveries pass before the next rebalance, drawn
-// at the position of the rebalance before it.
-func (e *engine) rebalanceGap() int64 {
-	n := uint64(e.o.Rewind)
-	return int64(2*n + draw(e.o.Seed, e.seq, slotRebalance)%(2*n+1))
 }
 
 // Every injected decision is a function of --seed and the position of
@@ -123,7 +111,6 @@ const (
 	slotPoint     = inject.SlotPoint
 	slotRepublish = inject.SlotRepublish
 	slotGap       = inject.SlotGap
-	slotRebalance = inject.SlotRebalance
 	slotLater     = inject.SlotLater // + kind<<32 + attempt: the gap after a later delivery
 )
 
@@ -228,58 +215,14 @@ func (e *engine) readInto(ctx context.Context, out chan<- chunk) {
 		}
 	}
 	for n, name := range e.o.Inputs {
-		var r io.Reader
-		label := name
-		var rd *capture.Reader
-		var err error
-		switch {
-		case name == "-":
-			r, label = e.o.Stdin, "stdin"
-		case nats.IsStreamURL(name):
-			rd, err = openStream(ctx, name, e.o.Capture)
-			if err != nil {
-				cur.err = err
-				send()
-				return
-			}
-			defer rd.Close()
-		case kafka.IsTopicURL(name):
-			rd, err = openTopic(ctx, name, e.o.Capture)
-			if err != nil {
-				cur.err = err
-				send()
-				return
-			}
-			defer rd.Close()
-		default:
-			f, err := os.Open(name)
-			if err != nil {
-				cur.err = fmt.Errorf("open %s: %w", name, err)
-				send()
-				return
-			}
-			defer f.Close()
-			r = &countingReader{r: f, n: &e.bytesRead}
-		}
-		if rd == nil {
-			rd, err = capture.Open(label, r, e.o.Capture)
-		}
+		rd, err := OpenCapture(ctx, name, e.o.Stdin, e.o.Capture, &e.bytesRead)
 		if err != nil {
-			var be *capture.BadRecordError
-			var ue *capture.UnknownFormatError
-			switch {
-			case errors.As(err, &be):
-				err = problem.Invalid(be.At, "%s", be.Reason)
-			case errors.As(err, &ue):
-				err = problem.Invalid(problem.Pos{File: ue.File}, "%s", ue.Sentence())
-			default:
-				err = problem.Invalid(problem.Pos{File: label}, "%v", err)
-			}
 			cur.err = err
 			send()
 			return
 		}
-		cur.files = append(cur.files, Input{File: label, Format: string(rd.Format())})
+		defer rd.Close()
+		cur.files = append(cur.files, rd.Input)
 		cur.nums = append(cur.nums, n+1)
 		for {
 			ev, err := rd.Next()
@@ -361,19 +304,8 @@ func (e *engine) admit(it *item) (ok bool, err error) {
 
 // skip counts a bad record, and stops the replay past --max-bad.
 func (e *engine) skip(it *item) error {
-	e.bad++
 	e.rep.Capture.BadRecords++
-	if e.bad > e.o.MaxBad || it.bad.Fatal {
-		hint := fmt.Sprintf(" (--max-bad %d allows that many bad records to be skipped)", e.bad)
-		if it.bad.Fatal {
-			hint = " (the rest of the file cannot be read)"
-		}
-		return problem.Invalid(it.bad.At, "%s%s", it.bad.Reason, hint)
-	}
-	if e.o.Warn != nil {
-		fmt.Fprintf(e.o.Warn, "redeliver: skipped %s\n", it.bad)
-	}
-	return nil
+	return e.bad.Skip(it.bad)
 }
 
 // deliver hands the capture's delivery at pos to the handler, after what
@@ -464,22 +396,14 @@ func (e *engine) handle(ctx context.Context, s step, gap int64) error {
 }
 
 // rewind keeps the last deliveries and, at seeded moments, re-delivers them
-// in order, as a consumer group does after a rebalance to an older offset.
+// in order, as a consumer group does after a rebalance to an older offset
+// (inject.Rewind, as a replay into a target does).
 func (e *engine) rewind(ctx context.Context, d consumer.Delivery) error {
-	if len(e.ring) < cap(e.ring) {
-		e.ring = append(e.ring, d)
-	} else {
-		e.ring[e.ringAt] = d
-		e.ringAt = (e.ringAt + 1) % len(e.ring)
-	}
-	e.nextRb--
-	if e.nextRb > 0 {
+	if !e.rewinds.Add(e.seq, d) {
 		return nil
 	}
-	e.nextRb = e.rebalanceGap()
 	e.rep.Injected.Rebalances++
-	for i := 0; i < len(e.ring); i++ {
-		d := e.ring[(e.ringAt+i)%len(e.ring)]
+	for d := range e.rewinds.Again() {
 		d.Attempt++
 		e.rep.Injected.Rewound++
 		if err := e.handle(ctx, step{d: d, kind: rewound, pos: e.seq}, 0); err != nil {

@@ -355,6 +355,17 @@ func (r *Report) locate(ctx context.Context, log ledger.CaptureLog) error {
 }
 
 func (r *Report) decide(failOn []Finding) {
+	r.FailOnFindings(failOn)
+	r.Verdict = invariant.Pass
+	if len(r.Violations) > 0 || len(r.FailedOn) > 0 || r.Unexpected.Count > 0 {
+		r.Verdict = invariant.Fail
+	}
+}
+
+// FailOnFindings adds to FailedOn the findings of failOn the capture
+// holds (by r.Capture), and fails the verdict when it holds one: --fail-on,
+// as both replays apply it.
+func (r *Report) FailOnFindings(failOn []Finding) {
 	c := r.Capture
 	for _, f := range failOn {
 		var n int64
@@ -372,8 +383,7 @@ func (r *Report) decide(failOn []Finding) {
 			r.FailedOn = append(r.FailedOn, f)
 		}
 	}
-	r.Verdict = invariant.Pass
-	if len(r.Violations) > 0 || len(r.FailedOn) > 0 || r.Unexpected.Count > 0 {
+	if len(r.FailedOn) > 0 {
 		r.Verdict = invariant.Fail
 	}
 }
