@@ -105,13 +105,17 @@ was lost, and the broker delivers the event again (for the built-in
 handler, a crash after commit, before the ack). --crash P: the consumer
 dies mid-delivery and the event is delivered again (the built-in handler
 mid-transaction, at a --crash-at point; a --target consumer redeliver
-started is killed). A delivery drawn for both crashes.
+started is killed). A delivery drawn for both crashes. --rewind N: a
+rebalance every 2N-4N deliveries delivers the last N again, after the same
+positions in both.
 
 With --target FILE (version, target and effects, as in a scenario) the
 capture is delivered to your own consumer instead: --concurrent delivers an
-event twice at once, --rewind N delivers the last N events again,
---parallel N keeps N deliveries in flight (one business key's in order);
-then the effect table is judged. A broken invariant shows how often it
+event twice at once, --parallel N keeps N deliveries in flight (one
+business key's in order); then the effect table is judged. The built-in
+handler's own flags (--strategy, --db, --republish, --crash-at, --identity,
+--consumer, --effect, --batch, --compare) are refused; --max-bad and
+--fail-on bad-records work as without it. A broken invariant shows how often it
 broke and its first breaches (-v: every one; --findings FILE writes each as
 a JSON line). Every format reports it as it reports the built-in replay
 (the same JSON document), naming the target and its effects; and
@@ -309,6 +313,9 @@ func (o *replayOptions) checkShared() error {
 	}
 	if o.Rewind < 0 || o.Rewind > maxRewind {
 		return problem.Usagef("--rewind must be between 0 and %d deliveries, not %d", maxRewind, o.Rewind)
+	}
+	if o.MaxBad < 0 {
+		return problem.Usagef("--max-bad must not be negative")
 	}
 	return nil
 }

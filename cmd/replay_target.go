@@ -30,6 +30,22 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if o.Republish > 0 || len(o.CrashAt) > 0 || o.DB != ":memory:" {
 		return problem.Usagef("--republish, --crash-at and --db are for the built-in handler; with --target the consumer keeps its own database")
 	}
+	for _, f := range builtInOnly {
+		if cmd.Flags().Changed(f.flag) {
+			return problem.Usagef("--%s %s", f.flag, f.why)
+		}
+	}
+	var failOn []replay.Finding
+	for _, f := range o.FailOn {
+		fd, err := replay.ParseFinding(f)
+		if err != nil {
+			return problem.UsageOf(err)
+		}
+		if fd != replay.BadRecords {
+			return problem.Usagef("--fail-on %s is a capture finding only the built-in replay counts, and a replay into a --target counts its bad records only (--fail-on bad-records, with --max-bad)", fd)
+		}
+		failOn = append(failOn, fd)
+	}
 	if o.Emit != "" {
 		if slices.Contains(o.Logs, "-") {
 			return problem.Usagef("--emit-scenario reads the capture twice; save stdin to a file and replay that")
@@ -87,6 +103,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		Capture:    capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
 		TargetFile: o.Target, Target: t.Target, Effects: t.Effects,
 		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
+		MaxBad: o.MaxBad, Warn: s.Err, FailOn: failOn,
 		KillEvery: o.KillEvery, EmitScenario: o.Emit, TargetSource: src,
 	}
 	finish := func() {}
@@ -143,6 +160,18 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		return problem.ErrVerdict
 	}
 	return nil
+}
+
+// builtInOnly are the flags of the built-in replay that mean nothing for
+// a consumer of your own: given with --target, each is refused in one
+// sentence rather than ignored.
+var builtInOnly = []struct{ flag, why string }{
+	{"strategy", "picks the built-in handler's strategy, and a --target consumer has its own (drop --strategy)"},
+	{"identity", "says what the built-in handler compares when an id comes again, and a --target consumer compares what it compares (drop --identity)"},
+	{"consumer", "names the consumer the built-in handler writes its markers for, and a --target file names your consumer (drop --consumer)"},
+	{"effect", "names the built-in handler's effect table, and with --target the effects are those of the --target file (drop --effect)"},
+	{"batch", "sets how many deliveries the built-in handler commits at once, and a --target consumer commits as it does (drop --batch)"},
+	{"compare", "replays the capture again with the built-in handler's other strategies, and a --target consumer has one (drop --compare)"},
 }
 
 // unfinishedTarget is the report of a replay into a target that stopped

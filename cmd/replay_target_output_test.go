@@ -171,3 +171,49 @@ func TestReplaySchemaTellsTheKindsApart(t *testing.T) {
 		})
 	}
 }
+
+// TestTargetReplayFailOn: --fail-on bad-records acts on a replay into a
+// target as on the built-in replay, and its JSON document, with fail_on
+// and failed_on, still validates.
+func TestTargetReplayFailOn(t *testing.T) {
+	toRoot(t)
+	for _, tt := range []struct {
+		name     string
+		bad      bool     // the capture holds a bad record
+		args     []string // beyond --target, --format json and the capture
+		code     int
+		failedOn string // the JSON's failed_on, or empty for none
+	}{
+		{"a bad record skipped", true, []string{"--max-bad", "1", "--fail-on", "bad-records"}, ExitFail, `"failed_on": [
+    "bad-records"
+  ],`},
+		{"no bad record", false, []string{"--fail-on", "bad-records"}, ExitFail, `"failed_on": [],`},
+		{"another finding", false, []string{"--fail-on", "repeated-ids"}, ExitUsage, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			target, capture := targetReplayFixture(t)
+			if tt.bad {
+				if err := os.WriteFile(capture, []byte("{\"specversion\":\"1.0\",\"id\":\"a\",\"source\":\"s\",\"type\":\"t\",\"data\":{\"orderId\":\"O-2\"}}\nnot json\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args := append([]string{"replay", "--target", target, "--format", "json"}, tt.args...)
+			got := invocation{args: append(args, capture)}.run(t)
+			if got.code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", got.code, tt.code, got.stderr)
+			}
+			if tt.failedOn == "" {
+				if got.stdout != "" {
+					t.Errorf("a refused flag wrote a report:\n%s", got.stdout)
+				}
+				return
+			}
+			validJSONAgainst(t, replaySchema, got.stdout)
+			if !strings.Contains(got.stdout, `"fail_on": [
+    "bad-records"
+  ],`) || !strings.Contains(got.stdout, tt.failedOn) {
+				t.Errorf("the JSON report lacks fail_on or %s:\n%s", tt.failedOn, got.stdout)
+			}
+		})
+	}
+}

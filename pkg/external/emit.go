@@ -12,6 +12,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/replay"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -27,7 +28,7 @@ type reproStep struct {
 	at      string // its capture line
 	fault   inject.Fault
 	after   time.Duration // a crash's delay
-	rewound bool          // --rewind delivered it again at the end
+	rewound bool          // a --rewind rebalance delivered it again, plainly
 }
 
 // emit writes the reproducer of a failed replay into a target: a target
@@ -35,8 +36,9 @@ type reproStep struct {
 // that delivers the events of the first broken key (or event), in capture
 // order, with the faults the replay injected into them where a scenario
 // can say them (drop: response, crash: {after: D} — through the
-// statement proxy, crash: statements —, concurrent: 2), then
-// delivers again the ones --rewind delivered again. Every fault is a
+// statement proxy, crash: statements —, concurrent: 2), and delivers
+// again, where a --rewind rebalance came, the ones it delivered again
+// (inject.Rewind: the same schedule, drawn again). Every fault is a
 // function of --seed and the event's position (pkg/inject), so the
 // capture is read again and nothing of the replay had to be kept.
 func (r *replayer) emit(ctx context.Context, v invariant.Violation) (int, error) {
@@ -53,8 +55,27 @@ func (r *replayer) emit(ctx context.Context, v invariant.Violation) (int, error)
 	var steps []reproStep
 	var pos int64
 	rates := inject.Rates{Redeliver: r.o.Redeliver, Crash: r.o.Crash, Concurrent: r.o.Concurrent}
-	err := r.read(ctx, func(c capture.Event) {
+	var rewinds *inject.Rewind[struct{}] // when a rebalance comes, and how many it makes again
+	if r.o.Rewind > 0 {
+		rewinds = inject.NewRewind[struct{}](r.o.Seed, r.o.Rewind)
+	}
+	// The capture's bad records were named when it was first read.
+	err := r.read(ctx, &replay.MaxBad{Limit: r.o.MaxBad}, func(c capture.Event) {
 		pos++
+		defer func() {
+			if rewinds == nil || !rewinds.Add(pos, struct{}{}) {
+				return
+			}
+			// The rebalance made the last deliveries again: the key's
+			// among them come again after it, in order.
+			from := pos - int64(rewinds.Len())
+			for _, s := range steps {
+				if !s.rewound && s.pos > from && len(steps) < maxReproduced {
+					s.rewound = true
+					steps = append(steps, s)
+				}
+			}
+		}()
 		k := KeyOf(r.o.Effects.KeyOf, c.Envelope)
 		ev := EventOf(c.Envelope)
 		if ev.ID == "" {
@@ -71,10 +92,6 @@ func (r *replayer) emit(ctx context.Context, v invariant.Violation) (int, error)
 	})
 	if err != nil {
 		return 0, err
-	}
-	// --rewind delivered the last N events of the capture again.
-	for i := range steps {
-		steps[i].rewound = r.o.Rewind > 0 && steps[i].pos > pos-int64(r.o.Rewind)
 	}
 	if len(steps) == 0 {
 		return 0, fmt.Errorf("no event of the broken key was found again in the capture to write a reproducer")
@@ -164,15 +181,12 @@ func (r *replayer) reproducer(steps []reproStep, v invariant.Violation, key stri
 		return nil
 	}
 	for _, s := range steps {
-		if err := deliver(s, s.fault, faultNote(s.fault)); err != nil {
-			return nil, 0, err
-		}
-	}
-	for _, s := range steps {
+		fault, note := s.fault, faultNote(s.fault)
 		if s.rewound {
-			if err := deliver(s, inject.None, ", delivered again by --rewind"); err != nil {
-				return nil, 0, err
-			}
+			fault, note = inject.None, ", delivered again by --rewind"
+		}
+		if err := deliver(s, fault, note); err != nil {
+			return nil, 0, err
 		}
 	}
 	return b.Bytes(), n, nil

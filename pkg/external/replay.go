@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,8 +39,18 @@ type ReplayOptions struct {
 	Redeliver  float64 // probability of a lost ack: the consumer answered, the answer is dropped, the event delivered again
 	Crash      float64 // probability of a kill -9 during a delivery (needs start, or exec)
 	Concurrent float64 // probability of two deliveries of an event at once
-	Rewind     int     // at the end, the last N deliveries are made again, in order
-	Parallel   int     // deliveries in flight; one key's deliveries stay in order
+	// Rewind: a rebalance every 2N to 4N deliveries of the capture makes
+	// the last N again, in order, after the same positions as the
+	// built-in replay's (inject.Rewind).
+	Rewind   int
+	Parallel int // deliveries in flight; one key's deliveries stay in order
+	// MaxBad bad records of the capture are skipped, each named on Warn,
+	// as the built-in replay skips them (replay.MaxBad).
+	MaxBad int
+	Warn   io.Writer
+	// FailOn fails the replay on these capture findings, as the built-in
+	// replay's --fail-on does: a replay into a target counts bad records.
+	FailOn []replay.Finding
 	// KillEvery (broker targets): SIGKILL a random instance this often,
 	// and restart it, until the broker has drained.
 	KillEvery time.Duration
@@ -85,6 +94,7 @@ type replayer struct {
 	// faults injected (under mu).
 	inputs   []replay.Input
 	injected replay.Injected
+	skipped  int64 // bad records skipped under --max-bad
 }
 
 // Replay delivers captured events to the target with the seeded faults,
@@ -151,6 +161,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	r.res.Counters.Effects = effects
 	runner.Verdict(r.res, &scenario.Check{Name: name})
 	r.res.Line = replayLine(r.res.Counters, o.Target.Broker(), sess.rowsWhere())
+	if r.skipped > 0 {
+		r.res.Line += "; " + words.Count(r.skipped, "bad record") + " skipped (--max-bad)"
+	}
 	if len(r.res.Violations) > 0 {
 		var names []string
 		for _, v := range r.res.Violations {
@@ -230,41 +243,41 @@ func (r *replayer) run(ctx context.Context) error {
 			}
 		}(queues[i])
 	}
-	var rewind []job
-	var pos int64
-	readErr := r.read(ctx, func(ev capture.Event) {
-		key := KeyOf(r.o.Effects.KeyOf, ev.Envelope)
-		h := fnv.New32a()
-		h.Write([]byte(key))
-		pos++
-		j := job{ev: ev, key: key, pos: pos}
-		if r.o.Rewind > 0 {
-			rewind = append(rewind, j)
-			if len(rewind) > r.o.Rewind {
-				rewind = rewind[1:]
-			}
-		}
-		select {
-		case queues[h.Sum32()%uint32(len(queues))] <- j:
-		case <-ctx.Done():
-		}
-	})
-	// A rewind: the consumer group goes back and the last deliveries come again.
-	if len(rewind) > 0 && readErr == nil && ctx.Err() == nil {
-		r.mu.Lock()
-		r.injected.Rebalances++
-		r.injected.Rewound += int64(len(rewind))
-		r.mu.Unlock()
-	}
-	for _, j := range rewind {
+	send := func(j job) {
 		h := fnv.New32a()
 		h.Write([]byte(j.key))
-		j.pos = 0 // plainly, no fault
 		select {
 		case queues[h.Sum32()%uint32(len(queues))] <- j:
 		case <-ctx.Done():
 		}
 	}
+	var rewinds *inject.Rewind[job]
+	if r.o.Rewind > 0 {
+		rewinds = inject.NewRewind[job](r.o.Seed, r.o.Rewind)
+	}
+	var pos int64
+	bad := &replay.MaxBad{Limit: r.o.MaxBad, Warn: r.o.Warn}
+	readErr := r.read(ctx, bad, func(ev capture.Event) {
+		pos++
+		j := job{ev: ev, key: KeyOf(r.o.Effects.KeyOf, ev.Envelope), pos: pos}
+		send(j)
+		if rewinds == nil || !rewinds.Add(pos, j) {
+			return
+		}
+		// A rebalance: the consumer group goes back, and the last
+		// deliveries come again, each after its key's earlier ones.
+		r.mu.Lock()
+		r.injected.Rebalances++
+		r.injected.Rewound += int64(rewinds.Len())
+		r.mu.Unlock()
+		for j := range rewinds.Again() {
+			j.pos = 0 // plainly, no fault
+			send(j)
+		}
+	})
+	r.mu.Lock()
+	r.skipped = int64(bad.Count())
+	r.mu.Unlock()
 	for _, q := range queues {
 		close(q)
 	}
@@ -289,38 +302,36 @@ func (r *replayer) fail(err error) {
 	}
 }
 
-// read streams every capture's events to emit.
-func (r *replayer) read(ctx context.Context, emit func(capture.Event)) error {
+// read streams every capture's events to emit, skipping bad records as
+// bad allows.
+func (r *replayer) read(ctx context.Context, bad *replay.MaxBad, emit func(capture.Event)) error {
 	for _, name := range r.o.Inputs {
-		var in io.Reader
-		label := name
-		if name == "-" {
-			in, label = r.o.Stdin, "stdin"
-		} else {
-			f, err := os.Open(name)
-			if err != nil {
-				return problem.Usagef("cannot read the capture %s: %v", name, unwrapPath(err))
-			}
-			defer f.Close()
-			in = f
-		}
-		rd, err := capture.Open(label, in, r.o.Capture)
+		src, err := replay.OpenCapture(ctx, name, r.o.Stdin, r.o.Capture, nil)
 		if err != nil {
-			return inputError(label, err)
+			return err
 		}
+		defer src.Close()
 		r.mu.Lock()
-		r.inputs = append(r.inputs, replay.Input{File: label, Format: string(rd.Format())})
+		r.inputs = append(r.inputs, src.Input)
 		r.mu.Unlock()
 		for ctx.Err() == nil {
-			ev, err := rd.Next()
+			ev, err := src.Next()
 			if err == io.EOF {
 				break
 			}
+			var be *capture.BadRecordError
+			if errors.As(err, &be) {
+				if err := bad.Skip(be); err != nil {
+					return err
+				}
+				continue
+			}
 			if err != nil {
-				return inputError(label, err)
+				return problem.Environmentf(problem.Pos{File: src.Input.File}, err)
 			}
 			emit(ev)
 		}
+		src.Close()
 	}
 	return nil
 }
@@ -509,27 +520,6 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer) (*Deli
 		r.o.Progress(n)
 	}
 	return d, nil
-}
-
-// inputError is a capture that cannot be read: invalid input at its line.
-func inputError(label string, err error) error {
-	var be *capture.BadRecordError
-	var ue *capture.UnknownFormatError
-	switch {
-	case errors.As(err, &be):
-		return problem.Invalid(be.At, "%s", be.Reason)
-	case errors.As(err, &ue):
-		return problem.Invalid(problem.Pos{File: ue.File}, "%s", ue.Sentence())
-	}
-	return problem.Environmentf(problem.Pos{File: label}, err)
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // drain waits for a broker target's consumer to take everything the

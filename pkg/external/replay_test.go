@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -142,8 +144,9 @@ effects: {db: "${WORK:-.}/fx.db", table: payments, key: order_id, key_of: "{data
 	steps := []reproStep{
 		{ev: ev("e1"), pos: 1, at: "c.ndjson:1", fault: inject.Redeliver},
 		{ev: ev("e2"), pos: 2, at: "c.ndjson:2", fault: inject.Crash, after: 37*time.Millisecond + 123*time.Nanosecond},
-		{ev: ev("e3"), pos: 3, at: "c.ndjson:3", fault: inject.Concurrent, rewound: true},
+		{ev: ev("e3"), pos: 3, at: "c.ndjson:3", fault: inject.Concurrent},
 		{ev: ev("e4"), pos: 4, at: "c.ndjson:4"},
+		{ev: ev("e3"), pos: 3, at: "c.ndjson:3", fault: inject.Concurrent, rewound: true}, // plainly: a rebalance's
 	}
 	out, n, err := r.reproducer(steps, invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: "e1"}, "O-1")
 	if err != nil {
@@ -177,5 +180,213 @@ effects: {db: "${WORK:-.}/fx.db", table: payments, key: order_id, key_of: "{data
 		if s.Event.ID != want.id || s.Drop != want.drop || after != want.crash || s.Concurrent != want.concurrent {
 			t.Errorf("step %d: %s, drop %v, crash after %s, concurrent %d; want %+v", i+1, s.Event.ID, s.Drop, after, s.Concurrent, want)
 		}
+	}
+}
+
+// TestRewindRebalancesAsTheBuiltInReplay: --rewind rebalances during the
+// replay, after the positions the built-in replay rebalances after for
+// the same seed and capture, and each rebalance delivers the last N
+// events again at once, not at the end of the capture: the events a naive
+// consumer got twice are those the built-in handler's strategy none wrote
+// twice, and one at a time they come in the built-in replay's order.
+func TestRewindRebalancesAsTheBuiltInReplay(t *testing.T) {
+	for _, tt := range []struct {
+		seed             int64
+		rewind, parallel int
+		order            string // one at a time: the events as the consumer got them
+	}{
+		{1, 2, 1, "1 2 3 4 5 4 5 6 7 8 9 10 11 12 13 12 13 14 15 16 17 18 17 18 19 20"},
+		{2, 3, 1, "1 2 3 4 5 6 7 8 9 10 8 9 10 11 12 13 14 15 16 17 18 19 17 18 19 20"},
+		{3, 1, 4, ""},
+		{7, 4, 2, ""},
+	} {
+		t.Run(fmt.Sprintf("seed %d, --rewind %d, parallel %d", tt.seed, tt.rewind, tt.parallel), func(t *testing.T) {
+			dir := t.TempDir()
+			in := writeCapture(t, dir, 20)
+			builtin, err := replay.Run(context.Background(), replay.Options{
+				Inputs: []string{in}, DB: sqlite.Memory, Handler: handler.Config{Strategy: handler.None},
+				Seed: tt.seed, Rewind: tt.rewind, Examples: 100, Open: sqlite.OpenLedger,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, v := range builtin.Violations {
+				for _, x := range v.Examples {
+					want = append(want, strings.TrimPrefix(x.Event, "shop/"))
+				}
+			}
+			if builtin.Injected.Rebalances == 0 {
+				t.Fatal("the built-in replay did not rebalance")
+			}
+			db := filepath.Join(dir, "fx.db")
+			if err := createTable(db); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Replay(context.Background(), ReplayOptions{
+				Inputs: []string{in}, TargetFile: "t.yaml", Target: naiveTarget(t, db),
+				Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")},
+				Seed:    tt.seed, Rewind: tt.rewind, Parallel: tt.parallel,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range res.File.Checks[0].Violations {
+				got = append(got, v.EventID)
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("the target got these events twice:\n  %v\nthe built-in replay rewound:\n  %v", got, want)
+			}
+			if g, w := res.Report.Injected, builtin.Injected; g.Rebalances != w.Rebalances || g.Rewound != w.Rewound {
+				t.Errorf("%d rebalances rewound %d events, the built-in replay's %d rewound %d", g.Rebalances, g.Rewound, w.Rebalances, w.Rewound)
+			}
+			if tt.order == "" {
+				return
+			}
+			conn, err := sql.Open("sqlite", db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			rows, err := conn.Query("SELECT event_id FROM payments ORDER BY rowid")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var order []string
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				order = append(order, strings.TrimPrefix(id, "evt-"))
+			}
+			if g := strings.Join(order, " "); g != tt.order {
+				t.Errorf("the consumer got\n  %s\nwant\n  %s", g, tt.order)
+			}
+		})
+	}
+}
+
+// TestMaxBadSkipsAsTheBuiltInReplay: a replay into a target skips up to
+// --max-bad bad records, each named, and stops at the one past it (or at
+// one after which the file cannot be read) with the built-in replay's
+// sentence at its line.
+func TestMaxBadSkipsAsTheBuiltInReplay(t *testing.T) {
+	good := func(i int) string {
+		return fmt.Sprintf(`{"specversion":"1.0","id":"evt-%d","source":"shop","type":"order.paid","data":{"orderId":"O-%d"}}`, i, i)
+	}
+	capture := strings.Join([]string{good(1), "not json", good(2), "{", good(3)}, "\n") + "\n"
+	for _, tt := range []struct {
+		maxBad     int
+		err        string // the error, or empty
+		warned     string // what stderr says
+		deliveries int
+	}{
+		{0, "c.ndjson:2: record is not valid JSON (--max-bad 1 allows that many bad records to be skipped)", "", 0},
+		{1, "c.ndjson:4: record is not valid JSON (--max-bad 2 allows that many bad records to be skipped)", "redeliver: skipped c.ndjson:2: record is not valid JSON\n", 0},
+		{2, "", "redeliver: skipped c.ndjson:2: record is not valid JSON\nredeliver: skipped c.ndjson:4: record is not valid JSON\n", 3},
+	} {
+		t.Run(fmt.Sprintf("--max-bad %d", tt.maxBad), func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			if err := os.WriteFile("c.ndjson", []byte(capture), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(dir, "fx.db")
+			if err := createTable(db); err != nil {
+				t.Fatal(err)
+			}
+			var warn strings.Builder
+			res, err := Replay(context.Background(), ReplayOptions{
+				Inputs: []string{"c.ndjson"}, TargetFile: "t.yaml", Target: naiveTarget(t, db),
+				Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")},
+				MaxBad:  tt.maxBad, Warn: &warn,
+			})
+			if tt.err != "" {
+				var re *ReplayError
+				if !errors.As(err, &re) || re.Err.Error() != tt.err || problem.KindOf(err) != problem.InvalidInput {
+					t.Fatalf("error %v, want invalid input: %s", err, tt.err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			} else {
+				if n := res.Report.Counters.Deliveries; n != tt.deliveries {
+					t.Errorf("%d deliveries, want %d", n, tt.deliveries)
+				}
+				if n := res.Report.Capture.BadRecords; n != int64(tt.maxBad) {
+					t.Errorf("capture.bad_records %d, want %d", n, tt.maxBad)
+				}
+				if !strings.HasSuffix(res.Report.Target.Line, fmt.Sprintf("; %d bad records skipped (--max-bad)", tt.maxBad)) {
+					t.Errorf("the line does not say what was skipped: %s", res.Report.Target.Line)
+				}
+			}
+			if warn.String() != tt.warned {
+				t.Errorf("stderr:\n%s\nwant:\n%s", warn.String(), tt.warned)
+			}
+		})
+	}
+}
+
+// TestReproducerRewindsWhereTheReplayDid: a reproducer delivers a broken
+// key's events again where the replay's rebalance did, after the
+// delivery it came after, not at the end.
+func TestReproducerRewindsWhereTheReplayDid(t *testing.T) {
+	src := []byte(`version: 1
+target:
+  exec: {command: [sh, -c, "cat > /dev/null"], timeout: 2s}
+effects: {db: fx.db, table: payments, key: order_id, key_of: "{data.orderId}"}
+`)
+	// Seed 1, --rewind 2: rebalances after the 5th and 13th delivery.
+	for _, tt := range []struct {
+		name  string
+		keyAt []int // the capture positions of key A's events
+		want  string
+	}{
+		{"rewound in the middle", []int{1, 4, 8}, "1 4 4* 8"},
+		{"rewound twice", []int{2, 5, 13, 14}, "2 5 5* 13 13* 14"},
+		{"not rewound", []int{1, 2, 9}, "1 2 9"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var sb strings.Builder
+			for i := 1; i <= 16; i++ {
+				key := fmt.Sprintf("O-%d", i)
+				if slices.Contains(tt.keyAt, i) {
+					key = "A"
+				}
+				fmt.Fprintf(&sb, `{"specversion":"1.0","id":"evt-%d","source":"shop","type":"t","data":{"orderId":"%s"}}`+"\n", i, key)
+			}
+			in := filepath.Join(dir, "c.ndjson")
+			if err := os.WriteFile(in, []byte(sb.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "r.yaml")
+			r := &replayer{o: ReplayOptions{Inputs: []string{in}, Seed: 1, Rewind: 2, TargetFile: "t.yaml", EmitScenario: out, TargetSource: src,
+				Effects: &scenario.Effects{KeyOf: template.MustParse("{data.orderId}")}}}
+			if _, err := r.emit(context.Background(), invariant.Violation{Invariant: invariant.DuplicateEffect.Name, By: &invariant.Record{Key: "A"}}); err != nil {
+				t.Fatal(err)
+			}
+			text, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, line := range strings.Split(string(text), "\n") {
+				if _, after, ok := strings.Cut(line, "# "+in+":"); ok && strings.Contains(line, "- deliver:") {
+					n, again := strings.CutSuffix(after, ", delivered again by --rewind")
+					if again {
+						n += "*"
+					}
+					got = append(got, n)
+				}
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("the reproducer delivers %s, want %s (* again)\n%s", g, tt.want, text)
+			}
+		})
 	}
 }

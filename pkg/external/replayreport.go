@@ -23,6 +23,7 @@ func (r *replayer) report(f *runner.FileResult) *replay.Report {
 	c := f.Checks[0]
 	rep := &replay.Report{
 		Inputs: append([]replay.Input{}, r.inputs...), Seed: r.o.Seed,
+		Capture:  replay.CaptureReport{BadRecords: r.skipped},
 		Injected: r.injected, Counters: c.Counters, Effects: int64(c.Counters.Effects),
 		Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
 		Target:  &replay.Target{File: f.File, Consumer: f.Target, Effects: f.Effects, Name: c.Name, Line: c.Line},
@@ -55,6 +56,10 @@ func (r *replayer) report(f *runner.FileResult) *replay.Report {
 	}
 	if !c.Passed {
 		rep.Verdict = invariant.Fail
+	}
+	if len(r.o.FailOn) > 0 {
+		rep.FailOn, rep.FailedOn = append([]replay.Finding{}, r.o.FailOn...), []replay.Finding{}
+		rep.FailOnFindings(r.o.FailOn)
 	}
 	return rep
 }

@@ -108,10 +108,18 @@ func (r *Replay) checks() []replayCheck {
 		}
 		out = append(out, c)
 	}
-	if rep.Target != nil {
-		// A target's rejected and unanswered deliveries are never-acked.
-		return out
+	// A target's rejected and unanswered deliveries are never-acked: its
+	// checks go on with --fail-on.
+	if rep.Target == nil {
+		out = append(out, r.unexpectedCheck(deliveries))
 	}
+	return append(out, r.failOnChecks()...)
+}
+
+// unexpectedCheck is the built-in replay's check that no delivery failed
+// where no fault was injected.
+func (r *Replay) unexpectedCheck(deliveries string) replayCheck {
+	rep := r.Report
 	u := rep.Unexpected
 	c := replayCheck{name: "failures only where injected", passed: u.Count == 0, kind: "delivery",
 		expected: "no delivery fails unless a fault was injected into it", got: count(u.Count, "delivery failed", "deliveries failed") + " without an injected fault", at: r.firstInput()}
@@ -127,7 +135,13 @@ func (r *Replay) checks() []replayCheck {
 			}
 		}
 	}
-	out = append(out, c)
+	return c
+}
+
+// failOnChecks are the checks of --fail-on, one per finding.
+func (r *Replay) failOnChecks() []replayCheck {
+	rep := r.Report
+	var out []replayCheck
 	failed := map[replay.Finding]bool{}
 	for _, f := range rep.FailedOn {
 		failed[f] = true

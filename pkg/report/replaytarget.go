@@ -42,6 +42,10 @@ func targetReplayText(w io.Writer, r *replay.Report, opts Options) error {
 			fmt.Fprintf(&b, "  and %d more (every one with -v, in the JSON report, or in --findings FILE)\n", more)
 		}
 	}
+	for _, f := range r.FailedOn {
+		broken = append(broken, string(f))
+		fmt.Fprintf(&b, "--fail-on %s: the capture holds %s\n", f, findingWords(f))
+	}
 	if r.Reproducer != "" {
 		fmt.Fprintf(&b, "reproducer: %s (%s; run it with redeliver run %s)\n", escape.Input(r.Reproducer), count(int64(r.ReproducerSteps), "delivery", "deliveries"), escape.Input(r.Reproducer))
 	}
@@ -70,7 +74,8 @@ func breach(x replay.Example) string {
 // built-in replay's document (docs/replay-json.md, the same schema) with
 // the target and its effects in place of a strategy and a store, and
 // without what only the built-in handler counts (the capture's findings,
-// the handler's outcomes, the strategies compared, --fail-on).
+// the handler's outcomes, the strategies compared); fail_on and failed_on
+// only when --fail-on was given.
 type TargetReplayDocument struct {
 	Schema          int                     `json:"schema"`
 	Tool            string                  `json:"tool"`
@@ -86,6 +91,8 @@ type TargetReplayDocument struct {
 	Violations      []replay.Violation      `json:"violations"`
 	Reproducer      string                  `json:"reproducer,omitempty"`
 	ReproducerSteps int                     `json:"reproducer_steps,omitempty"`
+	FailOn          []replay.Finding        `json:"fail_on,omitempty"`
+	FailedOn        *[]replay.Finding       `json:"failed_on,omitempty"` // with fail_on, even when empty
 	Verdict         invariant.Verdict       `json:"verdict"`
 	Duration        float64                 `json:"duration_seconds"`
 	Errors          []ErrorDoc              `json:"errors"`
@@ -94,11 +101,16 @@ type TargetReplayDocument struct {
 // targetReplayDocument is the JSON document of a replay into a target.
 func targetReplayDocument(r *Replay) *TargetReplayDocument {
 	rep := r.Report
+	var failedOn *[]replay.Finding
+	if len(rep.FailOn) > 0 {
+		failedOn = &rep.FailedOn
+	}
 	return &TargetReplayDocument{Schema: SchemaVersion, Tool: "redeliver", Command: "replay",
 		Inputs: rep.Inputs, Seed: rep.Seed, Target: rep.Target, Injected: rep.Injected,
 		Counters: rep.Counters, Crashes: crashesDoc(rep.Counters), Effects: rep.Effects,
 		Invariants: rep.Invariants, Violations: rep.Violations,
 		Reproducer: rep.Reproducer, ReproducerSteps: rep.ReproducerSteps,
+		FailOn: rep.FailOn, FailedOn: failedOn,
 		Verdict: rep.Verdict, Duration: seconds(r.Duration), Errors: errorDocs(r.Errors)}
 }
 
@@ -149,7 +161,7 @@ func ReplayCoverage(w io.Writer, r *Replay) error {
 	}
 	fmt.Fprintf(&b, "  --crash, --kill-every: %s\n", kills)
 	fmt.Fprintf(&b, "  --concurrent: %s delivered twice at once\n", count(in.Concurrent, "event", "events"))
-	fmt.Fprintf(&b, "  --rewind: %s delivered again at the end\n", count(in.Rewound, "event", "events"))
+	fmt.Fprintf(&b, "  --rewind: %s delivered again, in %s\n", count(in.Rewound, "event", "events"), count(in.Rebalances, "rebalance", "rebalances"))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
