@@ -94,7 +94,9 @@ type replayer struct {
 	// faults injected (under mu).
 	inputs   []replay.Input
 	injected replay.Injected
-	skipped  int64 // bad records skipped under --max-bad
+	skipped  int64       // bad records skipped under --max-bad
+	began    time.Time   // when the replay began, for over
+	over     replay.Over // the deliveries by the millisecond since began
 }
 
 // Replay delivers captured events to the target with the seeded faults,
@@ -124,6 +126,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	defer j.close()
 	r := &replayer{o: o, sess: sess, j: j, ids: newSeenFilter(), res: &runner.CheckResult{Name: name}}
 	start := time.Now()
+	r.began = start
 	var kills func() int
 	if o.KillEvery > 0 {
 		var stop func() error
@@ -515,6 +518,7 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer) (*Deli
 	}
 	r.ids.add(ev.ID)
 	count(&r.res.Counters, a, seen, r.sess.t.Broker())
+	r.over.Add(time.Since(r.began).Milliseconds(), outcomeIndex(a.Kind), a.Crashed)
 	n := r.sent.Add(1)
 	if r.o.Progress != nil {
 		r.o.Progress(n)

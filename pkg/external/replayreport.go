@@ -61,5 +61,18 @@ func (r *replayer) report(f *runner.FileResult) *replay.Report {
 		rep.FailOn, rep.FailedOn = append([]replay.Finding{}, r.o.FailOn...), []replay.Finding{}
 		rep.FailOnFindings(r.o.FailOn)
 	}
+	rep.Over = r.over
 	return rep
+}
+
+// outcomeIndex is where an answer counts among a replay's outcomes over
+// its course: acked, conflict, neither.
+func outcomeIndex(k Kind) int {
+	switch k {
+	case Acked:
+		return 0
+	case Conflict:
+		return 1
+	}
+	return 2
 }

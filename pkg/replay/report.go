@@ -59,6 +59,9 @@ type Report struct {
 	// strategy and a store, and the report leaves out what only the
 	// built-in handler counts (see pkg/report).
 	Target *Target `json:"-"`
+	// Over counts the deliveries and crashes over the replay's course,
+	// for the HTML report's chart.
+	Over Over `json:"-"`
 
 	examples int   // how many examples a list keeps
 	keyed    int64 // deliveries of the capture that came with a business key
@@ -244,26 +247,33 @@ func (r *Report) count(s step) {
 		r.Outcomes.Processed++
 		c.Processed++
 		c.Effects++
+		r.Over.Add(s.pos-1, 0, false)
 	case consumer.Duplicate:
 		r.Outcomes.Duplicate++
 		c.Duplicates++
+		r.Over.Add(s.pos-1, 1, false)
 	case consumer.Conflict:
 		r.Outcomes.Conflict++
 		c.Conflicts++
+		r.Over.Add(s.pos-1, 2, false)
 	case consumer.Failed:
 		r.Outcomes.Failed++
 		c.Failed++
 		var inj *handler.InjectedError
-		if !errors.As(s.res.Err, &inj) {
+		injected := errors.As(s.res.Err, &inj)
+		if !injected {
 			r.Unexpected.Count++
 			if len(r.Unexpected.Examples) < r.examples {
 				r.Unexpected.Examples = append(r.Unexpected.Examples, FailureExample{Event: s.d.EventID, At: Place(s.d.At), Error: r.errorText(s.res.Err), order: s.order})
 			}
 		}
+		// An injected failure is a crash mid-transaction.
+		r.Over.Add(s.pos-1, 3, injected)
 	case consumer.Crashed:
 		r.Outcomes.Crashed++
 		c.Crashed++
 		c.Effects++
+		r.Over.Add(s.pos-1, 4, true)
 	}
 }
 

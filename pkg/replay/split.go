@@ -207,6 +207,7 @@ func (r *Report) add(p *Report) {
 	r.Outcomes.Failed += p.Outcomes.Failed
 	r.Outcomes.Crashed += p.Outcomes.Crashed
 	r.Counters.Add(p.Counters)
+	r.Over.merge(p.Over)
 	// The first unexpected failures of the whole replay, in its order.
 	r.Unexpected.Count += p.Unexpected.Count
 	r.Unexpected.Examples = append(r.Unexpected.Examples, p.Unexpected.Examples...)

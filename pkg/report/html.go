@@ -538,6 +538,8 @@ func percent(f float64) string {
 type htmlReplay struct {
 	About      []string
 	Totals     []htmlTotal
+	Beside     []htmlTotal // counted beside the deliveries, not among them
+	Chart      *htmlChart
 	Lines      []string
 	Invariants []htmlInvariant
 	Strategies []htmlStrategy
@@ -630,16 +632,24 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 	in := rep.Injected
 	if t := rep.Target; t != nil {
 		hr.About = append(hr.About, escape.Line("target: "+t.Consumer+"; effects: "+t.Effects), fmt.Sprintf("seed %d", rep.Seed))
-		hr.Totals = totals(int64(k.Deliveries), []int64{int64(k.Processed), int64(k.Conflicts), int64(k.Failed)},
-			[]htmlOutcome{outcomeOf(consumer.Acked), outcomeOf(consumer.Conflict), {Class: "unacked", Glyph: "↻", Word: "rejected or unacked"}})
+		classes := []htmlOutcome{outcomeOf(consumer.Acked), outcomeOf(consumer.Conflict), {Class: "unacked", Glyph: "↻", Word: "rejected or unacked"}}
+		hr.Totals = totals(int64(k.Deliveries), []int64{int64(k.Processed), int64(k.Conflicts), int64(k.Failed)}, classes)
+		if n := k.BrokerRedelivered; n > 0 {
+			hr.Beside = append(hr.Beside, htmlTotal{Class: "unacked", Glyph: "↻", Word: "redelivered by the broker", N: strconv.Itoa(n)})
+		}
+		hr.Chart = chartOf(rep.Over, classes, false)
+		if placed := chartCrashes(rep.Over); hr.Chart != nil && int64(k.Crashed) > placed {
+			hr.Chart.Caption += fmt.Sprintf(" %s of the %d are not on it: an instance killed on a timer stands for no delivery.", count(int64(k.Crashed)-placed, "crash", "crashes"), k.Crashed)
+		}
 		if t.Name != "" {
 			hr.Lines = append(hr.Lines, escape.Line(t.Name)+": "+escape.Line(t.Line))
 		}
 		hr.Lines = append(hr.Lines, targetCounterLine(k))
 	} else {
 		hr.About = append(hr.About, fmt.Sprintf("strategy %s on %s; seed %d", rep.Strategy, escape.Line(rep.Store), rep.Seed))
-		hr.Totals = totals(int64(k.Deliveries), []int64{o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed},
-			outcomesNamed(consumer.Processed, consumer.Duplicate, consumer.Conflict, consumer.Failed, consumer.Crashed))
+		classes := outcomesNamed(consumer.Processed, consumer.Duplicate, consumer.Conflict, consumer.Failed, consumer.Crashed)
+		hr.Totals = totals(int64(k.Deliveries), []int64{o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed}, classes)
+		hr.Chart = chartOf(rep.Over, classes, true)
 		hr.Lines = append(hr.Lines,
 			fmt.Sprintf("%s, %s, %s written", count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"), count(rep.Effects, "effect", "effects")))
 	}
@@ -700,6 +710,8 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 		p.Legend = outcomesNamed(consumer.Acked, consumer.Conflict, consumer.Rejected, consumer.Unacked)
 	case rep.Target != nil:
 		hr.Summary = summarised(int64(k.Deliveries), false)
+	case len(rep.Violations) > 0:
+		hr.Summary = summarised(int64(k.Deliveries), false) + " No timeline of its first broken keys is drawn: the built-in replay keeps no record of when or in what order it made each delivery, only the rows it stored and judges; a reproducer (--emit-scenario) replays the first broken key as a scenario, whose page draws it."
 	default:
 		hr.Summary = summarised(int64(k.Deliveries), false) + " The built-in replay judges the rows it stored and keeps no history of its deliveries; a reproducer (--emit-scenario) replays the first broken key as a scenario, whose page draws it."
 	}

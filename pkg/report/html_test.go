@@ -110,6 +110,22 @@ func replayReport() *Replay {
 		},
 		Verdict: invariant.Fail,
 	}
+	// Its totals over the capture: a duplicate in every hundred and
+	// eleven, the rarer outcomes spread evenly, a crash with each failure.
+	for at := int64(0); at < 1_000_000; at++ {
+		switch {
+		case at%1000 < 9:
+			r.Over.Add(at, 1, false)
+		case at%2000 == 9:
+			r.Over.Add(at, 2, false)
+		case at%2500 == 10:
+			r.Over.Add(at, 3, true)
+		case at%10000 == 11:
+			r.Over.Add(at, 4, true)
+		default:
+			r.Over.Add(at, 0, false)
+		}
+	}
 	return &Replay{Report: r, Duration: 3 * time.Second}
 }
 
@@ -133,6 +149,7 @@ func targetReplay() *Replay {
 		}
 		for n := 0; n < 2; n++ {
 			seq := 2*k + n + 1
+			rep.Over.Add(int64(seq/10), 0, false)
 			hist = append(hist, invariant.Record{Seq: seq, EventID: "evt-" + strconv.Itoa(seq), Key: key, Result: consumer.Result{Outcome: consumer.Acked, Said: "200 OK"},
 				Pos: consumer.Location{File: "orders.ndjson", Line: seq}, Span: invariant.Span{Sent: at(seq * 100), Answered: at(seq*100 + 150), Lane: n + 1}})
 		}
@@ -270,6 +287,9 @@ func TestHTMLStaysSmall(t *testing.T) {
 		t.Errorf("the page of 100,000 deliveries is %d bytes", len(page))
 	}
 	rp := string(render(t, replayReport()))
+	if !strings.Contains(rp, "No timeline of its first broken keys is drawn: the built-in replay keeps no record of when or in what order it made each delivery") {
+		t.Errorf("the replay's page does not say why it draws no timeline of its broken keys")
+	}
 	if !strings.Contains(rp, "This page summarises the replay&#39;s 1000000 deliveries") {
 		t.Errorf("the replay's page does not say it is a summary")
 	}
@@ -329,5 +349,50 @@ func TestHTMLBrokerName(t *testing.T) {
 		if got := brokerOf(tt.target); got != tt.want {
 			t.Errorf("brokerOf(%q) = %q, want %q", tt.target, got, tt.want)
 		}
+	}
+}
+
+// TestHTMLReplayChart: a replay's page draws its totals over its course,
+// each series named in words with its sum and its largest step, within a
+// few KB for a million deliveries; a replay into a broker target counts
+// what the broker redelivered beside its deliveries, and says which of
+// its crashes the chart could not place.
+func TestHTMLReplayChart(t *testing.T) {
+	broker := targetReplay()
+	broker.Report.Counters.BrokerRedelivered, broker.Report.Counters.Crashed = 3, 2
+	tests := []struct {
+		name string
+		res  *Replay
+		want []string
+		not  []string
+	}{
+		{"built-in", replayReport(), []string{
+			">all deliveries: 1000000, at most 16384 a step</text>",
+			"✓ processed: 990000, at most", "= duplicate: 9000, at most", "≠ conflict: 500, at most", "✗ failed: 400, at most", "↯ crashed: 100, at most", "↯ crashes: 500, at most",
+			"The deliveries over the capture, in 62 steps of 16384 capture deliveries",
+			">capture delivery 1</text>", ">capture delivery 1000000</text>",
+		}, []string{"redelivered by the broker"}},
+		{"target", targetReplay(), []string{"✓ acked: 24, at most", "The deliveries over the time since the replay began, in 3 steps of 1.00 ms"}, []string{"↯ crashes:", "redelivered by the broker", "are not on it"}},
+		{"broker target", broker, []string{"<th class=\"beside\"><b>↻</b> redelivered by the broker</th>", "<td class=\"beside\">3</td>",
+			"2 crashes of the 2 are not on it: an instance killed on a timer stands for no delivery."}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := string(render(t, tt.res))
+			for _, want := range tt.want {
+				if !strings.Contains(page, want) {
+					t.Errorf("the page does not say %q", want)
+				}
+			}
+			for _, not := range tt.not {
+				if strings.Contains(page, not) {
+					t.Errorf("the page says %q", not)
+				}
+			}
+			svg := regexp.MustCompile(`(?s)<svg.*?</svg>`).FindString(page)
+			if svg == "" || len(svg) > 6<<10 {
+				t.Errorf("the chart is %d bytes, want one of at most 6 KB", len(svg))
+			}
+		})
 	}
 }

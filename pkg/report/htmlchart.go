@@ -1,0 +1,108 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/replay"
+)
+
+// A replay's totals over its course are drawn as a small inline SVG: one
+// strip per series (the deliveries, each outcome that occurred, the
+// crashes), each named in words and scaled to its own largest bucket, so
+// that a rare outcome shows where it came however few there were, and
+// nothing is told by colour alone. A strip is one path of a step per
+// bucket: the chart of a replay of any length stays a few KB.
+
+// htmlChart is the chart of a replay's totals over its course.
+type htmlChart struct {
+	Caption       string
+	Width, Height int // of the viewBox
+	Strips        []htmlStrip
+	From, To      string // the ends of the axis
+	AxisY         int
+	PlotX, PlotW  int
+}
+
+// htmlStrip is one series of the chart.
+type htmlStrip struct {
+	Label        string
+	Class        string
+	TextY, Base  int
+	Path         string
+	X0, X1, Line int
+}
+
+const (
+	chartLabelW = 310 // the labels' column, in viewBox units
+	chartStep   = 8   // one bucket's width
+	chartStripH = 22  // a strip's height
+	chartGap    = 6
+)
+
+// chartOf draws over: outcomes names its outcomes in the order the
+// buckets count them; capture says whether its places are the capture's
+// deliveries (else milliseconds).
+func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart {
+	n := len(over.Buckets)
+	if n == 0 {
+		return nil
+	}
+	w := over.Width()
+	c := &htmlChart{PlotX: chartLabelW, PlotW: n * chartStep, Width: chartLabelW + n*chartStep + 4}
+	series := func(label, class string, v func(b replay.Bucket) int64) {
+		var most, sum int64
+		for _, b := range over.Buckets {
+			x := v(b)
+			most, sum = max(most, x), sum+x
+		}
+		if sum == 0 {
+			return
+		}
+		y := len(c.Strips)*(chartStripH+chartGap) + 2
+		base := y + chartStripH
+		var p strings.Builder
+		fmt.Fprintf(&p, "M%d,%d", chartLabelW, base)
+		for _, b := range over.Buckets {
+			h := (v(b)*chartStripH + most - 1) / most // a bucket that counts one shows
+			fmt.Fprintf(&p, "V%dh%d", base-int(h), chartStep)
+		}
+		fmt.Fprintf(&p, "V%dZ", base)
+		c.Strips = append(c.Strips, htmlStrip{Label: fmt.Sprintf("%s: %d, at most %d a step", label, sum, most), Class: class,
+			TextY: base - 6, Base: base, Path: p.String(), X0: chartLabelW, X1: chartLabelW + n*chartStep, Line: base})
+	}
+	series("all deliveries", "all", func(b replay.Bucket) int64 {
+		s := int64(0)
+		for _, x := range b.Outcomes {
+			s += x
+		}
+		return s
+	})
+	for k, o := range outcomes {
+		series(o.Glyph+" "+o.Word, "o-"+o.Class, func(b replay.Bucket) int64 { return b.Outcomes[k] })
+	}
+	series("↯ crashes", "crashes", func(b replay.Bucket) int64 { return b.Crashes })
+	c.AxisY = len(c.Strips)*(chartStripH+chartGap) + 14
+	c.Height = c.AxisY + 4
+	end := over.Places()
+	if capture {
+		c.From, c.To = "capture delivery 1", "capture delivery "+strconv.FormatInt(end, 10)
+		c.Caption = fmt.Sprintf("The deliveries over the capture, in %s of %s: a redelivery counts where the delivery it repeats stands in the capture.",
+			count(int64(n), "step", "steps"), count(w, "capture delivery", "capture deliveries"))
+	} else {
+		c.From, c.To = "+0 ms", "+"+span(time.Duration(end)*time.Millisecond)
+		c.Caption = fmt.Sprintf("The deliveries over the time since the replay began, in %s of %s.", count(int64(n), "step", "steps"), span(time.Duration(w)*time.Millisecond))
+	}
+	return c
+}
+
+// chartCrashes is how many crashes the chart placed.
+func chartCrashes(over replay.Over) int64 {
+	var n int64
+	for _, b := range over.Buckets {
+		n += b.Crashes
+	}
+	return n
+}
