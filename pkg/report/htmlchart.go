@@ -37,7 +37,8 @@ type htmlStrip struct {
 
 const (
 	chartLabelW = 310 // the labels' column, in viewBox units
-	chartStep   = 8   // one bucket's width
+	chartStep   = 8   // one bucket's width, at least
+	chartPlotW  = 400 // the plot's width, at least: its ends' labels do not meet
 	chartStripH = 22  // a strip's height
 	chartGap    = 6
 )
@@ -51,7 +52,8 @@ func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart 
 		return nil
 	}
 	w := over.Width()
-	c := &htmlChart{PlotX: chartLabelW, PlotW: n * chartStep, Width: chartLabelW + n*chartStep + 4}
+	step := max(chartStep, chartPlotW/n)
+	c := &htmlChart{PlotX: chartLabelW, PlotW: n * step, Width: chartLabelW + n*step + 4}
 	series := func(label, class string, v func(b replay.Bucket) int64) {
 		var most, sum int64
 		for _, b := range over.Buckets {
@@ -67,11 +69,11 @@ func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart 
 		fmt.Fprintf(&p, "M%d,%d", chartLabelW, base)
 		for _, b := range over.Buckets {
 			h := (v(b)*chartStripH + most - 1) / most // a bucket that counts one shows
-			fmt.Fprintf(&p, "V%dh%d", base-int(h), chartStep)
+			fmt.Fprintf(&p, "V%dh%d", base-int(h), step)
 		}
 		fmt.Fprintf(&p, "V%dZ", base)
 		c.Strips = append(c.Strips, htmlStrip{Label: fmt.Sprintf("%s: %d, at most %d a step", label, sum, most), Class: class,
-			TextY: base - 6, Base: base, Path: p.String(), X0: chartLabelW, X1: chartLabelW + n*chartStep, Line: base})
+			TextY: base - 6, Base: base, Path: p.String(), X0: chartLabelW, X1: chartLabelW + n*step, Line: base})
 	}
 	series("all deliveries", "all", func(b replay.Bucket) int64 {
 		s := int64(0)
