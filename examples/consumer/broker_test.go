@@ -519,7 +519,7 @@ func TestBrokerFlags(t *testing.T) {
 		{[]string{"--db", "x.db", "--amqp", "amqp://h/", "--queue", "q"}, ""},
 		{[]string{"--db", "x.db", "--nats", "nats://h:4222", "--stream", "S"}, "--nats needs --stream and --durable"},
 		{[]string{"--db", "x.db", "--amqp", "amqp://h/"}, "--amqp needs --queue"},
-		{[]string{"--db", "x.db", "--amqp", "amqp://h/", "--queue", "q", "--nats", "nats://h"}, "one of --nats and --amqp"},
+		{[]string{"--db", "x.db", "--amqp", "amqp://h/", "--queue", "q", "--nats", "nats://h"}, "one of --nats, --amqp and --kafka"},
 		{[]string{"--db", "x.db", "--amqp", "amqp://h/", "--queue", "q", "--listen", ":0"}, "give one of --listen"},
 		{[]string{"--db", "x.db", "--amqp", "amqp://h/", "--queue", "q", "--prefetch", "0"}, "--prefetch must be at least 1"},
 	} {

@@ -413,8 +413,8 @@ func TestUsage(t *testing.T) {
 		want string
 	}{
 		{"no db", []string{"--listen", "127.0.0.1:0"}, nil, "--db is required"},
-		{"neither mode", []string{"--db", db}, nil, "exactly one of --listen ADDR, --exec, --nats URL and --amqp URL"},
-		{"both modes", []string{"--db", db, "--exec", "--listen", ":0"}, nil, "exactly one of --listen ADDR, --exec, --nats URL and --amqp URL"},
+		{"neither mode", []string{"--db", db}, nil, "exactly one of --listen ADDR, --exec, --nats URL, --amqp URL and --kafka BROKERS"},
+		{"both modes", []string{"--db", db, "--exec", "--listen", ":0"}, nil, "exactly one of --listen ADDR, --exec, --nats URL, --amqp URL and --kafka BROKERS"},
 		{"unknown flaw", []string{"--db", db, "--exec", "--flaw", "sloppy"}, nil, `--flaw "sloppy" is not one of`},
 		{"ack-before-commit in exec", []string{"--db", db, "--exec", "--flaw", "ack-before-commit"}, nil, "needs --listen"},
 		{"negative work", []string{"--db", db, "--exec", "--work", "-1s"}, nil, "--work must not be negative"},
