@@ -224,7 +224,7 @@ func deliver(t testing.TB, r rig, ps []*external.Process, dsn string, events, re
 					return
 				}
 				m := broker.Message{ID: fmt.Sprintf("evt-%d", i), Source: "/payments", Type: "payment.requested",
-					Data: []byte(fmt.Sprintf(`{"orderId":"O-%d","amount":10}`, i))}
+					Data: []byte(fmt.Sprintf(`{"orderId":"O-%d","amount":10}`, i)), Key: fmt.Sprintf("O-%d", i)}
 				copies := 1
 				if republishEvery > 0 && i%republishEvery == 0 {
 					copies = 2
@@ -403,7 +403,8 @@ func TestBrokerFlawsCaught(t *testing.T) {
 }
 
 // BenchmarkBrokerThroughput: events per second through each broker to
-// 1, 2 and 4 instances of the safe consumer on PostgreSQL, no kills.
+// 1, 2 and 4 instances of the safe consumer on PostgreSQL, no kills; Kafka
+// on an in-process cluster, a topic of four partitions.
 func BenchmarkBrokerThroughput(b *testing.B) {
 	pg := os.Getenv("REDELIVER_TEST_POSTGRES")
 	if pg == "" {
@@ -414,16 +415,23 @@ func BenchmarkBrokerThroughput(b *testing.B) {
 		events = n
 	}
 	bin := buildConsumer(b)
-	for _, name := range []string{"jetstream", "rabbitmq"} {
+	names := []string{"jetstream", "rabbitmq", "kafka"}
+	if only := os.Getenv("REDELIVER_BENCH_BROKER"); only != "" {
+		names = strings.Split(only, ",")
+	}
+	for _, name := range names {
 		for _, n := range []int{1, 2, 4} {
 			b.Run(fmt.Sprintf("%s/instances=%d", name, n), func(b *testing.B) {
 				var total time.Duration
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
 					var r rig
-					if name == "jetstream" {
+					switch name {
+					case "jetstream":
 						r = jetStream(b, 30*time.Second)
-					} else {
+					case "kafka":
+						r = kafkaRig(b)
+					default:
 						r = rabbitMQ(b)
 					}
 					dsn := freshSchemaTB(b, pg)

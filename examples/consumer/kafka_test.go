@@ -7,6 +7,7 @@ package main
 // end.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/kafka"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -136,5 +139,32 @@ func TestKafkaFlags(t *testing.T) {
 		if (c.bad == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.bad)) {
 			t.Errorf("%v: got %v, want %q", c.args, err, c.bad)
 		}
+	}
+}
+
+// kafkaRig is an in-process cluster with a topic of four partitions (one
+// for each of up to four members) and a group of the test's own.
+func kafkaRig(t testing.TB) rig {
+	t.Helper()
+	env := map[string]string{}
+	kafkaCluster(t, env)
+	brokers := strings.Split(env["KAFKA"], ",")
+	cfg := kafka.Config{Brokers: brokers, Topic: env["TOPIC"], Group: env["GROUP"], Create: true, Partitions: 4}
+	p, err := kafka.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	return rig{
+		name: "kafka",
+		args: []string{"--kafka", env["KAFKA"], "--topic", env["TOPIC"], "--group", env["GROUP"], "--session-timeout", env["SESSION_TIMEOUT"]},
+		open: func(t testing.TB) broker.Publisher {
+			p, err := kafka.Open(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			return p
+		},
 	}
 }
