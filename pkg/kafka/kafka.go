@@ -225,10 +225,9 @@ func (p *Publisher) countsLocked() broker.Counts {
 
 // partitionOffsets is one partition as the drain sees it.
 type partitionOffsets struct {
-	partition       int32
-	start, end      int64 // the log's first offset and the one after its last
-	committed       int64 // the group's committed offset, -1 for none
-	committedErrMsg string
+	partition  int32
+	start, end int64 // the log's first offset and the one after its last
+	committed  int64 // the group's committed offset, -1 for none
 }
 
 func (o partitionOffsets) committedOrStart() int64 {
