@@ -145,7 +145,7 @@ func statementsOf(trace []pgproxy.Statement, hit *pgproxy.Boundary) []consumer.S
 	held := -1
 	if hit != nil {
 		for i, st := range trace {
-			if matches(st, hit) {
+			if hit.Names(st) {
 				held = i
 				break
 			}
@@ -161,16 +161,6 @@ func statementsOf(trace []pgproxy.Statement, hit *pgproxy.Boundary) []consumer.S
 		}
 	}
 	return out
-}
-
-func matches(st pgproxy.Statement, b *pgproxy.Boundary) bool {
-	switch {
-	case b.Words != "":
-		return pgproxy.Matches(st.Text, b.Words)
-	case b.Lane > 0:
-		return st.Lane == b.Lane && st.LaneIndex == b.Index
-	}
-	return st.Index == b.Index
 }
 
 // statementCrash makes a delivery that crashes at a statement boundary:

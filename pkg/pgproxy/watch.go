@@ -196,15 +196,18 @@ func (w *Watch) sent(c *conn, st *Statement, flush func() error) bool {
 	return w.h.wait()
 }
 
-func (w *Watch) matches(st *Statement) bool {
-	at := w.at
+func (w *Watch) matches(st *Statement) bool { return w.at.Names(*st) }
+
+// Names reports whether the boundary is at st: the statement its words
+// begin, or its place in the delivery or in its lane.
+func (b Boundary) Names(st Statement) bool {
 	switch {
-	case at.Words != "":
-		return Matches(st.Text, at.Words)
-	case at.Lane > 0:
-		return st.Lane == at.Lane && st.LaneIndex == at.Index
+	case b.Words != "":
+		return Matches(st.Text, b.Words)
+	case b.Lane > 0:
+		return st.Lane == b.Lane && st.LaneIndex == b.Index
 	}
-	return st.Index == at.Index
+	return st.Index == b.Index
 }
 
 // hold is one held connection: reached once the boundary is met, then

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strconv"
 	"time"
 
@@ -380,7 +381,7 @@ func (b *builtin) Snapshot(ctx context.Context) (func(context.Context) error, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	now, attempts := b.now, clone(b.attempts)
+	now, attempts := b.now, maps.Clone(b.attempts)
 	var ledger *gateway.Ledger
 	if b.gateway != nil {
 		l := b.gateway.Snapshot()
@@ -390,7 +391,7 @@ func (b *builtin) Snapshot(ctx context.Context) (func(context.Context) error, fu
 		if err := restoreStore(ctx); err != nil {
 			return err
 		}
-		b.now, b.attempts = now, clone(attempts)
+		b.now, b.attempts = now, maps.Clone(attempts)
 		if ledger != nil {
 			b.gateway.Restore(*ledger)
 		}

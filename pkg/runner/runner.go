@@ -8,6 +8,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -284,22 +285,14 @@ type saved struct {
 
 func (r *run) save() saved {
 	r.frozen = len(r.history)
-	return saved{history: r.history, seq: r.seq, frozen: r.frozen, labels: clone(r.labels), reported: clone(r.reported)}
+	return saved{history: r.history, seq: r.seq, frozen: r.frozen, labels: maps.Clone(r.labels), reported: maps.Clone(r.reported)}
 }
 
 // restore puts the run back as it was at save: the history's records up
 // to then are kept, those after are written over by the next deliveries.
 func (r *run) restore(sv saved) {
 	r.history, r.seq, r.frozen = sv.history, sv.seq, sv.frozen
-	r.labels, r.reported = clone(sv.labels), clone(sv.reported)
-}
-
-func clone[K comparable, V any](m map[K]V) map[K]V {
-	out := make(map[K]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	r.labels, r.reported = maps.Clone(sv.labels), maps.Clone(sv.reported)
 }
 
 func newRun(s *scenario.Scenario, sys System) *run {
