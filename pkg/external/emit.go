@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -53,43 +52,29 @@ func (r *replayer) emit(ctx context.Context, v invariant.Violation) (int, error)
 		return ev.ID == id
 	}
 	var steps []reproStep
-	var pos int64
-	rates := inject.Rates{Redeliver: r.o.Redeliver, Crash: r.o.Crash, Concurrent: r.o.Concurrent}
-	var rewinds *inject.Rewind[struct{}] // when a rebalance comes, and how many it makes again
-	if r.o.Rewind > 0 {
-		rewinds = inject.NewRewind[struct{}](r.o.Seed, r.o.Rewind)
-	}
-	// The capture's bad records were named when it was first read.
-	err := r.read(ctx, &replay.MaxBad{Limit: r.o.MaxBad}, func(c capture.Event) {
-		pos++
-		defer func() {
-			if rewinds == nil || !rewinds.Add(pos, struct{}{}) {
+	// The capture read again by the replay's engine, in one lane: the same
+	// faults by position, and the same rebalances, which make the key's
+	// last deliveries again after the one they came after. Its bad
+	// records were named when it was first read.
+	eng := r.newEngine(nil)
+	eng.Lanes = 1
+	err := eng.Run(ctx, replay.GoLanes(1, func(int) replay.Lane[job] {
+		return collectLane(func(p replay.Planned[job]) {
+			c := p.Delivery.ev
+			ev := EventOf(c.Envelope)
+			if ev.ID == "" {
+				ev.ID = c.ID
+			}
+			if !match(p.Delivery.key, ev) || len(steps) == maxReproduced {
 				return
 			}
-			// The rebalance made the last deliveries again: the key's
-			// among them come again after it, in order.
-			from := pos - int64(rewinds.Len())
-			for _, s := range steps {
-				if !s.rewound && s.pos > from && len(steps) < maxReproduced {
-					s.rewound = true
-					steps = append(steps, s)
-				}
+			s := reproStep{ev: ev, pos: p.Pos, at: c.At.String(), fault: p.Fault, rewound: p.Rewound}
+			if s.fault == inject.Crash && r.sess.proxy == nil {
+				s.after = crashDelay(r.sess.t.Timeout(), r.o.Seed, p.Pos)
 			}
-		}()
-		k := KeyOf(r.o.Effects.KeyOf, c.Envelope)
-		ev := EventOf(c.Envelope)
-		if ev.ID == "" {
-			ev.ID = c.ID
-		}
-		if !match(k, ev) || len(steps) == maxReproduced {
-			return
-		}
-		s := reproStep{ev: ev, pos: pos, at: c.At.String(), fault: rates.At(r.o.Seed, pos)}
-		if s.fault == inject.Crash && r.sess.proxy == nil {
-			s.after = crashDelay(r.sess.t.Timeout(), r.o.Seed, pos)
-		}
-		steps = append(steps, s)
-	})
+			steps = append(steps, s)
+		})
+	}))
 	if err != nil {
 		return 0, err
 	}
@@ -105,6 +90,13 @@ func (r *replayer) emit(ctx context.Context, v invariant.Violation) (int, error)
 	}
 	return n, nil
 }
+
+// collectLane is a lane of the replay engine that delivers nothing: it
+// sees each delivery planned.
+type collectLane func(p replay.Planned[job])
+
+func (c collectLane) Deliver(_ context.Context, p replay.Planned[job]) error { c(p); return nil }
+func (c collectLane) Finish(context.Context) error                           { return nil }
 
 // crashDelay is how long after a delivery at pos a --crash kills the
 // consumer: up to the target's timeout, at most 100 ms.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
@@ -78,25 +76,53 @@ func (e *ReplayError) Error() string {
 }
 func (e *ReplayError) Unwrap() error { return e.Err }
 
-// replayer is one replay on its way.
+// replayer is one replay on its way: the executor of every lane of the
+// replay engine, which reads the captures, plans the faults and the
+// rebalances and dispatches the deliveries by business key.
 type replayer struct {
 	o     ReplayOptions
+	eng   *replay.Engine[job]
 	sess  *Session
 	crash sync.RWMutex // a crash holds it alone; deliveries share it
 	mu    sync.Mutex
 	j     *journal    // what the judge needs of the deliveries so far
 	ids   *seenFilter // the event ids delivered: the journal is asked only on a maybe
 	seq   int         // deliveries made
-	sent  atomic.Int64
-	err   error
 	res   *runner.CheckResult
-	// What the report says of the replay: the captures read and the
-	// faults injected (under mu).
-	inputs   []replay.Input
+	// The faults injected within deliveries (under mu); the engine
+	// counts the rebalances.
 	injected replay.Injected
-	skipped  int64       // bad records skipped under --max-bad
 	began    time.Time   // when the replay began, for over
 	over     replay.Over // the deliveries by the millisecond since began
+}
+
+// newEngine is the replay engine of a replay into the target: each
+// captured event with its business key, the faults --seed draws for its
+// position, and one lane per --parallel, by business key.
+func (r *replayer) newEngine(warn io.Writer) *replay.Engine[job] {
+	return &replay.Engine[job]{
+		Inputs: r.o.Inputs, Stdin: r.o.Stdin, Capture: r.o.Capture,
+		Bad:  replay.MaxBad{Limit: r.o.MaxBad, Warn: warn},
+		Seed: r.o.Seed, Rewind: r.o.Rewind, Lanes: r.o.Parallel,
+		Rates: inject.Rates{Redeliver: r.o.Redeliver, Crash: r.o.Crash, Concurrent: r.o.Concurrent},
+		Parse: func(ev capture.Event, _ int) (job, *capture.BadRecordError) {
+			return job{ev: ev, key: KeyOf(r.o.Effects.KeyOf, ev.Envelope)}, nil
+		},
+		LaneOf: func(j *job) uint64 { return uint64(fnv32a(j.key)) },
+		ReadError: func(file string, err error) error {
+			return problem.Environmentf(problem.Pos{File: file}, err)
+		},
+	}
+}
+
+// fnv32a is FNV-1a, 32 bits: a business key's lane.
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
 }
 
 // Replay delivers captured events to the target with the seeded faults,
@@ -125,6 +151,11 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	}
 	defer j.close()
 	r := &replayer{o: o, sess: sess, j: j, ids: newSeenFilter(), res: &runner.CheckResult{Name: name}}
+	r.eng = r.newEngine(o.Warn)
+	if o.Progress != nil {
+		r.eng.Every = 1
+		r.eng.Progress = func(n, _ int64) { o.Progress(n) }
+	}
 	start := time.Now()
 	r.began = start
 	var kills func() int
@@ -140,7 +171,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 			err = serr
 		}
 		if err != nil {
-			return nil, &ReplayError{Err: err, Sent: r.sent.Load()}
+			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 		}
 		r.res.Counters.Crashed = kills()
 	} else {
@@ -149,7 +180,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 			err = r.drain(ctx)
 		}
 		if err != nil {
-			return nil, &ReplayError{Err: err, Sent: r.sent.Load()}
+			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 		}
 	}
 	table := o.Effects.Table
@@ -158,14 +189,14 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	}
 	violations, effects, err := r.j.judge(ctx, func(f func(effects.Row) error) error { return sess.db.EachRow(ctx, nil, f) }, table)
 	if err != nil {
-		return nil, &ReplayError{Err: err, Sent: r.sent.Load()}
+		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
 	r.res.Violations = violations
 	r.res.Counters.Effects = effects
 	runner.Verdict(r.res, &scenario.Check{Name: name})
 	r.res.Line = replayLine(r.res.Counters, o.Target.Broker(), sess.rowsWhere())
-	if r.skipped > 0 {
-		r.res.Line += "; " + words.Count(r.skipped, "bad record") + " skipped (--max-bad)"
+	if skipped := int64(r.eng.Bad.Count()); skipped > 0 {
+		r.res.Line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
 	}
 	if len(r.res.Violations) > 0 {
 		var names []string
@@ -183,7 +214,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if o.EmitScenario != "" && len(r.res.Violations) > 0 {
 		n, err := r.emit(ctx, r.res.Violations[0])
 		if err != nil {
-			return nil, &ReplayError{Err: err, Sent: r.sent.Load()}
+			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 		}
 		rep.Reproducer, rep.ReproducerSteps = o.EmitScenario, n
 	}
@@ -218,137 +249,37 @@ func replayLine(c consumer.Counters, broker bool, where string) string {
 	return line
 }
 
-// job is one captured event for a worker.
+// job is one captured event for a lane.
 type job struct {
 	ev  capture.Event
 	key string
 	pos int64 // its place among the capture's events (1 the first); 0: a rewound delivery, made plainly
 }
 
+// run replays the captures into the target, --parallel lanes side by side.
 func (r *replayer) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	queues := make([]chan job, r.o.Parallel)
-	var wg sync.WaitGroup
-	for i := range queues {
-		queues[i] = make(chan job, 64)
-		wg.Add(1)
-		go func(q chan job) {
-			defer wg.Done()
-			for j := range q {
-				if ctx.Err() != nil {
-					continue
-				}
-				if err := r.deliver(ctx, j); err != nil {
-					r.fail(err)
-					cancel()
-				}
-			}
-		}(queues[i])
-	}
-	send := func(j job) {
-		h := fnv.New32a()
-		h.Write([]byte(j.key))
-		select {
-		case queues[h.Sum32()%uint32(len(queues))] <- j:
-		case <-ctx.Done():
-		}
-	}
-	var rewinds *inject.Rewind[job]
-	if r.o.Rewind > 0 {
-		rewinds = inject.NewRewind[job](r.o.Seed, r.o.Rewind)
-	}
-	var pos int64
-	bad := &replay.MaxBad{Limit: r.o.MaxBad, Warn: r.o.Warn}
-	readErr := r.read(ctx, bad, func(ev capture.Event) {
-		pos++
-		j := job{ev: ev, key: KeyOf(r.o.Effects.KeyOf, ev.Envelope), pos: pos}
-		send(j)
-		if rewinds == nil || !rewinds.Add(pos, j) {
-			return
-		}
-		// A rebalance: the consumer group goes back, and the last
-		// deliveries come again, each after its key's earlier ones.
-		r.mu.Lock()
-		r.injected.Rebalances++
-		r.injected.Rewound += int64(rewinds.Len())
-		r.mu.Unlock()
-		for j := range rewinds.Again() {
-			j.pos = 0 // plainly, no fault
-			send(j)
-		}
-	})
-	r.mu.Lock()
-	r.skipped = int64(bad.Count())
-	r.mu.Unlock()
-	for _, q := range queues {
-		close(q)
-	}
-	wg.Wait()
-	r.mu.Lock()
-	err := r.err
-	r.mu.Unlock()
-	switch {
-	case err != nil:
-		return err
-	case readErr != nil:
-		return readErr
-	}
-	return ctx.Err()
+	return r.eng.Run(ctx, replay.GoLanes(r.eng.Lanes, func(int) replay.Lane[job] { return r }))
 }
 
-func (r *replayer) fail(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err == nil {
-		r.err = err
+// Deliver makes a captured event's deliveries with the fault planned for
+// them; a rewound one plainly.
+func (r *replayer) Deliver(ctx context.Context, p replay.Planned[job]) error {
+	j := p.Delivery
+	if !p.Rewound {
+		j.pos = p.Pos
 	}
+	return r.deliver(ctx, j, p.Fault)
 }
 
-// read streams every capture's events to emit, skipping bad records as
-// bad allows.
-func (r *replayer) read(ctx context.Context, bad *replay.MaxBad, emit func(capture.Event)) error {
-	for _, name := range r.o.Inputs {
-		src, err := replay.OpenCapture(ctx, name, r.o.Stdin, r.o.Capture, nil)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		r.mu.Lock()
-		r.inputs = append(r.inputs, src.Input)
-		r.mu.Unlock()
-		for ctx.Err() == nil {
-			ev, err := src.Next()
-			if err == io.EOF {
-				break
-			}
-			var be *capture.BadRecordError
-			if errors.As(err, &be) {
-				if err := bad.Skip(be); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil {
-				return problem.Environmentf(problem.Pos{File: src.Input.File}, err)
-			}
-			emit(ev)
-		}
-		src.Close()
-	}
-	return nil
-}
+// Finish has nothing to do: every delivery's redeliveries were made with it.
+func (r *replayer) Finish(context.Context) error { return nil }
 
 // deliver makes one captured event's deliveries with its faults.
-func (r *replayer) deliver(ctx context.Context, j job) error {
+func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error {
 	ev := EventOf(j.ev.Envelope)
 	ev.Key = j.key
 	if ev.ID == "" {
 		ev.ID = j.ev.ID
-	}
-	fault := inject.None
-	if j.pos > 0 {
-		fault = inject.Rates{Redeliver: r.o.Redeliver, Crash: r.o.Crash, Concurrent: r.o.Concurrent}.At(r.o.Seed, j.pos)
 	}
 	switch fault {
 	case inject.Concurrent:
@@ -519,10 +450,7 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer) (*Deli
 	r.ids.add(ev.ID)
 	count(&r.res.Counters, a, seen, r.sess.t.Broker())
 	r.over.Add(time.Since(r.began).Milliseconds(), outcomeIndex(a.Kind), a.Crashed)
-	n := r.sent.Add(1)
-	if r.o.Progress != nil {
-		r.o.Progress(n)
-	}
+	r.eng.Delivered()
 	return d, nil
 }
 

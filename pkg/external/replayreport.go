@@ -22,13 +22,14 @@ type ReplayResult struct {
 func (r *replayer) report(f *runner.FileResult) *replay.Report {
 	c := f.Checks[0]
 	rep := &replay.Report{
-		Inputs: append([]replay.Input{}, r.inputs...), Seed: r.o.Seed,
-		Capture:  replay.CaptureReport{BadRecords: r.skipped},
+		Inputs: append([]replay.Input{}, r.eng.Opened...), Seed: r.o.Seed,
+		Capture:  replay.CaptureReport{BadRecords: int64(r.eng.Bad.Count())},
 		Injected: r.injected, Counters: c.Counters, Effects: int64(c.Counters.Effects),
 		Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
 		Target:  &replay.Target{File: f.File, Consumer: f.Target, Effects: f.Effects, Name: c.Name, Line: c.Line},
 		Verdict: invariant.Pass,
 	}
+	rep.Injected.Rebalances, rep.Injected.Rewound = r.eng.Rebalances, r.eng.Rewound
 	at := map[invariant.Name]int{}
 	for _, v := range c.Violations {
 		i, ok := at[v.Invariant]

@@ -58,14 +58,10 @@ func emit(ctx context.Context, o Options, broken []ledger.Broken, rep *Report) e
 		return err
 	}
 	defer db.Close()
-	err = db.Run(ctx, collect.Batch, func(b ledger.Batch) error {
-		scratch := newReport(collect, false, 0)
-		e := newEngine(collect, b, nil, scratch, func(s step) {
-			if len(steps) < maxCollected && matches(s) {
-				steps = append(steps, s)
-			}
-		})
-		return e.replay(ctx)
+	err = replayOne(ctx, collect, db, false, newReport(collect, false, 0), func(s step) {
+		if len(steps) < maxCollected && matches(s) {
+			steps = append(steps, s)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("collect the reproducer: %w", err)

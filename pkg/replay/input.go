@@ -128,3 +128,57 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// countingReader counts the bytes read from a capture file, for the
+// progress line: bytes read of the file's size.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// openStream reads a JetStream stream as a capture: its messages, in
+// stream order, each placed at its sequence where a file has a line.
+func openStream(ctx context.Context, name string, opts capture.Options) (*capture.Reader, error) {
+	u, err := nats.ParseStreamURL(name)
+	if err != nil {
+		return nil, inputf("%v", err)
+	}
+	sr, err := nats.ReadStream(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := capture.OpenRecords(name, capture.NATS, opts, sr.Next)
+	if err != nil {
+		sr.Close()
+		return nil, err
+	}
+	rd.OnClose(sr)
+	return rd, nil
+}
+
+// openTopic reads a Kafka topic as a capture: its records, partition by
+// partition in offset order, each placed at its place in the read where a
+// file has a line.
+func openTopic(ctx context.Context, name string, opts capture.Options) (*capture.Reader, error) {
+	u, err := kafka.ParseTopicURL(name)
+	if err != nil {
+		return nil, inputf("%v", err)
+	}
+	tr, err := kafka.ReadTopic(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := capture.OpenRecords(name, capture.Kcat, opts, tr.Next)
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	rd.OnClose(tr)
+	return rd, nil
+}

@@ -335,13 +335,25 @@ func replayInto(ctx context.Context, o Options, db ledger.Ledger, record bool, r
 		}
 		return runSplit(ctx, o, split, log, rep)
 	}
-	return db.Run(ctx, o.Batch, func(b ledger.Batch) error {
-		var log ledger.Recorder
-		if record {
-			log = b
-		}
-		return newEngine(o, b, log, rep, nil).replay(ctx)
+	return replayOne(ctx, o, db, record, rep, nil)
+}
+
+// replayOne replays the captures into db in one lane, recording them in
+// its capture log when record is set; watch, if not nil, sees every
+// delivery.
+func replayOne(ctx context.Context, o Options, db ledger.Ledger, record bool, rep *Report, watch func(step)) error {
+	var log ledger.Recorder
+	eng := newEngine(o, rep, &log)
+	err := eng.Run(ctx, func(ctx context.Context, serve func(context.Context, int, Lane[item]) error) error {
+		return db.Run(ctx, o.Batch, func(b ledger.Batch) error {
+			if record {
+				log = b
+			}
+			return serve(ctx, 0, newLane(o, eng, b, rep, watch))
+		})
 	})
+	ended(eng, rep)
+	return err
 }
 
 // readsStream reports whether an input is a broker stream (a URL), not a

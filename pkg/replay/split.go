@@ -3,12 +3,9 @@ package replay
 import (
 	"cmp"
 	"context"
-	"errors"
 	"os"
 	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/redeliver/redeliver/pkg/ledger"
 )
@@ -68,127 +65,28 @@ func small(inputs []string) bool {
 	return n < splitBytes
 }
 
-// partChunk is how many deliveries the reading goroutine hands a part at once.
-const partChunk = 256
-
-// runSplit replays into split's parts; log, if not nil, records the capture.
+// runSplit replays into split's parts, a lane of the replay engine each;
+// log, if not nil, records the capture.
 func runSplit(ctx context.Context, o Options, split ledger.Split, log ledger.Recorder, rep *Report) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	n := split.Parts()
-	feeds := make([]chan []item, n)
-	for i := range feeds {
-		feeds[i] = make(chan []item, 4)
-	}
-	read := newEngine(o, nil, log, rep, nil)
-
-	// Progress counts the deliveries of all parts.
-	var handled atomic.Int64
-	var progress sync.Mutex
-	tick := func() {
-		if o.Progress == nil {
-			return
-		}
-		if k := handled.Add(1); k%4096 == 0 {
-			progress.Lock()
-			o.Progress(k, read.bytesRead.Load())
-			progress.Unlock()
-		}
-	}
-
-	readErr := make(chan error, 1)
-	go func() {
-		chunks := make([][]item, n)
-		send := func(i int) bool {
-			select {
-			case feeds[i] <- chunks[i]:
-				chunks[i] = make([]item, 0, partChunk)
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		err := read.readAll(ctx, func(it *item) error {
-			if ok, err := read.admit(it); !ok {
-				return err
-			}
-			it.pos = read.seq
-			i := int(uint64(fnv64(it.d.EventID)) % uint64(n))
-			chunks[i] = append(chunks[i], *it)
-			if len(chunks[i]) == partChunk && !send(i) {
-				return ctx.Err()
-			}
-			return nil
+	eng := newEngine(o, rep, &log)
+	eng.Lanes = split.Parts()
+	reports := make([]*Report, eng.Lanes)
+	err := eng.Run(ctx, func(ctx context.Context, serve func(context.Context, int, Lane[item]) error) error {
+		return split.RunParts(ctx, func(ctx context.Context, part int, s ledger.OrderedStore) error {
+			po := o
+			po.Progress = nil
+			reports[part] = newReport(po, false, 0)
+			l := newLane(po, eng, s, reports[part], nil)
+			l.ordered = s
+			return serve(ctx, part, l)
 		})
-		for i := range chunks {
-			if err == nil && len(chunks[i]) > 0 && !send(i) {
-				err = ctx.Err()
-			}
-			close(feeds[i])
-		}
-		if err != nil {
-			cancel()
-		}
-		readErr <- err
-	}()
-
-	reports := make([]*Report, n)
-	// One cancel stops the reader and every part: the parts' context ends
-	// when any part fails, even one that fails before it reads a delivery
-	// (its store cannot begin), and the reader, which may be waiting to
-	// hand that part more, stops with it and closes every feed.
-	err := split.RunParts(ctx, func(ctx context.Context, part int, s ledger.OrderedStore) (err error) {
-		stop := context.AfterFunc(ctx, cancel)
-		defer func() {
-			stop()
-			if err != nil {
-				cancel()
-			}
-		}()
-		po := o
-		po.Progress = nil
-		reports[part] = newReport(po, false, 0)
-		e := newEngine(po, s, nil, reports[part], nil)
-		e.ordered, e.tick = s, tick
-		for {
-			var items []item
-			var more bool
-			select {
-			case items, more = <-feeds[part]:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if !more {
-				break
-			}
-			for i := range items {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				if err := e.deliver(ctx, &items[i], items[i].pos); err != nil {
-					return err
-				}
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return e.drain(ctx)
 	})
-	rerr := <-readErr
-	switch {
-	case rerr != nil && !errors.Is(rerr, context.Canceled):
-		return rerr
-	case err != nil:
+	ended(eng, rep)
+	if err != nil {
 		return err
-	case rerr != nil:
-		return rerr
 	}
 	for _, p := range reports {
 		rep.add(p)
-	}
-	if o.Progress != nil {
-		o.Progress(handled.Load(), read.bytesRead.Load())
 	}
 	return nil
 }

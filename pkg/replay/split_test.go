@@ -179,7 +179,7 @@ func TestSplitPartFailsAtOnce(t *testing.T) {
 			// the reader fills its feed while the others get nothing.
 			name := filepath.Join(dir, fmt.Sprintf("capture-%d-%d.ndjson", parts, part))
 			var b strings.Builder
-			for i, n := 0, 0; n < 8*partChunk; i++ {
+			for i, n := 0, 0; n < 8*laneChunk; i++ {
 				id := fmt.Sprintf("evt-%d", i)
 				if int(uint64(fnv64("/orders/"+id))%uint64(parts)) != part { // a CloudEvent's id is its source's
 					continue
