@@ -112,7 +112,11 @@ positions in both.
 With --target FILE (version, target and effects, as in a scenario) the
 capture is delivered to your own consumer instead: --concurrent delivers an
 event twice at once, --parallel N keeps N deliveries in flight (one
-business key's in order); then the effect table is judged. The built-in
+business key's in order); then the effect table is judged. Without
+--target, --parallel N splits the replay by event id into N stores side by
+side (by default one per core, up to 4, when it can be split), and is
+refused where it cannot be: onto a --db file, with a business-key
+strategy, --rewind or --batch. The built-in
 handler's own flags (--strategy, --db, --republish, --crash-at, --identity,
 --consumer, --effect, --batch, --compare) are refused; --max-bad and
 --fail-on bad-records work as without it. A broken invariant shows how often it
@@ -169,7 +173,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.IntVar(&o.Batch, "batch", 0, "deliveries per commit; 0 lets the store choose: a file commits every second, the private :memory: database once at the end (each delivery stays atomic in its own savepoint)")
 	f.BoolVar(&o.Compare, "compare", true, "when the capture gives business keys, replay it again in memory with every other strategy and say which would have been safe")
 	f.StringVar(&o.Target, "target", "", "deliver to your own consumer: a file holding version, target and effects (see docs/target.md)")
-	f.IntVar(&o.Parallel, "parallel", 1, "with --target: deliveries in flight (one business key's stay in order)")
+	f.IntVar(&o.Parallel, "parallel", 0, "lanes side by side, one key's deliveries in order in its lane: with --target, deliveries in flight by business key (default 1); without, parts split by event id, each on a store of its own (default one per core up to 4 where the replay can be split; refused where it cannot)")
 	f.BoolVarP(&o.Output.Verbose, "verbose", "v", false, "with --target: print every breach of each broken invariant, not only the first 5, and the counters")
 	f.BoolVar(&o.Output.Coverage, "coverage", false, "with --target: print what the replay injected, and when each kill came against the consumer's answer")
 	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this often, and restart it, until the broker has drained")
@@ -188,6 +192,9 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	format, err := capture.ParseFormat(o.Input)
 	if err != nil {
 		return problem.UsageOf(err)
+	}
+	if cmd.Flags().Changed("parallel") && (o.Parallel < 1 || o.Parallel > 256) {
+		return problem.Usagef("--parallel must be between 1 and 256, not %d", o.Parallel)
 	}
 	if o.Target != "" {
 		return runReplayTarget(cmd, s, o, out, format)
@@ -235,7 +242,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, CrashAt: crashAt, Rewind: o.Rewind,
 		Republish: o.Republish, Concurrent: o.Concurrent,
 		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, FindingsFile: o.Findings, Batch: o.Batch,
-		Compare: o.Compare, Warn: s.Err,
+		Compare: o.Compare, Warn: s.Err, Parallel: o.Parallel,
 	}
 	finish := func() {}
 	if s.ErrTTY {

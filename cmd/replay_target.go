@@ -24,8 +24,8 @@ import (
 
 // runReplayTarget replays the captures into the consumer a --target file names.
 func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *output, format capture.Format) error {
-	if o.Parallel < 1 || o.Parallel > 256 {
-		return problem.Usagef("--parallel must be between 1 and 256, not %d", o.Parallel)
+	if o.Parallel == 0 {
+		o.Parallel = 1 // one delivery in flight
 	}
 	if o.Republish > 0 || len(o.CrashAt) > 0 || o.DB != ":memory:" {
 		return problem.Usagef("--republish, --crash-at and --db are for the built-in handler; with --target the consumer keeps its own database")

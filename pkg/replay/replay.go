@@ -81,8 +81,11 @@ type Options struct {
 	// parts handled side by side (pkg/sqlite's OpenSplitLedger), one per
 	// core up to four, whenever the replay allows it (see splitParts).
 	OpenSplit ledger.SplitOpener
-	// parts, when set, is how many parts a split replay takes (tests).
-	parts int
+	// Parallel is --parallel: how many lanes of the replay engine run side
+	// by side, each a part of the replay split by event id on a store of
+	// its own. 0 lets the replay choose (splitParts); above 1, a replay
+	// that cannot be split is refused (whyOneLane).
+	Parallel int
 	// Warn receives one line per skipped bad record.
 	Warn io.Writer
 }
@@ -169,8 +172,17 @@ func (o *Options) validate() error {
 	if o.Handler.Strategy.UsesKey() && o.Handler.Key.IsZero() {
 		o.Handler.Key = businessKeyTemplate
 	}
+	if o.Parallel < 0 || o.Parallel > maxParallel {
+		return inputf("--parallel must be between 1 and %d, not %d", maxParallel, o.Parallel)
+	}
+	if why := whyOneLane(*o); o.Parallel > 1 && why != "" {
+		return inputf("--parallel %d splits the built-in replay by event id into %d stores side by side, and %s; drop --parallel", o.Parallel, o.Parallel, why)
+	}
 	return nil
 }
+
+// maxParallel is the most lanes --parallel asks for, with or without --target.
+const maxParallel = 256
 
 // Run replays the captures and returns the report. An error means the
 // replay could not be done (bad input, database); a report with a failing

@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -28,22 +29,44 @@ import (
 // one that dedups on the business key (a key's events would need one
 // part), rebalances (they re-deliver the last deliveries of all events),
 // marker retention (a purge reaches across events), --batch (it asks for
-// the commits of one store), a process with one core, and captures files
-// smaller than splitBytes in all (see splitBytes).
+// the commits of one store) — whyOneLane says which, and --parallel N > 1
+// is refused on them —; and, unless --parallel asks for parts, a process
+// with one core and captures files smaller than splitBytes in all (see
+// splitBytes).
 
-// splitParts is how many parts the replay is handled in (1: not split).
+// splitParts is how many parts the replay is handled in (1: not split):
+// --parallel, else one per core up to four.
 func splitParts(o Options) int {
-	if o.OpenSplit == nil || o.DB != "" && o.DB != ledger.Memory || o.Handler.Strategy.UsesKey() ||
-		o.Rewind > 0 || o.Handler.Retention > 0 || o.Batch > 0 {
+	if whyOneLane(o) != "" {
 		return 1
 	}
-	if o.parts > 0 {
-		return o.parts
+	if o.Parallel > 0 {
+		return o.Parallel
 	}
 	if small(o.Inputs) {
 		return 1
 	}
 	return min(runtime.GOMAXPROCS(0), 4)
+}
+
+// whyOneLane says why the replay cannot be split into parts, or "" when
+// it can.
+func whyOneLane(o Options) string {
+	switch {
+	case o.DB != "" && o.DB != ledger.Memory:
+		return "a replay onto a file (--db) runs in that one store, to be resumed delivery by delivery"
+	case o.Handler.Strategy.UsesKey():
+		return fmt.Sprintf("strategy %s dedups on the business key, whose events one store must see", o.Handler.Strategy)
+	case o.Rewind > 0:
+		return "a --rewind rebalance delivers again the last deliveries of every event, which one store must see"
+	case o.Handler.Retention > 0:
+		return "marker retention purges across events, in one store"
+	case o.Batch > 0:
+		return "--batch sets the commits of one store"
+	case o.OpenSplit == nil:
+		return "no split store was given (Options.OpenSplit)"
+	}
+	return ""
 }
 
 // splitBytes is the size of capture files below which a replay is not

@@ -62,13 +62,13 @@ func TestSplitIsOneStore(t *testing.T) {
 			o.CrashAt = []consumer.FaultPoint{DefaultCrashAt[rng.IntN(len(DefaultCrashAt))]}
 		}
 		o.OpenSplit = sqlite.OpenSplitLedger
-		o.parts = 1
+		o.Parallel = 1
 		if n := splitParts(o); n != 1 {
 			t.Fatalf("seed %d: %d parts, want one store", seed, n)
 		}
 		want := reportJSON(t, o)
 		parts := 2 + seed%2 // two parts, or three
-		o.parts = parts
+		o.Parallel = parts
 		if n := splitParts(o); n != parts {
 			t.Fatalf("seed %d: %d parts, want %d: the replay is not split", seed, n, parts)
 		}
@@ -134,7 +134,7 @@ func reportJSON(t *testing.T, o Options) string {
 	t.Helper()
 	rep, err := runSQLite(context.Background(), o)
 	if err != nil {
-		t.Fatalf("replay with %d parts: %v", o.parts, err)
+		t.Fatalf("replay with %d parts: %v", o.Parallel, err)
 	}
 	// The totals over the capture are compared too: a part counts its
 	// deliveries at their places in the whole capture.
@@ -190,7 +190,7 @@ func TestSplitPartFailsAtOnce(t *testing.T) {
 			if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			o := Options{Inputs: []string{name}, DB: ledger.Memory, Seed: 1, MaxBad: 1000, parts: parts}
+			o := Options{Inputs: []string{name}, DB: ledger.Memory, Seed: 1, MaxBad: 1000, Parallel: parts}
 			o.Handler.Strategy = handler.EventID
 			o.Open = sqlite.OpenLedger
 			o.OpenSplit = func(ctx context.Context, cfg handler.Config, n int) (ledger.Split, error) {
