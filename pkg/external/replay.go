@@ -41,7 +41,7 @@ type ReplayOptions struct {
 	// the last N again, in order, after the same positions as the
 	// built-in replay's (inject.Rewind).
 	Rewind   int
-	Parallel int // deliveries in flight; one key's deliveries stay in order
+	Parallel int // lanes side by side (replay.Engine), by business key: deliveries in flight; one key's stay in order
 	// MaxBad bad records of the capture are skipped, each named on Warn,
 	// as the built-in replay skips them (replay.MaxBad).
 	MaxBad int
