@@ -23,8 +23,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// kafkaClient is a group member's client.
-func kafkaClient(b brokerConfig) (*kgo.Client, error) {
+// kafkaClient is a group member's client. joined is called each time the
+// group hands the member its partitions (the first time included, even
+// when there are none for it).
+func kafkaClient(b brokerConfig, joined func()) (*kgo.Client, error) {
 	heartbeat := min(3*time.Second, b.sessionTimeout/3)
 	return kgo.NewClient(
 		kgo.SeedBrokers(strings.Split(b.kafka, ",")...),
@@ -38,11 +40,19 @@ func kafkaClient(b brokerConfig) (*kgo.Client, error) {
 		kgo.HeartbeatInterval(heartbeat),
 		kgo.RebalanceTimeout(max(2*b.sessionTimeout, 5*time.Second)),
 		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { joined() }),
 	)
 }
 
+// consumeKafka says it is consuming once it is a member of the group with
+// its partitions, not before: a member still waiting for its first
+// assignment reads nothing yet, and one killed then leaves the group
+// rebalancing around it.
 func consumeKafka(ctx context.Context, c *consumer, b brokerConfig, stdout io.Writer) error {
-	cl, err := kafkaClient(b)
+	var once sync.Once
+	cl, err := kafkaClient(b, func() {
+		once.Do(func() { fmt.Fprintf(stdout, "consuming %s as group %s (%s)\n", b.topic, b.group, c.flaw) })
+	})
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}
@@ -53,56 +63,72 @@ func consumeKafka(ctx context.Context, c *consumer, b brokerConfig, stdout io.Wr
 	if err != nil {
 		return fmt.Errorf("connect to Kafka at %s: %w", b.kafka, err)
 	}
-	fmt.Fprintf(stdout, "consuming %s as group %s (%s)\n", b.topic, b.group, c.flaw)
+	owed := false // a commit the group refused, to make again
 	for {
-		fs := cl.PollRecords(ctx, b.prefetch)
+		// A poll returns at least every second, so that a refused commit
+		// is made again even when no more records come.
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollRecords(pctx, b.prefetch)
+		cancel()
 		if ctx.Err() != nil || fs.IsClientClosed() {
 			return nil
 		}
 		var fatal error
 		fs.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) && fatal == nil {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && fatal == nil {
 				fatal = fmt.Errorf("fetch %s partition %d: %w", topic, p, err)
 			}
 		})
 		if fatal != nil {
 			return fatal
 		}
-		if err := c.handleBatch(ctx, cl, fs); err != nil {
+		refused, err := c.handleBatch(ctx, cl, fs)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
+		}
+		owed = owed || refused
+		if owed && fs.NumRecords() == 0 {
+			// Every record polled so far is done: commit them all. A
+			// partition the group took away meanwhile is no longer
+			// among them: its new owner reads it again from the last
+			// commit.
+			owed = !c.commitDone(ctx, cl)
 		}
 		cl.AllowRebalance()
 	}
 }
 
 // handleBatch works through one poll and commits it: each partition's
-// records in order, partitions side by side.
-func (c *consumer) handleBatch(ctx context.Context, cl *kgo.Client, fs kgo.Fetches) error {
+// records in order, partitions side by side. refused says a commit the
+// group refused (it was rebalancing), to make again.
+func (c *consumer) handleBatch(ctx context.Context, cl *kgo.Client, fs kgo.Fetches) (refused bool, err error) {
 	if fs.NumRecords() == 0 {
-		return nil
+		return false, nil
 	}
+	var mu sync.Mutex
 	if c.flaw == flawCommitBeforeWork {
 		// The flaw: the offsets go first. A kill during the work below
 		// loses records the group will never read again.
-		c.commit(ctx, cl, fs.Records()...)
+		refused = !c.commit(ctx, cl, fs.Records()...)
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	var firstErr error
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for _, r := range p.Records {
-				if err := c.handleRecord(ctx, cl, r); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
+				ok, err := c.handleRecord(ctx, cl, r)
+				mu.Lock()
+				refused = refused || !ok
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				if err != nil {
 					return
 				}
 			}
@@ -110,31 +136,50 @@ func (c *consumer) handleBatch(ctx context.Context, cl *kgo.Client, fs kgo.Fetch
 	})
 	wg.Wait()
 	if firstErr != nil {
-		return firstErr
+		return refused, firstErr
 	}
 	if c.flaw == flawCommitBeforeWork || c.flaw == flawAckBeforeCommit {
-		return nil // committed already
+		return refused, nil // committed already
 	}
 	// After every record's transaction: the safe order.
-	c.commit(ctx, cl, fs.Records()...)
-	return nil
+	return !c.commitDone(ctx, cl), nil
 }
 
-// commit commits the records' offsets. A commit the group refuses (it is
-// rebalancing, or has already handed the partition to another member) is
-// no reason to stop: the records come again, to this member or another,
-// and the dedup marker makes the second time a no-op.
-func (c *consumer) commit(ctx context.Context, cl *kgo.Client, rs ...*kgo.Record) {
-	if err := cl.CommitRecords(ctx, rs...); err != nil && ctx.Err() == nil {
-		c.logf("commit: %v (the records will be read again)", err)
+// commit commits the records' offsets and reports whether the group took
+// the commit. One it refuses (it is rebalancing, or has expired this
+// member) is no reason to stop: the loop makes it again. A member that
+// keeps its partitions through a rebalance reads on from where it was,
+// so without that the records before would stay uncommitted for good;
+// where the group has handed a partition to another member meanwhile,
+// that member reads its records again, and the dedup marker makes the
+// second time a no-op.
+func (c *consumer) commit(ctx context.Context, cl *kgo.Client, rs ...*kgo.Record) bool {
+	if err := cl.CommitRecords(ctx, rs...); err != nil {
+		if ctx.Err() == nil {
+			c.logf("commit: %v (made again later)", err)
+		}
+		return false
 	}
+	return true
+}
+
+// commitDone commits every record polled so far, all of them done.
+func (c *consumer) commitDone(ctx context.Context, cl *kgo.Client) bool {
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		if ctx.Err() == nil {
+			c.logf("commit: %v (made again later)", err)
+		}
+		return false
+	}
+	return true
 }
 
 // handleRecord processes one record until it is done: paid, a duplicate,
 // or refused for good. A failure that may pass (the database away) is
 // tried again in place: Kafka has no per-record redelivery to ask for,
-// only the offset the group commits.
-func (c *consumer) handleRecord(ctx context.Context, cl *kgo.Client, r *kgo.Record) error {
+// only the offset the group commits. committed is false when the flaw
+// committed the record's offset and the group refused it.
+func (c *consumer) handleRecord(ctx context.Context, cl *kgo.Client, r *kgo.Record) (committed bool, err error) {
 	header := func(name string) string {
 		for _, h := range r.Headers {
 			if strings.EqualFold(h.Key, name) {
@@ -146,32 +191,32 @@ func (c *consumer) handleRecord(ctx context.Context, cl *kgo.Client, r *kgo.Reco
 	ev, err := decodeBrokerMessage(header, r.Value)
 	if err != nil {
 		c.logf("rejected: %s partition %d offset %d: %v", r.Topic, r.Partition, r.Offset, err)
-		return nil // skipped: its offset is committed with the batch
+		return true, nil // skipped: its offset is committed with the batch
 	}
 	if c.flaw == flawAckBeforeCommit {
 		// The flaw: this record's offset is committed, then the work
 		// starts; a kill in between loses it.
-		c.commit(ctx, cl, r)
+		ok := c.commit(ctx, cl, r)
 		if _, err := c.processAs(ctx, ev, flawSafe); err != nil {
 			c.logf("event %s, committed, then: %v", ev.id, err)
 		}
-		return nil
+		return ok, nil
 	}
 	for {
 		res, err := c.process(ctx, ev)
 		switch {
 		case errors.Is(err, errConflict) || (err == nil && res.Outcome == "conflict"):
 			c.logf("event %s: conflict", ev.id)
-			return nil
+			return true, nil
 		case err == nil:
-			return nil
+			return true, nil
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return true, ctx.Err()
 		}
 		c.logf("event %s: %v; trying again", ev.id, err)
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return true, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
