@@ -139,9 +139,11 @@ func newDeliverer(t *scenario.Target) deliverer {
 	return &execDeliverer{spec: t.Exec}
 }
 
-// httpDeliverer posts one request per delivery.
+// httpDeliverer posts one request per delivery: through the plain
+// client to an http:// target, through net/http otherwise.
 type httpDeliverer struct {
 	spec      *scenario.HTTPTarget
+	plain     *plainClient // nil: net/http makes every delivery
 	transport *http.Transport
 	client    *http.Client
 }
@@ -150,7 +152,7 @@ func newHTTPDeliverer(h *scenario.HTTPTarget) *httpDeliverer {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // a consumer under test is reached directly
 	tr.MaxIdleConnsPerHost = 64
-	return &httpDeliverer{spec: h, transport: tr, client: &http.Client{
+	return &httpDeliverer{spec: h, plain: newPlainClient(h), transport: tr, client: &http.Client{
 		Transport: tr,
 		// A redirect is not an acknowledgement: report the 3xx as it came.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -161,7 +163,12 @@ func (d *httpDeliverer) Describe() string {
 	return fmt.Sprintf("%s %s (%s)", d.spec.Method, redact.String(d.spec.URL), d.spec.Mode)
 }
 
-func (d *httpDeliverer) Forget() { d.transport.CloseIdleConnections() }
+func (d *httpDeliverer) Forget() {
+	if d.plain != nil {
+		d.plain.forget()
+	}
+	d.transport.CloseIdleConnections()
+}
 
 // Classify turns an HTTP status into an answer. 429 asks for the event
 // again later: it is no ack.
@@ -180,7 +187,17 @@ func Classify(status int) Kind {
 }
 
 func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}) Answer {
-	req, err := Request(d.spec, ev, time.Now())
+	now := time.Now()
+	if d.plain != nil {
+		body, hdr, err := requestParts(d.spec, ev, now)
+		if err != nil {
+			return Answer{Kind: Unacked, Err: err}
+		}
+		if plainHeaders(hdr) {
+			return d.plainDeliver(ctx, d.plain.request(body, hdr), now)
+		}
+	}
+	req, err := Request(d.spec, ev, now)
 	if err != nil {
 		return Answer{Kind: Unacked, Err: err}
 	}
@@ -200,6 +217,22 @@ func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}
 	a := Answer{Kind: Classify(resp.StatusCode), Status: resp.StatusCode}
 	if a.Kind == Unacked {
 		a.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return a
+}
+
+// plainDeliver makes a delivery through the plain client; sent is when
+// the delivery began, its deadline the target's timeout after it.
+func (d *httpDeliverer) plainDeliver(ctx context.Context, req *http.Request, sent time.Time) Answer {
+	deadline := sent.Add(d.spec.Timeout)
+	status, retry, err := d.plain.do(ctx, req, deadline)
+	if err != nil {
+		timedOut := err == errTimedOut || errors.Is(err, context.DeadlineExceeded)
+		return Answer{Kind: Unacked, Err: transportError(err), TimedOut: timedOut, Refused: errors.Is(err, syscall.ECONNREFUSED)}
+	}
+	a := Answer{Kind: Classify(status), Status: status}
+	if a.Kind == Unacked {
+		a.RetryAfter = retryAfter(retry, time.Now())
 	}
 	return a
 }

@@ -94,6 +94,20 @@ func (ev Event) data() []byte {
 // Request builds the HTTP request of one delivery in the target's mode.
 // now stamps standard-webhooks deliveries.
 func Request(h *scenario.HTTPTarget, ev Event, now time.Time) (*http.Request, error) {
+	body, hdr, err := requestParts(h, ev, now)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(h.Method, h.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = hdr
+	return req, nil
+}
+
+// requestParts is the body and the headers of one delivery's request.
+func requestParts(h *scenario.HTTPTarget, ev Event, now time.Time) ([]byte, http.Header, error) {
 	var body []byte
 	hdr := http.Header{}
 	for k, v := range ev.Headers {
@@ -130,7 +144,7 @@ func Request(h *scenario.HTTPTarget, ev Event, now time.Time) (*http.Request, er
 		hdr.Set("webhook-timestamp", ts)
 		key, err := scenario.SecretKey(h.Secret)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		hdr.Set("webhook-signature", "v1,"+Sign(key, ev.ID, ts, body))
 	default:
@@ -140,12 +154,7 @@ func Request(h *scenario.HTTPTarget, ev Event, now time.Time) (*http.Request, er
 	for k, v := range h.Headers {
 		hdr.Set(k, v)
 	}
-	req, err := http.NewRequest(h.Method, h.URL, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header = hdr
-	return req, nil
+	return body, hdr, nil
 }
 
 // Sign is the Standard Webhooks signature: base64 of HMAC-SHA256 over

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package external
+
+import "net"
+
+// canPeek: an idle connection's socket cannot be looked at here, and the
+// deliveries go through net/http.
+const canPeek = false
+
+func idleOpen(net.Conn) bool { return false }
