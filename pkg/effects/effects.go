@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -71,6 +72,10 @@ type DB struct {
 	// once (parsing them cost as much as running them).
 	stmtMu sync.Mutex
 	stmts  map[*sql.DB]map[string]*sql.Stmt
+	// SQLite: the file was there when a key's rows were read; the next
+	// reads of a key's rows do not look for it again (a replay reads them
+	// at every redelivery).
+	found atomic.Bool
 }
 
 // Where names the database in words, without its user or password:
@@ -402,8 +407,13 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 // EachRow calls f with every effect row, or with key set, every row of
 // that key, in the order the database returns them, holding none.
 func (d *DB) EachRow(ctx context.Context, key *string, f func(Row) error) error {
-	if !d.exists() {
-		return errorf("the effects database %s does not exist", d.where)
+	if key == nil || !d.found.Load() {
+		if !d.exists() {
+			return errorf("the effects database %s does not exist", d.where)
+		}
+		if key != nil {
+			d.found.Store(true)
+		}
 	}
 	q := d.spec.Query
 	var args []any
