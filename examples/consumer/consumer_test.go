@@ -56,7 +56,7 @@ func postgresDSN(t *testing.T) string {
 
 // freshSchema returns dsn with search_path set to a new schema, dropped
 // when the test ends.
-func freshSchema(t *testing.T, dsn string) string {
+func freshSchema(t testing.TB, dsn string) string {
 	t.Helper()
 	var b [6]byte
 	rand.Read(b[:])

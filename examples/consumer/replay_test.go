@@ -177,20 +177,37 @@ func BenchmarkReplayIntoConsumer(b *testing.B) {
 			}
 		}
 	})
+	// parallel-N: the consumer on SQLite; parallel-N-postgres: on
+	// PostgreSQL (REDELIVER_TEST_POSTGRES), in a schema of its own.
+	pg := os.Getenv("REDELIVER_TEST_POSTGRES")
 	for _, parallel := range []int{1, 4, 16} {
-		b.Run(fmt.Sprintf("parallel-%d", parallel), func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				benchParallel(b, bin, capture, lines, parallel)
+		for _, onPG := range []bool{false, true} {
+			name := fmt.Sprintf("parallel-%d", parallel)
+			if onPG {
+				if pg == "" {
+					continue
+				}
+				name += "-postgres"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					db := filepath.Join(b.TempDir(), "payments.db")
+					if onPG {
+						db = freshSchema(b, pg)
+					}
+					benchParallel(b, bin, capture, db, parallel)
+				}
+			})
+		}
 	}
 }
 
-// benchParallel runs the consumer itself (so its CPU time is its own) and
-// replays into it with --redeliver 0.1; it reports deliveries/s and
-// redeliver's CPU time as a share of the consumer's.
-func benchParallel(b *testing.B, bin, capture string, lines, parallel int) {
-	port, db := freePort(b), filepath.Join(b.TempDir(), "payments.db")
+// benchParallel runs the consumer on db (a SQLite file or a PostgreSQL
+// URL) itself, so that its CPU time is its own, and replays into it with
+// --redeliver 0.1; it reports deliveries/s and redeliver's CPU time as a
+// share of the consumer's.
+func benchParallel(b *testing.B, bin, capture, db string, parallel int) {
+	port := freePort(b)
 	target := filepath.Join(b.TempDir(), "target.yaml")
 	os.WriteFile(target, []byte(fmt.Sprintf(`version: 1
 target:
