@@ -46,10 +46,12 @@ type plainClient struct {
 
 // plainConn is one kept-alive connection.
 type plainConn struct {
-	c   net.Conn
-	br  *bufio.Reader
-	bw  *bufio.Writer
-	gen int
+	c    net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	gen  int
+	body io.LimitedReader // an answer's body, up to maxBody
+	idle func() bool      // whether it is still open and has nothing to read
 }
 
 // maxIdle is how many idle connections a plainClient keeps, as many as
@@ -128,13 +130,13 @@ func (p *plainClient) get(ctx context.Context, deadline time.Time) (*plainConn, 
 			if err != nil {
 				return nil, err
 			}
-			return &plainConn{c: c, br: bufio.NewReader(c), bw: bufio.NewWriter(c), gen: gen}, nil
+			return &plainConn{c: c, br: bufio.NewReader(c), bw: bufio.NewWriter(c), gen: gen, idle: idleCheck(c)}, nil
 		}
 		pc := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		if idleOpen(pc.c) {
+		if pc.idle() {
 			return pc, nil
 		}
 		pc.c.Close()
@@ -224,7 +226,9 @@ func exchange(pc *plainConn, req *http.Request) (status int, retry string, keep 
 	// The body is read to the end (up to maxBody) for the connection to
 	// carry the next request; the status came, and a body cut short is
 	// not the answer's concern: a broker acts on the status it received.
-	n, rerr := io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+	pc.body = io.LimitedReader{R: resp.Body, N: maxBody}
+	n, rerr := io.Copy(io.Discard, &pc.body)
+	pc.body.R = nil
 	if rerr != nil || n == maxBody {
 		// Not read to its end: Close would read the rest.
 		return status, retry, false, nil

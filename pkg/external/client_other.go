@@ -8,4 +8,4 @@ import "net"
 // deliveries go through net/http.
 const canPeek = false
 
-func idleOpen(net.Conn) bool { return false }
+func idleCheck(net.Conn) func() bool { return func() bool { return false } }

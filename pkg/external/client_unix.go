@@ -10,24 +10,27 @@ import (
 // canPeek: an idle connection's socket can be looked at without reading.
 const canPeek = true
 
-// idleOpen reports whether an idle connection is still open and has
-// nothing to read: a consumer that closed it, or sent something unasked,
-// is not sent the next delivery down it.
-func idleOpen(c net.Conn) bool {
+// idleCheck returns the check of an idle connection: whether it is still
+// open and has nothing to read. A consumer that closed it, or sent
+// something unasked, is not sent the next delivery down it.
+func idleCheck(c net.Conn) func() bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return false
+		return func() bool { return false }
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return func() bool { return false }
 	}
-	open := false
 	var b [1]byte
-	err = rc.Read(func(fd uintptr) bool {
+	open := false
+	peek := func(fd uintptr) bool {
 		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		open = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
 		return true
-	})
-	return err == nil && open
+	}
+	return func() bool {
+		open = false
+		return rc.Read(peek) == nil && open
+	}
 }

@@ -256,10 +256,9 @@ func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 	if s.t.Broker() && a.Err != nil {
 		return a.Err
 	}
-	var xe *ExecError
 	switch {
-	case errors.As(a.Err, &xe):
-		return xe
+	case a.Err != nil && execError(a.Err) != nil:
+		return execError(a.Err)
 	case a.Killed:
 		return nil
 	case a.Refused:
@@ -268,6 +267,15 @@ func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 		}
 	case a.TimedOut && !tolerateTimeout:
 		return fmt.Errorf("the consumer (%s) did not answer %s within %s: it hangs, or its timeout is too short", s.dl.Describe(), ev.ID, s.t.Timeout())
+	}
+	return nil
+}
+
+// execError is the ExecError err is or wraps, or nil.
+func execError(err error) *ExecError {
+	var xe *ExecError
+	if errors.As(err, &xe) {
+		return xe
 	}
 	return nil
 }
