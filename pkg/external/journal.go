@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -44,6 +46,17 @@ type journal struct {
 	names  []string
 	writes int // since the open transaction began
 	stmts  map[string]*sql.Stmt
+	// Once spilled, the deliveries are held batch at a time and written
+	// together, each table's rows a few statements of many rows; held are
+	// the held deliveries' event ids, with whether the consumer acked one,
+	// and ids the event ids in the journal or held (the journal is asked
+	// whether an event was seen only on its maybe).
+	batch   int
+	pending []journalRow
+	held    map[string]bool
+	ids     *seenFilter
+	args    []any
+	queries map[[2]int]string
 	// Deliveries whose conflict, or whose redelivery of an acked event,
 	// changed the key's rows, in order.
 	changes []*Delivery
@@ -60,8 +73,24 @@ const (
 	memRows       = 1 << 15
 )
 
-// journalBatch is how many writes one transaction of the journal holds.
+// journalBatch is how many rows one transaction of the journal writes.
 const journalBatch = 4096
+
+// journalHeld is how many deliveries the journal holds before it writes
+// them together.
+const journalHeld = 256
+
+// journalRow is one delivery as the journal's tables keep it.
+type journalRow struct {
+	id, key, answer, kind string
+	err                   any // nil, or the error's text
+	seq                   int
+	file                  int64
+	line, col             int
+	settled, unexpected   bool
+	acked, conflicted     bool
+	ackedRow              bool // answered acked: a row of the acked table
+}
 
 func openJournal(ctx context.Context) (*journal, error) {
 	db, err := sqlite.OpenScratch(journalCacheKiB)
@@ -73,7 +102,7 @@ func openJournal(ctx context.Context) (*journal, error) {
 		return nil, err
 	}
 	return &journal{db: db, files: map[string]int64{}, stmts: map[string]*sql.Stmt{},
-		acks: map[string]bool{}, memDeliveries: memDeliveries, memRows: memRows}, nil
+		acks: map[string]bool{}, memDeliveries: memDeliveries, memRows: memRows, batch: journalHeld}, nil
 }
 
 func (j *journal) close() error {
@@ -101,15 +130,20 @@ func (j *journal) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 // per statement), and the replay checks it between deliveries.
 
 // write runs one statement of the journal, in a transaction of up to
-// journalBatch writes.
+// journalBatch rows.
 func (j *journal) write(ctx context.Context, q string, args ...any) error {
+	return j.writeRows(ctx, 1, q, args...)
+}
+
+// writeRows is write for a statement that writes n rows.
+func (j *journal) writeRows(ctx context.Context, n int, q string, args ...any) error {
 	ctx = context.WithoutCancel(ctx)
 	if j.writes == 0 {
 		if _, err := j.db.ExecContext(ctx, "BEGIN"); err != nil {
 			return err
 		}
 	}
-	j.writes++
+	j.writes += n
 	st, err := j.stmt(ctx, q)
 	if err != nil {
 		return err
@@ -121,29 +155,6 @@ func (j *journal) write(ctx context.Context, q string, args ...any) error {
 		return j.commit(ctx)
 	}
 	return nil
-}
-
-// writeN is write for a statement that returns one integer.
-func (j *journal) writeN(ctx context.Context, q string, args ...any) (int64, error) {
-	ctx = context.WithoutCancel(ctx)
-	if j.writes == 0 {
-		if _, err := j.db.ExecContext(ctx, "BEGIN"); err != nil {
-			return 0, err
-		}
-	}
-	j.writes++
-	st, err := j.stmt(ctx, q)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	if err := st.QueryRowContext(ctx, args...).Scan(&n); err != nil {
-		return 0, err
-	}
-	if j.writes >= journalBatch {
-		return n, j.commit(ctx)
-	}
-	return n, nil
 }
 
 func (j *journal) commit(ctx context.Context) error {
@@ -163,6 +174,20 @@ func (j *journal) seen(ctx context.Context, id string) (seen, acked bool, err er
 		acked, seen = j.acks[id]
 		return seen, acked, nil
 	}
+	heldAcked, held := j.held[id]
+	if heldAcked {
+		return true, true, nil
+	}
+	if !j.ids.maybe(id) {
+		return false, false, nil
+	}
+	seen, acked, err = j.stored(ctx, id)
+	return seen || held, acked, err
+}
+
+// stored says whether event id has a delivery written in the journal, and
+// whether the consumer acked one.
+func (j *journal) stored(ctx context.Context, id string) (seen, acked bool, err error) {
 	ctx = context.WithoutCancel(ctx)
 	st, err := j.stmt(ctx, `SELECT acked FROM event WHERE id = ?`)
 	if err != nil {
@@ -204,6 +229,7 @@ func (j *journal) add(ctx context.Context, d *Delivery) (seen bool, err error) {
 func (j *journal) spill(ctx context.Context) error {
 	hist := j.hist
 	j.hist, j.acks, j.spilled = nil, nil, true
+	j.held, j.ids = map[string]bool{}, newSeenFilter()
 	for _, d := range hist {
 		if _, err := j.insert(ctx, d); err != nil {
 			return err
@@ -212,34 +238,146 @@ func (j *journal) spill(ctx context.Context) error {
 	return nil
 }
 
-// insert writes delivery d into the journal, and says whether its event
-// had a delivery before it.
+// insert holds delivery d for the journal, writing the held ones once
+// they are a batch, and says whether its event had a delivery before it.
 func (j *journal) insert(ctx context.Context, d *Delivery) (seen bool, err error) {
+	_, seen = j.held[d.EventID]
+	if !seen && j.ids.maybe(d.EventID) {
+		if seen, _, err = j.stored(ctx, d.EventID); err != nil {
+			return false, err
+		}
+	}
 	var errText any
 	if d.Result.Err != nil {
 		errText = d.Result.Err.Error()
 	}
 	settled := d.Answer.Kind == Acked || d.Answer.Kind == Conflict
-	unexpected := !settled && !d.Expected
-	conflicted := d.Answer.Kind == Conflict && !d.Expected
-	file := j.file(d.Pos.File)
-	n, err := j.writeN(ctx, `INSERT INTO event VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?2, ?7, ?8, ?9, ?10, ?11, ?12, ?14)
+	j.pending = append(j.pending, journalRow{
+		id: d.EventID, key: d.Key, answer: d.Answer.Short(), kind: string(d.Answer.Kind), err: errText,
+		seq: d.Seq, file: j.file(d.Pos.File), line: d.Pos.Line, col: d.Pos.Col,
+		settled: settled, unexpected: !settled && !d.Expected, acked: d.Answer.consumerAcked(),
+		conflicted: d.Answer.Kind == Conflict && !d.Expected, ackedRow: d.Answer.Kind == Acked,
+	})
+	j.held[d.EventID] = j.held[d.EventID] || d.Answer.consumerAcked()
+	j.ids.add(d.EventID)
+	if len(j.pending) >= j.batch {
+		return seen, j.flush(ctx)
+	}
+	return seen, nil
+}
+
+// The journal's statements, for rows at a time: an event's row counts its
+// deliveries and gathers their answers (each once, in the order they first
+// came), and keeps the last one's; an event's first acked delivery for a
+// key is kept; a key's row is its last delivery. A statement of many rows
+// takes them in order, as that many statements would.
+const (
+	eventInsert = `INSERT INTO event VALUES %s
 		ON CONFLICT (id) DO UPDATE SET n = n + 1, settled = max(settled, excluded.settled),
 			unexpected = max(unexpected, excluded.unexpected), acked = max(acked, excluded.acked),
 			conflicted = max(conflicted, excluded.conflicted),
-			answers = CASE WHEN instr(?13 || answers || ?13, ?13 || excluded.answers || ?13) > 0 THEN answers ELSE answers || ?13 || excluded.answers END,
-			seq = excluded.seq, key = excluded.key, kind = excluded.kind, err = excluded.err, file = excluded.file, line = excluded.line, col = excluded.col
-		RETURNING n`,
-		d.EventID, d.Seq, settled, unexpected, d.Answer.consumerAcked(), d.Answer.Short(), d.Key, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col, invariant.JournalAnswerSep, conflicted)
-	if err != nil {
-		return false, err
+			answers = CASE WHEN instr(?1 || answers || ?1, ?1 || excluded.answers || ?1) > 0 THEN answers ELSE answers || ?1 || excluded.answers END,
+			seq = excluded.seq, key = excluded.key, kind = excluded.kind, err = excluded.err, file = excluded.file, line = excluded.line, col = excluded.col`
+	ackedInsert = `INSERT OR IGNORE INTO acked VALUES %s`
+	keyInsert   = `INSERT OR REPLACE INTO key VALUES %s`
+)
+
+// The journal's tables, for query.
+const (
+	eventTable = iota
+	ackedTable
+	keyTable
+)
+
+// query is the statement writing n rows of a table.
+func (j *journal) query(table, n int) string {
+	if q, ok := j.queries[[2]int{table, n}]; ok {
+		return q
 	}
-	if d.Answer.Kind == Acked {
-		if err := j.write(ctx, `INSERT OR IGNORE INTO acked VALUES (?, ?, ?, ?, ?, ?)`, d.EventID, d.Key, d.Seq, file, d.Pos.Line, d.Pos.Col); err != nil {
-			return false, err
+	var b strings.Builder
+	for r := range n {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		switch table {
+		case eventTable:
+			// ?1 is the answers' separator; a row's 13 values follow.
+			p := 2 + 13*r
+			fmt.Fprintf(&b, "(?%d, ?%d, 1, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d)",
+				p, p+1, p+2, p+3, p+4, p+5, p+1, p+6, p+7, p+8, p+9, p+10, p+11, p+12)
+		case ackedTable:
+			b.WriteString("(?, ?, ?, ?, ?, ?)")
+		default:
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
 		}
 	}
-	return n > 1, j.write(ctx, `INSERT OR REPLACE INTO key VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, d.Key, d.Seq, d.EventID, string(d.Answer.Kind), errText, file, d.Pos.Line, d.Pos.Col)
+	q := fmt.Sprintf([]string{eventInsert, ackedInsert, keyInsert}[table], b.String())
+	if j.queries == nil {
+		j.queries = map[[2]int]string{}
+	}
+	j.queries[[2]int{table, n}] = q
+	return q
+}
+
+// chunk is how many of n rows the next statement writes: a few sizes, so
+// that few statements are prepared.
+func chunk(n int) int {
+	for _, k := range []int{64, 16, 4} {
+		if n >= k {
+			return k
+		}
+	}
+	return 1
+}
+
+// flush writes the held deliveries.
+func (j *journal) flush(ctx context.Context) error {
+	rows := j.pending
+	if len(rows) == 0 {
+		return nil
+	}
+	j.pending = j.pending[:0]
+	clear(j.held)
+	if err := j.many(ctx, eventTable, rows, func(r *journalRow, args []any) []any {
+		return append(args, r.id, r.seq, r.settled, r.unexpected, r.acked, r.answer, r.key, r.kind, r.err, r.file, r.line, r.col, r.conflicted)
+	}); err != nil {
+		return err
+	}
+	var acked []journalRow
+	for _, r := range rows {
+		if r.ackedRow {
+			acked = append(acked, r)
+		}
+	}
+	if err := j.many(ctx, ackedTable, acked, func(r *journalRow, args []any) []any {
+		return append(args, r.id, r.key, r.seq, r.file, r.line, r.col)
+	}); err != nil {
+		return err
+	}
+	return j.many(ctx, keyTable, rows, func(r *journalRow, args []any) []any {
+		return append(args, r.key, r.seq, r.id, r.kind, r.err, r.file, r.line, r.col)
+	})
+}
+
+// many writes rows into a table, in order, many a statement.
+func (j *journal) many(ctx context.Context, table int, rows []journalRow, values func(*journalRow, []any) []any) error {
+	for len(rows) > 0 {
+		n := chunk(len(rows))
+		args := j.args[:0]
+		if table == eventTable {
+			args = append(args, invariant.JournalAnswerSep)
+		}
+		for i := range n {
+			args = values(&rows[i], args)
+		}
+		j.args = args
+		if err := j.writeRows(ctx, n, j.query(table, n), args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	clear(j.args)
+	return nil
 }
 
 // changed keeps a delivery that changed its key's rows.
@@ -295,6 +433,9 @@ func (j *journal) judge(ctx context.Context, each func(func(effects.Row) error) 
 		// values.
 		sort.SliceStable(mem, func(a, b int) bool { return mem[a].Values < mem[b].Values })
 		return judge(j.hist, mem, table), n, nil
+	}
+	if err == nil {
+		err = j.flush(ctx)
 	}
 	if err == nil {
 		err = j.commit(ctx)

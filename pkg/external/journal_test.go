@@ -21,7 +21,9 @@ import (
 // every answer, redeliveries, events whose key has no row, several rows
 // or changed ones, and ids given two keys. Each history is judged kept
 // in memory, kept in the journal from its first delivery, and moved
-// into the journal part way through its deliveries or its effect rows.
+// into the journal part way through its deliveries or its effect rows;
+// the journal writing what it holds one delivery at a time, a few, or
+// many.
 func TestJournalJudgesAsHistory(t *testing.T) {
 	ctx := context.Background()
 	kinds := []Kind{Acked, Acked, Acked, Conflict, Rejected, Unacked}
@@ -47,6 +49,10 @@ func TestJournalJudgesAsHistory(t *testing.T) {
 			case "rows":
 				j.memDeliveries, j.memRows = 1<<30, 2
 			}
+			// The journal writes its deliveries a batch at a time, each
+			// table's rows in statements of 64, 16, 4 and 1: one by one,
+			// in batches of several sizes, and all at the end.
+			j.batch = []int{1, 5, 70, 300}[seed%4]
 			for i := 0; i < deliveries; i++ {
 				e := rng.IntN(events)
 				key := fmt.Sprintf("k%d", e%(1+events/2))
