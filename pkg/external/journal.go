@@ -272,14 +272,14 @@ func (j *journal) insert(ctx context.Context, d *Delivery) (seen bool, err error
 // key is kept; a key's row is its last delivery. A statement of many rows
 // takes them in order, as that many statements would.
 const (
-	eventInsert = `INSERT INTO event VALUES %s
+	eventInsert = `INSERT INTO event VALUES %[1]s
 		ON CONFLICT (id) DO UPDATE SET n = n + 1, settled = max(settled, excluded.settled),
 			unexpected = max(unexpected, excluded.unexpected), acked = max(acked, excluded.acked),
 			conflicted = max(conflicted, excluded.conflicted),
-			answers = CASE WHEN instr(?1 || answers || ?1, ?1 || excluded.answers || ?1) > 0 THEN answers ELSE answers || ?1 || excluded.answers END,
+			answers = CASE WHEN instr(%[2]s || answers || %[2]s, %[2]s || excluded.answers || %[2]s) > 0 THEN answers ELSE answers || %[2]s || excluded.answers END,
 			seq = excluded.seq, key = excluded.key, kind = excluded.kind, err = excluded.err, file = excluded.file, line = excluded.line, col = excluded.col`
-	ackedInsert = `INSERT OR IGNORE INTO acked VALUES %s`
-	keyInsert   = `INSERT OR REPLACE INTO key VALUES %s`
+	ackedInsert = `INSERT OR IGNORE INTO acked VALUES %[1]s`
+	keyInsert   = `INSERT OR REPLACE INTO key VALUES %[1]s`
 )
 
 // The journal's tables, for query.
@@ -299,19 +299,19 @@ func (j *journal) query(table, n int) string {
 		if r > 0 {
 			b.WriteString(", ")
 		}
+		// Positional parameters only: the driver looks a numbered one's
+		// name up in a list as long as the statement's parameters.
 		switch table {
 		case eventTable:
-			// ?1 is the answers' separator; a row's 13 values follow.
-			p := 2 + 13*r
-			fmt.Fprintf(&b, "(?%d, ?%d, 1, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d)",
-				p, p+1, p+2, p+3, p+4, p+5, p+1, p+6, p+7, p+8, p+9, p+10, p+11, p+12)
+			b.WriteString("(?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		case ackedTable:
 			b.WriteString("(?, ?, ?, ?, ?, ?)")
 		default:
 			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
 		}
 	}
-	q := fmt.Sprintf([]string{eventInsert, ackedInsert, keyInsert}[table], b.String())
+	// The answers' separator is a literal of the statement.
+	q := fmt.Sprintf([]string{eventInsert, ackedInsert, keyInsert}[table], b.String(), "'"+invariant.JournalAnswerSep+"'")
 	if j.queries == nil {
 		j.queries = map[[2]int]string{}
 	}
@@ -339,7 +339,7 @@ func (j *journal) flush(ctx context.Context) error {
 	j.pending = j.pending[:0]
 	clear(j.held)
 	if err := j.many(ctx, eventTable, rows, func(r *journalRow, args []any) []any {
-		return append(args, r.id, r.seq, r.settled, r.unexpected, r.acked, r.answer, r.key, r.kind, r.err, r.file, r.line, r.col, r.conflicted)
+		return append(args, r.id, r.seq, r.settled, r.unexpected, r.acked, r.answer, r.seq, r.key, r.kind, r.err, r.file, r.line, r.col, r.conflicted)
 	}); err != nil {
 		return err
 	}
@@ -364,9 +364,6 @@ func (j *journal) many(ctx context.Context, table int, rows []journalRow, values
 	for len(rows) > 0 {
 		n := chunk(len(rows))
 		args := j.args[:0]
-		if table == eventTable {
-			args = append(args, invariant.JournalAnswerSep)
-		}
 		for i := range n {
 			args = values(&rows[i], args)
 		}

@@ -150,3 +150,45 @@ func show(vs []invariant.Violation) string {
 	}
 	return s
 }
+
+// BenchmarkJournal measures what the journal costs per delivery once a
+// replay is past the deliveries it keeps in memory: one in ten is a
+// redelivery of the event before it.
+func BenchmarkJournal(b *testing.B) {
+	ctx := context.Background()
+	j, err := openJournal(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.close()
+	j.memDeliveries = 0
+	ds := make([]*Delivery, b.N)
+	for i := range ds {
+		e := i
+		if i%10 == 9 {
+			e = i - 1
+		}
+		a := Answer{Kind: Acked, Status: 201}
+		if i%10 == 8 {
+			a = Answer{Kind: Unacked, Status: 201, Dropped: true}
+		}
+		res := consumer.Result{Outcome: consumer.Outcome(a.Kind)}
+		if a.Kind == Unacked {
+			res.Err = errors.New(a.String())
+		}
+		ds[i] = &Delivery{Record: invariant.Record{Seq: i + 1, EventID: fmt.Sprintf("evt-%d", e), Key: fmt.Sprintf("O-%d", e),
+			Result: res, Pos: consumer.Location{File: "c.ndjson", Line: e + 1}}, Answer: a}
+	}
+	b.ResetTimer()
+	for _, d := range ds {
+		if _, err := j.add(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := j.flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := j.commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
