@@ -265,6 +265,10 @@ type Batch struct {
 	// statements counts the statements run, for the tests.
 	statements int
 
+	// lit is the handler's statements with the values that stay the
+	// same written in (see literals).
+	lit literals
+
 	begin, commit, rollback, savepoint, release, rollbackTo   *prepared
 	marker, insertMarker, insertEffect, effectOf, effectByKey *prepared
 	purge, unmark, uneffect, insertEffectAt                   *prepared
@@ -305,6 +309,7 @@ func newBatch(dc any, effect string, size int, private, markerKey, effectWithMar
 	if effectWithMarker {
 		effectCol = `(SELECT e.id FROM "` + effect + `" e WHERE e.event_id = p.event_id AND e.consumer = p.consumer ORDER BY e.id LIMIT 1)`
 	}
+	b.lit.effect, b.lit.effectCol = effect, effectCol
 	for _, s := range []struct {
 		p   **prepared
 		sql string
@@ -359,6 +364,7 @@ func prepare(conn driver.Conn, q string) (*prepared, error) {
 func (b *Batch) close() {
 	b.seen.close()
 	b.seen = nil
+	b.lit.close()
 	closeAll(b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
 		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.unmark, b.uneffect, b.insertEffectAt)
 }
@@ -549,7 +555,13 @@ func (t *batchTx) Marker(_ context.Context, eventID, consumer string) (handler.M
 	if t.b.seen != nil && !t.b.seen.has(eventID, consumer) {
 		return m, false, nil
 	}
-	found, err := t.b.row(t.b.marker, t.row[:3], eventID, consumer)
+	var found bool
+	p, err := t.b.lit.lookup(t.b, consumer)
+	if err == nil && p != nil {
+		found, err = t.b.row(p, t.row[:3], eventID)
+	} else if err == nil {
+		found, err = t.b.row(t.b.marker, t.row[:3], eventID, consumer)
+	}
 	if err != nil || !found {
 		return m, false, wrap("look up marker", err)
 	}
@@ -570,7 +582,22 @@ func (t *batchTx) InsertMarker(_ context.Context, m handler.Marker) error {
 	if t.b.seen != nil {
 		t.b.seen.add(m.EventID, m.Consumer)
 	}
-	r, err := t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, noKey(m.BusinessKey), t.b.stamp(m.At))
+	var r driver.Result
+	var err error
+	if stamp := t.b.stamp(m.At); t.b.lit.use(m.Consumer, stamp) {
+		var p *prepared
+		k := keyed(m.BusinessKey)
+		if p, err = t.b.lit.markerInsert(t.b, k); err != nil {
+			return wrap("insert marker", err)
+		}
+		if k == 0 {
+			r, err = t.b.exec(p, m.EventID, m.Identity)
+		} else {
+			r, err = t.b.exec(p, m.EventID, m.Identity, m.BusinessKey)
+		}
+	} else {
+		r, err = t.b.exec(t.b.insertMarker, m.EventID, m.Consumer, m.Identity, noKey(m.BusinessKey), stamp)
+	}
 	if err != nil {
 		return wrap("insert marker", err)
 	}
@@ -590,10 +617,28 @@ func (t *batchTx) InsertEffect(_ context.Context, e handler.Effect) (int64, erro
 	}
 	var r driver.Result
 	var err error
-	if at := t.b.order; at > 0 {
-		r, err = t.b.exec(t.b.insertEffectAt, at, e.EventID, e.Consumer, noKey(e.BusinessKey), e.Payload, t.b.stamp(e.At))
-	} else {
-		r, err = t.b.exec(t.b.insertEffect, e.EventID, e.Consumer, noKey(e.BusinessKey), e.Payload, t.b.stamp(e.At))
+	at, stamp := t.b.order, t.b.stamp(e.At)
+	switch {
+	case t.b.lit.use(e.Consumer, stamp):
+		var p *prepared
+		k := keyed(e.BusinessKey)
+		if p, err = t.b.lit.effectInsert(t.b, k, at > 0); err != nil {
+			return 0, wrap("insert effect", err)
+		}
+		switch {
+		case at > 0 && k == 0:
+			r, err = t.b.exec(p, at, e.EventID, e.Payload)
+		case at > 0:
+			r, err = t.b.exec(p, at, e.EventID, e.BusinessKey, e.Payload)
+		case k == 0:
+			r, err = t.b.exec(p, e.EventID, e.Payload)
+		default:
+			r, err = t.b.exec(p, e.EventID, e.BusinessKey, e.Payload)
+		}
+	case at > 0:
+		r, err = t.b.exec(t.b.insertEffectAt, at, e.EventID, e.Consumer, noKey(e.BusinessKey), e.Payload, stamp)
+	default:
+		r, err = t.b.exec(t.b.insertEffect, e.EventID, e.Consumer, noKey(e.BusinessKey), e.Payload, stamp)
 	}
 	if err != nil {
 		return 0, wrap("insert effect", err)
