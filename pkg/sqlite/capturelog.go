@@ -194,10 +194,15 @@ func (c *CaptureLog) RecordFile(n int, name string) error {
 
 // logBatch is the log goroutine's prepared statements.
 type logBatch struct {
-	conn                     driver.Conn
-	args                     []driver.NamedValue
-	begin, commit, row, rows *prepared
-	file                     *prepared
+	conn          driver.Conn
+	args          []driver.NamedValue
+	begin, commit *prepared
+	// row and rows insert one row and captureRows rows: [1] with the
+	// business key bound, [0] with the empty key written in, for rows
+	// that all have none (the key is a text parameter, which the driver
+	// copies into C memory, and most captures give no key).
+	row, rows [2]*prepared
+	file      *prepared
 }
 
 func newLogBatch(dc any) (*logBatch, error) {
@@ -215,8 +220,10 @@ func newLogBatch(dc any) (*logBatch, error) {
 	}{
 		{&b.begin, `BEGIN`},
 		{&b.commit, `COMMIT`},
-		{&b.row, captureInsert(1)},
-		{&b.rows, captureInsert(captureRows)},
+		{&b.row[0], captureInsert(1, false)},
+		{&b.rows[0], captureInsert(captureRows, false)},
+		{&b.row[1], captureInsert(1, true)},
+		{&b.rows[1], captureInsert(captureRows, true)},
 		{&b.file, `INSERT INTO temp.capture_files(id, name) VALUES (?, ?)`},
 	} {
 		st, err := prepare(conn, s.sql)
@@ -229,7 +236,9 @@ func newLogBatch(dc any) (*logBatch, error) {
 	return b, nil
 }
 
-func (b *logBatch) close() { closeAll(b.begin, b.commit, b.row, b.rows, b.file) }
+func (b *logBatch) close() {
+	closeAll(b.begin, b.commit, b.row[0], b.rows[0], b.row[1], b.rows[1], b.file)
+}
 
 func (b *logBatch) exec(p *prepared, args ...any) (driver.Result, error) { return p.run(b.args, args) }
 
@@ -240,17 +249,32 @@ func (b *logBatch) record(it logItem) error {
 	}
 	rows := it.rows
 	for len(rows) > 0 {
-		p, n := b.row, 1
+		n := 1
 		if len(rows) >= captureRows {
-			p, n = b.rows, captureRows
+			n = captureRows
 		}
-		nv := b.args[:5*n]
+		keyed := 0
+		for _, r := range rows[:n] {
+			if r.Key != "" {
+				keyed = 1
+				break
+			}
+		}
+		p := b.row[keyed]
+		if n > 1 {
+			p = b.rows[keyed]
+		}
+		w := 4 + keyed // parameters a row
+		nv := b.args[:w*n]
 		for i, r := range rows[:n] {
-			nv[5*i].Value = r.EventID
-			nv[5*i+1].Value = r.Identity
-			nv[5*i+2].Value = r.Key
-			nv[5*i+3].Value = int64(r.File)
-			nv[5*i+4].Value = int64(r.Line)
+			a := nv[w*i : w*i+w]
+			a[0].Value = r.EventID
+			a[1].Value = r.Identity
+			a[2].Value = int64(r.File)
+			a[3].Value = int64(r.Line)
+			if keyed == 1 {
+				a[4].Value = r.Key
+			}
 		}
 		if _, err := p.exec.ExecContext(bg, nv); err != nil {
 			return err
@@ -260,9 +284,15 @@ func (b *logBatch) record(it logItem) error {
 	return nil
 }
 
-func captureInsert(n int) string {
-	q := `INSERT INTO temp.capture(event_id, identity, business_key, file, line) VALUES (?, ?, ?, ?, ?)`
-	return q + strings.Repeat(`, (?, ?, ?, ?, ?)`, n-1)
+// captureInsert inserts n rows, each bound as its event id, identity,
+// file, line and, keyed, business key (else the key is empty).
+func captureInsert(n int, keyed bool) string {
+	row := `(?, ?, ?, ?, '')`
+	if keyed {
+		row = `(?, ?, ?, ?, ?)`
+	}
+	q := `INSERT INTO temp.capture(event_id, identity, file, line, business_key) VALUES `
+	return q + strings.Repeat(row+`, `, n-1) + row
 }
 
 // Findings counts the capture's repeated ids, reused ids and keys under
