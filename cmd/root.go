@@ -30,7 +30,9 @@ func Main() int {
 	defer external.EndStrays()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, System(), os.Args[1:])
+	s := System()
+	s.Exits = true
+	return Run(ctx, s, os.Args[1:])
 }
 
 // Run runs redeliver with the given arguments and returns the exit status.

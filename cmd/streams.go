@@ -18,6 +18,10 @@ type Streams struct {
 	OutTTY bool      // Out is a terminal
 	ErrTTY bool      // Err is a terminal
 	Getenv func(string) string
+	// Exits is set when the process ends as soon as the command returns
+	// (Main): what the command holds only in memory is left to the
+	// system, which takes it back at once.
+	Exits bool
 }
 
 // System returns the process's own streams.
