@@ -57,6 +57,9 @@ type Event struct {
 	Key string
 	// Envelope is the event as one JSON object with the payload in "data".
 	Envelope []byte
+	// Data, when not empty, is the raw JSON of the envelope's "data",
+	// read already with the record (a CloudEvent in structured mode).
+	Data string
 	// Redelivered is set when the capture itself marks the record as a
 	// broker redelivery (a receive count or a delivered count above one).
 	Redelivered bool

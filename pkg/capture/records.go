@@ -102,10 +102,10 @@ func cloudEventID(source, id string) string {
 
 // cloudRecord reads one CloudEvent in structured JSON mode.
 func cloudRecord(name string, opts Options) recordParser {
-	paths := []string{"id", "source", "data_base64", "partitionkey", "subject"}
+	paths := []string{"id", "source", "data_base64", "partitionkey", "subject", "data"}
 	return func(rec []byte, _ consumer.Location) (Event, string) {
-		var f [5]gjson.Result
-		if k, dup := topLevel(rec, paths, &f[0], &f[1], &f[2], &f[3], &f[4]); dup {
+		var f [6]gjson.Result
+		if k, dup := topLevel(rec, paths, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5]); dup {
 			return Event{}, fmt.Sprintf("the record names %s twice", strconv.Quote(k))
 		}
 		id := idValue(f[0])
@@ -116,9 +116,10 @@ func cloudRecord(name string, opts Options) recordParser {
 			return Event{}, "the event has no id (a CloudEvent needs a string id)"
 		}
 		// rec is the reader's buffer: the event keeps its own copy.
-		ev := Event{Source: f[1].String(), Envelope: append([]byte(nil), rec...)}
+		ev := Event{Source: f[1].String(), Envelope: append([]byte(nil), rec...), Data: f[5].Raw}
 		ev.ID = cloudEventID(ev.Source, id)
 		if f[2].Exists() {
+			ev.Data = "" // the envelope's data is the decoded data_base64
 			data, err := base64.StdEncoding.DecodeString(f[2].String())
 			if err != nil {
 				return Event{}, fmt.Sprintf("data_base64 does not decode: %v", err)

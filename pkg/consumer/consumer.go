@@ -67,6 +67,10 @@ type Delivery struct {
 	Envelope []byte
 	Attempt  int
 	At       Location
+	// Payload, when not empty, is the raw JSON of the envelope's "data",
+	// read already by whoever made the delivery; the handler then does
+	// not look for it in the envelope again.
+	Payload string
 	// Identity, when not empty, is Config.IdentityOf of this delivery,
 	// computed already by whoever made it; the handler then does not read
 	// the envelope for it again.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
@@ -140,6 +141,9 @@ func (c Config) IdentityOf(d consumer.Delivery) (string, error) {
 		paths = p
 	}
 	if len(paths) == 0 {
+		if d.Payload != "" {
+			return Canonical([]byte(d.Payload))
+		}
 		data := gjson.GetBytes(d.Envelope, "data")
 		if !data.Exists() {
 			return "null", nil
@@ -151,7 +155,7 @@ func (c Config) IdentityOf(d consumer.Delivery) (string, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		r := gjson.GetBytes(d.Envelope, p)
+		r := valueAt(d, p)
 		if !r.Exists() {
 			out = append(out, "null"...)
 			continue
@@ -163,6 +167,34 @@ func (c Config) IdentityOf(d consumer.Delivery) (string, error) {
 		out = append(out, c...)
 	}
 	return string(append(out, ']')), nil
+}
+
+// valueAt reads path p of the delivery's envelope. A plain path into the
+// payload ("data.order.id": names of letters, digits, _ and -) is read
+// from the payload when the delivery carries it (Delivery.Payload), which
+// gives the same value without reading past the envelope's other members
+// again.
+func valueAt(d consumer.Delivery, p string) gjson.Result {
+	if rest, ok := strings.CutPrefix(p, "data."); ok && d.Payload != "" && plainPath(rest) {
+		return gjson.Get(d.Payload, rest)
+	}
+	return gjson.GetBytes(d.Envelope, p)
+}
+
+// plainPath reports whether p is names joined by dots, with nothing
+// gjson reads as more than a name (wildcards, escapes, modifiers, queries,
+// array counts).
+func plainPath(p string) bool {
+	if p == "" || p[0] == '.' || p[len(p)-1] == '.' || strings.Contains(p, "..") {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // Scope is the consumer a marker and an effect are written for.
@@ -428,6 +460,9 @@ func (w *work) callOut(ctx context.Context) error {
 }
 
 func payloadOf(d consumer.Delivery) string {
+	if d.Payload != "" {
+		return d.Payload
+	}
 	data := gjson.GetBytes(d.Envelope, "data")
 	if !data.Exists() {
 		return "null"

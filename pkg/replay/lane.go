@@ -154,7 +154,7 @@ func parse(o Options, ev capture.Event, file int) (item, *capture.BadRecordError
 	// The business key the capture gives (--key, or the format's own) goes
 	// with the delivery: every strategy records it with its effect, so one
 	// effect per business key is checked whatever the strategy.
-	d := consumer.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: o.Handler.Consumer, Envelope: ev.Envelope, Attempt: 1, At: ev.At, BusinessKey: ev.Key}
+	d := consumer.Delivery{EventID: ev.ID, Source: ev.Source, Consumer: o.Handler.Consumer, Envelope: ev.Envelope, Payload: ev.Data, Attempt: 1, At: ev.At, BusinessKey: ev.Key}
 	id, err := o.Handler.IdentityOf(d)
 	if err != nil {
 		return item{}, &capture.BadRecordError{At: ev.At, Reason: err.Error()}
