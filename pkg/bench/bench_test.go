@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -126,7 +128,29 @@ func TestMedians(t *testing.T) {
 }
 
 func TestCheckPeer(t *testing.T) {
-	if err := CheckPeer(t.TempDir()); !errors.Is(err, ErrNoPeer) {
+	dir := t.TempDir()
+	if err := CheckPeer(dir); !errors.Is(err, ErrNoPeer) {
 		t.Errorf("an empty folder: %v, want ErrNoPeer", err)
+	}
+	// Installed by an npm that did not run better-sqlite3's build script.
+	mod := filepath.Join(dir, "node_modules", "better-sqlite3")
+	if err := os.MkdirAll(mod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "peer.js"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPeer(dir); !errors.Is(err, ErrNoPeer) || !strings.Contains(err.Error(), "native module was not built") {
+		t.Errorf("a peer without its native module: %v, want ErrNoPeer naming the build", err)
+	}
+	release := filepath.Join(mod, "build", "Release")
+	if err := os.MkdirAll(release, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(release, "better_sqlite3.node"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPeer(dir); err != nil {
+		t.Errorf("an installed peer: %v", err)
 	}
 }

@@ -64,12 +64,18 @@ func (r Result) CPURatio() float64 { return r.RedeliverCPU / r.PeerCPU }
 // ErrNoPeer says the peer is not where Compare.Peer points.
 var ErrNoPeer = errors.New("the Node.js peer is not installed there")
 
-// CheckPeer reports whether dir holds an installed peer.
+// CheckPeer reports whether dir holds an installed peer: its script, and
+// better-sqlite3 with its native module built (npm 11 installs a package
+// without running its build script until the script is approved).
 func CheckPeer(dir string) error {
 	for _, p := range []string{"peer.js", filepath.Join("node_modules", "better-sqlite3")} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			return fmt.Errorf("%s: no %s: %w", dir, p, ErrNoPeer)
 		}
+	}
+	native := filepath.Join("node_modules", "better-sqlite3", "build", "Release", "better_sqlite3.node")
+	if _, err := os.Stat(filepath.Join(dir, native)); err != nil {
+		return fmt.Errorf("%s: better-sqlite3 is there but its native module was not built (no %s; with npm 11, run npm install-scripts approve better-sqlite3 && npm rebuild better-sqlite3 there): %w", dir, native, ErrNoPeer)
 	}
 	return nil
 }
