@@ -51,7 +51,7 @@ func ParseTopicURL(s string) (TopicURL, error) {
 		tu.Brokers = append(tu.Brokers, h)
 	}
 	tu.Topic = strings.Trim(u.Path, "/")
-	if tu.Topic == "" || !topicName(tu.Topic) {
+	if tu.Topic == "" || !TopicName(tu.Topic) {
 		return TopicURL{}, fmt.Errorf("%s names no topic; expected kafka://HOST:PORT/TOPIC (a topic name has letters, digits, . _ and - only)", redact.String(s))
 	}
 	q := u.Query()
@@ -89,7 +89,9 @@ func splitHostPort(h string) (string, string, error) {
 	return h[:i], port, nil
 }
 
-func topicName(s string) bool {
+// TopicName reports whether s is a legal Kafka topic name: at most 249
+// letters, digits, '.', '_' and '-', and not "." or "..".
+func TopicName(s string) bool {
 	if len(s) > 249 || s == "." || s == ".." {
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/kafka"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -222,7 +223,7 @@ func (l *loader) kafkaTarget(n *yaml.Node) *KafkaTarget {
 		{"topic", func(k, v *yaml.Node) {
 			seen["topic"] = true
 			t.Topic = l.nonEmpty(v, "topic")
-			if t.Topic != "" && !kafkaName(t.Topic) {
+			if t.Topic != "" && !kafka.TopicName(t.Topic) {
 				l.errorf(v, "topic %q is not a Kafka topic name: at most 249 of the letters, digits, '.', '_' and '-', and not . or ..", t.Topic)
 			}
 		}},
@@ -291,19 +292,6 @@ func (l *loader) kafkaBrokers(n *yaml.Node) []string {
 		}
 	}
 	return out
-}
-
-// kafkaName reports whether s is a legal Kafka topic name.
-func kafkaName(s string) bool {
-	if len(s) > 249 || s == "." || s == ".." {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // brokerStep checks a deliver step of a broker target: the broker, not
