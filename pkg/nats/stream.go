@@ -61,8 +61,9 @@ func ParseStreamURL(s string) (StreamURL, error) {
 
 // StreamReader reads a stream's messages in order, from the first
 // sequence asked for up to the last one stored when it opened, through an
-// ordered consumer: an ephemeral one the server removes when it goes, so
-// nothing is left behind and no durable is touched.
+// ephemeral pull consumer of its own that acknowledges nothing: Close
+// deletes it (the server would drop it after 30s idle anyway), and no
+// durable is touched.
 type StreamReader struct {
 	nc   *natsgo.Conn
 	str  jetstream.Stream
@@ -114,12 +115,20 @@ func (r *StreamReader) open(ctx context.Context, u StreamURL) error {
 		r.done = true
 		return nil
 	}
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start, InactiveThreshold: 30 * time.Second}
+	// One ephemeral pull consumer for the whole read, deleted by Close. An
+	// ordered consumer would make a new one at every fetch and delete the
+	// one before on a goroutine of its own, which a Close right after can
+	// outrun.
+	cfg := jetstream.ConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 30 * time.Second,
+		MemoryStorage: true, Replicas: 1,
+	}
 	if u.Subject != "" {
 		cfg.FilterSubjects = []string{u.Subject}
 	}
 	r.str = str
-	r.cons, err = str.OrderedConsumer(ctx, cfg)
+	r.cons, err = str.CreateConsumer(ctx, cfg)
 	if err != nil {
 		return &broker.Error{Msg: fmt.Sprintf("cannot read JetStream stream %s on %s: %v", u.Stream, redact.String(u.Server), err), Err: err}
 	}
@@ -178,8 +187,7 @@ func (r *StreamReader) Next() ([]byte, int, error) {
 	return rec, int(md.Sequence.Stream), nil
 }
 
-// Close stops reading and deletes the ordered consumer it made (the
-// server would drop it after 30s idle anyway).
+// Close stops reading and deletes the consumer it made.
 func (r *StreamReader) Close() error {
 	if r.closed {
 		return nil
