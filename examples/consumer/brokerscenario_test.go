@@ -181,7 +181,6 @@ func TestBrokerReplayUnderNemesis(t *testing.T) {
 	if err := os.WriteFile(capture, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kills := regexp.MustCompile(`, ([0-9]+) instance kills, `)
 	for _, br := range []struct {
 		file  string
 		setup func(t *testing.T, env map[string]string)
@@ -196,19 +195,7 @@ func TestBrokerReplayUnderNemesis(t *testing.T) {
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 				br.setup(t, env)
 				o := redeliver(t, env, "replay", capture, "--target", br.file, "--kill-every", "300ms")
-				if tt.invariant == "" {
-					if m := kills.FindStringSubmatch(o.stdout); m == nil || m[1] == "0" {
-						t.Fatalf("want instances killed, got\n%s", o)
-					}
-					want := fmt.Sprintf("%d published, ", events)
-					if o.exit != 0 || !strings.Contains(o.stdout, want) || !strings.Contains(o.stdout, fmt.Sprintf(", %d effect rows", events)) {
-						t.Fatalf("want exit 0, %q and %d effect rows, got\n%s", want, events, o)
-					}
-					return
-				}
-				if o.exit != 1 || !strings.Contains(o.stdout, "invariant "+tt.invariant+" broken") {
-					t.Fatalf("want exit 1 naming %s, got\n%s", tt.invariant, o)
-				}
+				wantNemesisVerdict(t, o, events, tt.invariant, "instances")
 			})
 		}
 	}
@@ -255,5 +242,29 @@ func TestBrokerReplayAgain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// instanceKills finds how many instances a replay into a broker killed.
+var instanceKills = regexp.MustCompile(`, ([0-9]+) instance kills, `)
+
+// wantNemesisVerdict holds a replay of events into a broker under the
+// nemesis to its verdict: with no invariant, killed instances (who names
+// them), exit 0, every event published and one effect row each; else exit
+// 1 naming the invariant.
+func wantNemesisVerdict(t *testing.T, o outcome, events int, invariant, who string) {
+	t.Helper()
+	if invariant == "" {
+		if m := instanceKills.FindStringSubmatch(o.stdout); m == nil || m[1] == "0" {
+			t.Fatalf("want %s killed, got\n%s", who, o)
+		}
+		want := fmt.Sprintf("%d published, ", events)
+		if o.exit != 0 || !strings.Contains(o.stdout, want) || !strings.Contains(o.stdout, fmt.Sprintf(", %d effect rows", events)) {
+			t.Fatalf("want exit 0, %q and %d effect rows, got\n%s", want, events, o)
+		}
+		return
+	}
+	if o.exit != 1 || !strings.Contains(o.stdout, "invariant "+invariant+" broken") {
+		t.Fatalf("want exit 1 naming %s, got\n%s", invariant, o)
 	}
 }
