@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"time"
 
@@ -122,6 +123,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		opts.Progress = func(n int64) { _ = bar.Set64(n) }
 		finish = func() { _ = bar.Finish() }
 	}
+	defer oneProcessor()()
 	start := time.Now()
 	fr, err := external.Replay(cmd.Context(), opts)
 	finish()
@@ -190,4 +192,19 @@ func unfinishedTarget(o *replayOptions, format capture.Format) *replay.Report {
 		r.Inputs = append(r.Inputs, replay.Input{File: in, Format: string(format)})
 	}
 	return r
+}
+
+// oneProcessor runs Go code on one processor until the func it returns
+// is called, unless GOMAXPROCS is set. A replay into a target spends its
+// time waiting on the consumer: its lanes, the capture reader and the
+// database reads take turns on one processor, while on two every answer
+// that arrives wakes a second thread to run it, and the thread goes back
+// to sleep, at the cost of system calls that on a virtual machine cost
+// more than the work (measured in docs/performance.md).
+func oneProcessor() (restore func()) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return func() {}
+	}
+	was := runtime.GOMAXPROCS(1)
+	return func() { runtime.GOMAXPROCS(was) }
 }

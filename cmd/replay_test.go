@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -95,5 +96,26 @@ func TestReplaySplitIsOneStore(t *testing.T) {
 		m, _ := json.MarshalIndent(memory, "", "  ")
 		f, _ := json.MarshalIndent(file, "", "  ")
 		t.Errorf("in memory:\n%s\non a file:\n%s", m, f)
+	}
+}
+
+// TestOneProcessor: a replay into a target runs Go code on one processor
+// and gives the scheduler back as it was; GOMAXPROCS, when set, stands.
+func TestOneProcessor(t *testing.T) {
+	was := runtime.GOMAXPROCS(0)
+	for _, env := range []string{"", "3"} {
+		t.Setenv("GOMAXPROCS", env)
+		restore := oneProcessor()
+		want := 1
+		if env != "" {
+			want = was
+		}
+		if n := runtime.GOMAXPROCS(0); n != want {
+			t.Errorf("GOMAXPROCS=%q: %d processors during the replay, want %d", env, n, want)
+		}
+		restore()
+		if n := runtime.GOMAXPROCS(0); n != was {
+			t.Errorf("GOMAXPROCS=%q: %d processors after the replay, want %d back", env, n, was)
+		}
 	}
 }
