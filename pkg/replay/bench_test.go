@@ -70,11 +70,12 @@ func benchReplay(b *testing.B, file bool) {
 			db = filepath.Join(b.TempDir(), fmt.Sprintf("replay-%d.db", i))
 		}
 		rep, err := runSQLite(context.Background(), Options{
-			Inputs:  []string{path},
-			DB:      db,
-			Handler: handler.Config{Strategy: handler.EventID, Identity: []string{"data.orderId"}},
-			Batch:   benchBatch(b),
-			Seed:    1,
+			Inputs:   []string{path},
+			DB:       db,
+			Handler:  handler.Config{Strategy: handler.EventID, Identity: []string{"data.orderId"}},
+			Batch:    benchBatch(b),
+			Parallel: benchParallel(b),
+			Seed:     1,
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -91,6 +92,19 @@ func BenchmarkReplayMemory(b *testing.B) { benchReplay(b, false) }
 
 // BenchmarkReplayFile replays the capture into a SQLite file (WAL).
 func BenchmarkReplayFile(b *testing.B) { benchReplay(b, true) }
+
+// benchParallel is --parallel: the default, or REDELIVER_BENCH_PARALLEL.
+func benchParallel(b *testing.B) int {
+	s := os.Getenv("REDELIVER_BENCH_PARALLEL")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("REDELIVER_BENCH_PARALLEL=%q is not a positive number", s)
+	}
+	return n
+}
 
 // benchBatch is --batch: the default, or REDELIVER_BENCH_BATCH.
 func benchBatch(b *testing.B) int {
