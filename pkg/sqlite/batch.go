@@ -19,8 +19,9 @@ import (
 // or rolled back to its SAVEPOINT when it purged markers), and the batch
 // commits only between deliveries, so a committed batch holds only whole
 // deliveries. The
-// statements are prepared once on the driver connection (no database/sql
-// per call), and inserts read LastInsertId instead of RETURNING.
+// statements are prepared once on the SQLite connection under the driver's
+// and run through the C API (raw.go: no database/sql, nor the driver, per
+// call), and inserts read the last insert id instead of RETURNING.
 //
 // A crash loses at most the deliveries of the open batch; none of them was
 // acknowledged to anything outside the database, so a resumed replay
@@ -239,8 +240,9 @@ const checkCacheKiB = 2 << 10
 // delivery's transaction is open at a time.
 type Batch struct {
 	conn    driver.Conn
-	size    int  // deliveries per commit; 0: by the cache and the clock
-	private bool // the database is the replay's alone: one transaction
+	raw     *rawConn // the SQLite connection under conn (see raw.go), or nil
+	size    int      // deliveries per commit; 0: by the cache and the clock
+	private bool     // the database is the replay's alone: one transaction
 	log     *CaptureLog
 	seen    *seen     // the markers written, when the replay wrote them all
 	opened  time.Time // when the open batch began
@@ -275,6 +277,7 @@ type Batch struct {
 }
 
 type prepared struct {
+	raw   *rawStmt // through the C API (see raw.go), or else the driver's:
 	st    driver.Stmt
 	exec  driver.StmtExecContext
 	query driver.StmtQueryContext
@@ -289,7 +292,7 @@ func newBatch(dc any, effect string, size int, private, markerKey, effectWithMar
 	if !ok {
 		return nil, errors.New("sqlite driver connection expected")
 	}
-	b := &Batch{conn: conn, size: size, private: private, markerKey: markerKey, args: make([]driver.NamedValue, 8)}
+	b := &Batch{conn: conn, raw: rawOf(conn), size: size, private: private, markerKey: markerKey, args: make([]driver.NamedValue, 8)}
 	for i := range b.args {
 		b.args[i].Ordinal = i + 1
 	}
@@ -330,7 +333,7 @@ func newBatch(dc any, effect string, size int, private, markerKey, effectWithMar
 		{&b.effectByKey, q.effectByKey},
 		{&b.purge, q.purge},
 	} {
-		st, err := prepare(conn, s.sql)
+		st, err := prepare(conn, b.raw, s.sql)
 		if err != nil {
 			b.close()
 			return nil, fmt.Errorf("prepare %q: %w", s.sql, err)
@@ -340,7 +343,15 @@ func newBatch(dc any, effect string, size int, private, markerKey, effectWithMar
 	return b, nil
 }
 
-func prepare(conn driver.Conn, q string) (*prepared, error) {
+// prepare prepares q on raw, or when it is nil, on the driver's conn.
+func prepare(conn driver.Conn, raw *rawConn, q string) (*prepared, error) {
+	if raw != nil {
+		st, err := raw.prepare(q)
+		if err != nil {
+			return nil, err
+		}
+		return &prepared{raw: st}, nil
+	}
 	var st driver.Stmt
 	var err error
 	if pc, ok := conn.(driver.ConnPrepareContext); ok {
@@ -367,6 +378,8 @@ func (b *Batch) close() {
 	b.lit.close()
 	closeAll(b.begin, b.commit, b.rollback, b.savepoint, b.release, b.rollbackTo,
 		b.marker, b.insertMarker, b.insertEffect, b.effectOf, b.effectByKey, b.purge, b.unmark, b.uneffect, b.insertEffectAt)
+	b.raw.close()
+	b.raw = nil
 }
 
 func (b *Batch) exec(p *prepared, args ...any) (driver.Result, error) {
@@ -376,6 +389,9 @@ func (b *Batch) exec(p *prepared, args ...any) (driver.Result, error) {
 
 // run executes the statement with args, bound into the reusable nv.
 func (p *prepared) run(nv []driver.NamedValue, args []any) (driver.Result, error) {
+	if p.raw != nil {
+		return p.raw.exec(args)
+	}
 	nv = nv[:len(args)]
 	for i, a := range args {
 		nv[i].Value = a
@@ -386,7 +402,11 @@ func (p *prepared) run(nv []driver.NamedValue, args []any) (driver.Result, error
 // closeAll closes the statements that were prepared.
 func closeAll(ps ...*prepared) {
 	for _, p := range ps {
-		if p != nil {
+		switch {
+		case p == nil:
+		case p.raw != nil:
+			p.raw.close()
+		default:
 			p.st.Close()
 		}
 	}
@@ -396,6 +416,9 @@ func closeAll(ps ...*prepared) {
 // there is none.
 func (b *Batch) row(p *prepared, dest []driver.Value, args ...any) (bool, error) {
 	b.statements++
+	if p.raw != nil {
+		return p.raw.row(dest, args)
+	}
 	nv := b.args[:len(args)]
 	for i, a := range args {
 		nv[i].Value = a

@@ -195,7 +195,9 @@ func (c *CaptureLog) RecordFile(n int, name string) error {
 // logBatch is the log goroutine's prepared statements.
 type logBatch struct {
 	conn          driver.Conn
+	raw           *rawConn // see raw.go; nil: through the driver
 	args          []driver.NamedValue
+	values        []any // the parameters, for raw
 	begin, commit *prepared
 	// row and rows insert one row and captureRows rows: [1] with the
 	// business key bound, [0] with the empty key written in, for rows
@@ -210,7 +212,7 @@ func newLogBatch(dc any) (*logBatch, error) {
 	if !ok {
 		return nil, errors.New("sqlite driver connection expected")
 	}
-	b := &logBatch{conn: conn, args: make([]driver.NamedValue, 5*captureRows)}
+	b := &logBatch{conn: conn, raw: rawOf(conn), args: make([]driver.NamedValue, 5*captureRows), values: make([]any, 5*captureRows)}
 	for i := range b.args {
 		b.args[i].Ordinal = i + 1
 	}
@@ -226,7 +228,7 @@ func newLogBatch(dc any) (*logBatch, error) {
 		{&b.rows[1], captureInsert(captureRows, true)},
 		{&b.file, `INSERT INTO temp.capture_files(id, name) VALUES (?, ?)`},
 	} {
-		st, err := prepare(conn, s.sql)
+		st, err := prepare(conn, b.raw, s.sql)
 		if err != nil {
 			b.close()
 			return nil, fmt.Errorf("prepare %q: %w", s.sql, err)
@@ -238,6 +240,8 @@ func newLogBatch(dc any) (*logBatch, error) {
 
 func (b *logBatch) close() {
 	closeAll(b.begin, b.commit, b.row[0], b.rows[0], b.row[1], b.rows[1], b.file)
+	b.raw.close()
+	b.raw = nil
 }
 
 func (b *logBatch) exec(p *prepared, args ...any) (driver.Result, error) { return p.run(b.args, args) }
@@ -265,18 +269,18 @@ func (b *logBatch) record(it logItem) error {
 			p = b.rows[keyed]
 		}
 		w := 4 + keyed // parameters a row
-		nv := b.args[:w*n]
+		vs := b.values[:w*n]
 		for i, r := range rows[:n] {
-			a := nv[w*i : w*i+w]
-			a[0].Value = r.EventID
-			a[1].Value = r.Identity
-			a[2].Value = int64(r.File)
-			a[3].Value = int64(r.Line)
+			a := vs[w*i : w*i+w]
+			a[0] = r.EventID
+			a[1] = r.Identity
+			a[2] = int64(r.File)
+			a[3] = int64(r.Line)
 			if keyed == 1 {
-				a[4].Value = r.Key
+				a[4] = r.Key
 			}
 		}
-		if _, err := p.exec.ExecContext(bg, nv); err != nil {
+		if _, err := p.run(b.args, vs); err != nil {
 			return err
 		}
 		rows = rows[n:]

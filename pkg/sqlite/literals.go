@@ -6,11 +6,10 @@ import (
 	"unicode/utf8"
 )
 
-// The driver copies every text parameter into C memory for the statement
-// (a malloc, and a free after it, under the one lock of the allocator the
-// parts of a split replay share), binds each parameter under the
-// connection's mutex, and binds NULL over each text parameter again once
-// the statement is done. Two parameters of the handler's inserts are the
+// Each parameter is a call into SQLite under the connection's mutex, and
+// a text one a copy into C memory first (through the driver, a malloc and
+// a free under the one lock of the allocator the parts of a split replay
+// share, and NULL bound over it after the step). Two parameters of the handler's inserts are the
 // same delivery after delivery: the consumer (the replay's one, unless the
 // strategy is consumer-scoped and the deliveries name their own) and the
 // time stamp (a replay's clock stands still); and the business key is
@@ -122,7 +121,7 @@ func (l *literals) effectInsert(b *Batch, k int, at bool) (*prepared, error) {
 }
 
 func (l *literals) prepare(b *Batch, p **prepared, q string) (*prepared, error) {
-	st, err := prepare(b.conn, q)
+	st, err := prepare(b.conn, b.raw, q)
 	if err != nil {
 		return nil, fmt.Errorf("prepare %q: %w", q, err)
 	}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
-	"modernc.org/sqlite"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -444,7 +444,8 @@ func wrap(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var se *sqlite.Error
+	// The driver's *sqlite.Error, or the replay store's *rawError.
+	var se interface{ Code() int }
 	if errors.As(err, &se) {
 		switch se.Code() {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
