@@ -253,3 +253,34 @@ func (c *rawConn) error(rc int32) error {
 	}
 	return &rawError{msg: fmt.Sprintf("%s: %s (%d)%s", str, msg, rc, busy), code: int(rc)}
 }
+
+// A query read row by row: start binds it, next steps it, and a column's
+// text is read where SQLite holds it, until the next step (no Go string
+// made for a row only compared).
+
+func (s *rawStmt) start(args []any) error {
+	sqlite3.Xsqlite3_reset(s.c.tls, s.p)
+	return s.bind(args)
+}
+
+func (s *rawStmt) next() (bool, error) {
+	switch rc := sqlite3.Xsqlite3_step(s.c.tls, s.p); rc {
+	case sqlite3.SQLITE_ROW:
+		return true, nil
+	case sqlite3.SQLITE_DONE:
+		return false, nil
+	default:
+		return false, s.c.error(rc)
+	}
+}
+
+// text is column i of the current row, in SQLite's memory.
+func (s *rawStmt) text(i int) []byte {
+	p := sqlite3.Xsqlite3_column_text(s.c.tls, s.p, int32(i))
+	if p == 0 {
+		return nil
+	}
+	return cBytes(p, int(sqlite3.Xsqlite3_column_bytes(s.c.tls, s.p, int32(i))))
+}
+
+func (s *rawStmt) int64(i int) int64 { return sqlite3.Xsqlite3_column_int64(s.c.tls, s.p, int32(i)) }

@@ -15,7 +15,8 @@ import (
 
 // TestRawStoresWhatTheDriverStores: the replay store through the C API
 // (raw.go) and through the driver give each delivery the same result and
-// leave the same rows and the same capture findings, whatever the
+// leave the same rows, the same capture findings and the same broken
+// invariants (the markers and effects walked side by side either way), whatever the
 // strategy, with failures at every fault point undone, duplicates,
 // identity conflicts, texts with a quote, a NUL byte or bytes that are not
 // UTF-8, an empty key, and texts longer than the parameter buffer starts.
@@ -30,16 +31,19 @@ func TestRawStoresWhatTheDriverStores(t *testing.T) {
 			if !strings.Contains(raw.results, "failed") || strategy != handler.None && !strings.Contains(raw.results, "conflict") {
 				t.Errorf("the deliveries met no failure or no conflict: %s", raw.results)
 			}
+			if strategy == handler.None && !strings.Contains(raw.invariants, "duplicate-effect") || strategy == handler.MarkerAfterEffect && !strings.Contains(raw.invariants, "missing-marker") {
+				t.Errorf("no invariant broken that %s breaks: %s", strategy, raw.invariants)
+			}
 		})
 	}
 }
 
 type replayed struct {
-	results, markers, effects, findings string
+	results, markers, effects, findings, invariants string
 }
 
 func (r replayed) String() string {
-	return "results " + r.results + "\nmarkers " + r.markers + "\neffects " + r.effects + "\nfindings " + r.findings
+	return "results " + r.results + "\nmarkers " + r.markers + "\neffects " + r.effects + "\nfindings " + r.findings + "\ninvariants " + r.invariants
 }
 
 func replayThrough(t *testing.T, viaRaw bool, strategy handler.Strategy) replayed {
@@ -110,7 +114,11 @@ func replayThrough(t *testing.T, viaRaw bool, strategy handler.Strategy) replaye
 	if err != nil {
 		t.Fatal(err)
 	}
-	out.markers, out.effects, out.findings = markers, effects, fmt.Sprintf("%+v", f)
+	broken, err := db.KeyedInvariants(ctx, strategy, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.markers, out.effects, out.findings, out.invariants = markers, effects, fmt.Sprintf("%+v", f), fmt.Sprintf("%+v", broken)
 	return out
 }
 

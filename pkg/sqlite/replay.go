@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strconv"
 	"strings"
@@ -152,15 +154,114 @@ type unmatchedRow struct {
 }
 
 // unmatchedRows counts the markers without an effect and the effects
-// without a marker, and returns the first limit of each.
+// without a marker, and returns the first limit of each: through the C
+// API, where the two scans' rows are compared where SQLite holds them, or
+// else through database/sql.
 func (r *ReplayDB) unmatchedRows(ctx context.Context, conn *sql.Conn, limit int) (nLost, nMissing int64, lost, missing []unmatchedRow, err error) {
-	t := `"` + r.effect + `"`
-	ps, err := conn.QueryContext(ctx, `SELECT event_id, consumer FROM processed ORDER BY event_id, consumer`)
+	done := false
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(driver.Conn)
+		if !ok {
+			return nil
+		}
+		raw := rawOf(c)
+		if raw == nil {
+			return nil
+		}
+		defer raw.close()
+		done = true
+		nLost, nMissing, lost, missing, err = r.unmatchedRaw(ctx, raw, limit)
+		return err
+	})
+	if err != nil || done {
+		return nLost, nMissing, lost, missing, err
+	}
+	return r.unmatchedSQL(ctx, conn, limit)
+}
+
+// markerOrder and effectOrder are the two tables by (event_id, consumer),
+// the order of their keyed indexes.
+const markerOrder = `SELECT event_id, consumer FROM processed ORDER BY event_id, consumer`
+
+func (r *ReplayDB) effectOrder() string {
+	return `SELECT event_id, consumer, id FROM "` + r.effect + `" ORDER BY event_id, consumer`
+}
+
+func (r *ReplayDB) unmatchedRaw(ctx context.Context, raw *rawConn, limit int) (nLost, nMissing int64, lost, missing []unmatchedRow, err error) {
+	ps, err := raw.prepare(markerOrder)
+	if err != nil {
+		return 0, 0, nil, nil, fmt.Errorf("check %s: %w", invariant.LostEffect, err)
+	}
+	defer ps.close()
+	es, err := raw.prepare(r.effectOrder())
+	if err != nil {
+		return 0, 0, nil, nil, fmt.Errorf("check %s: %w", invariant.MissingMarker, err)
+	}
+	defer es.close()
+	if err = ps.start(nil); err == nil {
+		err = es.start(nil)
+	}
+	var pOK, eOK bool
+	if err == nil {
+		pOK, err = ps.next()
+	}
+	if err == nil {
+		eOK, err = es.next()
+	}
+	var event, consumer []byte // the key both sides are passing
+	for n := 0; err == nil && (pOK || eOK); n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return 0, 0, nil, nil, ctx.Err()
+		}
+		c := 0
+		switch {
+		case !eOK:
+			c = -1
+		case !pOK:
+			c = 1
+		default:
+			if c = bytes.Compare(ps.text(0), es.text(0)); c == 0 {
+				c = bytes.Compare(ps.text(1), es.text(1))
+			}
+		}
+		switch {
+		case c < 0:
+			nLost++
+			if len(lost) < limit {
+				lost = append(lost, unmatchedRow{event: string(ps.text(0)), consumer: string(ps.text(1))})
+			}
+			pOK, err = ps.next()
+		case c > 0:
+			nMissing++
+			if len(missing) < limit {
+				missing = append(missing, unmatchedRow{event: string(es.text(0)), consumer: string(es.text(1)), id: es.int64(2)})
+			}
+			eOK, err = es.next()
+		default:
+			// Matched: pass every row of this key on both sides.
+			event, consumer = append(event[:0], ps.text(0)...), append(consumer[:0], ps.text(1)...)
+			for err == nil && pOK && bytes.Equal(ps.text(0), event) && bytes.Equal(ps.text(1), consumer) {
+				pOK, err = ps.next()
+			}
+			for err == nil && eOK && bytes.Equal(es.text(0), event) && bytes.Equal(es.text(1), consumer) {
+				eOK, err = es.next()
+			}
+		}
+	}
+	if err != nil {
+		return 0, 0, nil, nil, err
+	}
+	return nLost, nMissing, lost, missing, nil
+}
+
+// unmatchedSQL is unmatchedRows through database/sql.
+func (r *ReplayDB) unmatchedSQL(ctx context.Context, conn *sql.Conn, limit int) (nLost, nMissing int64, lost, missing []unmatchedRow, err error) {
+	ps, err := conn.QueryContext(ctx, markerOrder)
 	if err != nil {
 		return 0, 0, nil, nil, fmt.Errorf("check %s: %w", invariant.LostEffect, err)
 	}
 	defer ps.Close()
-	es, err := conn.QueryContext(ctx, `SELECT event_id, consumer, id FROM `+t+` ORDER BY event_id, consumer`)
+	es, err := conn.QueryContext(ctx, r.effectOrder())
 	if err != nil {
 		return 0, 0, nil, nil, fmt.Errorf("check %s: %w", invariant.MissingMarker, err)
 	}
