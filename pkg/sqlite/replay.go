@@ -201,12 +201,25 @@ func (r *ReplayDB) unmatchedRaw(ctx context.Context, raw *rawConn, limit int) (n
 	if err = ps.start(nil); err == nil {
 		err = es.start(nil)
 	}
+	// Each side's current row: its event id and consumer where SQLite
+	// holds them, read once a step.
 	var pOK, eOK bool
-	if err == nil {
-		pOK, err = ps.next()
+	var pe, pc, ee, ec []byte
+	nextP := func() {
+		if pOK, err = ps.next(); pOK {
+			pe, pc = ps.text(0), ps.text(1)
+		}
+	}
+	nextE := func() {
+		if eOK, err = es.next(); eOK {
+			ee, ec = es.text(0), es.text(1)
+		}
 	}
 	if err == nil {
-		eOK, err = es.next()
+		nextP()
+	}
+	if err == nil {
+		nextE()
 	}
 	var event, consumer []byte // the key both sides are passing
 	for n := 0; err == nil && (pOK || eOK); n++ {
@@ -220,31 +233,31 @@ func (r *ReplayDB) unmatchedRaw(ctx context.Context, raw *rawConn, limit int) (n
 		case !pOK:
 			c = 1
 		default:
-			if c = bytes.Compare(ps.text(0), es.text(0)); c == 0 {
-				c = bytes.Compare(ps.text(1), es.text(1))
+			if c = bytes.Compare(pe, ee); c == 0 {
+				c = bytes.Compare(pc, ec)
 			}
 		}
 		switch {
 		case c < 0:
 			nLost++
 			if len(lost) < limit {
-				lost = append(lost, unmatchedRow{event: string(ps.text(0)), consumer: string(ps.text(1))})
+				lost = append(lost, unmatchedRow{event: string(pe), consumer: string(pc)})
 			}
-			pOK, err = ps.next()
+			nextP()
 		case c > 0:
 			nMissing++
 			if len(missing) < limit {
-				missing = append(missing, unmatchedRow{event: string(es.text(0)), consumer: string(es.text(1)), id: es.int64(2)})
+				missing = append(missing, unmatchedRow{event: string(ee), consumer: string(ec), id: es.int64(2)})
 			}
-			eOK, err = es.next()
+			nextE()
 		default:
 			// Matched: pass every row of this key on both sides.
-			event, consumer = append(event[:0], ps.text(0)...), append(consumer[:0], ps.text(1)...)
-			for err == nil && pOK && bytes.Equal(ps.text(0), event) && bytes.Equal(ps.text(1), consumer) {
-				pOK, err = ps.next()
+			event, consumer = append(event[:0], pe...), append(consumer[:0], pc...)
+			for err == nil && pOK && bytes.Equal(pe, event) && bytes.Equal(pc, consumer) {
+				nextP()
 			}
-			for err == nil && eOK && bytes.Equal(es.text(0), event) && bytes.Equal(es.text(1), consumer) {
-				eOK, err = es.next()
+			for err == nil && eOK && bytes.Equal(ee, event) && bytes.Equal(ec, consumer) {
+				nextE()
 			}
 		}
 	}
