@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"unsafe"
 
 	"modernc.org/libc"
@@ -81,17 +82,24 @@ func (c *rawConn) prepare(q string) (*rawStmt, error) {
 		return nil, err
 	}
 	defer libc.Xfree(c.tls, cq)
-	pp := c.tls.Alloc(int(unsafe.Sizeof(uintptr(0))))
-	defer c.tls.Free(int(unsafe.Sizeof(uintptr(0))))
-	*cMem[uintptr](pp) = 0
-	if rc := sqlite3.Xsqlite3_prepare_v3(c.tls, c.db, cq, -1, sqlite3.SQLITE_PREPARE_PERSISTENT, pp, 0); rc != sqlite3.SQLITE_OK {
+	const word = int(unsafe.Sizeof(uintptr(0)))
+	pp := c.tls.Alloc(2 * word) // the statement, and where its text ended
+	defer c.tls.Free(2 * word)
+	*cMem[uintptr](pp), *cMem[uintptr](pp + uintptr(word)) = 0, 0
+	if rc := sqlite3.Xsqlite3_prepare_v3(c.tls, c.db, cq, -1, sqlite3.SQLITE_PREPARE_PERSISTENT, pp, pp+uintptr(word)); rc != sqlite3.SQLITE_OK {
 		return nil, c.error(rc)
 	}
 	p := *cMem[uintptr](pp)
 	if p == 0 {
 		return nil, errors.New("no statement in the text")
 	}
-	return &rawStmt{c: c, p: p, params: int(sqlite3.Xsqlite3_bind_parameter_count(c.tls, p))}, nil
+	s := &rawStmt{c: c, p: p, params: int(sqlite3.Xsqlite3_bind_parameter_count(c.tls, p))}
+	// One statement a text: what follows the first would not run.
+	if tail := *cMem[uintptr](pp + uintptr(word)); tail != 0 && strings.TrimSpace(q[tail-cq:]) != "" {
+		s.close()
+		return nil, fmt.Errorf("more than one statement in %q", q)
+	}
+	return s, nil
 }
 
 // cMem is the value of type T at p in C memory.

@@ -189,6 +189,17 @@ func TestRawErrors(t *testing.T) {
 				if want := "SQL logic error: no such table: nowhere (1)"; err == nil || err.Error() != want {
 					t.Errorf("preparing a query of no table: %v; want %q", err, want)
 				}
+				if viaRaw {
+					if _, err := prepare(b.conn, b.raw, "SELECT 1; SELECT 2"); err == nil {
+						t.Errorf("two statements in one text prepared as one")
+					}
+					p, err := prepare(b.conn, b.raw, "SELECT 1;  \n")
+					if err != nil {
+						t.Errorf("one statement and blanks: %v", err)
+					} else {
+						closeAll(p)
+					}
+				}
 				return nil
 			})
 			if err != nil {
