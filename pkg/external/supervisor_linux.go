@@ -100,7 +100,16 @@ func supervise(parent int, path string, argv []string) int {
 		}
 	}
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// A group's SIGINT or SIGHUP must not end the supervisor before the
+	// process; but one redeliver ignores (started by nohup) stays
+	// ignored, for the process too, as when it is started directly.
+	caught := []os.Signal{syscall.SIGCHLD, syscall.SIGTERM}
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
+		if !signal.Ignored(sig) {
+			caught = append(caught, sig)
+		}
+	}
+	signal.Notify(sigs, caught...)
 	// The parent-death signal (SIGTERM) is caught from here on; a
 	// redeliver that died before is seen here.
 	if os.Getppid() != parent {

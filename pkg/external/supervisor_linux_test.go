@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -106,6 +107,17 @@ func TestSupervisorMirrors(t *testing.T) {
 			}
 		})
 	}
+	// Under nohup, a process started directly ignores SIGHUP, and so does
+	// one started through a supervisor.
+	t.Run("hung up, ignored", func(t *testing.T) {
+		signal.Ignore(syscall.SIGHUP)
+		defer signal.Reset(syscall.SIGHUP)
+		want := runAs(t, false, "", "sh", "-c", "kill -HUP $$")
+		got := runAs(t, true, "", "sh", "-c", "kill -HUP $$")
+		if got != want || !want.exited {
+			t.Errorf("through a supervisor: %+v\ndirectly:           %+v; want both to exit", got, want)
+		}
+	})
 }
 
 // TestSupervisorSharesTheGroup: the supervisor leads the process group and
