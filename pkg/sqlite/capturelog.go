@@ -197,7 +197,7 @@ type logBatch struct {
 	conn          driver.Conn
 	raw           *rawConn // see raw.go; nil: through the driver
 	args          []driver.NamedValue
-	values        []any // the parameters, for raw
+	values        []any // a statement's parameters
 	begin, commit *prepared
 	// row and rows insert one row and captureRows rows: [1] with the
 	// business key bound, [0] with the empty key written in, for rows
