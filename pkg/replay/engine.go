@@ -9,6 +9,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/inject"
+	"golang.org/x/sync/errgroup"
 )
 
 // Engine is the one replay engine both kinds of consumer are driven by:
@@ -117,21 +118,11 @@ func GoLanes[T any](n int, lane func(i int) Lane[T]) LaneRunner[T] {
 		if n <= 1 {
 			return serve(ctx, 0, lane(0))
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		errs := make([]error, n)
-		var wg sync.WaitGroup
+		g, ctx := errgroup.WithContext(ctx)
 		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if errs[i] = serve(ctx, i, lane(i)); errs[i] != nil {
-					cancel()
-				}
-			}()
+			g.Go(func() error { return serve(ctx, i, lane(i)) })
 		}
-		wg.Wait()
-		return firstError(errs...)
+		return g.Wait()
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"golang.org/x/sync/errgroup"
 )
 
 // SplitDB is a replay that keeps nothing, handled in parts side by side:
@@ -87,32 +88,11 @@ func (s *SplitDB) RecordFile(n int, name string) error { return s.log.RecordFile
 // part's group-commit store, and returns when all have returned. The first
 // error cancels the context the others were given, and is returned.
 func (s *SplitDB) RunParts(ctx context.Context, f func(ctx context.Context, part int, b *Batch) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(s.parts))
-	var wg sync.WaitGroup
+	g, ctx := errgroup.WithContext(ctx)
 	for i, r := range s.parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = r.Run(ctx, 0, func(b *Batch) error { return f(ctx, i, b) })
-			if errs[i] != nil {
-				cancel()
-			}
-		}()
+		g.Go(func() error { return r.Run(ctx, 0, func(b *Batch) error { return f(ctx, i, b) }) })
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return g.Wait()
 }
 
 // CountEffects returns the number of effects in all parts.
