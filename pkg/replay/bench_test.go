@@ -94,27 +94,21 @@ func BenchmarkReplayMemory(b *testing.B) { benchReplay(b, false) }
 func BenchmarkReplayFile(b *testing.B) { benchReplay(b, true) }
 
 // benchParallel is --parallel: the default, or REDELIVER_BENCH_PARALLEL.
-func benchParallel(b *testing.B) int {
-	s := os.Getenv("REDELIVER_BENCH_PARALLEL")
-	if s == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		b.Fatalf("REDELIVER_BENCH_PARALLEL=%q is not a positive number", s)
-	}
-	return n
-}
+func benchParallel(b *testing.B) int { return benchFlag(b, "REDELIVER_BENCH_PARALLEL") }
 
 // benchBatch is --batch: the default, or REDELIVER_BENCH_BATCH.
-func benchBatch(b *testing.B) int {
-	s := os.Getenv("REDELIVER_BENCH_BATCH")
+func benchBatch(b *testing.B) int { return benchFlag(b, "REDELIVER_BENCH_BATCH") }
+
+// benchFlag is the positive number in the environment variable env, or 0
+// (the flag's default) when it is not set.
+func benchFlag(b *testing.B, env string) int {
+	s := os.Getenv(env)
 	if s == "" {
 		return 0
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
-		b.Fatalf("REDELIVER_BENCH_BATCH=%q is not a positive number", s)
+		b.Fatalf("%s=%q is not a positive number", env, s)
 	}
 	return n
 }

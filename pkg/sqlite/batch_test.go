@@ -47,15 +47,11 @@ func TestBatchKeepsDeliveriesAtomic(t *testing.T) {
 			}
 			strategy := tt.strategy
 			cfg := handler.Config{Strategy: strategy, Consumer: "c", Effect: "effects", Retention: tt.retention}
-			db, err := OpenReplay(ctx, path, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openReplayT(t, path, cfg)
 			var outcomes []consumer.Outcome
 			var ids []int64
-			err = db.Run(ctx, tt.batch, func(b *Batch) error {
-				h := handler.New(cfg, b, nil, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
+			err := db.Run(ctx, tt.batch, func(b *Batch) error {
+				h := handler.New(cfg, b, nil, fixedClock)
 				for i := 1; i <= 10; i++ {
 					d := consumer.Delivery{EventID: fmt.Sprintf("e%d", i), BusinessKey: fmt.Sprintf("k%d", i), Envelope: []byte(fmt.Sprintf(`{"data":{"n":%d}}`, i))}
 					var inject handler.Injector
@@ -105,12 +101,8 @@ func TestBatchKeepsDeliveriesAtomic(t *testing.T) {
 func TestInvariantsCatch(t *testing.T) {
 	ctx := context.Background()
 	cfg := handler.Config{Strategy: handler.None, Consumer: "c", Effect: "effects"}
-	db, err := OpenReplay(ctx, Memory, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Run(ctx, 100, func(b *Batch) error {
+	db := openReplayT(t, Memory, cfg)
+	err := db.Run(ctx, 100, func(b *Batch) error {
 		h := handler.New(cfg, b, nil, nil)
 		for _, id := range []string{"a", "b", "a", "a"} {
 			h.Handle(ctx, consumer.Delivery{EventID: id, Envelope: []byte(`{"data":{}}`)}, nil)
@@ -152,11 +144,7 @@ func TestUnmatchedRows(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			cfg := handler.Config{Strategy: tt.strategy, Consumer: "c", Effect: "effects"}
-			db, err := OpenReplay(ctx, Memory, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openReplayT(t, Memory, cfg)
 			for _, m := range tt.markers {
 				if _, err := db.conn.ExecContext(ctx, `INSERT INTO processed(event_id, consumer, identity, processed_at) VALUES (?, 'c', 'null', 'now')`, m); err != nil {
 					t.Fatal(err)
@@ -193,11 +181,7 @@ func TestUnmatchedRows(t *testing.T) {
 func TestCaptureLogBesideDeliveries(t *testing.T) {
 	ctx := context.Background()
 	cfg := handler.Config{Strategy: handler.EventID, Consumer: "c", Effect: "effects"}
-	db, err := OpenReplay(ctx, filepath.Join(t.TempDir(), "replay.db"), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openReplayT(t, filepath.Join(t.TempDir(), "replay.db"), cfg)
 	log, err := db.CaptureLog(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -303,15 +287,11 @@ func TestPrivateReplayLeavesNothing(t *testing.T) {
 	replayCacheKiB = 2 * checkCacheKiB
 	ctx := context.Background()
 	cfg := handler.Config{Strategy: handler.EventID, Consumer: "c", Effect: "effects"}
-	db, err := OpenReplay(ctx, Memory, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openReplayT(t, Memory, cfg)
 	// Enough rows to outgrow the page cache, so that pages go to the file.
 	payload := strings.Repeat("x", 4000)
 	n := 2 * replayCacheKiB / 4
-	err = db.Run(ctx, 0, func(b *Batch) error {
+	err := db.Run(ctx, 0, func(b *Batch) error {
 		h := handler.New(cfg, b, nil, nil)
 		for i := 0; i < n; i++ {
 			d := consumer.Delivery{EventID: fmt.Sprintf("e%d", i), Envelope: []byte(`{"data":{"p":"` + payload + `"}}`)}
@@ -364,13 +344,9 @@ func TestDuplicateStatements(t *testing.T) {
 		t.Run(string(tt.strategy), func(t *testing.T) {
 			ctx := context.Background()
 			cfg := handler.Config{Strategy: tt.strategy, Consumer: "c", Effect: "effects"}
-			db, err := OpenReplay(ctx, Memory, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			err = db.Run(ctx, 0, func(b *Batch) error {
-				h := handler.New(cfg, b, nil, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
+			db := openReplayT(t, Memory, cfg)
+			err := db.Run(ctx, 0, func(b *Batch) error {
+				h := handler.New(cfg, b, nil, fixedClock)
 				d := func(id string) consumer.Delivery {
 					return consumer.Delivery{EventID: id, BusinessKey: "k-" + id, Envelope: []byte(`{"data":{"n":1}}`)}
 				}

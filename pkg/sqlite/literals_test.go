@@ -39,13 +39,9 @@ func TestLiteralsStoreWhatParametersStore(t *testing.T) {
 			t.Run(fmt.Sprintf("%s, ordered %v", tt.name, order), func(t *testing.T) {
 				ctx := context.Background()
 				cfg := handler.Config{Strategy: handler.ConsumerScoped, Consumer: "default", Effect: "effects"}
-				db, err := OpenReplay(ctx, Memory, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer db.Close()
+				db := openReplayT(t, Memory, cfg)
 				const n = 3 * literalChanges
-				err = db.Run(ctx, 0, func(b *Batch) error {
+				err := db.Run(ctx, 0, func(b *Batch) error {
 					for i := 1; i <= n; i++ {
 						c, now := tt.at(i)
 						h := handler.New(cfg, b, nil, func() time.Time { return now })

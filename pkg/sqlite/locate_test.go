@@ -15,11 +15,7 @@ import (
 func TestWhere(t *testing.T) {
 	ctx := context.Background()
 	cfg := handler.Config{Strategy: handler.EventID, Consumer: "c", Effect: "effects"}
-	db, err := OpenReplay(ctx, filepath.Join(t.TempDir(), "replay.db"), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openReplayT(t, filepath.Join(t.TempDir(), "replay.db"), cfg)
 	log, err := db.CaptureLog(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"modernc.org/sqlite"
 
@@ -22,14 +21,10 @@ func TestLookasideHoldsTheReplay(t *testing.T) {
 	for _, strategy := range []handler.Strategy{handler.EventID, handler.BusinessKey, handler.CheckThenAct} {
 		t.Run(string(strategy), func(t *testing.T) {
 			cfg := handler.Config{Strategy: strategy, Consumer: "c", Effect: "effects"}
-			db, err := OpenReplay(ctx, Memory, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openReplayT(t, Memory, cfg)
 			var hits, full int
-			err = db.Run(ctx, 0, func(b *Batch) error {
-				h := handler.New(cfg, b, nil, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
+			err := db.Run(ctx, 0, func(b *Batch) error {
+				h := handler.New(cfg, b, nil, fixedClock)
 				for i := 0; i < 2000; i++ {
 					n := i
 					if i%5 == 4 {

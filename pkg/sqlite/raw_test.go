@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -48,16 +47,10 @@ func (r replayed) String() string {
 
 func replayThrough(t *testing.T, viaRaw bool, strategy handler.Strategy) replayed {
 	t.Helper()
-	was := useRaw
-	useRaw = viaRaw
-	defer func() { useRaw = was }()
+	runRaw(t, viaRaw)
 	ctx := context.Background()
 	cfg := handler.Config{Strategy: strategy, Consumer: "c", Effect: "effects", Identity: []string{"data.n"}}
-	db, err := OpenReplay(ctx, Memory, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openReplayT(t, Memory, cfg)
 	log, err := db.CaptureLog(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +61,7 @@ func replayThrough(t *testing.T, viaRaw bool, strategy handler.Strategy) replaye
 		if (b.raw != nil) != viaRaw {
 			return fmt.Errorf("the batch runs through the C API: %v, want %v", b.raw != nil, viaRaw)
 		}
-		h := handler.New(cfg, b, nil, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
+		h := handler.New(cfg, b, nil, fixedClock)
 		var rows []CaptureRow
 		for i := 0; i < 200; i++ {
 			n := i
@@ -160,17 +153,11 @@ func (r *ReplayDB) dump(ctx context.Context, q string) (string, error) {
 func TestRawErrors(t *testing.T) {
 	for _, viaRaw := range []bool{true, false} {
 		t.Run(fmt.Sprintf("raw %v", viaRaw), func(t *testing.T) {
-			was := useRaw
-			useRaw = viaRaw
-			defer func() { useRaw = was }()
+			runRaw(t, viaRaw)
 			ctx := context.Background()
 			cfg := handler.Config{Strategy: handler.EventID, Consumer: "c", Effect: "effects"}
-			db, err := OpenReplay(ctx, Memory, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			err = db.Run(ctx, 0, func(b *Batch) error {
+			db := openReplayT(t, Memory, cfg)
+			err := db.Run(ctx, 0, func(b *Batch) error {
 				tx, err := b.Begin(ctx)
 				if err != nil {
 					return err
