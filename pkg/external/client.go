@@ -130,7 +130,8 @@ func (p *plainClient) get(ctx context.Context, deadline time.Time) (*plainConn, 
 			if err != nil {
 				return nil, err
 			}
-			return &plainConn{c: c, br: bufio.NewReader(c), bw: bufio.NewWriter(c), gen: gen, idle: idleCheck(c)}, nil
+			r, w, idle := socketOf(c)
+			return &plainConn{c: c, br: bufio.NewReader(r), bw: bufio.NewWriter(w), gen: gen, idle: idle}, nil
 		}
 		pc := p.idle[n-1]
 		p.idle[n-1] = nil

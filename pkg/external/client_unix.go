@@ -3,6 +3,7 @@
 package external
 
 import (
+	"io"
 	"net"
 	"syscall"
 )
@@ -10,27 +11,28 @@ import (
 // canPeek: an idle connection's socket can be looked at without reading.
 const canPeek = true
 
-// idleCheck returns the check of an idle connection: whether it is still
-// open and has nothing to read. A consumer that closed it, or sent
-// something unasked, is not sent the next delivery down it.
-func idleCheck(c net.Conn) func() bool {
+// socketOf returns how a connection's requests are written and its answers
+// read, and the check of it while idle: whether it is still open and has
+// nothing to read. A consumer that closed it, or sent something unasked,
+// is not sent the next delivery down it.
+func socketOf(c net.Conn) (r io.Reader, w io.Writer, idle func() bool) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return func() bool { return false }
+		return c, c, func() bool { return false }
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return func() bool { return false }
+		return c, c, func() bool { return false }
 	}
-	var b [1]byte
 	open := false
-	peek := func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		open = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+	look := func(fd uintptr) bool {
+		open = peek(fd)
 		return true
 	}
-	return func() bool {
+	idle = func() bool {
 		open = false
-		return rc.Read(peek) == nil && open
+		return rc.Read(look) == nil && open
 	}
+	r, w = socketIO(c, rc)
+	return r, w, idle
 }

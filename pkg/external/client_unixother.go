@@ -1,0 +1,19 @@
+//go:build unix && !linux
+
+package external
+
+import (
+	"io"
+	"net"
+	"syscall"
+)
+
+// peek says whether an idle socket is open with nothing to read.
+func peek(fd uintptr) bool {
+	var b [1]byte
+	_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+}
+
+// socketIO: the connection itself.
+func socketIO(c net.Conn, _ syscall.RawConn) (io.Reader, io.Writer) { return c, c }
