@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 	testscript.Main(removeBuilt{m}, map[string]func(){
 		"redeliver": func() { os.Exit(cmd.Main()) },
 		"consumer":  func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		// The floor BenchmarkReplayIntoConsumer sets redeliver beside.
+		"floorsender": func() { os.Exit(floorSend(os.Args[1:])) },
 	})
 }
 

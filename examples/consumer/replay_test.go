@@ -178,35 +178,46 @@ func BenchmarkReplayIntoConsumer(b *testing.B) {
 		}
 	})
 	// parallel-N: the consumer on SQLite; parallel-N-postgres: on
-	// PostgreSQL (REDELIVER_TEST_POSTGRES), in a schema of its own.
+	// PostgreSQL (REDELIVER_TEST_POSTGRES), in a schema of its own;
+	// parallel-4-floor: the same deliveries by the least sender
+	// (floorSend) instead of redeliver, the floor beside its CPU.
 	pg := os.Getenv("REDELIVER_TEST_POSTGRES")
 	for _, parallel := range []int{1, 4, 16} {
 		for _, onPG := range []bool{false, true} {
-			name := fmt.Sprintf("parallel-%d", parallel)
-			if onPG {
-				if pg == "" {
-					continue
-				}
-				name += "-postgres"
-			}
-			b.Run(name, func(b *testing.B) {
-				for i := 0; i < b.N; i++ {
-					db := filepath.Join(b.TempDir(), "payments.db")
-					if onPG {
-						db = freshSchema(b, pg)
+			for _, floor := range []bool{false, true} {
+				name := fmt.Sprintf("parallel-%d", parallel)
+				if floor {
+					if parallel != 4 {
+						continue
 					}
-					benchParallel(b, bin, capture, db, parallel)
+					name += "-floor"
 				}
-			})
+				if onPG {
+					if pg == "" {
+						continue
+					}
+					name += "-postgres"
+				}
+				b.Run(name, func(b *testing.B) {
+					for i := 0; i < b.N; i++ {
+						db := filepath.Join(b.TempDir(), "payments.db")
+						if onPG {
+							db = freshSchema(b, pg)
+						}
+						benchParallel(b, bin, capture, db, parallel, floor)
+					}
+				})
+			}
 		}
 	}
 }
 
 // benchParallel runs the consumer on db (a SQLite file or a PostgreSQL
 // URL) itself, so that its CPU time is its own, and replays into it with
-// --redeliver 0.1; it reports deliveries/s and redeliver's CPU time as a
-// share of the consumer's.
-func benchParallel(b *testing.B, bin, capture, db string, parallel int) {
+// --redeliver 0.1, or with floor sends the same deliveries with
+// floorSend; it reports deliveries/s and the sender's CPU time as a share
+// of the consumer's.
+func benchParallel(b *testing.B, bin, capture, db string, parallel int, floor bool) {
 	port := freePort(b)
 	target := filepath.Join(b.TempDir(), "target.yaml")
 	os.WriteFile(target, []byte(fmt.Sprintf(`version: 1
@@ -237,6 +248,13 @@ effects:
 	})
 
 	c, rmarker := redeliverCmd(nil, "replay", capture, "--target", target, "--seed", "11", "--parallel", strconv.Itoa(parallel), "--redeliver", "0.1")
+	if floor {
+		path, err := exec.LookPath("floorsender") // put on PATH by testscript.Main
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Path, c.Args = path, []string{"floorsender", "127.0.0.1:" + port, capture, strconv.Itoa(parallel)}
+	}
 	var out strings.Builder
 	c.Stdout, c.Stderr = &out, &out
 	start := time.Now()
@@ -251,10 +269,19 @@ effects:
 	}
 	cpu := func(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
 	own, theirs := cpu(c.ProcessState), cpu(consumerCmd.ProcessState)
-	deliveries, _ := replayFigures(b, out.String())
+	who := "redeliver"
+	var deliveries int
+	if floor {
+		who = "floor"
+		if _, err := fmt.Sscanf(out.String(), "%d deliveries", &deliveries); err != nil {
+			b.Fatalf("floorsender: %v\n%s", err, out.String())
+		}
+	} else {
+		deliveries, _ = replayFigures(b, out.String())
+	}
 	b.ReportMetric(float64(deliveries)/wall.Seconds(), "deliveries/s")
-	b.ReportMetric(100*own.Seconds()/theirs.Seconds(), "redeliver-cpu-%-of-consumer")
-	b.ReportMetric(own.Seconds(), "redeliver-cpu-s")
+	b.ReportMetric(100*own.Seconds()/theirs.Seconds(), who+"-cpu-%-of-consumer")
+	b.ReportMetric(own.Seconds(), who+"-cpu-s")
 	b.ReportMetric(theirs.Seconds(), "consumer-cpu-s")
 }
 
