@@ -22,10 +22,12 @@ import (
 	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"github.com/redeliver/redeliver/pkg/dbhost"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/rawio"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
@@ -179,7 +181,7 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 	d := &DB{kind: kind, where: where, spec: spec}
 	switch kind {
 	case Postgres:
-		d.db, err = sql.Open("pgx", dsn)
+		d.db, err = openPostgres(dsn)
 	case MySQL:
 		d.db, err = sql.Open("mysql", dsn)
 	default:
@@ -209,6 +211,28 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 		}
 	}
 	return d, nil
+}
+
+// openPostgres opens a PostgreSQL effects database whose connections read
+// and write their sockets with raw system calls (pkg/rawio): a replay into
+// a target reads a redelivery's rows before and after it, and on the one
+// processor it runs on, each ordinary system call woke the runtime's
+// monitor thread. A URL pgx cannot parse is opened as before, and its
+// error comes when it is first reached.
+func openPostgres(dsn string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return sql.Open("pgx", dsn)
+	}
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return rawio.Conn(c), nil
+	}
+	return stdlib.OpenDB(*cfg), nil
 }
 
 // Close closes the connection.

@@ -6,15 +6,18 @@ import (
 	"io"
 	"net"
 	"syscall"
+
+	"github.com/redeliver/redeliver/pkg/rawio"
 )
 
 // canPeek: an idle connection's socket can be looked at without reading.
 const canPeek = true
 
 // socketOf returns how a connection's requests are written and its answers
-// read, and the check of it while idle: whether it is still open and has
-// nothing to read. A consumer that closed it, or sent something unasked,
-// is not sent the next delivery down it.
+// read (with raw system calls where rawio can), and the check of it while
+// idle: whether it is still open and has nothing to read. A consumer that
+// closed it, or sent something unasked, is not sent the next delivery
+// down it.
 func socketOf(c net.Conn) (r io.Reader, w io.Writer, idle func() bool) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -33,6 +36,6 @@ func socketOf(c net.Conn) (r io.Reader, w io.Writer, idle func() bool) {
 		open = false
 		return rc.Read(look) == nil && open
 	}
-	r, w = socketIO(c, rc)
-	return r, w, idle
+	rw := rawio.Conn(c)
+	return rw, rw, idle
 }

@@ -2,11 +2,7 @@
 
 package external
 
-import (
-	"io"
-	"net"
-	"syscall"
-)
+import "syscall"
 
 // peek says whether an idle socket is open with nothing to read.
 func peek(fd uintptr) bool {
@@ -14,6 +10,3 @@ func peek(fd uintptr) bool {
 	_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	return err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
 }
-
-// socketIO: the connection itself.
-func socketIO(c net.Conn, _ syscall.RawConn) (io.Reader, io.Writer) { return c, c }

@@ -1,4 +1,4 @@
-package external
+package rawio
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 )
 
 // socketPair is a connected pair of TCP connections on loopback: the
-// client's read and written through socketOf, and the server's end.
+// client's read and written through Conn, and the server's end.
 func socketPair(t *testing.T) (client net.Conn, r io.Reader, w io.Writer, server *net.TCPConn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -35,17 +35,17 @@ func socketPair(t *testing.T) (client net.Conn, r io.Reader, w io.Writer, server
 		t.Fatal("no connection accepted")
 	}
 	t.Cleanup(func() { client.Close(); sc.Close() })
-	r, w, _ = socketOf(client)
-	if _, ok := r.(*sockIO); !ok {
-		t.Fatalf("socketOf gave %T; want the raw socket reader", r)
+	rw := Conn(client)
+	if _, ok := rw.(*conn); !ok {
+		t.Fatalf("Conn gave %T; want the raw connection", rw)
 	}
-	return client, r, w, sc.(*net.TCPConn)
+	return client, rw, rw, sc.(*net.TCPConn)
 }
 
-// TestSocketIO holds the raw socket reads and writes to what net.Conn
+// TestConn holds the raw socket reads and writes to what net.Conn
 // gives: a write far larger than the socket's buffer arrives whole, a
 // deadline is a timeout, a reset and a close read as net.Conn's errors.
-func TestSocketIO(t *testing.T) {
+func TestConn(t *testing.T) {
 	t.Run("a write larger than the socket buffer", func(t *testing.T) {
 		_, _, w, server := socketPair(t)
 		data := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB
@@ -117,4 +117,38 @@ func TestSocketIO(t *testing.T) {
 			t.Fatalf("got %v; want a reset or a broken pipe", err)
 		}
 	})
+}
+
+// TestConnUnix: a Unix connection is read raw too, and its errors name
+// the network as net.Conn's do.
+func TestConnUnix(t *testing.T) {
+	path := t.TempDir() + "/s"
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Write([]byte("hello"))
+			c.Close()
+		}
+	}()
+	client, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := Conn(client)
+	if _, ok := rw.(*conn); !ok {
+		t.Fatalf("Conn gave %T; want the raw connection", rw)
+	}
+	if b, err := io.ReadAll(rw); string(b) != "hello" || err != nil {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	client.Close()
+	_, want := client.Read(make([]byte, 1))
+	if _, err := rw.Read(make([]byte, 1)); err == nil || err.Error() != want.Error() {
+		t.Fatalf("got %v; want %v", err, want)
+	}
 }
