@@ -9,8 +9,8 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"syscall"
-	"unsafe"
+
+	"github.com/redeliver/redeliver/pkg/rawio"
 )
 
 // floorSend is the least a Go program can do to deliver a capture to the
@@ -18,7 +18,7 @@ import (
 // sets redeliver's CPU beside: each line POSTed as a structured
 // CloudEvent, every tenth twice (a replay's --redeliver 0.1), N kept-alive
 // connections, on one processor, written and read with raw system calls
-// as redeliver's client does. Nothing is parsed, recorded, read back or
+// (pkg/rawio) as redeliver's client does. Nothing is parsed, recorded, read back or
 // judged; an answer is read to its Content-Length and its status ignored.
 //
 //	floorsender ADDR CAPTURE N
@@ -81,25 +81,22 @@ func floorSend(args []string) int {
 
 // floorLane sends lines down one connection, one at a time.
 func floorLane(addr string, lines <-chan []byte) (int, error) {
-	c, err := net.Dial("tcp", addr)
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		return 0, err
-	}
+	defer nc.Close()
+	c := rawio.Conn(nc)
 	req := make([]byte, 0, 4096)
 	buf := make([]byte, 4096)
 	sent := 0
 	for line := range lines {
 		req = fmt.Appendf(req[:0], "POST /events HTTP/1.1\r\nHost: %s\r\nContent-Type: application/cloudevents+json\r\nContent-Length: %d\r\n\r\n", addr, len(line))
 		req = append(req, line...)
-		if err := rawWrite(rc, req); err != nil {
+		if _, err := c.Write(req); err != nil {
 			return sent, err
 		}
-		if err := rawAnswer(rc, buf); err != nil {
+		if err := floorAnswer(c, buf); err != nil {
 			return sent, err
 		}
 		sent++
@@ -107,49 +104,15 @@ func floorLane(addr string, lines <-chan []byte) (int, error) {
 	return sent, nil
 }
 
-func rawWrite(rc syscall.RawConn, b []byte) error {
-	var errno syscall.Errno
-	err := rc.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch e {
-			case 0:
-				b = b[n:]
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
-	if err == nil && errno != 0 {
-		err = errno
-	}
-	return err
-}
-
-// rawAnswer reads one answer: its head, then its body to Content-Length.
-func rawAnswer(rc syscall.RawConn, buf []byte) error {
+// floorAnswer reads one answer: its head, then its body to Content-Length.
+func floorAnswer(c net.Conn, buf []byte) error {
 	got := 0
 	for {
-		var n uintptr
-		var errno syscall.Errno
-		err := rc.Read(func(fd uintptr) bool {
-			n, _, errno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[got])), uintptr(len(buf)-got))
-			return errno != syscall.EAGAIN
-		})
-		switch {
-		case err != nil:
+		n, err := c.Read(buf[got:])
+		if err != nil {
 			return err
-		case errno != 0:
-			return errno
-		case n == 0:
-			return fmt.Errorf("the consumer closed the connection")
 		}
-		got += int(n)
+		got += n
 		head := bytes.Index(buf[:got], []byte("\r\n\r\n"))
 		if head < 0 {
 			if got == len(buf) {
