@@ -18,8 +18,9 @@ import (
 // sets redeliver's CPU beside: each line POSTed as a structured
 // CloudEvent, every tenth twice (a replay's --redeliver 0.1), N kept-alive
 // connections, on one processor, written and read with raw system calls
-// (pkg/rawio) as redeliver's client does. Nothing is parsed, recorded, read back or
-// judged; an answer is read to its Content-Length and its status ignored.
+// (pkg/rawio) as redeliver's client does. Nothing is parsed, recorded,
+// read back or judged; an answer is read to its Content-Length and its
+// status ignored.
 //
 //	floorsender ADDR CAPTURE N
 func floorSend(args []string) int {
