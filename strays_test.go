@@ -51,11 +51,27 @@ func pids(t *testing.T, file string) []int {
 func killLeft(t *testing.T, file string) {
 	t.Cleanup(func() {
 		for _, pid := range pids(t, file) {
-			if alive(pid) {
+			if helper(pid, file) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
 	})
+}
+
+// helper reports whether pid is alive and still one of the processes a
+// test's script started and named in file: a `sleep 600`, or a process
+// whose command line names the test's folder. On a busy machine pids wrap,
+// and a pid the script wrote may name another process by the time it is
+// looked at, which must be neither killed nor counted as left.
+func helper(pid int, file string) bool {
+	if !alive(pid) {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	return string(cmdline) == "sleep\x00600\x00" || strings.Contains(string(cmdline), filepath.Dir(file))
 }
 
 // runRedeliver runs redeliver with args and returns its exit status and
@@ -415,10 +431,14 @@ func noneLeft(t *testing.T, file string, n int) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range got {
-		for alive(pid) && time.Now().Before(deadline) {
+		// Once gone, gone: asked again, a pid may already name a new
+		// process (see helper).
+		gone := !helper(pid, file)
+		for !gone && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
+			gone = !helper(pid, file)
 		}
-		if alive(pid) {
+		if !gone {
 			t.Errorf("process %d that redeliver started (or its consumer did) is still running after redeliver exited", pid)
 		}
 	}
