@@ -19,13 +19,14 @@ const canPeek = true
 // closed it, or sent something unasked, is not sent the next delivery
 // down it.
 func socketOf(c net.Conn) (r io.Reader, w io.Writer, idle func() bool) {
-	sc, ok := c.(syscall.Conn)
+	rw := rawio.Conn(c)
+	sc, ok := rw.(syscall.Conn)
 	if !ok {
-		return c, c, func() bool { return false }
+		return rw, rw, func() bool { return false }
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return c, c, func() bool { return false }
+		return rw, rw, func() bool { return false }
 	}
 	open := false
 	look := func(fd uintptr) bool {
@@ -36,6 +37,5 @@ func socketOf(c net.Conn) (r io.Reader, w io.Writer, idle func() bool) {
 		open = false
 		return rc.Read(look) == nil && open
 	}
-	rw := rawio.Conn(c)
 	return rw, rw, idle
 }

@@ -35,7 +35,8 @@ type conn struct {
 	network string // as net.Conn's errors name it
 }
 
-// SyscallConn is the connection's own.
+// SyscallConn is the connection's own (the HTTP client looks at an
+// idle socket through it).
 func (c *conn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
 
 func (c *conn) Read(b []byte) (int, error) {

@@ -6,15 +6,16 @@ import (
 	"unicode/utf8"
 )
 
-// Each parameter is a call into SQLite under the connection's mutex, and
-// a text one a copy into C memory first (through the driver, a malloc and
-// a free under the one lock of the allocator the parts of a split replay
-// share, and NULL bound over it after the step). Two parameters of the handler's inserts are the
-// same delivery after delivery: the consumer (the replay's one, unless the
-// strategy is consumer-scoped and the deliveries name their own) and the
-// time stamp (a replay's clock stands still); and the business key is
-// empty (NULL) in a capture that gives none. The batch writes those into
-// the statements' text as literals, and binds the rest: a new event's two
+// Each parameter is a call into SQLite under the connection's mutex,
+// and a text one a copy into C memory first (through the driver, a
+// malloc and a free under the one lock of the allocator the parts of a
+// split replay share, and NULL bound over it after the step). Two
+// parameters of the handler's inserts are the same delivery after
+// delivery: the consumer (the replay's one, unless the strategy is
+// consumer-scoped and the deliveries name their own) and the time stamp
+// (a replay's clock stands still); and the business key is empty (NULL)
+// in a capture that gives none. The batch writes those into the
+// statements' text as literals, and binds the rest: a new event's two
 // inserts bind 5 parameters instead of 11, 4 of them text instead of 8.
 // The rows are the same: a literal is the same text a parameter binds.
 
