@@ -57,23 +57,16 @@ func (d *docSource) fail(err error) (Event, error) {
 	return Event{}, d.err
 }
 
-// peek returns the next non-space byte the decoder will read, or 0 at the end.
+// peek returns the first byte of the next value. Call it only after More
+// said there is one at the top level: More leaves that byte first in the
+// decoder's buffer. Anywhere else the buffer may end before the value
+// does (right after a key's colon, say), so a look into it proves nothing.
 func (d *docSource) peek() byte {
-	if !d.dec.More() {
-		// More is false at the end of the input and before a closing delimiter.
-		b, _ := io.ReadAll(io.LimitReader(d.dec.Buffered(), 1<<10))
-		b = bytes.TrimLeft(b, " \t\r\n")
-		if len(b) > 0 {
-			return b[0]
-		}
-		return 0
-	}
-	b, _ := io.ReadAll(io.LimitReader(d.dec.Buffered(), 1<<10))
-	b = bytes.TrimLeft(b, " \t\r\n,:")
-	if len(b) > 0 {
+	var b [1]byte
+	if n, _ := d.dec.Buffered().Read(b[:]); n == 1 {
 		return b[0]
 	}
-	return '?'
+	return 0
 }
 
 func (d *docSource) next() (Event, error) {
@@ -135,16 +128,25 @@ func (d *docSource) next() (Event, error) {
 			if err != nil {
 				return d.fail(err)
 			}
-			if k, _ := tok.(string); (k == "Messages" || k == "Records") && d.peek() == '[' {
-				if _, err := d.dec.Token(); err != nil {
+			if k, _ := tok.(string); k == "Messages" || k == "Records" {
+				// The value's first token tells whether it holds the
+				// messages: the decoder reads it in whatever it has to.
+				tok, err := d.dec.Token()
+				if err != nil {
 					return d.fail(err)
 				}
-				d.stack = append(d.stack, '[')
-				continue
+				if tok == json.Delim('[') {
+					d.stack = append(d.stack, '[')
+					continue
+				}
+				at := consumer.Location{File: d.name, Line: d.cr.lineAt(d.dec.InputOffset())}
+				if err := d.skipRest(tok); err != nil {
+					return d.fail(err)
+				}
+				return Event{}, &BadRecordError{At: at, Reason: fmt.Sprintf("%q holds no array of messages", k)}
 			}
-			var skip json.RawMessage
-			if err := d.dec.Decode(&skip); err != nil {
-				return d.fail(err)
+			if _, err := d.decode(); err != nil {
+				return d.failValue(err)
 			}
 		}
 	}
@@ -152,9 +154,9 @@ func (d *docSource) next() (Event, error) {
 
 // element decodes one event of the current array (or a lone top-level event).
 func (d *docSource) element() (Event, error) {
-	var raw json.RawMessage
-	if err := d.dec.Decode(&raw); err != nil {
-		return d.fail(err)
+	raw, err := d.decode()
+	if err != nil {
+		return d.failValue(err)
 	}
 	end := d.dec.InputOffset()
 	at := consumer.Location{File: d.name, Line: d.cr.lineAt(end - int64(len(raw)))}
@@ -170,6 +172,70 @@ func (d *docSource) element() (Event, error) {
 	}
 	ev.At = at
 	return ev, nil
+}
+
+// decode reads the next value whole. One longer than the limit is refused
+// the same way whether lineCounter stopped it part-way or it came in reads
+// large enough to slip past that guard, so where the reads end never
+// decides whether a record is read.
+func (d *docSource) decode() (json.RawMessage, error) {
+	var raw json.RawMessage
+	if err := d.dec.Decode(&raw); err != nil {
+		return nil, err
+	}
+	if int64(len(raw)) > d.cr.max {
+		return nil, &tooLongError{start: d.dec.InputOffset() - int64(len(raw))}
+	}
+	return raw, nil
+}
+
+// tooLongError is a value decoded whole and found longer than the limit.
+type tooLongError struct{ start int64 }
+
+func (e *tooLongError) Error() string { return errTooLong.Error() }
+func (e *tooLongError) Unwrap() error { return errTooLong }
+
+// failValue is fail for an error of decode: a value too long for the limit
+// is placed at its first byte, which is where a reader of the file looks
+// for it, wherever the reads stopped.
+func (d *docSource) failValue(err error) (Event, error) {
+	if !errors.Is(err, errTooLong) {
+		return d.fail(err)
+	}
+	var start int64
+	if tl, ok := err.(*tooLongError); ok {
+		start = tl.start
+	} else {
+		// Stopped part-way: the value starts at the first byte after the
+		// blanks the decoder holds from where it began.
+		start = d.dec.InputOffset()
+		b, _ := io.ReadAll(d.dec.Buffered())
+		start += int64(len(b) - len(bytes.TrimLeft(b, " \t\r\n,")))
+	}
+	d.err = &BadRecordError{At: consumer.Location{File: d.name, Line: d.cr.lineAt(start)}, Reason: fmt.Sprintf("a record is longer than the limit of %d bytes", d.cr.max), Fatal: true}
+	return Event{}, d.err
+}
+
+// skipRest reads past the rest of a value whose first token was tok.
+func (d *docSource) skipRest(tok json.Token) error {
+	depth := 0
+	for {
+		if delim, ok := tok.(json.Delim); ok {
+			switch delim {
+			case '[', '{':
+				depth++
+			default:
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+		var err error
+		if tok, err = d.dec.Token(); err != nil {
+			return err
+		}
+	}
 }
 
 // lineCounter passes the input to the decoder, remembering where its lines
