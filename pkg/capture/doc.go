@@ -25,7 +25,12 @@ type docSource struct {
 	sqs   bool
 	// stack of open containers: '[' an array of events, '{' an SQS/Lambda wrapper.
 	stack []byte
-	err   error
+	// The SQS/Lambda object open at the top level: its line, whether it
+	// gave an array of messages, and whether it names a message's own
+	// fields instead (a message saved on its own, which has no wrapper).
+	wrapLine          int
+	wrapArray, wrapIs bool
+	err               error
 }
 
 var errTooLong = errors.New("record too long")
@@ -102,6 +107,7 @@ func (d *docSource) next() (Event, error) {
 						return d.fail(err)
 					}
 					d.stack = append(d.stack, '{')
+					d.wrapLine, d.wrapArray, d.wrapIs = d.cr.lineAt(d.dec.InputOffset()-1), false, false
 					continue
 				}
 				return d.element()
@@ -122,6 +128,9 @@ func (d *docSource) next() (Event, error) {
 					return d.fail(err)
 				}
 				d.stack = d.stack[:len(d.stack)-1]
+				if d.wrapIs && !d.wrapArray {
+					return Event{}, &BadRecordError{At: consumer.Location{File: d.name, Line: d.wrapLine}, Reason: "an SQS message on its own: an SQS capture holds ReceiveMessage responses (their \"Messages\") or Lambda events (their \"Records\")"}
+				}
 				continue
 			}
 			tok, err := d.dec.Token()
@@ -135,6 +144,7 @@ func (d *docSource) next() (Event, error) {
 				if err != nil {
 					return d.fail(err)
 				}
+				d.wrapArray = true
 				if tok == json.Delim('[') {
 					d.stack = append(d.stack, '[')
 					continue
@@ -144,6 +154,10 @@ func (d *docSource) next() (Event, error) {
 					return d.fail(err)
 				}
 				return Event{}, &BadRecordError{At: at, Reason: fmt.Sprintf("%q holds no array of messages", k)}
+			}
+			switch tok {
+			case "MessageId", "messageId", "Sns":
+				d.wrapIs = true
 			}
 			if _, err := d.decode(); err != nil {
 				return d.failValue(err)
