@@ -35,7 +35,9 @@ var readWays = []readWay{
 	{"one-byte", func(r io.Reader, _ int64) io.Reader { return iotest.OneByteReader(r) }},
 	{"half", func(r io.Reader, _ int64) io.Reader { return iotest.HalfReader(r) }},
 	{"data-err", func(r io.Reader, _ int64) io.Reader { return iotest.DataErrReader(r) }},
-	{"short", func(r io.Reader, seed int64) io.Reader { return &shortReader{r: r, rnd: rand.New(rand.NewSource(seed))} }},
+	{"short", func(r io.Reader, seed int64) io.Reader {
+		return &shortReader{r: r, rnd: rand.New(rand.NewSource(seed))}
+	}},
 }
 
 // shortReader ends its reads at random places: a few bytes, a few hundred
