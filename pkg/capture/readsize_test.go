@@ -608,6 +608,9 @@ func TestBadRecordsAreCountedAtEveryReadSize(t *testing.T) {
 	ce := func(id string) string {
 		return `{"specversion":"1.0","id":"` + id + `","source":"/s","type":"t","data":{"n":1}}`
 	}
+	ceLong := func(id string, n int) string {
+		return `{"specversion":"1.0","id":"` + id + `","source":"/s","type":"t","data":{"note":"` + strings.Repeat("é", n/2) + `"}}`
+	}
 	sqsMsg := func(id string) string { return `{"MessageId":"` + id + `","Body":"{\"n\":1}"}` }
 	natsMsg := func(id string) string {
 		return `{"Subject":"orders","Reply":"","Header":{"Nats-Msg-Id":["` + id + `"]},"Data":"eyJuIjoxfQ=="}`
@@ -648,6 +651,21 @@ func TestBadRecordsAreCountedAtEveryReadSize(t *testing.T) {
 		{"pretty events", Options{Format: CloudEvents}, "{\n  \"specversion\": \"1.0\",\n  \"source\": \"/s\"\n}\n{\n  \"specversion\": \"1.0\",\n  \"id\": \"a\"\n}\n",
 			[]placed{{"a", 5}},
 			[]badAt{{Line: 1}}, false},
+		{"cloudevents lines too long", Options{Format: CloudEvents, MaxRecord: 1000}, ce("a") + "\n" +
+			ceLong("l", 1500) + "\n" +
+			ceLong("m", 70000) + "\n" +
+			ce("b") + "\n",
+			[]placed{{"/s/a", 1}, {"/s/b", 4}},
+			[]badAt{{Line: 2}, {Line: 3}}, false},
+		{"cloudevents batch too long", Options{Format: CloudEvents, MaxRecord: 1000}, "[\n" + ce("a") + ",\n\n" + ceLong("l", 1500) + ",\n" + ce("b") + "\n]\n",
+			[]placed{{"/s/a", 2}},
+			[]badAt{{Line: 4, Fatal: true}}, true},
+		{"cloudevents batch far too long", Options{Format: CloudEvents, MaxRecord: 1000}, "[\n" + ce("a") + ",\n\n" + ceLong("m", 70000) + ",\n" + ce("b") + "\n]\n",
+			[]placed{{"/s/a", 2}},
+			[]badAt{{Line: 4, Fatal: true}}, true},
+		{"sqs too long", Options{Format: SQS, MaxRecord: 1000}, `{"Messages":[` + sqsMsg("a") + "]}\n" + `{"Messages":[` + "\n" + `{"MessageId":"l","Body":"` + strings.Repeat("é", 750) + `"}` + "]}\n",
+			[]placed{{"a", 1}},
+			[]badAt{{Line: 3, Fatal: true}}, true},
 		{"kcat", Options{Format: Kcat}, kcat("a", 1) + "\n" +
 			`{"topic":"t","partition":0,"key":"k"}` + "\n" + // no offset
 			`{"topic":` + "\n" +
