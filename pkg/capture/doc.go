@@ -26,10 +26,12 @@ type docSource struct {
 	// stack of open containers: '[' an array of events, '{' an SQS/Lambda wrapper.
 	stack []byte
 	// The SQS/Lambda object open at the top level: its line, whether it
-	// gave an array of messages, and whether it names a message's own
-	// fields instead (a message saved on its own, which has no wrapper).
-	wrapLine          int
-	wrapArray, wrapIs bool
+	// gave an array of messages, whether it names a message's own fields
+	// instead (a message saved on its own, which has no wrapper), and
+	// whether it names anything but ResponseMetadata (an empty response
+	// names nothing else).
+	wrapLine                   int
+	wrapArray, wrapIs, wrapAny bool
 	err               error
 }
 
@@ -107,7 +109,7 @@ func (d *docSource) next() (Event, error) {
 						return d.fail(err)
 					}
 					d.stack = append(d.stack, '{')
-					d.wrapLine, d.wrapArray, d.wrapIs = d.cr.lineAt(d.dec.InputOffset()-1), false, false
+					d.wrapLine, d.wrapArray, d.wrapIs, d.wrapAny = d.cr.lineAt(d.dec.InputOffset()-1), false, false, false
 					continue
 				}
 				return d.element()
@@ -128,8 +130,12 @@ func (d *docSource) next() (Event, error) {
 					return d.fail(err)
 				}
 				d.stack = d.stack[:len(d.stack)-1]
-				if d.wrapIs && !d.wrapArray {
+				switch {
+				case d.wrapArray:
+				case d.wrapIs:
 					return Event{}, &BadRecordError{At: consumer.Location{File: d.name, Line: d.wrapLine}, Reason: "an SQS message on its own: an SQS capture holds ReceiveMessage responses (their \"Messages\") or Lambda events (their \"Records\")"}
+				case d.wrapAny:
+					return Event{}, &BadRecordError{At: consumer.Location{File: d.name, Line: d.wrapLine}, Reason: "the object is neither a ReceiveMessage response (\"Messages\") nor a Lambda event (\"Records\")"}
 				}
 				continue
 			}
@@ -158,6 +164,9 @@ func (d *docSource) next() (Event, error) {
 			switch tok {
 			case "MessageId", "messageId", "Sns":
 				d.wrapIs = true
+			case "ResponseMetadata":
+			default:
+				d.wrapAny = true
 			}
 			if _, err := d.decode(); err != nil {
 				return d.failValue(err)

@@ -677,9 +677,13 @@ func TestBadRecordsAreCountedAtEveryReadSize(t *testing.T) {
 			sqsMsg("alone") + "\n" +
 			`{"Records":[{"messageId":"c","body":"x"},{"eventSource":"aws:s3"}]}` + "\n" +
 			`{"Messages":{"MessageId":"d"}}` + "\n" +
-			`{"Messages":[` + sqsMsg("e") + "]}\n",
-			[]placed{{"a", 1}, {"b", 1}, {"c", 4}, {"e", 6}},
-			[]badAt{{Line: 1}, {Line: 2}, {Line: 3}, {Line: 4}, {Line: 5}}, false},
+			`{"Messages":[` + sqsMsg("e") + "]}\n" +
+			"{}\n" + // an empty receive
+			`{"ResponseMetadata":{"RequestId":"r"}}` + "\n" +
+			`{"specversion":"1.0","id":"f","source":"/s"}` + "\n" +
+			`{"Messages":[` + sqsMsg("g") + "]}\n",
+			[]placed{{"a", 1}, {"b", 1}, {"c", 4}, {"e", 6}, {"g", 10}},
+			[]badAt{{Line: 1}, {Line: 2}, {Line: 3}, {Line: 4}, {Line: 5}, {Line: 9}}, false},
 		{"sqs cut short", Options{Format: SQS}, `{"Messages":[` + sqsMsg("a") + "]}\n" + `{"Messages":[` + sqsMsg("b") + ",\n" + `{"Mess`,
 			[]placed{{"a", 1}, {"b", 2}},
 			[]badAt{{Line: 3, Fatal: true}}, true},
