@@ -454,10 +454,21 @@ var generators = []struct {
 				msgs = append(msgs, func() (any, string) {
 					id := g.uuid()
 					attrs := map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1764409999000"}
-					if lambda {
-						return map[string]any{"messageId": id, "receiptHandle": "AQEB" + id, "body": string(g.data()), "attributes": attrs, "eventSource": "aws:sqs"}, id
+					body, event := string(g.data()), id
+					if g.rnd.Intn(4) == 0 {
+						// An SNS notification delivered through the queue: its
+						// own MessageId is the event's.
+						event = g.uuid()
+						b, _ := json.Marshal(map[string]string{"Type": "Notification", "MessageId": event, "TopicArn": "arn:aws:sns:eu-west-1:1:orders", "Message": body})
+						body = string(b)
 					}
-					return map[string]any{"MessageId": id, "ReceiptHandle": "AQEB" + id, "MD5OfBody": "0123456789abcdef", "Body": string(g.data()), "Attributes": attrs}, id
+					switch {
+					case lambda && g.rnd.Intn(4) == 0:
+						return map[string]any{"EventSource": "aws:sns", "Sns": map[string]any{"Type": "Notification", "MessageId": id, "TopicArn": "arn:aws:sns:eu-west-1:1:orders", "Subject": nil, "Message": string(g.data())}}, id
+					case lambda:
+						return map[string]any{"messageId": id, "receiptHandle": "AQEB" + id, "body": body, "attributes": attrs, "eventSource": "aws:sqs"}, event
+					}
+					return map[string]any{"MessageId": id, "ReceiptHandle": "AQEB" + id, "MD5OfBody": "0123456789abcdef", "Body": body, "Attributes": attrs}, event
 				})
 			}
 			g.space()
