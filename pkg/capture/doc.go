@@ -32,7 +32,7 @@ type docSource struct {
 	// names nothing else).
 	wrapLine                   int
 	wrapArray, wrapIs, wrapAny bool
-	err               error
+	err                        error
 }
 
 var errTooLong = errors.New("record too long")
