@@ -607,6 +607,23 @@ func TestReadersAtEveryReadSize(t *testing.T) {
 						t.Fatalf("%s, %s reads: %s", where, w.name, d)
 					}
 				}
+				if !s.gzip || len(in) < 40 {
+					continue
+				}
+				// Cut short: the records before the cut, then one fatal
+				// bad record where the data ends, the same at every read
+				// size.
+				cut := in[:20+g.rnd.Intn(len(in)-20)]
+				whole := readWith("c", bytes.NewReader(cut), c.opts)
+				if n := len(whole.bad); n == 0 || !whole.bad[n-1].Fatal || len(whole.events) > len(want.events) {
+					t.Fatalf("%s, gzip cut at %d of %d bytes: %d events, bad records %+v; want a fatal bad record last", where, len(cut), len(in), len(whole.events), whole.bad)
+				}
+				for wi, w := range readWays[1:] {
+					got := readWith("c", w.wrap(bytes.NewReader(cut), genSeed*10+int64(wi)), c.opts)
+					if d := sameReading(got, whole); d != "" {
+						t.Fatalf("%s, gzip cut at %d of %d bytes, %s reads: %s", where, len(cut), len(in), w.name, d)
+					}
+				}
 			}
 		})
 	}
