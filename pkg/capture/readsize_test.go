@@ -534,7 +534,7 @@ var generators = []struct {
 
 // parserFor is a fresh record parser of the format opts names (kcat's
 // keeps the offsets it has seen).
-func parserFor(name string, opts Options, sqs bool) recordParser {
+func parserFor(name string, opts Options) recordParser {
 	switch opts.Format {
 	case Kcat:
 		return kcatRecord(name, opts)
@@ -549,13 +549,11 @@ func parserFor(name string, opts Options, sqs bool) recordParser {
 }
 
 func reference(name string, g generated) reading {
-	opts := g.opts
-	opts.MaxRecord = DefaultMaxRecord
-	parse := parserFor(name, opts, false)
+	parse := parserFor(name, g.opts)
 	switch {
 	case g.doc:
-		return referenceDocs(name, g.data, opts.Format == SQS, parse)
-	case opts.Format == NATS:
+		return referenceDocs(name, g.data, g.opts.Format == SQS, parse)
+	case g.opts.Format == NATS:
 		return referenceLines(name, g.data, 0, true, parse)
 	}
 	return referenceLines(name, g.data, '\n', false, parse)
