@@ -85,7 +85,7 @@ fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzExpandEnv$$' -fuzztime $(FUZZTIME) ./pkg/scenario
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./pkg/handler
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./pkg/redact
-	for f in FuzzCloudEvents FuzzKcat FuzzSQS FuzzNATS FuzzNDJSON FuzzDetect FuzzTopLevel; do \
+	for f in FuzzCloudEvents FuzzKcat FuzzSQS FuzzNATS FuzzNDJSON FuzzDetect FuzzTopLevel FuzzReadSizes; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./pkg/capture || exit 1; done
 
 clean:

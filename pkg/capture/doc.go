@@ -25,7 +25,14 @@ type docSource struct {
 	sqs   bool
 	// stack of open containers: '[' an array of events, '{' an SQS/Lambda wrapper.
 	stack []byte
-	err   error
+	// The SQS/Lambda object open at the top level: its line, whether it
+	// gave an array of messages, whether it names a message's own fields
+	// instead (a message saved on its own, which has no wrapper), and
+	// whether it names anything but ResponseMetadata (an empty response
+	// names nothing else).
+	wrapLine                   int
+	wrapArray, wrapIs, wrapAny bool
+	err                        error
 }
 
 var errTooLong = errors.New("record too long")
@@ -57,23 +64,16 @@ func (d *docSource) fail(err error) (Event, error) {
 	return Event{}, d.err
 }
 
-// peek returns the next non-space byte the decoder will read, or 0 at the end.
+// peek returns the first byte of the next value. Call it only after More
+// said there is one at the top level: More leaves that byte first in the
+// decoder's buffer. Anywhere else the buffer may end before the value
+// does (right after a key's colon, say), so a look into it proves nothing.
 func (d *docSource) peek() byte {
-	if !d.dec.More() {
-		// More is false at the end of the input and before a closing delimiter.
-		b, _ := io.ReadAll(io.LimitReader(d.dec.Buffered(), 1<<10))
-		b = bytes.TrimLeft(b, " \t\r\n")
-		if len(b) > 0 {
-			return b[0]
-		}
-		return 0
-	}
-	b, _ := io.ReadAll(io.LimitReader(d.dec.Buffered(), 1<<10))
-	b = bytes.TrimLeft(b, " \t\r\n,:")
-	if len(b) > 0 {
+	var b [1]byte
+	if n, _ := d.dec.Buffered().Read(b[:]); n == 1 {
 		return b[0]
 	}
-	return '?'
+	return 0
 }
 
 func (d *docSource) next() (Event, error) {
@@ -109,6 +109,7 @@ func (d *docSource) next() (Event, error) {
 						return d.fail(err)
 					}
 					d.stack = append(d.stack, '{')
+					d.wrapLine, d.wrapArray, d.wrapIs, d.wrapAny = d.cr.lineAt(d.dec.InputOffset()-1), false, false, false
 					continue
 				}
 				return d.element()
@@ -129,22 +130,46 @@ func (d *docSource) next() (Event, error) {
 					return d.fail(err)
 				}
 				d.stack = d.stack[:len(d.stack)-1]
+				switch {
+				case d.wrapArray:
+				case d.wrapIs:
+					return Event{}, &BadRecordError{At: consumer.Location{File: d.name, Line: d.wrapLine}, Reason: "an SQS message on its own: an SQS capture holds ReceiveMessage responses (their \"Messages\") or Lambda events (their \"Records\")"}
+				case d.wrapAny:
+					return Event{}, &BadRecordError{At: consumer.Location{File: d.name, Line: d.wrapLine}, Reason: "the object is neither a ReceiveMessage response (\"Messages\") nor a Lambda event (\"Records\")"}
+				}
 				continue
 			}
 			tok, err := d.dec.Token()
 			if err != nil {
 				return d.fail(err)
 			}
-			if k, _ := tok.(string); (k == "Messages" || k == "Records") && d.peek() == '[' {
-				if _, err := d.dec.Token(); err != nil {
+			if k, _ := tok.(string); k == "Messages" || k == "Records" {
+				// The value's first token tells whether it holds the
+				// messages: the decoder reads it in whatever it has to.
+				tok, err := d.dec.Token()
+				if err != nil {
 					return d.fail(err)
 				}
-				d.stack = append(d.stack, '[')
-				continue
+				d.wrapArray = true
+				if tok == json.Delim('[') {
+					d.stack = append(d.stack, '[')
+					continue
+				}
+				at := consumer.Location{File: d.name, Line: d.cr.lineAt(d.dec.InputOffset())}
+				if err := d.skipRest(tok); err != nil {
+					return d.fail(err)
+				}
+				return Event{}, &BadRecordError{At: at, Reason: fmt.Sprintf("%q holds no array of messages", k)}
 			}
-			var skip json.RawMessage
-			if err := d.dec.Decode(&skip); err != nil {
-				return d.fail(err)
+			switch tok {
+			case "MessageId", "messageId", "Sns":
+				d.wrapIs = true
+			case "ResponseMetadata":
+			default:
+				d.wrapAny = true
+			}
+			if _, err := d.decode(); err != nil {
+				return d.failValue(err)
 			}
 		}
 	}
@@ -152,9 +177,9 @@ func (d *docSource) next() (Event, error) {
 
 // element decodes one event of the current array (or a lone top-level event).
 func (d *docSource) element() (Event, error) {
-	var raw json.RawMessage
-	if err := d.dec.Decode(&raw); err != nil {
-		return d.fail(err)
+	raw, err := d.decode()
+	if err != nil {
+		return d.failValue(err)
 	}
 	end := d.dec.InputOffset()
 	at := consumer.Location{File: d.name, Line: d.cr.lineAt(end - int64(len(raw)))}
@@ -170,6 +195,70 @@ func (d *docSource) element() (Event, error) {
 	}
 	ev.At = at
 	return ev, nil
+}
+
+// decode reads the next value whole. One longer than the limit is refused
+// the same way whether lineCounter stopped it part-way or it came in reads
+// large enough to slip past that guard, so where the reads end never
+// decides whether a record is read.
+func (d *docSource) decode() (json.RawMessage, error) {
+	var raw json.RawMessage
+	if err := d.dec.Decode(&raw); err != nil {
+		return nil, err
+	}
+	if int64(len(raw)) > d.cr.max {
+		return nil, &tooLongError{start: d.dec.InputOffset() - int64(len(raw))}
+	}
+	return raw, nil
+}
+
+// tooLongError is a value decoded whole and found longer than the limit.
+type tooLongError struct{ start int64 }
+
+func (e *tooLongError) Error() string { return errTooLong.Error() }
+func (e *tooLongError) Unwrap() error { return errTooLong }
+
+// failValue is fail for an error of decode: a value too long for the limit
+// is placed at its first byte, which is where a reader of the file looks
+// for it, wherever the reads stopped.
+func (d *docSource) failValue(err error) (Event, error) {
+	if !errors.Is(err, errTooLong) {
+		return d.fail(err)
+	}
+	var start int64
+	if tl, ok := err.(*tooLongError); ok {
+		start = tl.start
+	} else {
+		// Stopped part-way: the value starts at the first byte after the
+		// blanks the decoder holds from where it began.
+		start = d.dec.InputOffset()
+		b, _ := io.ReadAll(d.dec.Buffered())
+		start += int64(len(b) - len(bytes.TrimLeft(b, " \t\r\n,")))
+	}
+	d.err = &BadRecordError{At: consumer.Location{File: d.name, Line: d.cr.lineAt(start)}, Reason: fmt.Sprintf("a record is longer than the limit of %d bytes", d.cr.max), Fatal: true}
+	return Event{}, d.err
+}
+
+// skipRest reads past the rest of a value whose first token was tok.
+func (d *docSource) skipRest(tok json.Token) error {
+	depth := 0
+	for {
+		if delim, ok := tok.(json.Delim); ok {
+			switch delim {
+			case '[', '{':
+				depth++
+			default:
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+		var err error
+		if tok, err = d.dec.Token(); err != nil {
+			return err
+		}
+	}
 }
 
 // lineCounter passes the input to the decoder, remembering where its lines

@@ -1,8 +1,10 @@
 package capture
 
 import (
+	"bytes"
 	"errors"
 	"io"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +115,47 @@ func FuzzTopLevel(f *testing.F) {
 			want := gjson.GetBytes(rec, name)
 			if got[i].Raw != want.Raw || got[i].Type != want.Type || got[i].Exists() != want.Exists() {
 				t.Fatalf("%s in %q: one pass read %q (%v), a lookup %q (%v)", name, rec, got[i].Raw, got[i].Type, want.Raw, want.Type)
+			}
+		}
+	})
+}
+
+// FuzzReadSizes: whatever the input and the format, a reader handed the
+// input a byte at a time, in halves, with its last data beside io.EOF or
+// in short reads at random places gives what it gives when it reads the
+// input from memory: the same events and bad records, on the same lines.
+func FuzzReadSizes(f *testing.F) {
+	formats := []Options{
+		{Format: Auto, ID: "eventId"}, {Format: CloudEvents}, {Format: Kcat}, {Format: SQS},
+		{Format: NATS}, {Format: NDJSON, ID: "eventId", Key: "order.id"},
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "capture", "*"))
+	bad, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "capture", "bad", "*"))
+	for _, name := range append(files, bad...) {
+		if data, err := os.ReadFile(name); err == nil {
+			for i := range formats {
+				f.Add(data, int64(i), uint8(i))
+			}
+		}
+	}
+	for gi, gf := range generators {
+		g := &gen{rnd: rand.New(rand.NewSource(int64(gi))), s: shape{n: 5, sizes: "mixed", blanks: true, crlf: gi%2 == 0, pretty: gi%3 == 0}}
+		c := gf.gen(g)
+		for i, o := range formats {
+			if o.Format == c.opts.Format {
+				f.Add(g.buf.Bytes(), int64(gi), uint8(i))
+			}
+		}
+	}
+	f.Add([]byte(`{"Messages": [{"MessageId":"a","Body":"x"}]}`+"\n"+`{"Messages":"none"}`), int64(1), uint8(3))
+	f.Fuzz(func(t *testing.T, in []byte, seed int64, format uint8) {
+		opts := formats[int(format)%len(formats)]
+		opts.MaxRecord = 4 << 10
+		want := readWith("fuzz", bytes.NewReader(in), opts)
+		for wi, w := range readWays[1:] {
+			got := readWith("fuzz", w.wrap(bytes.NewReader(in), seed+int64(wi)), opts)
+			if d := sameReading(got, want); d != "" {
+				t.Fatalf("%s reads (seed %d) of %s: %s", w.name, seed+int64(wi), opts.Format, d)
 			}
 		}
 	})
