@@ -93,6 +93,11 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		return problem.Usagef("--kill-every kills consumer instances that read from a broker, and the target of %s is %s; use --crash", o.Target, t.Target.Channel())
 	case o.KillEvery > 0 && t.Target.Start == nil:
 		return problem.Usagef("--kill-every kills the consumer instances redeliver started, and %s has no target start", o.Target)
+	case o.KillEvery > 0 && o.Emit != "":
+		// A scenario's faults follow deliveries; these kills follow the
+		// clock while the consumer reads at its own pace, and a step cannot
+		// name the instance: a reproducer without them would pass.
+		return problem.Usagef("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again (drop one of the two)")
 	case t.Target.Broker() && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
 		return problem.Usagef("--redeliver, --crash and --concurrent act on a delivery's answer, and a %s target has none; kill instances with --kill-every", t.Target.Channel())
 	}

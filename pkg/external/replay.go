@@ -135,6 +135,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if o.Crash > 0 && o.Target.Start == nil && o.Target.Exec == nil {
 		return nil, fmt.Errorf("--crash kills the consumer redeliver started, and %s has no target start", o.TargetFile)
 	}
+	if o.KillEvery > 0 && o.EmitScenario != "" {
+		return nil, fmt.Errorf("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again")
+	}
 	sess, err := Open(ctx, o.Target, o.Effects)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
