@@ -176,7 +176,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.IntVar(&o.Parallel, "parallel", 0, "lanes side by side, one key's deliveries in order in its lane: with --target, deliveries in flight by business key (default 1); without, parts split by event id, each on a store of its own (default one per core up to 4 where the replay can be split; refused where it cannot)")
 	f.BoolVarP(&o.Output.Verbose, "verbose", "v", false, "with --target: print every breach of each broken invariant, not only the first 5, and the counters")
 	f.BoolVar(&o.Output.Coverage, "coverage", false, "with --target: print what the replay injected, and when each kill came against the consumer's answer")
-	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this often, and restart it, until the broker has drained")
+	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this long after the previous restart was ready, and restart it, until the broker has drained")
 	addOutputFlags(f, &o.Output)
 	return c
 }

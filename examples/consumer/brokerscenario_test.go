@@ -248,6 +248,9 @@ func TestBrokerReplayAgain(t *testing.T) {
 // instanceKills finds how many instances a replay into a broker killed.
 var instanceKills = regexp.MustCompile(`, ([0-9]+) instance kills, `)
 
+// killPace finds how far apart a replay's kills came.
+var killPace = regexp.MustCompile(`; one kill every [0-9.]+m?s on average \(asked every [0-9.]+m?s, counted from when the previous restart was ready; restarts took [0-9.]+m?s on average\)`)
+
 // wantNemesisVerdict holds a replay of events into a broker under the
 // nemesis to its verdict: with no invariant, killed instances (who names
 // them), exit 0, every event published and one effect row each; else exit
@@ -255,8 +258,14 @@ var instanceKills = regexp.MustCompile(`, ([0-9]+) instance kills, `)
 func wantNemesisVerdict(t *testing.T, o outcome, events int, invariant, who string) {
 	t.Helper()
 	if invariant == "" {
-		if m := instanceKills.FindStringSubmatch(o.stdout); m == nil || m[1] == "0" {
+		m := instanceKills.FindStringSubmatch(o.stdout)
+		if m == nil || m[1] == "0" {
 			t.Fatalf("want %s killed, got\n%s", who, o)
+		}
+		// The kills come further apart than asked by the restarts: the
+		// line says how far, and how many.
+		if !killPace.MatchString(o.stdout) {
+			t.Fatalf("want the pace of the %s kills (one every …, restarts took …), got\n%s", m[1], o)
 		}
 		want := fmt.Sprintf("%d published, ", events)
 		if o.exit != 0 || !strings.Contains(o.stdout, want) || !strings.Contains(o.stdout, fmt.Sprintf(", %d effect rows", events)) {

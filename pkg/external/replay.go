@@ -14,6 +14,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report/words"
@@ -161,10 +162,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	}
 	start := time.Now()
 	r.began = start
-	var kills func() int
+	var pace nemesis.Pace
 	if o.KillEvery > 0 {
-		var stop func() error
-		kills, stop = sess.nemesis(ctx, o.KillEvery, o.Seed)
+		paceOf, stop := sess.nemesis(ctx, o.KillEvery, o.Seed)
 		defer stop()
 		err := r.run(ctx)
 		if err == nil {
@@ -176,7 +176,8 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 		if err != nil {
 			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 		}
-		r.res.Counters.Crashed = kills()
+		pace = paceOf()
+		r.res.Counters.Crashed = pace.Kills
 	} else {
 		err := r.run(ctx)
 		if err == nil {
@@ -198,6 +199,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	r.res.Counters.Effects = effects
 	runner.Verdict(r.res, &scenario.Check{Name: name})
 	r.res.Line = replayLine(r.res.Counters, o.Target.Broker(), sess.rowsWhere())
+	if o.KillEvery > 0 {
+		r.res.Line += "; " + pace.String()
+	}
 	if skipped := int64(r.eng.Bad.Count()); skipped > 0 {
 		r.res.Line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
 	}
