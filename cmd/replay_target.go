@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
@@ -104,13 +106,17 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
 		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", o.Target)
 	}
+	logs, err := consumerLogs(cmd, o, out, t.Target)
+	if err != nil {
+		return err
+	}
 	opts := external.ReplayOptions{
 		Inputs: o.Logs, Stdin: s.In,
 		Capture:    capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
 		TargetFile: o.Target, Target: t.Target, Effects: t.Effects,
 		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
 		MaxBad: o.MaxBad, Warn: s.Err, FailOn: failOn,
-		KillEvery: o.KillEvery, EmitScenario: o.Emit, TargetSource: src,
+		KillEvery: o.KillEvery, EmitScenario: o.Emit, TargetSource: src, Logs: logs,
 	}
 	finish := func() {}
 	if s.ErrTTY {
@@ -156,7 +162,13 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		}
 		res.Report = unfinishedTarget(o, format)
 		res.Errors = problem.List(err)
+		if files := logs.Files(); len(files) > 0 {
+			// What the consumer printed is most wanted when the replay
+			// failed, and the text report is not written then.
+			fmt.Fprintf(s.Err, "redeliver: the consumer's output is kept in %s\n", strings.Join(files, ", "))
+		}
 	}
+	res.Report.Target.Logs = logs.Files()
 	if werr := out.write(s, res); werr != nil && err == nil {
 		err = werr
 	}
@@ -212,4 +224,29 @@ func oneProcessor() (restore func()) {
 	}
 	was := runtime.GOMAXPROCS(1)
 	return func() { runtime.GOMAXPROCS(was) }
+}
+
+// consumerLogs is where the output of the instances the target starts is
+// kept: --logs DIR, or with --report FORMAT=FILE consumer-logs beside the
+// first report; nil when neither is given. The folder is made now, so a
+// mistake costs nothing.
+func consumerLogs(cmd *cobra.Command, o *replayOptions, out *output, t *scenario.Target) (*external.ConsumerLogs, error) {
+	dir := o.ConsumerLogs
+	given := cmd.Flags().Changed("logs")
+	switch {
+	case given && dir == "":
+		return nil, problem.Usagef("--logs needs a folder, such as --logs consumer-logs")
+	case given && t.Start == nil:
+		return nil, problem.Usagef("--logs keeps the output of the consumer instances redeliver starts, and %s has no target start", o.Target)
+	case t.Start == nil:
+		return nil, nil
+	case !given && len(out.files) > 0:
+		dir = filepath.Join(filepath.Dir(out.files[0].path), "consumer-logs")
+	case !given:
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, problem.Usagef("cannot keep the consumer's output in %s: %v", dir, unwrapPath(err))
+	}
+	return &external.ConsumerLogs{Dir: dir}, nil
 }

@@ -59,6 +59,9 @@ type ReplayOptions struct {
 	// is the --target file's text, whose target and effects it copies.
 	EmitScenario string
 	TargetSource []byte
+	// Logs, when set, keeps the output of every instance the replay
+	// starts, one file per instance and start.
+	Logs *ConsumerLogs
 }
 
 // maxRedeliveries bounds how often one event is redelivered after no ack;
@@ -139,7 +142,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if o.KillEvery > 0 && o.EmitScenario != "" {
 		return nil, fmt.Errorf("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again")
 	}
-	sess, err := Open(ctx, o.Target, o.Effects)
+	sess, err := open(ctx, o.Target, o.Effects, o.Logs)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
 	}

@@ -72,6 +72,9 @@ type Target struct {
 	File     string `json:"file"`               // the --target file
 	Consumer string `json:"consumer,omitempty"` // how redeliver reaches the consumer (and starts it); empty when the replay stopped first
 	Effects  string `json:"effects,omitempty"`  // its effect table and the database that holds it; likewise
+	// Logs are the files that keep the started instances' output (--logs),
+	// one per instance and start.
+	Logs []string `json:"logs,omitempty"`
 	// Name is the replay's name and Line its line: the deliveries (or a
 	// broker's publishes), the crashes by when they came, the effect rows.
 	Name string `json:"-"`

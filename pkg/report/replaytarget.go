@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
@@ -48,6 +49,9 @@ func targetReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	}
 	if r.Reproducer != "" {
 		fmt.Fprintf(&b, "reproducer: %s (%s; run it with redeliver run %s)\n", escape.Input(r.Reproducer), count(int64(r.ReproducerSteps), "delivery", "deliveries"), escape.Input(r.Reproducer))
+	}
+	if len(t.Logs) > 0 {
+		fmt.Fprintf(&b, "consumer output: %s\n", escape.Line(logFiles(t.Logs)))
 	}
 	if opts.Verbose {
 		fmt.Fprintf(&b, "%s\n", p.dim.Sprint(targetCounterLine(r.Counters)))
@@ -172,4 +176,16 @@ func ReplayCoverage(w io.Writer, r *Replay) error {
 	fmt.Fprintf(&b, "  --rewind: %s delivered again, in %s\n", count(in.Rewound, "event", "events"), count(in.Rebalances, "rebalance", "rebalances"))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// shownLogs is how many consumer output files the text report names;
+// the JSON report names every one.
+const shownLogs = 6
+
+// logFiles names the files that keep the consumer's output.
+func logFiles(files []string) string {
+	if len(files) <= shownLogs {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%s and %d more in %s (every one in the JSON report)", strings.Join(files[:shownLogs], ", "), len(files)-shownLogs, filepath.Dir(files[0]))
 }
