@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -194,8 +195,12 @@ func TestBrokerReplayUnderNemesis(t *testing.T) {
 				brokerSlot(t)
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 				br.setup(t, env)
-				o := redeliver(t, env, "replay", capture, "--target", br.file, "--kill-every", "300ms")
+				logs := t.TempDir()
+				o := redeliver(t, env, "replay", capture, "--target", br.file, "--kill-every", "300ms", "--logs", logs)
 				wantNemesisVerdict(t, o, events, tt.invariant, "instances")
+				if tt.invariant == "" {
+					wantLogPerStart(t, o, logs)
+				}
 			})
 		}
 	}
@@ -250,6 +255,28 @@ var instanceKills = regexp.MustCompile(`, ([0-9]+) instance kills, `)
 
 // killPace finds how far apart a replay's kills came.
 var killPace = regexp.MustCompile(`; one kill every [0-9.]+m?s on average \(asked every [0-9.]+m?s, counted from when the previous restart was ready; restarts took [0-9.]+m?s on average\)`)
+
+// wantLogPerStart holds the consumer's output kept by --logs to one file
+// per instance and start: each instance's first, and one more a kill.
+func wantLogPerStart(t *testing.T, o outcome, dir string) {
+	t.Helper()
+	m := instanceKills.FindStringSubmatch(o.stdout)
+	if m == nil {
+		t.Fatalf("no instance kills in\n%s", o)
+	}
+	kills, _ := strconv.Atoi(m[1])
+	files, err := filepath.Glob(filepath.Join(dir, "instance-*.start-*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := filepath.Glob(filepath.Join(dir, "instance-*.start-1.log"))
+	if len(first) == 0 || len(files) != len(first)+kills {
+		t.Fatalf("%d output files, %d of them first starts, for %d kills; want one a start", len(files), len(first), kills)
+	}
+	if !strings.Contains(o.stdout, "consumer output: "+filepath.Join(dir, "instance-1.start-1.log")) {
+		t.Fatalf("the report does not name the output files:\n%s", o)
+	}
+}
 
 // wantNemesisVerdict holds a replay of events into a broker under the
 // nemesis to its verdict: with no invariant, killed instances (who names
