@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -196,10 +197,12 @@ func TestBrokerReplayUnderNemesis(t *testing.T) {
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 				br.setup(t, env)
 				logs := t.TempDir()
-				o := redeliver(t, env, "replay", capture, "--target", br.file, "--kill-every", "300ms", "--logs", logs)
+				doc := filepath.Join(t.TempDir(), "replay.json")
+				o := redeliver(t, env, "replay", capture, "--target", br.file, "--kill-every", "300ms", "--logs", logs, "--report", "json="+doc)
 				wantNemesisVerdict(t, o, events, tt.invariant, "instances")
 				if tt.invariant == "" {
 					wantLogPerStart(t, o, logs)
+					wantKillsInJSON(t, o, doc, 0.3)
 				}
 			})
 		}
@@ -255,6 +258,34 @@ var instanceKills = regexp.MustCompile(`, ([0-9]+) instance kills, `)
 
 // killPace finds how far apart a replay's kills came.
 var killPace = regexp.MustCompile(`; one kill every [0-9.]+m?s on average \(asked every [0-9.]+m?s, counted from when the previous restart was ready; restarts took [0-9.]+m?s on average\)`)
+
+// wantKillsInJSON holds the JSON report's target.kills to the kills the
+// line counts, the period asked, and a real period no shorter than it.
+func wantKillsInJSON(t *testing.T, o outcome, doc string, asked float64) {
+	t.Helper()
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Target struct {
+			Kills *struct {
+				Count          int     `json:"count"`
+				AskedSeconds   float64 `json:"asked_seconds"`
+				EverySeconds   float64 `json:"every_seconds"`
+				RestartSeconds float64 `json:"restart_seconds"`
+			} `json:"kills"`
+		} `json:"target"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	m := instanceKills.FindStringSubmatch(o.stdout)
+	k := d.Target.Kills
+	if m == nil || k == nil || strconv.Itoa(k.Count) != m[1] || k.AskedSeconds != asked || k.EverySeconds < asked || k.RestartSeconds <= 0 {
+		t.Fatalf("JSON target.kills = %+v, want the line's kills, asked every %gs, and a real period no shorter:\n%s", k, asked, o)
+	}
+}
 
 // wantLogPerStart holds the consumer's output kept by --logs to one file
 // per instance and start: each instance's first, and one more a kill.

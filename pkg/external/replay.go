@@ -96,8 +96,9 @@ type replayer struct {
 	// The faults injected within deliveries (under mu); the engine
 	// counts the rebalances.
 	injected replay.Injected
-	began    time.Time   // when the replay began, for over
-	over     replay.Over // the deliveries by the millisecond since began
+	began    time.Time     // when the replay began, for over
+	over     replay.Over   // the deliveries by the millisecond since began
+	pace     *nemesis.Pace // the kills of --kill-every, when given
 }
 
 // newEngine is the replay engine of a replay into the target: each
@@ -180,6 +181,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 		}
 		pace = paceOf()
+		r.pace = &pace
 		r.res.Counters.Crashed = pace.Kills
 	} else {
 		err := r.run(ctx)
