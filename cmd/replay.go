@@ -25,35 +25,35 @@ import (
 
 // replayOptions are the flags of redeliver replay.
 type replayOptions struct {
-	Logs         []string
-	DB           string
-	Seed         int64
-	Input        string
-	ID           string
-	Key          string
-	Payload      string
-	Identity     []string
-	Strategy     string
-	Consumer     string
-	Effect       string
-	Redeliver    float64
-	Crash        float64
-	CrashAt      []string
-	Rewind       int
-	Republish    float64
-	Concurrent   float64
-	MaxBad       int
-	MaxRecord    int
-	FailOn       []string
-	Emit         string
-	Findings     string
-	Batch        int
-	Compare      bool
-	Target       string
-	Parallel     int
-	KillEvery    time.Duration
-	ConsumerLogs string
-	Output       outputOptions
+	Logs       []string
+	DB         string
+	Seed       int64
+	Input      string
+	ID         string
+	Key        string
+	Payload    string
+	Identity   []string
+	Strategy   string
+	Consumer   string
+	Effect     string
+	Redeliver  float64
+	Crash      float64
+	CrashAt    []string
+	Rewind     int
+	Republish  float64
+	Concurrent float64
+	MaxBad     int
+	MaxRecord  int
+	FailOn     []string
+	Emit       string
+	Findings   string
+	Batch      int
+	Compare    bool
+	Target     string
+	Parallel   int
+	KillEvery  time.Duration
+	LogDir     string // --logs: the consumer's output
+	Output     outputOptions
 }
 
 func newReplayCmd(s *Streams) *cobra.Command {
@@ -178,7 +178,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.BoolVarP(&o.Output.Verbose, "verbose", "v", false, "with --target: print every breach of each broken invariant, not only the first 5, and the counters")
 	f.BoolVar(&o.Output.Coverage, "coverage", false, "with --target: print what the replay injected, and when each kill came against the consumer's answer")
 	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this long after the previous restart was ready, and restart it, until the broker has drained")
-	f.StringVar(&o.ConsumerLogs, "logs", "", "with a --target that starts the consumer: keep each instance's stdout and stderr in DIR, one file per instance and start (default with --report FORMAT=FILE: consumer-logs beside the first report)")
+	f.StringVar(&o.LogDir, "logs", "", "with a --target that starts the consumer: keep each instance's stdout and stderr in DIR, one file per instance and start (default with --report FORMAT=FILE: consumer-logs beside the first report)")
 	addOutputFlags(f, &o.Output)
 	return c
 }

@@ -231,7 +231,7 @@ func oneProcessor() (restore func()) {
 // first report; nil when neither is given. The folder is made now, so a
 // mistake costs nothing.
 func consumerLogs(cmd *cobra.Command, o *replayOptions, out *output, t *scenario.Target) (*external.ConsumerLogs, error) {
-	dir := o.ConsumerLogs
+	dir := o.LogDir
 	given := cmd.Flags().Changed("logs")
 	switch {
 	case given && dir == "":
