@@ -52,6 +52,7 @@ type replayOptions struct {
 	Target     string
 	Parallel   int
 	KillEvery  time.Duration
+	LogDir     string // --logs: the consumer's output
 	Output     outputOptions
 }
 
@@ -176,7 +177,8 @@ them, and its GitHub annotation points at the first of those lines.
 	f.IntVar(&o.Parallel, "parallel", 0, "lanes side by side, one key's deliveries in order in its lane: with --target, deliveries in flight by business key (default 1); without, parts split by event id, each on a store of its own (default one per core up to 4 where the replay can be split; refused where it cannot)")
 	f.BoolVarP(&o.Output.Verbose, "verbose", "v", false, "with --target: print every breach of each broken invariant, not only the first 5, and the counters")
 	f.BoolVar(&o.Output.Coverage, "coverage", false, "with --target: print what the replay injected, and when each kill came against the consumer's answer")
-	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this often, and restart it, until the broker has drained")
+	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this long after the previous restart was ready, and restart it, until the broker has drained")
+	f.StringVar(&o.LogDir, "logs", "", "with a --target that starts the consumer: keep each instance's stdout and stderr in DIR, one file per instance and start (default with --report FORMAT=FILE: consumer-logs beside the first report)")
 	addOutputFlags(f, &o.Output)
 	return c
 }
@@ -212,6 +214,9 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	}
 	if o.KillEvery != 0 || cmd.Flags().Changed("kill-every") {
 		return problem.Usagef("--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)")
+	}
+	if cmd.Flags().Changed("logs") {
+		return problem.Usagef("--logs keeps the output of the consumer instances a --target file starts; the built-in handler has none")
 	}
 	strategy, ok := handler.ParseStrategy(o.Strategy)
 	if !ok {

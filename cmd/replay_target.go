@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
@@ -93,11 +95,20 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		return problem.Usagef("--kill-every kills consumer instances that read from a broker, and the target of %s is %s; use --crash", o.Target, t.Target.Channel())
 	case o.KillEvery > 0 && t.Target.Start == nil:
 		return problem.Usagef("--kill-every kills the consumer instances redeliver started, and %s has no target start", o.Target)
+	case o.KillEvery > 0 && o.Emit != "":
+		// A scenario's faults follow deliveries; these kills follow the
+		// clock while the consumer reads at its own pace, and a step cannot
+		// name the instance: a reproducer without them would pass.
+		return problem.Usagef("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again (drop one of the two)")
 	case t.Target.Broker() && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
 		return problem.Usagef("--redeliver, --crash and --concurrent act on a delivery's answer, and a %s target has none; kill instances with --kill-every", t.Target.Channel())
 	}
 	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
 		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", o.Target)
+	}
+	logs, err := consumerLogs(cmd, o, out, t.Target)
+	if err != nil {
+		return err
 	}
 	opts := external.ReplayOptions{
 		Inputs: o.Logs, Stdin: s.In,
@@ -105,7 +116,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		TargetFile: o.Target, Target: t.Target, Effects: t.Effects,
 		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
 		MaxBad: o.MaxBad, Warn: s.Err, FailOn: failOn,
-		KillEvery: o.KillEvery, EmitScenario: o.Emit, TargetSource: src,
+		KillEvery: o.KillEvery, EmitScenario: o.Emit, TargetSource: src, Logs: logs,
 	}
 	finish := func() {}
 	if s.ErrTTY {
@@ -151,7 +162,13 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		}
 		res.Report = unfinishedTarget(o, format)
 		res.Errors = problem.List(err)
+		if files := logs.Files(); len(files) > 0 {
+			// What the consumer printed is most wanted when the replay
+			// failed, and the text report is not written then.
+			fmt.Fprintf(s.Err, "redeliver: the consumer's output is kept in %s\n", strings.Join(files, ", "))
+		}
 	}
+	res.Report.Target.Logs = logs.Files()
 	if werr := out.write(s, res); werr != nil && err == nil {
 		err = werr
 	}
@@ -207,4 +224,29 @@ func oneProcessor() (restore func()) {
 	}
 	was := runtime.GOMAXPROCS(1)
 	return func() { runtime.GOMAXPROCS(was) }
+}
+
+// consumerLogs is where the output of the instances the target starts is
+// kept: --logs DIR, or with --report FORMAT=FILE consumer-logs beside the
+// first report; nil when neither is given. The folder is made now, so a
+// mistake costs nothing.
+func consumerLogs(cmd *cobra.Command, o *replayOptions, out *output, t *scenario.Target) (*external.ConsumerLogs, error) {
+	dir := o.LogDir
+	given := cmd.Flags().Changed("logs")
+	switch {
+	case given && dir == "":
+		return nil, problem.Usagef("--logs needs a folder, such as --logs consumer-logs")
+	case given && t.Start == nil:
+		return nil, problem.Usagef("--logs keeps the output of the consumer instances redeliver starts, and %s has no target start", o.Target)
+	case t.Start == nil:
+		return nil, nil
+	case !given && len(out.files) > 0:
+		dir = filepath.Join(filepath.Dir(out.files[0].path), "consumer-logs")
+	case !given:
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, problem.Usagef("cannot keep the consumer's output in %s: %v", dir, unwrapPath(err))
+	}
+	return &external.ConsumerLogs{Dir: dir}, nil
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -194,8 +196,14 @@ func TestBrokerReplayUnderNemesis(t *testing.T) {
 				brokerSlot(t)
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 				br.setup(t, env)
-				o := redeliver(t, env, "replay", capture, "--target", br.file, "--kill-every", "300ms")
+				logs := t.TempDir()
+				doc := filepath.Join(t.TempDir(), "replay.json")
+				o := redeliver(t, env, "replay", capture, "--target", br.file, "--kill-every", "300ms", "--logs", logs, "--report", "json="+doc)
 				wantNemesisVerdict(t, o, events, tt.invariant, "instances")
+				if tt.invariant == "" {
+					wantLogPerStart(t, o, logs)
+					wantKillsInJSON(t, o, doc, 0.3)
+				}
 			})
 		}
 	}
@@ -248,6 +256,59 @@ func TestBrokerReplayAgain(t *testing.T) {
 // instanceKills finds how many instances a replay into a broker killed.
 var instanceKills = regexp.MustCompile(`, ([0-9]+) instance kills, `)
 
+// killPace finds how far apart a replay's kills came.
+var killPace = regexp.MustCompile(`; one kill every [0-9.]+m?s on average \(asked every [0-9.]+m?s, counted from when the previous restart was ready; restarts took [0-9.]+m?s on average\)`)
+
+// wantKillsInJSON holds the JSON report's target.kills to the kills the
+// line counts, the period asked, and a real period no shorter than it.
+func wantKillsInJSON(t *testing.T, o outcome, doc string, asked float64) {
+	t.Helper()
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Target struct {
+			Kills *struct {
+				Count          int     `json:"count"`
+				AskedSeconds   float64 `json:"asked_seconds"`
+				EverySeconds   float64 `json:"every_seconds"`
+				RestartSeconds float64 `json:"restart_seconds"`
+			} `json:"kills"`
+		} `json:"target"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	m := instanceKills.FindStringSubmatch(o.stdout)
+	k := d.Target.Kills
+	if m == nil || k == nil || strconv.Itoa(k.Count) != m[1] || k.AskedSeconds != asked || k.EverySeconds < asked || k.RestartSeconds <= 0 {
+		t.Fatalf("JSON target.kills = %+v, want the line's kills, asked every %gs, and a real period no shorter:\n%s", k, asked, o)
+	}
+}
+
+// wantLogPerStart holds the consumer's output kept by --logs to one file
+// per instance and start: each instance's first, and one more a kill.
+func wantLogPerStart(t *testing.T, o outcome, dir string) {
+	t.Helper()
+	m := instanceKills.FindStringSubmatch(o.stdout)
+	if m == nil {
+		t.Fatalf("no instance kills in\n%s", o)
+	}
+	kills, _ := strconv.Atoi(m[1])
+	files, err := filepath.Glob(filepath.Join(dir, "instance-*.start-*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := filepath.Glob(filepath.Join(dir, "instance-*.start-1.log"))
+	if len(first) == 0 || len(files) != len(first)+kills {
+		t.Fatalf("%d output files, %d of them first starts, for %d kills; want one a start", len(files), len(first), kills)
+	}
+	if !strings.Contains(o.stdout, "consumer output: "+filepath.Join(dir, "instance-1.start-1.log")) {
+		t.Fatalf("the report does not name the output files:\n%s", o)
+	}
+}
+
 // wantNemesisVerdict holds a replay of events into a broker under the
 // nemesis to its verdict: with no invariant, killed instances (who names
 // them), exit 0, every event published and one effect row each; else exit
@@ -255,8 +316,14 @@ var instanceKills = regexp.MustCompile(`, ([0-9]+) instance kills, `)
 func wantNemesisVerdict(t *testing.T, o outcome, events int, invariant, who string) {
 	t.Helper()
 	if invariant == "" {
-		if m := instanceKills.FindStringSubmatch(o.stdout); m == nil || m[1] == "0" {
+		m := instanceKills.FindStringSubmatch(o.stdout)
+		if m == nil || m[1] == "0" {
 			t.Fatalf("want %s killed, got\n%s", who, o)
+		}
+		// The kills come further apart than asked by the restarts: the
+		// line says how far, and how many.
+		if !killPace.MatchString(o.stdout) {
+			t.Fatalf("want the pace of the %s kills (one every …, restarts took …), got\n%s", m[1], o)
 		}
 		want := fmt.Sprintf("%d published, ", events)
 		if o.exit != 0 || !strings.Contains(o.stdout, want) || !strings.Contains(o.stdout, fmt.Sprintf(", %d effect rows", events)) {

@@ -263,23 +263,37 @@ func (p *Publisher) countsLocal() broker.Counts {
 // client how many are delivered and unacknowledged, nor how many it
 // redelivered: those stay Unknown here.
 func (p *Publisher) Counts(ctx context.Context) (broker.Counts, error) {
+	c, _, err := p.look()
+	return c, err
+}
+
+// look is Counts with the queue as the broker declared it.
+func (p *Publisher) look() (broker.Counts, amqp091.Queue, error) {
 	c := p.countsLocal()
 	q, err := p.queue()
 	if err != nil {
-		return c, err
+		return c, q, err
 	}
 	c.Pending = int64(q.Messages)
-	return c, nil
+	return c, q, nil
 }
 
 // Drain waits until the queue is empty and stays empty for the settle
 // time: a killed instance's unacknowledged messages come back to the
 // queue when its channel closes, so one empty look is not enough.
 func (p *Publisher) Drain(ctx context.Context, o broker.DrainOptions) (broker.Counts, error) {
-	return broker.WaitDrained(ctx, o, p.Counts,
+	seen := history{window: stallWindow}
+	counts := func(context.Context) (broker.Counts, error) {
+		c, q, err := p.look()
+		if err == nil {
+			seen.add(queueLook{at: time.Now(), ready: q.Messages, consumers: q.Consumers})
+		}
+		return c, err
+	}
+	return broker.WaitDrained(ctx, o, counts,
 		func(c broker.Counts) bool { return c.Pending == 0 },
 		func(c broker.Counts, d time.Duration) *broker.Error {
-			return &broker.Error{Msg: fmt.Sprintf("queue %s was not drained within %s: %s", p.cfg.Queue, d, c), Counts: c}
+			return &broker.Error{Msg: fmt.Sprintf("queue %s was not drained within %s: %s%s", p.cfg.Queue, d, c, seen.stalled()), Counts: c}
 		})
 }
 

@@ -122,8 +122,9 @@ func (s *Session) closeBroker() {
 
 // nemesis starts killing a random started instance every period (SIGKILL
 // to its process group, then a restart). stop ends it and returns its
-// error, if a restart failed; kills counts the kills so far.
-func (s *Session) nemesis(ctx context.Context, every time.Duration, seed int64) (kills func() int, stop func() error) {
+// error, if a restart failed; pace says the kills so far and how far
+// apart they came.
+func (s *Session) nemesis(ctx context.Context, every time.Duration, seed int64) (pace func() nemesis.Pace, stop func() error) {
 	ins := make([]nemesis.Instance, len(s.procs))
 	for i, p := range s.procs {
 		ins[i] = p
@@ -142,5 +143,5 @@ func (s *Session) nemesis(ctx context.Context, every time.Duration, seed int64) 
 		}
 		return err
 	}
-	return func() int { return len(n.Kills()) }, stop
+	return n.Pace, stop
 }

@@ -77,6 +77,10 @@ type Process struct {
 	spec *scenario.Start
 	// Started counts the starts, the first one included.
 	Started int
+	// logs, when set, keeps the output of each start; instance is this
+	// instance's number (1, 2, …) in its file names.
+	logs     *ConsumerLogs
+	instance int
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -97,7 +101,13 @@ func (e *ConsumerError) Error() string { return e.Msg }
 
 // StartProcess starts the consumer and waits until it is ready.
 func StartProcess(ctx context.Context, spec *scenario.Start) (*Process, error) {
-	p := &Process{spec: spec}
+	return startProcess(ctx, spec, nil, 1)
+}
+
+// startProcess is StartProcess, keeping the output of instance in logs
+// when they are set.
+func startProcess(ctx context.Context, spec *scenario.Start, logs *ConsumerLogs, instance int) (*Process, error) {
+	p := &Process{spec: spec, logs: logs, instance: instance}
 	if err := p.start(ctx); err != nil {
 		// Interrupted while waiting, or exited leaving children: nothing
 		// of it stays behind.
@@ -152,10 +162,26 @@ func (p *Process) start(ctx context.Context) error {
 	cmd.Env = environ(p.spec.Env)
 	st := &tail{}
 	ready := make(chan struct{})
+	var lf *logFile
+	if p.logs != nil {
+		var err error
+		if lf, err = p.logs.open(p.instance, p.Started+1, cmd.Env); err != nil {
+			return &ConsumerError{fmt.Sprintf("cannot keep the output of the consumer %s in %s: %v", p.Command(), p.logs.Dir, unwrapExec(err))}
+		}
+	}
 	c, err := spawn(cmd,
-		func(r io.Reader) { p.watchStdout(r, ready) },
-		func(r io.Reader) { io.Copy(st, r) })
+		func(r io.Reader) { p.watchStdout(r, ready, lf) },
+		func(r io.Reader) {
+			if lf == nil {
+				io.Copy(st, r)
+				return
+			}
+			w := &lines{to: lf, stream: "stderr"}
+			io.Copy(io.MultiWriter(st, w), r)
+			w.end()
+		})
 	if err != nil {
+		lf.close()
 		return &ConsumerError{fmt.Sprintf("cannot start the consumer %s: %v", p.Command(), unwrapExec(err))}
 	}
 	done := make(chan struct{})
@@ -175,12 +201,15 @@ func (p *Process) start(ctx context.Context) error {
 	return p.waitReady(ctx)
 }
 
-// watchStdout reads the consumer's stdout, watching for the ready line.
-func (p *Process) watchStdout(r io.Reader, ready chan struct{}) {
+// watchStdout reads the consumer's stdout, watching for the ready line,
+// and keeps each line in lf when it is set.
+func (p *Process) watchStdout(r io.Reader, ready chan struct{}, lf *logFile) {
+	defer lf.ended()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	seen := false
 	for sc.Scan() {
+		lf.line("stdout", sc.Text())
 		if !seen && p.spec.ReadyLine != "" && strings.Contains(sc.Text(), p.spec.ReadyLine) {
 			seen = true
 			close(ready)

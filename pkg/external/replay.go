@@ -14,6 +14,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report/words"
@@ -58,6 +59,9 @@ type ReplayOptions struct {
 	// is the --target file's text, whose target and effects it copies.
 	EmitScenario string
 	TargetSource []byte
+	// Logs, when set, keeps the output of every instance the replay
+	// starts, one file per instance and start.
+	Logs *ConsumerLogs
 }
 
 // maxRedeliveries bounds how often one event is redelivered after no ack;
@@ -92,8 +96,9 @@ type replayer struct {
 	// The faults injected within deliveries (under mu); the engine
 	// counts the rebalances.
 	injected replay.Injected
-	began    time.Time   // when the replay began, for over
-	over     replay.Over // the deliveries by the millisecond since began
+	began    time.Time     // when the replay began, for over
+	over     replay.Over   // the deliveries by the millisecond since began
+	pace     *nemesis.Pace // the kills of --kill-every, when given
 }
 
 // newEngine is the replay engine of a replay into the target: each
@@ -135,7 +140,10 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if o.Crash > 0 && o.Target.Start == nil && o.Target.Exec == nil {
 		return nil, fmt.Errorf("--crash kills the consumer redeliver started, and %s has no target start", o.TargetFile)
 	}
-	sess, err := Open(ctx, o.Target, o.Effects)
+	if o.KillEvery > 0 && o.EmitScenario != "" {
+		return nil, fmt.Errorf("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again")
+	}
+	sess, err := open(ctx, o.Target, o.Effects, o.Logs)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
 	}
@@ -158,10 +166,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	}
 	start := time.Now()
 	r.began = start
-	var kills func() int
+	var pace nemesis.Pace
 	if o.KillEvery > 0 {
-		var stop func() error
-		kills, stop = sess.nemesis(ctx, o.KillEvery, o.Seed)
+		paceOf, stop := sess.nemesis(ctx, o.KillEvery, o.Seed)
 		defer stop()
 		err := r.run(ctx)
 		if err == nil {
@@ -173,7 +180,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 		if err != nil {
 			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 		}
-		r.res.Counters.Crashed = kills()
+		pace = paceOf()
+		r.pace = &pace
+		r.res.Counters.Crashed = pace.Kills
 	} else {
 		err := r.run(ctx)
 		if err == nil {
@@ -195,6 +204,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	r.res.Counters.Effects = effects
 	runner.Verdict(r.res, &scenario.Check{Name: name})
 	r.res.Line = replayLine(r.res.Counters, o.Target.Broker(), sess.rowsWhere())
+	if o.KillEvery > 0 {
+		r.res.Line += "; " + pace.String()
+	}
 	if skipped := int64(r.eng.Bad.Count()); skipped > 0 {
 		r.res.Line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
 	}

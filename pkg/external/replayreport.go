@@ -1,6 +1,8 @@
 package external
 
 import (
+	"time"
+
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -63,6 +65,10 @@ func (r *replayer) report(f *runner.FileResult) *replay.Report {
 		rep.FailOnFindings(r.o.FailOn)
 	}
 	rep.Over = r.over
+	if p := r.pace; p != nil {
+		sec := func(d time.Duration) float64 { return float64(d.Round(time.Millisecond)) / float64(time.Second) }
+		rep.Target.Kills = &replay.Kills{Count: p.Kills, AskedSeconds: sec(p.Asked), EverySeconds: sec(p.Every), RestartSeconds: sec(p.Restart)}
+	}
 	return rep
 }
 

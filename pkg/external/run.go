@@ -49,12 +49,19 @@ type Session struct {
 	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL}.
 	proxy *pgproxy.Proxy
 	dbURL string
+	// logs keeps the started instances' output, when set.
+	logs *ConsumerLogs
 }
 
 // Open connects to the effects database, starts the consumer (when the
 // target says how) and runs the reset statements. Close stops it.
 func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Session, error) {
-	s := &Session{t: t, fx: fx}
+	return open(ctx, t, fx, nil)
+}
+
+// open is Open, keeping the started instances' output in logs when set.
+func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, logs *ConsumerLogs) (*Session, error) {
+	s := &Session{t: t, fx: fx, logs: logs}
 	db, err := effects.Open(ctx, fx)
 	if err != nil {
 		return nil, err
@@ -175,7 +182,7 @@ func (s *Session) startInstances(ctx context.Context) error {
 			}
 			spec.Env["REDELIVER_INSTANCE"] = strconv.Itoa(i)
 		}
-		p, err := StartProcess(ctx, &spec)
+		p, err := startProcess(ctx, &spec, s.logs, i)
 		if err != nil {
 			return err
 		}

@@ -238,11 +238,17 @@ func (p *Publisher) countsLocked() broker.Counts {
 // an ack now. Pending and awaiting an ack are the durable's own: a run
 // ends when the consumer has taken everything, older messages included.
 func (p *Publisher) Counts(ctx context.Context) (broker.Counts, error) {
+	c, _, err := p.look(ctx)
+	return c, err
+}
+
+// look is Counts with the durable's info, nil without a durable.
+func (p *Publisher) look(ctx context.Context) (broker.Counts, *jetstream.ConsumerInfo, error) {
 	p.mu.Lock()
 	c := p.countsLocked()
 	p.mu.Unlock()
 	if p.cfg.Consumer == "" {
-		return c, nil
+		return c, nil, nil
 	}
 	cons, err := p.str.Consumer(ctx, p.cfg.Consumer)
 	var info *jetstream.ConsumerInfo
@@ -250,7 +256,7 @@ func (p *Publisher) Counts(ctx context.Context) (broker.Counts, error) {
 		info, err = cons.Info(ctx)
 	}
 	if err != nil {
-		return c, &broker.Error{Msg: fmt.Sprintf("cannot read consumer %s on stream %s: %v", p.cfg.Consumer, p.cfg.Stream, err), Err: err, Counts: c}
+		return c, nil, &broker.Error{Msg: fmt.Sprintf("cannot read consumer %s on stream %s: %v", p.cfg.Consumer, p.cfg.Stream, err), Err: err, Counts: c}
 	}
 	c.Pending = int64(info.NumPending)
 	c.Unacked = int64(info.NumAckPending)
@@ -258,7 +264,7 @@ func (p *Publisher) Counts(ctx context.Context) (broker.Counts, error) {
 	handed := max(p.basePending+c.Published-c.Pending, 0) // handed over at least once since Open
 	c.Redelivered = max(c.Delivered-handed, 0)
 	c.Acked = max(p.basePending+p.baseUnacked+c.Published-c.Pending-c.Unacked, 0)
-	return c, nil
+	return c, info, nil
 }
 
 // Drain waits until the durable consumer has nothing pending and nothing
@@ -273,10 +279,18 @@ func (p *Publisher) Drain(ctx context.Context, o broker.DrainOptions) (broker.Co
 	if o.Settle <= 0 {
 		o.Settle = time.Nanosecond
 	}
-	return broker.WaitDrained(ctx, o, p.Counts,
+	seen := history{window: stallWindow}
+	counts := func(ctx context.Context) (broker.Counts, error) {
+		c, info, err := p.look(ctx)
+		if err == nil {
+			seen.add(lookOf(time.Now(), info))
+		}
+		return c, err
+	}
+	return broker.WaitDrained(ctx, o, counts,
 		func(c broker.Counts) bool { return c.Pending == 0 && c.Unacked == 0 },
 		func(c broker.Counts, d time.Duration) *broker.Error {
-			return &broker.Error{Msg: fmt.Sprintf("consumer %s did not drain stream %s within %s: %s", p.cfg.Consumer, p.cfg.Stream, d, c), Counts: c}
+			return &broker.Error{Msg: fmt.Sprintf("consumer %s did not drain stream %s within %s: %s%s", p.cfg.Consumer, p.cfg.Stream, d, c, seen.stalled(time.Now())), Counts: c}
 		})
 }
 

@@ -414,7 +414,9 @@ func TestDrainTimesOutWithCounts(t *testing.T) {
 	if !errors.As(err, &be) {
 		t.Fatalf("got %v, want a broker error", err)
 	}
-	if be.Counts.Published != 2 || be.Counts.Pending != 2 || !strings.Contains(be.Msg, "did not drain") || !strings.Contains(be.Msg, "2 published, 0 acked, 2 still pending") {
+	if be.Counts.Published != 2 || be.Counts.Pending != 2 || !strings.Contains(be.Msg, "did not drain") || !strings.Contains(be.Msg, "2 published, 0 acked, 2 still pending") ||
+		!strings.Contains(be.Msg, "nor the pending count (2) moved: it is stuck; the durable has 2 pending, 0 delivered and awaiting an ack (AckWait ") ||
+		!strings.Contains(be.Msg, "), its ack floor at stream sequence 0, and no pull request waiting") {
 		t.Fatalf("error %q with counts %+v", be.Msg, be.Counts)
 	}
 }

@@ -5,6 +5,7 @@ package nemesis
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -18,8 +19,11 @@ type Instance interface {
 
 // Kill is one kill the nemesis made.
 type Kill struct {
-	Instance int // index of the instance killed
-	At       time.Duration
+	Instance int           // index of the instance killed
+	At       time.Duration // since Run began
+	// Restart is how long the instance took from the kill until it was
+	// ready again; zero while it is restarting.
+	Restart time.Duration
 }
 
 // Nemesis kills one instance, picked from its seed, every period.
@@ -56,12 +60,18 @@ func (n *Nemesis) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		i := n.rng.IntN(len(n.instances))
+		at := time.Since(start)
 		n.mu.Lock()
-		n.kills = append(n.kills, Kill{Instance: i, At: time.Since(start)})
+		n.kills = append(n.kills, Kill{Instance: i, At: at})
+		k := len(n.kills) - 1
 		n.mu.Unlock()
 		// The restart is not cut short by ctx: an instance is never left
 		// half-started.
-		if err := n.instances[i].Crash(context.WithoutCancel(ctx)); err != nil {
+		err := n.instances[i].Crash(context.WithoutCancel(ctx))
+		n.mu.Lock()
+		n.kills[k].Restart = time.Since(start) - at
+		n.mu.Unlock()
+		if err != nil {
 			return err
 		}
 		t.Reset(n.every)
@@ -73,4 +83,54 @@ func (n *Nemesis) Kills() []Kill {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return append([]Kill(nil), n.kills...)
+}
+
+// Pace is what the kills came to: the period a nemesis asks for counts
+// from when the previous restart is ready, so the kills come further
+// apart than it by the time the instances take to start again.
+type Pace struct {
+	Kills   int
+	Asked   time.Duration // the period asked for
+	Every   time.Duration // the mean time from one kill to the next, the first counted from the start
+	Restart time.Duration // the mean time a killed instance took to be ready again
+}
+
+// Pace says how many kills were made and how far apart they came.
+func (n *Nemesis) Pace() Pace {
+	return PaceOf(n.every, n.Kills())
+}
+
+// PaceOf is the pace of kills made under the period asked.
+func PaceOf(asked time.Duration, kills []Kill) Pace {
+	p := Pace{Kills: len(kills), Asked: asked}
+	if len(kills) == 0 {
+		return p
+	}
+	p.Every = kills[len(kills)-1].At / time.Duration(len(kills))
+	var restarts time.Duration
+	for _, k := range kills {
+		restarts += k.Restart
+	}
+	p.Restart = restarts / time.Duration(len(kills))
+	return p
+}
+
+// String is how far apart the kills came: "one kill every 8.1s on
+// average (asked every 2s, counted from when the previous restart was
+// ready; restarts took 6.1s on average)".
+func (p Pace) String() string {
+	if p.Kills == 0 {
+		return fmt.Sprintf("no kill: the run ended within the first %s", round(p.Asked))
+	}
+	return fmt.Sprintf("one kill every %s on average (asked every %s, counted from when the previous restart was ready; restarts took %s on average)",
+		round(p.Every), round(p.Asked), round(p.Restart))
+}
+
+// round keeps a duration's figures a reader uses: milliseconds below a
+// second, hundredths of a second above.
+func round(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
 }

@@ -83,3 +83,58 @@ func TestNoInstancesWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// slow is an instance that takes a while to be ready again.
+type slow struct{ ready time.Duration }
+
+func (s slow) Crash(context.Context) error { time.Sleep(s.ready); return nil }
+
+// TestPaceCountsTheRestarts: the period asked counts from when the
+// previous restart was ready, so the kills come that much further apart,
+// and the pace says so, with the restarts' time.
+func TestPaceCountsTheRestarts(t *testing.T) {
+	const every, ready = 10 * time.Millisecond, 40 * time.Millisecond
+	n := New(every, 1, []Instance{slow{ready}, slow{ready}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- n.Run(ctx) }()
+	for len(n.Kills()) < 5 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	p := n.Pace()
+	if p.Kills < 5 || p.Asked != every {
+		t.Fatalf("pace = %+v, want at least 5 kills asked every %s", p, every)
+	}
+	if p.Restart < ready {
+		t.Errorf("restarts took %s on average, want at least %s", p.Restart, ready)
+	}
+	// From one kill to the next: the restart, then the period.
+	if p.Every < every+ready*(time.Duration(p.Kills)-1)/time.Duration(p.Kills) {
+		t.Errorf("one kill every %s, want at least the period and the restart (%s, %s)", p.Every, every, ready)
+	}
+}
+
+func TestPaceWords(t *testing.T) {
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		asked time.Duration
+		kills []Kill
+		want  string
+	}{
+		{2 * time.Second, nil, "no kill: the run ended within the first 2s"},
+		{2 * time.Second, []Kill{{At: 2 * time.Second, Restart: 6100 * ms}},
+			"one kill every 2s on average (asked every 2s, counted from when the previous restart was ready; restarts took 6.1s on average)"},
+		{2 * time.Second, []Kill{{At: 2 * time.Second, Restart: 6 * time.Second}, {At: 10 * time.Second, Restart: 6200 * ms}, {At: 18200 * ms, Restart: 6400 * ms}},
+			"one kill every 6.07s on average (asked every 2s, counted from when the previous restart was ready; restarts took 6.2s on average)"},
+		{300 * ms, []Kill{{At: 300 * ms, Restart: 41 * ms}, {At: 641 * ms, Restart: 43 * ms}},
+			"one kill every 321ms on average (asked every 300ms, counted from when the previous restart was ready; restarts took 42ms on average)"},
+	} {
+		if got := PaceOf(tt.asked, tt.kills).String(); got != tt.want {
+			t.Errorf("got  %q\nwant %q", got, tt.want)
+		}
+	}
+}

@@ -72,10 +72,26 @@ type Target struct {
 	File     string `json:"file"`               // the --target file
 	Consumer string `json:"consumer,omitempty"` // how redeliver reaches the consumer (and starts it); empty when the replay stopped first
 	Effects  string `json:"effects,omitempty"`  // its effect table and the database that holds it; likewise
+	// Logs are the files that keep the started instances' output (--logs),
+	// one per instance and start.
+	Logs []string `json:"logs,omitempty"`
+	// Kills is what --kill-every did, when it was given.
+	Kills *Kills `json:"kills,omitempty"`
 	// Name is the replay's name and Line its line: the deliveries (or a
 	// broker's publishes), the crashes by when they came, the effect rows.
 	Name string `json:"-"`
 	Line string `json:"-"`
+}
+
+// Kills are the instance kills of --kill-every: how many, the period
+// asked (counted from when the previous restart was ready), the real one
+// (the time of the last kill over their number) and how long the
+// restarts took on average.
+type Kills struct {
+	Count          int     `json:"count"`
+	AskedSeconds   float64 `json:"asked_seconds"`
+	EverySeconds   float64 `json:"every_seconds"`
+	RestartSeconds float64 `json:"restart_seconds"`
 }
 
 // Place is a line of a capture file. JSON writes it as file:line, the way

@@ -216,11 +216,14 @@ func Coverage(w io.Writer, run *Run) error {
 
 // crashCoverage is --coverage for the target files of a run: each check
 // that crashed the consumer, with when its kills came against the answer,
-// and how many checks crashed only after the answer — they interrupted no
-// delivery, whatever their names or say lines promise.
+// how many checks crashed only after the answer — they interrupted no
+// delivery, whatever their names or say lines promise — and how many
+// killed instances of a broker's consumer, where redeliver cannot tell
+// whether a kill interrupted anything: it says "every check interrupted a
+// delivery" only when it knows each did.
 func crashCoverage(b *strings.Builder, run *Run) {
 	several := len(run.Files) > 1
-	var names []string
+	var none, unknown []string
 	var lines []string
 	targets, crashing := false, 0
 	for _, f := range run.Files {
@@ -237,10 +240,15 @@ func crashCoverage(b *strings.Builder, run *Run) {
 			if several {
 				name = fmt.Sprintf("%s (%s)", c.Name, f.File)
 			}
+			before, _, _ := c.Counters.Interrupted()
 			said := words.Crashes(c.Counters.Interrupted())
-			if c.Counters.InterruptedNone() {
+			switch {
+			case c.Counters.InterruptedNone():
 				said += ": interrupted no delivery"
-				names = append(names, escape.Line(name))
+				none = append(none, escape.Line(name))
+			case before == 0:
+				said += ": not known whether any interrupted a delivery"
+				unknown = append(unknown, escape.Line(name))
 			}
 			lines = append(lines, fmt.Sprintf("  %s: %s\n", escape.Line(name), said))
 		}
@@ -256,7 +264,7 @@ func crashCoverage(b *strings.Builder, run *Run) {
 	for _, l := range lines {
 		b.WriteString(l)
 	}
-	if len(names) == 0 {
+	if len(none) == 0 && len(unknown) == 0 {
 		fmt.Fprintf(b, "every check that crashes interrupted a delivery (%s)\n", countOf(crashing, "check"))
 		return
 	}
@@ -264,7 +272,12 @@ func crashCoverage(b *strings.Builder, run *Run) {
 	if crashing == 1 {
 		verb = "crashes"
 	}
-	fmt.Fprintf(b, "%d of %s that %s interrupted no delivery: %s\n", len(names), countOf(crashing, "check"), verb, strings.Join(names, ", "))
+	if len(none) > 0 {
+		fmt.Fprintf(b, "%d of %s that %s interrupted no delivery: %s\n", len(none), countOf(crashing, "check"), verb, strings.Join(none, ", "))
+	}
+	if len(unknown) > 0 {
+		fmt.Fprintf(b, "%d of %s that %s killed instances of a consumer that reads from a broker, and redeliver does not know whether those kills interrupted a delivery: %s\n", len(unknown), countOf(crashing, "check"), verb, strings.Join(unknown, ", "))
+	}
 }
 
 // matrix writes the strategy × fault point matrix of the run's handler

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
@@ -48,6 +49,9 @@ func targetReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	}
 	if r.Reproducer != "" {
 		fmt.Fprintf(&b, "reproducer: %s (%s; run it with redeliver run %s)\n", escape.Input(r.Reproducer), count(int64(r.ReproducerSteps), "delivery", "deliveries"), escape.Input(r.Reproducer))
+	}
+	if len(t.Logs) > 0 {
+		fmt.Fprintf(&b, "consumer output: %s\n", escape.Line(logFiles(t.Logs)))
 	}
 	if opts.Verbose {
 		fmt.Fprintf(&b, "%s\n", p.dim.Sprint(targetCounterLine(r.Counters)))
@@ -154,9 +158,17 @@ func ReplayCoverage(w io.Writer, r *Replay) error {
 	fmt.Fprintf(&b, "  --redeliver: %s lost, each event delivered again\n", count(in.Redelivered, "ack", "acks"))
 	kills := "no kill of the consumer"
 	if c.Crashed > 0 {
-		kills = words.Crashes(c.Interrupted()) + "; a kill before the answer interrupted a delivery"
-		if c.InterruptedNone() {
+		before, _, unknown := c.Interrupted()
+		kills = words.Crashes(c.Interrupted())
+		switch {
+		case c.InterruptedNone():
 			kills += "; " + words.NotInterrupted(c.Crashed)
+		case before > 0:
+			kills += "; a kill before the answer interrupted a delivery"
+		case unknown > 0:
+			// A broker's instance kills land on whatever the instance
+			// held, which the broker does not say.
+			kills += "; redeliver does not know whether any interrupted a delivery: it killed consumer instances, not a delivery it made"
 		}
 	}
 	fmt.Fprintf(&b, "  --crash, --kill-every: %s\n", kills)
@@ -164,4 +176,16 @@ func ReplayCoverage(w io.Writer, r *Replay) error {
 	fmt.Fprintf(&b, "  --rewind: %s delivered again, in %s\n", count(in.Rewound, "event", "events"), count(in.Rebalances, "rebalance", "rebalances"))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// shownLogs is how many consumer output files the text report names;
+// the JSON report names every one.
+const shownLogs = 6
+
+// logFiles names the files that keep the consumer's output.
+func logFiles(files []string) string {
+	if len(files) <= shownLogs {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%s and %d more in %s (every one in the JSON report)", strings.Join(files[:shownLogs], ", "), len(files)-shownLogs, filepath.Dir(files[0]))
 }

@@ -426,3 +426,70 @@ func TestTargetReplayText(t *testing.T) {
 		t.Errorf("annotations:\n%s", got)
 	}
 }
+
+// TestCoverageOfBrokerKills: a broker's instance kills cannot be placed
+// against an answer, so neither --coverage of a run nor of a replay may
+// say that they interrupted a delivery; what is known is still said.
+func TestCoverageOfBrokerKills(t *testing.T) {
+	crashes := func(before, after, unknown int) consumer.Counters {
+		return consumer.Counters{Crashed: before + after + unknown, CrashedBeforeAnswer: before, CrashedAfterAnswer: after}
+	}
+	for _, tc := range []struct {
+		name    string
+		checks  []runner.CheckResult
+		want    []string
+		notWant string
+	}{
+		{"broker kills only", []runner.CheckResult{{Name: "kafka kill", Counters: crashes(0, 0, 2)}},
+			[]string{
+				"\n  kafka kill: 2 crashes, not known whether before the consumer's ack: not known whether any interrupted a delivery\n",
+				"\n1 of 1 check that crashes killed instances of a consumer that reads from a broker, and redeliver does not know whether those kills interrupted a delivery: kafka kill\n",
+			}, "every check that crashes interrupted"},
+		{"broker and exec", []runner.CheckResult{{Name: "exec kill", Counters: crashes(1, 0, 0)}, {Name: "late", Counters: crashes(0, 1, 0)}, {Name: "kafka kill", Counters: crashes(0, 0, 1)}},
+			[]string{
+				"\n1 of 3 checks that crash interrupted no delivery: late\n",
+				"\n1 of 3 checks that crash killed instances of a consumer that reads from a broker, and redeliver does not know whether those kills interrupted a delivery: kafka kill\n",
+			}, "every check that crashes interrupted"},
+		{"every kill placed before its answer", []runner.CheckResult{{Name: "exec kill", Counters: crashes(2, 1, 0)}},
+			[]string{"\nevery check that crashes interrupted a delivery (1 check)\n"}, "does not know"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := &Run{Store: StoreTarget, Files: []*runner.FileResult{{File: "t.yaml", Strategy: "target", Target: "consumer", Checks: tc.checks}}}
+			var b strings.Builder
+			if err := Coverage(&b, run); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("coverage lacks %q:\n%s", w, b.String())
+				}
+			}
+			if strings.Contains(b.String(), tc.notWant) {
+				t.Errorf("coverage says %q:\n%s", tc.notWant, b.String())
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		c       consumer.Counters
+		want    string
+		notWant string
+	}{
+		{"kill-every", crashes(0, 0, 14), "  --crash, --kill-every: 14 crashes, not known whether before the consumer's ack; redeliver does not know whether any interrupted a delivery: it killed consumer instances, not a delivery it made\n", "a kill before the answer interrupted"},
+		{"crash", crashes(2, 1, 0), "  --crash, --kill-every: 3 crashes (2 before the answer, 1 after); a kill before the answer interrupted a delivery\n", "does not know"},
+	} {
+		t.Run("replay "+tc.name, func(t *testing.T) {
+			r := &Replay{Report: &replay.Report{Target: &replay.Target{File: "t.yaml"}, Counters: tc.c}}
+			var b strings.Builder
+			if err := ReplayCoverage(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("replay coverage lacks %q:\n%s", tc.want, b.String())
+			}
+			if strings.Contains(b.String(), tc.notWant) {
+				t.Errorf("replay coverage says %q:\n%s", tc.notWant, b.String())
+			}
+		})
+	}
+}
