@@ -390,11 +390,14 @@ func (st *Statement) settledAt() (atReady, settled bool) {
 // held: true at the ReadyForQuery. ok is false when the hold ended first
 // (cut: the connection is to end).
 func (st *Statement) holdsAtReady() (atReady, ok bool) {
-	if st.hold == nil || st.settled == nil {
+	st.lock()
+	settled := st.settled
+	st.unlock()
+	if st.hold == nil || settled == nil {
 		return false, true
 	}
 	select {
-	case <-st.settled:
+	case <-settled:
 		return st.atReady, true
 	case <-st.hold.done:
 		return false, st.hold.ok

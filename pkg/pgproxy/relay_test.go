@@ -417,3 +417,45 @@ func TestMatchesPastComments(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyRaced: two workers copy at once, one held after its COPY while
+// the other runs to its end, then let go: both copies land, as a
+// concurrent step's schedule plays them.
+func TestCopyRaced(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		p, dsn := through(t)
+		admin := connect(t, server(t).String())
+		tbl := table(t, admin)
+		conns := []*pgx.Conn{connect(t, dsn), connect(t, dsn)}
+		w, err := p.Watch(&Boundary{Lane: 1, Index: 1, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 2)
+		for i, c := range conns {
+			go func() {
+				rows := pgx.CopyFromRows([][]any{{fmt.Sprint(i, "a"), 1}, {fmt.Sprint(i, "b"), 2}})
+				_, err := c.CopyFrom(context.Background(), pgx.Identifier{tbl}, []string{"k", "n"}, rows)
+				done <- err
+			}()
+		}
+		heldOrFail(t, w, make(chan error), fmt.Sprintf("after %v", after))
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the worker not held: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			w.Cut()
+			t.Fatal("the worker not held did not finish while the other was held")
+		}
+		w.Release()
+		if err := <-done; err != nil {
+			t.Fatalf("the held worker, let go: %v", err)
+		}
+		w.Stop()
+		if n := count(t, admin, tbl); n != 4 {
+			t.Errorf("%d rows after both copies, want 4", n)
+		}
+	}
+}
