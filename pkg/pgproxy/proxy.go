@@ -36,10 +36,10 @@ type Proxy struct {
 	watch  *Watch
 	nextID int
 	closed bool
+	// broken is why the proxy first ended a connection itself.
+	broken error
 	// tlsRefused counts the connections that asked for TLS.
 	tlsRefused atomic.Int64
-	// broken is why the first connection the proxy ended ended.
-	broken error
 	wg         sync.WaitGroup
 }
 
