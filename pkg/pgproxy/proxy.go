@@ -4,8 +4,10 @@
 // delivery is being watched it counts the delivery's statements, keeps
 // their trace, and can hold a connection exactly at a statement boundary
 // — before statement k reaches the database, or after its answer and
-// before the consumer sees it — so that the consumer can be killed, or
-// another worker let run, at that point and no other.
+// before the consumer sees it, with the database as the consumer would
+// find it then (an autocommitted statement committed) — so that the
+// consumer can be killed, or another worker let run, at that point and
+// no other.
 //
 // Authentication passes through untouched (trust, md5, SCRAM); a request
 // for TLS is answered "no", so the consumer connects in plain TCP;
@@ -564,7 +566,6 @@ type Statement struct {
 	start      time.Time
 	mu         *sync.Mutex // its connection's, which guards Answer and Took
 	holdAnswer bool        // hold the answer: the boundary after it is faulted
-	flushAfter bool        // set with holdAnswer by the watch; the relay settles where
 	hold       *hold
 	execs      int           // Executes of its portal sent so far (client side)
 	settled    chan struct{} // closed once atReady is known

@@ -182,7 +182,6 @@ func (w *Watch) sent(c *conn, st *Statement, flush func() error) bool {
 		st.hold = w.h
 		if w.at.After {
 			st.holdAnswer = true
-			st.flushAfter = true
 		}
 	}
 	w.mu.Unlock()
