@@ -17,15 +17,16 @@ type flaw string
 
 const (
 	flawSafe               flaw = ""
-	flawNone               flaw = "none"                 // no dedup at all
-	flawCheckThenAct       flaw = "check-then-act"       // marker looked up outside the transaction, its key not relied on
-	flawAckBeforeCommit    flaw = "ack-before-commit"    // answers 202, then does the work
-	flawMarkerAfterEffect  flaw = "marker-after-effect"  // payment and marker in two transactions
-	flawExternalWithoutKey flaw = "external-without-key" // calls the provider with no idempotency key
-	flawCommitBeforeWork   flaw = "commit-before-work"   // Kafka: commits a polled batch's offsets, then does the work
+	flawNone               flaw = "none"                    // no dedup at all
+	flawCheckThenAct       flaw = "check-then-act"          // marker looked up outside the transaction, its key not relied on
+	flawAckBeforeCommit    flaw = "ack-before-commit"       // answers 202, then does the work
+	flawMarkerAfterEffect  flaw = "marker-after-effect"     // payment and marker in two transactions
+	flawMarkerAfterAuto    flaw = "marker-after-autocommit" // payment and marker as two statements, each its own transaction
+	flawExternalWithoutKey flaw = "external-without-key"    // calls the provider with no idempotency key
+	flawCommitBeforeWork   flaw = "commit-before-work"      // Kafka: commits a polled batch's offsets, then does the work
 )
 
-var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawExternalWithoutKey, flawCommitBeforeWork}
+var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawMarkerAfterAuto, flawExternalWithoutKey, flawCommitBeforeWork}
 
 func parseFlaw(s string) (flaw, error) {
 	if s == "" || s == "safe" {
@@ -36,7 +37,7 @@ func parseFlaw(s string) (flaw, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, external-without-key, commit-before-work", s)
+	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, marker-after-autocommit, external-without-key, commit-before-work", s)
 }
 
 func (f flaw) String() string {
@@ -102,6 +103,18 @@ func (c *consumer) processAs(ctx context.Context, ev event, f flaw) (result, err
 		}
 		// Window: the payment is committed, the marker not yet; a crash
 		// here and the redelivery pays again.
+		if err := c.window(); err != nil {
+			return result{}, err
+		}
+		return result{Outcome: "processed", PaymentID: id}, c.store.commitMarker(ctx, ev)
+	case flawMarkerAfterAuto:
+		// No BEGIN: each statement commits as it is answered, as
+		// pool.Exec and many ORMs run them.
+		id, err := c.store.insertPaymentAlone(ctx, ev, charge)
+		if err != nil {
+			return result{}, err
+		}
+		// Window: between the two statements, the payment committed.
 		if err := c.window(); err != nil {
 			return result{}, err
 		}

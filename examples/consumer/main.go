@@ -57,7 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.listen, "listen", "", "serve HTTP on this address, e.g. 127.0.0.1:8080")
 	fs.BoolVar(&c.exec, "exec", false, "process one event (a structured CloudEvent) from stdin and exit: 0 acked, 65 conflict, 66 rejected")
 	fs.StringVar(&c.db, "db", "", "a SQLite file path (or sqlite:PATH), or postgres://… (search_path=SCHEMA selects, and creates, a schema)")
-	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | external-without-key | commit-before-work (--kafka only) (empty: safe)")
+	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | marker-after-autocommit | external-without-key | commit-before-work (--kafka only) (empty: safe)")
 	fs.DurationVar(&c.work, "work", 0, "simulated downstream latency, spent inside each flaw's window")
 	fs.StringVar(&c.secretEnv, "secret-env", "", "environment variable holding the Standard Webhooks secret (whsec_<base64> or raw) to verify signatures with")
 	fs.StringVar(&c.idHeader, "id-header", "Idempotency-Key", "raw mode: the header carrying the event id")

@@ -32,11 +32,14 @@ func TestStatementFaults(t *testing.T) {
 		{"safe", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "1", ""},
 		// The kills land at the same statement on every run: twice in a row.
 		{"marker-after-effect", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1, "2", ""},
+		// No BEGIN: held after the payment's statement, the payment is
+		// committed, as the consumer saw it, and the kill there pays twice.
+		{"marker-after-autocommit", []string{"first in schedule 7 (killed after statement 3 (INSERT INTO payments", "invariant duplicate-effect broken: key O-30 has 2 rows", "3. INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1… → INSERT 0 1 ✂ killed here, before the consumer saw the answer"}, 1, "2", ""},
 		// The race is lost where a worker is held after its lookup; an
 		// unforced schedule may lose it too, on a loaded machine.
 		{"check-then-act", []string{"raced at every statement boundary: FAIL: failed in ", " schedules; first in schedule ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1, "1", ""},
 		{"safe", []string{"charged once: 1 delivery: 1 acked; 1 effect row in provider_charges (13 schedules)"}, 0, "1", "statements-provider.yaml"},
-		{"external-without-key", []string{"first in schedule 6 (killed before statement 3 (begin))", "invariant duplicate-effect broken: key O-41 has 2 rows in provider_charges"}, 1, "1", "statements-provider.yaml"},
+		{"external-without-key", []string{"first in schedule 5 (killed after statement 2 (INSERT INTO provider_charges", "invariant duplicate-effect broken: key O-41 has 2 rows in provider_charges"}, 1, "1", "statements-provider.yaml"},
 	}
 	var runs []invocation
 	for i, tt := range tests {

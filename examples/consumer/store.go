@@ -200,7 +200,13 @@ func (s *store) commitMarker(ctx context.Context, ev event) error {
 	return nil
 }
 
-func insertPayment(ctx context.Context, tx *sql.Tx, ev event, charge int64) (int64, error) {
+// insertPaymentAlone writes the payment in a statement of its own, no
+// transaction around it (marker-after-autocommit's first statement).
+func (s *store) insertPaymentAlone(ctx context.Context, ev event, charge int64) (int64, error) {
+	return insertPayment(ctx, s.db, ev, charge)
+}
+
+func insertPayment(ctx context.Context, tx querier, ev event, charge int64) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1, $2, $3, $4) RETURNING id`,
 		ev.orderID, ev.id, ev.amount, charge).Scan(&id)

@@ -250,6 +250,13 @@ func (s *Session) deliver(ctx context.Context, ev Event, kill <-chan struct{}) A
 
 // harnessError says why an answer ends the run, or returns nil.
 func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
+	if s.proxy != nil {
+		// The proxy ended a connection of the consumer's: what the
+		// consumer answered then says nothing of its code.
+		if err := s.proxy.Err(); err != nil {
+			return err
+		}
+	}
 	if s.proc != nil {
 		if a.Err != nil && !a.Killed && !a.TimedOut && s.t.HTTP != nil && s.dying() {
 			// The consumer is on its way out: give its exit the time

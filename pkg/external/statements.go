@@ -89,14 +89,18 @@ func boundary(c *scenario.Crash, h *runner.Boundary) *pgproxy.Boundary {
 }
 
 // killBoundaries are the boundaries of a recorded delivery's statements,
-// in order, each a kill.
+// in order, each a kill — but those inside a query of several
+// statements, which the server runs in one go.
 func killBoundaries(trace []pgproxy.Statement) []runner.Boundary {
 	var out []runner.Boundary
 	for _, st := range trace {
 		text := shortStatement(st.Text)
-		out = append(out,
-			runner.Boundary{Index: st.Index, Name: fmt.Sprintf("killed before statement %d (%s)", st.Index, text)},
-			runner.Boundary{Index: st.Index, After: true, Name: fmt.Sprintf("killed after statement %d (%s)", st.Index, text)})
+		if st.Holdable(false) {
+			out = append(out, runner.Boundary{Index: st.Index, Name: fmt.Sprintf("killed before statement %d (%s)", st.Index, text)})
+		}
+		if st.Holdable(true) {
+			out = append(out, runner.Boundary{Index: st.Index, After: true, Name: fmt.Sprintf("killed after statement %d (%s)", st.Index, text)})
+		}
 	}
 	return out
 }
@@ -116,6 +120,9 @@ func raceBoundaries(trace []pgproxy.Statement) []runner.Boundary {
 			}
 			text := shortStatement(st.Text)
 			for _, after := range []bool{false, true} {
+				if !st.Holdable(after) {
+					continue
+				}
 				where := "before"
 				if after {
 					where = "after"
@@ -311,6 +318,9 @@ func traceLines(trace []pgproxy.Statement) []string {
 	lines := make([]string, len(trace))
 	for i, t := range trace {
 		lines[i] = shortStatement(t.Text) + " → " + t.Answer
+		if t.Parts > 0 {
+			lines[i] += fmt.Sprintf(" (statement %d of %d of one query: only before its first and after its last can a boundary be held)", t.Part, t.Parts)
+		}
 	}
 	return lines
 }

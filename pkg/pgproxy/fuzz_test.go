@@ -3,13 +3,16 @@ package pgproxy
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
 // FuzzWire feeds the proxy's readers and parsers what a client or a
 // server might send: a startup packet, then messages. Nothing may panic,
-// and every message read must be the bytes it came as.
+// every message read must be the bytes it came as, and a query's
+// statements are each a part of it, none blank.
 func FuzzWire(f *testing.F) {
 	msg := func(typ byte, body string) []byte {
 		b := []byte{typ, 0, 0, 0, 0}
@@ -39,6 +42,9 @@ func FuzzWire(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f})
 	f.Add([]byte{0, 0, 0, 3})
 	f.Add(append(start, 'Q', 0xff, 0xff, 0xff, 0xff))
+	f.Add(append(start, 'Q', 0x10, 0, 0, 0))
+	f.Add(append(start, msg('Q', "BEGIN; INSERT INTO t VALUES ('a;b', $$;$$, E'\\';'); /* ; /* ; */ */ COMMIT;\x00")...))
+	f.Add(append(start, msg('Q', "/* app='x' */ INSERT INTO t VALUES (1); -- ;\nSELECT $t$ $$ ; $t$\x00")...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		if _, err := readStartup(r); err != nil {
@@ -49,7 +55,8 @@ func FuzzWire(f *testing.F) {
 			before := r.Len()
 			m, err := readMessage(r, buf)
 			if err != nil {
-				if err != io.EOF && err != io.ErrUnexpectedEOF && err != errFraming {
+				var big *tooLarge
+				if err != io.EOF && err != io.ErrUnexpectedEOF && err != errFraming && !errors.As(err, &big) {
 					t.Fatalf("unexpected error %v", err)
 				}
 				return
@@ -69,6 +76,15 @@ func FuzzWire(f *testing.F) {
 			Words(string(m.body()))
 			Matches(string(m.body()), "insert into")
 			Blank(string(m.body()))
+			text := queryText(m)
+			for _, part := range splitStatements(text) {
+				if Blank(part) || !strings.Contains(text, part) {
+					t.Fatalf("statement %q of %q is blank or not in it", part, text)
+				}
+			}
+			if rest := skipComments(text); !strings.HasSuffix(text, rest) {
+				t.Fatalf("skipComments(%q) = %q, not its end", text, rest)
+			}
 			buf = m.raw[:0]
 		}
 	})

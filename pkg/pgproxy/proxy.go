@@ -4,8 +4,10 @@
 // delivery is being watched it counts the delivery's statements, keeps
 // their trace, and can hold a connection exactly at a statement boundary
 // — before statement k reaches the database, or after its answer and
-// before the consumer sees it — so that the consumer can be killed, or
-// another worker let run, at that point and no other.
+// before the consumer sees it, with the database as the consumer would
+// find it then (an autocommitted statement committed) — so that the
+// consumer can be killed, or another worker let run, at that point and
+// no other.
 //
 // Authentication passes through untouched (trust, md5, SCRAM); a request
 // for TLS is answered "no", so the consumer connects in plain TCP;
@@ -36,6 +38,8 @@ type Proxy struct {
 	watch  *Watch
 	nextID int
 	closed bool
+	// broken is why the proxy first ended a connection itself.
+	broken error
 	// tlsRefused counts the connections that asked for TLS.
 	tlsRefused atomic.Int64
 	wg         sync.WaitGroup
@@ -64,6 +68,22 @@ func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
 
 // TLSRefused reports how many connections asked for TLS and were told no.
 func (p *Proxy) TLSRefused() int64 { return p.tlsRefused.Load() }
+
+// Err is why the proxy ended a connection, the first time it did: a
+// message that broke the wire protocol, or too large to read whole.
+func (p *Proxy) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.broken
+}
+
+func (p *Proxy) broke(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.broken == nil {
+		p.broken = err
+	}
+}
 
 // Close stops listening and ends every connection.
 func (p *Proxy) Close() error {
@@ -217,28 +237,45 @@ func (c *conn) fromClient() {
 	r := bufio.NewReaderSize(c.client, 32<<10)
 	w := bufio.NewWriterSize(c.server, 32<<10)
 	var buf []byte
+	// gate is the statement whose answer is held, until its hold ends:
+	// what the client sends meanwhile waits if it would run anything.
+	var gate *Statement
 	for {
-		m, err := readMessage(r, buf)
+		m, err := c.read(r, w, buf, streamsFromClient)
 		if err != nil {
 			return
 		}
+		if m.raw == nil {
+			continue
+		}
 		buf = m.raw[:0]
+		if gate != nil {
+			pass, ok := gate.admit(m.typ, w)
+			if !ok {
+				return
+			}
+			if !pass {
+				gate = nil
+			}
+		}
 		// A statement is counted, and held before, at the message that
 		// starts its execution: a simple Query, or a Bind — where the
 		// server takes the snapshot a SELECT reads, so that holding the
 		// Execute alone would let it read the past.
-		var st, executed *Statement
+		var sts []*Statement
+		var executed *Statement
 		switch m.typ {
 		case 'Q':
-			st = &Statement{Text: queryText(m), simple: true}
+			sts = queryStatements(queryText(m))
 		case 'P':
 			if name, text, ok := parseMsg(m); ok {
 				c.stmts[name] = text
 			}
 		case 'B':
 			if portal, stmt, ok := bindMsg(m); ok {
-				st = &Statement{Text: c.stmts[stmt]}
+				st := &Statement{Text: c.stmts[stmt]}
 				c.portals[portal] = st
+				sts = []*Statement{st}
 			}
 		case 'E':
 			if portal, ok := executeMsg(m); ok {
@@ -253,36 +290,119 @@ func (c *conn) fromClient() {
 				}
 			}
 		}
-		if st != nil {
+		for _, st := range sts {
 			if !c.send(st, w) {
 				return
 			}
 		}
+		if m.typ == 'Q' {
+			// Only the last statement of a query can be held after: the
+			// server answers at once for all of them.
+			if n := len(sts); n > 0 {
+				executed = sts[n-1]
+			}
+		}
+		if executed != nil {
+			gated := false
+			c.mu.Lock()
+			executed.execs++
+			if executed.execs > 1 && !executed.simple {
+				// A suspended portal run on: its next answer is its own,
+				// not the next statement's.
+				c.pending = append(c.pending, executed)
+			}
+			if executed.holdAnswer && executed.settled == nil {
+				// Before the server can answer, so that it finds where
+				// to hold.
+				executed.settled = make(chan struct{})
+				gate, gated = executed, true
+			}
+			c.mu.Unlock()
+			if gated && executed.simple {
+				gate.settle(true)
+			}
+		}
 		if _, err := w.Write(m.raw); err != nil {
 			return
-		}
-		if st != nil && st.simple {
-			executed = st
-		}
-		if executed != nil && executed.flushAfter {
-			// The answer is to be held: make the server send it now,
-			// and send nothing more until the hold is lifted.
-			executed.flushAfter = false
-			if _, err := w.Write(flushMsg); err != nil {
-				return
-			}
-			if err := w.Flush(); err != nil {
-				return
-			}
-			if !executed.waitRelease() {
-				return
-			}
 		}
 		if r.Buffered() == 0 {
 			if err := w.Flush(); err != nil {
 				return
 			}
 		}
+	}
+}
+
+// admit decides, while st's answer is held, whether the client's next
+// message of type typ goes on now (true) or waited for the hold to end
+// (false, after the wait). COPY data always goes on: the statement
+// itself needs it. In the extended protocol, where the answer is held
+// is settled here: at the ReadyForQuery if a Sync comes before anything
+// else runs — an autocommitted statement is committed then, as the
+// consumer would find it — or at the answer itself if the client asks
+// for it first (Flush) or sends another statement (a pipeline). It
+// returns ok false when the connection is to end.
+func (st *Statement) admit(typ byte, w *bufio.Writer) (pass, ok bool) {
+	if typ == 'd' || typ == 'c' || typ == 'f' {
+		return true, true
+	}
+	atReady, settled := st.settledAt()
+	switch {
+	case !settled && typ == 'S':
+		st.settle(true)
+		return true, true
+	case !settled && typ == 'H':
+		st.settle(false)
+		return true, true
+	case !settled && (typ == 'P' || typ == 'D' || typ == 'C'):
+		// They prepare, describe or close: nothing runs.
+		return true, true
+	case !settled:
+		st.settle(false)
+		if _, err := w.Write(flushMsg); err != nil {
+			return false, false
+		}
+	case atReady && (typ == 'S' || typ == 'H' || typ == 'P' || typ == 'D' || typ == 'C'):
+		return true, true
+	}
+	if err := w.Flush(); err != nil {
+		return false, false
+	}
+	return false, st.waitRelease()
+}
+
+// settle says where a held answer is held: at the ReadyForQuery, or at
+// the answer.
+func (st *Statement) settle(atReady bool) {
+	st.atReady = atReady
+	close(st.settled)
+}
+
+// settledAt is where the answer is held, once settled.
+func (st *Statement) settledAt() (atReady, settled bool) {
+	select {
+	case <-st.settled:
+		return st.atReady, true
+	default:
+		return false, false
+	}
+}
+
+// holdsAtReady waits until the client side settled where st's answer is
+// held: true at the ReadyForQuery. ok is false when the hold ended first
+// (cut: the connection is to end).
+func (st *Statement) holdsAtReady() (atReady, ok bool) {
+	st.lock()
+	settled := st.settled
+	st.unlock()
+	if st.hold == nil || settled == nil {
+		return false, true
+	}
+	select {
+	case <-settled:
+		return st.atReady, true
+	case <-st.hold.done:
+		return false, st.hold.ok
 	}
 }
 
@@ -309,10 +429,16 @@ func (c *conn) fromServer() {
 	r := bufio.NewReaderSize(c.server, 32<<10)
 	w := bufio.NewWriterSize(c.client, 32<<10)
 	var buf []byte
+	// atReady is the statement whose answer is held at the next
+	// ReadyForQuery: its effect committed if it autocommits.
+	var atReady *Statement
 	for {
-		m, err := readMessage(r, buf)
+		m, err := c.read(r, w, buf, streamsFromServer)
 		if err != nil {
 			return
+		}
+		if m.raw == nil {
+			continue
 		}
 		buf = m.raw[:0]
 		var done *Statement
@@ -332,6 +458,18 @@ func (c *conn) fromServer() {
 			done = c.answer("ERROR "+code, true)
 		case 'Z':
 			done = c.ready()
+			if atReady != nil {
+				done, atReady = atReady, nil
+			}
+		}
+		if done != nil && done.holdAnswer {
+			ready, ok := done.holdsAtReady()
+			if !ok {
+				return
+			}
+			if ready && m.typ != 'Z' {
+				atReady, done = done, nil
+			}
 		}
 		if done != nil && done.holdAnswer {
 			// The statement ran and its answer is here: the client does
@@ -355,9 +493,10 @@ func (c *conn) fromServer() {
 	}
 }
 
-// answer gives the first statement still waiting its answer. A simple
-// query's answer is complete only at ReadyForQuery (it may hold several
-// statements); an error ends every extended statement up to the Sync.
+// answer gives the first statement still waiting its answer. The last
+// statement of a simple query is complete only at ReadyForQuery; an
+// error ends every extended statement up to the Sync, and the rest of a
+// simple query.
 func (c *conn) answer(tag string, isErr bool) *Statement {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -365,7 +504,7 @@ func (c *conn) answer(tag string, isErr bool) *Statement {
 		return nil
 	}
 	st := c.pending[0]
-	if st.simple {
+	if st.simple && st.Part == st.Parts {
 		if st.Answer == "" || isErr {
 			st.Answer = tag
 		}
@@ -376,8 +515,8 @@ func (c *conn) answer(tag string, isErr bool) *Statement {
 	return st
 }
 
-// ready ends a simple query at ReadyForQuery, and any extended statement
-// an error before it skipped.
+// ready ends a simple query at ReadyForQuery, and any statement an error
+// before it skipped.
 func (c *conn) ready() *Statement {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -385,15 +524,21 @@ func (c *conn) ready() *Statement {
 	for len(c.pending) > 0 {
 		st := c.pending[0]
 		c.pending = c.pending[1:]
-		if st.simple {
-			if st.Answer == "" {
-				st.Answer = "EMPTY"
-			}
+		if st.simple && st.Part == st.Parts && st.Answer != "" {
 			st.finish(st.Answer)
 			done = st
 			break
 		}
+		if st.simple && st.Part == st.Parts && st.Part <= 1 {
+			st.finish("EMPTY")
+			done = st
+			break
+		}
 		st.finish("not run (an earlier error)")
+		if st.simple && st.Part == st.Parts {
+			done = st
+			break
+		}
 	}
 	return done
 }
@@ -412,12 +557,45 @@ type Statement struct {
 	// Took is how long the server took to answer.
 	Took time.Duration
 
+	// Part is its place in a simple Query of several statements, and
+	// Parts their count (0 for a statement sent alone): the server runs
+	// them in one go, so no boundary can be held between two of them.
+	Part, Parts int
+
 	simple     bool
 	start      time.Time
 	mu         *sync.Mutex // its connection's, which guards Answer and Took
 	holdAnswer bool        // hold the answer: the boundary after it is faulted
-	flushAfter bool        // extended protocol: flush it and send nothing more until release
 	hold       *hold
+	execs      int           // Executes of its portal sent so far (client side)
+	settled    chan struct{} // closed once atReady is known
+	atReady    bool          // the answer is held at the ReadyForQuery after it
+}
+
+// Holdable reports whether a boundary before (after false) or after it
+// can be held: not inside a multi-statement query.
+func (st Statement) Holdable(after bool) bool {
+	if st.Parts == 0 {
+		return true
+	}
+	if after {
+		return st.Part == st.Parts
+	}
+	return st.Part == 1
+}
+
+// queryStatements are the statements of a simple Query, each counted
+// on its own: the server completes each with its own answer.
+func queryStatements(text string) []*Statement {
+	parts := splitStatements(text)
+	if len(parts) <= 1 {
+		return []*Statement{{Text: text, simple: true}}
+	}
+	out := make([]*Statement, len(parts))
+	for i, p := range parts {
+		out[i] = &Statement{Text: p, simple: true, Part: i + 1, Parts: len(parts)}
+	}
+	return out
 }
 
 func (st *Statement) lock() {
@@ -457,25 +635,29 @@ func (st *Statement) waitRelease() bool {
 // database/sql sends when it reuses a connection idle for a second, or
 // not, as timing has it. The proxy relays it but does not count it as a
 // delivery's statement: a boundary must not move with the clock.
-func Blank(text string) bool {
-	s := text
+func Blank(text string) bool { return skipComments(text) == "" }
+
+// skipComments is a statement past its leading comments, spaces and
+// semicolons: where its first word is. An unterminated comment leaves
+// nothing.
+func skipComments(s string) string {
 	for {
 		s = strings.TrimLeft(s, " \t\r\n;")
 		switch {
 		case strings.HasPrefix(s, "--"):
 			i := strings.IndexByte(s, '\n')
 			if i < 0 {
-				return true
+				return ""
 			}
 			s = s[i+1:]
 		case strings.HasPrefix(s, "/*"):
-			i := strings.Index(s[2:], "*/")
-			if i < 0 {
-				return true
+			i := skipComment(s, 0)
+			if i >= len(s) && !strings.HasSuffix(s, "*/") {
+				return ""
 			}
-			s = s[2+i+2:]
+			s = s[i:]
 		default:
-			return s == ""
+			return s
 		}
 	}
 }
@@ -487,9 +669,10 @@ func Words(s string) string {
 }
 
 // Matches reports whether a statement begins with the given words (case
-// and spacing ignored, whole words).
+// and spacing ignored, whole words), past any leading comment — such as
+// the one sqlcommenter puts before each statement.
 func Matches(text, words string) bool {
-	t, w := Words(text), Words(words)
+	t, w := Words(skipComments(text)), Words(words)
 	if w == "" {
 		return false
 	}

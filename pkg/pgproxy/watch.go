@@ -182,7 +182,6 @@ func (w *Watch) sent(c *conn, st *Statement, flush func() error) bool {
 		st.hold = w.h
 		if w.at.After {
 			st.holdAnswer = true
-			st.flushAfter = true
 		}
 	}
 	w.mu.Unlock()
@@ -199,9 +198,12 @@ func (w *Watch) sent(c *conn, st *Statement, flush func() error) bool {
 func (w *Watch) matches(st *Statement) bool { return w.at.Names(*st) }
 
 // Names reports whether the boundary is at st: the statement its words
-// begin, or its place in the delivery or in its lane.
+// begin, or its place in the delivery or in its lane — never where it
+// cannot be held, inside a multi-statement query.
 func (b Boundary) Names(st Statement) bool {
 	switch {
+	case !st.Holdable(b.After):
+		return false
 	case b.Words != "":
 		return Matches(st.Text, b.Words)
 	case b.Lane > 0:

@@ -116,6 +116,11 @@ func sweepPlan(ctx context.Context, s *scenario.Scenario, k Kind, plans [][]sche
 	bs := res.Checks[i].boundaries
 	if len(bs) > maxBoundaries {
 		st := s.Checks[i].Steps[step-1]
+		if st.Concurrent > 0 {
+			// A race is held at every boundary, and crash: {before: …}
+			// is not offered on a concurrent step.
+			return nil, problem.Invalid(st.Pos, "the step's %d concurrent deliveries ran %d statements, and each of their %d boundaries would be tried, at most %d: make the step smaller, with fewer concurrent deliveries (concurrent: 2 is the race of two) or a consumer that runs fewer statements a delivery", st.Concurrent, len(bs)/2, len(bs), maxBoundaries)
+		}
 		return nil, problem.Invalid(st.Pos, "the step's deliveries ran %d statements, and each of their %d boundaries would be tried, at most %d: make the step smaller, or name the statements to crash at with crash: {before: …} or {after: …}", len(bs)/2, len(bs), maxBoundaries)
 	}
 	plan := []schedule{{steps: []int{step}, holds: []Hold{{}}}}

@@ -743,7 +743,8 @@ func KeyOfField(f string) bool {
 
 // crash reads `crash: {after: D}`, `crash: random`, `crash: sweep`,
 // `crash: statements`, or `crash: {before: WORDS}` / `{after: WORDS}` (a
-// statement's leading words; an after that reads as a duration is one).
+// statement's leading words; an after that reads as a duration is one,
+// a before that does is refused).
 func (l *loader) crash(n *yaml.Node) *Crash {
 	c := &Crash{Pos: l.pos(n)}
 	if n.Kind == yaml.MappingNode {
@@ -768,7 +769,16 @@ func (l *loader) crash(n *yaml.Node) *Crash {
 				}
 				c.Kind, c.AfterStatement, c.Words = CrashStatement, true, words(v, "crash after")
 			}},
-			{"before", func(k, v *yaml.Node) { seen++; c.Kind, c.Words = CrashStatement, words(v, "crash before") }},
+			{"before", func(k, v *yaml.Node) {
+				seen++
+				if v.Kind == yaml.ScalarNode && looksLikeDuration(v.Value) {
+					// No statement begins with a number: this is a time,
+					// and a kill comes a time after a delivery, not before.
+					l.errorf(v, "crash before takes a statement's leading words, such as \"INSERT INTO payments\", not a duration (%s): to kill the consumer a time after the delivery was sent, write crash: {after: %s}", strings.TrimSpace(v.Value), strings.TrimSpace(v.Value))
+					return
+				}
+				c.Kind, c.Words = CrashStatement, words(v, "crash before")
+			}},
 		})
 		switch seen {
 		case 0:
