@@ -140,6 +140,7 @@ type conn struct {
 	// pending are the statements sent to the server and not yet
 	// answered, in order.
 	pending []*Statement
+	tx      txState
 }
 
 func (c *conn) close() {
@@ -237,7 +238,7 @@ func (c *conn) fromClient() {
 			}
 		case 'B':
 			if portal, stmt, ok := bindMsg(m); ok {
-				st = &Statement{Text: c.stmts[stmt]}
+				st = &Statement{Text: c.stmts[stmt], values: c.watchedValues(m)}
 				c.portals[portal] = st
 			}
 		case 'E':
@@ -291,7 +292,7 @@ func (c *conn) fromClient() {
 // returns false when the connection is to end.
 func (c *conn) send(st *Statement, w *bufio.Writer) bool {
 	st.Conn, st.mu = c.id, &c.mu
-	if wt := c.p.current(); wt != nil && !Blank(st.Text) {
+	if wt := c.track(st); wt != nil {
 		if !wt.sent(c, st, func() error { return w.Flush() }) {
 			return false
 		}
@@ -331,7 +332,7 @@ func (c *conn) fromServer() {
 			code, _ := errorCode(m)
 			done = c.answer("ERROR "+code, true)
 		case 'Z':
-			done = c.ready()
+			done = c.ready(readyStatus(m))
 		}
 		if done != nil && done.holdAnswer {
 			// The statement ran and its answer is here: the client does
@@ -378,10 +379,11 @@ func (c *conn) answer(tag string, isErr bool) *Statement {
 
 // ready ends a simple query at ReadyForQuery, and any extended statement
 // an error before it skipped.
-func (c *conn) ready() *Statement {
+func (c *conn) ready(status byte) *Statement {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var done *Statement
+	defer c.settleTx(status)
 	for len(c.pending) > 0 {
 		st := c.pending[0]
 		c.pending = c.pending[1:]
@@ -418,6 +420,9 @@ type Statement struct {
 	holdAnswer bool        // hold the answer: the boundary after it is faulted
 	flushAfter bool        // extended protocol: flush it and send nothing more until release
 	hold       *hold
+	values     [][]byte // bound values, kept while a watch looks for marks
+	loose      bool     // autocommitted: sent outside any transaction
+	carries    bool     // its text or values carry a mark of the delivery
 }
 
 func (st *Statement) lock() {
