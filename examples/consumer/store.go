@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
@@ -94,6 +96,31 @@ func openSQLite(ctx context.Context, path string) (*store, error) {
 }
 
 func (s *store) close() { s.db.Close() }
+
+// poll is a background job on the consumer's own pool, as many services
+// run one (a lease renewed, a queue polled): an UPDATE of the locks table
+// every interval, autocommitted, carrying no event's id. It stops when
+// the returned function is called.
+func (s *store) poll(every time.Duration, log io.Writer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if _, err := s.db.ExecContext(ctx, `UPDATE locks SET beat = beat + 1 WHERE name = 'poller'`); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(log, "consumer: poller:", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
 
 func (s *store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)

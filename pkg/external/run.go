@@ -440,10 +440,12 @@ func (sys *system) Describe(fr *runner.FileResult) {
 func (sys *system) Advance(time.Duration) {}
 
 // Settle waits for a broker target's consumer to take what was published,
-// and adds what the broker redelivered meanwhile to c.
+// and adds what the broker redelivered meanwhile to c; with the database
+// proxy, until every connection of the consumer is idle outside a
+// transaction.
 func (sys *system) Settle(ctx context.Context, c *consumer.Counters) error {
 	if !sys.sess.t.Broker() {
-		return nil
+		return tailed(sys.sess.quiet(ctx))
 	}
 	if err := sys.sess.drain(ctx, &sys.broker); err != nil {
 		return tailed(err)
@@ -677,6 +679,9 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 		sys.acked[ev.ID] = true
 	}
 	if seen && (a.Kind == Conflict || acked) {
+		if err := sys.sess.quiet(ctx); err != nil {
+			return a, err
+		}
 		after, err := sys.sess.db.Rows(ctx, &key)
 		if err != nil {
 			return a, err
