@@ -59,7 +59,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.listen, "listen", "", "serve HTTP on this address, e.g. 127.0.0.1:8080")
 	fs.BoolVar(&c.exec, "exec", false, "process one event (a structured CloudEvent) from stdin and exit: 0 acked, 65 conflict, 66 rejected")
 	fs.StringVar(&c.db, "db", "", "a SQLite file path (or sqlite:PATH), or postgres://… (search_path=SCHEMA selects, and creates, a schema)")
-	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | external-without-key | commit-before-work (--kafka only) (empty: safe)")
+	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | external-without-key | commit-before-work (--kafka only) | commit-after-answer (empty: safe)")
 	fs.DurationVar(&c.work, "work", 0, "simulated downstream latency, spent inside each flaw's window")
 	fs.StringVar(&c.secretEnv, "secret-env", "", "environment variable holding the Standard Webhooks secret (whsec_<base64> or raw) to verify signatures with")
 	fs.StringVar(&c.idHeader, "id-header", "Idempotency-Key", "raw mode: the header carrying the event id")
@@ -90,8 +90,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 	case c.exec == (c.listen != ""):
 		return c, errors.New("give exactly one of --listen ADDR, --exec, --nats URL, --amqp URL and --kafka BROKERS")
-	case c.exec && c.flaw == flawAckBeforeCommit:
-		return c, errors.New("--flaw ack-before-commit needs --listen: an --exec process that has exited has nothing left to commit")
+	case c.exec && (c.flaw == flawAckBeforeCommit || c.flaw == flawCommitAfterAnswer):
+		return c, fmt.Errorf("--flaw %s needs --listen: an --exec process that has exited has nothing left to commit", string(c.flaw))
 	case c.work < 0:
 		return c, errors.New("--work must not be negative")
 	case c.poll < 0:

@@ -296,3 +296,63 @@ func TestRaceOnOneSharedConnection(t *testing.T) {
 		},
 	}})
 }
+
+// TestAnswerBeforeItsCommit: a consumer that answers from inside its
+// transaction and commits a moment later (--work 300ms between), as a
+// middleware that commits after the response does. With no fault, its
+// payment is there: redeliver reads the effects only once every
+// connection of the consumer is idle outside a transaction. Killed at
+// every statement, the COMMIT each delivery sends after its answer is
+// that delivery's, never the next one's to be killed at.
+func TestAnswerBeforeItsCommit(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	file := filepath.Join(t.TempDir(), "late.yaml")
+	src := `version: 1
+target:
+  http: {url: "http://127.0.0.1:${PORT}/events", timeout: 10s}
+  start:
+    command: ["${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${REDELIVER_DB_URL}", --flaw, commit-after-answer, --work, 300ms]
+    ready: http://127.0.0.1:${PORT}/healthz
+    ready_timeout: 60s
+effects:
+  db: "${PGDB}"
+  proxy: true
+  reset: ["DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"]
+  table: payments
+  key: order_id
+  event: event_id
+  key_of: "{data.orderId}"
+checks:
+  - name: one payment, committed after the answer
+    steps:
+      - deliver: {id: evt-70, source: /orders, type: order.paid, data: {orderId: O-70, amount: 70}}
+    expect:
+      effects: {O-70: 1}
+  - name: two in a row, killed at every statement of the second
+    steps:
+      - deliver: {id: evt-71, source: /orders, type: order.paid, data: {orderId: O-71, amount: 71}}
+      - deliver: {id: evt-72, source: /orders, type: order.paid, data: {orderId: O-72, amount: 72}}
+        crash: statements
+    expect:
+      effects: {O-71: 1, O-72: 1}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := consumerEnv(t, bin, "commit-after-answer")
+	env["PGDB"] = schemaDSN(t, pg, "redeliver_commit_after_answer")
+	withPlainRedeliver(t, env)
+	runConcurrently(t, []invocation{{
+		name: "late",
+		env:  env,
+		args: []string{"run", file},
+		check: func(t *testing.T, o outcome) {
+			if o.exit != 0 || !strings.Contains(o.stdout, "one payment, committed after the answer: 1 delivery: 1 acked; 1 effect row in payments") ||
+				!strings.Contains(o.stdout, "(11 schedules)") {
+				t.Fatalf("want both checks to pass, the second in 11 schedules, got\n%s", o)
+			}
+		},
+	}})
+}

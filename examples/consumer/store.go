@@ -204,6 +204,34 @@ func (s *store) commit(ctx context.Context, ev event, charge int64, guarded bool
 
 var errAlreadyDone = errors.New("already processed")
 
+// uncommitted writes the marker and the payment in a transaction it
+// leaves open: commit ends it (commit-after-answer). A marker already
+// there rolls it back and answers as the safe consumer does.
+func (s *store) uncommitted(ctx context.Context, ev event, charge int64) (result, func() error, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return result{}, nil, err
+	}
+	var got string
+	err = tx.QueryRowContext(ctx, `INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2)
+		ON CONFLICT (event_id) DO NOTHING RETURNING event_id`, ev.id, ev.payload).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		prev, _, err := markerIn(ctx, tx, ev)
+		tx.Rollback()
+		return prev, func() error { return nil }, err
+	}
+	if err != nil {
+		tx.Rollback()
+		return result{}, nil, fmt.Errorf("insert the marker of %s: %w", ev.id, err)
+	}
+	id, err := insertPayment(ctx, tx, ev, charge)
+	if err != nil {
+		tx.Rollback()
+		return result{}, nil, err
+	}
+	return result{Outcome: "processed", PaymentID: id}, tx.Commit, nil
+}
+
 // commitEffect writes the payment alone (marker-after-effect's first
 // transaction).
 func (s *store) commitEffect(ctx context.Context, ev event, charge int64) (int64, error) {
