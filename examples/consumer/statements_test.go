@@ -183,9 +183,9 @@ func TestStatementFaultsWithAPoller(t *testing.T) {
 		want       []string
 		exit       int
 	}{
-		{"safe", "1", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0},
-		{"safe", "2", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (13 schedules)", "PASS: "}, 0},
-		{"safe", "3", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (13 schedules)", "PASS: "}, 0},
+		{"safe", "1", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments", "(13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0},
+		{"safe", "2", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments", "(13 schedules)", "PASS: "}, 0},
+		{"safe", "3", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments", "(13 schedules)", "PASS: "}, 0},
 		{"marker-after-effect", "1", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here"}, 1},
 		{"check-then-act", "1", []string{"raced at every statement boundary: FAIL: failed in ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1},
 	}

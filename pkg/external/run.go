@@ -49,6 +49,9 @@ type Session struct {
 	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL}.
 	proxy *pgproxy.Proxy
 	dbURL string
+	// apart is how many statements of no delivery the last watched
+	// delivery let through.
+	apart int
 }
 
 // Open connects to the effects database, starts the consumer (when the
@@ -788,7 +791,11 @@ func summary(history []invariant.Record, c consumer.Counters, caught []string, w
 		tallies = append(tallies, words.Tally{N: counts[consumer.Outcome(k)], Word: string(k)})
 	}
 	tallies = append(tallies, words.Tally{N: c.Crashed, Said: words.Crashes(c.Interrupted())})
-	return words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row")+" "+where, caught)
+	line := words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row")+" "+where, caught)
+	if c.Apart > 0 {
+		line += "; " + words.Count(int64(c.Apart), "statement") + " of no delivery let through, never crashed at"
+	}
+	return line
 }
 
 func contains(xs []string, s string) bool {

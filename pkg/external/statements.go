@@ -77,6 +77,7 @@ func (s *Session) watchedMarked(ctx context.Context, ev Event, at *pgproxy.Bound
 	}
 	trace = w.Stop()
 	marked = w.Marked()
+	s.apart = len(w.Others())
 	if reached && s.proc != nil {
 		if err := s.proc.Restart(ctx); err != nil {
 			return a, trace, marked, reached, err
@@ -220,6 +221,7 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 		var err error
 		var a Answer
 		a, trace, marked, reached, err = sys.sess.watchedMarked(ctx, ev, at)
+		c.Rec.Counters().Apart += sys.sess.apart
 		return a, err
 	})
 	if err != nil {
@@ -324,6 +326,7 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 		}
 	}
 	trace := w.Stop()
+	c.Rec.Counters().Apart += len(w.Others())
 	switch {
 	case len(trace) == 0:
 		if err := sys.bypassed(ctx, c, ev, ev.Key, before); err != nil {
