@@ -24,9 +24,10 @@ const (
 	flawMarkerAfterAuto    flaw = "marker-after-autocommit" // payment and marker as two statements, each its own transaction
 	flawExternalWithoutKey flaw = "external-without-key"    // calls the provider with no idempotency key
 	flawCommitBeforeWork   flaw = "commit-before-work"      // Kafka: commits a polled batch's offsets, then does the work
+	flawCommitAfterAnswer  flaw = "commit-after-answer"     // answers from inside its transaction, commits after
 )
 
-var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawMarkerAfterAuto, flawExternalWithoutKey, flawCommitBeforeWork}
+var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawMarkerAfterAuto, flawExternalWithoutKey, flawCommitBeforeWork, flawCommitAfterAnswer}
 
 func parseFlaw(s string) (flaw, error) {
 	if s == "" || s == "safe" {
@@ -37,7 +38,7 @@ func parseFlaw(s string) (flaw, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, marker-after-autocommit, external-without-key, commit-before-work", s)
+	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, marker-after-autocommit, external-without-key, commit-before-work, commit-after-answer", s)
 }
 
 func (f flaw) String() string {
@@ -164,6 +165,10 @@ func (c *consumer) handleEvent(w http.ResponseWriter, r *http.Request) {
 		c.ackThenProcess(w, r.Context(), ev)
 		return
 	}
+	if c.flaw == flawCommitAfterAnswer {
+		c.answerThenCommit(w, r.Context(), ev)
+		return
+	}
 	res, err := c.process(r.Context(), ev)
 	c.reply(w, ev, res, err)
 }
@@ -184,6 +189,40 @@ func (c *consumer) ackThenProcess(w http.ResponseWriter, ctx context.Context, ev
 			c.logf("event %s, acknowledged, then: %v", ev.id, err)
 		}
 	}()
+}
+
+// answerThenCommit is the commit-after-answer flaw, as a middleware that
+// commits once the handler returned does it: the payment and its marker
+// are written in one transaction, the answer goes out, and the
+// transaction commits after (its window between). A crash there loses an
+// acknowledged payment; without one, the payment is there a moment after
+// the answer.
+func (c *consumer) answerThenCommit(w http.ResponseWriter, ctx context.Context, ev event) {
+	if r, found, err := c.store.marker(ctx, ev); err != nil || found {
+		c.reply(w, ev, r, err)
+		return
+	}
+	charge, err := c.store.charge(ctx, chargeKey(ev), ev)
+	if err != nil {
+		c.reply(w, ev, result{}, err)
+		return
+	}
+	res, commit, err := c.store.uncommitted(context.Background(), ev, charge)
+	if err != nil {
+		c.reply(w, ev, result{}, err)
+		return
+	}
+	c.background.Add(1)
+	defer func() {
+		go func() {
+			defer c.background.Done()
+			c.window()
+			if err := commit(); err != nil {
+				c.logf("event %s, answered, then: %v", ev.id, err)
+			}
+		}()
+	}()
+	c.reply(w, ev, res, nil)
 }
 
 func (c *consumer) reply(w http.ResponseWriter, ev event, res result, err error) {

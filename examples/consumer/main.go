@@ -47,6 +47,8 @@ type config struct {
 	secretEnv string
 	idHeader  string
 	broker    brokerConfig
+	poll      time.Duration
+	pool      int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -57,10 +59,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.listen, "listen", "", "serve HTTP on this address, e.g. 127.0.0.1:8080")
 	fs.BoolVar(&c.exec, "exec", false, "process one event (a structured CloudEvent) from stdin and exit: 0 acked, 65 conflict, 66 rejected")
 	fs.StringVar(&c.db, "db", "", "a SQLite file path (or sqlite:PATH), or postgres://… (search_path=SCHEMA selects, and creates, a schema)")
-	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | marker-after-autocommit | external-without-key | commit-before-work (--kafka only) (empty: safe)")
+	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | marker-after-autocommit | external-without-key | commit-before-work (--kafka only) | commit-after-answer (empty: safe)")
 	fs.DurationVar(&c.work, "work", 0, "simulated downstream latency, spent inside each flaw's window")
 	fs.StringVar(&c.secretEnv, "secret-env", "", "environment variable holding the Standard Webhooks secret (whsec_<base64> or raw) to verify signatures with")
 	fs.StringVar(&c.idHeader, "id-header", "Idempotency-Key", "raw mode: the header carrying the event id")
+	fs.DurationVar(&c.poll, "poll", 0, "run a background job on the same connection pool: an UPDATE of the locks table at this interval (0: none)")
+	fs.IntVar(&c.pool, "pool", 0, "the most connections the consumer opens to its database (0: 32 on PostgreSQL, no limit on SQLite)")
 	c.broker.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -86,10 +90,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 	case c.exec == (c.listen != ""):
 		return c, errors.New("give exactly one of --listen ADDR, --exec, --nats URL, --amqp URL and --kafka BROKERS")
-	case c.exec && c.flaw == flawAckBeforeCommit:
-		return c, errors.New("--flaw ack-before-commit needs --listen: an --exec process that has exited has nothing left to commit")
+	case c.exec && (c.flaw == flawAckBeforeCommit || c.flaw == flawCommitAfterAnswer):
+		return c, fmt.Errorf("--flaw %s needs --listen: an --exec process that has exited has nothing left to commit", string(c.flaw))
 	case c.work < 0:
 		return c, errors.New("--work must not be negative")
+	case c.poll < 0:
+		return c, errors.New("--poll must not be negative")
+	case c.pool < 0:
+		return c, errors.New("--pool must not be negative")
 	}
 	return c, nil
 }
@@ -121,6 +129,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitTempFail
 	}
 	defer store.close()
+	if cfg.pool > 0 {
+		store.db.SetMaxOpenConns(cfg.pool)
+		store.db.SetMaxIdleConns(cfg.pool)
+	}
+	if cfg.poll > 0 {
+		stop := store.poll(cfg.poll, stderr)
+		defer stop()
+	}
 	c := &consumer{store: store, flaw: cfg.flaw, window: sleepFor(cfg.work), secret: secret, idHeader: cfg.idHeader, log: stderr}
 
 	if cfg.exec {

@@ -30,3 +30,9 @@ CREATE TABLE IF NOT EXISTS provider_charges (
 CREATE INDEX IF NOT EXISTS payments_order_id ON payments (order_id);
 CREATE INDEX IF NOT EXISTS payments_event_id ON payments (event_id);
 CREATE INDEX IF NOT EXISTS provider_charges_order_id ON provider_charges (order_id);
+-- The background job's row (--poll): not an effect, never judged.
+CREATE TABLE IF NOT EXISTS locks (
+    name TEXT PRIMARY KEY,
+    beat INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO locks (name) VALUES ('poller') ON CONFLICT (name) DO NOTHING;

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -167,4 +168,194 @@ func TestExecStatementFaults(t *testing.T) {
 		})
 	}
 	runConcurrently(t, runs)
+}
+
+// TestStatementFaultsWithAPoller: the consumer runs a background job on
+// its own pool — an UPDATE every 3 ms that belongs to no delivery — while
+// it is killed at every statement of a payment and raced at every
+// boundary. The poller's statements are kept apart, so the boundaries are
+// those of the consumer alone: the safe consumer passes every one on
+// several seeds, and the flaws are caught at the same schedule as without
+// a poller.
+func TestStatementFaultsWithAPoller(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	tests := []struct {
+		flaw, seed string
+		want       []string
+		exit       int
+	}{
+		{"safe", "1", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments", "(13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0},
+		{"safe", "2", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments", "(13 schedules)", "PASS: "}, 0},
+		{"safe", "3", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments", "(13 schedules)", "PASS: "}, 0},
+		{"marker-after-effect", "1", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here"}, 1},
+		{"check-then-act", "1", []string{"raced at every statement boundary: FAIL: failed in ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1},
+	}
+	var runs []invocation
+	for i, tt := range tests {
+		env := consumerEnv(t, bin, tt.flaw)
+		env["POLL"] = "3ms"
+		env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_poller_%d", i))
+		withPlainRedeliver(t, env)
+		runs = append(runs, invocation{
+			name: tt.flaw + "/seed" + tt.seed,
+			env:  env,
+			args: []string{"run", "examples/consumer/statements.yaml", "--seed", tt.seed},
+			check: func(t *testing.T, o outcome) {
+				if o.exit != tt.exit {
+					t.Fatalf("want exit %d, got\n%s", tt.exit, o)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(o.stdout, w) {
+						t.Errorf("stdout lacks %q:\n%s", w, o)
+					}
+				}
+			},
+		})
+	}
+	runConcurrently(t, runs)
+}
+
+// TestStatementsPastTheProxy: a consumer whose DATABASE_URL is not
+// ${REDELIVER_DB_URL} writes straight to PostgreSQL; no statement of its
+// deliveries passes the proxy. Killed "at every statement", raced "at
+// every boundary" or "after its commit", none of which happened: each
+// check fails in one sentence that names the delivery and says so.
+func TestStatementsPastTheProxy(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/statements.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := strings.Replace(string(src), `--db, "${REDELIVER_DB_URL}"`, `--db, "${PGDB}"`, 1)
+	if past == string(src) {
+		t.Fatal("statements.yaml no longer passes ${REDELIVER_DB_URL} as --db")
+	}
+	file := filepath.Join(t.TempDir(), "past.yaml")
+	if err := os.WriteFile(file, []byte(past), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := consumerEnv(t, bin, "safe")
+	env["PGDB"] = schemaDSN(t, pg, "redeliver_past_the_proxy")
+	withPlainRedeliver(t, env)
+	runConcurrently(t, []invocation{{
+		name: "past",
+		env:  env,
+		args: []string{"run", file},
+		check: func(t *testing.T, o outcome) {
+			if o.exit != 1 {
+				t.Fatalf("want exit 1, got\n%s", o)
+			}
+			for _, w := range []string{
+				"killed at every statement boundary of one payment: FAIL: the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-30 changed the effect rows",
+				"killed right after the payment's commit, before it answers: FAIL: the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-31",
+				"two deliveries raced at every statement boundary: FAIL: the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-32",
+				"FAIL: 3 of 3 checks failed",
+			} {
+				if !strings.Contains(o.stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, o)
+				}
+			}
+		},
+	}})
+}
+
+// TestRaceOnOneSharedConnection: a consumer whose deliveries share one
+// connection (a pool of one) under concurrent: 2 and a 2 s timeout. While
+// one worker is held, the other waits for the connection where the
+// database cannot see it wait: the hold ends within half the timeout, so
+// the held delivery still answers in time, and the race passes.
+func TestRaceOnOneSharedConnection(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/statements.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	s = strings.Replace(s, "timeout: 10s", "timeout: 2s", 1)
+	s = strings.Replace(s, `--poll, "${POLL:-0s}"]`, `--poll, "${POLL:-0s}", --pool, "1"]`, 1)
+	race := strings.Index(s, "  - name: two deliveries raced")
+	s = s[:strings.Index(s, "checks:")] + "checks:\n" + s[race:]
+	file := filepath.Join(t.TempDir(), "shared.yaml")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := consumerEnv(t, bin, "safe")
+	env["PGDB"] = schemaDSN(t, pg, "redeliver_shared_connection")
+	withPlainRedeliver(t, env)
+	runConcurrently(t, []invocation{{
+		name: "shared",
+		env:  env,
+		args: []string{"run", file},
+		check: func(t *testing.T, o outcome) {
+			if o.exit != 0 || !strings.Contains(o.stdout, "two deliveries raced at every statement boundary: 2 deliveries: 2 acked") {
+				t.Fatalf("want the race to pass, got\n%s", o)
+			}
+		},
+	}})
+}
+
+// TestAnswerBeforeItsCommit: a consumer that answers from inside its
+// transaction and commits a moment later (--work 300ms between), as a
+// middleware that commits after the response does. With no fault, its
+// payment is there: redeliver reads the effects only once every
+// connection of the consumer is idle outside a transaction. Killed at
+// every statement, the COMMIT each delivery sends after its answer is
+// that delivery's, never the next one's to be killed at.
+func TestAnswerBeforeItsCommit(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	file := filepath.Join(t.TempDir(), "late.yaml")
+	src := `version: 1
+target:
+  http: {url: "http://127.0.0.1:${PORT}/events", timeout: 10s}
+  start:
+    command: ["${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${REDELIVER_DB_URL}", --flaw, commit-after-answer, --work, 300ms]
+    ready: http://127.0.0.1:${PORT}/healthz
+    ready_timeout: 60s
+effects:
+  db: "${PGDB}"
+  proxy: true
+  reset: ["DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"]
+  table: payments
+  key: order_id
+  event: event_id
+  key_of: "{data.orderId}"
+checks:
+  - name: one payment, committed after the answer
+    steps:
+      - deliver: {id: evt-70, source: /orders, type: order.paid, data: {orderId: O-70, amount: 70}}
+    expect:
+      effects: {O-70: 1}
+  - name: two in a row, killed at every statement of the second
+    steps:
+      - deliver: {id: evt-71, source: /orders, type: order.paid, data: {orderId: O-71, amount: 71}}
+      - deliver: {id: evt-72, source: /orders, type: order.paid, data: {orderId: O-72, amount: 72}}
+        crash: statements
+    expect:
+      effects: {O-71: 1, O-72: 1}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := consumerEnv(t, bin, "commit-after-answer")
+	env["PGDB"] = schemaDSN(t, pg, "redeliver_commit_after_answer")
+	withPlainRedeliver(t, env)
+	runConcurrently(t, []invocation{{
+		name: "late",
+		env:  env,
+		args: []string{"run", file},
+		check: func(t *testing.T, o outcome) {
+			if o.exit != 0 || !strings.Contains(o.stdout, "one payment, committed after the answer: 1 delivery: 1 acked; 1 effect row in payments") ||
+				!strings.Contains(o.stdout, "(11 schedules)") {
+				t.Fatalf("want both checks to pass, the second in 11 schedules, got\n%s", o)
+			}
+		},
+	}})
 }

@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
@@ -95,6 +97,31 @@ func openSQLite(ctx context.Context, path string) (*store, error) {
 
 func (s *store) close() { s.db.Close() }
 
+// poll is a background job on the consumer's own pool, as many services
+// run one (a lease renewed, a queue polled): an UPDATE of the locks table
+// every interval, autocommitted, carrying no event's id. It stops when
+// the returned function is called.
+func (s *store) poll(every time.Duration, log io.Writer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if _, err := s.db.ExecContext(ctx, `UPDATE locks SET beat = beat + 1 WHERE name = 'poller'`); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(log, "consumer: poller:", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 func (s *store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -176,6 +203,34 @@ func (s *store) commit(ctx context.Context, ev event, charge int64, guarded bool
 }
 
 var errAlreadyDone = errors.New("already processed")
+
+// uncommitted writes the marker and the payment in a transaction it
+// leaves open: commit ends it (commit-after-answer). A marker already
+// there rolls it back and answers as the safe consumer does.
+func (s *store) uncommitted(ctx context.Context, ev event, charge int64) (result, func() error, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return result{}, nil, err
+	}
+	var got string
+	err = tx.QueryRowContext(ctx, `INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2)
+		ON CONFLICT (event_id) DO NOTHING RETURNING event_id`, ev.id, ev.payload).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		prev, _, err := markerIn(ctx, tx, ev)
+		tx.Rollback()
+		return prev, func() error { return nil }, err
+	}
+	if err != nil {
+		tx.Rollback()
+		return result{}, nil, fmt.Errorf("insert the marker of %s: %w", ev.id, err)
+	}
+	id, err := insertPayment(ctx, tx, ev, charge)
+	if err != nil {
+		tx.Rollback()
+		return result{}, nil, err
+	}
+	return result{Outcome: "processed", PaymentID: id}, tx.Commit, nil
+}
 
 // commitEffect writes the payment alone (marker-after-effect's first
 // transaction).

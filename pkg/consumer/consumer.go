@@ -135,6 +135,10 @@ type Counters struct {
 	Published         int  `json:"published,omitempty"`          // stored (JetStream) or confirmed (RabbitMQ)
 	BrokerRedelivered int  `json:"broker_redelivered,omitempty"` // JetStream's redeliveries to the consumer
 	Uncounted         bool `json:"-"`                            // the broker does not count its redeliveries (RabbitMQ)
+	// Apart counts the statements the database proxy let through while a
+	// delivery was watched that were not the delivery's (a background
+	// job's): never counted in its boundaries, never crashed at.
+	Apart int `json:"-"`
 	// A target's crashes, by when the kill came against the consumer's
 	// answer; the rest of Crashed are not known (a broker's instance
 	// kills). The reports write them as a target check's crashes.
@@ -172,6 +176,7 @@ func (c *Counters) Add(o Counters) {
 	c.Published += o.Published
 	c.BrokerRedelivered += o.BrokerRedelivered
 	c.Uncounted = c.Uncounted || o.Uncounted
+	c.Apart += o.Apart
 	c.CrashedBeforeAnswer += o.CrashedBeforeAnswer
 	c.CrashedAfterAnswer += o.CrashedAfterAnswer
 }

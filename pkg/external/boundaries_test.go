@@ -18,7 +18,7 @@ func TestBoundariesOfAMultiStatementQuery(t *testing.T) {
 		{Index: 4, Lane: 1, LaneIndex: 4, Text: "COMMIT", Answer: "COMMIT", Part: 3, Parts: 3},
 	}
 	var kills []string
-	for _, b := range killBoundaries(trace) {
+	for _, b := range killBoundaries(trace, false) {
 		kills = append(kills, b.Name)
 	}
 	want := []string{
@@ -30,7 +30,7 @@ func TestBoundariesOfAMultiStatementQuery(t *testing.T) {
 	if strings.Join(kills, "|") != strings.Join(want, "|") {
 		t.Errorf("kill boundaries\n%s\nwant\n%s", strings.Join(kills, "\n"), strings.Join(want, "\n"))
 	}
-	if n := len(raceBoundaries(trace)); n != 4 {
+	if n := len(raceBoundaries(trace, false)); n != 4 {
 		t.Errorf("%d race boundaries, want 4", n)
 	}
 	lines := traceLines(trace)

@@ -51,6 +51,9 @@ type Session struct {
 	dbURL string
 	// logs keeps the started instances' output, when set.
 	logs *ConsumerLogs
+	// apart is how many statements of no delivery the last watched
+	// delivery let through.
+	apart int
 }
 
 // Open connects to the effects database, starts the consumer (when the
@@ -454,10 +457,12 @@ func (sys *system) Describe(fr *runner.FileResult) {
 func (sys *system) Advance(time.Duration) {}
 
 // Settle waits for a broker target's consumer to take what was published,
-// and adds what the broker redelivered meanwhile to c.
+// and adds what the broker redelivered meanwhile to c; with the database
+// proxy, until every connection of the consumer is idle outside a
+// transaction.
 func (sys *system) Settle(ctx context.Context, c *consumer.Counters) error {
 	if !sys.sess.t.Broker() {
-		return nil
+		return tailed(sys.sess.quiet(ctx))
 	}
 	if err := sys.sess.drain(ctx, &sys.broker); err != nil {
 		return tailed(err)
@@ -691,6 +696,9 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 		sys.acked[ev.ID] = true
 	}
 	if seen && (a.Kind == Conflict || acked) {
+		if err := sys.sess.quiet(ctx); err != nil {
+			return a, err
+		}
 		after, err := sys.sess.db.Rows(ctx, &key)
 		if err != nil {
 			return a, err
@@ -797,7 +805,11 @@ func summary(history []invariant.Record, c consumer.Counters, caught []string, w
 		tallies = append(tallies, words.Tally{N: counts[consumer.Outcome(k)], Word: string(k)})
 	}
 	tallies = append(tallies, words.Tally{N: c.Crashed, Said: words.Crashes(c.Interrupted())})
-	return words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row")+" "+where, caught)
+	line := words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row")+" "+where, caught)
+	if c.Apart > 0 {
+		line += "; " + words.Count(int64(c.Apart), "statement") + " of no delivery let through, never crashed at"
+	}
+	return line
 }
 
 func contains(xs []string, s string) bool {

@@ -2,11 +2,13 @@ package external
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/pgproxy"
@@ -22,9 +24,17 @@ import (
 // back what the consumer had not committed) and restarts the consumer.
 // reached is false when the delivery ended without reaching at.
 func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (a Answer, trace []pgproxy.Statement, reached bool, err error) {
-	w, err := s.proxy.Watch(at)
+	a, trace, _, reached, err = s.watchedMarked(ctx, ev, at)
+	return a, trace, reached, err
+}
+
+// watchedMarked is watched, and says whether the delivery's statements
+// were told from the others by its marks (the event id and key).
+func (s *Session) watchedMarked(ctx context.Context, ev Event, at *pgproxy.Boundary) (a Answer, trace []pgproxy.Statement, marked, reached bool, err error) {
+	s.settleBefore(ctx)
+	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
 	if err != nil {
-		return Answer{}, nil, false, err
+		return Answer{}, nil, false, false, err
 	}
 	kill := make(chan struct{})
 	answers := make(chan Answer, 1)
@@ -63,43 +73,76 @@ func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (
 		close(kill)
 		w.Cut()
 		w.Stop()
-		return <-answers, nil, false, ctx.Err()
+		return <-answers, nil, false, false, ctx.Err()
 	}
 	trace = w.Stop()
+	marked = w.Marked()
+	s.apart = len(w.Others())
 	if reached && s.proc != nil {
 		if err := s.proc.Restart(ctx); err != nil {
-			return a, trace, reached, err
+			return a, trace, marked, reached, err
 		}
 		a.KilledAt, a.Restarted = killed, time.Now()
 		s.dl.Forget()
 	}
-	return a, trace, reached, nil
+	return a, trace, marked, reached, nil
+}
+
+// idleLimit bounds how long redeliver waits for the consumer's
+// connections to be idle outside a transaction, before it watches a
+// delivery or reads the effects.
+const idleLimit = 5 * time.Second
+
+// settleBefore waits until the consumer's connections are idle outside a
+// transaction, so that what an earlier delivery still runs after its
+// answer does not run while the next is watched. A consumer that keeps a
+// transaction open is watched all the same: its statements belong to
+// that transaction's delivery, and the judge says it.
+func (s *Session) settleBefore(ctx context.Context) {
+	if s.proxy != nil {
+		_ = s.proxy.Idle(ctx, idleLimit)
+	}
+}
+
+// quiet waits, with the proxy, until every connection of the consumer is
+// idle outside a transaction: a consumer that answers first and commits
+// after is judged by what it committed.
+func (s *Session) quiet(ctx context.Context) error {
+	if s.proxy == nil {
+		return nil
+	}
+	err := s.proxy.Idle(ctx, idleLimit)
+	var busy *pgproxy.BusyError
+	if errors.As(err, &busy) {
+		return fmt.Errorf("%v: redeliver reads the effects only once every connection of the consumer is idle outside a transaction, and gave up waiting (a transaction left open, or a statement that runs on)", err)
+	}
+	return err
 }
 
 // boundary is where a statement fault lands: the one a crash names, or
 // the one the schedule holds (nil: none, the run records).
 func boundary(c *scenario.Crash, h *runner.Boundary) *pgproxy.Boundary {
 	if c != nil && c.Kind == scenario.CrashStatement {
-		return &pgproxy.Boundary{Words: c.Words, After: c.AfterStatement}
+		return &pgproxy.Boundary{Words: c.Words, After: c.AfterStatement, Marked: true}
 	}
 	if h == nil {
 		return nil
 	}
-	return &pgproxy.Boundary{Lane: h.Lane, Index: h.Index, After: h.After}
+	return &pgproxy.Boundary{Lane: h.Lane, Index: h.Index, After: h.After, Marked: h.Marked}
 }
 
 // killBoundaries are the boundaries of a recorded delivery's statements,
 // in order, each a kill — but those inside a query of several
 // statements, which the server runs in one go.
-func killBoundaries(trace []pgproxy.Statement) []runner.Boundary {
+func killBoundaries(trace []pgproxy.Statement, marked bool) []runner.Boundary {
 	var out []runner.Boundary
 	for _, st := range trace {
 		text := shortStatement(st.Text)
 		if st.Holdable(false) {
-			out = append(out, runner.Boundary{Index: st.Index, Name: fmt.Sprintf("killed before statement %d (%s)", st.Index, text)})
+			out = append(out, runner.Boundary{Index: st.Index, Marked: marked, Name: fmt.Sprintf("killed before statement %d (%s)", st.Index, text)})
 		}
 		if st.Holdable(true) {
-			out = append(out, runner.Boundary{Index: st.Index, After: true, Name: fmt.Sprintf("killed after statement %d (%s)", st.Index, text)})
+			out = append(out, runner.Boundary{Index: st.Index, After: true, Marked: marked, Name: fmt.Sprintf("killed after statement %d (%s)", st.Index, text)})
 		}
 	}
 	return out
@@ -107,7 +150,7 @@ func killBoundaries(trace []pgproxy.Statement) []runner.Boundary {
 
 // raceBoundaries are the boundaries of each worker's statements in a
 // recorded race, worker by worker, each a hold while the others go on.
-func raceBoundaries(trace []pgproxy.Statement) []runner.Boundary {
+func raceBoundaries(trace []pgproxy.Statement, marked bool) []runner.Boundary {
 	lanes := 0
 	for _, st := range trace {
 		lanes = max(lanes, st.Lane)
@@ -127,7 +170,7 @@ func raceBoundaries(trace []pgproxy.Statement) []runner.Boundary {
 				if after {
 					where = "after"
 				}
-				out = append(out, runner.Boundary{Lane: lane, Index: st.LaneIndex, After: after,
+				out = append(out, runner.Boundary{Lane: lane, Index: st.LaneIndex, After: after, Marked: marked,
 					Name: fmt.Sprintf("worker %d held %s its statement %d (%s) while the others ran", lane, where, st.LaneIndex, text)})
 			}
 		}
@@ -177,19 +220,28 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 	st := c.St
 	at := boundary(st.Crash, c.Hold.Statement)
 	var trace []pgproxy.Statement
-	var reached bool
+	var reached, marked bool
+	// An exec consumer may create the effect table on its first
+	// delivery: none yet is no row yet.
+	before, _ := sys.sess.db.Rows(ctx, &key)
 	a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
 		var err error
 		var a Answer
-		a, trace, reached, err = sys.sess.watched(ctx, ev, at)
+		a, trace, marked, reached, err = sys.sess.watchedMarked(ctx, ev, at)
+		c.Rec.Counters().Apart += sys.sess.apart
 		return a, err
 	})
 	if err != nil {
 		return a, err
 	}
+	if len(trace) == 0 {
+		// No statement of the delivery came through the proxy: no
+		// statement fault could land, whatever the file asked.
+		return a, sys.bypassed(ctx, c, ev, key, before)
+	}
 	switch {
 	case at == nil:
-		c.Rec.Boundaries(killBoundaries(trace))
+		c.Rec.Boundaries(killBoundaries(trace, marked))
 		return a, nil
 	case !reached:
 		what := "crash: " + st.Crash.String()
@@ -209,8 +261,21 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 }
 
 // stallLimit bounds how long a race holds a worker when the others
-// neither finish nor show as waiting for a lock.
+// neither finish nor show as waiting for a lock; holdLimit brings it
+// under the target's timeout.
 const stallLimit = 10 * time.Second
+
+// holdLimit is how long a race holds a worker at most: stallLimit, or
+// half the target's timeout when that is shorter, so that the held
+// delivery, let go, still answers in time — a consumer whose deliveries
+// share one connection has others that wait for it without the database
+// seeing them wait.
+func holdLimit(timeout time.Duration) time.Duration {
+	if timeout > 0 && timeout/2 < stallLimit {
+		return timeout / 2
+	}
+	return stallLimit
+}
 
 // raced makes a concurrent step's deliveries at once while the proxy
 // follows their statements. Held at the schedule's boundary, the worker
@@ -222,7 +287,9 @@ const stallLimit = 10 * time.Second
 func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []invariant.Span) ([]Answer, error) {
 	n := c.St.Concurrent
 	at := boundary(nil, c.Hold.Statement)
-	w, err := sys.sess.proxy.Watch(at)
+	before, _ := sys.sess.db.Rows(ctx, &ev.Key)
+	sys.sess.settleBefore(ctx)
+	w, err := sys.sess.proxy.Watch(at, ev.ID, ev.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -266,9 +333,14 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 		}
 	}
 	trace := w.Stop()
+	c.Rec.Counters().Apart += len(w.Others())
 	switch {
+	case len(trace) == 0:
+		if err := sys.bypassed(ctx, c, ev, ev.Key, before); err != nil {
+			return nil, err
+		}
 	case at == nil:
-		c.Rec.Boundaries(raceBoundaries(trace))
+		c.Rec.Boundaries(raceBoundaries(trace, w.Marked()))
 	case !reached:
 		// The workers took another path this time (one found the
 		// other's marker): the run was unforced, and says so.
@@ -292,7 +364,7 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 func (sys *system) letOthersRun(ctx context.Context, w *pgproxy.Watch, answered *int, n int, done <-chan int, got func(int)) {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.Now().Add(stallLimit)
+	deadline := time.Now().Add(holdLimit(sys.sess.t.Timeout()))
 	for *answered < n-1 {
 		select {
 		case i := <-done:
@@ -311,6 +383,22 @@ func (sys *system) letOthersRun(ctx context.Context, w *pgproxy.Watch, answered 
 			return
 		}
 	}
+}
+
+// bypassed fails a check whose delivery ran no statement through the
+// proxy: with its effect rows changed, the consumer wrote to the database
+// past it; without, it had no statement to fault. Either way no kill or
+// hold landed, and a pass would claim one.
+func (sys *system) bypassed(ctx context.Context, c runner.Call, ev Event, key string, before []effects.Row) error {
+	if err := sys.sess.quiet(ctx); err != nil {
+		return err
+	}
+	after, err := sys.sess.db.Rows(ctx, &key)
+	if err != nil {
+		return err
+	}
+	c.Rec.Fail(words.Bypassed(ev.ID, "${"+scenario.DBURLVar+"}", changed(before, after) != "" || len(before) != len(after)))
+	return nil
 }
 
 // traceLines are a trace's statements with their answers, one a line.
@@ -334,7 +422,7 @@ const replayBoundaries = 16
 // the position (k odd: before statement (k+1)/2; even: after k/2).
 func statementBoundary(seed, pos int64) *pgproxy.Boundary {
 	k := int(inject.Draw(seed, pos, inject.SlotPoint)%replayBoundaries) + 1
-	return &pgproxy.Boundary{Index: (k + 1) / 2, After: k%2 == 0}
+	return &pgproxy.Boundary{Index: (k + 1) / 2, After: k%2 == 0, Marked: true}
 }
 
 // crashAtStatement makes a delivery killed at a statement boundary. One

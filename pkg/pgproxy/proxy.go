@@ -160,6 +160,7 @@ type conn struct {
 	// pending are the statements sent to the server and not yet
 	// answered, in order.
 	pending []*Statement
+	tx      txState
 }
 
 func (c *conn) close() {
@@ -273,7 +274,7 @@ func (c *conn) fromClient() {
 			}
 		case 'B':
 			if portal, stmt, ok := bindMsg(m); ok {
-				st := &Statement{Text: c.stmts[stmt]}
+				st := &Statement{Text: c.stmts[stmt], values: c.watchedValues(m)}
 				c.portals[portal] = st
 				sts = []*Statement{st}
 			}
@@ -411,7 +412,7 @@ func (st *Statement) holdsAtReady() (atReady, ok bool) {
 // returns false when the connection is to end.
 func (c *conn) send(st *Statement, w *bufio.Writer) bool {
 	st.Conn, st.mu = c.id, &c.mu
-	if wt := c.p.current(); wt != nil && !Blank(st.Text) {
+	if wt := c.track(st); wt != nil {
 		if !wt.sent(c, st, func() error { return w.Flush() }) {
 			return false
 		}
@@ -457,7 +458,7 @@ func (c *conn) fromServer() {
 			code, _ := errorCode(m)
 			done = c.answer("ERROR "+code, true)
 		case 'Z':
-			done = c.ready()
+			done = c.ready(readyStatus(m))
 			if atReady != nil {
 				done, atReady = atReady, nil
 			}
@@ -517,10 +518,11 @@ func (c *conn) answer(tag string, isErr bool) *Statement {
 
 // ready ends a simple query at ReadyForQuery, and any statement an error
 // before it skipped.
-func (c *conn) ready() *Statement {
+func (c *conn) ready(status byte) *Statement {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var done *Statement
+	defer c.settleTx(status)
 	for len(c.pending) > 0 {
 		st := c.pending[0]
 		c.pending = c.pending[1:]
@@ -570,6 +572,9 @@ type Statement struct {
 	execs      int           // Executes of its portal sent so far (client side)
 	settled    chan struct{} // closed once atReady is known
 	atReady    bool          // the answer is held at the ReadyForQuery after it
+	values     [][]byte      // bound values, kept while a watch looks for marks
+	loose      bool          // autocommitted: sent outside any transaction
+	carries    bool          // its text or values carry a mark of the delivery
 }
 
 // Holdable reports whether a boundary before (after false) or after it

@@ -1,10 +1,14 @@
 package pgproxy
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Boundary is a point between a delivery's statements: before a statement
@@ -20,6 +24,10 @@ type Boundary struct {
 	// Lane, when not 0, counts Index in one worker's statements.
 	Lane  int
 	After bool
+	// Marked: the delivery's statements are told from the others by its
+	// marks (see Proxy.Watch): an autocommitted statement that carries
+	// none of them is not the delivery's, and is neither counted nor held.
+	Marked bool
 }
 
 // String names the boundary in words: "before statement 2",
@@ -44,21 +52,39 @@ type Watch struct {
 	at *Boundary
 	h  *hold
 
+	// marks are the delivery's event id and key, as a statement's text or
+	// bound values carry them.
+	marks []string
+
 	mu    sync.Mutex
 	stmts []*Statement
-	lanes map[int]int // connection id → lane
-	count map[int]int // lane → statements sent so far
-	conns map[int]*conn
-	hit   *Statement
+	// others are the statements let through while the watch was on that
+	// are not the delivery's: a background job's, or the end of a
+	// transaction an earlier delivery began.
+	others  []*Statement
+	lanes   map[int]int // connection id → lane
+	count   map[int]int // lane → statements sent so far
+	conns   map[int]*conn
+	hit     *Statement
+	marked  bool
+	settled bool
 }
 
 // ErrBusy is returned when a watch is already on.
 var ErrBusy = errors.New("the database proxy already watches a delivery")
 
-// Watch starts following a delivery: every statement sent from now on is
-// the delivery's, and at, when it is given, is the boundary where the
-// proxy holds the statement's connection (see Held).
-func (p *Proxy) Watch(at *Boundary) (*Watch, error) {
+// Watch starts following a delivery: the statements sent from now on are
+// the delivery's — but those of a transaction begun before it, which
+// belong to whoever began it — and at, when it is given, is the boundary
+// where the proxy holds the statement's connection (see Held).
+//
+// marks, when given, are the delivery's event id and key. A transaction
+// begun while the watch is on is the delivery's; an autocommitted
+// statement is the delivery's when its text or a bound value carries a
+// mark (as a whole word). A watch without a boundary keeps the unmarked
+// ones aside only if some statement carried a mark (Marked says so once
+// it stopped); a boundary says by its Marked field.
+func (p *Proxy) Watch(at *Boundary, marks ...string) (*Watch, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -68,6 +94,11 @@ func (p *Proxy) Watch(at *Boundary) (*Watch, error) {
 		return nil, ErrBusy
 	}
 	w := &Watch{p: p, at: at, lanes: map[int]int{}, count: map[int]int{}, conns: map[int]*conn{}}
+	for _, m := range marks {
+		if m != "" {
+			w.marks = append(w.marks, m)
+		}
+	}
 	if at != nil {
 		w.h = newHold()
 	}
@@ -117,7 +148,68 @@ func (w *Watch) Stop() []Statement {
 	}
 	w.p.mu.Unlock()
 	w.Release()
+	w.settle()
 	return w.Statements()
+}
+
+// settle decides, for a watch without a boundary, which of the unmarked
+// autocommitted statements are the delivery's: all of them when no
+// statement carried a mark, none otherwise; the delivery's are numbered
+// again, lanes and all, as a watch with a boundary numbers them.
+func (w *Watch) settle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at != nil || w.settled {
+		return
+	}
+	w.settled = true
+	for _, st := range w.stmts {
+		w.marked = w.marked || st.carries
+	}
+	if !w.marked {
+		return
+	}
+	kept := w.stmts[:0:0]
+	for _, st := range w.stmts {
+		if st.loose && !st.carries {
+			w.others = append(w.others, st)
+			continue
+		}
+		kept = append(kept, st)
+	}
+	lanes, count := map[int]int{}, map[int]int{}
+	for i, st := range kept {
+		lane := lanes[st.Conn]
+		if lane == 0 {
+			lane = len(lanes) + 1
+			lanes[st.Conn] = lane
+		}
+		count[lane]++
+		st.lock()
+		st.Index, st.Lane, st.LaneIndex = i+1, lane, count[lane]
+		st.unlock()
+	}
+	w.stmts = kept
+}
+
+// Marked reports, once the watch stopped, whether the delivery's
+// statements were told from the others by its marks: the Marked a
+// boundary of its statements is to carry.
+func (w *Watch) Marked() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at != nil {
+		return w.at.Marked
+	}
+	return w.marked
+}
+
+// Others are the statements let through while the watch was on that
+// were not the delivery's, with their answers: never counted, never held.
+func (w *Watch) Others() []Statement {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return copyStatements(w.others)
 }
 
 // Waiting are the server processes of the watched connections, but the
@@ -152,12 +244,16 @@ func (w *Watch) Waiting() []int32 {
 func (w *Watch) Statements() []Statement {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]Statement, len(w.stmts))
-	for i, st := range w.stmts {
+	return copyStatements(w.stmts)
+}
+
+func copyStatements(stmts []*Statement) []Statement {
+	out := make([]Statement, len(stmts))
+	for i, st := range stmts {
 		st.lock()
 		out[i] = *st
 		st.unlock()
-		out[i].hold, out[i].mu = nil, nil
+		out[i].hold, out[i].mu, out[i].values = nil, nil, nil
 	}
 	return out
 }
@@ -236,4 +332,308 @@ func (h *hold) end(ok bool) {
 func (h *hold) wait() bool {
 	<-h.done
 	return h.ok
+}
+
+// txState is what a connection's transaction is, as the statements the
+// client sent and the server's ReadyForQuery say; guarded by conn.mu.
+type txState struct {
+	open bool
+	// owner is the watch on when the transaction began (nil: none was):
+	// its statements are that delivery's, whenever they come.
+	owner *Watch
+	// last is the watch the connection's last statement went to, for a
+	// transaction a multi-statement query left open.
+	last *Watch
+}
+
+// track follows a statement on its way to the server through its
+// connection's transaction, and returns the watch whose delivery it is
+// (nil: none); a statement a watch sees that is not its delivery's is
+// kept among the watch's others.
+func (c *conn) track(st *Statement) *Watch {
+	if Blank(st.Text) {
+		return nil
+	}
+	wt := c.p.current()
+	c.mu.Lock()
+	tx := &c.tx
+	owner, loose := tx.owner, false
+	switch {
+	case !tx.open && begins(st.Text):
+		owner = wt
+		tx.open, tx.owner = true, wt
+	case !tx.open:
+		owner, loose = wt, true
+	case ends(st.Text):
+		tx.open, tx.owner = false, nil
+	}
+	tx.last = owner
+	c.mu.Unlock()
+	if wt == nil {
+		return nil
+	}
+	if owner != wt {
+		wt.aside(st)
+		return nil
+	}
+	st.loose, st.carries = loose, wt.carries(st)
+	if loose && !st.carries && wt.at != nil && wt.at.Marked && len(wt.marks) > 0 {
+		wt.aside(st)
+		return nil
+	}
+	return wt
+}
+
+// settleTx takes the server's word for the transaction once a
+// ReadyForQuery answered everything the client sent; c.mu is held.
+func (c *conn) settleTx(status byte) {
+	if len(c.pending) > 0 {
+		return
+	}
+	switch {
+	case status == 'I':
+		c.tx.open, c.tx.owner = false, nil
+	case !c.tx.open:
+		c.tx.open, c.tx.owner = true, c.tx.last
+	}
+}
+
+// aside keeps a statement that is not the delivery's.
+func (w *Watch) aside(st *Statement) {
+	w.mu.Lock()
+	w.others = append(w.others, st)
+	w.mu.Unlock()
+}
+
+// carries reports whether a statement's text or a value bound to it
+// carries one of the delivery's marks as a whole word.
+func (w *Watch) carries(st *Statement) bool {
+	for _, m := range w.marks {
+		if hasWord([]byte(st.Text), m) {
+			return true
+		}
+		for _, v := range st.values {
+			if hasWord(v, m) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasWord reports whether s holds word with no letter, digit or
+// underscore right before or after it: "O-30" is in "payment-O-30" and
+// in "'O-30'", not in "O-300".
+func hasWord(s []byte, word string) bool {
+	for i := 0; ; {
+		j := bytes.Index(s[i:], []byte(word))
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(word)
+		if (j == 0 || !isMarkByte(s[j-1]) || !isMarkByte(word[0])) &&
+			(end == len(s) || !isMarkByte(s[end]) || !isMarkByte(word[len(word)-1])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+// isMarkByte is a byte that may continue an id or key: a mark must not
+// be part of a longer word.
+func isMarkByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// lead is a statement without its leading comments and spaces.
+func lead(text string) string {
+	s := text
+	for {
+		s = strings.TrimLeft(s, " \t\r\n;")
+		switch {
+		case strings.HasPrefix(s, "--"):
+			i := strings.IndexByte(s, '\n')
+			if i < 0 {
+				return ""
+			}
+			s = s[i+1:]
+		case strings.HasPrefix(s, "/*"):
+			i := strings.Index(s[2:], "*/")
+			if i < 0 {
+				return ""
+			}
+			s = s[2+i+2:]
+		default:
+			return s
+		}
+	}
+}
+
+// begins reports whether a statement opens a transaction.
+func begins(text string) bool {
+	s := lead(text)
+	return Matches(s, "begin") || Matches(s, "start transaction")
+}
+
+// ends reports whether a statement ends the transaction it runs in: a
+// COMMIT or ROLLBACK (not to a savepoint, not AND CHAIN), END, ABORT, or
+// PREPARE TRANSACTION.
+func ends(text string) bool {
+	s := lead(text)
+	w := Words(s)
+	if strings.Contains(w, "and chain") && !strings.Contains(w, "and no chain") {
+		return false
+	}
+	switch {
+	case Matches(s, "rollback to"), Matches(s, "rollback work to"), Matches(s, "rollback transaction to"):
+		return false
+	case Matches(s, "commit"), Matches(s, "rollback"), Matches(s, "end"), Matches(s, "abort"), Matches(s, "prepare transaction"):
+		return true
+	}
+	return false
+}
+
+// watchedValues are the values a Bind message binds, when a watch is on
+// to look for the delivery's marks in them; nil otherwise.
+func (c *conn) watchedValues(m message) [][]byte {
+	if c.p.current() == nil {
+		return nil
+	}
+	return bindValues(m)
+}
+
+// bindValues reads the parameter values of a Bind message (copies; a
+// NULL is nil); nil when the message is malformed.
+func bindValues(m message) [][]byte {
+	_, rest, ok := cstring(m.body())
+	if !ok {
+		return nil
+	}
+	if _, rest, ok = cstring(rest); !ok {
+		return nil
+	}
+	u16 := func() (int, bool) {
+		if len(rest) < 2 {
+			return 0, false
+		}
+		n := int(binary.BigEndian.Uint16(rest))
+		rest = rest[2:]
+		return n, true
+	}
+	nf, ok := u16()
+	if !ok || len(rest) < 2*nf {
+		return nil
+	}
+	rest = rest[2*nf:]
+	np, ok := u16()
+	if !ok {
+		return nil
+	}
+	var out [][]byte
+	for range np {
+		if len(rest) < 4 {
+			return nil
+		}
+		n := int32(binary.BigEndian.Uint32(rest))
+		rest = rest[4:]
+		if n < 0 {
+			out = append(out, nil)
+			continue
+		}
+		if int(n) > len(rest) {
+			return nil
+		}
+		out = append(out, bytes.Clone(rest[:n]))
+		rest = rest[n:]
+	}
+	return out
+}
+
+// BusyError says which connection was still busy when Idle gave up.
+type BusyError struct {
+	// Pid is the connection's server process (0 when not known).
+	Pid int32
+	// InTx: it was in a transaction; otherwise it waited for an answer
+	// to Text.
+	InTx  bool
+	Text  string
+	After time.Duration
+}
+
+func (e *BusyError) Error() string {
+	what := "was still in a transaction"
+	if !e.InTx {
+		what = fmt.Sprintf("still waited for the answer to %q", e.Text)
+	}
+	return fmt.Sprintf("a connection of the consumer (server process %d) %s %s later", e.Pid, what, e.After)
+}
+
+// Idle waits until every connection is outside a transaction with no
+// statement waiting for its answer — what the consumer committed is then
+// all it will commit of the work it answered for — or until limit
+// passed: then a *BusyError names one still busy.
+func (p *Proxy) Idle(ctx context.Context, limit time.Duration) error {
+	start := time.Now()
+	for {
+		busy := p.busy()
+		if busy == nil {
+			return nil
+		}
+		if time.Since(start) >= limit {
+			busy.After = limit
+			return busy
+		}
+		t := time.NewTimer(time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// busy is a connection still in a transaction or waiting for an answer,
+// or nil.
+func (p *Proxy) busy() *BusyError {
+	p.mu.Lock()
+	conns := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		var e *BusyError
+		switch {
+		case len(c.pending) > 0:
+			e = &BusyError{Pid: c.pidOf(), Text: shortText(c.pending[0].Text)}
+		case c.tx.open:
+			e = &BusyError{Pid: c.pidOf(), InTx: true}
+		}
+		c.mu.Unlock()
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// shortText is a statement on one line, cut to a length a message carries.
+func shortText(text string) string {
+	s := strings.Join(strings.Fields(text), " ")
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:59]) + "…"
+	}
+	return s
+}
+
+// readyStatus is a ReadyForQuery's transaction status: 'I' idle, 'T' in
+// a transaction, 'E' in a failed one.
+func readyStatus(m message) byte {
+	if b := m.body(); len(b) > 0 {
+		return b[0]
+	}
+	return 'I'
 }

@@ -42,6 +42,9 @@ type Boundary struct {
 	Lane, Index int
 	After       bool
 	Name        string
+	// Marked: the recorded statements were told from those of no
+	// delivery by the event's id or key, and a trial tells them so too.
+	Marked bool
 }
 
 func (h Hold) String() string {

@@ -279,3 +279,15 @@ func Unreached(n int) string {
 	}
 	return fmt.Sprintf("%d schedules' boundaries were not reached (the workers took another path) and ran unforced", n)
 }
+
+// Bypassed words a statement fault that had no statement to land at: the
+// delivery of event id ran none through the database proxy (url names
+// it, as ${REDELIVER_DB_URL}). wrote says its effect rows changed all the
+// same: the consumer wrote to the database past the proxy.
+func Bypassed(id, url string, wrote bool) Miss {
+	msg := fmt.Sprintf("the delivery of %s ran no statement through %s, so no statement boundary was tried: does the consumer connect through %s?", id, url, url)
+	if wrote {
+		msg = fmt.Sprintf("the consumer wrote to the database without going through %s: the delivery of %s changed the effect rows and ran no statement through it, so no statement boundary was tried", url, id)
+	}
+	return Miss{Message: msg, Expected: "statements through " + url, Got: "no statement"}
+}
