@@ -51,10 +51,16 @@ func TestStatementFaults(t *testing.T) {
 		env := consumerEnv(t, bin, tt.flaw)
 		env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_statements_%d", i))
 		withPlainRedeliver(t, env)
+		args := []string{"run", "examples/consumer/" + file, "--repeat", tt.repeat}
+		page := ""
+		if tt.flaw == "check-then-act" {
+			page = filepath.Join(t.TempDir(), "race.html")
+			args = append(args, "--report", "html="+page)
+		}
 		runs = append(runs, invocation{
 			name: tt.flaw + "/" + file,
 			env:  env,
-			args: []string{"run", "examples/consumer/" + file, "--repeat", tt.repeat},
+			args: args,
 			check: func(t *testing.T, o outcome) {
 				if o.exit != tt.exit {
 					t.Fatalf("want exit %d, got\n%s", tt.exit, o)
@@ -63,6 +69,9 @@ func TestStatementFaults(t *testing.T) {
 					if !strings.Contains(o.stdout, w) {
 						t.Errorf("stdout lacks %q:\n%s", w, o)
 					}
+				}
+				if page != "" {
+					checkRacePage(t, page)
 				}
 			},
 		})

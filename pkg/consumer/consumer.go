@@ -197,4 +197,7 @@ type Statement struct {
 	Held     bool
 	Before   bool
 	Released bool
+	// Lane is the worker (Span.Lane) whose delivery used the
+	// connection, when redeliver knows it; 0 when it does not.
+	Lane int
 }

@@ -130,6 +130,7 @@ func (s *Session) nemesis(ctx context.Context, every time.Duration, seed int64) 
 		ins[i] = p
 	}
 	n := nemesis.New(every, seed, ins)
+	s.killer, s.killerBegan = n, time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()

@@ -192,6 +192,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 		}
 	}
+	r.placeKills()
 	table := o.Effects.Table
 	if table == "" {
 		table = "the effects query"
@@ -201,6 +202,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
 	r.res.Violations = violations
+	r.res.History = r.brokenHistory()
 	r.res.Counters.Effects = effects
 	runner.Verdict(r.res, &scenario.Check{Name: name})
 	r.res.Line = replayLine(r.res.Counters, o.Target.Broker(), sess.rowsWhere())
@@ -300,19 +302,25 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 		r.mu.Unlock()
 		var wg sync.WaitGroup
 		answers := make([]Answer, 2)
+		spans := make([]invariant.Span, 2)
 		r.crash.RLock()
 		for i := range answers {
 			wg.Add(1)
-			go func() { defer wg.Done(); answers[i] = r.sess.deliver(ctx, ev, nil) }()
+			go func() {
+				defer wg.Done()
+				spans[i].Sent, spans[i].Lane = time.Now(), i+1
+				answers[i] = r.sess.deliver(ctx, ev, nil)
+				spans[i].Answered = time.Now()
+			}()
 		}
 		wg.Wait()
 		r.crash.RUnlock()
 		var last Answer
-		for _, a := range answers {
+		for i, a := range answers {
 			if err := r.sess.harnessError(a, ev, false); err != nil {
 				return err
 			}
-			if _, err := r.record(ctx, j, ev, a); err != nil {
+			if _, err := r.record(ctx, j, ev, a, spans[i]); err != nil {
 				return err
 			}
 			if a.Kind != Unacked {
@@ -326,6 +334,7 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 		var a Answer
 		var err error
 		r.crash.Lock()
+		sent := time.Now()
 		if r.sess.proxy != nil {
 			// Through the proxy the kill lands at a statement boundary
 			// drawn from --seed and the position: the same on a rerun.
@@ -344,7 +353,11 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 		if err := r.sess.harnessError(a, ev, true); err != nil {
 			return err
 		}
-		if _, err := r.record(ctx, j, ev, a); err != nil {
+		span := invariant.Span{Sent: sent, Answered: time.Now(), Crash: string(a.CrashCame), Killed: a.KilledAt, Restarted: a.Restarted}
+		if span.Crash == "" {
+			span.Crash = "unknown"
+		}
+		if _, err := r.record(ctx, j, ev, a, span); err != nil {
 			return err
 		}
 		return r.redeliver(ctx, j, ev, a)
@@ -397,12 +410,15 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 	key := j.key
 	var before []effects.Row
 	var a Answer
+	var span invariant.Span
 	r.crash.RLock()
 	if seen {
 		before, err = r.sess.db.Rows(ctx, &key)
 	}
 	if err == nil {
+		span.Sent = time.Now()
 		a = r.sess.deliver(ctx, ev, nil)
+		span.Answered = time.Now()
 	}
 	r.crash.RUnlock()
 	if err != nil {
@@ -420,7 +436,7 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 		r.injected.Redelivered++
 		r.mu.Unlock()
 	}
-	d, err := r.record(ctx, j, ev, a)
+	d, err := r.record(ctx, j, ev, a, span)
 	if err != nil {
 		return a, err
 	}
@@ -444,9 +460,9 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 }
 
 // record counts a delivery and keeps in the journal what the judge needs
-// of it; the delivery is returned, and kept only if it changed its key's
-// rows (see journal.changed).
-func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer) (*Delivery, error) {
+// of it, with when it was made (span); the delivery is returned, and kept
+// only if it changed its key's rows (see journal.changed).
+func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer, span invariant.Span) (*Delivery, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := consumer.Result{Outcome: consumer.Outcome(a.Kind)}
@@ -454,7 +470,7 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer) (*Deli
 		res.Err = errors.New(a.String())
 	}
 	r.seq++
-	d := &Delivery{Record: invariant.Record{Seq: r.seq, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At}, Answer: a}
+	d := &Delivery{Record: invariant.Record{Seq: r.seq, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At, Span: span}, Answer: a}
 	seen, err := r.j.add(ctx, d)
 	if err != nil {
 		return nil, err
@@ -466,16 +482,54 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer) (*Deli
 	return d, nil
 }
 
+// brokenHistory is the deliveries of the keys an invariant broke on (or
+// of the event, when it has no key), in the order they were made, while
+// the replay kept its deliveries in memory: the report draws their
+// timelines. Nil once they moved into the journal.
+func (r *replayer) brokenHistory() []invariant.Record {
+	broken := map[string]bool{}
+	for _, v := range r.res.Violations {
+		if v.By != nil && v.By.Key != "" {
+			broken[v.By.Key] = true
+		} else {
+			broken[v.EventID] = true
+		}
+	}
+	var out []invariant.Record
+	for _, d := range r.j.hist {
+		if broken[d.Key] || (d.Key == "" && broken[d.EventID]) {
+			out = append(out, d.Record)
+		}
+	}
+	return out
+}
+
+// placeKills counts the kills of --kill-every on the replay's course, each
+// when it came: no delivery stands for them.
+func (r *replayer) placeKills() {
+	if r.sess.killer == nil {
+		return
+	}
+	for _, k := range r.sess.killer.Kills() {
+		r.over.Kill(r.sess.killerBegan.Add(k.At).Sub(r.began).Milliseconds())
+	}
+}
+
 // drain waits for a broker target's consumer to take everything the
 // replay published, and counts what the broker redelivered.
 func (r *replayer) drain(ctx context.Context) error {
 	if !r.sess.t.Broker() {
 		return nil
 	}
+	from := time.Since(r.began).Milliseconds()
 	var bc brokerCounts
 	if err := r.sess.drain(ctx, &bc); err != nil {
 		return err
 	}
+	r.mu.Lock()
+	r.over.Waited(from, time.Since(r.began).Milliseconds())
+	r.res.Drains = append(r.res.Drains, runner.Drain{From: r.began.Add(time.Duration(from) * time.Millisecond), To: time.Now()})
+	r.mu.Unlock()
 	r.res.Counters.BrokerRedelivered = int(bc.delta)
 	r.res.Counters.Uncounted = bc.uncounted
 	return nil

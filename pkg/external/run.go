@@ -17,6 +17,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/report/words"
@@ -54,6 +55,10 @@ type Session struct {
 	// apart is how many statements of no delivery the last watched
 	// delivery let through.
 	apart int
+	// killer is the nemesis of --kill-every, started at killerBegan:
+	// the replay places its kills on its course.
+	killer      *nemesis.Nemesis
+	killerBegan time.Time
 }
 
 // Open connects to the effects database, starts the consumer (when the
@@ -456,6 +461,10 @@ func (sys *system) Describe(fr *runner.FileResult) {
 // Advance has nothing to move: the consumer keeps its own clock.
 func (sys *system) Advance(time.Duration) {}
 
+// Broker says the target's deliveries go through a broker, whose
+// consumer the check waits for (Settle).
+func (sys *system) Broker() bool { return sys.sess.t.Broker() }
+
 // Settle waits for a broker target's consumer to take what was published,
 // and adds what the broker redelivered meanwhile to c; with the database
 // proxy, until every connection of the consumer is idle outside a
@@ -503,7 +512,44 @@ func (sys *system) Judge(ctx context.Context, _ []invariant.Record, res *runner.
 		table = "the effects query"
 	}
 	res.Counters.Effects = len(rows)
-	return judge(sys.history, rows, table), nil
+	vs := judge(sys.history, rows, table)
+	sys.blameStatements(vs, res.Trace)
+	return vs, nil
+}
+
+// blameStatements gives a race's extra effect to the delivery whose
+// statements made it: of the racing deliveries of one event, the one
+// whose connection wrote the effect table last, in the order the
+// database saw the statements (the first write stands, the next one is
+// the extra), where the worker of that connection is known.
+func (sys *system) blameStatements(vs []invariant.Violation, trace []consumer.Statement) {
+	table := strings.ToLower(sys.sess.fx.Table)
+	lane := 0
+	for _, st := range trace {
+		text := strings.ToLower(st.Text)
+		if st.Lane != 0 && strings.HasPrefix(st.Answer, "INSERT 0 ") && st.Answer != "INSERT 0 0" &&
+			(table == "" || strings.Contains(text, table)) {
+			lane = st.Lane
+		}
+	}
+	if lane == 0 {
+		return
+	}
+	for i, v := range vs {
+		if v.By == nil || v.By.Span.Lane == 0 || v.By.Span.Lane == lane ||
+			(v.Invariant != invariant.DuplicateEffect.Name && v.Invariant != invariant.DuplicateKey.Name) {
+			continue
+		}
+		// The latest: the history holds the schedules run before this one.
+		for j := len(sys.history) - 1; j >= 0; j-- {
+			d := sys.history[j]
+			if d.Check == v.By.Check && d.Step == v.By.Step && d.EventID == v.By.EventID && d.Span.Lane == lane {
+				r := d.Record
+				vs[i].By = &r
+				break
+			}
+		}
+	}
 }
 
 // Total adds a check's counters to the file's; the effect rows are those

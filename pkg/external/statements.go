@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -307,6 +308,7 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 	}
 	close(gate)
 	reached := false
+	heldLane, sure := 0, false // the worker whose connection was held, and whether that is known
 	finished := make([]bool, n)
 	answered := 0
 	got := func(i int) { finished[i] = true; answered++ }
@@ -323,14 +325,24 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 		sys.letOthersRun(ctx, w, &answered, n, done, got)
 		releasedAt := time.Now()
 		w.Release()
-		// Which delivery's worker was held is not known (a connection is
-		// not a request): the hold is drawn on the first still waiting.
+		// A connection is not a request: the held worker is the one whose
+		// delivery is still waiting once the others answered. When
+		// several still wait (one of them for the held one's lock), which
+		// is not known, and the hold is drawn on the first of them.
+		waiting := 0
 		for i := range spans {
 			if !finished[i] {
-				spans[i].Held, spans[i].Released = heldAt, releasedAt
-				break
+				if waiting == 0 {
+					heldLane = i + 1
+					spans[i].Held, spans[i].Released = heldAt, releasedAt
+					if at != nil {
+						spans[i].HeldAt = consumer.FaultPoint(heldWords(*at))
+					}
+				}
+				waiting++
 			}
 		}
+		sure = waiting == 1
 	}
 	trace := w.Stop()
 	c.Rec.Counters().Apart += len(w.Others())
@@ -353,9 +365,53 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 				stmts[i].Released, stmts[i].Answer = true, trace[i].Answer
 			}
 		}
+		if sure {
+			matchLanes(stmts, heldLane, n)
+		}
 		c.Rec.Trace(stmts)
 	}
 	return answers, nil
+}
+
+// heldWords names a race's boundary for the hold on a worker's bar: a
+// lane of the proxy is a connection, not a worker of the step.
+func heldWords(b pgproxy.Boundary) string {
+	if b.Lane > 0 {
+		where := "before"
+		if b.After {
+			where = "after"
+		}
+		return fmt.Sprintf("%s connection %d's statement %d", where, b.Lane, b.Index)
+	}
+	return b.String()
+}
+
+// matchLanes marks each statement with the worker whose delivery used its
+// connection, where that is known: the held connection's is the held
+// worker's, and with two workers on two connections, the other one's is
+// the other's.
+func matchLanes(stmts []consumer.Statement, heldLane, workers int) {
+	held := 0
+	var conns []int
+	for _, st := range stmts {
+		if st.Held {
+			held = st.Worker
+		}
+		if !slices.Contains(conns, st.Worker) {
+			conns = append(conns, st.Worker)
+		}
+	}
+	if held == 0 {
+		return
+	}
+	for i := range stmts {
+		switch {
+		case stmts[i].Worker == held:
+			stmts[i].Lane = heldLane
+		case workers == 2 && len(conns) == 2:
+			stmts[i].Lane = 3 - heldLane
+		}
+	}
 }
 
 // letOthersRun waits, while a worker is held, until all the other

@@ -48,7 +48,9 @@ type Span struct {
 	// concurrent step's; 0 for a delivery made on its own.
 	Lane int
 	// HeldAt is the fault point the worker was held at, to force a
-	// schedule, from Held until Released; empty when it was not held.
+	// schedule, from Held until Released (through the database proxy, the
+	// statement boundary in words: "after connection 1's statement 1");
+	// empty when it was not held.
 	HeldAt         consumer.FaultPoint
 	Held, Released time.Time
 	// Crash says that the consumer was killed during or after the

@@ -8,6 +8,10 @@ package replay
 // a replay into a target's are the milliseconds since it began.
 type Over struct {
 	Buckets []Bucket
+	// Settled is the place after the last delivery where the replay
+	// began to wait for a broker's consumer (see Waited); 0 when it did
+	// not.
+	Settled int64
 	shift   uint  // Width is 1<<shift
 	last    int64 // the last place counted
 }
@@ -39,6 +43,30 @@ func (o *Over) Places() int64 {
 // Add counts a delivery at place at (0 the first) with the outcome of
 // index outcome.
 func (o *Over) Add(at int64, outcome int, crash bool) {
+	b := o.bucket(at)
+	b.Outcomes[outcome]++
+	if crash {
+		b.Crashes++
+	}
+}
+
+// Kill counts a crash at place at that no delivery stands for: an
+// instance killed on a timer.
+func (o *Over) Kill(at int64) { o.bucket(at).Crashes++ }
+
+// Waited stretches the places up to to, counting nothing there: from
+// place from, after its last delivery, the replay waited for a broker's
+// consumer to take what was published.
+func (o *Over) Waited(from, to int64) {
+	if to > from {
+		o.Settled = from
+		o.bucket(to)
+	}
+}
+
+// bucket is the bucket of place at, made when the buckets did not reach
+// it yet.
+func (o *Over) bucket(at int64) *Bucket {
 	if at < 0 {
 		at = 0
 	}
@@ -54,11 +82,7 @@ func (o *Over) Add(at int64, outcome int, crash bool) {
 		o.Buckets = append(o.Buckets, Bucket{})
 	}
 	o.last = max(o.last, at)
-	b := &o.Buckets[i]
-	b.Outcomes[outcome]++
-	if crash {
-		b.Crashes++
-	}
+	return &o.Buckets[i]
 }
 
 // coarsen makes the buckets twice as wide, adding each pair into one.

@@ -94,3 +94,42 @@ func BenchmarkOverAdd(b *testing.B) {
 		o.Add(int64(i), i%5, false)
 	}
 }
+
+// TestOverKillsAndWait: a kill on a timer counts a crash where it came and
+// no delivery; the wait for a broker's consumer stretches the course to
+// its end and marks where it began, counting nothing.
+func TestOverKillsAndWait(t *testing.T) {
+	var o Over
+	for ms := int64(0); ms < 35; ms++ {
+		o.Add(ms, 0, false)
+	}
+	o.Waited(35, 9_999)
+	for _, ms := range []int64{20, 4_000, 9_000} {
+		o.Kill(ms)
+	}
+	if o.Places() != 10_000 || o.Settled != 35 {
+		t.Fatalf("the course spans %d places, the wait began at %d; want 10000 and 35", o.Places(), o.Settled)
+	}
+	var deliveries, crashes int64
+	var at []int64
+	for i, b := range o.Buckets {
+		for _, n := range b.Outcomes {
+			deliveries += n
+		}
+		if b.Crashes > 0 {
+			crashes += b.Crashes
+			at = append(at, int64(i)*o.Width())
+		}
+	}
+	if deliveries != 35 || crashes != 3 {
+		t.Errorf("counted %d deliveries and %d crashes, want 35 and 3", deliveries, crashes)
+	}
+	if len(at) != 3 || at[0] > 20 || at[1] > 4_000 || at[1]+o.Width() <= 4_000 || at[2] > 9_000 || at[2]+o.Width() <= 9_000 {
+		t.Errorf("the crashes are counted in the buckets from %v (each %d wide), want those of 20, 4000 and 9000", at, o.Width())
+	}
+	var none Over
+	none.Waited(0, 0)
+	if none.Settled != 0 || len(none.Buckets) != 0 {
+		t.Errorf("a wait of no time marks the course: %+v", none)
+	}
+}

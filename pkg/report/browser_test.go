@@ -18,7 +18,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -274,5 +276,81 @@ func TestBrowserPagesLoad(t *testing.T) {
 			}
 			b.open(t, page.Bytes())
 		})
+	}
+}
+
+// No label is cut: a bar too narrow for its words has them under the
+// bars, where no other label covers them, and a crash's words are always
+// there in full.
+func TestBrowserLabelsFit(t *testing.T) {
+	b := newBrowser(t)
+	var page bytes.Buffer
+	if err := HTML(&page, kafkaRun()); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, page.Bytes())
+	type label struct {
+		Text                     string
+		Scroll, Client           float64
+		Left, Right, Top, Bottom float64
+		TrackLeft, TrackRight    float64
+		Marked                   bool
+	}
+	got := eval[[]label](t, b, `Array.from(document.querySelectorAll(".bar .label")).filter(l => !l.hidden).map(l => {
+		const r = l.getBoundingClientRect(), tr = l.closest(".track").getBoundingClientRect(), bar = l.closest(".bar");
+		return {text: l.textContent, scroll: l.scrollWidth, client: l.clientWidth, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+			trackLeft: tr.left, trackRight: tr.right, marked: bar.classList.contains("crash") || bar.classList.contains("broken")};
+	})`)
+	crash := false
+	for i, l := range got {
+		if l.Scroll > l.Client+1 {
+			t.Errorf("the label %q is cut: %v px of its %v px show", l.Text, l.Client, l.Scroll)
+		}
+		if l.Left < l.TrackLeft-4 || l.Right > l.TrackRight+1 {
+			t.Errorf("the label %q runs out of its lane: %v–%v, the lane %v–%v", l.Text, l.Left, l.Right, l.TrackLeft, l.TrackRight)
+		}
+		for _, m := range got[i+1:] {
+			if l.Left < m.Right-0.5 && m.Left < l.Right-0.5 && l.Top < m.Bottom-0.5 && m.Top < l.Bottom-0.5 {
+				t.Errorf("the labels %q and %q cover each other", l.Text, m.Text)
+			}
+		}
+		if l.Marked && strings.Contains(l.Text, "↯ killed (unknown)") && strings.Contains(l.Text, "⟳ restarted, ready again at") {
+			crash = true
+		}
+	}
+	if !crash {
+		t.Errorf("the crash's label is not on the page in full: %+v", got)
+	}
+	// The wait for the consumer is drawn, as wide as its share.
+	wait := eval[float64](t, b, `(() => { const w = document.querySelector("[data-lane=broker] .wait"); return w ? w.getBoundingClientRect().width / w.parentElement.getBoundingClientRect().width : 0; })()`)
+	if wait < 0.3 {
+		t.Errorf("the wait for the consumer takes %.2f of the broker's lane, want its share of the 4.2 s", wait)
+	}
+}
+
+// A race explored at the consumer's statements: the hold is drawn on the
+// held worker's bar, and the badge is on that worker's lane.
+func TestBrowserHeldAtStatement(t *testing.T) {
+	b := newBrowser(t)
+	held := invariant.Record{Seq: 2, EventID: "evt-1", Key: "O-1", Result: consumer.Result{Outcome: consumer.Acked}, Step: 1,
+		Span: invariant.Span{Sent: at(0), Answered: at(900), Lane: 2, HeldAt: "after connection 1's statement 1", Held: at(100), Released: at(600)}}
+	other := invariant.Record{Seq: 1, EventID: "evt-1", Key: "O-1", Result: consumer.Result{Outcome: consumer.Acked}, Step: 1,
+		Span: invariant.Span{Sent: at(10), Answered: at(500), Lane: 1}}
+	c := runner.CheckResult{Name: "raced", History: []invariant.Record{other, held},
+		Violations: []invariant.Violation{{Invariant: invariant.DuplicateEffect.Name, EventID: "evt-1", Detail: "key O-1 has 2 rows in payments", By: &held}}}
+	var page bytes.Buffer
+	if err := HTML(&page, &Run{Command: "run", Files: []*runner.FileResult{{File: "s.yaml", Target: "POST http://127.0.0.1/events", Checks: []runner.CheckResult{c}}}}); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, page.Bytes())
+	type drawn struct {
+		Held       float64
+		HeldLane   string
+		BrokenLane string
+	}
+	got := eval[drawn](t, b, `(() => { const h = document.querySelector(".bar .held"), k = document.querySelector(".bar.broken");
+		return {held: h ? h.getBoundingClientRect().width : 0, heldLane: h ? h.closest(".lane").dataset.lane : "", brokenLane: k ? k.closest(".lane").dataset.lane : ""}; })()`)
+	if got.Held < 100 || got.HeldLane != "2" || got.BrokenLane != "2" {
+		t.Errorf("the hold is %v px wide on lane %q, the badge on lane %q; want a hold of more than half the bar on worker 2's lane, and its badge", got.Held, got.HeldLane, got.BrokenLane)
 	}
 }

@@ -83,7 +83,10 @@ type htmlCheck struct {
 
 type htmlStatements struct {
 	Workers []int
-	Rows    []htmlStatementRow
+	// Heads name each connection's column, with the worker whose
+	// delivery used it when that is known.
+	Heads []string
+	Rows  []htmlStatementRow
 }
 
 type htmlStatementRow struct {
@@ -109,7 +112,13 @@ type htmlTimeline struct {
 	// check drained, after its last delivery: no delivery of the
 	// timeline stands for it.
 	Drain string
+	// Waits are the check's waits for a broker's consumer to take what
+	// was published, on the broker's lane.
+	Waits []htmlWait
 }
+
+// htmlWait is one wait for a broker's consumer, placed on the timeline.
+type htmlWait struct{ Left, Width, Label string }
 
 type htmlTick struct{ Left, Label string }
 
@@ -272,9 +281,13 @@ func htmlCheckOf(id string, c *runner.CheckResult, broker string) htmlCheck {
 		hc.Notes = append(hc.Notes, fmt.Sprintf("the broker redelivered %s", count(int64(n), "message", "messages")))
 		drain = fmt.Sprintf("%s redelivered %s while the check drained", broker, count(int64(n), "message", "messages"))
 	}
-	tl, bars := timeline(id, c.History, c.Violations)
+	tl, bars := timeline(id, c.History, c.Violations, c.Drains)
 	if tl != nil {
 		tl.Drain = drain
+		if n := len(tl.Waits); n > 0 && drain != "" {
+			tl.Waits[n-1].Label += "; " + drain
+			tl.Drain = ""
+		}
 	}
 	hc.Timeline = tl
 	hc.Statements = statementsOf(c.Trace)
@@ -328,7 +341,7 @@ func laneTitle(lane int) string {
 // timeline lays out a history: by the wall clock when every delivery
 // recorded when it ran, else one slot per record in the order they were
 // made. It returns the bars by every Seq they stand for.
-func timeline(id string, history []invariant.Record, vs []invariant.Violation) (*htmlTimeline, map[int]*htmlBar) {
+func timeline(id string, history []invariant.Record, vs []invariant.Violation, drains []runner.Drain) (*htmlTimeline, map[int]*htmlBar) {
 	bars := map[int]*htmlBar{}
 	if len(history) == 0 {
 		return nil, bars
@@ -364,14 +377,30 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation) (
 			t1 = s.Answered
 		}
 	}
+	if len(drawn) < len(history) {
+		drains = nil // they come after deliveries the timeline does not draw
+	}
+	for _, d := range drains {
+		if timed && d.To.After(t1) {
+			t1 = d.To
+		}
+	}
 	if !t1.After(t0) {
 		timed = false
 	}
 	var clk *clock
 	if timed {
-		clk = newClock(drawn)
+		clk = newClock(drawn, drains)
 		tl.Scale = "by the wall clock from the check's first delivery, " + span(t1.Sub(t0)) + " in all; within a burst of deliveries time runs evenly, the idle time between bursts is cut short"
+		if len(drains) > 0 {
+			tl.Scale += ", and the waits for the broker's consumer take their share of the time, up to half the timeline"
+		}
 		tl.Ticks = clk.ticks(t0)
+		for _, d := range drains {
+			left := clk.x(d.From)
+			tl.Waits = append(tl.Waits, htmlWait{Left: percent(left), Width: percent(clk.x(d.To) - left),
+				Label: fmt.Sprintf("↦ the consumer took what was published from +%s to +%s (%s)", span(d.From.Sub(t0)), span(d.To.Sub(t0)), span(d.To.Sub(d.From)))})
+		}
 	} else {
 		tl.Scale = "in the order the deliveries were made (no times were recorded)"
 	}
@@ -401,7 +430,7 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation) (
 			b.Crash = "crashed after its commit, before the ack"
 		}
 		if s.HeldAt != "" {
-			h := &htmlHeld{Label: "held at " + string(s.HeldAt)}
+			h := &htmlHeld{Label: heldLabel(s.HeldAt)}
 			if timed && !s.Held.IsZero() && !s.Released.Before(s.Held) && s.Answered.After(s.Sent) {
 				whole := float64(s.Answered.Sub(s.Sent))
 				h.Left = percent(float64(s.Held.Sub(s.Sent)) / whole * 100)
@@ -506,9 +535,19 @@ func barTitle(r invariant.Record, s invariant.Span, t0 time.Time, timed bool) st
 		fmt.Fprintf(&b, "; sent at +%s, answered at +%s", span(s.Sent.Sub(t0)), span(s.Answered.Sub(t0)))
 	}
 	if s.HeldAt != "" {
-		fmt.Fprintf(&b, "; held at %s", s.HeldAt)
+		b.WriteString("; " + heldLabel(s.HeldAt))
 	}
 	return b.String()
+}
+
+// heldLabel says where a worker was held: at a fault point ("held at
+// after-check"), or at a statement boundary ("held after connection 1's
+// statement 1").
+func heldLabel(p consumer.FaultPoint) string {
+	if s := string(p); strings.HasPrefix(s, "before ") || strings.HasPrefix(s, "after ") {
+		return "held " + escape.Line(s)
+	}
+	return "held at " + string(p)
 }
 
 // span writes a duration for a timeline: µs under a millisecond, ms
@@ -747,7 +786,7 @@ func brokenKeys(hr *htmlReplay, c *runner.CheckResult) int {
 			}
 		}
 		id := fmt.Sprintf("k%d", i+1)
-		tl, bars := timeline(id, hist, vs)
+		tl, bars := timeline(id, hist, vs, c.Drains)
 		hk := htmlKey{ID: id, Key: escape.Input(key), Timeline: tl}
 		for _, v := range vs {
 			hk.Broken = append(hk.Broken, breachOf(v, bars))
@@ -778,11 +817,12 @@ type clock struct {
 type burst struct {
 	from, to time.Time
 	at, w    float64 // where it starts and how wide it is, in units
+	drain    bool    // a wait for a broker's consumer
 }
 
 const burstGap = 0.4
 
-func newClock(history []invariant.Record) *clock {
+func newClock(history []invariant.Record, drains []runner.Drain) *clock {
 	spans := make([]invariant.Span, len(history))
 	for i, r := range history {
 		spans[i] = r.Span
@@ -798,25 +838,67 @@ func newClock(history []invariant.Record) *clock {
 		}
 		bs = append(bs, burst{from: s.Sent, to: s.Answered})
 	}
-	longest := time.Duration(0)
+	// A broker's consumer takes what was published after the publishes:
+	// each wait for it is a burst of its own, in its place.
+	for _, d := range drains {
+		if !d.To.After(d.From) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(bs, d.From, func(b burst, t time.Time) int { return b.from.Compare(t) })
+		bs = slices.Insert(bs, i, burst{from: d.From, to: d.To, drain: true})
+	}
+	longest, all := time.Duration(0), time.Duration(0)
 	for _, b := range bs {
-		longest = max(longest, b.to.Sub(b.from))
+		if !b.drain {
+			longest = max(longest, b.to.Sub(b.from))
+		}
+	}
+	if len(bs) > 0 {
+		all = bs[len(bs)-1].to.Sub(bs[0].from)
 	}
 	c := &clock{}
+	var share float64 // of the time, the drains'
 	for i := range bs {
 		w := 1.0
-		if longest > 0 {
-			w += 4 * float64(bs[i].to.Sub(bs[i].from)) / float64(longest)
+		if longest > 0 && !bs[i].drain {
+			w += 4 * min(1, float64(bs[i].to.Sub(bs[i].from))/float64(longest))
 		}
+		if bs[i].drain && all > 0 {
+			share += float64(bs[i].to.Sub(bs[i].from)) / float64(all)
+		}
+		bs[i].w = w
+	}
+	if share > 0 {
+		// The drains take their share of the wall clock, up to half the
+		// timeline: the seconds a consumer group spent are seen beside the
+		// milliseconds of the publishes, which stay readable.
+		rest := 0.0
+		for _, b := range bs {
+			if !b.drain {
+				rest += b.w + burstGap
+			}
+		}
+		scale := min(share, drainShare) / share
+		for i := range bs {
+			if bs[i].drain {
+				s := float64(bs[i].to.Sub(bs[i].from)) / float64(all) * scale
+				bs[i].w = max(1, s*rest/(1-min(share, drainShare)))
+			}
+		}
+	}
+	for i := range bs {
 		if i > 0 {
 			c.units += burstGap
 		}
-		bs[i].at, bs[i].w = c.units, w
-		c.units += w
+		bs[i].at = c.units
+		c.units += bs[i].w
 	}
 	c.bursts = bs
 	return c
 }
+
+// drainShare is the most of a timeline its drains take.
+const drainShare = 0.5
 
 // x is where a time falls, in percent of the timeline.
 func (c *clock) x(t time.Time) float64 {
@@ -862,6 +944,16 @@ func statementsOf(stmts []consumer.Statement) *htmlStatements {
 		}
 	}
 	slices.Sort(hs.Workers)
+	for _, w := range hs.Workers {
+		head := "connection " + strconv.Itoa(w)
+		for _, st := range stmts {
+			if st.Worker == w && st.Lane != 0 {
+				head += " — worker " + strconv.Itoa(st.Lane) + "'s"
+				break
+			}
+		}
+		hs.Heads = append(hs.Heads, head)
+	}
 	for i, line := range traceLines(stmts, true) {
 		st := stmts[i]
 		if len(hs.Workers) > 1 {

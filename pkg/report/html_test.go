@@ -396,3 +396,107 @@ func TestHTMLReplayChart(t *testing.T) {
 		})
 	}
 }
+
+// kafkaRun is a check of a Kafka target: forty publishes in a row, a
+// member killed at the seventeenth and ready again 1.2 s later, then the
+// seconds the consumer group took to commit them all.
+func kafkaRun() *Run {
+	var hist []invariant.Record
+	for i := 1; i <= 40; i++ {
+		r := invariant.Record{Seq: i, EventID: "evt-" + strconv.Itoa(i), Key: "order-" + strconv.Itoa(i), Result: consumer.Result{Outcome: consumer.Acked},
+			Step: 1, Span: invariant.Span{Sent: at(i * 800), Answered: at(i*800 + 700)}}
+		if i == 17 {
+			r.Span.Crash, r.Span.Killed, r.Span.Restarted = "unknown", at(i*800+650), at(i*800+1_200_000)
+		}
+		hist = append(hist, r)
+	}
+	c := runner.CheckResult{Name: "orders under kills", Pos: consumer.Location{File: "kafka.yaml", Line: 20, Col: 5}, Passed: true,
+		Line: "40 deliveries: 40 acked, 1 crash at an unknown time", Counters: consumer.Counters{Deliveries: 40, Processed: 40, Crashed: 1, BrokerRedelivered: 3},
+		History: hist, Drains: []runner.Drain{{From: at(40*800 + 700), To: at(4_200_000)}}}
+	return &Run{Command: "run", Seed: 5, Files: []*runner.FileResult{{File: "kafka.yaml", Name: "orders through Kafka", Strategy: "target",
+		Target: "Kafka 127.0.0.1:9092, topic orders, consumer group shipping (binary)", Effects: "table payments (key order_id) in postgres",
+		Checks: []runner.CheckResult{c}, Counters: c.Counters}}}
+}
+
+// TestHTMLBrokerWaits: a broker run's timeline runs to the end of the
+// wait for its consumer, not only over the publishes: the broker's lane
+// has the wait, with its times in words, and it takes its share of the
+// timeline.
+func TestHTMLBrokerWaits(t *testing.T) {
+	page := string(render(t, kafkaRun()))
+	wait := regexp.MustCompile(`<div class="wait" style="left:([0-9.]+)%;width:([0-9.]+)%" title="([^"]*)">`).FindStringSubmatch(page)
+	if wait == nil {
+		t.Fatalf("the broker's lane has no wait for the consumer:\n%s", page)
+	}
+	if w, _ := strconv.ParseFloat(wait[2], 64); w < 30 {
+		t.Errorf("the wait of 4.17 s, after 31.90 ms of publishes, takes %s%% of the timeline", wait[2])
+	}
+	if want := "↦ the consumer took what was published from &#43;31.90 ms to &#43;4.20 s (4.17 s); the broker redelivered 3 messages while the check drained"; wait[3] != want {
+		t.Errorf("the wait says %q, want %q", wait[3], want)
+	}
+	if !strings.Contains(page, `4.20 s in all`) || !strings.Contains(page, `<span class="tick" style="left:100.000%">&#43;4.20 s</span>`) {
+		t.Errorf("the timeline does not run to the end of the wait, +4.20 s")
+	}
+	if !strings.Contains(page, "Kafka") || strings.Contains(page, `class="drain"`) {
+		t.Errorf("the redeliveries are said apart from the wait")
+	}
+}
+
+// TestHTMLReplayOverTheWholeRun: a replay into a broker target charts
+// its whole course, the wait for the consumer after the last publish
+// included, and places the kills of --kill-every when they came.
+func TestHTMLReplayOverTheWholeRun(t *testing.T) {
+	r := targetReplay()
+	rep := r.Report
+	rep.Over = replay.Over{}
+	for ms := int64(0); ms < 35; ms++ {
+		rep.Over.Add(ms, 0, false)
+	}
+	rep.Over.Waited(35, 8000)
+	for _, ms := range []int64{1000, 3000, 5000, 7000} {
+		rep.Over.Kill(ms)
+	}
+	rep.Counters.Crashed = 4
+	page := string(render(t, r))
+	for _, want := range []string{
+		"↯ crashes: 4, at most 1 a step",
+		"The publishes ended at &#43;35.00 ms; the consumer took what was published until &#43;8.00 s.",
+		`<line class="settled"`,
+		"&#43;35.00 ms: the last publish; then the wait for the consumer",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the chart does not say %q", want)
+		}
+	}
+	if strings.Contains(page, "not on it") {
+		t.Errorf("the chart leaves crashes out")
+	}
+}
+
+// TestHTMLRaceAtStatements: a race explored at the consumer's statements
+// draws the held worker's hold at its boundary, and names the worker of
+// each connection.
+func TestHTMLRaceAtStatements(t *testing.T) {
+	held := invariant.Record{Seq: 2, EventID: "evt-1", Key: "O-1", Result: consumer.Result{Outcome: consumer.Acked}, Step: 1,
+		Span: invariant.Span{Sent: at(0), Answered: at(900), Lane: 2, HeldAt: "after connection 1's statement 1", Held: at(100), Released: at(600)}}
+	other := invariant.Record{Seq: 1, EventID: "evt-1", Key: "O-1", Result: consumer.Result{Outcome: consumer.Acked}, Step: 1,
+		Span: invariant.Span{Sent: at(10), Answered: at(500), Lane: 1}}
+	c := runner.CheckResult{Name: "raced", History: []invariant.Record{other, held}, Schedules: 5,
+		Violations: []invariant.Violation{{Invariant: invariant.DuplicateEffect.Name, EventID: "evt-1", Detail: "key O-1 has 2 rows in payments", By: &held}},
+		Trace: []consumer.Statement{
+			{Worker: 1, Lane: 2, Text: "SELECT 1 FROM payments WHERE order_id = $1", Answer: "SELECT 0", Held: true, Released: true},
+			{Worker: 2, Lane: 1, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1"},
+			{Worker: 1, Lane: 2, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1"},
+		}}
+	page := string(render(t, &Run{Command: "run", Files: []*runner.FileResult{{File: "s.yaml", Target: "POST http://127.0.0.1/events", Checks: []runner.CheckResult{c}}}}))
+	for _, want := range []string{
+		`<span class="held" style="left:11.111%;width:55.556%" title="held after connection 1&#39;s statement 1 for 500 µs">`,
+		"‖ held after connection 1&#39;s statement 1 for 500 µs",
+		"<th>connection 1 — worker 2&#39;s</th><th>connection 2 — worker 1&#39;s</th>",
+		"(delivery #2 on worker 2)",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}

@@ -24,6 +24,15 @@ type htmlChart struct {
 	From, To      string // the ends of the axis
 	AxisY         int
 	PlotX, PlotW  int
+	// Settled marks where the deliveries ended and the replay waited
+	// for a broker's consumer; nil when it did not.
+	Settled *htmlMark
+}
+
+// htmlMark is a labelled vertical line across the chart's strips.
+type htmlMark struct {
+	X, Y1, Y2, TextX int
+	Label            string
 }
 
 // htmlStrip is one series of the chart.
@@ -54,6 +63,10 @@ func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart 
 	w := over.Width()
 	step := max(chartStep, chartPlotW/n)
 	c := &htmlChart{PlotX: chartLabelW, PlotW: n * step, Width: chartLabelW + n*step + 4}
+	top := 0 // the mark of the wait for a broker's consumer is labelled above the strips
+	if !capture && over.Settled > 0 {
+		top = chartStripH
+	}
 	series := func(label, class string, v func(b replay.Bucket) int64) {
 		var most, sum int64
 		for _, b := range over.Buckets {
@@ -63,7 +76,7 @@ func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart 
 		if sum == 0 {
 			return
 		}
-		y := len(c.Strips)*(chartStripH+chartGap) + 2
+		y := top + len(c.Strips)*(chartStripH+chartGap) + 2
 		base := y + chartStripH
 		var p strings.Builder
 		fmt.Fprintf(&p, "M%d,%d", chartLabelW, base)
@@ -86,9 +99,14 @@ func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart 
 		series(o.Glyph+" "+o.Word, "o-"+o.Class, func(b replay.Bucket) int64 { return b.Outcomes[k] })
 	}
 	series("↯ crashes", "crashes", func(b replay.Bucket) int64 { return b.Crashes })
-	c.AxisY = len(c.Strips)*(chartStripH+chartGap) + 14
+	c.AxisY = top + len(c.Strips)*(chartStripH+chartGap) + 14
 	c.Height = c.AxisY + 4
 	end := over.Places()
+	if top > 0 {
+		x := chartLabelW + int(over.Settled*int64(step)/w)
+		c.Settled = &htmlMark{X: x, Y1: 4, Y2: c.AxisY - 10, TextX: x + 4,
+			Label: "+" + span(time.Duration(over.Settled)*time.Millisecond) + ": the last publish; then the wait for the consumer"}
+	}
 	if capture {
 		c.From, c.To = "capture delivery 1", "capture delivery "+strconv.FormatInt(end, 10)
 		c.Caption = fmt.Sprintf("The deliveries over the capture, in %s of %s: a redelivery counts where the delivery it repeats stands in the capture.",
@@ -96,6 +114,10 @@ func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart 
 	} else {
 		c.From, c.To = "+0 ms", "+"+span(time.Duration(end)*time.Millisecond)
 		c.Caption = fmt.Sprintf("The deliveries over the time since the replay began, in %s of %s.", count(int64(n), "step", "steps"), span(time.Duration(w)*time.Millisecond))
+		if over.Settled > 0 {
+			c.Caption += fmt.Sprintf(" The publishes ended at +%s; the consumer took what was published until +%s.",
+				span(time.Duration(over.Settled)*time.Millisecond), span(time.Duration(end)*time.Millisecond))
+		}
 	}
 	return c
 }

@@ -49,9 +49,17 @@ type CheckResult struct {
 	// no worker reached: the workers took another path (one found the
 	// other's marker), and the run went unforced.
 	Unreached int
+	// Drains are the check's waits for a broker target's consumer to
+	// take what it published, in order: the time the consumer spent on
+	// it after the publishes; none for a target without a broker.
+	Drains []Drain
 	// boundaries are the statement boundaries a recording run saw.
 	boundaries []Boundary
 }
+
+// Drain is one wait for a broker's consumer to take what was published:
+// from when it began until the broker said it had all been taken.
+type Drain struct{ From, To time.Time }
 
 // held records that workers were held at p.
 func (c *CheckResult) held(p consumer.FaultPoint) {

@@ -408,7 +408,7 @@ func (cr *checkRun) steps(ctx context.Context, c *scenario.Check, from int, to .
 		case scenario.Deliver:
 			err = cr.deliver(ctx, i+1, st)
 		case scenario.Inspect:
-			if err = cr.sys.Settle(ctx, &cr.res.Counters); err == nil {
+			if err = cr.settle(ctx); err == nil {
 				err = cr.inspect(ctx, i+1, st.State)
 			}
 		case scenario.Advance:
@@ -426,11 +426,26 @@ func (cr *checkRun) steps(ctx context.Context, c *scenario.Check, from int, to .
 	return nil
 }
 
+// brokered is a System whose deliveries go through a broker: its Settle
+// waits for the consumer to take them, and the check records the wait.
+type brokered interface{ Broker() bool }
+
+// settle lets the system's consumer take what was delivered, and records
+// how long a broker's consumer took.
+func (cr *checkRun) settle(ctx context.Context) error {
+	from := time.Now()
+	err := cr.sys.Settle(ctx, &cr.res.Counters)
+	if b, ok := cr.sys.(brokered); ok && b.Broker() && err == nil {
+		cr.res.Drains = append(cr.res.Drains, Drain{From: from, To: time.Now()})
+	}
+	return err
+}
+
 // finish checks the check's expectations and invariants once its steps
 // ran.
 func (cr *checkRun) finish(ctx context.Context, c *scenario.Check) (*CheckResult, error) {
 	after := func(err error) error { return &stepError{step: len(c.Steps), err: err} }
-	if err := cr.sys.Settle(ctx, &cr.res.Counters); err != nil {
+	if err := cr.settle(ctx); err != nil {
 		return nil, after(err)
 	}
 	if n := len(cr.history); n > cr.from {
