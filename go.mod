@@ -56,3 +56,8 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+// The in-process Kafka cluster of the tests, patched so that its classic
+// group coordinator expires and times out members as a real cluster does
+// (docs/dependencies.md).
+replace github.com/twmb/franz-go/pkg/kfake => ./pkg/kafka/kfake
