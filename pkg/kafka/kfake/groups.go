@@ -1701,17 +1701,17 @@ members:
 
 // reply sends kresp back to the caller of creq. If m is non-nil,
 // m.waitingReply is cleared before the send attempt so a dead
-// connection does not leave a stale reply behind.
+// connection does not leave a stale reply behind, and m's session
+// timeout starts over whether or not the send succeeds: as in Kafka's
+// onCompleteJoin, a member the join completed with is expired if it
+// never heartbeats, and one whose connection died must not stay in the
+// group with no timer at all.
 func (g *group) reply(creq *clientReq, kresp kmsg.Response, m *groupMember) {
 	if m != nil {
 		m.waitingReply = nil
-	}
-	if !creq.reply(kresp) {
-		return
-	}
-	if m != nil {
 		g.updateHeartbeat(m)
 	}
+	creq.reply(kresp)
 }
 
 ///////////////////////////
