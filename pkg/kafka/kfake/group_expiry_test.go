@@ -133,3 +133,48 @@ func TestClassicMemberKilledMidJoinExpires(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Kafka sets a rebalance's deadline once, when the group starts preparing
+// (GroupCoordinator.prepareRebalance creates one DelayedJoin of the
+// group's rebalance timeout), and members joining meanwhile do not move
+// it: at the deadline the join completes with the members that rejoined,
+// and those that did not are removed. A coordinator that restarts the
+// deadline at every join never completes a rebalance while members keep
+// arriving (consumers restarted one after another), however long a
+// member that will not rejoin holds it.
+func TestClassicRebalanceDeadlineNotMovedByJoins(t *testing.T) {
+	t.Parallel()
+	const groupID = "g-classic-rebalance-deadline"
+
+	c, cl, ctx := newGuardCluster(t)
+
+	// a is stable, and will not rejoin.
+	a := joinWithTimeouts(ctx, t, cl, "join a", groupID, "", 30*time.Second, time.Second)
+	leaderSync(ctx, t, cl, groupID, a)
+
+	// A new member every 200ms for 3s, each on its own connection.
+	const arriving = 3 * time.Second
+	clients := make([]*kgo.Client, 16)
+	for i := range clients {
+		clients[i] = newPlainClient(t, c)
+	}
+	start := time.Now()
+	first := make(chan time.Duration, 1)
+	go func() {
+		if _, err := tryJoinWithTimeouts(ctx, clients[0], groupID, "", 30*time.Second, time.Second); err == nil {
+			first <- time.Since(start)
+		}
+		close(first)
+	}()
+	for _, cl := range clients[1:] {
+		time.Sleep(arriving / time.Duration(len(clients)-1))
+		go tryJoinWithTimeouts(ctx, cl, groupID, "", 30*time.Second, time.Second)
+	}
+	took, ok := <-first
+	if !ok {
+		t.Fatal("the first new member's join failed")
+	}
+	if took >= arriving {
+		t.Fatalf("the rebalance completed %v after it began, once members stopped arriving; its deadline was 1s", took.Round(time.Millisecond))
+	}
+}

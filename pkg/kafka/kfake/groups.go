@@ -1306,6 +1306,7 @@ func (g *group) handleOffsetCommit(creq *clientReq) (*kmsg.OffsetCommitResponse,
 // entered join, we immediately proceed to completeRebalance, otherwise we
 // begin a wait timer.
 func (g *group) rebalance() {
+	preparing := g.state == groupPreparingRebalance
 	if g.state == groupCompletingRebalance {
 		for _, m := range g.members {
 			m.assignment = nil
@@ -1330,8 +1331,13 @@ func (g *group) rebalance() {
 		return
 	}
 
-	// Always reset the timer with the current max rebalance timeout.
-	// A subsequent rebalance() call may have a different timeout.
+	// The deadline is set once, when the group starts preparing, with
+	// the largest rebalance timeout of its members then: as in Kafka's
+	// prepareRebalance, members joining meanwhile do not move it, or a
+	// steady stream of joins would hold the rebalance open for good.
+	if preparing && g.tRebalance != nil {
+		return
+	}
 	if g.tRebalance != nil {
 		g.tRebalance.Stop()
 	}
