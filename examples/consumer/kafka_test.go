@@ -150,8 +150,9 @@ func TestKafkaTopicReplaysIntoTheTarget(t *testing.T) {
 // TestKafkaReadyOnceInTheGroup: a member says it is consuming only once
 // the group has taken it in, so that the nemesis, which kills the next
 // member a period after the last one restarted is ready, never kills one
-// still waiting for its first assignment (the in-process cluster keeps
-// such a member, dead, in the group: docs/brokers.md).
+// still waiting for its first assignment (such a member holds the group
+// until its session timeout; one that says it is ready before it joins
+// is TestKafkaGoReplayUnderNemesis's).
 func TestKafkaReadyOnceInTheGroup(t *testing.T) {
 	t.Parallel()
 	pg := pgDSN(t)
