@@ -87,15 +87,17 @@ func runKafkaGo(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if err != nil {
 			c.logf("rejected: partition %d offset %d: %v", m.Partition, m.Offset, err)
 		} else {
+			work := c.flaw // the handler's flaws, as over HTTP
 			if c.flaw == flawCommitBeforeWork || c.flaw == flawAckBeforeCommit {
 				// The flaw: the offset goes first; a kill during the
 				// work loses the record.
 				if err := r.CommitMessages(ctx, m); err != nil {
 					c.logf("commit: %v", err)
 				}
+				work = flawSafe
 			}
 			for {
-				_, err := c.processAs(ctx, ev, flawSafe)
+				_, err := c.processAs(ctx, ev, work)
 				if err == nil || errors.Is(err, errConflict) {
 					break
 				}
