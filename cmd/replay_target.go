@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -67,11 +68,8 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		if in == "-" {
 			continue
 		}
-		if nats.IsStreamURL(in) {
-			return problem.Usagef("%s: replay --target reads capture files; a JetStream stream replays through the built-in handler only (drop --target)", in)
-		}
-		if kafka.IsTopicURL(in) {
-			return problem.Usagef("%s: replay --target reads capture files; a Kafka topic replays through the built-in handler only (drop --target)", in)
+		if nats.IsStreamURL(in) || kafka.IsTopicURL(in) {
+			continue // read, and reached, as the replay starts
 		}
 		if st, err := os.Stat(in); err != nil || st.IsDir() {
 			return problem.Usagef("%s: no such capture file", in)
@@ -87,6 +85,11 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	}
 	if e := effects.Check(t.Effects); e != nil {
 		return scenario.Errors{e}
+	}
+	for _, in := range o.Logs {
+		if err := ownChannel(in, t.Target); err != nil {
+			return err
+		}
 	}
 	switch {
 	case o.KillEvery < 0 || o.KillEvery == 0 && cmd.Flags().Changed("kill-every"):
@@ -177,6 +180,31 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	}
 	if !res.Report.Passed() {
 		return problem.ErrVerdict
+	}
+	return nil
+}
+
+// ownChannel refuses a capture that is the stream or topic the target's
+// consumer reads: every delivery would land in the capture being read,
+// and the consumer would see each event twice, once from the capture
+// and once from the replay.
+func ownChannel(in string, t *scenario.Target) error {
+	switch {
+	case t.Kafka != nil && kafka.IsTopicURL(in):
+		u, err := kafka.ParseTopicURL(in)
+		if err != nil || u.Topic != t.Kafka.Topic || !slices.ContainsFunc(u.Brokers, func(b string) bool { return slices.Contains(t.Kafka.Brokers, b) }) {
+			return nil
+		}
+		return problem.Usagef("%s is the topic the target's consumer reads; replaying it into the target would read back its own deliveries: replay another topic, or a capture of it", in)
+	case t.NATS != nil && nats.IsStreamURL(in):
+		u, err := nats.ParseStreamURL(in)
+		if err != nil || u.Stream != t.NATS.Stream {
+			return nil
+		}
+		if su, err := url.Parse(u.Server); err != nil || !strings.Contains(t.NATS.URL, su.Host) {
+			return nil
+		}
+		return problem.Usagef("%s is the stream the target's consumer reads; replaying it into the target would read back its own deliveries: replay another stream, or a capture of it", in)
 	}
 	return nil
 }

@@ -12,11 +12,13 @@ func newValidateCmd(s *Streams) *cobra.Command {
 		Short: "Check scenario files without running them",
 		Long: `Check scenario files (and folders of them, default ./scenarios) without
 running them. Every mistake of every file is printed as file:line:column and
-what was expected.
+what was expected. A file with a target and no checks is a --target file
+(redeliver replay --target FILE) and is checked as replay reads it.
 
 ` + exitHelp,
 		Example: `  redeliver validate
-  redeliver validate scenarios/seed-fixture.yaml`,
+  redeliver validate scenarios/seed-fixture.yaml
+  redeliver validate target.yaml`,
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{"scenarios"}
@@ -25,15 +27,18 @@ what was expected.
 			if err != nil {
 				return err
 			}
-			scenarios, err := suite.Load(cmd.Context(), files)
+			scenarios, err := suite.LoadAll(cmd.Context(), files)
 			if err != nil {
 				return err
 			}
-			checks := 0
+			checks, targets := 0, 0
 			for _, sc := range scenarios {
 				checks += len(sc.Checks)
+				if sc.TargetFile {
+					targets++
+				}
 			}
-			return report.Validated(s.Out, len(scenarios), checks)
+			return report.Validated(s.Out, len(scenarios), checks, targets)
 		}),
 	}
 }

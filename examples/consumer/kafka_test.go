@@ -113,11 +113,46 @@ func TestKafkaReplayUnderNemesis(t *testing.T) {
 	}
 }
 
+// TestKafkaTopicReplaysIntoTheTarget: a topic is a capture a replay into
+// your own consumer reads as it reads a file: the events of another topic,
+// produced in the CloudEvents Kafka binding, reach the three members, and
+// each order is paid once.
+func TestKafkaTopicReplaysIntoTheTarget(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	brokerSlot(t)
+	env := map[string]string{"CONSUMER": bin, "FLAW": "safe", "DATABASE_URL": freshSchema(t, pg)}
+	kafkaCluster(t, env)
+	src := "orders-" + suffix()
+	p, err := kafka.Open(context.Background(), kafka.Config{Brokers: strings.Split(env["KAFKA"], ","), Topic: src, Create: true, Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const events = 40
+	for i := range events {
+		m := broker.Message{ID: fmt.Sprintf("evt-%d", i), Source: "/orders", Type: "order_paid", Key: fmt.Sprintf("O-%d", i),
+			Data: []byte(fmt.Sprintf(`{"orderId":"O-%d","amount":%d}`, i, i%7+1))}
+		if _, err := p.Publish(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	topic := "kafka://" + env["KAFKA"] + "/" + src
+	o := redeliver(t, env, "replay", topic, "--target", "examples/consumer/brokers/kafka-target.yaml")
+	t.Log(o.stdout)
+	want := fmt.Sprintf("replay of %s into the target: %d published, ", topic, events)
+	if o.exit != 0 || !strings.Contains(o.stdout, want) || !strings.Contains(o.stdout, fmt.Sprintf(", %d effect rows in payments", events)) {
+		t.Fatalf("want exit 0, %q and %d effect rows, got\n%s", want, events, o)
+	}
+}
+
 // TestKafkaReadyOnceInTheGroup: a member says it is consuming only once
 // the group has taken it in, so that the nemesis, which kills the next
 // member a period after the last one restarted is ready, never kills one
-// still waiting for its first assignment (the in-process cluster keeps
-// such a member, dead, in the group: docs/brokers.md).
+// still waiting for its first assignment (such a member holds the group
+// until its session timeout; one that says it is ready before it joins
+// is TestKafkaGoReplayUnderNemesis's).
 func TestKafkaReadyOnceInTheGroup(t *testing.T) {
 	t.Parallel()
 	pg := pgDSN(t)

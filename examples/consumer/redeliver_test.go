@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,6 +44,12 @@ func TestMain(m *testing.M) {
 		"consumer":  func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		// The floor BenchmarkReplayIntoConsumer sets redeliver beside.
 		"floorsender": func() { os.Exit(floorSend(os.Args[1:])) },
+		// The consumer's Kafka mode on kafka-go (kafkago_test.go).
+		kafkaGoCommand: func() {
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			os.Exit(runKafkaGo(ctx, os.Args[1:], os.Stdout, os.Stderr))
+		},
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -62,8 +63,65 @@ func EventOf(envelope []byte) Event {
 			ev.Headers[k.String()] = v.String()
 			return true
 		})
+		ev.bound()
 	}
 	return ev
+}
+
+// qualified is a CloudEvent's id as a capture names it: its source, a
+// slash, and the id with % and / escaped (pkg/capture).
+func qualified(source, id string) string {
+	if source == "" {
+		return id
+	}
+	return source + "/" + strings.NewReplacer("%", "%25", "/", "%2F").Replace(id)
+}
+
+// bound reads an event a broker record carried in the CloudEvents binary
+// binding (a kcat -J line, a NATS message, a record of a kafka:// topic
+// or nats:// stream): its attributes are in ce-* (NATS, HTTP) or ce_*
+// (Kafka) headers, and the envelope's id is the capture's, qualified by
+// its source. The event delivered is the one carried, as the capture file
+// of the same events would deliver it; the binding's headers, and the
+// broker's own, stay with the broker.
+func (ev *Event) bound() {
+	attr := func(name string) (string, bool) {
+		for _, k := range []string{"ce-" + name, "ce_" + name} {
+			for hk, v := range ev.Headers {
+				if strings.EqualFold(hk, k) {
+					return v, true
+				}
+			}
+		}
+		return "", false
+	}
+	id, ok := attr("id")
+	if _, spec := attr("specversion"); !ok || !spec {
+		return
+	}
+	source, _ := attr("source")
+	if ev.ID == id || ev.ID == qualified(source, id) {
+		ev.ID = id // not an id --id chose
+	}
+	if source != "" {
+		ev.Source = source
+	}
+	if v, ok := attr("type"); ok {
+		ev.Type = v
+	}
+	ev.Subject, _ = attr("subject") // a NATS envelope's subject is the message's
+	if v, ok := attr("time"); ok {
+		ev.Time = v
+	}
+	for k := range ev.Headers {
+		l := strings.ToLower(k)
+		if strings.HasPrefix(l, "ce-") || strings.HasPrefix(l, "ce_") || strings.HasPrefix(l, "nats-") || l == "content-type" {
+			delete(ev.Headers, k)
+		}
+	}
+	if len(ev.Headers) == 0 {
+		ev.Headers = nil
+	}
 }
 
 // Structured is the event as a structured-mode CloudEvent: the JSON

@@ -165,3 +165,44 @@ func TestExiting(t *testing.T) {
 		t.Errorf("a killed consumer: exiting() = %v, %v; want true, true", exiting, known)
 	}
 }
+
+// TestEventOfABrokerRecord: a record of a broker capture (kcat -J, a NATS
+// dump, a kafka:// topic or nats:// stream) delivers the CloudEvent it
+// carries in the binary binding, as the capture file of the same events
+// would: its attributes from the ce-* or ce_* headers, and none of the
+// binding's or the broker's headers on the request.
+func TestEventOfABrokerRecord(t *testing.T) {
+	tests := []struct {
+		name, envelope        string
+		id, source, typ, subj string
+		headers               map[string]string
+	}{
+		{"nats stream", `{"subject":"orders.paid","headers":{"Content-Type":"application/json","Nats-Msg-Id":"x1#1","ce-id":"evt-1","ce-source":"/orders","ce-specversion":"1.0","ce-type":"order.paid","X-Tenant":"acme"},"stream":"ORDERS","seq":1,"data":{"orderId":"O-1"},"id":"/orders/evt-1"}`,
+			"evt-1", "/orders", "order.paid", "", map[string]string{"X-Tenant": "acme"}},
+		{"kcat", `{"topic":"orders","partition":0,"offset":3,"key":"O-1","headers":{"ce_id":"a/b","ce_source":"shop","ce_specversion":"1.0","ce_type":"order.paid","ce_subject":"O-1"},"data":{"orderId":"O-1"},"id":"shop/a%2Fb"}`,
+			"a/b", "shop", "order.paid", "O-1", nil},
+		{"an id --id chose", `{"topic":"orders","headers":{"ce_id":"evt-9","ce_specversion":"1.0","Order-Id":"O-9"},"data":{},"id":"O-9"}`,
+			"O-9", DefaultSource, DefaultType, "", map[string]string{"Order-Id": "O-9"}},
+		{"no binding", `{"id":"evt-1","source":"shop","headers":{"ce-id":"other","traceparent":"t"},"data":{}}`,
+			"evt-1", "shop", DefaultType, "", map[string]string{"ce-id": "other", "traceparent": "t"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := EventOf([]byte(tt.envelope))
+			if ev.ID != tt.id || ev.Source != tt.source || ev.Type != tt.typ || ev.Subject != tt.subj {
+				t.Errorf("id %q source %q type %q subject %q, want %q %q %q %q", ev.ID, ev.Source, ev.Type, ev.Subject, tt.id, tt.source, tt.typ, tt.subj)
+			}
+			if len(ev.Headers) != len(tt.headers) {
+				t.Errorf("headers %v, want %v", ev.Headers, tt.headers)
+			}
+			for k, v := range tt.headers {
+				if ev.Headers[k] != v {
+					t.Errorf("headers %v, want %v", ev.Headers, tt.headers)
+				}
+			}
+			if string(ev.Data) == "" {
+				t.Error("the data was lost")
+			}
+		})
+	}
+}

@@ -77,13 +77,26 @@ func StoreOf(db string) string {
 	return StoreSQLiteFile
 }
 
-// Validated says that scenario files validated: how many, with how many checks.
-func Validated(w io.Writer, files, checks int) error {
+// Validated says that scenario files validated: how many (targets of them
+// --target files), with how many checks.
+func Validated(w io.Writer, files, checks, targets int) error {
 	word := "files"
 	if files == 1 {
 		word = "file"
 	}
-	_, err := fmt.Fprintf(w, "ok: %d %s, %d checks\n", files, word, checks)
+	of := ""
+	switch {
+	case targets == 1 && files == 1:
+		of = " (a --target file)"
+	case targets > 0 && targets == files:
+		of = " (--target files)"
+	case targets > 0:
+		of = fmt.Sprintf(" (%d of them --target files)", targets)
+		if targets == 1 {
+			of = " (1 of them a --target file)"
+		}
+	}
+	_, err := fmt.Fprintf(w, "ok: %d %s%s, %d checks\n", files, word, of, checks)
 	return err
 }
 

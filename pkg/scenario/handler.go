@@ -20,6 +20,12 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	var versionSeen bool
 	var checksNode, handlerNode, effectsNode *yaml.Node
 	l.targetMode = hasKey(root, "target")
+	// A file with a target and neither checks nor a handler is what
+	// replay --target reads, and is checked as one.
+	if l.targetMode && !hasKey(root, "checks") && !hasKey(root, "handler") {
+		l.targetFile = true
+	}
+	s.TargetFile = l.targetFile
 	ok := l.mapping(root, "a scenario", []field{
 		{"version", func(k, v *yaml.Node) {
 			versionSeen = true

@@ -23,6 +23,10 @@ type Scenario struct {
 	// the user's own consumer (target mode).
 	Target  *Target
 	Effects *Effects
+	// TargetFile is set for a --target file (version, target and
+	// effects, no checks): replay --target reads it, run has nothing to
+	// run in it.
+	TargetFile bool
 }
 
 // Handler is the handler block.

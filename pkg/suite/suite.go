@@ -84,8 +84,20 @@ func isScenario(path string) bool {
 
 // Load validates every file and returns them all, or every mistake of every
 // file. It returns ctx's error as soon as ctx is done, even while a read is
-// blocked (a FIFO with no writer): the read is left behind.
+// blocked (a FIFO with no writer): the read is left behind. A --target
+// file is a mistake here: it has nothing to run.
 func Load(ctx context.Context, files []string) ([]*scenario.Scenario, error) {
+	return load(ctx, files, false)
+}
+
+// LoadAll is Load that takes --target files (version, target and
+// effects, no checks) as well as scenarios, each checked as replay
+// --target checks it (Scenario.TargetFile says which is which).
+func LoadAll(ctx context.Context, files []string) ([]*scenario.Scenario, error) {
+	return load(ctx, files, true)
+}
+
+func load(ctx context.Context, files []string, targetFiles bool) ([]*scenario.Scenario, error) {
 	var all scenario.Errors
 	var out []*scenario.Scenario
 	type loaded struct {
@@ -117,6 +129,10 @@ func Load(ctx context.Context, files []string) ([]*scenario.Scenario, error) {
 			// any file runs.
 			if e := effects.Check(s.Effects); e != nil {
 				all = append(all, e)
+				continue
+			}
+			if s.TargetFile && !targetFiles {
+				all = append(all, problem.Invalid(problem.Pos{File: f, Line: 1, Col: 1}, "a --target file (target and effects, no checks) has nothing to run: replay a capture into its consumer with redeliver replay --target %s CAPTURE, or add checks to make it a scenario", f))
 				continue
 			}
 			out = append(out, s)
