@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +120,38 @@ func TestCommandShown(t *testing.T) {
 				t.Errorf("the command itself changed: %q", command)
 			}
 		})
+	}
+}
+
+// TestSecrets: a file's secrets are known by value — what each secret
+// ${VAR} expanded to, the passwords of its URLs and DSNs, secret-named
+// env and header values — and nothing else is.
+func TestSecrets(t *testing.T) {
+	t.Setenv("REDELIVER_TEST_DB_PASSWORD", "hunter2")
+	t.Setenv("REDELIVER_TEST_PORT", "8080")
+	src := `version: 1
+target:
+  http: {url: "http://alice:s3cretHTTP@127.0.0.1:${REDELIVER_TEST_PORT}/e", headers: {Authorization: "Bearer t0kenHDR", X-Trace: plain1}}
+  start:
+    command: [sh, -c, "...", "${REDELIVER_TEST_DB_PASSWORD}", --port, "${REDELIVER_TEST_PORT}"]
+    env: {API_TOKEN: s3cretENV, LOG_LEVEL: debug9}
+    ready: {stdout: up}
+effects: {db: "postgres://app:s3cretDB@127.0.0.1:1/app", table: payments, key: order_id, key_of: "{data.orderId}"}
+`
+	f, err := LoadTarget("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("LoadTarget: %v", err)
+	}
+	got := strings.Join(f.Secrets, " ")
+	for _, want := range []string{"hunter2", "s3cretHTTP", "Bearer t0kenHDR", "t0kenHDR", "s3cretENV", "s3cretDB"} {
+		if !slices.Contains(f.Secrets, want) {
+			t.Errorf("Secrets = %q, want %q among them", got, want)
+		}
+	}
+	for _, not := range []string{"8080", "debug9", "plain1", "alice", "app"} {
+		if slices.Contains(f.Secrets, not) {
+			t.Errorf("Secrets = %q holds %q, which is no secret", got, not)
+		}
 	}
 }
 
