@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,4 +166,68 @@ func TestExecStatementFaults(t *testing.T) {
 		})
 	}
 	runConcurrently(t, runs)
+}
+
+// TestStatementTrialsKeepTheConsumer: the trials of a check killed at
+// every statement boundary share one consumer, started once and
+// restarted only where a kill came, its effects reset between trials:
+// as many starts as the check has boundaries, plus the first.
+func TestStatementTrialsKeepTheConsumer(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	wrapper := filepath.Join(dir, "consumer.sh")
+	script := "#!/bin/sh\necho start >> " + starts + "\nexec " + bin + ` "$@"` + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "one.yaml")
+	src := `version: 1
+target:
+  http: {url: "http://127.0.0.1:${PORT}/events", timeout: 10s}
+  start:
+    command: ["${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${REDELIVER_DB_URL}"]
+    ready: http://127.0.0.1:${PORT}/healthz
+    ready_timeout: 60s
+effects:
+  db: "${PGDB}"
+  proxy: true
+  reset: ["DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"]
+  table: payments
+  key: order_id
+  key_of: "{data.orderId}"
+checks:
+  - name: one payment
+    steps:
+      - deliver: {id: evt-30, source: /orders, type: order.paid, data: {orderId: O-30, amount: 30}}
+        crash: statements
+    expect:
+      effects: {O-30: 1}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := consumerEnv(t, wrapper, "safe")
+	env["PGDB"] = schemaDSN(t, pg, "redeliver_statement_trials")
+	withPlainRedeliver(t, env)
+	o := redeliver(t, env, "run", file)
+	if o.exit != 0 {
+		t.Fatalf("want exit 0, got\n%s", o)
+	}
+	m := regexp.MustCompile(`\((\d+) schedules\)`).FindStringSubmatch(o.stdout)
+	if m == nil {
+		t.Fatalf("no schedules in the report:\n%s", o)
+	}
+	schedules, _ := strconv.Atoi(m[1])
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One start, and one restart after each kill: every schedule but the
+	// unforced one kills.
+	if got, want := strings.Count(string(b), "start"), schedules; got != want {
+		t.Errorf("the consumer was started %d times, want %d (once, and again after each of the %d kills)\n%s", got, want, schedules-1, o)
+	}
 }
