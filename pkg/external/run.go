@@ -47,9 +47,11 @@ type Session struct {
 	procs []*Process
 	db    *effects.DB
 	// proxy stands between the consumer and its database (effects.proxy);
-	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL}.
-	proxy *pgproxy.Proxy
-	dbURL string
+	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL},
+	// and jdbcURL the same for PgJDBC, its ${REDELIVER_JDBC_URL}.
+	proxy   *pgproxy.Proxy
+	dbURL   string
+	jdbcURL string
 	// unclean is set when a delivery timed out or was refused: the
 	// consumer may still be at work, or gone, and the session is not
 	// used for another trial.
@@ -163,7 +165,10 @@ func (s *Session) startProxy() error {
 		return fmt.Errorf("cannot start the database proxy: %w", err)
 	}
 	s.proxy = p
-	s.dbURL, err = effects.ProxyURL(s.fx.DB, p.Addr())
+	if s.dbURL, err = effects.ProxyURL(s.fx.DB, p.Addr()); err != nil {
+		return err
+	}
+	s.jdbcURL, err = effects.JDBCURL(s.fx.DB, p.Addr())
 	return err
 }
 
@@ -171,15 +176,15 @@ func (s *Session) startProxy() error {
 // start or exec command and environment use it, and set in their
 // environment.
 func (s *Session) withDBURL(t *scenario.Target) *scenario.Target {
-	ref := "${" + scenario.DBURLVar + "}"
+	urls := strings.NewReplacer("${"+scenario.DBURLVar+"}", s.dbURL, "${"+scenario.JDBCURLVar+"}", s.jdbcURL)
 	fill := func(command []string, env map[string]string) ([]string, map[string]string) {
 		cmd := make([]string, len(command))
 		for i, a := range command {
-			cmd[i] = strings.ReplaceAll(a, ref, s.dbURL)
+			cmd[i] = urls.Replace(a)
 		}
-		out := map[string]string{scenario.DBURLVar: s.dbURL}
+		out := map[string]string{scenario.DBURLVar: s.dbURL, scenario.JDBCURLVar: s.jdbcURL}
 		for k, v := range env {
-			out[k] = strings.ReplaceAll(v, ref, s.dbURL)
+			out[k] = urls.Replace(v)
 		}
 		return cmd, out
 	}

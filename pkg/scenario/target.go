@@ -138,6 +138,11 @@ const (
 // its database address through the effects proxy.
 const DBURLVar = "REDELIVER_DB_URL"
 
+// JDBCURLVar is the same address as a PgJDBC URL
+// (jdbc:postgresql://HOST:PORT/DB?user=…&password=…&currentSchema=…), for
+// a consumer on the JVM, whose driver cannot read a libpq URL.
+const JDBCURLVar = "REDELIVER_JDBC_URL"
+
 // Crash kills the started consumer during a delivery.
 type Crash struct {
 	Pos   Pos
@@ -223,13 +228,14 @@ func (l *loader) xstr(n *yaml.Node, what string) (string, bool) {
 		return "", false
 	}
 	v, err := ExpandEnv(s, func(name string) (string, bool) {
-		if name == DBURLVar {
+		if name == DBURLVar || name == JDBCURLVar {
 			// Known only once the proxy listens: the consumer's start
 			// fills it in.
 			if l.dbURLNode == nil {
 				l.dbURLNode = n
+				l.dbURLVar = name
 			}
-			return "${" + DBURLVar + "}", true
+			return "${" + name + "}", true
 		}
 		v, ok := os.LookupEnv(name)
 		if ok && redact.SecretName(name) {
