@@ -212,9 +212,13 @@ checks:
 	env := consumerEnv(t, wrapper, "safe")
 	env["PGDB"] = schemaDSN(t, pg, "redeliver_statement_trials")
 	withPlainRedeliver(t, env)
-	o := redeliver(t, env, "run", file)
+	o := redeliver(t, env, "run", file, "-v")
 	if o.exit != 0 {
 		t.Fatalf("want exit 0, got\n%s", o)
+	}
+	// -v lists the statements of the passing check's own run.
+	if !regexp.MustCompile(`\(\d+ schedules\)\n  statements of the delivery:\n    1\. `).MatchString(o.stdout) {
+		t.Errorf("-v lists no statements under the passing check:\n%s", o)
 	}
 	m := regexp.MustCompile(`\((\d+) schedules\)`).FindStringSubmatch(o.stdout)
 	if m == nil {
@@ -229,5 +233,19 @@ checks:
 	// unforced one kills.
 	if got, want := strings.Count(string(b), "start"), schedules; got != want {
 		t.Errorf("the consumer was started %d times, want %d (once, and again after each of the %d kills)\n%s", got, want, schedules-1, o)
+	}
+
+	// A check that fails in its first, unforced run shows that run's
+	// statements, as one failed at a boundary does.
+	wrong := filepath.Join(dir, "wrong.yaml")
+	if err := os.WriteFile(wrong, []byte(strings.Replace(src, "{O-30: 1}", "{O-30: 2}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o = redeliver(t, env, "run", wrong)
+	if o.exit != 1 {
+		t.Fatalf("want exit 1, got\n%s", o)
+	}
+	if !strings.Contains(o.stdout, "first in schedule 1 (unforced)") || !strings.Contains(o.stdout, "statements of the delivery:\n    1. ") {
+		t.Errorf("the failure in the unforced run shows no statements:\n%s", o)
 	}
 }
