@@ -31,13 +31,13 @@ func TestStatementFaults(t *testing.T) {
 		repeat string
 		file   string // "": statements.yaml
 	}{
-		{"safe", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "1", ""},
+		{"safe", []string{"one payment: 1 delivery: 1 acked; table payments holds 1 row (13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "1", ""},
 		// The kills land at the same statement on every run: twice in a row.
 		{"marker-after-effect", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1, "2", ""},
 		// The race is lost where a worker is held after its lookup; an
 		// unforced schedule may lose it too, on a loaded machine.
 		{"check-then-act", []string{"raced at every statement boundary: FAIL: failed in ", " schedules; first in schedule ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1, "1", ""},
-		{"safe", []string{"charged once: 1 delivery: 1 acked; 1 effect row in provider_charges (13 schedules)"}, 0, "1", "statements-provider.yaml"},
+		{"safe", []string{"charged once: 1 delivery: 1 acked; table provider_charges holds 1 row (13 schedules)"}, 0, "1", "statements-provider.yaml"},
 		{"external-without-key", []string{"first in schedule 6 (killed before statement 3 (begin))", "invariant duplicate-effect broken: key O-41 has 2 rows in provider_charges"}, 1, "1", "statements-provider.yaml"},
 	}
 	var runs []invocation
@@ -141,7 +141,7 @@ func TestExecStatementFaults(t *testing.T) {
 		want []string // in stdout
 		exit int
 	}{
-		{"safe", []string{"target: exec ", "killed at every statement boundary of one payment: 1 delivery: 1 acked; 1 effect row in payments (", "killed before the marker is written: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer", "PASS: "}, 0},
+		{"safe", []string{"target: exec ", "killed at every statement boundary of one payment: 1 delivery: 1 acked; table payments holds 1 row (", "killed before the marker is written: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer", "PASS: "}, 0},
 		{"marker-after-effect", []string{"(commit)): the check expected 1 effect row for key O-60, got 2", "invariant duplicate-effect broken: key O-60 has 2 rows", "COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-61 has 2 rows", "FAIL: 2 of 2 checks failed"}, 1},
 	}
 	var runs []invocation

@@ -624,7 +624,7 @@ func (sys *system) Total(file *consumer.Counters, c consumer.Counters) {
 
 // Summary is the line of a check without say.
 func (sys *system) Summary(res *runner.CheckResult, caught []string) string {
-	return summary(res.History, res.Counters, caught, sys.sess.rowsWhere())
+	return summary(res.History, res.Counters, caught, sys.sess.fx.Table)
 }
 
 // Say: a consumer under test has no duplicate outcome; its duplicates
@@ -899,9 +899,11 @@ func (s *Session) rowsWhere() string {
 }
 
 // summary is the line of a check without say: the answers, the crashes by
-// when they came, the effect rows (where: "in payments") and what was
-// caught.
-func summary(history []invariant.Record, c consumer.Counters, caught []string, where string) string {
+// when they came, how many rows the effect table holds (or the effects
+// query returns, when table is "") and what was caught. The rows are the
+// table's, every earlier check's included, not the check's own: the line
+// says so ("table payments holds 4 rows").
+func summary(history []invariant.Record, c consumer.Counters, caught []string, table string) string {
 	counts := map[consumer.Outcome]int{}
 	for _, r := range history {
 		counts[r.Result.Outcome]++
@@ -911,7 +913,12 @@ func summary(history []invariant.Record, c consumer.Counters, caught []string, w
 		tallies = append(tallies, words.Tally{N: counts[consumer.Outcome(k)], Word: string(k)})
 	}
 	tallies = append(tallies, words.Tally{N: c.Crashed, Said: words.Crashes(c.Interrupted())})
-	return words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row")+" "+where, caught)
+	rows := words.Count(int64(c.Effects), "row")
+	said := "the effects query returns " + rows
+	if table != "" {
+		said = "table " + table + " holds " + rows
+	}
+	return words.Summary(c.Deliveries, tallies, said, caught)
 }
 
 func contains(xs []string, s string) bool {
