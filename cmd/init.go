@@ -25,15 +25,18 @@ passing.
 With --target http, write DIR/consumer.yaml instead: a scenario for your own
 HTTP consumer, every field explained in a comment, with checks for a
 redelivery, a crash then a redelivery, a lost answer and concurrent
-duplicates. Replace each "<fill in: ...>" in it with your own value;
-redeliver validate names every one left.
+duplicates. With --target exec, the same for a consumer run once per
+event, the event on its stdin and its exit status its answer. Replace
+each "<fill in: ...>" in it with your own value; redeliver validate names
+every one left.
 
 Nothing is overwritten: if any of the files exists, nothing is written.
 
 ` + exitHelp,
 		Example: `  redeliver init
   redeliver init consumer-tests && redeliver run consumer-tests
-  redeliver init --target http my-consumer && redeliver validate my-consumer`,
+  redeliver init --target http my-consumer && redeliver validate my-consumer
+  redeliver init --target exec my-consumer`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			dir := "scenarios"
@@ -41,30 +44,32 @@ Nothing is overwritten: if any of the files exists, nothing is written.
 				dir = args[0]
 			}
 			if cmd.Flags().Changed("target") {
-				if target != "http" {
-					return problem.Usagef("--target %q: init writes a scenario for an HTTP consumer, --target http (exec and broker targets: see docs/target.md and docs/brokers.md)", target)
+				starter, ok := map[string]string{"http": "starter/http-consumer.yaml", "exec": "starter/exec-consumer.yaml"}[target]
+				if !ok {
+					return problem.Usagef("--target %q: init writes a scenario for an HTTP consumer (--target http) or one run per event (--target exec); for broker targets see docs/brokers.md", target)
 				}
-				return writeStarter(s, dir, starterFiles, map[string]string{"starter/http-consumer.yaml": "consumer.yaml"},
+				return writeStarter(s, dir, starterFiles, map[string]string{starter: "consumer.yaml"},
 					"fill in each \"<fill in: ...>\" (redeliver validate %[1]s names them), then: redeliver run %[1]s")
 			}
 			return writeStarter(s, dir, scenarios.Starter, nil, "run them with: redeliver run %s")
 		}),
 	}
-	c.Flags().StringVar(&target, "target", "", "write a scenario for your own consumer reached this way (http) instead of the built-in starter set")
+	c.Flags().StringVar(&target, "target", "", "write a scenario for your own consumer reached this way (http or exec) instead of the built-in starter set")
 	return c
 }
 
 // starterFiles are the starters of init --target.
 //
-//go:embed starter/http-consumer.yaml
+//go:embed starter/http-consumer.yaml starter/exec-consumer.yaml
 var starterFiles embed.FS
 
 // writeStarter writes the files of from into dir, each under its own
-// path or the one rename gives it, then says next on stderr (%s: dir).
+// path, or, when rename is given, only the files it names, each under the
+// path it gives; then it says next on stderr (%s: dir).
 func writeStarter(s *Streams, dir string, from fs.FS, rename map[string]string, next string) error {
 	var names []string
 	err := fs.WalkDir(from, ".", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if _, named := rename[path]; err == nil && !d.IsDir() && (rename == nil || named) {
 			names = append(names, path)
 		}
 		return err
