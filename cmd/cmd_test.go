@@ -34,7 +34,7 @@ func TestExitCode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if got := exitCode(tt.err, &stderr); got != tt.code {
+			if got := exitCode(tt.err, &Streams{Err: &stderr}); got != tt.code {
 				t.Errorf("exitCode = %d, want %d", got, tt.code)
 			}
 			if stderr.String() != tt.stderr {

@@ -3,10 +3,8 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/redact"
 
 	"github.com/redeliver/redeliver/pkg/escape"
 )
@@ -41,9 +39,11 @@ var exitCodes = map[problem.Kind]int{
 // stderr: every mistake found in scenario files on a line of its own,
 // anything else in one line, followed by the lines it quotes from a
 // consumer's stderr (a verdict was said by the report already).
-// Whatever a message quotes of the user's configuration passes through
-// redact.String once more here, so a new message cannot leak a secret.
-func exitCode(err error, stderr io.Writer) int {
+// Whatever a message quotes of the user's configuration, or of what a
+// consumer printed, is masked here (Streams.mask), so a new message
+// cannot leak a secret.
+func exitCode(err error, s *Streams) int {
+	stderr := s.Err
 	kind := problem.KindOf(err)
 	var es problem.Errors
 	switch {
@@ -52,10 +52,10 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "redeliver: interrupted")
 	case errors.As(err, &es):
 		for _, e := range es {
-			fmt.Fprintln(stderr, escape.Line(redact.String(e.Error())))
+			fmt.Fprintln(stderr, escape.Line(s.mask(e.Error())))
 		}
 	default:
-		fmt.Fprintf(stderr, "redeliver: %s\n", escape.Message(redact.String(err.Error())))
+		fmt.Fprintf(stderr, "redeliver: %s\n", escape.Message(s.mask(err.Error())))
 	}
 	return exitCodes[kind]
 }

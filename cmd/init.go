@@ -1,20 +1,24 @@
 package cmd
 
 import (
+	"bytes"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/scenarios"
 	"github.com/spf13/cobra"
 )
 
 func newInitCmd(s *Streams) *cobra.Command {
-	var target string
+	var target, db string
 	c := &cobra.Command{
 		Use:   "init [DIR]",
 		Short: "Write a starter set of scenarios (default ./scenarios)",
@@ -25,15 +29,22 @@ passing.
 With --target http, write DIR/consumer.yaml instead: a scenario for your own
 HTTP consumer, every field explained in a comment, with checks for a
 redelivery, a crash then a redelivery, a lost answer and concurrent
-duplicates. Replace each "<fill in: ...>" in it with your own value;
-redeliver validate names every one left.
+duplicates. With --target exec, the same for a consumer run once per
+event, the event on its stdin and its exit status its answer. With
+--target http --db postgres://…, the consumer connects to its PostgreSQL
+database through redeliver's proxy (${REDELIVER_DB_URL}), and the crash
+and concurrent checks act at each of its SQL statements. Replace
+each "<fill in: ...>" in it with your own value; redeliver validate names
+every one left.
 
 Nothing is overwritten: if any of the files exists, nothing is written.
 
 ` + exitHelp,
 		Example: `  redeliver init
   redeliver init consumer-tests && redeliver run consumer-tests
-  redeliver init --target http my-consumer && redeliver validate my-consumer`,
+  redeliver init --target http my-consumer && redeliver validate my-consumer
+  redeliver init --target exec my-consumer
+  redeliver init --target http --db postgres://postgres@127.0.0.1:5432/test my-service`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			dir := "scenarios"
@@ -41,30 +52,71 @@ Nothing is overwritten: if any of the files exists, nothing is written.
 				dir = args[0]
 			}
 			if cmd.Flags().Changed("target") {
-				if target != "http" {
-					return problem.Usagef("--target %q: init writes a scenario for an HTTP consumer, --target http (exec and broker targets: see docs/target.md and docs/brokers.md)", target)
+				starter, ok := map[string]string{"http": "starter/http-consumer.yaml", "exec": "starter/exec-consumer.yaml"}[target]
+				if !ok {
+					return problem.Usagef("--target %q: init writes a scenario for an HTTP consumer (--target http) or one run per event (--target exec); for broker targets see docs/brokers.md", target)
 				}
-				return writeStarter(s, dir, starterFiles, map[string]string{"starter/http-consumer.yaml": "consumer.yaml"},
+				var files fs.FS = starterFiles
+				if db != "" {
+					if target != "http" || !postgresURL(db) {
+						return problem.Usagef("--db %s: init writes the statement checks for an HTTP consumer on PostgreSQL: --target http --db postgres://USER@HOST:PORT/DATABASE", redact.URL(db))
+					}
+					starter = "starter/http-postgres.yaml"
+					files = filled{starterFiles, starter, yamlQuoted(db)}
+				}
+				return writeStarter(s, dir, files, map[string]string{starter: "consumer.yaml"},
 					"fill in each \"<fill in: ...>\" (redeliver validate %[1]s names them), then: redeliver run %[1]s")
 			}
 			return writeStarter(s, dir, scenarios.Starter, nil, "run them with: redeliver run %s")
 		}),
 	}
-	c.Flags().StringVar(&target, "target", "", "write a scenario for your own consumer reached this way (http) instead of the built-in starter set")
+	c.Flags().StringVar(&target, "target", "", "write a scenario for your own consumer reached this way (http or exec) instead of the built-in starter set")
+	c.Flags().StringVar(&db, "db", "", "with --target http: your consumer's PostgreSQL database (postgres://…); the scenario then relays its connections and kills it at each of its statements")
 	return c
 }
 
 // starterFiles are the starters of init --target.
 //
-//go:embed starter/http-consumer.yaml
+//go:embed starter/http-consumer.yaml starter/exec-consumer.yaml starter/http-postgres.yaml
 var starterFiles embed.FS
 
+// dbPlaceholder is where the PostgreSQL starter takes the database init
+// --db names.
+const dbPlaceholder = "${DATABASE_URL:-DBURL}"
+
+// filled is a file system of starters whose file name has its database
+// filled in.
+type filled struct {
+	embed.FS
+	name, db string
+}
+
+func (f filled) ReadFile(name string) ([]byte, error) {
+	data, err := f.FS.ReadFile(name)
+	if err != nil || name != f.name {
+		return data, err
+	}
+	return bytes.Replace(data, []byte(dbPlaceholder), []byte("${DATABASE_URL:-"+f.db+"}"), 1), nil
+}
+
+// postgresURL reports whether s is a PostgreSQL URL.
+func postgresURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.Host != ""
+}
+
+// yamlQuoted is s as it may stand inside a YAML double-quoted string.
+func yamlQuoted(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
+}
+
 // writeStarter writes the files of from into dir, each under its own
-// path or the one rename gives it, then says next on stderr (%s: dir).
+// path, or, when rename is given, only the files it names, each under the
+// path it gives; then it says next on stderr (%s: dir).
 func writeStarter(s *Streams, dir string, from fs.FS, rename map[string]string, next string) error {
 	var names []string
 	err := fs.WalkDir(from, ".", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if _, named := rename[path]; err == nil && !d.IsDir() && (rename == nil || named) {
 			names = append(names, path)
 		}
 		return err

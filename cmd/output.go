@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/spf13/pflag"
 
@@ -173,7 +172,7 @@ func (out *output) finish(s *Streams, run *report.Run, err error) error {
 func (out *output) write(s *Streams, res report.Result) error {
 	harnessFailed := res.Incomplete()
 	if !(out.format == report.FormatText && harnessFailed) {
-		if err := redacted(s.Out, func(w io.Writer) error { return res.Render(w, out.format, out.opts) }); err != nil {
+		if err := redacted(s, s.Out, func(w io.Writer) error { return res.Render(w, out.format, out.opts) }); err != nil {
 			return err
 		}
 	}
@@ -197,7 +196,7 @@ func (out *output) write(s *Streams, res report.Result) error {
 		var buf bytes.Buffer
 		opts := out.opts
 		opts.Color = false // a file is never a terminal
-		if err := redacted(&buf, func(w io.Writer) error { return res.Render(w, f.format, opts) }); err != nil {
+		if err := redacted(s, &buf, func(w io.Writer) error { return res.Render(w, f.format, opts) }); err != nil {
 			return err
 		}
 		if err := os.WriteFile(f.path, buf.Bytes(), 0o644); err != nil {
@@ -207,29 +206,29 @@ func (out *output) write(s *Streams, res report.Result) error {
 	if !out.github {
 		return nil
 	}
-	if err := redacted(side, res.Annotate); err != nil {
+	if err := redacted(s, side, res.Annotate); err != nil {
 		return err
 	}
 	if out.summary == "" {
 		return nil
 	}
-	return appendFile(out.summary, res.Summarize)
+	return appendFile(s, out.summary, res.Summarize)
 }
 
 // redacted renders into a buffer and writes it to w with every secret
-// redact.String recognises masked.
-func redacted(w io.Writer, render func(io.Writer) error) error {
+// masked (Streams.mask).
+func redacted(s *Streams, w io.Writer, render func(io.Writer) error) error {
 	var buf bytes.Buffer
 	if err := render(&buf); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, redact.String(buf.String()))
+	_, err := io.WriteString(w, s.mask(buf.String()))
 	return err
 }
 
-func appendFile(path string, write func(io.Writer) error) error {
+func appendFile(s *Streams, path string, write func(io.Writer) error) error {
 	var buf bytes.Buffer
-	if err := redacted(&buf, write); err != nil {
+	if err := redacted(s, &buf, write); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"flag"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -607,5 +612,58 @@ func proveTAP(t *testing.T, out string, pass bool) {
 	}
 	if pass != (err == nil) || pass != strings.Contains(string(msg), "Result: PASS") {
 		t.Errorf("prove on a run that passed=%v said (%v):\n%s", pass, err, msg)
+	}
+}
+
+// TestJUnitTimesAddUp: each suite's time is the sum of its test cases'
+// times as written, to the millisecond, however each check's duration
+// rounds; the document stays valid against the schema.
+func TestJUnitTimesAddUp(t *testing.T) {
+	toRoot(t)
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	files := []*runner.FileResult{
+		{File: "a.yaml", Name: "a", Strategy: "target", Checks: []runner.CheckResult{
+			{Name: "one", Passed: true, Line: "1 delivery", Duration: ms(0.6)},
+			{Name: "two", Passed: true, Line: "1 delivery", Duration: ms(0.6)},
+			{Name: "three", Passed: true, Line: "1 delivery", Duration: ms(1250.6)},
+		}},
+		{File: "b.yaml", Name: "b", Strategy: "target", Checks: []runner.CheckResult{
+			{Name: "one", Passed: true, Line: "1 delivery", Duration: ms(0.4)},
+			{Name: "two", Passed: true, Line: "1 delivery", Duration: ms(0.4)},
+		}},
+	}
+	run := &report.Run{Command: "run", Files: files, Store: report.StoreTarget, Workers: 1, Duration: 2 * time.Second}
+	var b bytes.Buffer
+	if err := report.Render(&b, report.FormatJUnit, run, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	validJUnit(t, b.String())
+	var doc struct {
+		Suites []struct {
+			Name  string `xml:"name,attr"`
+			Time  string `xml:"time,attr"`
+			Cases []struct {
+				Time string `xml:"time,attr"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	millis := func(s string) int64 {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("time %q: %v", s, err)
+		}
+		return int64(math.Round(f * 1000))
+	}
+	for _, s := range doc.Suites {
+		var sum int64
+		for _, c := range s.Cases {
+			sum += millis(c.Time)
+		}
+		if got := millis(s.Time); got != sum {
+			t.Errorf("suite %s: time %s, but its cases add up to %.3f\n%s", s.Name, s.Time, float64(sum)/1000, b.String())
+		}
 	}
 }

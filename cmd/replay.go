@@ -247,7 +247,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, CrashAt: crashAt, Rewind: o.Rewind,
 		Republish: o.Republish, Concurrent: o.Concurrent,
 		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, FindingsFile: o.Findings, Batch: o.Batch,
-		Compare: o.Compare, Warn: s.Err, Parallel: o.Parallel, Exiting: s.Exits,
+		Compare: o.Compare, Warn: s.Secrets.Writer(s.Err), Parallel: o.Parallel, Exiting: s.Exits,
 	}
 	finish := func() {}
 	if s.ErrTTY {

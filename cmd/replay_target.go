@@ -83,6 +83,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if err != nil {
 		return err
 	}
+	s.Secrets.Add(t.Secrets...)
 	if e := effects.Check(t.Effects); e != nil {
 		return scenario.Errors{e}
 	}
@@ -118,7 +119,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		Capture:    capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
 		TargetFile: o.Target, Target: t.Target, Effects: t.Effects,
 		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
-		MaxBad: o.MaxBad, Warn: s.Err, FailOn: failOn,
+		MaxBad: o.MaxBad, Warn: s.Secrets.Writer(s.Err), FailOn: failOn,
 		KillEvery: o.KillEvery, EmitScenario: o.Emit, TargetSource: src, Logs: logs,
 	}
 	finish := func() {}

@@ -48,7 +48,7 @@ func Run(ctx context.Context, s *Streams, args []string) int {
 	if r != nil {
 		err = r.err
 	}
-	return exitCode(err, s.Err)
+	return exitCode(err, s)
 }
 
 // ranError marks an error returned by a command's own code, as opposed to

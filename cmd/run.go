@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -84,7 +83,7 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 	}
 	start := time.Now()
 	run := &report.Run{Command: "run", Seed: o.Seed, Store: report.StoreOf(o.DB), Workers: 1}
-	err = runSuite(cmd.Context(), o, run, s.Err)
+	err = runSuite(cmd.Context(), o, run, s)
 	run.Duration = time.Since(start)
 	if err != nil {
 		run.Errors = problem.List(err)
@@ -93,7 +92,8 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 }
 
 // runSuite loads and runs the scenario files, filling in the run's results.
-func runSuite(ctx context.Context, o *runOptions, run *report.Run, stderr io.Writer) error {
+func runSuite(ctx context.Context, o *runOptions, run *report.Run, s *Streams) error {
+	s.Secrets.AddFound(o.DB)
 	files, err := suite.Collect(o.Paths)
 	if err != nil {
 		return err
@@ -102,12 +102,15 @@ func runSuite(ctx context.Context, o *runOptions, run *report.Run, stderr io.Wri
 	if err != nil {
 		return err
 	}
+	for _, sc := range scenarios {
+		s.Secrets.Add(sc.Secrets...)
+	}
 	run.Workers = suite.Workers(scenarios)
 	res, err := suite.Run(ctx, scenarios, suite.Options{DB: o.DB, Keep: o.Keep, Repeat: o.Repeat, Seed: o.Seed})
 	if res != nil {
 		run.Files = res.Files
 		for _, k := range res.Kept {
-			fmt.Fprintf(stderr, "kept schema %s\n", k)
+			fmt.Fprintf(s.Err, "kept schema %s\n", k)
 		}
 	}
 	return err

@@ -59,3 +59,28 @@ func TestStatementTraceInReports(t *testing.T) {
 		t.Errorf("the TAP diagnostic lacks the statements:\n%s", tap)
 	}
 }
+
+// TestPassingStatementsUnderVerbose: a check that passed with its
+// statements kept lists them under -v, and only then.
+func TestPassingStatementsUnderVerbose(t *testing.T) {
+	trace := []consumer.Statement{
+		{Worker: 1, Text: "BEGIN", Answer: "BEGIN"},
+		{Worker: 1, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1"},
+		{Worker: 1, Text: "COMMIT", Answer: "COMMIT"},
+	}
+	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
+		Checks: []runner.CheckResult{{Name: "one payment", Passed: true, Line: "1 delivery: 1 acked", Trace: trace, Schedules: 7}}}
+	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 1}
+	for _, verbose := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := report.Render(&b, report.FormatText, run, report.Options{Verbose: verbose}); err != nil {
+			t.Fatal(err)
+		}
+		text := b.String()
+		for _, want := range []string{"one payment: 1 delivery: 1 acked\n  statements of the delivery:\n", "    2. INSERT INTO payments VALUES ($1) → INSERT 0 1\n"} {
+			if got := strings.Contains(text, want); got != verbose {
+				t.Errorf("verbose %v: the text report shows %q: %v, want %v\n%s", verbose, want, got, verbose, text)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/redact"
 )
 
 // Streams are where a command reads and writes. Commands never touch
@@ -22,14 +23,24 @@ type Streams struct {
 	// (Main): what the command holds only in memory is left to the
 	// system, which takes it back at once.
 	Exits bool
+	// Secrets are the secret values of the configuration the command
+	// loaded: every report, annotation and message on Err is written
+	// with them masked (nil masks secrets by their form only).
+	Secrets *redact.Secrets
 }
+
+// mask returns text with every secret masked: the values the
+// configuration holds as secrets, and whatever redact.String recognises.
+// Everything redeliver prints passes through here.
+func (s *Streams) mask(text string) string { return s.Secrets.String(text) }
 
 // System returns the process's own streams.
 func System() *Streams {
 	return &Streams{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 		OutTTY: isTerminal(os.Stdout), ErrTTY: isTerminal(os.Stderr),
-		Getenv: os.Getenv,
+		Getenv:  os.Getenv,
+		Secrets: &redact.Secrets{},
 	}
 }
 

@@ -65,3 +65,61 @@ func TestInitTargetStarter(t *testing.T) {
 		})
 	}
 }
+
+// TestInitTargetPostgresStarter: `redeliver init --target http --db
+// postgres://…` writes the starter with the proxy and the statement
+// checks; filled in for this consumer, it passes the safe consumer and
+// catches, at a statement boundary, the flaw whose window lies between
+// two of its commits, which a timed kill rarely hits.
+func TestInitTargetPostgresStarter(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	dir := filepath.Join(t.TempDir(), "my-service")
+	env := map[string]string{}
+	withPlainRedeliver(t, env)
+	if o := redeliver(t, env, "init", "--target", "http", "--db", schemaDSN(t, pg, "redeliver_init_starter"), dir); o.exit != 0 {
+		t.Fatalf("init: %s", o)
+	}
+	file := filepath.Join(dir, "consumer.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "proxy: true") || !strings.Contains(string(data), "crash: statements") {
+		t.Fatalf("the starter has no proxy or no statement check:\n%s", data)
+	}
+	fill := []struct{ what, yaml string }{
+		{"the URL your service", `"http://127.0.0.1:${PORT}/events"`},
+		{"the program that runs", `"${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${REDELIVER_DB_URL}", --flaw, "${FLAW}"`},
+		{"the URL that answers 2xx", `"http://127.0.0.1:${PORT}/healthz"`},
+		{"a statement that empties", `"DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"`},
+		{"your effect table", "payments"},
+		{"the column naming", "order_id"},
+	}
+	for _, f := range fill {
+		re := regexp.MustCompile(`"<fill in: ` + regexp.QuoteMeta(f.what) + `[^>]*>"`)
+		if !re.Match(data) {
+			t.Fatalf("the starter has no placeholder %q:\n%s", f.what, data)
+		}
+		data = re.ReplaceAllLiteral(data, []byte(f.yaml))
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		flaw, want string
+		exit       int
+	}{
+		{"safe", "PASS: redelivered three times, killed at every statement, then redelivery, lost answer, concurrent duplicates", 0},
+		{"marker-after-effect", "invariant duplicate-effect broken", 1},
+	} {
+		t.Run(tt.flaw, func(t *testing.T) {
+			env := consumerEnv(t, bin, tt.flaw)
+			withPlainRedeliver(t, env)
+			if o := redeliver(t, env, "run", dir); o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) {
+				t.Fatalf("want exit %d and %q, got\n%s", tt.exit, tt.want, o)
+			}
+		})
+	}
+}

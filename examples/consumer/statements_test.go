@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func TestStatementFaults(t *testing.T) {
 		repeat string
 		file   string // "": statements.yaml
 	}{
-		{"safe", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments (13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "1", ""},
+		{"safe", []string{"one payment: 1 delivery: 1 acked; table payments holds 1 row (13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0, "1", ""},
 		// The kills land at the same statement on every run: twice in a row.
 		{"marker-after-effect", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1, "2", ""},
 		// No BEGIN: held after the payment's statement, the payment is
@@ -39,7 +40,7 @@ func TestStatementFaults(t *testing.T) {
 		// The race is lost where a worker is held after its lookup; an
 		// unforced schedule may lose it too, on a loaded machine.
 		{"check-then-act", []string{"raced at every statement boundary: FAIL: failed in ", " schedules; first in schedule ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1, "1", ""},
-		{"safe", []string{"charged once: 1 delivery: 1 acked; 1 effect row in provider_charges (13 schedules)"}, 0, "1", "statements-provider.yaml"},
+		{"safe", []string{"charged once: 1 delivery: 1 acked; table provider_charges holds 1 row (13 schedules)"}, 0, "1", "statements-provider.yaml"},
 		{"external-without-key", []string{"first in schedule 5 (killed after statement 2 (INSERT INTO provider_charges", "invariant duplicate-effect broken: key O-41 has 2 rows in provider_charges"}, 1, "1", "statements-provider.yaml"},
 	}
 	var runs []invocation
@@ -152,7 +153,7 @@ func TestExecStatementFaults(t *testing.T) {
 		want []string // in stdout
 		exit int
 	}{
-		{"safe", []string{"target: exec ", "killed at every statement boundary of one payment: 1 delivery: 1 acked; 1 effect row in payments (", "killed before the marker is written: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer", "PASS: "}, 0},
+		{"safe", []string{"target: exec ", "killed at every statement boundary of one payment: 1 delivery: 1 acked; table payments holds 1 row (", "killed before the marker is written: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer", "PASS: "}, 0},
 		{"marker-after-effect", []string{"(commit)): the check expected 1 effect row for key O-60, got 2", "invariant duplicate-effect broken: key O-60 has 2 rows", "COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-61 has 2 rows", "FAIL: 2 of 2 checks failed"}, 1},
 	}
 	var runs []invocation
@@ -195,9 +196,9 @@ func TestStatementFaultsWithAPoller(t *testing.T) {
 		want       []string
 		exit       int
 	}{
-		{"safe", "1", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments", "(13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0},
-		{"safe", "2", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments", "(13 schedules)", "PASS: "}, 0},
-		{"safe", "3", []string{"one payment: 1 delivery: 1 acked; 1 effect row in payments", "(13 schedules)", "PASS: "}, 0},
+		{"safe", "1", []string{"one payment: 1 delivery: 1 acked; table payments holds 1 row", "(13 schedules)", "raced at every statement boundary: 2 deliveries: 2 acked", "PASS: "}, 0},
+		{"safe", "2", []string{"one payment: 1 delivery: 1 acked; table payments holds 1 row", "(13 schedules)", "PASS: "}, 0},
+		{"safe", "3", []string{"one payment: 1 delivery: 1 acked; table payments holds 1 row", "(13 schedules)", "PASS: "}, 0},
 		{"marker-after-effect", "1", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here"}, 1},
 		{"check-then-act", "1", []string{"raced at every statement boundary: FAIL: failed in ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1},
 	}
@@ -361,10 +362,92 @@ checks:
 		env:  env,
 		args: []string{"run", file},
 		check: func(t *testing.T, o outcome) {
-			if o.exit != 0 || !strings.Contains(o.stdout, "one payment, committed after the answer: 1 delivery: 1 acked; 1 effect row in payments") ||
+			if o.exit != 0 || !strings.Contains(o.stdout, "one payment, committed after the answer: 1 delivery: 1 acked; table payments holds 1 row") ||
 				!strings.Contains(o.stdout, "(11 schedules)") {
 				t.Fatalf("want both checks to pass, the second in 11 schedules, got\n%s", o)
 			}
 		},
 	}})
+}
+
+// TestStatementTrialsKeepTheConsumer: the trials of a check killed at
+// every statement boundary share one consumer, started once and
+// restarted only where a kill came, its effects reset between trials:
+// as many starts as the check has boundaries, plus the first.
+func TestStatementTrialsKeepTheConsumer(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	wrapper := filepath.Join(dir, "consumer.sh")
+	script := "#!/bin/sh\necho start >> " + starts + "\nexec " + bin + ` "$@"` + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "one.yaml")
+	src := `version: 1
+target:
+  http: {url: "http://127.0.0.1:${PORT}/events", timeout: 10s}
+  start:
+    command: ["${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${REDELIVER_DB_URL}"]
+    ready: http://127.0.0.1:${PORT}/healthz
+    ready_timeout: 60s
+effects:
+  db: "${PGDB}"
+  proxy: true
+  reset: ["DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"]
+  table: payments
+  key: order_id
+  key_of: "{data.orderId}"
+checks:
+  - name: one payment
+    steps:
+      - deliver: {id: evt-30, source: /orders, type: order.paid, data: {orderId: O-30, amount: 30}}
+        crash: statements
+    expect:
+      effects: {O-30: 1}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := consumerEnv(t, wrapper, "safe")
+	env["PGDB"] = schemaDSN(t, pg, "redeliver_statement_trials")
+	withPlainRedeliver(t, env)
+	o := redeliver(t, env, "run", file, "-v")
+	if o.exit != 0 {
+		t.Fatalf("want exit 0, got\n%s", o)
+	}
+	// -v lists the statements of the passing check's own run.
+	if !regexp.MustCompile(`\(\d+ schedules\)\n  statements of the delivery:\n    1\. `).MatchString(o.stdout) {
+		t.Errorf("-v lists no statements under the passing check:\n%s", o)
+	}
+	m := regexp.MustCompile(`\((\d+) schedules\)`).FindStringSubmatch(o.stdout)
+	if m == nil {
+		t.Fatalf("no schedules in the report:\n%s", o)
+	}
+	schedules, _ := strconv.Atoi(m[1])
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One start, and one restart after each kill: every schedule but the
+	// unforced one kills.
+	if got, want := strings.Count(string(b), "start"), schedules; got != want {
+		t.Errorf("the consumer was started %d times, want %d (once, and again after each of the %d kills)\n%s", got, want, schedules-1, o)
+	}
+
+	// A check that fails in its first, unforced run shows that run's
+	// statements, as one failed at a boundary does.
+	wrong := filepath.Join(dir, "wrong.yaml")
+	if err := os.WriteFile(wrong, []byte(strings.Replace(src, "{O-30: 1}", "{O-30: 2}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o = redeliver(t, env, "run", wrong)
+	if o.exit != 1 {
+		t.Fatalf("want exit 1, got\n%s", o)
+	}
+	if !strings.Contains(o.stdout, "first in schedule 1 (unforced)") || !strings.Contains(o.stdout, "statements of the delivery:\n    1. ") {
+		t.Errorf("the failure in the unforced run shows no statements:\n%s", o)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -715,6 +716,49 @@ func ProxyURL(dsn, addr string) (string, error) {
 	}
 	out = append(out, "host="+host, "port="+port, "sslmode=disable")
 	return strings.Join(out, " "), nil
+}
+
+// JDBCURL is dsn pointed at the proxy's addr as PgJDBC reads it, the
+// connection string a consumer on the JVM gets as ${REDELIVER_JDBC_URL}:
+// jdbc:postgresql://127.0.0.1:PORT/DB?user=…&password=…&sslmode=disable,
+// with currentSchema set to the search_path dsn gives (as a URL parameter
+// pgx reads, or in options=-csearch_path=…, as libpq reads it).
+func JDBCURL(dsn, addr string) (string, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "", redact.Error(err)
+	}
+	q := url.Values{}
+	if cfg.User != "" {
+		q.Set("user", cfg.User)
+	}
+	if cfg.Password != "" {
+		q.Set("password", cfg.Password)
+	}
+	q.Set("sslmode", "disable")
+	if sp := searchPath(cfg.RuntimeParams); sp != "" {
+		q.Set("currentSchema", sp)
+	}
+	db := cfg.Database
+	if db == "" {
+		db = cfg.User
+	}
+	return "jdbc:postgresql://" + addr + "/" + url.PathEscape(db) + "?" + q.Encode(), nil
+}
+
+// searchPathOption is a search_path set in libpq's options: -c
+// search_path=a,b or -csearch_path=a,b.
+var searchPathOption = regexp.MustCompile(`(?:^|\s)-c\s*search_path=(\S+)`)
+
+// searchPath is the search_path runtime parameters set, or "".
+func searchPath(params map[string]string) string {
+	if sp := params["search_path"]; sp != "" {
+		return sp
+	}
+	if m := searchPathOption.FindStringSubmatch(params["options"]); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // Blocked reports whether any of the PostgreSQL server processes pids

@@ -525,6 +525,27 @@ func TestCheckProxy(t *testing.T) {
 	}
 }
 
+// TestJDBCURL: ${REDELIVER_JDBC_URL} is effects.db as PgJDBC reads it,
+// through the proxy: user and password as parameters, the search_path as
+// currentSchema, however effects.db gives it.
+func TestJDBCURL(t *testing.T) {
+	t.Setenv("PGPASSWORD", "")
+	t.Setenv("PGPASSFILE", "/nonexistent")
+	tests := []struct{ dsn, want string }{
+		{"postgres://app:p%40ss@db.example.com:5433/shop?sslmode=prefer", "jdbc:postgresql://127.0.0.1:40000/shop?password=p%40ss&sslmode=disable&user=app"},
+		{"postgres://app@db/shop?search_path=billing", "jdbc:postgresql://127.0.0.1:40000/shop?currentSchema=billing&sslmode=disable&user=app"},
+		{"postgres://app@db/shop?options=-csearch_path%3Dbilling", "jdbc:postgresql://127.0.0.1:40000/shop?currentSchema=billing&sslmode=disable&user=app"},
+		{"host=db port=5433 dbname=shop user=app password='s 3' options='-c search_path=a,b'", "jdbc:postgresql://127.0.0.1:40000/shop?currentSchema=a%2Cb&password=s+3&sslmode=disable&user=app"},
+		{"postgres://app@db", "jdbc:postgresql://127.0.0.1:40000/app?sslmode=disable&user=app"},
+	}
+	for _, tt := range tests {
+		got, err := JDBCURL(tt.dsn, "127.0.0.1:40000")
+		if err != nil || got != tt.want {
+			t.Errorf("JDBCURL(%q) = %q, %v; want %q", tt.dsn, got, err, tt.want)
+		}
+	}
+}
+
 func TestProxyURL(t *testing.T) {
 	tests := []struct{ dsn, want string }{
 		{"postgres://app:pw@db.example.com:5433/shop?application_name=x", "postgres://app:pw@127.0.0.1:40000/shop?application_name=x&sslmode=disable"},

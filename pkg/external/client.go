@@ -162,23 +162,23 @@ var errTimedOut = errors.New("no answer in time")
 
 // do sends req (its body in body) and reads the answer's status and
 // Retry-After header. The delivery ends at deadline, or when ctx is done.
-func (p *plainClient) do(ctx context.Context, req *http.Request, deadline time.Time) (status int, retry string, err error) {
+func (p *plainClient) do(ctx context.Context, req *http.Request, deadline time.Time) (status int, retry, head string, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, "", err
+		return 0, "", "", err
 	}
 	pc, err := p.get(ctx, deadline)
 	if err != nil {
 		if time.Now().After(deadline) {
-			return 0, "", errTimedOut
+			return 0, "", "", errTimedOut
 		}
 		if cerr := ctx.Err(); cerr != nil {
-			return 0, "", cerr
+			return 0, "", "", cerr
 		}
-		return 0, "", err
+		return 0, "", "", err
 	}
 	if err := pc.c.SetDeadline(deadline); err != nil {
 		pc.c.Close()
-		return 0, "", err
+		return 0, "", "", err
 	}
 	stop := func() bool { return true }
 	if ctx.Done() != nil {
@@ -186,7 +186,7 @@ func (p *plainClient) do(ctx context.Context, req *http.Request, deadline time.T
 		// and its read or write returns.
 		stop = context.AfterFunc(ctx, func() { pc.c.SetDeadline(time.Unix(1, 0)) })
 	}
-	status, retry, keep, err := exchange(pc, req)
+	status, retry, head, keep, err := exchange(pc, req)
 	if !stop() {
 		keep = false
 		if err != nil {
@@ -198,29 +198,30 @@ func (p *plainClient) do(ctx context.Context, req *http.Request, deadline time.T
 	} else {
 		pc.c.Close()
 	}
-	return status, retry, err
+	return status, retry, head, err
 }
 
-// exchange writes req on pc and reads its answer; keep says whether the
-// connection may carry the next request.
-func exchange(pc *plainConn, req *http.Request) (status int, retry string, keep bool, err error) {
+// exchange writes req on pc and reads its answer — its status, its
+// Retry-After header and, for a 5xx, the first line of its body (head);
+// keep says whether the connection may carry the next request.
+func exchange(pc *plainConn, req *http.Request) (status int, retry, head string, keep bool, err error) {
 	if err := req.Write(pc.bw); err != nil {
-		return 0, "", false, connError(err)
+		return 0, "", "", false, connError(err)
 	}
 	if err := pc.bw.Flush(); err != nil {
-		return 0, "", false, connError(err)
+		return 0, "", "", false, connError(err)
 	}
 	var resp *http.Response
 	for n := 0; ; n++ {
 		resp, err = http.ReadResponse(pc.br, req)
 		if err != nil {
-			return 0, "", false, connError(err)
+			return 0, "", "", false, connError(err)
 		}
 		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
 		}
 		if n == max1xx {
-			return 0, "", false, errors.New("too many informational answers (1xx)")
+			return 0, "", "", false, errors.New("too many informational answers (1xx)")
 		}
 	}
 	status, retry = resp.StatusCode, resp.Header.Get("Retry-After")
@@ -228,15 +229,53 @@ func exchange(pc *plainConn, req *http.Request) (status int, retry string, keep 
 	// carry the next request; the status came, and a body cut short is
 	// not the answer's concern: a broker acts on the status it received.
 	pc.body = io.LimitedReader{R: resp.Body, N: maxBody}
-	n, rerr := io.Copy(io.Discard, &pc.body)
+	var first bodyHead
+	var sink io.Writer = io.Discard
+	if status >= 500 {
+		sink = &first
+	}
+	n, rerr := io.Copy(sink, &pc.body)
 	pc.body.R = nil
 	if rerr != nil || n == maxBody {
 		// Not read to its end: Close would read the rest.
-		return status, retry, false, nil
+		return status, retry, first.line(), false, nil
 	}
 	resp.Body.Close()
 	keep = !resp.Close && status != http.StatusSwitchingProtocols
-	return status, retry, keep, nil
+	return status, retry, first.line(), keep, nil
+}
+
+// headBytes is how much of a 5xx answer's body is kept to show its first
+// line; headRunes how much of that line is shown.
+const (
+	headBytes = 1024
+	headRunes = 200
+)
+
+// bodyHead keeps the beginning of an answer's body and discards the rest.
+type bodyHead struct{ b []byte }
+
+func (h *bodyHead) Write(p []byte) (int, error) {
+	if room := headBytes - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// line is the body's first line that is not blank, trimmed and cut to
+// headRunes, or "".
+func (h *bodyHead) line() string {
+	for _, l := range strings.Split(string(h.b), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		if r := []rune(l); len(r) > headRunes {
+			l = string(r[:headRunes]) + "…"
+		}
+		return l
+	}
+	return ""
 }
 
 // connError is an error of the connection as transportError reads it: a

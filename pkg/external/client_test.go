@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -255,4 +256,35 @@ func TestPlainClientWritesAsNetHTTP(t *testing.T) {
 			t.Errorf("the plain client: %s; net/http: %s; want the same refusal", a, b)
 		}
 	})
+}
+
+// TestServerErrorBody: a 5xx answer says the first line of its body,
+// through the plain client and through net/http alike; another status
+// says none, and a 5xx without a body says its status only.
+func TestServerErrorBody(t *testing.T) {
+	long := strings.Repeat("é", headRunes+10)
+	tests := []struct {
+		name, raw, want string
+	}{
+		{"first line", "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 44\r\n\r\n\r\n  pq: password authentication failed\r\nat x", "unacked (500: pq: password authentication failed)"},
+		{"chunked", "HTTP/1.1 503 Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n5\r\ndown!\r\n0\r\n\r\n", "unacked (503: down!)"},
+		{"no body", "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n", "unacked (500)"},
+		{"not a 5xx", "HTTP/1.1 400 Bad Request\r\nContent-Length: 3\r\n\r\nbad", "rejected (400)"},
+		{"a long line", "HTTP/1.1 500 X\r\nContent-Length: " + strconv.Itoa(len(long)) + "\r\n\r\n" + long, "unacked (500: " + string([]rune(long)[:headRunes]) + "…)"},
+	}
+	for _, tt := range tests {
+		for _, plain := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/plain=%v", tt.name, plain), func(t *testing.T) {
+				s := newScripted(t, scriptedAnswer{raw: tt.raw})
+				d := newHTTPDeliverer(&scenario.HTTPTarget{URL: s.url(), Method: "POST", Mode: scenario.ModeStructured, Timeout: 10 * time.Second})
+				if !plain {
+					d.plain = nil
+				}
+				a := d.Deliver(context.Background(), EventOf([]byte(`{"id":"e1","data":{"orderId":"O-1"}}`)), nil)
+				if got := a.String(); got != tt.want {
+					t.Errorf("the answer says %q, want %q", got, tt.want)
+				}
+			})
+		}
+	}
 }

@@ -86,10 +86,12 @@ func TestCrashLines(t *testing.T) {
 		got  string
 		want string
 	}{
-		{"a crash after the answer", summary(nil, crashes(0, 1, 0), nil, "in payments"),
-			"1 delivery: 1 crash after the answer; 1 effect row in payments"},
-		{"a sweep", summary(nil, crashes(6, 1, 0), nil, "in payments"),
-			"7 deliveries: 7 crashes (6 before the answer, 1 after); 1 effect row in payments"},
+		{"a crash after the answer", summary(nil, crashes(0, 1, 0), nil, "payments"),
+			"1 delivery: 1 crash after the answer; table payments holds 1 row"},
+		{"a sweep", summary(nil, crashes(6, 1, 0), nil, "payments"),
+			"7 deliveries: 7 crashes (6 before the answer, 1 after); table payments holds 1 row"},
+		{"an effects query", summary(nil, crashes(0, 1, 0), nil, ""),
+			"1 delivery: 1 crash after the answer; the effects query returns 1 row"},
 		{"a replay whose crash interrupted nothing", replayLine(crashes(0, 2, 0), false, "in payments"),
 			"2 deliveries (2 acked, 0 conflicts, 0 not acked, 2 crashes after the answer), 1 effect row in payments; all 2 crashes came after the answer: none interrupted a delivery"},
 		{"a replay whose crash interrupted one", replayLine(crashes(1, 0, 0), false, "from the effects query"),

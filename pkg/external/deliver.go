@@ -46,6 +46,9 @@ const (
 type Answer struct {
 	Kind   Kind
 	Status int // the HTTP status or exit status; 0 when there was none
+	// Body is the first line of a 5xx answer's body (what the consumer
+	// said went wrong), or "".
+	Body string
 	// Why there was no answer, when there was none.
 	Err      error
 	TimedOut bool
@@ -99,6 +102,8 @@ func (a Answer) String() string {
 			lines = stderrIntro + lines
 		}
 		return "unacked (" + msg + ")" + lines
+	case a.Status != 0 && a.Body != "":
+		return fmt.Sprintf("%s (%d: %s)", a.Kind, a.Status, a.Body)
 	case a.Status != 0:
 		return fmt.Sprintf("%s (%d)", a.Kind, a.Status)
 	}
@@ -207,14 +212,19 @@ func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}
 	if err != nil {
 		return Answer{Kind: Unacked, Err: transportError(err), TimedOut: ctx.Err() == context.DeadlineExceeded, Refused: errors.Is(err, syscall.ECONNREFUSED)}
 	}
-	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	var first bodyHead
+	var sink io.Writer = io.Discard
+	if resp.StatusCode >= 500 {
+		sink = &first
+	}
+	_, err = io.Copy(sink, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	if err != nil {
 		// The status came, the body was cut: the consumer may have died
 		// answering. A broker acts on the status it received.
 		_ = err
 	}
-	a := Answer{Kind: Classify(resp.StatusCode), Status: resp.StatusCode}
+	a := Answer{Kind: Classify(resp.StatusCode), Status: resp.StatusCode, Body: first.line()}
 	if a.Kind == Unacked {
 		a.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
@@ -225,12 +235,12 @@ func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}
 // the delivery began, its deadline the target's timeout after it.
 func (d *httpDeliverer) plainDeliver(ctx context.Context, req *http.Request, sent time.Time) Answer {
 	deadline := sent.Add(d.spec.Timeout)
-	status, retry, err := d.plain.do(ctx, req, deadline)
+	status, retry, head, err := d.plain.do(ctx, req, deadline)
 	if err != nil {
 		timedOut := err == errTimedOut || errors.Is(err, context.DeadlineExceeded)
 		return Answer{Kind: Unacked, Err: transportError(err), TimedOut: timedOut, Refused: errors.Is(err, syscall.ECONNREFUSED)}
 	}
-	a := Answer{Kind: Classify(status), Status: status}
+	a := Answer{Kind: Classify(status), Status: status, Body: head}
 	if a.Kind == Unacked {
 		a.RetryAfter = retryAfter(retry, time.Now())
 	}

@@ -382,6 +382,22 @@ func (p *Process) Crash(ctx context.Context) error {
 	return p.start(ctx)
 }
 
+// running reports whether the current process has not exited.
+func (p *Process) running() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
 // Kill kills the consumer's process group (kill -9) without restarting.
 func (p *Process) Kill() { p.kill() }
 

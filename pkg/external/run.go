@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
@@ -47,9 +48,11 @@ type Session struct {
 	procs []*Process
 	db    *effects.DB
 	// proxy stands between the consumer and its database (effects.proxy);
-	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL}.
-	proxy *pgproxy.Proxy
-	dbURL string
+	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL},
+	// and jdbcURL the same for PgJDBC, its ${REDELIVER_JDBC_URL}.
+	proxy   *pgproxy.Proxy
+	dbURL   string
+	jdbcURL string
 	// logs keeps the started instances' output, when set.
 	logs *ConsumerLogs
 	// apart is how many statements of no delivery the last watched
@@ -59,6 +62,44 @@ type Session struct {
 	// the replay places its kills on its course.
 	killer      *nemesis.Nemesis
 	killerBegan time.Time
+	// unclean is set when a delivery timed out or was refused: the
+	// consumer may still be at work, or gone, and the session is not
+	// used for another trial.
+	unclean atomic.Bool
+}
+
+// reusable reports whether the session can serve another trial after a
+// reset of the effects database: every delivery was answered, every
+// started instance is running, and no broker holds messages of this
+// trial.
+func (s *Session) reusable() bool {
+	if s.t.Broker() || s.unclean.Load() {
+		return false
+	}
+	for _, p := range s.procs {
+		if !p.running() {
+			return false
+		}
+	}
+	return true
+}
+
+// watching is a deliverer that marks its session unclean when a delivery
+// ended with the consumer perhaps still at work on it.
+type watching struct {
+	deliverer
+	s *Session
+}
+
+func (w watching) Deliver(ctx context.Context, ev Event, kill <-chan struct{}) Answer {
+	a := w.deliverer.Deliver(ctx, ev, kill)
+	// A kill cuts a delivery too, but the consumer was restarted where
+	// it came: only a delivery the consumer may still be working on
+	// leaves the session unclean.
+	if a.TimedOut || a.Refused {
+		w.s.unclean.Store(true)
+	}
+	return a
 }
 
 // Open connects to the effects database, starts the consumer (when the
@@ -93,7 +134,7 @@ func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, logs *C
 		}
 		s.dl = bd
 	} else {
-		s.dl = newDeliverer(t)
+		s.dl = watching{newDeliverer(t), s}
 	}
 	if t.Start != nil {
 		if err := s.startInstances(ctx); err != nil {
@@ -139,7 +180,10 @@ func (s *Session) startProxy() error {
 		return fmt.Errorf("cannot start the database proxy: %w", err)
 	}
 	s.proxy = p
-	s.dbURL, err = effects.ProxyURL(s.fx.DB, p.Addr())
+	if s.dbURL, err = effects.ProxyURL(s.fx.DB, p.Addr()); err != nil {
+		return err
+	}
+	s.jdbcURL, err = effects.JDBCURL(s.fx.DB, p.Addr())
 	return err
 }
 
@@ -147,15 +191,15 @@ func (s *Session) startProxy() error {
 // start or exec command and environment use it, and set in their
 // environment.
 func (s *Session) withDBURL(t *scenario.Target) *scenario.Target {
-	ref := "${" + scenario.DBURLVar + "}"
+	urls := strings.NewReplacer("${"+scenario.DBURLVar+"}", s.dbURL, "${"+scenario.JDBCURLVar+"}", s.jdbcURL)
 	fill := func(command []string, env map[string]string) ([]string, map[string]string) {
 		cmd := make([]string, len(command))
 		for i, a := range command {
-			cmd[i] = strings.ReplaceAll(a, ref, s.dbURL)
+			cmd[i] = urls.Replace(a)
 		}
-		out := map[string]string{scenario.DBURLVar: s.dbURL}
+		out := map[string]string{scenario.DBURLVar: s.dbURL, scenario.JDBCURLVar: s.jdbcURL}
 		for k, v := range env {
-			out[k] = strings.ReplaceAll(v, ref, s.dbURL)
+			out[k] = urls.Replace(v)
 		}
 		return cmd, out
 	}
@@ -402,22 +446,102 @@ type system struct {
 	seen    map[string]bool // event ids and keys delivered so far
 	acked   map[string]bool // event ids the consumer acked so far
 	broker  brokerCounts
+	// keep takes the session when the system is closed, for the next
+	// trial (nil: the session is closed).
+	keep *keeper
 }
 
 // ConsumerKind is the kind of system a user's consumer is: a session opened for
 // each file, its crashes drawn from opts.Seed. Its concurrent steps are
 // explored at the consumer's statement boundaries when the effects proxy
 // sees them, and run once, unforced, otherwise.
+//
+// The session of one trial of an explored check is kept for the next:
+// the consumer, restarted already if the trial killed it, goes on
+// running, and only the effects database is reset (see keeper).
 func ConsumerKind(sc *scenario.Scenario, opts Options) runner.Kind {
-	return runner.Kind{Statements: sc.Effects != nil && sc.Effects.Proxy, Open: func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
-		sess, err := Open(ctx, s.Target, s.Effects)
+	kept := &keeper{}
+	return runner.Kind{Statements: sc.Effects != nil && sc.Effects.Proxy, Release: kept.close, Open: func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
+		sess, err := kept.take(ctx)
+		if sess == nil && err == nil {
+			sess, err = Open(ctx, s.Target, s.Effects)
+		}
 		if err != nil {
 			return nil, tailed(err)
 		}
 		h := fnv.New64a()
 		h.Write([]byte(s.File))
-		return &system{s: s, sess: sess, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, acked: map[string]bool{}}, nil
+		return &system{s: s, sess: sess, keep: kept, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, acked: map[string]bool{}}, nil
 	}}
+}
+
+// keeper holds the session of a trial that ended cleanly, for the next
+// trial of the same file to take instead of starting the consumer again:
+// a JVM or an interpreter that takes seconds to start costs that once,
+// not once per boundary. A kill restarts the consumer where it happens,
+// so a kept consumer is always a live one.
+type keeper struct {
+	mu   sync.Mutex
+	idle *Session
+}
+
+// resetWait bounds the reset of a kept session: a reset that waits longer
+// on a lock (the consumer still in a transaction of the trial before)
+// gives the session up, and a fresh one is opened.
+const resetWait = 5 * time.Second
+
+// take returns the kept session with its effects database reset, or nil
+// when there is none or it could not be reset.
+func (k *keeper) take(ctx context.Context) (*Session, error) {
+	k.mu.Lock()
+	s := k.idle
+	k.idle = nil
+	k.mu.Unlock()
+	if s == nil {
+		return nil, nil
+	}
+	if !s.reusable() {
+		s.Close()
+		return nil, nil
+	}
+	s.dl.Forget()
+	rctx, cancel := context.WithTimeout(ctx, resetWait)
+	defer cancel()
+	if err := s.db.Reset(rctx); err != nil {
+		s.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, nil
+	}
+	return s, nil
+}
+
+// put keeps s for the next trial when it can be used again, and closes
+// it otherwise.
+func (k *keeper) put(s *Session) {
+	if !s.reusable() {
+		s.Close()
+		return
+	}
+	k.mu.Lock()
+	old := k.idle
+	k.idle = s
+	k.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+}
+
+// close closes the kept session, if any.
+func (k *keeper) close() {
+	k.mu.Lock()
+	s := k.idle
+	k.idle = nil
+	k.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
 }
 
 // RunFile runs every check of a target-mode scenario file.
@@ -449,6 +573,10 @@ func tailed(err error) error {
 }
 
 func (sys *system) Close() error {
+	if sys.keep != nil {
+		sys.keep.put(sys.sess)
+		return nil
+	}
 	sys.sess.Close()
 	return nil
 }
@@ -561,7 +689,7 @@ func (sys *system) Total(file *consumer.Counters, c consumer.Counters) {
 
 // Summary is the line of a check without say.
 func (sys *system) Summary(res *runner.CheckResult, caught []string) string {
-	return summary(res.History, res.Counters, caught, sys.sess.rowsWhere())
+	return summary(res.History, res.Counters, caught, sys.sess.fx.Table)
 }
 
 // Say: a consumer under test has no duplicate outcome; its duplicates
@@ -839,9 +967,11 @@ func (s *Session) rowsWhere() string {
 }
 
 // summary is the line of a check without say: the answers, the crashes by
-// when they came, the effect rows (where: "in payments") and what was
-// caught.
-func summary(history []invariant.Record, c consumer.Counters, caught []string, where string) string {
+// when they came, how many rows the effect table holds (or the effects
+// query returns, when table is "") and what was caught. The rows are the
+// table's, every earlier check's included, not the check's own: the line
+// says so ("table payments holds 4 rows").
+func summary(history []invariant.Record, c consumer.Counters, caught []string, table string) string {
 	counts := map[consumer.Outcome]int{}
 	for _, r := range history {
 		counts[r.Result.Outcome]++
@@ -851,7 +981,12 @@ func summary(history []invariant.Record, c consumer.Counters, caught []string, w
 		tallies = append(tallies, words.Tally{N: counts[consumer.Outcome(k)], Word: string(k)})
 	}
 	tallies = append(tallies, words.Tally{N: c.Crashed, Said: words.Crashes(c.Interrupted())})
-	line := words.Summary(c.Deliveries, tallies, words.Count(int64(c.Effects), "effect row")+" "+where, caught)
+	rows := words.Count(int64(c.Effects), "row")
+	said := "the effects query returns " + rows
+	if table != "" {
+		said = "table " + table + " holds " + rows
+	}
+	line := words.Summary(c.Deliveries, tallies, said, caught)
 	if c.Apart > 0 {
 		line += "; " + words.Count(int64(c.Apart), "statement") + " of no delivery let through, never crashed at"
 	}

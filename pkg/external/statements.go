@@ -243,6 +243,9 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 	switch {
 	case at == nil:
 		c.Rec.Boundaries(killBoundaries(trace, marked))
+		// The unforced run: its statements are shown too, under -v for a
+		// check that passed, with the failure of one that did not.
+		c.Rec.Trace(statementsOf(trace, nil))
 		return a, nil
 	case !reached:
 		what := "crash: " + st.Crash.String()
@@ -353,6 +356,7 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 		}
 	case at == nil:
 		c.Rec.Boundaries(raceBoundaries(trace, w.Marked()))
+		c.Rec.Trace(statementsOf(trace, nil))
 	case !reached:
 		// The workers took another path this time (one found the
 		// other's marker): the run was unforced, and says so.

@@ -34,7 +34,28 @@ const Mask = "xxxxx"
 const placeholder = "PASSWORD"
 
 // String returns s with every secret it recognises replaced by Mask.
-func String(s string) string {
+func String(s string) string { return mask(s, nil) }
+
+// Found returns the secrets String recognises in s: the values it would
+// mask, each as s holds it.
+func Found(s string) []string {
+	var out []string
+	mask(s, func(v string) {
+		// A later pass reads what an earlier one masked: a piece holding
+		// the mask is no value of s.
+		if v != "" && !strings.Contains(v, Mask) {
+			out = append(out, v)
+		}
+	})
+	return out
+}
+
+// mask is String, telling found (when it is not nil) each value it
+// masks.
+func mask(s string, found func(string)) string {
+	if found == nil {
+		found = func(string) {}
+	}
 	auth := authWord(s)
 	if !auth && !strings.ContainsAny(s, "@=-") {
 		return s
@@ -42,12 +63,12 @@ func String(s string) string {
 	// A mask can leave a form another rule reads (a URL inside what read
 	// as a MySQL DSN): go again until nothing changes, a few times at most.
 	for range 4 {
-		t := userinfo(s)
-		t = mysqlDSN(t)
-		t = assignments(t)
-		t = flags(t)
+		t := userinfo(s, found)
+		t = mysqlDSN(t, found)
+		t = assignments(t, found)
+		t = flags(t, found)
 		if auth {
-			t = authorization(t)
+			t = authorization(t, found)
 		}
 		if t == s {
 			break
@@ -227,7 +248,7 @@ func stop(c byte) bool {
 
 // userinfo masks the password of every scheme://user:password@host in s,
 // and the whole user of a NATS URL (nats://TOKEN@host).
-func userinfo(s string) string {
+func userinfo(s string, found func(string)) string {
 	var b strings.Builder
 	done := 0
 	for i := 0; ; {
@@ -270,6 +291,11 @@ func userinfo(s string) string {
 		}
 		b.WriteString(s[done : start+from])
 		b.WriteString(Mask)
+		if from == 0 || tok[from:at] != tok[:from-1] {
+			// A password that is its user's name (guest:guest) is
+			// given away by the name, shown: no secret to find.
+			found(tok[from:at])
+		}
 		done = start + at
 	}
 	if done == 0 {
@@ -287,19 +313,23 @@ func schemeChar(c byte) bool {
 // user:password@tcp(host:port)/db, @unix(…), @(…) or @/db. As the driver
 // does, the password runs to the token's last @ before an address. (A
 // URL whose host is an address of that form is masked the same way.)
-func mysqlDSN(s string) string {
+func mysqlDSN(s string, found func(string)) string {
 	var b strings.Builder
 	done := 0
 	colon, at := -1, -1 // in the token: the first colon, the last @ before an address
+	tok := 0            // where the token starts
 	for i := 0; i <= len(s); i++ {
 		switch {
 		case i == len(s) || stop(s[i]):
 			if at >= 0 && s[colon+1:at] != Mask {
 				b.WriteString(s[done : colon+1])
 				b.WriteString(Mask)
+				if s[tok:colon] != s[colon+1:at] { // see userinfo
+					found(s[colon+1 : at])
+				}
 				done = at
 			}
-			colon, at = -1, -1
+			colon, at, tok = -1, -1, i+1
 		case s[i] == ':' && colon < 0:
 			colon = i
 		case s[i] == '@' && colon >= 0 && mysqlAddr(s[i+1:]):
@@ -328,7 +358,7 @@ func mysqlAddr(s string) bool {
 
 // assignments masks the value of every NAME=value whose name says it is a
 // secret: query parameters, DSN keywords, --flag=value, VAR=value.
-func assignments(s string) string {
+func assignments(s string, found func(string)) string {
 	var b strings.Builder
 	done := 0
 	for i := 0; i < len(s); i++ {
@@ -349,6 +379,7 @@ func assignments(s string) string {
 		}
 		b.WriteString(s[done : i+1])
 		b.WriteString(Mask)
+		found(unquote(s[i+1 : end]))
 		done = end
 		i = end - 1
 	}
@@ -356,6 +387,22 @@ func assignments(s string) string {
 		return s
 	}
 	b.WriteString(s[done:])
+	return b.String()
+}
+
+// unquote is a value as a keyword DSN means it: 'quoted', with \'
+// and \\ escapes, or as it stands.
+func unquote(v string) string {
+	if len(v) < 2 || v[0] != '\'' || v[len(v)-1] != '\'' {
+		return v
+	}
+	var b strings.Builder
+	for i := 1; i < len(v)-1; i++ {
+		if v[i] == '\\' && i+1 < len(v)-1 {
+			i++
+		}
+		b.WriteByte(v[i])
+	}
 	return b.String()
 }
 
@@ -393,7 +440,7 @@ func value(s string, i int, query bool) int {
 
 // flags masks the word after a flag whose name says it is a secret:
 // "--password s3cret", "-token s3cret".
-func flags(s string) string {
+func flags(s string, found func(string)) string {
 	var b strings.Builder
 	done := 0
 	for i := 0; i < len(s); i++ {
@@ -427,6 +474,7 @@ func flags(s string) string {
 		}
 		b.WriteString(s[done:v])
 		b.WriteString(Mask)
+		found(unquote(s[v:end]))
 		done = end
 		i = end - 1
 	}
@@ -457,12 +505,13 @@ func authWord(s string) bool {
 	return false
 }
 
-func authorization(s string) string {
+func authorization(s string, found func(string)) string {
 	return authScheme.ReplaceAllStringFunc(s, func(m string) string {
 		sub := authScheme.FindStringSubmatch(m)
 		if sub[3] == Mask || !credential(sub[3]) {
 			return m
 		}
+		found(sub[3])
 		return sub[1] + sub[2] + Mask
 	})
 }

@@ -126,9 +126,15 @@ func JUnit(w io.Writer, run *Run) error {
 		return p
 	}
 	for _, f := range run.Files {
-		s := junitSuite{Name: f.Name, File: f.File, Time: junitTime(fileDuration(f)), Properties: props(f)}
+		s := junitSuite{Name: f.Name, File: f.File, Properties: props(f)}
+		// The suite's time is the sum of its cases' times as they are
+		// written, each rounded to the millisecond, so that they add up
+		// to it exactly, as a CI summary adds them.
+		var total time.Duration
 		for _, c := range f.Checks {
-			tc := junitTestCase{Name: c.Name, Classname: f.File, Time: junitTime(c.Duration), SystemOut: newJUnitText(c.Name + ": " + c.Line)}
+			d := c.Duration.Round(time.Millisecond)
+			total += d
+			tc := junitTestCase{Name: c.Name, Classname: f.File, Time: junitTime(d), SystemOut: newJUnitText(c.Name + ": " + c.Line)}
 			if !c.Passed {
 				first := c.Failures[0]
 				tc.SystemOut = newJUnitText(c.Name + ": FAIL: " + located(first))
@@ -141,6 +147,7 @@ func JUnit(w io.Writer, run *Run) error {
 			s.Cases = append(s.Cases, errorCase(e))
 			s.Errors++
 		}
+		s.Time = junitTime(total)
 		s.Tests = len(s.Cases)
 		uniqueNames(s.Cases)
 		doc.Suites = append(doc.Suites, s)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fatih/color"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/runner"
 
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -52,6 +53,9 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 			names = append(names, escape.Line(c.Name))
 			if c.Passed {
 				fmt.Fprintf(&b, "%s%s: %s\n", indent, escape.Line(c.Name), escape.Line(c.Line))
+				if opts.Verbose {
+					writeTrace(&b, p, indent, c.Trace)
+				}
 			} else {
 				failed++
 				first := c.Failures[0]
@@ -59,12 +63,7 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 				for _, more := range c.Failures[1:] {
 					fmt.Fprintf(&b, "%s  %s\n", indent, locatedLines(more))
 				}
-				if len(c.Trace) > 0 {
-					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("statements of the delivery:"))
-					for _, line := range traceLines(c.Trace, true) {
-						fmt.Fprintf(&b, "%s    %s\n", indent, p.dim.Sprint(escape.Line(line)))
-					}
-				}
+				writeTrace(&b, p, indent, c.Trace)
 			}
 			if opts.Verbose {
 				for _, v := range c.Violations {
@@ -95,6 +94,18 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTrace writes the statements of a check's delivery, if it kept
+// them, under its line.
+func writeTrace(b *strings.Builder, p painter, indent string, trace []consumer.Statement) {
+	if len(trace) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "%s  %s\n", indent, p.dim.Sprint("statements of the delivery:"))
+	for _, line := range traceLines(trace, true) {
+		fmt.Fprintf(b, "%s    %s\n", indent, p.dim.Sprint(escape.Line(line)))
+	}
 }
 
 // locatedLines is located for the text report: the lines a failure

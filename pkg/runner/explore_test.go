@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
@@ -231,5 +232,39 @@ checks:
 				t.Errorf("the delivery after the race is #%d of the run, want #6", got)
 			}
 		})
+	}
+}
+
+// TestExploredDurationCountsEveryTrial: an explored check on a system
+// that cannot snapshot is reported with the time of all its trials,
+// each one's opening and earlier checks included, not only the time of
+// its own steps.
+func TestExploredDurationCountsEveryTrial(t *testing.T) {
+	const opening = 30 * time.Millisecond
+	s := unforcedRace(t, handler.CheckThenAct, "")
+	k := runner.Builtin(s, memory)
+	open := k.Open
+	k.Open = func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
+		time.Sleep(opening)
+		sys, err := open(ctx, s)
+		// Only the System methods: no snapshot, so every schedule is a
+		// trial of its own.
+		return struct{ runner.System }{sys}, err
+	}
+	start := time.Now()
+	res, err := runner.Run(context.Background(), s, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall := time.Since(start)
+	c := res.Checks[0]
+	if c.Schedules != 11 {
+		t.Fatalf("%d schedules, want 11", c.Schedules)
+	}
+	if min := time.Duration(c.Schedules-1) * opening; c.Duration < min {
+		t.Errorf("the check took %s, want at least %s (%d trials, each opened in %s)", c.Duration, min, c.Schedules-1, opening)
+	}
+	if c.Duration > wall {
+		t.Errorf("the check took %s, more than the whole run's %s", c.Duration, wall)
 	}
 }

@@ -49,6 +49,9 @@ func harnessError(file string, err error) error {
 // and put back before each schedule. Any other is opened afresh for each
 // schedule, the earlier checks run again first.
 func Run(ctx context.Context, s *scenario.Scenario, k Kind) (*FileResult, error) {
+	if k.Release != nil {
+		defer k.Release()
+	}
 	plans := make([][]schedule, len(s.Checks))
 	explores := false
 	if k.Reaches != nil {
@@ -57,13 +60,18 @@ func Run(ctx context.Context, s *scenario.Scenario, k Kind) (*FileResult, error)
 			explores = explores || len(plans[i]) > 1
 		}
 	}
+	// spent is the time each check's exploration took besides its
+	// schedules: the run that recorded its boundaries.
+	spent := make([]time.Duration, len(s.Checks))
 	for i, c := range s.Checks {
 		if j := sweptStep(c, k.Statements); j > 0 {
+			start := time.Now()
 			plan, err := sweepPlan(ctx, s, k, plans, i, j)
 			if err != nil {
 				return bare(s), err
 			}
 			plans[i] = plan
+			spent[i] = time.Since(start)
 		}
 	}
 	var res *FileResult
@@ -81,6 +89,7 @@ func Run(ctx context.Context, s *scenario.Scenario, k Kind) (*FileResult, error)
 	for i := range res.Checks {
 		if len(plans[i]) > 1 {
 			res.Checks[i] = fold(s.Checks[i], plans[i], append([]CheckResult{res.Checks[i]}, explored[i]...))
+			res.Checks[i].Duration += spent[i]
 		}
 	}
 	return res, err
@@ -145,10 +154,14 @@ func replayPrefixes(ctx context.Context, s *scenario.Scenario, k Kind, plans [][
 	explored := make([][]CheckResult, len(s.Checks))
 	for i := range s.Checks {
 		for j := 1; j < len(plans[i]); j++ {
+			start := time.Now()
 			res, err := runChecks(ctx, s, k, plans, i+1, &plans[i][j])
 			if err != nil {
 				return bare(s), nil, err
 			}
+			// The schedule took the whole trial: the system opened
+			// (or reset), the earlier checks run again, this one.
+			res.Checks[i].Duration = time.Since(start)
 			explored[i] = append(explored[i], res.Checks[i])
 		}
 	}

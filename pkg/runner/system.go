@@ -110,6 +110,10 @@ type Kind struct {
 	// database proxy), so a concurrent step is explored at their
 	// boundaries, as a step that crashes at every one is.
 	Statements bool
+	// Release, when it is set, is called once the file has run: a kind
+	// that keeps a system between the trials of an explored check (a
+	// started consumer, reset rather than restarted) lets it go there.
+	Release func()
 }
 
 // snapshotter is a system that can copy what it holds and put the copy

@@ -73,7 +73,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		}
 	}
 	if l.dbURLNode != nil && s.Target != nil && (s.Effects == nil || !s.Effects.Proxy) {
-		l.errorf(l.dbURLNode, "${%s} is the database address through redeliver's proxy; add proxy: true to effects", DBURLVar)
+		l.errorf(l.dbURLNode, "${%s} is the database address through redeliver's proxy; add proxy: true to effects", l.dbURLVar)
 	}
 	if s.Effects != nil && s.Effects.Proxy && s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil {
 		l.errs = append(l.errs, errorf(s.Effects.ProxyPos, "proxy: true relays the connections of a consumer redeliver starts, and this target has no start: add target start with ${%s} in its env", DBURLVar))

@@ -171,8 +171,10 @@ type loader struct {
 	targetMode bool
 	// crashSteps kill the started consumer, which needs target start.
 	crashSteps []*Step
-	// dbURLNode is the first string that uses ${REDELIVER_DB_URL}.
+	// dbURLNode is the first string that uses ${REDELIVER_DB_URL} or
+	// ${REDELIVER_JDBC_URL}, dbURLVar which of them.
 	dbURLNode *yaml.Node
+	dbURLVar  string
 	// targetFile is set for a --target file: target and effects, no checks.
 	targetFile bool
 }

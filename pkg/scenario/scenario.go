@@ -27,6 +27,11 @@ type Scenario struct {
 	// effects, no checks): replay --target reads it, run has nothing to
 	// run in it.
 	TargetFile bool
+	// Secrets are the secret values its configuration holds: what each
+	// ${VAR} whose name says it is secret expanded to, the passwords of
+	// its URLs and DSNs, the values of env and header entries under a
+	// secret name. Every output masks them (redact.Secrets).
+	Secrets []string
 }
 
 // Handler is the handler block.

@@ -138,6 +138,11 @@ const (
 // its database address through the effects proxy.
 const DBURLVar = "REDELIVER_DB_URL"
 
+// JDBCURLVar is the same address as a PgJDBC URL
+// (jdbc:postgresql://HOST:PORT/DB?user=…&password=…&currentSchema=…), for
+// a consumer on the JVM, whose driver cannot read a libpq URL.
+const JDBCURLVar = "REDELIVER_JDBC_URL"
+
 // Crash kills the started consumer during a delivery.
 type Crash struct {
 	Pos   Pos
@@ -223,20 +228,26 @@ func (l *loader) xstr(n *yaml.Node, what string) (string, bool) {
 		return "", false
 	}
 	v, err := ExpandEnv(s, func(name string) (string, bool) {
-		if name == DBURLVar {
+		if name == DBURLVar || name == JDBCURLVar {
 			// Known only once the proxy listens: the consumer's start
 			// fills it in.
 			if l.dbURLNode == nil {
 				l.dbURLNode = n
+				l.dbURLVar = name
 			}
-			return "${" + DBURLVar + "}", true
+			return "${" + name + "}", true
 		}
-		return os.LookupEnv(name)
+		v, ok := os.LookupEnv(name)
+		if ok && redact.SecretName(name) {
+			l.secret(v)
+		}
+		return v, ok
 	})
 	if err != nil {
 		l.errorf(n, "%s: %v", what, err)
 		return "", false
 	}
+	l.secret(redact.Found(v)...)
 	if p := Placeholder(v); p != "" {
 		l.errorf(n, "%s is still the placeholder %s: replace it with your own value%s", what, p, placeholderVar(s))
 		return "", false
@@ -281,6 +292,16 @@ func (l *loader) xstrs(n *yaml.Node, what string) []string {
 	return out
 }
 
+// secret records values of the configuration that are secrets, for
+// every output to mask.
+func (l *loader) secret(values ...string) {
+	for _, v := range values {
+		if v != "" && l.s != nil {
+			l.s.Secrets = append(l.s.Secrets, v)
+		}
+	}
+}
+
 // shown expands a command's entries as messages show them: a variable
 // whose name holds a secret expands to xxxxx, whatever its value. (The
 // mistakes in them are xstrs's to report.)
@@ -307,6 +328,9 @@ func (l *loader) xmap(n *yaml.Node, what string) map[string]string {
 	out := map[string]string{}
 	l.mappingAny(n, what, func(k, v *yaml.Node) {
 		if s, ok := l.xstr(v, what+" "+k.Value); ok {
+			if redact.SecretName(k.Value) || strings.EqualFold(k.Value, "Authorization") {
+				l.secret(s)
+			}
 			out[k.Value] = s
 		}
 	})
@@ -453,6 +477,7 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 				return
 			}
 			h.Secret = secret
+			l.secret(secret)
 		}},
 	})
 	if n.Kind != yaml.MappingNode {

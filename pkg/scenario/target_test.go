@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,38 @@ func TestCommandShown(t *testing.T) {
 	}
 }
 
+// TestSecrets: a file's secrets are known by value — what each secret
+// ${VAR} expanded to, the passwords of its URLs and DSNs, secret-named
+// env and header values — and nothing else is.
+func TestSecrets(t *testing.T) {
+	t.Setenv("REDELIVER_TEST_DB_PASSWORD", "hunter2")
+	t.Setenv("REDELIVER_TEST_PORT", "8080")
+	src := `version: 1
+target:
+  http: {url: "http://alice:s3cretHTTP@127.0.0.1:${REDELIVER_TEST_PORT}/e", headers: {Authorization: "Bearer t0kenHDR", X-Trace: plain1}}
+  start:
+    command: [sh, -c, "...", "${REDELIVER_TEST_DB_PASSWORD}", --port, "${REDELIVER_TEST_PORT}"]
+    env: {API_TOKEN: s3cretENV, LOG_LEVEL: debug9}
+    ready: {stdout: up}
+effects: {db: "postgres://app:s3cretDB@127.0.0.1:1/app", table: payments, key: order_id, key_of: "{data.orderId}"}
+`
+	f, err := LoadTarget("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("LoadTarget: %v", err)
+	}
+	got := strings.Join(f.Secrets, " ")
+	for _, want := range []string{"hunter2", "s3cretHTTP", "Bearer t0kenHDR", "t0kenHDR", "s3cretENV", "s3cretDB"} {
+		if !slices.Contains(f.Secrets, want) {
+			t.Errorf("Secrets = %q, want %q among them", got, want)
+		}
+	}
+	for _, not := range []string{"8080", "debug9", "plain1", "alice", "app"} {
+		if slices.Contains(f.Secrets, not) {
+			t.Errorf("Secrets = %q holds %q, which is no secret", got, not)
+		}
+	}
+}
+
 func TestLoadTargetErrors(t *testing.T) {
 	t.Setenv("REDELIVER_TEST_SECRET", "whsec_c2VjcmV0")
 	const effects = "effects: {db: x.db, table: payments, key: order_id, key_of: \"{data.orderId}\"}\n"
@@ -143,6 +176,7 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"crash before a duration", "version: 1\n" + http + effects + checks + "        crash: {before: 5ms}\n", "f.yaml:9:25: crash before takes a statement's leading words, such as \"INSERT INTO payments\", not a duration (5ms): to kill the consumer a time after the delivery was sent, write crash: {after: 5ms}"},
 		{"crash before a number", "version: 1\n" + http + effects + checks + "        crash: {before: 2}\n", "f.yaml:9:25: crash before takes a statement's leading words, such as \"INSERT INTO payments\", not a duration (2)"},
 		{"crash before and after", "version: 1\n" + http + effects + checks + "        crash: {before: commit, after: commit}\n", "f.yaml:9:16: crash takes before or after, not both"},
+		{"jdbc url without proxy", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [java, -jar, c.jar, \"${REDELIVER_JDBC_URL}\"], ready: \"tcp://127.0.0.1:1\"}\n" + effects + checks, "f.yaml:4:40: ${REDELIVER_JDBC_URL} is the database address through redeliver's proxy; add proxy: true to effects"},
 		{"db url without proxy", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: \"tcp://127.0.0.1:1\", env: {DATABASE_URL: \"${REDELIVER_DB_URL}\"}}\n" + effects + checks, "f.yaml:4:73: ${REDELIVER_DB_URL} is the database address through redeliver's proxy; add proxy: true to effects"},
 		{"proxy without start", "version: 1\n" + http + "effects: {db: x.db, table: p, key: k, key_of: \"{data.k}\", proxy: true}\n" + checks, "f.yaml:4:59: proxy: true relays the connections of a consumer redeliver starts, and this target has no start"},
 		{"statement crash with times", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: \"tcp://127.0.0.1:1\", env: {D: \"${REDELIVER_DB_URL}\"}}\n" + "effects: {db: x.db, table: p, key: k, key_of: \"{data.k}\", proxy: true}\n" + checks + "        times: 2\n        crash: statements\n", "f.yaml:9:9: a step that crashes at a statement delivers once"},
