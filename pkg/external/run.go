@@ -108,6 +108,12 @@ func (s *Session) Close() {
 	wg.Wait()
 	s.closeBroker()
 	if s.proxy != nil {
+		// The consumer is gone: what it left running in the database
+		// ends now, not when the server next writes to its socket. The
+		// run may have been interrupted, so this gets its own time.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.endBackends(ctx)
+		cancel()
 		s.proxy.Close()
 	}
 	s.db.Close()
@@ -179,6 +185,7 @@ func (s *Session) startInstances(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		p.dead = func(ctx context.Context) { s.endBackends(ctx) }
 		s.procs = append(s.procs, p)
 	}
 	s.proc = s.procs[0]
@@ -346,6 +353,10 @@ func (s *Session) crash(ctx context.Context, ev Event, d time.Duration) (Answer,
 	if !answered {
 		a = <-answers
 		a.Killed = interrupted(a)
+	}
+	if s.proc == nil {
+		// An exec delivery's process is dead once its answer is in.
+		s.endBackends(ctx)
 	}
 	// A delivery that timed out had no answer when the kill came either.
 	a.CrashCame = AfterAnswer

@@ -36,6 +36,9 @@ type Proxy struct {
 	watch  *Watch
 	nextID int
 	closed bool
+	// backends are the server processes of the connections, by pid
+	// (backends.go).
+	backends map[int32]Backend
 	// tlsRefused counts the connections that asked for TLS.
 	tlsRefused atomic.Int64
 	wg         sync.WaitGroup
@@ -320,6 +323,7 @@ func (c *conn) fromServer() {
 		case 'K':
 			if pid, ok := backendKey(m); ok {
 				c.pid.Store(pid)
+				c.p.keep(m.body())
 			}
 		case 'C':
 			done = c.answer(commandTag(m), false)
