@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -75,6 +76,11 @@ type DB struct {
 	// once (parsing them cost as much as running them).
 	stmtMu sync.Mutex
 	stmts  map[*sql.DB]map[string]*sql.Stmt
+	// app is the application_name of redeliver's own PostgreSQL
+	// connections, by which a reset or a read that waits on a lock is
+	// found; lockWait is how long it may wait before the holder is named.
+	app      string
+	lockWait time.Duration
 	// SQLite: the file was there when a key's rows were read; the next
 	// reads of a key's rows do not look for it again (a replay reads them
 	// at every redelivery).
@@ -179,10 +185,10 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{kind: kind, where: where, spec: spec}
+	d := &DB{kind: kind, where: where, spec: spec, lockWait: LockWait}
 	switch kind {
 	case Postgres:
-		d.db, err = openPostgres(dsn)
+		d.db, d.app, err = openPostgres(dsn)
 	case MySQL:
 		d.db, err = sql.Open("mysql", dsn)
 	default:
@@ -220,10 +226,11 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 // processor it runs on, each ordinary system call woke the runtime's
 // monitor thread. A URL pgx cannot parse is opened as before, and its
 // error comes when it is first reached.
-func openPostgres(dsn string) (*sql.DB, error) {
+func openPostgres(dsn string) (*sql.DB, string, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return sql.Open("pgx", dsn)
+		db, err := sql.Open("pgx", dsn)
+		return db, "", err
 	}
 	dial := cfg.DialFunc
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -233,7 +240,12 @@ func openPostgres(dsn string) (*sql.DB, error) {
 		}
 		return rawio.Conn(c), nil
 	}
-	return stdlib.OpenDB(*cfg), nil
+	app := cfg.RuntimeParams["application_name"]
+	if app == "" {
+		app = fmt.Sprintf("redeliver %d", os.Getpid())
+		cfg.RuntimeParams["application_name"] = app
+	}
+	return stdlib.OpenDB(*cfg), app, nil
 }
 
 // Close closes the connection.
@@ -271,7 +283,14 @@ func (d *DB) Reset(ctx context.Context) error {
 		return nil
 	}
 	for _, stmt := range d.spec.Reset {
-		if _, err := d.db.ExecContext(ctx, stmt); err != nil {
+		err := d.watchLocks(ctx, fmt.Sprintf("the reset statement %q", stmt), func(ctx context.Context) error {
+			_, err := d.db.ExecContext(ctx, stmt)
+			return err
+		})
+		if le := (*LockError)(nil); errors.As(err, &le) {
+			return err
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -432,6 +451,14 @@ func (d *DB) Rows(ctx context.Context, key *string) ([]Row, error) {
 // EachRow calls f with every effect row, or with key set, every row of
 // that key, in the order the database returns them, holding none.
 func (d *DB) EachRow(ctx context.Context, key *string, f func(Row) error) error {
+	what := "the effect rows"
+	if key != nil {
+		what = "the effect rows of key " + *key
+	}
+	return d.watchLocks(ctx, "reading "+what, func(ctx context.Context) error { return d.eachRow(ctx, key, f) })
+}
+
+func (d *DB) eachRow(ctx context.Context, key *string, f func(Row) error) error {
 	if key == nil || !d.found.Load() {
 		if !d.exists() {
 			return errorf("the effects database %s does not exist", d.where)
@@ -775,4 +802,39 @@ func (d *DB) Blocked(ctx context.Context, pids []int32) (bool, error) {
 	var n int
 	err := d.db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid IN ("+strings.Join(list, ",")+") AND wait_event_type = 'Lock'").Scan(&n)
 	return n > 0, err
+}
+
+// Busy lists those of the PostgreSQL server processes pids that are still
+// there and not idle: running a query, or inside a transaction, holding
+// what locks they took. An idle one holds none and goes when its socket
+// closes.
+func (d *DB) Busy(ctx context.Context, pids []int32) ([]int32, error) {
+	if d.kind != Postgres || len(pids) == 0 {
+		return nil, nil
+	}
+	rows, err := d.db.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE pid = ANY($1) AND state IS DISTINCT FROM 'idle'", pids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int32
+	for rows.Next() {
+		var pid int32
+		if err := rows.Scan(&pid); err != nil {
+			return nil, err
+		}
+		out = append(out, pid)
+	}
+	return out, rows.Err()
+}
+
+// Terminate ends the PostgreSQL server processes pids
+// (pg_terminate_backend, which a role may run on its own processes): the
+// server rolls back what they were doing at once, as after a crash.
+func (d *DB) Terminate(ctx context.Context, pids []int32) error {
+	if d.kind != Postgres || len(pids) == 0 {
+		return nil
+	}
+	_, err := d.db.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS t(pid)", pids)
+	return err
 }

@@ -16,10 +16,14 @@ type Delivery struct {
 	// Changed describes how a conflict answer changed the key's rows
 	// ("" when it did not).
 	Changed string
-	// Duplicated describes how a redelivery of an event already acked
-	// changed the key's rows without adding or removing one ("" when it
-	// did not, or when the rows were not compared).
+	// Duplicated describes how a redelivery of an event whose effect was
+	// committed changed the key's rows without adding or removing one,
+	// or how a concurrent step's copies left them other than one copy
+	// does ("" when it did not, or when the rows were not compared).
 	Duplicated string
+	// AtOnce is how many copies a concurrent step delivered, when
+	// Duplicated compares them with one copy.
+	AtOnce int64
 	// Expected: the scenario step expects an answer, and its expectation
 	// judges this delivery; never-acked does not.
 	Expected bool
@@ -28,7 +32,7 @@ type Delivery struct {
 // answered is what the catalogue's judge needs of the delivery.
 func (d *Delivery) answered() invariant.Answered {
 	return invariant.Answered{Record: &d.Record, Answer: d.Answer.Kind, ConsumerAcked: d.Answer.consumerAcked(),
-		Said: d.Answer.Short(), Changed: d.Changed, Duplicated: d.Duplicated, Expected: d.Expected}
+		Said: d.Answer.Short(), Changed: d.Changed, Duplicated: d.Duplicated, AtOnce: d.AtOnce, Expected: d.Expected}
 }
 
 // answeredAll is answered of each delivery of a history.
@@ -63,8 +67,8 @@ func changed(before, after []effects.Row) string {
 	return invariant.Changed(rowsOf(before), rowsOf(after))
 }
 
-// duplicated says how a redelivery of an event already acked changed a
-// key's rows without adding or removing one, or "".
+// duplicated says how redeliveries of an event whose effect was committed
+// changed a key's rows without adding or removing one, or "".
 func duplicated(before, after []effects.Row) string {
 	return invariant.Duplicated(rowsOf(before), rowsOf(after))
 }

@@ -91,6 +91,10 @@ type Process struct {
 	killing bool // an exit now is one redeliver caused
 	stderr  *tail
 	ready   chan struct{} // closed when the ready line was printed
+	// dead, when set, is called after a kill, before the consumer starts
+	// again: what the dead one left (its database backends) is ended
+	// before the new one starts.
+	dead func(ctx context.Context)
 }
 
 // ConsumerError is a started consumer that failed: it could not start,
@@ -379,6 +383,7 @@ func (p *Process) kill() {
 // and waits until it is ready.
 func (p *Process) Crash(ctx context.Context) error {
 	p.kill()
+	p.buried(ctx)
 	return p.start(ctx)
 }
 
@@ -402,7 +407,17 @@ func (p *Process) running() bool {
 func (p *Process) Kill() { p.kill() }
 
 // Restart starts the consumer again after Kill and waits until it is ready.
-func (p *Process) Restart(ctx context.Context) error { return p.start(ctx) }
+func (p *Process) Restart(ctx context.Context) error {
+	p.buried(ctx)
+	return p.start(ctx)
+}
+
+// buried calls dead, if it is set.
+func (p *Process) buried(ctx context.Context) {
+	if p.dead != nil {
+		p.dead(ctx)
+	}
+}
 
 // Stop ends the consumer: SIGTERM to its process group and to the
 // descendants that left it, then SIGKILL after StopGrace. Whatever is

@@ -164,6 +164,12 @@ func (s *Session) Close() {
 	wg.Wait()
 	s.closeBroker()
 	if s.proxy != nil {
+		// The consumer is gone: what it left running in the database
+		// ends now, not when the server next writes to its socket. The
+		// run may have been interrupted, so this gets its own time.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.endBackends(ctx)
+		cancel()
 		s.proxy.Close()
 	}
 	s.db.Close()
@@ -238,6 +244,7 @@ func (s *Session) startInstances(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		p.dead = func(ctx context.Context) { s.endBackends(ctx) }
 		s.procs = append(s.procs, p)
 	}
 	s.proc = s.procs[0]
@@ -413,6 +420,10 @@ func (s *Session) crash(ctx context.Context, ev Event, d time.Duration) (Answer,
 		a = <-answers
 		a.Killed = interrupted(a)
 	}
+	if s.proc == nil {
+		// An exec delivery's process is dead once its answer is in.
+		s.endBackends(ctx)
+	}
 	// A delivery that timed out had no answer when the kill came either.
 	a.CrashCame = AfterAnswer
 	if a.Killed || a.TimedOut {
@@ -449,6 +460,26 @@ type system struct {
 	// keep takes the session when the system is closed, for the next
 	// trial (nil: the session is closed).
 	keep *keeper
+	// committed: event ids whose effect is in the database (the consumer
+	// acked one of their deliveries, or one changed their key's rows),
+	// so that each redelivery must leave the key's rows as they were.
+	committed map[string]bool
+	// delivered counts each event id's deliveries; dups is the run of
+	// redeliveries of an event that changed its key's rows, followed
+	// until another delivery changes them.
+	delivered map[string]int
+	dups      map[string]*dupRun
+	// copied: the envelopes a trial that delivers each event once
+	// (runner.Call.One) has delivered.
+	copied map[string]bool
+}
+
+// dupRun is the redeliveries of one event, its effect committed, that
+// changed its key's rows: from what they were before the first, to
+// what they are after the last (the delivery that says so).
+type dupRun struct {
+	from, to []effects.Row
+	last     *Delivery
 }
 
 // ConsumerKind is the kind of system a user's consumer is: a session opened for
@@ -471,8 +502,9 @@ func ConsumerKind(sc *scenario.Scenario, opts Options) runner.Kind {
 		}
 		h := fnv.New64a()
 		h.Write([]byte(s.File))
-		return &system{s: s, sess: sess, keep: kept, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, acked: map[string]bool{}}, nil
-	}}
+		return &system{s: s, sess: sess, keep: kept, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, acked: map[string]bool{},
+			committed: map[string]bool{}, delivered: map[string]int{}, dups: map[string]*dupRun{}, copied: map[string]bool{}}, nil
+	}, Copies: sc.Target != nil && !sc.Target.Broker()}
 }
 
 // keeper holds the session of a trial that ended cleanly, for the next
@@ -712,6 +744,9 @@ func (sys *system) event(st *scenario.Step) (Event, string) {
 func (sys *system) Deliver(ctx context.Context, c runner.Call) (consumer.Result, error) {
 	st := c.St
 	ev, key := sys.event(st)
+	if c.One {
+		return sys.oneCopy(ctx, c, ev, key)
+	}
 	tolerate := st.Expect != nil && st.Expect.Answer == string(Unacked)
 	a, err := sys.faulted(ctx, c, ev, key, tolerate)
 	if err != nil {
@@ -841,15 +876,25 @@ func (sys *system) plain(ctx context.Context, c runner.Call, ev Event, key strin
 }
 
 // once makes one delivery through send, records it, and compares the
-// key's rows before and after a conflict answer.
+// key's rows before and after: a conflict answer must not change them,
+// nor a redelivery of an event whose effect was committed. A broker
+// target's rows, read around an asynchronous publish, say nothing of a
+// redelivery, and only a conflict's are compared.
 func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool, send func() (Answer, error)) (Answer, error) {
 	var before []effects.Row
 	seen := sys.seen[ev.ID] || sys.seen["\x00"+key]
-	acked := sys.acked[ev.ID] && !sys.sess.t.Broker()
-	if seen {
+	broker := sys.sess.t.Broker()
+	committed := sys.committed[ev.ID] && !broker
+	read := seen || !broker
+	if read {
 		var err error
 		if before, err = sys.sess.db.Rows(ctx, &key); err != nil {
-			return Answer{}, err
+			if seen {
+				return Answer{}, err
+			}
+			// A consumer may create its table (or SQLite file) on its
+			// first delivery: an event never seen has no rows yet.
+			before = nil
 		}
 	}
 	span := invariant.Span{Sent: time.Now()}
@@ -869,23 +914,75 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 	if a.consumerAcked() {
 		sys.acked[ev.ID] = true
 	}
-	if seen && (a.Kind == Conflict || acked) {
-		if err := sys.sess.quiet(ctx); err != nil {
+	if !read || (broker && a.Kind != Conflict) {
+		return a, nil
+	}
+	if err := sys.sess.quiet(ctx); err != nil {
+		return a, err
+	}
+	after, err := sys.sess.db.Rows(ctx, &key)
+	if err != nil {
+		if seen {
 			return a, err
 		}
-		after, err := sys.sess.db.Rows(ctx, &key)
-		if err != nil {
-			return a, err
-		}
-		if a.Kind == Conflict {
-			d.Changed = changed(before, after)
-			d.ChangedStore = d.Changed != ""
-			rec.ChangedStore = d.ChangedStore
-		} else {
-			d.Duplicated = duplicated(before, after)
-		}
+		return a, nil // the consumer has not created its table yet
+	}
+	switch {
+	case a.Kind == Conflict && seen:
+		d.Changed = changed(before, after)
+		d.ChangedStore = d.Changed != ""
+		rec.ChangedStore = d.ChangedStore
+	case committed:
+		sys.duplicate(ev.ID, d, before, after)
+	}
+	if !broker && a.Kind != Conflict && (a.consumerAcked() || changed(before, after) != "") {
+		sys.committed[ev.ID] = true
 	}
 	return a, nil
+}
+
+// duplicate judges a redelivery of an event whose effect was committed,
+// by the key's rows before and after it. Redeliveries that change the
+// rows one after another are one finding, said by the last, from the
+// rows before the first to the rows after the last.
+func (sys *system) duplicate(id string, d *Delivery, before, after []effects.Row) {
+	run := sys.dups[id]
+	if run != nil && changed(run.to, before) != "" {
+		run = nil // another delivery changed the rows since: a new run
+	}
+	if run == nil {
+		run = &dupRun{from: before}
+		sys.dups[id] = run
+	}
+	run.to = after
+	change := duplicated(run.from, after)
+	if change == "" {
+		return
+	}
+	if run.last != nil {
+		run.last.Duplicated = ""
+	}
+	d.Duplicated = fmt.Sprintf("%s after %d deliveries", change, sys.delivered[id])
+	run.last = d
+}
+
+// oneCopy is a deliver step in a trial that delivers each event once:
+// one plain copy of its event, redelivered as a broker would until it is
+// answered, or none when the trial delivered the same envelope already.
+func (sys *system) oneCopy(ctx context.Context, c runner.Call, ev Event, key string) (consumer.Result, error) {
+	env := string(c.St.Event.Envelope)
+	if sys.copied[env] {
+		return consumer.Result{Outcome: Acked}, nil
+	}
+	sys.copied[env] = true
+	a, err := sys.plain(ctx, c, ev, key, true)
+	if err == nil && c.St.Expect == nil {
+		a, err = sys.redeliver(ctx, c, ev, key, a)
+	}
+	if err != nil {
+		return consumer.Result{}, tailed(err)
+	}
+	return resultOf(a), nil
 }
 
 // record appends a delivery to the history, when and on which lane it
@@ -897,6 +994,7 @@ func (sys *system) record(c runner.Call, ev Event, key string, a Answer, span in
 	rec := c.Rec.Record(invariant.Record{EventID: ev.ID, Key: key, Result: resultOf(a), Span: span}, false)
 	d := &Delivery{Record: *rec, Answer: a, Expected: c.St.Expect != nil}
 	sys.history = append(sys.history, d)
+	sys.delivered[ev.ID]++
 	count(c.Rec.Counters(), a, sys.seen[ev.ID], sys.sess.t.Broker())
 	return d, rec
 }
@@ -906,6 +1004,18 @@ func (sys *system) record(c runner.Call, ev Event, key string, a Answer, span in
 func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Result, error) {
 	st := c.St
 	ev, key := sys.event(st)
+	if c.One {
+		res, err := sys.oneCopy(ctx, c, ev, key)
+		if err != nil {
+			return res, err
+		}
+		rows, err := sys.sess.db.Rows(ctx, &key)
+		if err != nil {
+			return res, err
+		}
+		c.Rec.OneCopy(key, rowsOf(rows))
+		return res, nil
+	}
 	var answers []Answer
 	spans := make([]invariant.Span, st.Concurrent)
 	for i := range spans {
@@ -937,14 +1047,15 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 		return consumer.Result{}, err
 	}
 	answered := false
+	var last *Delivery
 	for i, a := range answers {
 		if err := sys.sess.harnessError(a, ev, false); err != nil {
 			return consumer.Result{}, tailed(err)
 		}
-		sys.record(c, ev, key, a, spans[i])
+		last, _ = sys.record(c, ev, key, a, spans[i])
 		sys.seen[ev.ID], sys.seen["\x00"+key] = true, true
 		if a.consumerAcked() {
-			sys.acked[ev.ID] = true
+			sys.acked[ev.ID], sys.committed[ev.ID] = true, true
 		}
 		answered = answered || a.Kind != Unacked
 	}
@@ -954,7 +1065,27 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 			return consumer.Result{}, tailed(err)
 		}
 	}
+	if err := sys.copies(ctx, c, key, last); err != nil {
+		return consumer.Result{}, err
+	}
 	return resultOf(answers[0]), nil
+}
+
+// copies compares what a concurrent step's copies left its key's rows
+// with what one copy left them in the trials, and has the step's last
+// delivery say how they differ.
+func (sys *system) copies(ctx context.Context, c runner.Call, key string, last *Delivery) error {
+	if c.OneCopy == nil || last == nil {
+		return nil
+	}
+	after, err := sys.sess.db.Rows(ctx, &key)
+	if err != nil {
+		return err
+	}
+	if change := c.OneCopy.Against(rowsOf(after)); change != "" {
+		last.Duplicated, last.AtOnce = change, int64(c.St.Concurrent)
+	}
+	return nil
 }
 
 // rowsWhere says whose rows the effect rows are: the whole effect table

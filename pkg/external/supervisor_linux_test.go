@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 	if code, ok := superviseIfAsked(); ok {
 		syscall.Exit(code)
 	}
+	if dsn := os.Getenv("REDELIVER_TEST_SLEEPER"); dsn != "" {
+		os.Exit(sleeper(dsn))
+	}
 	os.Exit(m.Run())
 }
 

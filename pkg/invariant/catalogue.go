@@ -36,6 +36,8 @@ type Facts struct {
 	Change string
 	// Deliveries is how many times the event was delivered.
 	Deliveries int64
+	// AtOnce: the deliveries were made at once (a concurrent step).
+	AtOnce bool
 }
 
 // All is the catalogue, in the order reports list invariants.
@@ -65,17 +67,23 @@ var (
 		},
 	}
 	// ChangedByDuplicate is a second effect that adds no row: a
-	// redelivery of an event already acked that changed its key's rows (an
-	// upsert that adds the amount again). Only a user's database decides
-	// it, by reading the key's rows before and after the redelivery.
+	// redelivery of an event whose effect was already committed (acked, or
+	// seen in its key's rows) that changed them again, or copies delivered
+	// at once that left them other than one copy does (an upsert that adds
+	// the amount again). Only a user's database decides it, by reading
+	// the key's rows around each redelivery, and after a concurrent step
+	// against a trial that delivered one copy.
 	ChangedByDuplicate = &Invariant{
 		Name: "changed-by-duplicate", Number: 1,
-		Meaning:      "a redelivery of an event already acked changed what is stored",
+		Meaning:      "a redelivery of an event whose effect was already committed changed what is stored",
 		judgeRows:    (*rowsCheck).changedByDuplicate,
 		judgeJournal: (*journalCheck).changedByDuplicate,
 		rules:        map[Kind]func(Guard) bool{Database: nil},
 		say: func(f Facts) string {
-			s := fmt.Sprintf("the redelivery of event %s, already acked, changed the rows of key %s in %s", f.Event, f.Key, f.Table)
+			s := fmt.Sprintf("the redelivery of event %s, whose effect was already committed, changed the rows of key %s in %s", f.Event, f.Key, f.Table)
+			if f.AtOnce {
+				s = fmt.Sprintf("the %d deliveries of event %s at once left the rows of key %s in %s other than one delivery leaves them", f.Deliveries, f.Event, f.Key, f.Table)
+			}
 			if f.Change != "" {
 				s += ": " + f.Change
 			}

@@ -35,6 +35,10 @@ type Answered struct {
 	// changed them without adding or removing one ("" when it did not, or
 	// when the rows were not compared). Changed and Duplicated say it.
 	Changed, Duplicated string
+	// AtOnce is how many copies a concurrent step delivered, when
+	// Duplicated compares what they left with what one copy leaves (0
+	// for a redelivery made one at a time).
+	AtOnce int64
 	// Expected: the scenario step expects an answer, and its expectation
 	// judges this delivery; never-acked does not.
 	Expected bool
@@ -214,14 +218,15 @@ func changedByConflict(inv *Invariant, ds []Answered, table string) []Violation 
 	return out
 }
 
-// changedByDuplicate: each delivery of ds, a redelivery of an acked
-// event, that changed its key's rows.
+// changedByDuplicate: each delivery of ds, a redelivery of an event whose
+// effect was committed, that changed its key's rows, and each concurrent
+// step whose copies left them other than one copy does.
 func changedByDuplicate(inv *Invariant, ds []Answered, table string) []Violation {
 	var out []Violation
 	for i := range ds {
 		if d := &ds[i]; d.Duplicated != "" {
 			out = append(out, Violation{Invariant: inv.Name, EventID: d.EventID,
-				Detail: inv.Say(Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Duplicated}), By: d.Record})
+				Detail: inv.Say(Facts{Event: d.EventID, Key: d.Key, Table: table, Change: d.Duplicated, Deliveries: d.AtOnce, AtOnce: d.AtOnce > 0}), By: d.Record})
 		}
 	}
 	return out
@@ -291,4 +296,71 @@ func columnsChanged(b, a Row) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Reference is what one copy of an event left its key's rows, read in
+// trials that delivered each event of the file once.
+type Reference struct {
+	Rows []Row
+	// Unstable names the columns two such trials left different: the
+	// database or the clock fills them (a serial id, a created_at), not
+	// the event, so they say nothing about the copies.
+	Unstable map[string]bool
+}
+
+// NewReference is the reference two trials give for one key: the rows
+// of the first, every column the second left different unstable. Trials
+// that left a different number of rows give none (ok false).
+func NewReference(first, second []Row) (ref Reference, ok bool) {
+	if len(first) != len(second) {
+		return Reference{}, false
+	}
+	ref = Reference{Rows: first, Unstable: map[string]bool{}}
+	for i := range first {
+		b, a, ok := values(first[i], second[i])
+		if !ok {
+			return Reference{}, false
+		}
+		for j := range b {
+			if b[j] != a[j] {
+				ref.Unstable[first[i].Columns[j]] = true
+			}
+		}
+	}
+	return ref, true
+}
+
+// Against says how a key's rows after several copies of an event differ
+// from what one copy left, in the columns the reference holds stable
+// ("balance 40 became 160"), or "" when they do not, or when a row was
+// added or removed (duplicate-effect and lost-effect judge that).
+func (r Reference) Against(after []Row) string {
+	if len(r.Rows) != len(after) {
+		return ""
+	}
+	var parts []string
+	for i := range after {
+		b, a, ok := values(r.Rows[i], after[i])
+		if !ok {
+			if r.Rows[i].Values != after[i].Values {
+				return fmt.Sprintf("%s became %s", r.Rows[i].Values, after[i].Values)
+			}
+			continue
+		}
+		for j := range b {
+			if col := r.Rows[i].Columns[j]; b[j] != a[j] && !r.Unstable[col] {
+				parts = append(parts, fmt.Sprintf("%s %s became %s", escape.Input(col), escape.Input(b[j]), escape.Input(a[j])))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// values decodes two rows' compared values, when both hold as many as
+// the first names columns.
+func values(b, a Row) (bv, av []string, ok bool) {
+	if json.Unmarshal([]byte(b.Values), &bv) != nil || json.Unmarshal([]byte(a.Values), &av) != nil || len(bv) != len(av) || len(b.Columns) != len(bv) {
+		return nil, nil, false
+	}
+	return bv, av, true
 }

@@ -87,7 +87,7 @@ func TestJudgeRows(t *testing.T) {
 		{"changed-by-conflict", []Answered{answered("e1", "O-1", consumer.Acked), changedBy(answered("e1", "O-1", consumer.Conflict), "amount 1 became 2", "")}, []Row{row("O-1", "e1")},
 			[]string{"changed-by-conflict e1: the conflicting redelivery of event e1 changed the row of key O-1 in payments: amount 1 became 2"}},
 		{"changed-by-duplicate", []Answered{answered("e1", "O-1", consumer.Acked), changedBy(answered("e1", "O-1", consumer.Acked), "", "balance 1 became 2")}, []Row{row("O-1", "e1")},
-			[]string{"changed-by-duplicate e1: the redelivery of event e1, already acked, changed the rows of key O-1 in payments: balance 1 became 2"}},
+			[]string{"changed-by-duplicate e1: the redelivery of event e1, whose effect was already committed, changed the rows of key O-1 in payments: balance 1 became 2"}},
 		{"all at once, in the order judged lists them", []Answered{
 			answered("e5", "O-5", consumer.Rejected),
 			changedBy(answered("e4", "O-4", consumer.Acked), "", "balance 1 became 2"),
@@ -98,7 +98,7 @@ func TestJudgeRows(t *testing.T) {
 			"duplicate-effect e1: key O-1 has 2 rows in payments (events e1, e1)",
 			"lost-effect e2: event e2 was acked but key O-2 has no row in payments",
 			"changed-by-conflict e3: the conflicting redelivery of event e3 changed the row of key O-3 in payments: amount 1 became 2",
-			"changed-by-duplicate e4: the redelivery of event e4, already acked, changed the rows of key O-4 in payments: balance 1 became 2",
+			"changed-by-duplicate e4: the redelivery of event e4, whose effect was already committed, changed the rows of key O-4 in payments: balance 1 became 2",
 			"never-acked e5: event e5 was never acked in 1 delivery: rejected",
 		}},
 	}
@@ -155,5 +155,37 @@ func TestChanged(t *testing.T) {
 	}
 	if Changed(a, b) == "" || Changed(a, nil) == "" {
 		t.Error("Changed misses a change")
+	}
+}
+
+func TestReference(t *testing.T) {
+	cols := []string{"account", "balance", "created_at"}
+	row := func(vals string) Row { return Row{Key: "A-1", Values: vals, Columns: cols} }
+	tests := []struct {
+		name          string
+		first, second []Row
+		after         []Row
+		ok            bool
+		want          string
+	}{
+		{"the same rows", []Row{row(`["A-1","40","t1"]`)}, []Row{row(`["A-1","40","t2"]`)}, []Row{row(`["A-1","40","t3"]`)}, true, ""},
+		{"a stable column changed", []Row{row(`["A-1","40","t1"]`)}, []Row{row(`["A-1","40","t2"]`)}, []Row{row(`["A-1","160","t3"]`)}, true, "balance 40 became 160"},
+		{"every column stable", []Row{row(`["A-1","40","t1"]`)}, []Row{row(`["A-1","40","t1"]`)}, []Row{row(`["A-1","80","t3"]`)}, true, "balance 40 became 80, created_at t1 became t3"},
+		{"a row added is left to duplicate-effect", []Row{row(`["A-1","40","t1"]`)}, []Row{row(`["A-1","40","t2"]`)}, []Row{row(`["A-1","40","t3"]`), row(`["A-1","40","t4"]`)}, true, ""},
+		{"trials that disagree on the rows give none", []Row{row(`["A-1","40","t1"]`)}, nil, nil, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref, ok := NewReference(tt.first, tt.second)
+			if ok != tt.ok {
+				t.Fatalf("NewReference ok = %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				return
+			}
+			if got := ref.Against(tt.after); got != tt.want {
+				t.Errorf("Against = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -40,6 +40,9 @@ type Proxy struct {
 	closed bool
 	// broken is why the proxy first ended a connection itself.
 	broken error
+	// backends are the server processes of the connections, by pid
+	// (backends.go).
+	backends map[int32]Backend
 	// tlsRefused counts the connections that asked for TLS.
 	tlsRefused atomic.Int64
 	wg         sync.WaitGroup
@@ -447,6 +450,7 @@ func (c *conn) fromServer() {
 		case 'K':
 			if pid, ok := backendKey(m); ok {
 				c.pid.Store(pid)
+				c.p.keep(m.body())
 			}
 		case 'C':
 			done = c.answer(commandTag(m), false)

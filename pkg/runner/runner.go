@@ -52,6 +52,13 @@ func Run(ctx context.Context, s *scenario.Scenario, k Kind) (*FileResult, error)
 	if k.Release != nil {
 		defer k.Release()
 	}
+	if k.Copies && concurrent(s) {
+		refs, err := references(ctx, s, k)
+		if err != nil {
+			return bare(s), err
+		}
+		k.refs = refs
+	}
 	plans := make([][]schedule, len(s.Checks))
 	explores := false
 	if k.Reaches != nil {
@@ -198,6 +205,7 @@ func runSnapshotted(ctx context.Context, s *scenario.Scenario, k *Kind, plans []
 	}
 	defer sys.Close()
 	r := newRun(s, sys)
+	r.refs = k.refs
 	explored := make([][]CheckResult, len(s.Checks))
 	res := bare(s)
 	sys.Describe(res)
@@ -340,6 +348,7 @@ func runChecks(ctx context.Context, s *scenario.Scenario, k Kind, plans [][]sche
 	}
 	defer sys.Close()
 	r := newRun(s, sys)
+	r.refs = k.refs
 	res := bare(s)
 	sys.Describe(res)
 	for i, c := range s.Checks[:n] {
@@ -373,6 +382,12 @@ type run struct {
 	frozen   int
 	labels   map[string]int64
 	reported map[string]bool // violations already reported by an earlier check
+	// trial: the run delivers each event once (Call.One), and keeps in
+	// copies the rows each concurrent step's key had after it, by check
+	// and step; refs are what two such trials gave the run that judges.
+	trial  bool
+	copies map[[2]int]map[string][]invariant.Row
+	refs   map[[2]int]invariant.Reference
 }
 
 // checkRun is one check on its way.
@@ -495,9 +510,12 @@ func (cr *checkRun) fail(step int, pos consumer.Location, m words.Miss) {
 // or at once (concurrent), each after the step's delay.
 func (cr *checkRun) deliver(ctx context.Context, step int, st *scenario.Step) error {
 	cr.step, cr.pos = step, st.Pos
-	call := Call{Check: cr.index, Step: step, St: st, Rec: cr}
+	call := Call{Check: cr.index, Step: step, St: st, Rec: cr, One: cr.trial}
 	if h, ok := cr.sched.of(step); ok {
 		call.Hold = h
+	}
+	if ref, ok := cr.refs[[2]int{cr.index, step}]; ok {
+		call.OneCopy = &ref
 	}
 	if st.Concurrent > 0 {
 		if err := sleep(ctx, st.Delay); err != nil {
@@ -578,6 +596,96 @@ func (cr *checkRun) Boundaries(b []Boundary) { cr.res.boundaries = b }
 
 // Trace keeps the statements of the delivery a fault landed in.
 func (cr *checkRun) Trace(stmts []consumer.Statement) { cr.res.Trace = stmts }
+
+// OneCopy keeps the rows a trial's one copy left the key of the step
+// being run.
+func (cr *checkRun) OneCopy(key string, rows []invariant.Row) {
+	if cr.copies == nil {
+		return
+	}
+	at := [2]int{cr.index, cr.step}
+	if cr.copies[at] == nil {
+		cr.copies[at] = map[string][]invariant.Row{}
+	}
+	cr.copies[at][key] = rows
+}
+
+// concurrent reports whether a file has a concurrent step.
+func concurrent(s *scenario.Scenario) bool {
+	for _, c := range s.Checks {
+		for _, st := range c.Steps {
+			if st.Kind == scenario.Deliver && st.Concurrent > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// references runs the file twice on fresh systems, each event delivered
+// once, and returns what one copy of each concurrent step's event left
+// its key's rows: the first trial's rows, each column the second left
+// otherwise taken for the run's own (a serial id, a clock) and not
+// compared. A key the trials left with different numbers of rows has
+// none.
+func references(ctx context.Context, s *scenario.Scenario, k Kind) (map[[2]int]invariant.Reference, error) {
+	var trials [2]map[[2]int]map[string][]invariant.Row
+	for t := range trials {
+		copies, err := oneCopyTrial(ctx, s, k)
+		if err != nil {
+			return nil, err
+		}
+		trials[t] = copies
+	}
+	refs := map[[2]int]invariant.Reference{}
+	for at, keys := range trials[0] {
+		for key, rows := range keys {
+			second, ok := trials[1][at][key]
+			if !ok {
+				continue
+			}
+			if ref, ok := invariant.NewReference(rows, second); ok {
+				refs[at] = ref
+			}
+		}
+	}
+	return refs, nil
+}
+
+// oneCopyTrial runs the checks' steps on a fresh system, up to the last
+// check with a concurrent step, each event delivered once, and returns the rows each concurrent step's key had
+// after it. Expectations and invariants are not judged: the trial only
+// reads.
+func oneCopyTrial(ctx context.Context, s *scenario.Scenario, k Kind) (map[[2]int]map[string][]invariant.Row, error) {
+	sys, err := k.Open(ctx, s)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, harnessError(s.File, notCompleted(s, 0, &stepError{step: -1, err: err}))
+	}
+	defer sys.Close()
+	r := newRun(s, sys)
+	r.trial, r.copies = true, map[[2]int]map[string][]invariant.Row{}
+	last := 0 // the checks after the last concurrent step's have nothing to give
+	for i, c := range s.Checks {
+		for _, st := range c.Steps {
+			if st.Kind == scenario.Deliver && st.Concurrent > 0 {
+				last = i + 1
+			}
+		}
+	}
+	for i, c := range s.Checks[:last] {
+		cr := r.newCheck(i+1, c, false, nil)
+		if err := cr.steps(ctx, c, 0); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, harnessError(s.File, notCompleted(s, i, err))
+		}
+	}
+	return r.copies, nil
+}
 
 // repeats reports whether rec is the delivery right after last's run and
 // the same in every way but its Seq and when it ran (its Span's times).

@@ -66,6 +66,15 @@ type Call struct {
 	// being run (zero: the step's own interleave, or unforced).
 	Hold Hold
 	Rec  Recorder
+	// One: the call is made in a trial that delivers each event once
+	// (Kind.Copies): the step delivers one plain copy of its event, or
+	// none when the trial delivered that event already, and a concurrent
+	// step gives the rows its key has then to Rec.OneCopy.
+	One bool
+	// OneCopy, for a concurrent step of a system that judges copies, is
+	// what one copy of its event left the key's rows in the trials; nil
+	// when there is none.
+	OneCopy *invariant.Reference
 }
 
 // Recorder keeps a check's deliveries as a system makes them.
@@ -95,6 +104,9 @@ type Recorder interface {
 	// Trace keeps the statements of the delivery a fault landed in, for
 	// the report.
 	Trace(stmts []consumer.Statement)
+	// OneCopy keeps, in a trial that delivers each event once, the rows
+	// of the key of the concurrent step being run after its one copy.
+	OneCopy(key string, rows []invariant.Row)
 }
 
 // Kind is a kind of system: how to open one for a scenario file, and the
@@ -114,6 +126,12 @@ type Kind struct {
 	// that keeps a system between the trials of an explored check (a
 	// started consumer, reset rather than restarted) lets it go there.
 	Release func()
+	// Copies: the system judges what a concurrent step's copies left
+	// against what one copy leaves (Call.OneCopy), read in two trials of
+	// the file that deliver each event once (Call.One) before it runs.
+	Copies bool
+	// refs are those trials' references, by check and step (1-based).
+	refs map[[2]int]invariant.Reference
 }
 
 // snapshotter is a system that can copy what it holds and put the copy

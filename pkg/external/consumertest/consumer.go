@@ -51,6 +51,8 @@ type event struct {
 //	                event's first delivery, then handle it
 //	--reset-first   reset the connection of each event's first delivery
 //	--work D        time spent inside the handler
+//	--linger D      time spent after the work is committed, before the
+//	                answer: a kill then comes after the commit
 //	--pidfile PATH  write the process id there
 //	--die-after N   exit with status 3 after N deliveries, by itself
 //	--silent-ready  print no "listening" line
@@ -61,6 +63,7 @@ func Main(args []string) int {
 	dbPath := fs.String("db", "", "")
 	flaw := fs.String("flaw", "", "")
 	work := fs.Duration("work", 0, "")
+	linger := fs.Duration("linger", 0, "")
 	pidfile := fs.String("pidfile", "", "")
 	dieAfter := fs.Int("die-after", 0, "")
 	hang := fs.Bool("hang", false, "")
@@ -90,7 +93,9 @@ func Main(args []string) int {
 			fmt.Fprintln(os.Stderr, "bad event:", err)
 			return 66
 		}
-		switch status, err := c.handle(context.Background(), ev, nil); {
+		status, err := c.handle(context.Background(), ev, nil)
+		time.Sleep(*linger)
+		switch {
 		case err != nil:
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -151,6 +156,7 @@ func Main(args []string) int {
 			return
 		}
 		status, err := c.handle(r.Context(), ev, w)
+		time.Sleep(*linger)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			status = 500

@@ -1,0 +1,119 @@
+//go:build linux
+
+package external
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/template"
+)
+
+// sleeperApp names the sleeper's connections.
+const sleeperApp = "redeliver-test-sleeper"
+
+// sleeper is a consumer that dies badly: it takes a lock on its table
+// inside a transaction, says it is ready, and sleeps in the database for
+// an hour. Its table is REDELIVER_TEST_TABLE.
+func sleeper(dsn string) int {
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cfg.RuntimeParams["application_name"] = sleeperApp
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := c.Exec(ctx, "BEGIN; LOCK TABLE "+os.Getenv("REDELIVER_TEST_TABLE")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ready")
+	_, err = c.Exec(ctx, "SELECT pg_sleep(3600)")
+	fmt.Fprintln(os.Stderr, err)
+	return 1
+}
+
+// busySleepers lists the sleepers' server processes that still run.
+func busySleepers(t *testing.T, admin *pgx.Conn) []int32 {
+	t.Helper()
+	rows, err := admin.Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", sleeperApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pids
+}
+
+// TestKilledConsumerLeavesNoBackend: a consumer killed while its
+// connection sleeps in the database inside a transaction leaves no
+// server process behind, whether redeliver killed it to restart it or
+// stopped it at the end of the run; the lock it held is free at once.
+func TestKilledConsumerLeavesNoBackend(t *testing.T) {
+	dsn := os.Getenv("REDELIVER_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("set REDELIVER_TEST_POSTGRES to run the database proxy tests")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	table := "backends_left"
+	if _, err := admin.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (k text)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range busySleepers(t, admin) {
+		admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
+	}
+	target := &scenario.Target{
+		HTTP: &scenario.HTTPTarget{URL: "http://127.0.0.1:1/events"},
+		Start: &scenario.Start{Command: []string{os.Args[0]}, ReadyLine: "ready", ReadyTimeout: 10 * time.Second,
+			Env: map[string]string{"REDELIVER_TEST_SLEEPER": "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": table}},
+	}
+	kof, _ := template.Parse("{data.k}")
+	fx := &scenario.Effects{DB: dsn, Table: table, Key: "k", KeyOf: kof, Proxy: true}
+	s, err := Open(ctx, target, fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := busySleepers(t, admin)
+	if len(first) != 1 {
+		s.Close()
+		t.Fatalf("the sleeper has %d server processes, want 1", len(first))
+	}
+	if err := s.proc.Crash(ctx); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	if got := busySleepers(t, admin); len(got) != 1 || got[0] == first[0] {
+		s.Close()
+		t.Fatalf("after a kill and a restart the sleepers' server processes are %v, want one other than %v", got, first)
+	}
+	s.Close()
+	if got := busySleepers(t, admin); len(got) != 0 {
+		for _, pid := range got {
+			admin.Exec(context.Background(), "SELECT pg_terminate_backend($1)", pid)
+		}
+		t.Fatalf("server processes %v of the stopped consumer still run", got)
+	}
+	lock, stop := context.WithTimeout(ctx, 2*time.Second)
+	defer stop()
+	if _, err := admin.Exec(lock, "BEGIN; LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE; ROLLBACK"); err != nil {
+		t.Fatalf("the table is still locked: %v", err)
+	}
+}
