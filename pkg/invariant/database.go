@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -309,8 +310,11 @@ type Reference struct {
 }
 
 // NewReference is the reference two trials give for one key: the rows
-// of the first, every column the second left different unstable. Trials
-// that left a different number of rows give none (ok false).
+// of the first, every column the second left different unstable, and
+// every column that holds a time: two trials within one second leave a
+// created_at at second resolution alike, and the run a second later
+// does not. Trials that left a different number of rows give none (ok
+// false).
 func NewReference(first, second []Row) (ref Reference, ok bool) {
 	if len(first) != len(second) {
 		return Reference{}, false
@@ -322,12 +326,39 @@ func NewReference(first, second []Row) (ref Reference, ok bool) {
 			return Reference{}, false
 		}
 		for j := range b {
-			if b[j] != a[j] {
+			if b[j] != a[j] || clockValue(b[j]) {
 				ref.Unstable[first[i].Columns[j]] = true
 			}
 		}
 	}
 	return ref, true
+}
+
+// clockLayouts are the forms a time takes in the rows a driver reads:
+// PostgreSQL's and SQLite's text, Go's, RFC 3339, a date alone.
+var clockLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999Z07",
+	"2006-01-02 15:04:05.999999999 -0700 MST",
+	"2006-01-02 15:04:05.999999999 -0700",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02",
+}
+
+// clockValue reports whether a value reads as a time or a date: the
+// clock fills it, not the event.
+func clockValue(v string) bool {
+	if len(v) < len("2006-01-02") || v[4] != '-' {
+		return false
+	}
+	for _, layout := range clockLayouts {
+		if _, err := time.Parse(layout, v); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Against says how a key's rows after several copies of an event differ

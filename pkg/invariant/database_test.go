@@ -172,6 +172,9 @@ func TestReference(t *testing.T) {
 		{"a stable column changed", []Row{row(`["A-1","40","t1"]`)}, []Row{row(`["A-1","40","t2"]`)}, []Row{row(`["A-1","160","t3"]`)}, true, "balance 40 became 160"},
 		{"every column stable", []Row{row(`["A-1","40","t1"]`)}, []Row{row(`["A-1","40","t1"]`)}, []Row{row(`["A-1","80","t3"]`)}, true, "balance 40 became 80, created_at t1 became t3"},
 		{"a row added is left to duplicate-effect", []Row{row(`["A-1","40","t1"]`)}, []Row{row(`["A-1","40","t2"]`)}, []Row{row(`["A-1","40","t3"]`), row(`["A-1","40","t4"]`)}, true, ""},
+		{"a time alike in both trials is not compared", []Row{row(`["A-1","40","2026-12-02 15:13:57"]`)}, []Row{row(`["A-1","40","2026-12-02 15:13:57"]`)}, []Row{row(`["A-1","40","2026-12-02 15:13:58"]`)}, true, ""},
+		{"nor one with a zone and fractions", []Row{row(`["A-1","40","2026-12-02 15:13:57.123456+00"]`)}, []Row{row(`["A-1","40","2026-12-02 15:13:57.123456+00"]`)}, []Row{row(`["A-1","160","2026-12-02T15:13:58Z"]`)}, true, "balance 40 became 160"},
+		{"nor a date", []Row{row(`["A-1","40","2026-12-02"]`)}, []Row{row(`["A-1","40","2026-12-02"]`)}, []Row{row(`["A-1","40","2026-12-03"]`)}, true, ""},
 		{"trials that disagree on the rows give none", []Row{row(`["A-1","40","t1"]`)}, nil, nil, false, ""},
 	}
 	for _, tt := range tests {
