@@ -889,11 +889,13 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 	if read {
 		var err error
 		if before, err = sys.sess.db.Rows(ctx, &key); err != nil {
-			if seen {
+			if committed {
 				return Answer{}, err
 			}
 			// A consumer may create its table (or SQLite file) on its
-			// first delivery: an event never seen has no rows yet.
+			// first delivery, and one killed before it did left none: an
+			// event whose effect was never committed has no rows yet. (An
+			// error that lasts is the judge's, which reads every row.)
 			before = nil
 		}
 	}
@@ -922,7 +924,7 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 	}
 	after, err := sys.sess.db.Rows(ctx, &key)
 	if err != nil {
-		if seen {
+		if committed {
 			return a, err
 		}
 		return a, nil // the consumer has not created its table yet
