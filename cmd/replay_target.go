@@ -19,6 +19,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/kafka"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -110,7 +111,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
 		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", o.Target)
 	}
-	logs, err := consumerLogs(cmd, o, out, t.Target)
+	logs, err := consumerLogs(cmd, o, out, t.Target, s.Secrets)
 	if err != nil {
 		return err
 	}
@@ -259,7 +260,7 @@ func oneProcessor() (restore func()) {
 // kept: --logs DIR, or with --report FORMAT=FILE consumer-logs beside the
 // first report; nil when neither is given. The folder is made now, so a
 // mistake costs nothing.
-func consumerLogs(cmd *cobra.Command, o *replayOptions, out *output, t *scenario.Target) (*external.ConsumerLogs, error) {
+func consumerLogs(cmd *cobra.Command, o *replayOptions, out *output, t *scenario.Target, secrets *redact.Secrets) (*external.ConsumerLogs, error) {
 	dir := o.LogDir
 	given := cmd.Flags().Changed("logs")
 	switch {
@@ -277,5 +278,5 @@ func consumerLogs(cmd *cobra.Command, o *replayOptions, out *output, t *scenario
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, problem.Usagef("cannot keep the consumer's output in %s: %v", dir, unwrapPath(err))
 	}
-	return &external.ConsumerLogs{Dir: dir}, nil
+	return &external.ConsumerLogs{Dir: dir, Secrets: secrets}, nil
 }

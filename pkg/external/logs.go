@@ -19,6 +19,9 @@ import (
 // masked.
 type ConsumerLogs struct {
 	Dir string
+	// Secrets are the configuration's secret values (a URL's password, a
+	// secret-named ${VAR}), masked in the files as in every report.
+	Secrets *redact.Secrets
 
 	mu    sync.Mutex
 	files []string
@@ -49,7 +52,7 @@ func (l *ConsumerLogs) open(instance, start int, env []string) (*logFile, error)
 	l.mu.Lock()
 	l.files = append(l.files, path)
 	l.mu.Unlock()
-	return &logFile{f: f, mask: secretValues(env), open: 2}, nil
+	return &logFile{f: f, mask: secretValues(env), secrets: l.Secrets, open: 2}, nil
 }
 
 // minSecret is the shortest secret value masked by its value: a shorter
@@ -77,10 +80,11 @@ func secretValues(env []string) *strings.Replacer {
 // logFile is one start's file: its two streams write whole lines into
 // it, and it closes when both have ended.
 type logFile struct {
-	mu   sync.Mutex
-	f    *os.File
-	mask *strings.Replacer
-	open int // streams not ended yet
+	mu      sync.Mutex
+	f       *os.File
+	mask    *strings.Replacer
+	secrets *redact.Secrets
+	open    int // streams not ended yet
 }
 
 // line writes one line of a stream, its secrets masked.
@@ -89,6 +93,9 @@ func (l *logFile) line(stream, s string) {
 		return
 	}
 	s = redact.String(l.mask.Replace(strings.TrimRight(s, "\r")))
+	if l.secrets != nil {
+		s = l.secrets.String(s)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {
