@@ -27,7 +27,8 @@ type Boundary struct {
 	After bool
 	// Marked: the delivery's statements are told from the others by its
 	// marks (see Proxy.Watch): an autocommitted statement that carries
-	// none of them is not the delivery's, and is neither counted nor held.
+	// none of them, or a transaction none of whose statements does, is
+	// not the delivery's, and is neither counted nor held.
 	Marked bool
 }
 
@@ -80,11 +81,13 @@ var ErrBusy = errors.New("the database proxy already watches a delivery")
 // where the proxy holds the statement's connection (see Held).
 //
 // marks, when given, are the delivery's event id and key. A transaction
-// begun while the watch is on is the delivery's; an autocommitted
-// statement is the delivery's when its text or a bound value carries a
-// mark (as a whole word). A watch without a boundary keeps the unmarked
-// ones aside only if some statement carried a mark (Marked says so once
-// it stopped); a boundary says by its Marked field.
+// begun while the watch is on is the delivery's when one of its
+// statements carries a mark (as a whole word, in its text or a bound
+// value), and so is an autocommitted statement that carries one. A watch
+// without a boundary keeps the unmarked ones aside only if some
+// statement carried a mark (Marked says so once it stopped), and keeps
+// every transaction begun while it was on otherwise; a boundary says by
+// its Marked field.
 func (p *Proxy) Watch(at *Boundary, marks ...string) (*Watch, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -154,9 +157,11 @@ func (w *Watch) Stop() []Statement {
 }
 
 // settle decides, for a watch without a boundary, which of the unmarked
-// autocommitted statements are the delivery's: all of them when no
-// statement carried a mark, none otherwise; the delivery's are numbered
-// again, lanes and all, as a watch with a boundary numbers them.
+// autocommitted statements and transactions are the delivery's: all of
+// them when no statement carried a mark, none otherwise; the delivery's
+// are numbered again, lanes and all, as a watch with a boundary numbers
+// them — a transaction's statements before its first marked one just
+// before that one.
 func (w *Watch) settle() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
