@@ -48,6 +48,7 @@ type config struct {
 	idHeader  string
 	broker    brokerConfig
 	poll      time.Duration
+	pollTx    bool
 	pool      int
 }
 
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.secretEnv, "secret-env", "", "environment variable holding the Standard Webhooks secret (whsec_<base64> or raw) to verify signatures with")
 	fs.StringVar(&c.idHeader, "id-header", "Idempotency-Key", "raw mode: the header carrying the event id")
 	fs.DurationVar(&c.poll, "poll", 0, "run a background job on the same connection pool: an UPDATE of the locks table at this interval (0: none)")
+	fs.BoolVar(&c.pollTx, "poll-tx", false, "run the --poll job's UPDATE in a transaction of its own: BEGIN, UPDATE, COMMIT")
 	fs.IntVar(&c.pool, "pool", 0, "the most connections the consumer opens to its database (0: 32 on PostgreSQL, no limit on SQLite)")
 	c.broker.flags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -134,7 +136,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		store.db.SetMaxIdleConns(cfg.pool)
 	}
 	if cfg.poll > 0 {
-		stop := store.poll(cfg.poll, stderr)
+		stop := store.poll(cfg.poll, cfg.pollTx, stderr)
 		defer stop()
 	}
 	c := &consumer{store: store, flaw: cfg.flaw, window: sleepFor(cfg.work), secret: secret, idHeader: cfg.idHeader, log: stderr}

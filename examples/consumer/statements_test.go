@@ -153,7 +153,7 @@ func TestExecStatementFaults(t *testing.T) {
 		want []string // in stdout
 		exit int
 	}{
-		{"safe", []string{"target: exec ", "killed at every statement boundary of one payment: 1 delivery: 1 acked; table payments holds 1 row (", "killed before the marker is written: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer", "PASS: "}, 0},
+		{"safe", []string{"target: exec ", "killed at every statement boundary of one payment: 1 delivery: 1 acked; table payments holds 1 row; ", "statements of no delivery let through, never crashed at (13 schedules)", "killed before the marker is written: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer", "PASS: "}, 0},
 		{"marker-after-effect", []string{"(commit)): the check expected 1 effect row for key O-60, got 2", "invariant duplicate-effect broken: key O-60 has 2 rows", "COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-61 has 2 rows", "FAIL: 2 of 2 checks failed"}, 1},
 	}
 	var runs []invocation
@@ -188,6 +188,19 @@ func TestExecStatementFaults(t *testing.T) {
 // several seeds, and the flaws are caught at the same schedule as without
 // a poller.
 func TestStatementFaultsWithAPoller(t *testing.T) {
+	statementFaultsWithAPoller(t, false)
+}
+
+// TestStatementFaultsWithATransactionalPoller: the same, the poller
+// running each UPDATE in a transaction of its own (BEGIN, UPDATE, COMMIT)
+// on another connection of the pool while the payment is in flight. Its
+// BEGIN looks like the payment's; the transaction is kept apart all the
+// same, carrying no mark of the delivery, and the boundaries do not move.
+func TestStatementFaultsWithATransactionalPoller(t *testing.T) {
+	statementFaultsWithAPoller(t, true)
+}
+
+func statementFaultsWithAPoller(t *testing.T, inTx bool) {
 	t.Parallel()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
@@ -206,7 +219,8 @@ func TestStatementFaultsWithAPoller(t *testing.T) {
 	for i, tt := range tests {
 		env := consumerEnv(t, bin, tt.flaw)
 		env["POLL"] = "3ms"
-		env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_poller_%d", i))
+		env["POLL_TX"] = strconv.FormatBool(inTx)
+		env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_poller_%v_%d", inTx, i))
 		withPlainRedeliver(t, env)
 		runs = append(runs, invocation{
 			name: tt.flaw + "/seed" + tt.seed,

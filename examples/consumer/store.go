@@ -99,9 +99,10 @@ func (s *store) close() { s.db.Close() }
 
 // poll is a background job on the consumer's own pool, as many services
 // run one (a lease renewed, a queue polled): an UPDATE of the locks table
-// every interval, autocommitted, carrying no event's id. It stops when
-// the returned function is called.
-func (s *store) poll(every time.Duration, log io.Writer) (stop func()) {
+// every interval, carrying no event's id — autocommitted, or in a
+// transaction of its own when inTx, as a job that reads and then writes
+// would. It stops when the returned function is called.
+func (s *store) poll(every time.Duration, inTx bool, log io.Writer) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -114,7 +115,19 @@ func (s *store) poll(every time.Duration, log io.Writer) (stop func()) {
 				return
 			case <-tick.C:
 			}
-			if _, err := s.db.ExecContext(ctx, `UPDATE locks SET beat = beat + 1 WHERE name = 'poller'`); err != nil && ctx.Err() == nil {
+			beat := func(ctx context.Context, db interface {
+				ExecContext(context.Context, string, ...any) (sql.Result, error)
+			}) error {
+				_, err := db.ExecContext(ctx, `UPDATE locks SET beat = beat + 1 WHERE name = 'poller'`)
+				return err
+			}
+			var err error
+			if inTx {
+				err = s.inTx(ctx, func(tx *sql.Tx) error { return beat(ctx, tx) })
+			} else {
+				err = beat(ctx, s.db)
+			}
+			if err != nil && ctx.Err() == nil {
 				fmt.Fprintln(log, "consumer: poller:", err)
 			}
 		}

@@ -415,8 +415,8 @@ func (st *Statement) holdsAtReady() (atReady, ok bool) {
 // returns false when the connection is to end.
 func (c *conn) send(st *Statement, w *bufio.Writer) bool {
 	st.Conn, st.mu = c.id, &c.mu
-	if wt := c.track(st); wt != nil {
-		if !wt.sent(c, st, func() error { return w.Flush() }) {
+	if wt, early := c.track(st); wt != nil {
+		if !wt.sent(c, early, st, func() error { return w.Flush() }) {
 			return false
 		}
 	}
@@ -579,6 +579,7 @@ type Statement struct {
 	values     [][]byte      // bound values, kept while a watch looks for marks
 	loose      bool          // autocommitted: sent outside any transaction
 	carries    bool          // its text or values carry a mark of the delivery
+	txn        *txn          // the transaction it was sent in (nil: autocommitted)
 }
 
 // Holdable reports whether a boundary before (after false) or after it

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +27,8 @@ type Boundary struct {
 	After bool
 	// Marked: the delivery's statements are told from the others by its
 	// marks (see Proxy.Watch): an autocommitted statement that carries
-	// none of them is not the delivery's, and is neither counted nor held.
+	// none of them, or a transaction none of whose statements does, is
+	// not the delivery's, and is neither counted nor held.
 	Marked bool
 }
 
@@ -79,11 +81,13 @@ var ErrBusy = errors.New("the database proxy already watches a delivery")
 // where the proxy holds the statement's connection (see Held).
 //
 // marks, when given, are the delivery's event id and key. A transaction
-// begun while the watch is on is the delivery's; an autocommitted
-// statement is the delivery's when its text or a bound value carries a
-// mark (as a whole word). A watch without a boundary keeps the unmarked
-// ones aside only if some statement carried a mark (Marked says so once
-// it stopped); a boundary says by its Marked field.
+// begun while the watch is on is the delivery's when one of its
+// statements carries a mark (as a whole word, in its text or a bound
+// value), and so is an autocommitted statement that carries one. A watch
+// without a boundary keeps the unmarked ones aside only if some
+// statement carried a mark (Marked says so once it stopped), and keeps
+// every transaction begun while it was on otherwise; a boundary says by
+// its Marked field.
 func (p *Proxy) Watch(at *Boundary, marks ...string) (*Watch, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -153,9 +157,11 @@ func (w *Watch) Stop() []Statement {
 }
 
 // settle decides, for a watch without a boundary, which of the unmarked
-// autocommitted statements are the delivery's: all of them when no
-// statement carried a mark, none otherwise; the delivery's are numbered
-// again, lanes and all, as a watch with a boundary numbers them.
+// autocommitted statements and transactions are the delivery's: all of
+// them when no statement carried a mark, none otherwise; the delivery's
+// are numbered again, lanes and all, as a watch with a boundary numbers
+// them — a transaction's statements before its first marked one just
+// before that one.
 func (w *Watch) settle() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -171,11 +177,26 @@ func (w *Watch) settle() {
 	}
 	kept := w.stmts[:0:0]
 	for _, st := range w.stmts {
-		if st.loose && !st.carries {
+		switch {
+		case st.loose && !st.carries:
 			w.others = append(w.others, st)
-			continue
+		case st.txn == nil || st.txn.seen:
+			kept = append(kept, st)
+		case st.carries:
+			// The transaction is the delivery's from here: what it sent
+			// before is counted now, as a boundary at run time counts it.
+			st.txn.seen = true
+			kept = append(append(kept, st.txn.early...), st)
+			st.txn.early = nil
+		default:
+			st.txn.early = append(st.txn.early, st)
 		}
-		kept = append(kept, st)
+	}
+	for _, st := range w.stmts {
+		if st.txn != nil && !st.txn.seen && st.txn.early != nil {
+			w.others = append(w.others, st.txn.early...)
+			st.txn.early = nil
+		}
 	}
 	lanes, count := map[int]int{}, map[int]int{}
 	for i, st := range kept {
@@ -261,7 +282,13 @@ func copyStatements(stmts []*Statement) []Statement {
 // sent counts a statement on its way to the server and holds it when the
 // boundary is before it: flush sends what came before it first. It
 // returns false when the connection is to end.
-func (w *Watch) sent(c *conn, st *Statement, flush func() error) bool {
+//
+// early are the statements its transaction sent before one of them
+// carried a mark, counted only now (see track): a boundary at one of
+// them, before or after, is held before st — the database cannot tell
+// the difference, nothing of the transaction having been read or
+// written on the delivery's behalf yet.
+func (w *Watch) sent(c *conn, early []*Statement, st *Statement, flush func() error) bool {
 	w.mu.Lock()
 	lane := w.lanes[c.id]
 	if lane == 0 {
@@ -269,9 +296,24 @@ func (w *Watch) sent(c *conn, st *Statement, flush func() error) bool {
 		w.lanes[c.id] = lane
 		w.conns[c.id] = c
 	}
-	w.count[lane]++
-	st.Lane, st.LaneIndex, st.Index = lane, w.count[lane], len(w.stmts)+1
-	w.stmts = append(w.stmts, st)
+	number := func(st *Statement) {
+		w.count[lane]++
+		st.lock()
+		st.Lane, st.LaneIndex, st.Index = lane, w.count[lane], len(w.stmts)+1
+		st.unlock()
+		w.stmts = append(w.stmts, st)
+	}
+	earlyHit := false
+	if len(early) > 0 {
+		w.others = slices.DeleteFunc(w.others, func(o *Statement) bool { return slices.Contains(early, o) })
+		for _, e := range early {
+			number(e)
+			if w.at != nil && w.hit == nil && w.matches(e) {
+				w.hit, earlyHit = e, true
+			}
+		}
+	}
+	number(st)
 	match := w.at != nil && w.hit == nil && w.matches(st)
 	if match {
 		w.hit = st
@@ -281,7 +323,9 @@ func (w *Watch) sent(c *conn, st *Statement, flush func() error) bool {
 		}
 	}
 	w.mu.Unlock()
-	if !match || w.at.After {
+	if earlyHit {
+		match = true
+	} else if !match || w.at.After {
 		return true
 	}
 	if flush() != nil {
@@ -344,44 +388,83 @@ type txState struct {
 	// last is the watch the connection's last statement went to, for a
 	// transaction a multi-statement query left open.
 	last *Watch
+	// cur is the open transaction's own record.
+	cur *txn
+}
+
+// txn is one transaction of a connection, for a watch that tells the
+// delivery's transactions by its marks: a background job's BEGIN looks
+// like the delivery's, so a transaction is the delivery's only once one
+// of its statements carried a mark.
+type txn struct {
+	// seen: a statement of it carried a mark.
+	seen bool
+	// early are its statements before that, not counted (yet).
+	early []*Statement
 }
 
 // track follows a statement on its way to the server through its
 // connection's transaction, and returns the watch whose delivery it is
 // (nil: none); a statement a watch sees that is not its delivery's is
 // kept among the watch's others.
-func (c *conn) track(st *Statement) *Watch {
+//
+// With a boundary told by marks, a statement of a transaction none of
+// whose statements carried a mark yet is kept aside, and early returns
+// them all once one does: they are counted then, in their order, before
+// it. A transaction that ends with none is never counted.
+func (c *conn) track(st *Statement) (wt *Watch, early []*Statement) {
 	if Blank(st.Text) {
-		return nil
+		return nil, nil
 	}
-	wt := c.p.current()
+	wt = c.p.current()
 	c.mu.Lock()
 	tx := &c.tx
 	owner, loose := tx.owner, false
 	switch {
 	case !tx.open && begins(st.Text):
 		owner = wt
-		tx.open, tx.owner = true, wt
+		tx.open, tx.owner, tx.cur = true, wt, &txn{}
 	case !tx.open:
 		owner, loose = wt, true
 	case ends(st.Text):
 		tx.open, tx.owner = false, nil
 	}
+	if !loose {
+		if tx.cur == nil {
+			tx.cur = &txn{}
+		}
+		st.txn = tx.cur
+	}
+	if !tx.open {
+		tx.cur = nil
+	}
 	tx.last = owner
 	c.mu.Unlock()
 	if wt == nil {
-		return nil
+		return nil, nil
 	}
 	if owner != wt {
 		wt.aside(st)
-		return nil
+		return nil, nil
 	}
 	st.loose, st.carries = loose, wt.carries(st)
-	if loose && !st.carries && wt.at != nil && wt.at.Marked && len(wt.marks) > 0 {
-		wt.aside(st)
-		return nil
+	if wt.at == nil || !wt.at.Marked || len(wt.marks) == 0 {
+		return wt, nil
 	}
-	return wt
+	switch t := st.txn; {
+	case loose && !st.carries:
+		wt.aside(st)
+		return nil, nil
+	case loose, t.seen:
+		return wt, nil
+	case st.carries:
+		t.seen = true
+		early, t.early = t.early, nil
+		return wt, early
+	}
+	st.txn.early = append(st.txn.early, st)
+	wt.aside(st)
+	return nil, nil
 }
 
 // settleTx takes the server's word for the transaction once a
@@ -392,9 +475,11 @@ func (c *conn) settleTx(status byte) {
 	}
 	switch {
 	case status == 'I':
-		c.tx.open, c.tx.owner = false, nil
+		c.tx.open, c.tx.owner, c.tx.cur = false, nil, nil
 	case !c.tx.open:
-		c.tx.open, c.tx.owner = true, c.tx.last
+		// Left open by a query of several statements, which the proxy
+		// counted whole: its transaction is as its last statement's.
+		c.tx.open, c.tx.owner, c.tx.cur = true, c.tx.last, &txn{seen: true}
 	}
 }
 
