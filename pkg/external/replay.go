@@ -96,7 +96,7 @@ type replayer struct {
 	// committed (a kill after the COMMIT, before the answer), under mu;
 	// an acked event's is the journal's to say.
 	committed map[string]bool
-	res   *runner.CheckResult
+	res       *runner.CheckResult
 	// The faults injected within deliveries (under mu); the engine
 	// counts the rebalances.
 	injected replay.Injected
