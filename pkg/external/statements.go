@@ -79,6 +79,12 @@ func (s *Session) watchedMarked(ctx context.Context, ev Event, at *pgproxy.Bound
 	trace = w.Stop()
 	marked = w.Marked()
 	s.apart = len(w.Others())
+	if reached && s.proc == nil {
+		// An exec delivery's process is dead once its answer is in: what
+		// it left running in the database ends now, as after a real
+		// crash, not when the run ends.
+		s.endBackends(ctx)
+	}
 	if reached && s.proc != nil {
 		if err := s.proc.Restart(ctx); err != nil {
 			return a, trace, marked, reached, err
