@@ -133,6 +133,15 @@ type StatementDoc struct {
 	// Held says where a race's schedule held this statement's worker
 	// while the others ran: "before" or "after"; absent elsewhere.
 	Held string `json:"held,omitempty"`
+	// Prepared is, for a statement of the extended protocol, "named"
+	// (Name its prepared statement's name) or "unnamed"; absent for a
+	// simple Query.
+	Prepared string `json:"prepared,omitempty"`
+	Name     string `json:"name,omitempty"`
+	// Sync numbers, on the statement's connection, the Sync that ended
+	// it: the statements of one worker with the same number were ended
+	// by one Sync. Absent while none came, and for a simple Query.
+	Sync int `json:"sync,omitempty"`
 }
 
 func statementDocs(stmts []consumer.Statement) []StatementDoc {
@@ -141,7 +150,13 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	}
 	out := make([]StatementDoc, len(stmts))
 	for i, st := range stmts {
-		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer}
+		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync}
+		if st.Extended {
+			out[i].Prepared = "unnamed"
+			if st.Name != "" {
+				out[i].Prepared = "named"
+			}
+		}
 		if st.Held {
 			where := "after"
 			if st.Before {

@@ -84,8 +84,16 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 1, Text: "a", Answer: "A"},
 		{Worker: 1, Text: "b", Held: true, Before: true},
 		{Worker: 2, Text: "c", Answer: "C", Held: true, Released: true},
+		{Worker: 1, Text: "d", Answer: "D", Extended: true, Name: "s1", Sync: 4},
+		{Worker: 1, Text: "e", Answer: "E", Extended: true},
 	})
-	want := []StatementDoc{{1, "a", "A", "", ""}, {1, "b", "", "before", ""}, {2, "c", "C", "", "after"}}
+	want := []StatementDoc{
+		{Worker: 1, Text: "a", Answer: "A"},
+		{Worker: 1, Text: "b", Killed: "before"},
+		{Worker: 2, Text: "c", Answer: "C", Held: "after"},
+		{Worker: 1, Text: "d", Answer: "D", Prepared: "named", Name: "s1", Sync: 4},
+		{Worker: 1, Text: "e", Answer: "E", Prepared: "unnamed"},
+	}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("statement %d: %+v, want %+v", i, got[i], want[i])
