@@ -297,6 +297,7 @@ func (c *conn) fromClient() {
 				st.Sync = c.syncs
 			}
 			c.mu.Unlock()
+			clear(c.unsynced)
 			c.unsynced = c.unsynced[:0]
 		case 'C':
 			if kind, name, ok := closeMsg(m); ok {
