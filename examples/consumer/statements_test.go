@@ -36,7 +36,7 @@ func TestStatementFaults(t *testing.T) {
 		{"marker-after-effect", []string{"first in schedule 11 (killed after statement 5 (commit))", "invariant duplicate-effect broken: key O-30 has 2 rows", "5. commit → COMMIT ✂ killed here, before the consumer saw the answer", "invariant duplicate-effect broken: key O-31"}, 1, "2", ""},
 		// No BEGIN: held after the payment's statement, the payment is
 		// committed, as the consumer saw it, and the kill there pays twice.
-		{"marker-after-autocommit", []string{"first in schedule 7 (killed after statement 3 (INSERT INTO payments", "invariant duplicate-effect broken: key O-30 has 2 rows", "3. INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1… → INSERT 0 1 ✂ killed here, before the consumer saw the answer"}, 1, "2", ""},
+		{"marker-after-autocommit", []string{"first in schedule 7 (killed after statement 3 (INSERT INTO payments", "invariant duplicate-effect broken: key O-30 has 2 rows", "3. INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1… [named stmtcache_", ", Sync] → INSERT 0 1 ✂ killed here, before the consumer saw the answer"}, 1, "2", ""},
 		// The race is lost where a worker is held after its lookup; an
 		// unforced schedule may lose it too, on a loaded machine.
 		{"check-then-act", []string{"raced at every statement boundary: FAIL: failed in ", " schedules; first in schedule ", "invariant duplicate-effect broken: key O-32 has 2 rows"}, 1, "1", ""},

@@ -200,4 +200,11 @@ type Statement struct {
 	// Lane is the worker (Span.Lane) whose delivery used the
 	// connection, when redeliver knows it; 0 when it does not.
 	Lane int
+	// Extended: it came in the extended protocol, prepared as Name (""
+	// for the unnamed statement); Sync numbers the Sync that ended it on
+	// its connection (0: none came), so that the statements one Sync
+	// ended together can be told.
+	Extended bool
+	Name     string
+	Sync     int
 }

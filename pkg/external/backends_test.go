@@ -5,11 +5,13 @@ package external
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/template"
 )
@@ -41,6 +43,44 @@ func sleeper(dsn string) int {
 	_, err = c.Exec(ctx, "SELECT pg_sleep(3600)")
 	fmt.Fprintln(os.Stderr, err)
 	return 1
+}
+
+// execSleeper is an exec delivery that leaves a backend busy: one
+// connection takes a lock on its table inside a transaction and sleeps in
+// the database for an hour, while another then inserts into the table —
+// the statement a test kills the delivery before.
+func execSleeper(dsn string) int {
+	ctx := context.Background()
+	io.Copy(io.Discard, os.Stdin)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cfg.RuntimeParams["application_name"] = sleeperApp
+	sleeping, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	table := os.Getenv("REDELIVER_TEST_TABLE")
+	if _, err := sleeping.Exec(ctx, "BEGIN; LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go sleeping.Exec(ctx, "SELECT pg_sleep(3600)")
+	other, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The sleep is sent before the insert that is held.
+	time.Sleep(200 * time.Millisecond)
+	if _, err := other.Exec(ctx, "INSERT INTO "+table+" VALUES ('x')"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // busySleepers lists the sleepers' server processes that still run.
@@ -110,6 +150,58 @@ func TestKilledConsumerLeavesNoBackend(t *testing.T) {
 			admin.Exec(context.Background(), "SELECT pg_terminate_backend($1)", pid)
 		}
 		t.Fatalf("server processes %v of the stopped consumer still run", got)
+	}
+	lock, stop := context.WithTimeout(ctx, 2*time.Second)
+	defer stop()
+	if _, err := admin.Exec(lock, "BEGIN; LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE; ROLLBACK"); err != nil {
+		t.Fatalf("the table is still locked: %v", err)
+	}
+}
+
+// TestKilledExecDeliveryLeavesNoBackend: an exec delivery killed at a
+// statement boundary, while another of its connections sleeps in the
+// database holding a lock, leaves no server process behind once the kill
+// is over, not only once the run ends.
+func TestKilledExecDeliveryLeavesNoBackend(t *testing.T) {
+	dsn := os.Getenv("REDELIVER_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("set REDELIVER_TEST_POSTGRES to run the database proxy tests")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	table := "backends_exec_left"
+	if _, err := admin.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (k text)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range busySleepers(t, admin) {
+		admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
+	}
+	target := &scenario.Target{Exec: &scenario.ExecTarget{Command: []string{os.Args[0]}, Timeout: 10 * time.Second,
+		Env: map[string]string{"REDELIVER_TEST_EXEC_SLEEPER": "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": table}}}
+	kof, _ := template.Parse("{data.k}")
+	fx := &scenario.Effects{DB: dsn, Table: table, Key: "k", KeyOf: kof, Proxy: true}
+	s, err := Open(ctx, target, fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, _, reached, err := s.watched(ctx, Event{ID: "evt-1", Key: "x", Data: []byte(`{"k":"x"}`)}, &pgproxy.Boundary{Words: "insert into " + table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reached || !a.Killed {
+		t.Fatalf("the delivery was not killed before its insert (reached %v, %+v)", reached, a)
+	}
+	if got := busySleepers(t, admin); len(got) != 0 {
+		for _, pid := range got {
+			admin.Exec(context.Background(), "SELECT pg_terminate_backend($1)", pid)
+		}
+		t.Fatalf("server processes %v of the killed exec delivery still run after the kill", got)
 	}
 	lock, stop := context.WithTimeout(ctx, 2*time.Second)
 	defer stop()

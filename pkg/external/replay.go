@@ -92,7 +92,11 @@ type replayer struct {
 	j     *journal    // what the judge needs of the deliveries so far
 	ids   *seenFilter // the event ids delivered: the journal is asked only on a maybe
 	seq   int         // deliveries made
-	res   *runner.CheckResult
+	// committed: the event ids whose effect a delivery that got no ack
+	// committed (a kill after the COMMIT, before the answer), under mu;
+	// an acked event's is the journal's to say.
+	committed map[string]bool
+	res       *runner.CheckResult
 	// The faults injected within deliveries (under mu); the engine
 	// counts the rebalances.
 	injected replay.Injected
@@ -334,6 +338,11 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 		var a Answer
 		var err error
 		r.crash.Lock()
+		seen, judged, before, read, err := r.rowsBefore(ctx, j, ev)
+		if err != nil {
+			r.crash.Unlock()
+			return err
+		}
 		sent := time.Now()
 		if r.sess.proxy != nil {
 			// Through the proxy the kill lands at a statement boundary
@@ -341,6 +350,14 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 			a, err = r.sess.crashAtStatement(ctx, ev, statementBoundary(r.o.Seed, j.pos))
 		} else {
 			a, err = r.sess.crash(ctx, ev, crashDelay(r.sess.t.Timeout(), r.o.Seed, j.pos))
+		}
+		// Read while the crash still holds the others back: what changed
+		// is this delivery's.
+		var after []effects.Row
+		if err == nil && read {
+			if after, err = r.sess.db.Rows(ctx, &j.key); err != nil && !seen {
+				read, err = false, nil // the consumer has not created its table yet
+			}
 		}
 		r.crash.Unlock()
 		if err != nil {
@@ -357,8 +374,12 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 		if span.Crash == "" {
 			span.Crash = "unknown"
 		}
-		if _, err := r.record(ctx, j, ev, a, span); err != nil {
+		d, err := r.record(ctx, j, ev, a, span)
+		if err != nil {
 			return err
+		}
+		if read {
+			r.committedBy(d, judged, before, after)
 		}
 		return r.redeliver(ctx, j, ev, a)
 	case inject.Redeliver:
@@ -393,6 +414,54 @@ func (r *replayer) redeliver(ctx context.Context, j job, ev Event, a Answer) err
 	return nil
 }
 
+// rowsBefore reads the key's rows before a crash: whether the event was
+// delivered before, whether its effect was committed then (a redelivery
+// of it is judged), the rows, and whether they were read. A broker
+// target's rows, read around an asynchronous publish, say nothing of the
+// delivery, and are not read.
+func (r *replayer) rowsBefore(ctx context.Context, j job, ev Event) (seen, judged bool, before []effects.Row, read bool, err error) {
+	if r.sess.t.Broker() {
+		return false, false, nil, false, nil
+	}
+	r.mu.Lock()
+	if r.ids.maybe(ev.ID) {
+		seen, judged, err = r.j.seen(ctx, ev.ID)
+	}
+	judged = judged || r.committed[ev.ID]
+	r.mu.Unlock()
+	if err != nil {
+		return false, false, nil, false, err
+	}
+	if before, err = r.sess.db.Rows(ctx, &j.key); err != nil {
+		if seen {
+			return false, false, nil, false, err
+		}
+		// A consumer may create its table on its first delivery.
+		return seen, judged, nil, false, nil
+	}
+	return seen, judged, before, true, nil
+}
+
+// committedBy judges a crashed delivery d by the key's rows before and
+// after it: a redelivery of an event whose effect was committed must
+// leave them as they were, and one that changed them, though killed
+// before its answer, committed the event's effect.
+func (r *replayer) committedBy(d *Delivery, judged bool, before, after []effects.Row) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if judged {
+		if d.Duplicated = duplicated(before, after); d.Duplicated != "" {
+			r.j.changed(d)
+		}
+	}
+	if changed(before, after) != "" {
+		if r.committed == nil {
+			r.committed = map[string]bool{}
+		}
+		r.committed[d.EventID] = true
+	}
+}
+
 // one delivers once; with drop, the answer is lost and the delivery
 // counts as unacked.
 func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer, error) {
@@ -402,6 +471,7 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 	if r.ids.maybe(ev.ID) {
 		seen, acked, err = r.j.seen(ctx, ev.ID)
 	}
+	acked = acked || r.committed[ev.ID]
 	r.mu.Unlock()
 	if err != nil {
 		return Answer{}, err

@@ -79,6 +79,12 @@ func (s *Session) watchedMarked(ctx context.Context, ev Event, at *pgproxy.Bound
 	trace = w.Stop()
 	marked = w.Marked()
 	s.apart = len(w.Others())
+	if reached && s.proc == nil {
+		// An exec delivery's process is dead once its answer is in: what
+		// it left running in the database ends now, as after a real
+		// crash, not when the run ends.
+		s.endBackends(ctx)
+	}
 	if reached && s.proc != nil {
 		if err := s.proc.Restart(ctx); err != nil {
 			return a, trace, marked, reached, err
@@ -203,7 +209,7 @@ func statementsOf(trace []pgproxy.Statement, hit *pgproxy.Boundary) []consumer.S
 		}
 	}
 	for i, st := range trace {
-		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer}
+		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer, Extended: st.Extended, Name: st.Name, Sync: st.Sync}
 		if i == held {
 			out[i].Held, out[i].Before = true, !hit.After
 			if !hit.After {

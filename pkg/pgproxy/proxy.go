@@ -158,6 +158,10 @@ type conn struct {
 	stmts   map[string]string     // prepared statements by name: their text
 	portals map[string]*Statement // portals by name: the statement bound
 	pid     atomic.Int32          // the server process, from BackendKeyData
+	// syncs counts the client's Syncs; unsynced are the statements
+	// bound since the last one.
+	syncs    int
+	unsynced []*Statement
 
 	mu sync.Mutex
 	// pending are the statements sent to the server and not yet
@@ -277,14 +281,24 @@ func (c *conn) fromClient() {
 			}
 		case 'B':
 			if portal, stmt, ok := bindMsg(m); ok {
-				st := &Statement{Text: c.stmts[stmt], values: c.watchedValues(m)}
+				st := &Statement{Text: c.stmts[stmt], Extended: true, Name: stmt, values: c.watchedValues(m)}
 				c.portals[portal] = st
+				c.unsynced = append(c.unsynced, st)
 				sts = []*Statement{st}
 			}
 		case 'E':
 			if portal, ok := executeMsg(m); ok {
 				executed = c.portals[portal]
 			}
+		case 'S':
+			c.syncs++
+			c.mu.Lock()
+			for _, st := range c.unsynced {
+				st.Sync = c.syncs
+			}
+			c.mu.Unlock()
+			clear(c.unsynced)
+			c.unsynced = c.unsynced[:0]
 		case 'C':
 			if kind, name, ok := closeMsg(m); ok {
 				if kind == 'S' {
@@ -567,6 +581,16 @@ type Statement struct {
 	// Parts their count (0 for a statement sent alone): the server runs
 	// them in one go, so no boundary can be held between two of them.
 	Part, Parts int
+
+	// Extended: it came in the extended protocol (Parse, Bind, Execute),
+	// prepared as Name ("" for the unnamed statement). Sync numbers, on
+	// its connection, the Sync that ended it (1, 2, …): the statements
+	// one Sync ended were committed together when they autocommit. 0
+	// while no Sync came after it, and for a simple Query, which ends
+	// itself.
+	Extended bool
+	Name     string
+	Sync     int
 
 	simple     bool
 	start      time.Time

@@ -461,3 +461,78 @@ func TestCopyRaced(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceProtocol: a statement of the extended protocol is traced with
+// how it was prepared (named or unnamed) and the Sync that ended it, one
+// Sync for a pipeline of two; a simple Query has neither, and one whose
+// Sync has not come yet has none.
+func TestTraceProtocol(t *testing.T) {
+	p, dsn := through(t)
+	c := connect(t, dsn)
+	w, err := p.Watch(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe := c.PgConn().Frontend()
+	until := func(done func(pgproto3.BackendMessage) bool) {
+		t.Helper()
+		if err := fe.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := fe.Receive()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done(m) {
+				return
+			}
+		}
+	}
+	ready := func(m pgproto3.BackendMessage) bool { _, ok := m.(*pgproto3.ReadyForQuery); return ok }
+	fe.Send(&pgproto3.Parse{Name: "s1", Query: "SELECT 1"})
+	fe.Send(&pgproto3.Bind{PreparedStatement: "s1"})
+	fe.Send(&pgproto3.Execute{})
+	fe.Send(&pgproto3.Sync{})
+	until(ready)
+	fe.Send(&pgproto3.Parse{Query: "SELECT 2"})
+	fe.Send(&pgproto3.Bind{})
+	fe.Send(&pgproto3.Execute{})
+	fe.Send(&pgproto3.Parse{Query: "SELECT 3"})
+	fe.Send(&pgproto3.Bind{})
+	fe.Send(&pgproto3.Execute{})
+	fe.Send(&pgproto3.Sync{})
+	until(ready)
+	fe.Send(&pgproto3.Query{String: "SELECT 4"})
+	until(ready)
+	fe.Send(&pgproto3.Parse{Query: "SELECT 5"})
+	fe.Send(&pgproto3.Bind{})
+	fe.Send(&pgproto3.Execute{})
+	fe.Send(&pgproto3.Flush{})
+	until(func(m pgproto3.BackendMessage) bool { _, ok := m.(*pgproto3.CommandComplete); return ok })
+	got := w.Stop()
+	fe.Send(&pgproto3.Sync{})
+	until(ready)
+	if len(got) != 5 {
+		t.Fatalf("%d statements traced, want 5: %+v", len(got), got)
+	}
+	first := got[0].Sync
+	var lines []string
+	for _, st := range got {
+		sync := "no Sync"
+		if st.Sync != 0 {
+			sync = fmt.Sprintf("Sync %d", st.Sync-first+1)
+		}
+		lines = append(lines, fmt.Sprintf("%s extended=%v name=%q %s", st.Text, st.Extended, st.Name, sync))
+	}
+	want := []string{
+		`SELECT 1 extended=true name="s1" Sync 1`,
+		`SELECT 2 extended=true name="" Sync 2`,
+		`SELECT 3 extended=true name="" Sync 2`,
+		`SELECT 4 extended=false name="" no Sync`,
+		`SELECT 5 extended=true name="" no Sync`,
+	}
+	if first == 0 || strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("trace:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}

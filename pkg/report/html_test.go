@@ -75,8 +75,8 @@ func raceRun() *Run {
 		}}
 	crash.Trace = []consumer.Statement{
 		{Worker: 1, Text: "SELECT 1 FROM processed WHERE id = '" + hostile[0] + "'", Answer: "SELECT 0"},
-		{Worker: 2, Text: "SELECT 1 FROM processed WHERE id = $1", Answer: "SELECT 0", Held: true, Released: true},
-		{Worker: 1, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1"},
+		{Worker: 2, Text: "SELECT 1 FROM processed WHERE id = $1", Answer: "SELECT 0", Held: true, Released: true, Extended: true, Name: "stmtcache_1", Sync: 1},
+		{Worker: 1, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1", Extended: true, Sync: 2},
 		{Worker: 1, Text: "COMMIT", Held: true, Before: true},
 	}
 	crash.Failures = []runner.Failure{{Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9}, Message: "step 1: expected acked, got " + hostile[3]}}

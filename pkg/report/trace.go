@@ -11,12 +11,15 @@ import (
 // landed in, one a line: "worker 1: INSERT INTO payments … → INSERT 0 1",
 // the held one marked with where the kill came. short cuts each
 // statement to a line a terminal holds; the worker is named only when
-// there were several.
+// there were several. A statement of the extended protocol says how it
+// was prepared and, on the last of those one Sync ended, where the Sync
+// fell (see protocolNote).
 func traceLines(stmts []consumer.Statement, short bool) []string {
 	workers := map[int]bool{}
 	for _, st := range stmts {
 		workers[st.Worker] = true
 	}
+	notes := protocolNotes(stmts)
 	out := make([]string, 0, len(stmts))
 	for i, st := range stmts {
 		text := strings.Join(strings.Fields(st.Text), " ")
@@ -24,6 +27,9 @@ func traceLines(stmts []consumer.Statement, short bool) []string {
 			text = string(r[:71]) + "…"
 		}
 		line := fmt.Sprintf("%d. %s", i+1, text)
+		if notes[i] != "" {
+			line += " [" + notes[i] + "]"
+		}
 		if len(workers) > 1 {
 			line = fmt.Sprintf("worker %d: %s", st.Worker, line)
 		}
@@ -42,6 +48,64 @@ func traceLines(stmts []consumer.Statement, short bool) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// protocolNotes says, for each statement of the extended protocol, how
+// it was prepared — "unnamed", or "named S" — and, on the last statement
+// a Sync ended on its worker's connection, that the Sync came there:
+// "Sync" when it ended that statement alone, "Sync for 2–4" (the
+// statements' numbers in the trace) when it ended several together, "no
+// Sync" when none came after them. A simple Query ends itself and has no
+// note.
+func protocolNotes(stmts []consumer.Statement) []string {
+	type group struct{ worker, sync int }
+	members := map[group][]int{}
+	for i, st := range stmts {
+		if st.Extended {
+			g := group{st.Worker, st.Sync}
+			members[g] = append(members[g], i)
+		}
+	}
+	notes := make([]string, len(stmts))
+	for i, st := range stmts {
+		if !st.Extended {
+			continue
+		}
+		notes[i] = "unnamed"
+		if st.Name != "" {
+			name := st.Name
+			if r := []rune(name); len(r) > 24 {
+				name = string(r[:23]) + "…"
+			}
+			notes[i] = "named " + name
+		}
+		m := members[group{st.Worker, st.Sync}]
+		if m[len(m)-1] != i {
+			continue
+		}
+		switch {
+		case st.Sync == 0:
+			notes[i] += ", no Sync"
+		case len(m) == 1:
+			notes[i] += ", Sync"
+		default:
+			notes[i] += ", Sync for " + numbers(m)
+		}
+	}
+	return notes
+}
+
+// numbers words trace positions (0-based) as statement numbers: "2–4"
+// when they follow one another, "2, 4, 5" otherwise.
+func numbers(at []int) string {
+	if at[len(at)-1]-at[0] == len(at)-1 {
+		return fmt.Sprintf("%d–%d", at[0]+1, at[len(at)-1]+1)
+	}
+	s := make([]string, len(at))
+	for i, n := range at {
+		s[i] = fmt.Sprint(n + 1)
+	}
+	return strings.Join(s, ", ")
 }
 
 func answerOf(st consumer.Statement) string {
@@ -69,6 +133,15 @@ type StatementDoc struct {
 	// Held says where a race's schedule held this statement's worker
 	// while the others ran: "before" or "after"; absent elsewhere.
 	Held string `json:"held,omitempty"`
+	// Prepared is, for a statement of the extended protocol, "named"
+	// (Name its prepared statement's name) or "unnamed"; absent for a
+	// simple Query.
+	Prepared string `json:"prepared,omitempty"`
+	Name     string `json:"name,omitempty"`
+	// Sync numbers, on the statement's connection, the Sync that ended
+	// it: the statements of one worker with the same number were ended
+	// by one Sync. Absent while none came, and for a simple Query.
+	Sync int `json:"sync,omitempty"`
 }
 
 func statementDocs(stmts []consumer.Statement) []StatementDoc {
@@ -77,7 +150,13 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	}
 	out := make([]StatementDoc, len(stmts))
 	for i, st := range stmts {
-		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer}
+		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync}
+		if st.Extended {
+			out[i].Prepared = "unnamed"
+			if st.Name != "" {
+				out[i].Prepared = "named"
+			}
+		}
 		if st.Held {
 			where := "after"
 			if st.Before {

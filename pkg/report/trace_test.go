@@ -38,6 +38,33 @@ func TestTraceLines(t *testing.T) {
 			"worker 2: 2. INSERT INTO t VALUES (1) → ERROR 23505",
 			"worker 1: 3. SELECT y → 2 rows ⏸ held here, before it reached the database, while the others ran",
 		}},
+		// pgx: each statement named by its cache, one Sync each; then two
+		// autocommitted inserts of the unnamed statement in one pipeline,
+		// one Sync for both; the last killed before its Sync came.
+		{"the extended protocol: how prepared, where the Sync fell", []consumer.Statement{
+			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = $1", Answer: "SELECT 0", Extended: true, Name: "stmtcache_4f6d0c2a9e8b1d3f7a5c", Sync: 3},
+			{Worker: 1, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1", Extended: true, Sync: 4},
+			{Worker: 1, Text: "INSERT INTO processed VALUES ($1)", Answer: "INSERT 0 1", Extended: true, Sync: 4},
+			{Worker: 1, Text: "begin", Answer: "BEGIN"},
+			{Worker: 1, Text: "UPDATE m SET n = n + 1", Answer: "UPDATE 1", Extended: true, Name: "s1", Held: true},
+		}, true, []string{
+			"1. SELECT 1 FROM m WHERE id = $1 [named stmtcache_4f6d0c2a9e8b1…, Sync] → 0 rows",
+			"2. INSERT INTO payments VALUES ($1) [unnamed] → INSERT 0 1",
+			"3. INSERT INTO processed VALUES ($1) [unnamed, Sync for 2–3] → INSERT 0 1",
+			"4. begin → BEGIN",
+			"5. UPDATE m SET n = n + 1 [named s1, no Sync] → UPDATE 1 ✂ killed here, before the consumer saw the answer",
+		}},
+		{"one Sync for statements of a worker between another's", []consumer.Statement{
+			{Worker: 1, Text: "a", Answer: "SELECT 1", Extended: true, Sync: 1},
+			{Worker: 2, Text: "b", Answer: "SELECT 1", Extended: true, Sync: 1},
+			{Worker: 1, Text: "c", Answer: "SELECT 1", Extended: true, Sync: 1},
+			{Worker: 2, Text: "d", Answer: "SELECT 1", Extended: true, Sync: 2},
+		}, true, []string{
+			"worker 1: 1. a [unnamed] → 1 row",
+			"worker 2: 2. b [unnamed, Sync] → 1 row",
+			"worker 1: 3. c [unnamed, Sync for 1, 3] → 1 row",
+			"worker 2: 4. d [unnamed, Sync] → 1 row",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,8 +84,16 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 1, Text: "a", Answer: "A"},
 		{Worker: 1, Text: "b", Held: true, Before: true},
 		{Worker: 2, Text: "c", Answer: "C", Held: true, Released: true},
+		{Worker: 1, Text: "d", Answer: "D", Extended: true, Name: "s1", Sync: 4},
+		{Worker: 1, Text: "e", Answer: "E", Extended: true},
 	})
-	want := []StatementDoc{{1, "a", "A", "", ""}, {1, "b", "", "before", ""}, {2, "c", "C", "", "after"}}
+	want := []StatementDoc{
+		{Worker: 1, Text: "a", Answer: "A"},
+		{Worker: 1, Text: "b", Killed: "before"},
+		{Worker: 2, Text: "c", Answer: "C", Held: "after"},
+		{Worker: 1, Text: "d", Answer: "D", Prepared: "named", Name: "s1", Sync: 4},
+		{Worker: 1, Text: "e", Answer: "E", Prepared: "unnamed"},
+	}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("statement %d: %+v, want %+v", i, got[i], want[i])
