@@ -53,6 +53,8 @@ type event struct {
 //	--work D        time spent inside the handler
 //	--linger D      time spent after the work is committed, before the
 //	                answer: a kill then comes after the commit
+//	--linger-once P linger only in the first delivery to create the file
+//	                P, so that a redelivery answers at once
 //	--pidfile PATH  write the process id there
 //	--die-after N   exit with status 3 after N deliveries, by itself
 //	--silent-ready  print no "listening" line
@@ -64,6 +66,7 @@ func Main(args []string) int {
 	flaw := fs.String("flaw", "", "")
 	work := fs.Duration("work", 0, "")
 	linger := fs.Duration("linger", 0, "")
+	lingerOnce := fs.String("linger-once", "", "")
 	pidfile := fs.String("pidfile", "", "")
 	dieAfter := fs.Int("die-after", 0, "")
 	hang := fs.Bool("hang", false, "")
@@ -94,7 +97,7 @@ func Main(args []string) int {
 			return 66
 		}
 		status, err := c.handle(context.Background(), ev, nil)
-		time.Sleep(*linger)
+		time.Sleep(lingerFor(*linger, *lingerOnce))
 		switch {
 		case err != nil:
 			fmt.Fprintln(os.Stderr, err)
@@ -156,7 +159,7 @@ func Main(args []string) int {
 			return
 		}
 		status, err := c.handle(r.Context(), ev, w)
-		time.Sleep(*linger)
+		time.Sleep(lingerFor(*linger, *lingerOnce))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			status = 500
@@ -274,4 +277,18 @@ func (c *consumer) safe(ctx context.Context, id, payload, order string, amount i
 		return 0, err
 	}
 	return 201, tx.Commit()
+}
+
+// lingerFor is how long a delivery lingers after its commit: d, or with
+// once set only in the first delivery to create that file.
+func lingerFor(d time.Duration, once string) time.Duration {
+	if once == "" {
+		return d
+	}
+	f, err := os.OpenFile(once, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 0
+	}
+	f.Close()
+	return d
 }
