@@ -531,33 +531,9 @@ func isMarkByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
 
-// lead is a statement without its leading comments and spaces.
-func lead(text string) string {
-	s := text
-	for {
-		s = strings.TrimLeft(s, " \t\r\n;")
-		switch {
-		case strings.HasPrefix(s, "--"):
-			i := strings.IndexByte(s, '\n')
-			if i < 0 {
-				return ""
-			}
-			s = s[i+1:]
-		case strings.HasPrefix(s, "/*"):
-			i := strings.Index(s[2:], "*/")
-			if i < 0 {
-				return ""
-			}
-			s = s[2+i+2:]
-		default:
-			return s
-		}
-	}
-}
-
 // begins reports whether a statement opens a transaction.
 func begins(text string) bool {
-	s := lead(text)
+	s := skipComments(text)
 	return Matches(s, "begin") || Matches(s, "start transaction")
 }
 
@@ -565,7 +541,7 @@ func begins(text string) bool {
 // COMMIT or ROLLBACK (not to a savepoint, not AND CHAIN), END, ABORT, or
 // PREPARE TRANSACTION.
 func ends(text string) bool {
-	s := lead(text)
+	s := skipComments(text)
 	w := Words(s)
 	if strings.Contains(w, "and chain") && !strings.Contains(w, "and no chain") {
 		return false
