@@ -26,6 +26,13 @@ func checkRacePage(t *testing.T, path string) {
 	}
 	race := page[i:]
 	race = race[:strings.Index(race, "</article>")]
+	if strings.Contains(race, "first in schedule 1 (unforced)") {
+		// The race was lost with no worker held (it can be, on any
+		// machine): the timeline is that schedule's, with no hold to
+		// draw and no connection to match to a worker.
+		t.Log("the race failed first unforced: no hold on the page to check")
+		return
+	}
 	if !regexp.MustCompile(`<span class="held" style="left:[0-9.]+%;width:[0-9.]+%" title="held (before|after) connection \d&#39;s statement \d+ for `).MatchString(race) {
 		t.Errorf("the race's hold is not drawn on a worker's bar:\n%s", race)
 	}
