@@ -828,6 +828,17 @@ func (d *DB) Busy(ctx context.Context, pids []int32) ([]int32, error) {
 	return out, rows.Err()
 }
 
+// ServerVersion is the PostgreSQL server's version as a number
+// (server_version_num: 150004 for 15.4); 0 for another database.
+func (d *DB) ServerVersion(ctx context.Context) (int, error) {
+	if d.kind != Postgres {
+		return 0, nil
+	}
+	var v int
+	err := d.db.QueryRowContext(ctx, "SELECT current_setting('server_version_num')::int").Scan(&v)
+	return v, err
+}
+
 // Terminate ends the PostgreSQL server processes pids
 // (pg_terminate_backend, which a role may run on its own processes): the
 // server rolls back what they were doing at once, as after a crash.

@@ -3,10 +3,12 @@
 package external
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -83,6 +85,32 @@ func execSleeper(dsn string) int {
 	return 0
 }
 
+// sleeperSession is a Session whose consumer is the sleeper, proxied,
+// on the table backends_left.
+func sleeperSession(ctx context.Context, dsn string) (*Session, error) {
+	target := &scenario.Target{
+		HTTP: &scenario.HTTPTarget{URL: "http://127.0.0.1:1/events"},
+		Start: &scenario.Start{Command: []string{os.Args[0]}, ReadyLine: "ready", ReadyTimeout: 10 * time.Second,
+			Env: map[string]string{"REDELIVER_TEST_SLEEPER": "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": "backends_left"}},
+	}
+	kof, _ := template.Parse("{data.k}")
+	return Open(ctx, target, &scenario.Effects{DB: dsn, Table: "backends_left", Key: "k", KeyOf: kof, Proxy: true})
+}
+
+// sessionOfSleeper stands for redeliver itself: it opens a session with
+// the sleeper as its consumer, says so, and waits to be killed.
+func sessionOfSleeper(dsn string) int {
+	s, err := sleeperSession(context.Background(), dsn)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer s.Close()
+	fmt.Println("open")
+	time.Sleep(10 * time.Minute)
+	return 1
+}
+
 // busySleepers lists the sleepers' server processes that still run.
 func busySleepers(t *testing.T, admin *pgx.Conn) []int32 {
 	t.Helper()
@@ -120,14 +148,7 @@ func TestKilledConsumerLeavesNoBackend(t *testing.T) {
 	for _, pid := range busySleepers(t, admin) {
 		admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
 	}
-	target := &scenario.Target{
-		HTTP: &scenario.HTTPTarget{URL: "http://127.0.0.1:1/events"},
-		Start: &scenario.Start{Command: []string{os.Args[0]}, ReadyLine: "ready", ReadyTimeout: 10 * time.Second,
-			Env: map[string]string{"REDELIVER_TEST_SLEEPER": "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": table}},
-	}
-	kof, _ := template.Parse("{data.k}")
-	fx := &scenario.Effects{DB: dsn, Table: table, Key: "k", KeyOf: kof, Proxy: true}
-	s, err := Open(ctx, target, fx)
+	s, err := sleeperSession(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +175,77 @@ func TestKilledConsumerLeavesNoBackend(t *testing.T) {
 	lock, stop := context.WithTimeout(ctx, 2*time.Second)
 	defer stop()
 	if _, err := admin.Exec(lock, "BEGIN; LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE; ROLLBACK"); err != nil {
+		t.Fatalf("the table is still locked: %v", err)
+	}
+}
+
+// TestRedeliverKilledLeavesNoBackend: when redeliver itself is killed
+// with SIGKILL, nothing of it can end its consumer's backends, yet one
+// sleeping inside a statement, in a transaction holding a lock, ends
+// within moments, and the lock with it: the proxy's connections ask the
+// server to look whether their client is still there.
+func TestRedeliverKilledLeavesNoBackend(t *testing.T) {
+	dsn := os.Getenv("REDELIVER_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("set REDELIVER_TEST_POSTGRES to run the database proxy tests")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(ctx, "CREATE TABLE IF NOT EXISTS backends_left (k text)"); err != nil {
+		t.Fatal(err)
+	}
+	var version int
+	if err := admin.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version < 140000 {
+		t.Skip("a server before PostgreSQL 14 cannot look for a client that is gone")
+	}
+	for _, pid := range busySleepers(t, admin) {
+		admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "REDELIVER_TEST_SESSION="+dsn)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if line != "open\n" {
+		t.Fatalf("the session did not open: %q, %v", line, err)
+	}
+	if got := busySleepers(t, admin); len(got) != 1 {
+		t.Fatalf("the sleeper has server processes %v, want 1", got)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	var left []int32
+	for range 300 {
+		if left = busySleepers(t, admin); len(left) == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) != 0 {
+		for _, pid := range left {
+			admin.Exec(context.Background(), "SELECT pg_terminate_backend($1)", pid)
+		}
+		t.Fatalf("server processes %v of the consumer still run 30 s after redeliver was killed", left)
+	}
+	lock, stop := context.WithTimeout(ctx, 2*time.Second)
+	defer stop()
+	if _, err := admin.Exec(lock, "BEGIN; LOCK TABLE backends_left IN ACCESS EXCLUSIVE MODE; ROLLBACK"); err != nil {
 		t.Fatalf("the table is still locked: %v", err)
 	}
 }

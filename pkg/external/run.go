@@ -117,7 +117,7 @@ func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, logs *C
 	}
 	s.db = db
 	if fx.Proxy {
-		if err := s.startProxy(); err != nil {
+		if err := s.startProxy(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -175,8 +175,15 @@ func (s *Session) Close() {
 	s.db.Close()
 }
 
+// clientCheck is how often a consumer's server process looks, while a
+// statement runs, whether the proxy is still there: were redeliver killed
+// with SIGKILL, nothing of it could end the consumer's backends, and one
+// sleeping or waiting inside a statement would keep its locks until it
+// next wrote to its socket.
+const clientCheck = time.Second
+
 // startProxy starts the proxy to the effects database.
-func (s *Session) startProxy() error {
+func (s *Session) startProxy(ctx context.Context) error {
 	up, err := effects.Upstream(s.fx.DB)
 	if err != nil {
 		return err
@@ -186,6 +193,11 @@ func (s *Session) startProxy() error {
 		return fmt.Errorf("cannot start the database proxy: %w", err)
 	}
 	s.proxy = p
+	// PostgreSQL 14 and later know the setting; an older server would
+	// refuse every connection that sets it.
+	if v, err := s.db.ServerVersion(ctx); err == nil && v >= 140000 {
+		p.CheckClients(clientCheck)
+	}
 	if s.dbURL, err = effects.ProxyURL(s.fx.DB, p.Addr()); err != nil {
 		return err
 	}

@@ -89,3 +89,25 @@ func FuzzWire(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWithParam: whatever the startup packet, setting a parameter either
+// leaves it as it was or makes a packet whose length is right, that ends
+// as the protocol says, and that holds every byte it held before.
+func FuzzWithParam(f *testing.F) {
+	f.Add([]byte("\x00\x00\x00\x17\x00\x03\x00\x00user\x00bob\x00\x00"))
+	f.Add([]byte("\x00\x00\x00\x09\x00\x03\x00\x00\x00"))
+	f.Add([]byte("\x00\x00\x00\x10\x00\x03\x00\x00user\x00bo"))
+	f.Add([]byte("\x00\x00\x00\x08\x04\xd2\x16\x2f"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out := withParam(raw, checkParam, "1000")
+		if bytes.Equal(out, raw) {
+			return
+		}
+		if int(binary.BigEndian.Uint32(out[:4])) != len(out) || out[len(out)-1] != 0 || len(out) > maxStartup {
+			t.Fatalf("withParam(%q) = %q: length or end wrong", raw, out)
+		}
+		if !bytes.Equal(out[4:len(raw)-1], raw[4:len(raw)-1]) || !bytes.HasSuffix(out, []byte(checkParam+"\x001000\x00\x00")) {
+			t.Fatalf("withParam(%q) = %q", raw, out)
+		}
+	})
+}

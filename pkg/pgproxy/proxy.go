@@ -21,6 +21,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,10 @@ type Proxy struct {
 	backends map[int32]Backend
 	// tlsRefused counts the connections that asked for TLS.
 	tlsRefused atomic.Int64
+	// checkEvery is how often, in milliseconds, a connection's server
+	// process looks whether its client is gone (0: the server's own
+	// setting).
+	checkEvery atomic.Int64
 	wg         sync.WaitGroup
 }
 
@@ -71,6 +76,17 @@ func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
 
 // TLSRefused reports how many connections asked for TLS and were told no.
 func (p *Proxy) TLSRefused() int64 { return p.tlsRefused.Load() }
+
+// CheckClients has the server process of every connection made from now
+// on look every d, while a statement runs, whether the proxy's side of
+// its socket is still open (client_connection_check_interval, which
+// PostgreSQL 14 and later know; an older server refuses connections that
+// set it). Should redeliver itself be killed, the kernel closes its
+// sockets and a backend sleeping or waiting inside a statement ends
+// within d, with its locks, instead of when it next writes.
+func (p *Proxy) CheckClients(d time.Duration) {
+	p.checkEvery.Store(d.Milliseconds())
+}
 
 // Err is why the proxy ended a connection, the first time it did: a
 // message that broke the wire protocol, or too large to read whole.
@@ -209,6 +225,9 @@ func (c *conn) serve() {
 		c.mu.Lock()
 		c.server = server
 		c.mu.Unlock()
+		if ms := c.p.checkEvery.Load(); ms > 0 {
+			st.raw = withParam(st.raw, checkParam, strconv.FormatInt(ms, 10))
+		}
 		if _, err := server.Write(st.raw); err != nil {
 			return
 		}

@@ -52,6 +52,46 @@ func readStartup(r io.Reader) (startup, error) {
 	return startup{code: binary.BigEndian.Uint32(head[4:8]), raw: raw}, nil
 }
 
+// checkParam is the server setting that has a backend look, while a
+// statement runs, whether its client is still there.
+const checkParam = "client_connection_check_interval"
+
+// withParam is the protocol 3 startup packet raw with the parameter name
+// set to value, unless the client set it already, itself or in its
+// options; a packet that is not protocol 3 or does not end as the
+// protocol says comes back as it was, for the server to judge.
+func withParam(raw []byte, name, value string) []byte {
+	if len(raw) < 9 || binary.BigEndian.Uint32(raw[4:8])>>16 != 3 || raw[len(raw)-1] != 0 {
+		return raw
+	}
+	rest := raw[8 : len(raw)-1]
+	for len(rest) > 0 {
+		k, after, ok := bytes.Cut(rest, []byte{0})
+		if !ok {
+			return raw
+		}
+		v, after, ok := bytes.Cut(after, []byte{0})
+		if !ok {
+			return raw
+		}
+		if string(k) == name || string(k) == "options" && bytes.Contains(v, []byte(name)) {
+			return raw
+		}
+		rest = after
+	}
+	if len(raw)+len(name)+len(value)+2 > maxStartup {
+		return raw
+	}
+	out := make([]byte, 0, len(raw)+len(name)+len(value)+2)
+	out = append(out, raw[:len(raw)-1]...)
+	out = append(out, name...)
+	out = append(out, 0)
+	out = append(out, value...)
+	out = append(out, 0, 0)
+	binary.BigEndian.PutUint32(out[:4], uint32(len(out)))
+	return out
+}
+
 // message is one message after the startup: its type byte and the whole
 // message as it travels (type, length, body).
 type message struct {
