@@ -9,18 +9,34 @@ import (
 
 // TestDependenciesPointOneWay: the packages that render output never reach
 // a database driver, and the replay engine reaches its store only through
-// the ledger interface, never through an adapter.
+// the ledger interface, never through an adapter. No broker client is
+// linked by the file format, the replay or the reports: broker addresses
+// and names are checked in pkg/broker, which links none, and the
+// adapters register the logs they read (nats://, kafka://) with the
+// capture readers.
 func TestDependenciesPointOneWay(t *testing.T) {
 	t.Parallel()
 	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx", "github.com/go-sql-driver/mysql"}
 	adapters := []string{"github.com/redeliver/redeliver/pkg/sqlite", "github.com/redeliver/redeliver/pkg/postgres"}
+	brokers := []string{"github.com/twmb/franz-go", "github.com/nats-io/nats.go", "github.com/rabbitmq/amqp091-go",
+		"github.com/redeliver/redeliver/pkg/kafka", "github.com/redeliver/redeliver/pkg/nats", "github.com/redeliver/redeliver/pkg/amqp"}
+	join := func(lists ...[]string) []string {
+		var out []string
+		for _, l := range lists {
+			out = append(out, l...)
+		}
+		return out
+	}
 	tests := []struct {
 		pkg       string
 		forbidden []string
 	}{
-		{"./pkg/report", append(append([]string{}, drivers...), adapters...)},
-		{"./pkg/replay", append(append([]string{}, drivers...), adapters...)},
-		{"./pkg/invariant", append(append([]string{}, drivers...), adapters...)},
+		{"./pkg/report", join(drivers, adapters, brokers)},
+		{"./pkg/replay", join(drivers, adapters, brokers)},
+		{"./pkg/invariant", join(drivers, adapters, brokers)},
+		{"./pkg/scenario", join(drivers, adapters, brokers)},
+		{"./pkg/broker", brokers},
+		{"./pkg/capture", join(drivers, adapters, brokers)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg, func(t *testing.T) {

@@ -12,12 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/kafka"
-	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/replay"
@@ -69,7 +68,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		if in == "-" {
 			continue
 		}
-		if nats.IsStreamURL(in) || kafka.IsTopicURL(in) {
+		if broker.IsStreamURL(in) || broker.IsTopicURL(in) {
 			continue // read, and reached, as the replay starts
 		}
 		if st, err := os.Stat(in); err != nil || st.IsDir() {
@@ -192,14 +191,14 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 // and once from the replay.
 func ownChannel(in string, t *scenario.Target) error {
 	switch {
-	case t.Kafka != nil && kafka.IsTopicURL(in):
-		u, err := kafka.ParseTopicURL(in)
+	case t.Kafka != nil && broker.IsTopicURL(in):
+		u, err := broker.ParseTopicURL(in)
 		if err != nil || u.Topic != t.Kafka.Topic || !slices.ContainsFunc(u.Brokers, func(b string) bool { return slices.Contains(t.Kafka.Brokers, b) }) {
 			return nil
 		}
 		return problem.Usagef("%s is the topic the target's consumer reads; replaying it into the target would read back its own deliveries: replay another topic, or a capture of it", in)
-	case t.NATS != nil && nats.IsStreamURL(in):
-		u, err := nats.ParseStreamURL(in)
+	case t.NATS != nil && broker.IsStreamURL(in):
+		u, err := broker.ParseStreamURL(in)
 		if err != nil || u.Stream != t.NATS.Stream {
 			return nil
 		}

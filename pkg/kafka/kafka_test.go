@@ -188,40 +188,8 @@ func TestOpenRefuses(t *testing.T) {
 		})
 	}
 	// Nothing was created by the refusal.
-	if _, err := ReadTopic(ctx, TopicURL{Brokers: brokers, Topic: "nope", Partition: -1}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+	if _, err := ReadTopic(ctx, broker.TopicURL{Brokers: brokers, Topic: "nope", Partition: -1}); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("the refused topic: %v", err)
-	}
-}
-
-func TestParseTopicURL(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want TopicURL
-		bad  string
-	}{
-		{in: "kafka://127.0.0.1:9092/orders", want: TopicURL{Brokers: []string{"127.0.0.1:9092"}, Topic: "orders", Partition: -1}},
-		{in: "kafka://a:1,b:2/orders.v1?partition=3&offset=100", want: TopicURL{Brokers: []string{"a:1", "b:2"}, Topic: "orders.v1", Partition: 3, Offset: 100}},
-		{in: "kafka://a:1/", bad: "names no topic"},
-		{in: "kafka://a/orders", bad: `broker "a" is not HOST:PORT`},
-		{in: "kafka:///orders", bad: "is not a Kafka topic address"},
-		{in: "kafka://a:1/or*ders", bad: "names no topic"},
-		{in: "kafka://a:1/orders?seq=1", bad: `unknown parameter "seq"`},
-		{in: "kafka://a:1/orders?partition=-1", bad: "partition=-1 is not a partition number"},
-		{in: "kafka://a:1/orders?offset=x", bad: "offset=x is not an offset"},
-	} {
-		got, err := ParseTopicURL(c.in)
-		if c.bad != "" {
-			if err == nil || !strings.Contains(err.Error(), c.bad) {
-				t.Errorf("%s: got %v, want %q", c.in, err, c.bad)
-			}
-			continue
-		}
-		if err != nil || fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("%s: got %+v, %v; want %+v", c.in, got, err, c.want)
-		}
-	}
-	if !IsTopicURL("kafka://a:1/t") || IsTopicURL("nats://a:1/S") {
-		t.Error("IsTopicURL")
 	}
 }
 
@@ -238,7 +206,7 @@ func TestReadTopic(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read := func(u TopicURL) []string {
+	read := func(u broker.TopicURL) []string {
 		r, err := ReadTopic(ctx, u)
 		if err != nil {
 			t.Fatal(err)
@@ -259,7 +227,7 @@ func TestReadTopic(t *testing.T) {
 			out = append(out, string(line))
 		}
 	}
-	all := read(TopicURL{Brokers: brokers, Topic: "orders", Partition: -1})
+	all := read(broker.TopicURL{Brokers: brokers, Topic: "orders", Partition: -1})
 	if len(all) != 10 {
 		t.Fatalf("read %d records, want 10:\n%s", len(all), strings.Join(all, "\n"))
 	}
@@ -269,7 +237,7 @@ func TestReadTopic(t *testing.T) {
 		t.Errorf("first record: %s", all[0])
 	}
 	// Partition by partition, each in offset order: the same every time.
-	if again := read(TopicURL{Brokers: brokers, Topic: "orders", Partition: -1}); strings.Join(again, "\n") != strings.Join(all, "\n") {
+	if again := read(broker.TopicURL{Brokers: brokers, Topic: "orders", Partition: -1}); strings.Join(again, "\n") != strings.Join(all, "\n") {
 		t.Errorf("a second read differs")
 	}
 	var p1 []string
@@ -278,10 +246,10 @@ func TestReadTopic(t *testing.T) {
 			p1 = append(p1, l)
 		}
 	}
-	if got := read(TopicURL{Brokers: brokers, Topic: "orders", Partition: 1, Offset: 1}); strings.Join(got, "\n") != strings.Join(p1, "\n") {
+	if got := read(broker.TopicURL{Brokers: brokers, Topic: "orders", Partition: 1, Offset: 1}); strings.Join(got, "\n") != strings.Join(p1, "\n") {
 		t.Errorf("partition 1 from offset 1: got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(p1, "\n"))
 	}
-	if _, err := ReadTopic(ctx, TopicURL{Brokers: brokers, Topic: "orders", Partition: 5}); err == nil || !strings.Contains(err.Error(), "has no partition 5 (it has 2)") {
+	if _, err := ReadTopic(ctx, broker.TopicURL{Brokers: brokers, Topic: "orders", Partition: 5}); err == nil || !strings.Contains(err.Error(), "has no partition 5 (it has 2)") {
 		t.Errorf("partition 5: %v", err)
 	}
 }

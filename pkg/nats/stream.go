@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -16,48 +13,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/redact"
 )
-
-// StreamURL names a JetStream stream read as a captured log:
-// nats://HOST:PORT/STREAM, optionally ?seq=N (the first sequence to read)
-// and &subject=FILTER.
-type StreamURL struct {
-	Server  string // nats://HOST:PORT
-	Stream  string
-	Seq     uint64 // first sequence read; 0 or 1 is the start of the stream
-	Subject string // only messages on this subject (wildcards allowed)
-}
-
-// IsStreamURL reports whether a replay input names a NATS stream rather
-// than a file.
-func IsStreamURL(s string) bool { return strings.HasPrefix(s, "nats://") }
-
-// ParseStreamURL reads nats://HOST:PORT/STREAM[?seq=N][&subject=S].
-func ParseStreamURL(s string) (StreamURL, error) {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "nats" || u.Host == "" {
-		return StreamURL{}, fmt.Errorf("%s is not a NATS stream address; expected nats://HOST:PORT/STREAM", redact.String(s))
-	}
-	name := strings.Trim(u.Path, "/")
-	if name == "" || strings.ContainsAny(name, "/.*> \t") {
-		return StreamURL{}, fmt.Errorf("%s names no stream; expected nats://HOST:PORT/STREAM (a stream name has no / . * > or spaces)", redact.String(s))
-	}
-	su := StreamURL{Server: (&url.URL{Scheme: "nats", User: u.User, Host: u.Host}).String(), Stream: name}
-	q := u.Query()
-	for k := range q {
-		if k != "seq" && k != "subject" {
-			return StreamURL{}, fmt.Errorf("%s: unknown parameter %q; expected seq or subject", redact.String(s), k)
-		}
-	}
-	if v := q.Get("seq"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return StreamURL{}, fmt.Errorf("%s: seq=%s is not a stream sequence (a whole number from 1)", redact.String(s), v)
-		}
-		su.Seq = n
-	}
-	su.Subject = q.Get("subject")
-	return su, nil
-}
 
 // StreamReader reads a stream's messages in order, from the first
 // sequence asked for up to the last one stored when it opened, through an
@@ -77,7 +32,7 @@ type StreamReader struct {
 }
 
 // ReadStream opens u for reading. Failures are *broker.Error.
-func ReadStream(ctx context.Context, u StreamURL) (*StreamReader, error) {
+func ReadStream(ctx context.Context, u broker.StreamURL) (*StreamReader, error) {
 	nc, err := connect(u.Server)
 	if err != nil {
 		return nil, err
@@ -90,7 +45,7 @@ func ReadStream(ctx context.Context, u StreamURL) (*StreamReader, error) {
 	return r, nil
 }
 
-func (r *StreamReader) open(ctx context.Context, u StreamURL) error {
+func (r *StreamReader) open(ctx context.Context, u broker.StreamURL) error {
 	js, err := jetstream.New(r.nc)
 	if err != nil {
 		return &broker.Error{Msg: fmt.Sprintf("NATS at %s: %v", redact.String(u.Server), err), Err: err}

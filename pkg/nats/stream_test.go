@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redeliver/redeliver/pkg/broker"
 )
 
 // A stream read in several fetches leaves no consumer on it once the
@@ -28,7 +29,7 @@ func TestStreamReaderLeavesNoConsumer(t *testing.T) {
 		}
 	}
 	for _, seq := range []uint64{0, 700, 1000} {
-		r, err := ReadStream(ctx, StreamURL{Server: url, Stream: name, Seq: seq})
+		r, err := ReadStream(ctx, broker.StreamURL{Server: url, Stream: name, Seq: seq})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync/atomic"
 
+	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/capture"
-	"github.com/redeliver/redeliver/pkg/kafka"
-	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/redact"
 )
 
 // Source is one capture a replay reads, open: its records, and its name
@@ -35,10 +36,10 @@ func OpenCapture(ctx context.Context, name string, stdin io.Reader, opts capture
 	switch {
 	case name == "-":
 		r, src.Input.File = stdin, "stdin"
-	case nats.IsStreamURL(name), kafka.IsTopicURL(name):
-		open := openStream
-		if kafka.IsTopicURL(name) {
-			open = openTopic
+	case broker.IsStreamURL(name), broker.IsTopicURL(name):
+		open, ok := capture.Source(name)
+		if !ok {
+			return nil, problem.Usagef("cannot read the capture %s: this build of redeliver reads no %s", redact.String(name), name[:strings.Index(name, ":")])
 		}
 		rd, err := open(ctx, name, opts)
 		if err != nil {
@@ -140,45 +141,4 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
 	return n, err
-}
-
-// openStream reads a JetStream stream as a capture: its messages, in
-// stream order, each placed at its sequence where a file has a line.
-func openStream(ctx context.Context, name string, opts capture.Options) (*capture.Reader, error) {
-	u, err := nats.ParseStreamURL(name)
-	if err != nil {
-		return nil, inputf("%v", err)
-	}
-	sr, err := nats.ReadStream(ctx, u)
-	if err != nil {
-		return nil, err
-	}
-	rd, err := capture.OpenRecords(name, capture.NATS, opts, sr.Next)
-	if err != nil {
-		sr.Close()
-		return nil, err
-	}
-	rd.OnClose(sr)
-	return rd, nil
-}
-
-// openTopic reads a Kafka topic as a capture: its records, partition by
-// partition in offset order, each placed at its place in the read where a
-// file has a line.
-func openTopic(ctx context.Context, name string, opts capture.Options) (*capture.Reader, error) {
-	u, err := kafka.ParseTopicURL(name)
-	if err != nil {
-		return nil, inputf("%v", err)
-	}
-	tr, err := kafka.ReadTopic(ctx, u)
-	if err != nil {
-		return nil, err
-	}
-	rd, err := capture.OpenRecords(name, capture.Kcat, opts, tr.Next)
-	if err != nil {
-		tr.Close()
-		return nil, err
-	}
-	rd.OnClose(tr)
-	return rd, nil
 }

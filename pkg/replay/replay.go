@@ -16,14 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/inject"
-	"github.com/redeliver/redeliver/pkg/kafka"
 	"github.com/redeliver/redeliver/pkg/ledger"
-	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -201,8 +200,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if in == "-" {
 			continue
 		}
-		if nats.IsStreamURL(in) {
-			if _, err := nats.ParseStreamURL(in); err != nil {
+		if broker.IsStreamURL(in) {
+			if _, err := broker.ParseStreamURL(in); err != nil {
 				return nil, inputf("%v", err)
 			}
 			if f := o.Capture.Format; f != "" && f != capture.Auto && f != capture.NATS {
@@ -210,8 +209,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			continue
 		}
-		if kafka.IsTopicURL(in) {
-			if _, err := kafka.ParseTopicURL(in); err != nil {
+		if broker.IsTopicURL(in) {
+			if _, err := broker.ParseTopicURL(in); err != nil {
 				return nil, inputf("%v", err)
 			}
 			if f := o.Capture.Format; f != "" && f != capture.Auto && f != capture.Kcat {
@@ -317,9 +316,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Compare && rep.keyed > 0 {
 		if slices.Contains(o.Inputs, "-") {
 			rep.NotCompared = "stdin cannot be read again"
-		} else if slices.ContainsFunc(o.Inputs, nats.IsStreamURL) {
+		} else if slices.ContainsFunc(o.Inputs, broker.IsStreamURL) {
 			rep.NotCompared = "a stream is replayed once"
-		} else if slices.ContainsFunc(o.Inputs, kafka.IsTopicURL) {
+		} else if slices.ContainsFunc(o.Inputs, broker.IsTopicURL) {
 			rep.NotCompared = "a topic is replayed once"
 		} else {
 			own, err := row(ctx, db, rep)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/broker"
-	"github.com/redeliver/redeliver/pkg/kafka"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -223,7 +222,7 @@ func (l *loader) kafkaTarget(n *yaml.Node) *KafkaTarget {
 		{"topic", func(k, v *yaml.Node) {
 			seen["topic"] = true
 			t.Topic = l.nonEmpty(v, "topic")
-			if t.Topic != "" && !kafka.TopicName(t.Topic) {
+			if t.Topic != "" && !broker.TopicName(t.Topic) {
 				l.errorf(v, "topic %q is not a Kafka topic name: at most 249 of the letters, digits, '.', '_' and '-', and not . or ..", t.Topic)
 			}
 		}},
