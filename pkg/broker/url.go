@@ -140,4 +140,3 @@ func TopicName(s string) bool {
 	}
 	return true
 }
-
