@@ -282,7 +282,7 @@ func (p *Publisher) look() (broker.Counts, amqp091.Queue, error) {
 // time: a killed instance's unacknowledged messages come back to the
 // queue when its channel closes, so one empty look is not enough.
 func (p *Publisher) Drain(ctx context.Context, o broker.DrainOptions) (broker.Counts, error) {
-	seen := history{window: stallWindow}
+	seen := history{broker.Window[queueLook]{Span: stallWindow}}
 	counts := func(context.Context) (broker.Counts, error) {
 		c, q, err := p.look()
 		if err == nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/redeliver/redeliver/pkg/broker"
 )
 
 // stallWindow is how far back a drain that timed out looks for the
@@ -20,19 +22,9 @@ type queueLook struct {
 
 // history keeps the drain's looks of the last stallWindow, and the one
 // just before it, which is where the progress is counted from.
-type history struct {
-	window time.Duration
-	looks  []queueLook
-}
+type history struct{ broker.Window[queueLook] }
 
-func (h *history) add(l queueLook) {
-	h.looks = append(h.looks, l)
-	i := 0
-	for i+1 < len(h.looks) && !h.looks[i+1].at.After(l.at.Add(-h.window)) {
-		i++
-	}
-	h.looks = h.looks[i:]
-}
+func (h *history) add(l queueLook) { h.Add(l.at, l) }
 
 // stalled says what a drain that timed out knows of why: whether the
 // ready count went down over the window, and the queue's ready messages
@@ -40,11 +32,11 @@ func (h *history) add(l queueLook) {
 // messages its consumers hold unacknowledged, and the message says so
 // rather than guess.
 func (h *history) stalled() string {
-	if len(h.looks) == 0 {
+	f, l, over, ok := h.Ends()
+	if !ok {
 		return ""
 	}
-	f, l := h.looks[0], h.looks[len(h.looks)-1]
-	over := l.at.Sub(f.at).Round(time.Millisecond)
+	over = over.Round(time.Millisecond)
 	var b strings.Builder
 	switch {
 	case l.ready < f.ready:

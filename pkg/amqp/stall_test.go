@@ -3,6 +3,8 @@ package amqp
 import (
 	"testing"
 	"time"
+
+	"github.com/redeliver/redeliver/pkg/broker"
 )
 
 // TestStalledSaysWhy: a drain that timed out says whether the queue's
@@ -27,7 +29,7 @@ func TestStalledSaysWhy(t *testing.T) {
 			"; in the last 1s the ready count went up from 10 to 14: it is not draining; the queue has 14 ready and no consumer: nothing reads it" + unacked},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := history{window: 30 * time.Second}
+			h := history{broker.Window[queueLook]{Span: 30 * time.Second}}
 			for _, l := range tt.looks {
 				h.add(l)
 			}

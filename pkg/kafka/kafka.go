@@ -336,19 +336,19 @@ func (p *Publisher) Drain(ctx context.Context, o broker.DrainOptions) (broker.Co
 		o.Settle = time.Nanosecond
 	}
 	var last []partitionOffsets
-	seen := progress{window: stallWindow}
+	seen := broker.Window[[]partitionOffsets]{Span: stallWindow}
 	counts := func(ctx context.Context) (broker.Counts, error) {
 		c, off, err := p.look(ctx)
 		if err == nil {
 			last = off
-			seen.add(time.Now(), off)
+			seen.Add(time.Now(), off)
 		}
 		return c, err
 	}
 	return broker.WaitDrained(ctx, o, counts,
 		func(c broker.Counts) bool { return c.Pending == 0 },
 		func(c broker.Counts, d time.Duration) *broker.Error {
-			first, _, over := seen.span()
+			first, _, over, _ := seen.Ends()
 			why := stalled(p.cfg.Group, first, last, over, p.describe(ctx))
 			return &broker.Error{Msg: fmt.Sprintf("consumer group %s did not commit to the end of topic %s within %s: %s (%d published)%s", p.cfg.Group, p.cfg.Topic, d, uncommitted(last), c.Published, why), Counts: c}
 		})

@@ -13,38 +13,6 @@ import (
 // group that is slow under the nemesis is told from one that is stuck.
 const stallWindow = 30 * time.Second
 
-// offsetLook is the partitions as one look of the drain saw them.
-type offsetLook struct {
-	at  time.Time
-	off []partitionOffsets
-}
-
-// progress keeps the drain's looks of the last stallWindow, and the one
-// just before it, which is where the progress is counted from.
-type progress struct {
-	window time.Duration
-	looks  []offsetLook
-}
-
-func (p *progress) add(at time.Time, off []partitionOffsets) {
-	p.looks = append(p.looks, offsetLook{at, off})
-	// Keep one look at or before the window's start: the baseline.
-	i := 0
-	for i+1 < len(p.looks) && !p.looks[i+1].at.After(at.Add(-p.window)) {
-		i++
-	}
-	p.looks = p.looks[i:]
-}
-
-// span is the first and last looks kept, and the time between them.
-func (p *progress) span() (first, last []partitionOffsets, d time.Duration) {
-	if len(p.looks) == 0 {
-		return nil, nil, 0
-	}
-	f, l := p.looks[0], p.looks[len(p.looks)-1]
-	return f.off, l.off, l.at.Sub(f.at)
-}
-
 // member is a member of the group as DescribeGroups shows it.
 type member struct {
 	id, client, host string

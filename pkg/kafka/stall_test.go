@@ -50,20 +50,6 @@ func TestStalledSaysWhy(t *testing.T) {
 	}
 }
 
-// TestProgressKeepsTheWindow: the progress counts from the last look at
-// or before the window's start.
-func TestProgressKeepsTheWindow(t *testing.T) {
-	p := progress{window: 10 * time.Second}
-	t0 := time.Now()
-	for i := range 30 {
-		p.add(t0.Add(time.Duration(i)*time.Second), []partitionOffsets{{committed: int64(i)}})
-	}
-	first, last, d := p.span()
-	if first[0].committed != 19 || last[0].committed != 29 || d != 10*time.Second {
-		t.Errorf("span from %d to %d over %s, want 19 to 29 over 10s", first[0].committed, last[0].committed, d)
-	}
-}
-
 // TestDrainNamesTheSilentMember: a member that takes its partition and
 // never commits is named, with the group's state, when the drain gives up.
 func TestDrainNamesTheSilentMember(t *testing.T) {

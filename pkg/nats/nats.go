@@ -279,7 +279,7 @@ func (p *Publisher) Drain(ctx context.Context, o broker.DrainOptions) (broker.Co
 	if o.Settle <= 0 {
 		o.Settle = time.Nanosecond
 	}
-	seen := history{window: stallWindow}
+	seen := history{broker.Window[durableLook]{Span: stallWindow}}
 	counts := func(ctx context.Context) (broker.Counts, error) {
 		c, info, err := p.look(ctx)
 		if err == nil {

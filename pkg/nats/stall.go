@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redeliver/redeliver/pkg/broker"
 )
 
 // stallWindow is how far back a drain that timed out looks for the
@@ -31,29 +32,19 @@ func lookOf(at time.Time, info *jetstream.ConsumerInfo) durableLook {
 
 // history keeps the drain's looks of the last stallWindow, and the one
 // just before it, which is where the progress is counted from.
-type history struct {
-	window time.Duration
-	looks  []durableLook
-}
+type history struct{ broker.Window[durableLook] }
 
-func (h *history) add(l durableLook) {
-	h.looks = append(h.looks, l)
-	i := 0
-	for i+1 < len(h.looks) && !h.looks[i+1].at.After(l.at.Add(-h.window)) {
-		i++
-	}
-	h.looks = h.looks[i:]
-}
+func (h *history) add(l durableLook) { h.Add(l.at, l) }
 
 // stalled says what a drain that timed out knows of why: whether the
 // ack floor and the pending count moved over the window, and the
 // durable's pending, awaiting an ack, ack floor and waiting pulls now.
 func (h *history) stalled(now time.Time) string {
-	if len(h.looks) == 0 {
+	f, l, over, ok := h.Ends()
+	if !ok {
 		return ""
 	}
-	f, l := h.looks[0], h.looks[len(h.looks)-1]
-	over := l.at.Sub(f.at).Round(time.Millisecond)
+	over = over.Round(time.Millisecond)
 	var b strings.Builder
 	if l.floor > f.floor || l.pending < f.pending {
 		fmt.Fprintf(&b, "; in the last %s the ack floor moved from stream sequence %d to %d and the pending count from %d to %d: it is moving, not stuck", over, f.floor, l.floor, f.pending, l.pending)

@@ -3,6 +3,8 @@ package nats
 import (
 	"testing"
 	"time"
+
+	"github.com/redeliver/redeliver/pkg/broker"
 )
 
 // TestStalledSaysWhy: a drain that timed out says whether the durable's
@@ -26,7 +28,7 @@ func TestStalledSaysWhy(t *testing.T) {
 				"; the durable has 523 pending, 0 delivered and awaiting an ack (AckWait 30s), its ack floor at stream sequence 177 (last moved 22s ago), and no pull request waiting"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := history{window: 30 * time.Second}
+			h := history{broker.Window[durableLook]{Span: 30 * time.Second}}
 			for _, l := range tt.looks {
 				h.add(l)
 			}
