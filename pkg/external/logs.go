@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -52,29 +51,17 @@ func (l *ConsumerLogs) open(instance, start int, env []string) (*logFile, error)
 	l.mu.Lock()
 	l.files = append(l.files, path)
 	l.mu.Unlock()
-	return &logFile{f: f, mask: secretValues(env), secrets: l.Secrets, open: 2}, nil
-}
-
-// minSecret is the shortest secret value masked by its value: a shorter
-// one would mask ordinary words all over the output.
-const minSecret = 4
-
-// secretValues replaces the values of the environment's secret
-// variables (redact.SecretName) with redact.Mask, longest first.
-func secretValues(env []string) *strings.Replacer {
-	var vals []string
+	// The values of the environment's secret-named entries, inherited
+	// ones included, are masked in the file besides the run's secrets
+	// (not in the reports: an inherited PGPASSWORD=postgres would mask
+	// every "postgres" there).
+	var inherited redact.Secrets
 	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && len(v) >= minSecret && redact.SecretName(k) {
-			vals = append(vals, v)
+		if k, v, ok := strings.Cut(kv, "="); ok && redact.SecretName(k) {
+			inherited.Add(v)
 		}
 	}
-	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
-	var pairs []string
-	for _, v := range vals {
-		pairs = append(pairs, v, redact.Mask)
-	}
-	return strings.NewReplacer(pairs...)
+	return &logFile{f: f, env: &inherited, secrets: l.Secrets, open: 2}, nil
 }
 
 // logFile is one start's file: its two streams write whole lines into
@@ -82,9 +69,9 @@ func secretValues(env []string) *strings.Replacer {
 type logFile struct {
 	mu      sync.Mutex
 	f       *os.File
-	mask    *strings.Replacer
-	secrets *redact.Secrets
-	open    int // streams not ended yet
+	env     *redact.Secrets // the environment's
+	secrets *redact.Secrets // the run's; nil masks by form only
+	open    int             // streams not ended yet
 }
 
 // line writes one line of a stream, its secrets masked.
@@ -92,10 +79,7 @@ func (l *logFile) line(stream, s string) {
 	if l == nil {
 		return
 	}
-	s = redact.String(l.mask.Replace(strings.TrimRight(s, "\r")))
-	if l.secrets != nil {
-		s = l.secrets.String(s)
-	}
+	s = l.secrets.String(l.env.String(strings.TrimRight(s, "\r")))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {

@@ -1,4 +1,4 @@
-// Package target tests the user's own consumer: it delivers events to it
+// Package external tests the user's own consumer: it delivers events to it
 // over HTTP or as a process per delivery, starts, crashes and restarts it,
 // and judges it by the rows its own database ends up with.
 package external
