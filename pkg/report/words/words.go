@@ -38,6 +38,8 @@ func Count(n int64, one string) string {
 		return "1 " + one
 	case strings.HasSuffix(one, "sh"):
 		return fmt.Sprintf("%d %ses", n, one)
+	case len(one) > 1 && one[len(one)-1] == 'y' && !strings.ContainsRune("aeiou", rune(one[len(one)-2])):
+		return fmt.Sprintf("%d %sies", n, one[:len(one)-1])
 	}
 	return fmt.Sprintf("%d %ss", n, one)
 }
@@ -191,9 +193,6 @@ func Summary(deliveries int, tallies []Tally, rest string, caught []string) stri
 		}
 	}
 	s := Count(int64(deliveries), "delivery")
-	if deliveries != 1 {
-		s = fmt.Sprintf("%d deliveries", deliveries)
-	}
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}
