@@ -131,6 +131,11 @@ func Open(name string, r io.Reader, opts Options) (*Reader, error) {
 		rd.closer = gz
 		br = bufio.NewReaderSize(gz, 64<<10)
 	}
+	// A byte order mark (what Windows tools write before UTF-8 text) is
+	// not part of the first record.
+	if mark, _ := br.Peek(len(bom)); bytes.Equal(mark, bom) {
+		br.Discard(len(bom))
+	}
 	f := opts.Format
 	if f == Auto {
 		var err error
@@ -162,6 +167,9 @@ func Open(name string, r io.Reader, opts Options) (*Reader, error) {
 	}
 	return rd, nil
 }
+
+// bom is UTF-8's byte order mark.
+var bom = []byte("\ufeff")
 
 // Format returns the format being read.
 func (r *Reader) Format() Format { return r.format }

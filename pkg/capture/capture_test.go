@@ -5,11 +5,13 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/tidwall/gjson"
 )
@@ -292,5 +294,49 @@ func TestBadSamples(t *testing.T) {
 				t.Fatalf("bad records %v, want %s:%d with %q", bad, tt.file, tt.line, tt.reason)
 			}
 		})
+	}
+}
+
+// TestByteOrderMarkIsSkipped: a capture that starts with UTF-8's byte
+// order mark, as Windows tools write it, plain or gzipped, reads as the
+// same capture without it, to the line, whatever the read sizes.
+func TestByteOrderMarkIsSkipped(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "capture", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue // a folder
+		}
+		name := filepath.Base(file)
+		opts := Options{}
+		if strings.HasPrefix(name, "plain") {
+			opts.ID = "eventId"
+		}
+		if strings.HasSuffix(name, ".gz") {
+			continue
+		}
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(append([]byte("\ufeff"), data...))
+		zw.Close()
+		for _, c := range []struct {
+			how string
+			r   io.Reader
+		}{
+			{"whole", bytes.NewReader(append([]byte("\ufeff"), data...))},
+			{"a byte at a time", iotest.OneByteReader(bytes.NewReader(append([]byte("\ufeff"), data...)))},
+			{"gzipped", bytes.NewReader(gz.Bytes())},
+		} {
+			t.Run(name+"/"+c.how, func(t *testing.T) {
+				wf, wevs, wbad, werr := readAll(t, name, bytes.NewReader(data), opts)
+				f, evs, bad, err := readAll(t, name, c.r, opts)
+				if fmt.Sprint(f, evs, bad, err) != fmt.Sprint(wf, wevs, wbad, werr) {
+					t.Errorf("with a byte order mark:\n%v %v %v %v\nwithout:\n%v %v %v %v", f, evs, bad, err, wf, wevs, wbad, werr)
+				}
+			})
+		}
 	}
 }
