@@ -1,6 +1,8 @@
 package external
 
 import (
+	"fmt"
+
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
@@ -27,6 +29,18 @@ type Delivery struct {
 	// Expected: the scenario step expects an answer, and its expectation
 	// judges this delivery; never-acked does not.
 	Expected bool
+	// nth is which delivery of its event this is (1 for the first), in a
+	// replay.
+	nth int64
+}
+
+// afterAll says a redelivery's change with how many deliveries of the
+// event there had been by then; no change says nothing.
+func (d *Delivery) afterAll(change string) string {
+	if change == "" || d.nth < 2 {
+		return change
+	}
+	return fmt.Sprintf("%s after %d deliveries", change, d.nth)
 }
 
 // answered is what the catalogue's judge needs of the delivery.

@@ -96,6 +96,9 @@ type replayer struct {
 	// committed (a kill after the COMMIT, before the answer), under mu;
 	// an acked event's is the journal's to say.
 	committed map[string]bool
+	// again counts the deliveries of each event after its first, under
+	// mu: only the events delivered more than once have an entry.
+	again map[string]int64
 	res       *runner.CheckResult
 	// The faults injected within deliveries (under mu); the engine
 	// counts the rebalances.
@@ -450,7 +453,7 @@ func (r *replayer) committedBy(d *Delivery, judged bool, before, after []effects
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if judged {
-		if d.Duplicated = duplicated(before, after); d.Duplicated != "" {
+		if d.Duplicated = d.afterAll(duplicated(before, after)); d.Duplicated != "" {
 			r.j.changed(d)
 		}
 	}
@@ -518,7 +521,7 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 		if a.Kind == Conflict {
 			d.Changed = changed(before, after)
 		} else {
-			d.Duplicated = duplicated(before, after)
+			d.Duplicated = d.afterAll(duplicated(before, after))
 		}
 		if d.Changed != "" || d.Duplicated != "" {
 			r.mu.Lock()
@@ -544,6 +547,15 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer, span i
 	seen, err := r.j.add(ctx, d)
 	if err != nil {
 		return nil, err
+	}
+	d.nth = 1
+	if seen {
+		// Only the events delivered more than once are counted.
+		if r.again == nil {
+			r.again = map[string]int64{}
+		}
+		r.again[ev.ID]++
+		d.nth += r.again[ev.ID]
 	}
 	r.ids.add(ev.ID)
 	count(&r.res.Counters, a, seen, r.sess.t.Broker())
