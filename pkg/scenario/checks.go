@@ -419,6 +419,13 @@ func (l *loader) state(n *yaml.Node, what string) *State {
 			}
 			st.Effects = l.keyCounts(v)
 		}},
+		{"externals", func(k, v *yaml.Node) {
+			if !l.targetMode {
+				l.errorf(k, "externals counts the effects a target's stand-ins performed; the built-in handler calls none")
+				return
+			}
+			st.Externals = l.externalCounts(v)
+		}},
 	})
 	l.stateChecks = append(l.stateChecks, st)
 	return st

@@ -18,7 +18,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	s.Handler.Config = handler.Config{Strategy: handler.DefaultStrategy, Consumer: handler.DefaultConsumer, Effect: handler.DefaultEffect}
 	s.Handler.Pos = l.pos(root)
 	var versionSeen bool
-	var checksNode, handlerNode, effectsNode *yaml.Node
+	var checksNode, handlerNode, effectsNode, externalsNode *yaml.Node
 	l.targetMode = hasKey(root, "target")
 	// A file with a target and neither checks nor a handler is what
 	// replay --target reads, and is checked as one.
@@ -37,6 +37,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		{"handler", func(k, v *yaml.Node) { handlerNode = k; l.handler(v) }},
 		{"target", func(k, v *yaml.Node) { l.target(v) }},
 		{"effects", func(k, v *yaml.Node) { effectsNode = k; l.effects(v) }},
+		{"externals", func(k, v *yaml.Node) { externalsNode = k; l.externals(v) }},
 		{"checks", func(k, v *yaml.Node) { checksNode = v }},
 	})
 	if !ok {
@@ -61,6 +62,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		s.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
 	}
 	l.validateTarget(root, handlerNode, effectsNode)
+	l.validateExternals(externalsNode)
 	for _, st := range l.stateChecks {
 		l.validateState(st)
 	}

@@ -175,6 +175,9 @@ type loader struct {
 	// ${REDELIVER_JDBC_URL}, dbURLVar which of them.
 	dbURLNode *yaml.Node
 	dbURLVar  string
+	// externalRefs are the ${REDELIVER_<NAME>_URL|ADDR} the file uses,
+	// each at its first use: every one must name an external.
+	externalRefs map[string]*yaml.Node
 	// targetFile is set for a --target file: target and effects, no checks.
 	targetFile bool
 }

@@ -23,6 +23,9 @@ type Scenario struct {
 	// the user's own consumer (target mode).
 	Target  *Target
 	Effects *Effects
+	// Externals are the services the consumer calls that redeliver
+	// stands in for, in the order the file declares them.
+	Externals []*External
 	// TargetFile is set for a --target file (version, target and
 	// effects, no checks): replay --target reads it, run has nothing to
 	// run in it.
@@ -122,6 +125,9 @@ type State struct {
 	// Effects (target mode) expects a business key to have N rows in the
 	// effect table.
 	Effects []KeyCount
+	// Externals (target mode) expects an external to have performed N
+	// effects under a business key.
+	Externals []ExternalCount
 }
 
 // KeyCount expects a business key to have N effect rows.

@@ -132,6 +132,9 @@ const (
 	// CrashStatements kills at every statement boundary of the delivery,
 	// one fresh trial each.
 	CrashStatements = "statements"
+	// CrashExternal kills the consumer at a call to an external's
+	// stand-in: {before|after: "POST /v1/charges"}.
+	CrashExternal = "external"
 )
 
 // DBURLVar is the variable a started consumer's command and env use for
@@ -149,9 +152,13 @@ type Crash struct {
 	Kind  string
 	After time.Duration
 	// A statement crash: the statement's leading words, and whether the
-	// kill comes after its answer rather than before it runs.
+	// kill comes after its answer rather than before it runs. A crash at
+	// an external call (CrashExternal) is after when the call's effect
+	// is performed and its answer withheld.
 	Words          string
 	AfterStatement bool
+	// Method and Path name the external call of a CrashExternal.
+	Method, Path string
 }
 
 // Statement reports whether the crash lands at statement boundaries,
@@ -234,6 +241,16 @@ func (l *loader) xstr(n *yaml.Node, what string) (string, bool) {
 			if l.dbURLNode == nil {
 				l.dbURLNode = n
 				l.dbURLVar = name
+			}
+			return "${" + name + "}", true
+		}
+		if externalRef.MatchString(name) {
+			// An external's stand-in: known once it listens.
+			if l.externalRefs == nil {
+				l.externalRefs = map[string]*yaml.Node{}
+			}
+			if l.externalRefs[name] == nil {
+				l.externalRefs[name] = n
 			}
 			return "${" + name + "}", true
 		}
@@ -793,6 +810,9 @@ func (l *loader) crash(n *yaml.Node) *Crash {
 					return
 				}
 				c.Kind, c.AfterStatement, c.Words = CrashStatement, true, words(v, "crash after")
+				if m, p, ok := externalCall(c.Words); ok {
+					c.Kind, c.Method, c.Path = CrashExternal, m, p
+				}
 			}},
 			{"before", func(k, v *yaml.Node) {
 				seen++
@@ -803,6 +823,9 @@ func (l *loader) crash(n *yaml.Node) *Crash {
 					return
 				}
 				c.Kind, c.Words = CrashStatement, words(v, "crash before")
+				if m, p, ok := externalCall(c.Words); ok {
+					c.Kind, c.Method, c.Path = CrashExternal, m, p
+				}
 			}},
 		})
 		switch seen {
@@ -1033,6 +1056,10 @@ func headerValue(s string) bool {
 // String writes a crash as the file does: statements, {before: WORDS}.
 func (c *Crash) String() string {
 	switch {
+	case c.Kind == CrashExternal && c.AfterStatement:
+		return fmt.Sprintf("{after: %s %s}", c.Method, c.Path)
+	case c.Kind == CrashExternal:
+		return fmt.Sprintf("{before: %s %s}", c.Method, c.Path)
 	case c.Kind == CrashStatement && c.AfterStatement:
 		return fmt.Sprintf("{after: %s}", c.Words)
 	case c.Kind == CrashStatement:

@@ -1,0 +1,295 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/template"
+	"go.yaml.in/yaml/v3"
+)
+
+// External is a service the consumer under test calls, which redeliver
+// stands in for (externals:): a payment provider over HTTP, a mail server
+// over SMTP. The stand-in listens on a free port of 127.0.0.1, handed to
+// the consumer as ${REDELIVER_<NAME>_URL} (HTTP) or ${REDELIVER_<NAME>_ADDR}
+// (SMTP), records every call, and the check judges them.
+type External struct {
+	Name string
+	Pos  Pos
+	// HTTP is set for an HTTP provider; SMTP for a mail server.
+	HTTP *ExternalHTTP
+	SMTP bool
+	// EffectKey says what one business effect is, over the call: a
+	// request's {body.orderId}, {headers.idempotency-key}, {path}; a
+	// mail's {to}, {subject}, {from}.
+	EffectKey template.Template
+	// Required: every event the consumer acked must have made an effect
+	// there (external-lost).
+	Required bool
+}
+
+// ExternalHTTP is how an HTTP stand-in answers.
+type ExternalHTTP struct {
+	// IdempotencyHeader is the header the provider dedupes by, as the
+	// IETF Idempotency-Key draft describes ("" dedupes nothing).
+	IdempotencyHeader string
+	Status            int
+	Body              string // {seq} is the number of effects so far
+	Latency           time.Duration
+	// FailAfterEffect is the uncertain failure: the effect is performed,
+	// then the answer is lost (timeout) or an error (500), for the first
+	// FailTimes effects.
+	FailAfterEffect string
+	FailTimes       int
+}
+
+// Var is the environment variable the consumer finds the stand-in at.
+func (e *External) Var() string { return externalVar(e.Name, e.SMTP) }
+
+func externalVar(name string, smtp bool) string {
+	v := "REDELIVER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	if smtp {
+		return v + "_ADDR"
+	}
+	return v + "_URL"
+}
+
+// ExternalByName is the file's external of that name, or nil.
+func (s *Scenario) ExternalByName(name string) *External {
+	for _, e := range s.Externals {
+		if e.Name == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// ExternalCount expects an external to have performed N effects under a
+// business key (expect: {externals: {payments: {O-1: 1}}}).
+type ExternalCount struct {
+	External string
+	Key      string
+	N        int64
+	Pos      Pos
+}
+
+var externalName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
+// externalRef is a ${REDELIVER_…_URL|ADDR} a command or env entry uses.
+var externalRef = regexp.MustCompile(`^REDELIVER_[A-Z0-9_]+_(URL|ADDR)$`)
+
+// httpMethods are the methods a crash at an external call may name.
+var httpMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+
+// externals reads the externals: mapping.
+func (l *loader) externals(n *yaml.Node) {
+	vars := map[string]string{}
+	l.mappingAny(n, "externals", func(k, v *yaml.Node) {
+		if !externalName.MatchString(k.Value) {
+			l.errorf(k, "external %q: a name has letters, digits, _ and - and starts with a letter (it names the variable REDELIVER_<NAME>_URL)", k.Value)
+			return
+		}
+		e := &External{Name: k.Value, Pos: l.pos(k)}
+		var channels []*yaml.Node
+		var fail *yaml.Node
+		keySeen := false
+		l.mapping(v, "external "+k.Value, []field{
+			{"http", func(k2, v2 *yaml.Node) { channels = append(channels, k2); e.HTTP = l.externalHTTP(v2, k.Value) }},
+			{"smtp", func(k2, v2 *yaml.Node) {
+				channels = append(channels, k2)
+				e.SMTP = true
+				if v2.Kind != yaml.MappingNode || len(v2.Content) > 0 {
+					l.errorf(v2, "external %s: smtp takes no settings yet; write smtp: {}", k.Value)
+				}
+			}},
+			{"effect_key", func(k2, v2 *yaml.Node) {
+				keySeen = true
+				e.EffectKey = l.tmpl(v2, "effect_key")
+				if s, ok := l.str(v2, "effect_key"); ok && strings.TrimSpace(s) == "" {
+					l.errorf(v2, "external %s: effect_key is empty; it says what one business effect is, such as \"{body.orderId}\"", k.Value)
+				}
+			}},
+			{"required", func(k2, v2 *yaml.Node) { e.Required = l.boolean(v2, "required") }},
+			{"fail", func(k2, v2 *yaml.Node) { fail = v2 }},
+		})
+		switch len(channels) {
+		case 0:
+			l.errorf(k, "external %s needs http: {…} (a provider called over HTTP) or smtp: {} (a mail server)", k.Value)
+		case 2:
+			l.errorf(channels[1], "external %s has two kinds; choose http or smtp", k.Value)
+		}
+		if !keySeen {
+			l.errorf(k, "external %s needs effect_key: what one business effect is there, such as \"{body.orderId}\" (a request) or \"{to}|{subject}\" (a mail)", k.Value)
+		}
+		if fail != nil {
+			if e.HTTP == nil {
+				l.errorf(fail, "external %s: fail loses the answer of an HTTP call after its effect; an smtp external has none", k.Value)
+			} else {
+				l.externalFail(fail, e)
+			}
+		}
+		if other, ok := vars[e.Var()]; ok {
+			l.errorf(k, "externals %s and %s would both be ${%s}; rename one", other, k.Value, e.Var())
+			return
+		}
+		vars[e.Var()] = e.Name
+		l.s.Externals = append(l.s.Externals, e)
+	})
+}
+
+// externalHTTP reads an external's http: {idempotency, respond, latency}.
+func (l *loader) externalHTTP(n *yaml.Node, name string) *ExternalHTTP {
+	h := &ExternalHTTP{Status: 200}
+	l.mapping(n, "external "+name+" http", []field{
+		{"idempotency", func(k, v *yaml.Node) {
+			l.mapping(v, "idempotency", []field{
+				{"header", func(k, v *yaml.Node) {
+					s, ok := l.str(v, "idempotency header")
+					if !ok {
+						return
+					}
+					if !headerName.MatchString(s) {
+						l.errorf(v, "idempotency header %q is not an HTTP header name (letters, digits and !#$%%&'*+.^_`|~-, no spaces or colons), such as Idempotency-Key", s)
+						return
+					}
+					h.IdempotencyHeader = s
+				}},
+			})
+			if h.IdempotencyHeader == "" && v.Kind == yaml.MappingNode && len(v.Content) == 0 {
+				l.errorf(v, "idempotency needs header: the header the provider dedupes by, such as Idempotency-Key")
+			}
+		}},
+		{"respond", func(k, v *yaml.Node) {
+			l.mapping(v, "respond", []field{
+				{"status", func(k, v *yaml.Node) {
+					if s, ok := l.integer(v, "respond status", 200, 299); ok {
+						h.Status = s
+					}
+				}},
+				{"body", func(k, v *yaml.Node) { h.Body, _ = l.str(v, "respond body") }},
+			})
+		}},
+		{"latency", func(k, v *yaml.Node) { h.Latency = l.delay(v, "latency") }},
+	})
+	return h
+}
+
+// externalFail reads fail: {after_effect: timeout | 500, times: N}.
+func (l *loader) externalFail(n *yaml.Node, e *External) {
+	seen := false
+	l.mapping(n, "fail", []field{
+		{"after_effect", func(k, v *yaml.Node) {
+			seen = true
+			s, ok := l.str(v, "after_effect")
+			if !ok {
+				return
+			}
+			if s != "timeout" && s != "500" {
+				l.errorf(v, "after_effect must be timeout (the effect is performed and the answer lost) or 500 (performed, then an error), not %q", s)
+				return
+			}
+			e.HTTP.FailAfterEffect = s
+		}},
+		{"times", func(k, v *yaml.Node) {
+			if t, ok := l.integer(v, "times", 1, math.MaxInt32); ok {
+				e.HTTP.FailTimes = t
+			}
+		}},
+	})
+	if !seen {
+		l.errorf(n, "fail needs after_effect: timeout or 500 (the effect is performed, then its answer is lost or an error)")
+	}
+	if e.HTTP.FailTimes == 0 {
+		e.HTTP.FailTimes = 1
+	}
+}
+
+// externalCounts reads expect externals: {NAME: {KEY: N}}.
+func (l *loader) externalCounts(n *yaml.Node) []ExternalCount {
+	var out []ExternalCount
+	l.mappingAny(n, "externals", func(k, v *yaml.Node) {
+		l.mappingAny(v, "externals "+k.Value, func(k2, v2 *yaml.Node) {
+			if c, ok := l.integer(v2, "effects of "+k2.Value+" at "+k.Value, 0, math.MaxInt); ok {
+				out = append(out, ExternalCount{External: k.Value, Key: k2.Value, N: int64(c), Pos: l.pos(k2)})
+			}
+		})
+	})
+	return out
+}
+
+// externalCall reads a crash's "METHOD /path" words as a call to an HTTP
+// external; ok is false for anything else (a statement's words).
+func externalCall(words string) (method, path string, ok bool) {
+	m, p, found := strings.Cut(strings.TrimSpace(words), " ")
+	if !found || !httpMethods[strings.ToUpper(m)] || !strings.HasPrefix(strings.TrimSpace(p), "/") {
+		return "", "", false
+	}
+	return strings.ToUpper(m), strings.TrimSpace(p), true
+}
+
+// validateExternals checks what the externals need of the whole file:
+// a target to call them, every ${REDELIVER_…} a command uses declared,
+// every count and crash naming one.
+func (l *loader) validateExternals(externalsKey *yaml.Node) {
+	s := l.s
+	if externalsKey != nil && s.Target == nil && !l.targetMode {
+		l.errorf(externalsKey, "externals are stand-ins for the services a consumer under test calls; they need a target (the built-in handler calls none)")
+	}
+	declared := map[string]bool{}
+	for _, e := range s.Externals {
+		declared[e.Var()] = true
+	}
+	names := make([]string, 0, len(l.externalRefs))
+	for name := range l.externalRefs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !declared[name] {
+			l.errorf(l.externalRefs[name], "${%s} names no external: declare it under externals (%s)", name, externalHint(name))
+		}
+	}
+	for _, st := range l.stateChecks {
+		for _, c := range st.Externals {
+			if s.ExternalByName(c.External) == nil {
+				l.errs = append(l.errs, errorf(c.Pos, "expect externals: %s is not an external of this file (externals: %s)", c.External, externalList(s.Externals)))
+			}
+		}
+	}
+	for _, st := range l.crashSteps {
+		c := st.Crash
+		if c.Kind != CrashExternal {
+			continue
+		}
+		found := false
+		for _, e := range s.Externals {
+			found = found || e.HTTP != nil
+		}
+		if !found {
+			l.errs = append(l.errs, errorf(c.Pos, "crash: %s names an HTTP call, and this file declares no http external for the consumer to call (externals: NAME: {http: {}, effect_key: …})", c))
+		}
+	}
+}
+
+func externalHint(v string) string {
+	name := strings.ToLower(strings.TrimPrefix(v, "REDELIVER_"))
+	if n, ok := strings.CutSuffix(name, "_addr"); ok {
+		return fmt.Sprintf("%s: {smtp: {}, effect_key: …}", n)
+	}
+	return fmt.Sprintf("%s: {http: {}, effect_key: …}", strings.TrimSuffix(name, "_url"))
+}
+
+func externalList(es []*External) string {
+	if len(es) == 0 {
+		return "none"
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,95 @@
+package scenario
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const externalsHead = "version: 1\ntarget:\n  http: {url: \"http://127.0.0.1:1/e\"}\n  start: {command: [c, \"${REDELIVER_PAYMENTS_URL}\"], ready: \"tcp://127.0.0.1:1\", env: {SMTP: \"${REDELIVER_MAIL_ADDR}\"}}\n" +
+	"effects: {db: x.db, table: payments, key: order_id, key_of: \"{data.orderId}\"}\n"
+
+func TestLoadExternals(t *testing.T) {
+	src := externalsHead + `externals:
+  payments:
+    http:
+      idempotency: {header: Idempotency-Key}
+      respond: {status: 201, body: '{"id": "ch_{seq}"}'}
+      latency: 5ms
+    effect_key: "{body.orderId}"
+    fail: {after_effect: timeout, times: 2}
+    required: true
+  mail:
+    smtp: {}
+    effect_key: "{to}|{subject}"
+checks:
+  - name: a
+    steps:
+      - deliver: {id: e, data: {orderId: O-1}}
+        crash: {after: "post /v1/charges"}
+    expect: {effects: {O-1: 1}, externals: {payments: {O-1: 1}, mail: {"a@x|Paid": 1}}}
+`
+	s, err := Load("f.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Externals) != 2 {
+		t.Fatalf("externals %+v", s.Externals)
+	}
+	p, m := s.Externals[0], s.Externals[1]
+	if p.Name != "payments" || p.HTTP == nil || p.HTTP.IdempotencyHeader != "Idempotency-Key" || p.HTTP.Status != 201 || p.HTTP.Body != `{"id": "ch_{seq}"}` ||
+		p.HTTP.Latency.Milliseconds() != 5 || p.HTTP.FailAfterEffect != "timeout" || p.HTTP.FailTimes != 2 || !p.Required || p.EffectKey.String() != "{body.orderId}" || p.Var() != "REDELIVER_PAYMENTS_URL" {
+		t.Errorf("payments %+v %+v", p, p.HTTP)
+	}
+	if m.Name != "mail" || !m.SMTP || m.HTTP != nil || m.Var() != "REDELIVER_MAIL_ADDR" || m.Required {
+		t.Errorf("mail %+v", m)
+	}
+	st := s.Checks[0].Steps[0]
+	if c := st.Crash; c.Kind != CrashExternal || c.Method != "POST" || c.Path != "/v1/charges" || !c.AfterStatement || c.String() != "{after: POST /v1/charges}" {
+		t.Errorf("crash %+v", c)
+	}
+	if got := s.Checks[0].Expect.Externals; len(got) != 2 || got[0].External != "payments" || got[0].Key != "O-1" || got[0].N != 1 || got[1].Key != "a@x|Paid" {
+		t.Errorf("expect externals %+v", got)
+	}
+	if s.Target.Start.Command[1] != "${REDELIVER_PAYMENTS_URL}" || s.Target.Start.Env["SMTP"] != "${REDELIVER_MAIL_ADDR}" {
+		t.Errorf("the stand-ins' addresses were not kept for the start to fill in: %q %q", s.Target.Start.Command, s.Target.Start.Env)
+	}
+}
+
+func TestLoadExternalsErrors(t *testing.T) {
+	const checks = "checks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
+	const payments = "externals:\n  payments: {http: {}, effect_key: \"{body.orderId}\"}\n"
+	const mail = "  mail: {smtp: {}, effect_key: \"{to}\"}\n"
+	tests := []struct{ name, src, want string }{
+		{"no kind", externalsHead + "externals:\n  payments: {effect_key: \"{body.orderId}\"}\n" + mail + checks, "f.yaml:7:3: external payments needs http: {…} (a provider called over HTTP) or smtp: {} (a mail server)"},
+		{"two kinds", externalsHead + "externals:\n  payments: {http: {}, smtp: {}, effect_key: \"{body.orderId}\"}\n" + mail + checks, "f.yaml:7:24: external payments has two kinds; choose http or smtp"},
+		{"no effect key", externalsHead + "externals:\n  payments: {http: {}}\n" + mail + checks, "f.yaml:7:3: external payments needs effect_key: what one business effect is there"},
+		{"empty effect key", externalsHead + "externals:\n  payments: {http: {}, effect_key: \" \"}\n" + mail + checks, "f.yaml:7:36: external payments: effect_key is empty"},
+		{"bad effect key", externalsHead + "externals:\n  payments: {http: {}, effect_key: \"{body.orderId\"}\n" + mail + checks, "f.yaml:7:36: effect_key is not a valid template"},
+		{"header not a token", externalsHead + "externals:\n  payments: {http: {idempotency: {header: \"Idempotency Key\"}}, effect_key: \"{body.orderId}\"}\n" + mail + checks, "f.yaml:7:43: idempotency header \"Idempotency Key\" is not an HTTP header name"},
+		{"bad fail", externalsHead + "externals:\n  payments: {http: {}, effect_key: \"{body.orderId}\", fail: {after_effect: crash}}\n" + mail + checks, "f.yaml:7:75: after_effect must be timeout (the effect is performed and the answer lost) or 500"},
+		{"fail on smtp", externalsHead + payments + "  mail: {smtp: {}, effect_key: \"{to}\", fail: {after_effect: timeout}}\n" + checks, "f.yaml:8:46: external mail: fail loses the answer of an HTTP call after its effect"},
+		{"bad name", externalsHead + payments + mail + "  \"pay ments\": {http: {}, effect_key: \"{body.orderId}\"}\n" + checks, "f.yaml:9:3: external \"pay ments\": a name has letters"},
+		{"undeclared variable", externalsHead + payments + checks, "f.yaml:4:94: ${REDELIVER_MAIL_ADDR} names no external: declare it under externals (mail: {smtp: {}, effect_key: …})"},
+		{"same variable", externalsHead + payments + mail + "  PAYMENTS: {http: {}, effect_key: \"{body.orderId}\"}\n" + checks, "f.yaml:9:3: externals payments and PAYMENTS would both be ${REDELIVER_PAYMENTS_URL}; rename one"},
+		{"count of no external", externalsHead + payments + mail + checks + "    expect: {externals: {bank: {o: 1}}}\n", "f.yaml:13:33: expect externals: bank is not an external of this file (externals: payments, mail)"},
+		{"crash at a call with no http external", externalsHead + "externals:\n" + mail + "  payments: {smtp: {}, effect_key: \"{to}\"}\n" + checks + "        crash: {after: POST /v1/charges}\n", "f.yaml:13:16: crash: {after: POST /v1/charges} names an HTTP call, and this file declares no http external"},
+		{"externals without a target", "version: 1\nexternals:\n  mail: {smtp: {}, effect_key: \"{to}\"}\n" + checks, "f.yaml:2:1: externals are stand-ins for the services a consumer under test calls; they need a target"},
+		{"externals count in handler mode", "version: 1\n" + checks + "    expect: {externals: {mail: {a: 1}}}\n", "f.yaml:6:14: externals counts the effects a target's stand-ins performed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("f.yaml", []byte(tt.src))
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("Load accepted the file (err %v); want %q", err, tt.want)
+			}
+			for _, e := range errs {
+				if strings.HasPrefix(e.Error(), tt.want) {
+					return
+				}
+			}
+			t.Errorf("errors:\n%v\nwant one starting %q", errs, tt.want)
+		})
+	}
+}
