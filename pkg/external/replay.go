@@ -99,7 +99,7 @@ type replayer struct {
 	// again counts the deliveries of each event after its first, under
 	// mu: only the events delivered more than once have an entry.
 	again map[string]int64
-	res       *runner.CheckResult
+	res   *runner.CheckResult
 	// The faults injected within deliveries (under mu); the engine
 	// counts the rebalances.
 	injected replay.Injected

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,10 @@ type Session struct {
 	proxy   *pgproxy.Proxy
 	dbURL   string
 	jdbcURL string
+	// dbVar is the variable the consumer is pointed at the proxy with,
+	// as messages name it: REDELIVER_JDBC_URL when its command or env
+	// use that one alone.
+	dbVar string
 	// logs keeps the started instances' output, when set.
 	logs *ConsumerLogs
 	// apart is how many statements of no delivery the last watched
@@ -209,6 +214,10 @@ func (s *Session) startProxy(ctx context.Context) error {
 // start or exec command and environment use it, and set in their
 // environment.
 func (s *Session) withDBURL(t *scenario.Target) *scenario.Target {
+	s.dbVar = scenario.DBURLVar
+	if uses(t, scenario.JDBCURLVar) && !uses(t, scenario.DBURLVar) {
+		s.dbVar = scenario.JDBCURLVar
+	}
 	urls := strings.NewReplacer("${"+scenario.DBURLVar+"}", s.dbURL, "${"+scenario.JDBCURLVar+"}", s.jdbcURL)
 	fill := func(command []string, env map[string]string) ([]string, map[string]string) {
 		cmd := make([]string, len(command))
@@ -233,6 +242,26 @@ func (s *Session) withDBURL(t *scenario.Target) *scenario.Target {
 		c.Exec = &ex
 	}
 	return &c
+}
+
+// uses reports whether the target's start or exec command or environment
+// uses ${name}.
+func uses(t *scenario.Target, name string) bool {
+	ref := "${" + name + "}"
+	var parts []string
+	if t.Start != nil {
+		parts = append(parts, t.Start.Command...)
+		for _, v := range t.Start.Env {
+			parts = append(parts, v)
+		}
+	}
+	if t.Exec != nil {
+		parts = append(parts, t.Exec.Command...)
+		for _, v := range t.Exec.Env {
+			parts = append(parts, v)
+		}
+	}
+	return slices.ContainsFunc(parts, func(p string) bool { return strings.Contains(p, ref) })
 }
 
 // startInstances starts every instance of the consumer, each in its own

@@ -248,6 +248,10 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 	}
 	switch {
 	case at == nil:
+		if past, err := sys.wrotePast(ctx, c, ev, key, before, trace); past || err != nil {
+			c.Rec.Trace(statementsOf(trace, nil))
+			return a, err
+		}
 		c.Rec.Boundaries(killBoundaries(trace, marked))
 		// The unforced run: its statements are shown too, under -v for a
 		// check that passed, with the failure of one that did not.
@@ -361,6 +365,13 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 			return nil, err
 		}
 	case at == nil:
+		if past, err := sys.wrotePast(ctx, c, ev, ev.Key, before, trace); past || err != nil {
+			c.Rec.Trace(statementsOf(trace, nil))
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
 		c.Rec.Boundaries(raceBoundaries(trace, w.Marked()))
 		c.Rec.Trace(statementsOf(trace, nil))
 	case !reached:
@@ -463,8 +474,35 @@ func (sys *system) bypassed(ctx context.Context, c runner.Call, ev Event, key st
 	if err != nil {
 		return err
 	}
-	c.Rec.Fail(words.Bypassed(ev.ID, "${"+scenario.DBURLVar+"}", changed(before, after) != "" || len(before) != len(after)))
+	c.Rec.Fail(words.Bypassed(ev.ID, "${"+sys.sess.dbVar+"}", changed(before, after) != "" || len(before) != len(after)))
 	return nil
+}
+
+// wrotePast fails the recording trial of a delivery whose statements
+// through the proxy all surely only read (pgproxy.ReadOnly) while its
+// effect rows changed: the consumer wrote past the proxy, on a connection
+// of its own, and none of its writes had a boundary to be tried at. A
+// statement that may have written (a function call in a SELECT counts)
+// is taken to have, so this never fails a consumer that writes through
+// the proxy.
+func (sys *system) wrotePast(ctx context.Context, c runner.Call, ev Event, key string, before []effects.Row, trace []pgproxy.Statement) (bool, error) {
+	for _, st := range trace {
+		if !pgproxy.ReadOnly(st.Text) {
+			return false, nil
+		}
+	}
+	if err := sys.sess.quiet(ctx); err != nil {
+		return false, err
+	}
+	after, err := sys.sess.db.Rows(ctx, &key)
+	if err != nil {
+		return false, err
+	}
+	if changed(before, after) == "" && len(before) == len(after) {
+		return false, nil
+	}
+	c.Rec.Fail(words.WrotePast(ev.ID, "${"+sys.sess.dbVar+"}", traceLines(trace)))
+	return true, nil
 }
 
 // traceLines are a trace's statements with their answers, one a line.

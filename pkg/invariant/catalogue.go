@@ -38,10 +38,17 @@ type Facts struct {
 	Deliveries int64
 	// AtOnce: the deliveries were made at once (a concurrent step).
 	AtOnce bool
+	// External is the stand-in a breach of an external effect is at,
+	// Calls its calls that show it ("call 2 (POST /v1/charges, by
+	// evt-1)"), Header the idempotency header it dedupes by.
+	External string
+	Calls    []string
+	Header   string
 }
 
 // All is the catalogue, in the order reports list invariants.
-var All = []*Invariant{DuplicateEffect, ChangedByDuplicate, DuplicateKey, DoubleCharge, LostEffect, NeverAcked, MissingMarker, HalfWritten, WrongEffect, ChangedByConflict, UnstableKey, SharedKey}
+var All = []*Invariant{DuplicateEffect, ChangedByDuplicate, DuplicateKey, DoubleCharge, LostEffect, NeverAcked, MissingMarker, HalfWritten, WrongEffect, ChangedByConflict, UnstableKey, SharedKey,
+	ExternalDuplicate, ExternalLost, UnstableIdempotencyKey, UnkeyedExternalCall}
 
 // Strategy predicates, by the guard the invariant needs.
 var (

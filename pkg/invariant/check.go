@@ -102,13 +102,15 @@ type Violation struct {
 	Invariant Name
 	EventID   string
 	Consumer  string
-	Detail    string
-	By        *Record // the delivery that broke it, when one did
+	// External is the stand-in a breach of an external effect is at.
+	External string
+	Detail   string
+	By       *Record // the delivery that broke it, when one did
 }
 
 // Key identifies a violation across checks, so each is reported once.
 func (v Violation) Key() string {
-	return string(v.Invariant) + "\x00" + v.EventID + "\x00" + v.Consumer
+	return string(v.Invariant) + "\x00" + v.EventID + "\x00" + v.Consumer + "\x00" + v.External
 }
 
 func (v Violation) String() string {

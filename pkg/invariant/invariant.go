@@ -98,6 +98,10 @@ type Invariant struct {
 	// Database rule, which judged lists in the order reports give them.
 	judgeRows    func(*rowsCheck, *Invariant)
 	judgeJournal func(*journalCheck, *Invariant) error
+	// judgeCalls finds them in the calls a user's consumer made to the
+	// stand-ins of the services it calls (external.go); set for every
+	// invariant with an Externals rule.
+	judgeCalls func(*callsCheck, *Invariant)
 }
 
 // String returns the invariant's name.
@@ -109,10 +113,10 @@ func (i *Invariant) String() string { return string(i.Name) }
 // names, table names) is written through escape.Input, so that none can
 // break the line or reach a terminal raw.
 func (i *Invariant) Say(f Facts) string {
-	for _, v := range []*string{&f.Event, &f.Consumer, &f.Key, &f.Table, &f.By, &f.OtherKey} {
+	for _, v := range []*string{&f.Event, &f.Consumer, &f.Key, &f.Table, &f.By, &f.OtherKey, &f.External, &f.Header} {
 		*v = escape.Input(*v)
 	}
-	for _, vs := range []*[]string{&f.IDs, &f.Events, &f.Outcomes} {
+	for _, vs := range []*[]string{&f.IDs, &f.Events, &f.Outcomes, &f.Calls} {
 		escaped := make([]string, len(*vs))
 		for j, v := range *vs {
 			escaped[j] = escape.Input(v)
@@ -133,10 +137,10 @@ func (i *Invariant) CheckedBy(k Kind, g Guard) bool {
 }
 
 // Kinds lists the kinds of target that check the invariant, in the order
-// Handler, Replay, Database.
+// Handler, Replay, Database, Externals.
 func (i *Invariant) Kinds() []Kind {
 	var out []Kind
-	for _, k := range []Kind{Handler, Replay, Database} {
+	for _, k := range []Kind{Handler, Replay, Database, Externals} {
 		if _, ok := i.rules[k]; ok {
 			out = append(out, k)
 		}

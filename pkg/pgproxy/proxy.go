@@ -748,3 +748,25 @@ func (c *conn) pidOf() int32 { return c.pid.Load() }
 
 // be32 reads a big-endian int32 (for tests and the fuzz target).
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+
+// readOnlyWords are the statements that write nothing whatever follows
+// them: transaction control, settings, cursors.
+var readOnlyWords = []string{"begin", "start transaction", "commit", "end", "rollback", "abort", "savepoint", "release",
+	"set", "show", "reset", "discard", "deallocate", "close", "fetch", "move", "listen", "unlisten"}
+
+// ReadOnly reports whether a statement surely wrote nothing: one of
+// readOnlyWords, or a SELECT that calls no function (a SELECT may call
+// one that writes, and any parenthesis counts as a call). Anything else
+// may have written.
+func ReadOnly(text string) bool {
+	s := skipComments(text)
+	if Matches(s, "select") || Matches(s, "table") || Matches(s, "values") {
+		return !strings.Contains(s, "(")
+	}
+	for _, w := range readOnlyWords {
+		if Matches(s, w) {
+			return true
+		}
+	}
+	return false
+}

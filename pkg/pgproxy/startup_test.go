@@ -41,3 +41,31 @@ func TestWithParam(t *testing.T) {
 		})
 	}
 }
+
+func TestReadOnly(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"BEGIN", true},
+		{"begin isolation level serializable", true},
+		{"COMMIT", true},
+		{"/* app='x' */ SELECT 1 FROM processed WHERE event_id = $1", true},
+		{"select * from payments for update", true},
+		{"SET search_path = app", true},
+		{"SHOW server_version", true},
+		{"SELECT count(*) FROM payments", false},
+		{"SELECT pay($1, $2)", false},
+		{"SELECT nextval('s')", false},
+		{"INSERT INTO payments VALUES ($1)", false},
+		{"WITH x AS (INSERT INTO p VALUES (1) RETURNING 1) SELECT * FROM x", false},
+		{"UPDATE balances SET balance = balance + 1", false},
+		{"COPY payments FROM STDIN", false},
+		{"CALL pay($1)", false},
+		{"-- ping\n", false},
+	} {
+		if got := ReadOnly(tc.text); got != tc.want {
+			t.Errorf("ReadOnly(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}

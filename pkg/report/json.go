@@ -119,6 +119,7 @@ type ViolationDoc struct {
 	Invariant string    `json:"invariant"`
 	EventID   string    `json:"event_id"`
 	Consumer  string    `json:"consumer"`
+	External  string    `json:"external,omitempty"`
 	Detail    string    `json:"detail"`
 	Step      int       `json:"step,omitempty"`
 	Location  *Location `json:"location"`
@@ -227,7 +228,7 @@ func checkDoc(c runner.CheckResult) CheckDoc {
 		cd.Failures = append(cd.Failures, FailureDoc{Step: f.Step, Message: f.Message, Expected: f.Expected, Got: f.Got, Invariant: string(f.Invariant), Location: locationOf(f.Pos)})
 	}
 	for _, v := range c.Violations {
-		vd := ViolationDoc{Invariant: string(v.Invariant), EventID: v.EventID, Consumer: v.Consumer, Detail: v.Detail}
+		vd := ViolationDoc{Invariant: string(v.Invariant), EventID: v.EventID, Consumer: v.Consumer, External: v.External, Detail: v.Detail}
 		if v.By != nil {
 			vd.Step, vd.Location = v.By.Step, locationOf(v.By.Pos)
 		}

@@ -279,6 +279,14 @@ func Unreached(n int) string {
 	return fmt.Sprintf("%d schedules' boundaries were not reached (the workers took another path) and ran unforced", n)
 }
 
+// WrotePast words a delivery whose statements through the database proxy
+// (url names it) only read, while its effect rows changed: the consumer
+// wrote past the proxy, and no boundary of its writes was tried.
+func WrotePast(id, url string, stmts []string) Miss {
+	return Miss{Message: fmt.Sprintf("the consumer wrote to the database without going through %s: the delivery of %s changed the effect rows, and the statements it ran through %s only read (%s), so no boundary of its writes was tried", url, id, url, strings.Join(stmts, "; ")),
+		Expected: "its writes through " + url, Got: "reads only"}
+}
+
 // Bypassed words a statement fault that had no statement to land at: the
 // delivery of event id ran none through the database proxy (url names
 // it, as ${REDELIVER_DB_URL}). wrote says its effect rows changed all the
