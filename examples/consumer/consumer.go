@@ -25,9 +25,13 @@ const (
 	flawExternalWithoutKey flaw = "external-without-key"    // calls the provider with no idempotency key
 	flawCommitBeforeWork   flaw = "commit-before-work"      // Kafka: commits a polled batch's offsets, then does the work
 	flawCommitAfterAnswer  flaw = "commit-after-answer"     // answers from inside its transaction, commits after
+	flawChargeWithoutKey   flaw = "charge-without-key"      // --provider: charges with no Idempotency-Key header
+	flawRandomKey          flaw = "random-key"              // a fresh idempotency key on every attempt
+	flawMailBeforeCommit   flaw = "mail-before-commit"      // --smtp: mails the confirmation before its transaction commits
 )
 
-var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawMarkerAfterAuto, flawExternalWithoutKey, flawCommitBeforeWork, flawCommitAfterAnswer}
+var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawMarkerAfterAuto, flawExternalWithoutKey, flawCommitBeforeWork, flawCommitAfterAnswer,
+	flawChargeWithoutKey, flawRandomKey, flawMailBeforeCommit}
 
 func parseFlaw(s string) (flaw, error) {
 	if s == "" || s == "safe" {
@@ -38,7 +42,7 @@ func parseFlaw(s string) (flaw, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, marker-after-autocommit, external-without-key, commit-before-work, commit-after-answer", s)
+	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, marker-after-autocommit, external-without-key, commit-before-work, commit-after-answer, charge-without-key, random-key, mail-before-commit", s)
 }
 
 func (f flaw) String() string {
@@ -57,6 +61,10 @@ type consumer struct {
 	secret   []byte       // Standard Webhooks key; nil: signed requests are refused
 	idHeader string
 	log      io.Writer
+	// provider charges over HTTP when set (--provider), instead of the
+	// simulated provider's table; mail sends the confirmation (--smtp).
+	provider *provider
+	mail     *mailer
 
 	logMu      sync.Mutex
 	background sync.WaitGroup // ack-before-commit's work still running
@@ -89,10 +97,13 @@ func (c *consumer) processAs(ctx context.Context, ev event, f flaw) (result, err
 		}
 	}
 	key := chargeKey(ev)
-	if f == flawExternalWithoutKey {
+	switch f {
+	case flawExternalWithoutKey, flawChargeWithoutKey:
 		key = "" // a retry after a crash charges again
+	case flawRandomKey:
+		key = randomKey() // so does a retry under a key of its own
 	}
-	charge, err := c.store.charge(ctx, key, ev)
+	charge, err := c.charge(ctx, key, ev)
 	if err != nil {
 		return result{}, err
 	}
@@ -128,6 +139,23 @@ func (c *consumer) processAs(ctx context.Context, ev event, f flaw) (result, err
 			return result{}, err
 		}
 		return c.store.commit(ctx, ev, charge, false)
+	case flawMailBeforeCommit:
+		r, commit, err := c.store.uncommitted(ctx, ev, charge)
+		if err != nil || r.Outcome != "processed" {
+			return r, err
+		}
+		// Window: the customer is mailed, nothing is committed yet; a
+		// crash now rolls back, and the redelivery mails again.
+		if c.mail == nil {
+			return result{}, errNoMailer
+		}
+		if err := c.mail.confirm(ev); err != nil {
+			return result{}, err
+		}
+		if err := c.window(); err != nil {
+			return result{}, err
+		}
+		return r, commit()
 	default:
 		// Window: the provider has charged, nothing is committed here
 		// yet; a crash now is retried, and only the idempotency key keeps
@@ -135,8 +163,26 @@ func (c *consumer) processAs(ctx context.Context, ev event, f flaw) (result, err
 		if err := c.window(); err != nil {
 			return result{}, err
 		}
-		return c.store.commit(ctx, ev, charge, true)
+		r, err := c.store.commit(ctx, ev, charge, true)
+		if err == nil && r.Outcome == "processed" && c.mail != nil {
+			// Mailed once the payment is committed, by the delivery that
+			// committed it: at most once (a crash between the commit and
+			// the mail loses it; at least once needs an outbox).
+			if err := c.mail.confirm(ev); err != nil {
+				c.logf("%v", err)
+			}
+		}
+		return r, err
 	}
+}
+
+// charge charges the order at the provider: over HTTP with --provider,
+// else at the simulated provider's table.
+func (c *consumer) charge(ctx context.Context, key string, ev event) (int64, error) {
+	if c.provider != nil {
+		return c.provider.chargeOver(ctx, key, ev)
+	}
+	return c.store.charge(ctx, key, ev)
 }
 
 // routes: POST (any path) takes an event, GET /healthz says it is ready.

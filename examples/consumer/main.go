@@ -50,6 +50,8 @@ type config struct {
 	poll      time.Duration
 	pollTx    bool
 	pool      int
+	provider  string
+	smtp      string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -66,6 +68,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.idHeader, "id-header", "Idempotency-Key", "raw mode: the header carrying the event id")
 	fs.DurationVar(&c.poll, "poll", 0, "run a background job on the same connection pool: an UPDATE of the locks table at this interval (0: none)")
 	fs.BoolVar(&c.pollTx, "poll-tx", false, "run the --poll job's UPDATE in a transaction of its own: BEGIN, UPDATE, COMMIT")
+	fs.StringVar(&c.provider, "provider", "", "charge at this HTTP payment provider (POST URL/v1/charges with an Idempotency-Key) instead of the simulated provider's table")
+	fs.StringVar(&c.smtp, "smtp", "", "mail each order's confirmation through this SMTP server (HOST:PORT) once its payment is committed")
 	fs.IntVar(&c.pool, "pool", 0, "the most connections the consumer opens to its database (0: 32 on PostgreSQL, no limit on SQLite)")
 	c.broker.flags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -84,6 +88,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("--db is required: a SQLite file path or a postgres:// URL")
 	case c.flaw == flawCommitBeforeWork && c.broker.kafka == "":
 		return c, errors.New("--flaw commit-before-work needs --kafka: it commits a consumer group's offsets before the work")
+	case c.flaw == flawMailBeforeCommit && c.smtp == "":
+		return c, errors.New("--flaw mail-before-commit needs --smtp: it mails the confirmation before its transaction commits")
+	case c.flaw == flawChargeWithoutKey && c.provider == "":
+		return c, errors.New("--flaw charge-without-key needs --provider: it calls the HTTP provider with no Idempotency-Key (external-without-key is the same flaw at the simulated provider's table)")
 	case c.broker.on() && (c.exec || c.listen != ""):
 		return c, errors.New("give one of --listen ADDR, --exec, --nats URL, --amqp URL and --kafka BROKERS")
 	case c.broker.on():
@@ -140,6 +148,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		defer stop()
 	}
 	c := &consumer{store: store, flaw: cfg.flaw, window: sleepFor(cfg.work), secret: secret, idHeader: cfg.idHeader, log: stderr}
+	if cfg.provider != "" {
+		c.provider = &provider{url: cfg.provider, client: &http.Client{Timeout: 10 * time.Second}}
+	}
+	if cfg.smtp != "" {
+		c.mail = &mailer{addr: cfg.smtp}
+	}
 
 	if cfg.exec {
 		return c.execOne(ctx, stdin, stdout)

@@ -329,6 +329,7 @@ var scenarioFiles = []string{
 	"examples/consumer/scenarios/concurrent.yaml",
 	"examples/consumer/scenarios/crash-sweep.yaml",
 	"examples/consumer/scenarios/exec.yaml",
+	"examples/consumer/scenarios/externals.yaml",
 	"examples/consumer/scenarios/provider.yaml",
 	"examples/consumer/scenarios/redelivery.yaml",
 	"examples/consumer/webhooks.yaml",
@@ -398,6 +399,11 @@ func TestFlawCaught(t *testing.T) {
 		{"ack-before-commit", "examples/consumer/scenarios/ack-then-crash.yaml", "lost-effect", "5s"},
 		{"external-without-key", "examples/consumer/scenarios/provider.yaml", "duplicate-effect", ""},
 		{"marker-after-effect", "examples/consumer/webhooks.yaml", "duplicate-effect", ""},
+		{"charge-without-key", "examples/consumer/scenarios/externals.yaml", "external-duplicate", ""},
+		{"charge-without-key", "examples/consumer/scenarios/externals.yaml", "unkeyed-external-call", ""},
+		{"random-key", "examples/consumer/scenarios/externals.yaml", "external-duplicate", ""},
+		{"random-key", "examples/consumer/scenarios/externals.yaml", "unstable-idempotency-key", ""},
+		{"mail-before-commit", "examples/consumer/scenarios/externals.yaml", "external-duplicate", ""},
 	}
 	bin := buildConsumer(t)
 	var runs []invocation

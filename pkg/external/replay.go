@@ -31,7 +31,10 @@ type ReplayOptions struct {
 	TargetFile string
 	Target     *scenario.Target
 	Effects    *scenario.Effects
-	Seed       int64
+	// Externals are the target file's: their stand-ins run for the
+	// consumer to call, and the replay judges what they received.
+	Externals []*scenario.External
+	Seed      int64
 	// The faults are drawn per capture position as the built-in replay
 	// draws them (pkg/inject): the same seed and capture pick the same
 	// deliveries.
@@ -150,7 +153,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if o.KillEvery > 0 && o.EmitScenario != "" {
 		return nil, fmt.Errorf("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again")
 	}
-	sess, err := open(ctx, o.Target, o.Effects, o.Logs)
+	sess, err := open(ctx, o.Target, o.Effects, o.Externals, o.Logs)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
 	}
@@ -208,7 +211,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if err != nil {
 		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
-	r.res.Violations = violations
+	// The stand-ins' calls are judged too; external-lost, which needs
+	// every acked event, is judged by checks (redeliver run) alone.
+	r.res.Violations = append(violations, sess.judgeExternals(nil)...)
 	r.res.History = r.brokenHistory()
 	r.res.Counters.Effects = effects
 	runner.Verdict(r.res, &scenario.Check{Name: name})

@@ -51,9 +51,15 @@ type Session struct {
 	// proxy stands between the consumer and its database (effects.proxy);
 	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL},
 	// and jdbcURL the same for PgJDBC, its ${REDELIVER_JDBC_URL}.
-	proxy   *pgproxy.Proxy
-	dbURL   string
-	jdbcURL string
+	proxy *pgproxy.Proxy
+	// stands are the stand-ins of the externals the consumer calls;
+	// flying counts the deliveries in flight by event, which label
+	// their calls.
+	stands   []*stand
+	flightMu sync.Mutex
+	flying   map[string]int
+	dbURL    string
+	jdbcURL  string
 	// dbVar is the variable the consumer is pointed at the proxy with,
 	// as messages name it: REDELIVER_JDBC_URL when its command or env
 	// use that one alone.
@@ -97,6 +103,8 @@ type watching struct {
 }
 
 func (w watching) Deliver(ctx context.Context, ev Event, kill <-chan struct{}) Answer {
+	w.s.inFlight(ev.ID, 1)
+	defer w.s.inFlight(ev.ID, -1)
 	a := w.deliverer.Deliver(ctx, ev, kill)
 	// A kill cuts a delivery too, but the consumer was restarted where
 	// it came: only a delivery the consumer may still be working on
@@ -110,23 +118,42 @@ func (w watching) Deliver(ctx context.Context, ev Event, kill <-chan struct{}) A
 // Open connects to the effects database, starts the consumer (when the
 // target says how) and runs the reset statements. Close stops it.
 func Open(ctx context.Context, t *scenario.Target, fx *scenario.Effects) (*Session, error) {
-	return open(ctx, t, fx, nil)
+	return open(ctx, t, fx, nil, nil)
 }
 
-// open is Open, keeping the started instances' output in logs when set.
-func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, logs *ConsumerLogs) (*Session, error) {
+// OpenWith is Open with stand-ins for the externals the consumer calls,
+// started before it.
+func OpenWith(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []*scenario.External) (*Session, error) {
+	return open(ctx, t, fx, exts, nil)
+}
+
+// open is OpenWith, keeping the started instances' output in logs when
+// set.
+func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []*scenario.External, logs *ConsumerLogs) (*Session, error) {
 	s := &Session{t: t, fx: fx, logs: logs}
 	db, err := effects.Open(ctx, fx)
 	if err != nil {
 		return nil, err
 	}
 	s.db = db
+	vars := map[string]string{}
 	if fx.Proxy {
 		if err := s.startProxy(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
-		t = s.withDBURL(t)
+		s.setDBVar(t)
+		vars[scenario.DBURLVar], vars[scenario.JDBCURLVar] = s.dbURL, s.jdbcURL
+	}
+	if err := s.startStandins(exts); err != nil {
+		s.Close()
+		return nil, err
+	}
+	for k, v := range s.externalVars() {
+		vars[k] = v
+	}
+	if len(vars) > 0 {
+		t = withVars(t, vars)
 		s.t = t
 	}
 	if t.Broker() {
@@ -168,6 +195,9 @@ func (s *Session) Close() {
 	}
 	wg.Wait()
 	s.closeBroker()
+	for _, st := range s.stands {
+		st.close()
+	}
 	if s.proxy != nil {
 		// The consumer is gone: what it left running in the database
 		// ends now, not when the server next writes to its socket. The
@@ -214,17 +244,37 @@ func (s *Session) startProxy(ctx context.Context) error {
 // start or exec command and environment use it, and set in their
 // environment.
 func (s *Session) withDBURL(t *scenario.Target) *scenario.Target {
+	s.setDBVar(t)
+	return withVars(t, map[string]string{scenario.DBURLVar: s.dbURL, scenario.JDBCURLVar: s.jdbcURL})
+}
+
+// setDBVar notes which variable the consumer is pointed at the proxy
+// with.
+func (s *Session) setDBVar(t *scenario.Target) {
 	s.dbVar = scenario.DBURLVar
 	if uses(t, scenario.JDBCURLVar) && !uses(t, scenario.DBURLVar) {
 		s.dbVar = scenario.JDBCURLVar
 	}
-	urls := strings.NewReplacer("${"+scenario.DBURLVar+"}", s.dbURL, "${"+scenario.JDBCURLVar+"}", s.jdbcURL)
+}
+
+// withVars is the target with each ${NAME} of vars filled in wherever its
+// start or exec command and environment use it, and each set in their
+// environment: the proxy's addresses, the stand-ins'.
+func withVars(t *scenario.Target, vars map[string]string) *scenario.Target {
+	var pairs []string
+	for k, v := range vars {
+		pairs = append(pairs, "${"+k+"}", v)
+	}
+	urls := strings.NewReplacer(pairs...)
 	fill := func(command []string, env map[string]string) ([]string, map[string]string) {
 		cmd := make([]string, len(command))
 		for i, a := range command {
 			cmd[i] = urls.Replace(a)
 		}
-		out := map[string]string{scenario.DBURLVar: s.dbURL, scenario.JDBCURLVar: s.jdbcURL}
+		out := map[string]string{}
+		for k, v := range vars {
+			out[k] = v
+		}
 		for k, v := range env {
 			out[k] = urls.Replace(v)
 		}
@@ -536,7 +586,7 @@ func ConsumerKind(sc *scenario.Scenario, opts Options) runner.Kind {
 	return runner.Kind{Statements: sc.Effects != nil && sc.Effects.Proxy, Release: kept.close, Open: func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
 		sess, err := kept.take(ctx)
 		if sess == nil && err == nil {
-			sess, err = Open(ctx, s.Target, s.Effects)
+			sess, err = OpenWith(ctx, s.Target, s.Effects, s.Externals)
 		}
 		if err != nil {
 			return nil, tailed(err)
@@ -578,6 +628,7 @@ func (k *keeper) take(ctx context.Context) (*Session, error) {
 		return nil, nil
 	}
 	s.dl.Forget()
+	s.resetStandins()
 	rctx, cancel := context.WithTimeout(ctx, resetWait)
 	defer cancel()
 	if err := s.db.Reset(rctx); err != nil {
@@ -656,6 +707,9 @@ func (sys *system) Close() error {
 
 func (sys *system) Describe(fr *runner.FileResult) {
 	fr.Strategy, fr.Invariants = Strategy, Invariants
+	if len(sys.s.Externals) > 0 {
+		fr.Invariants = append(append([]*invariant.Invariant(nil), Invariants...), invariant.Checked(invariant.Externals, nil)...)
+	}
 	fr.Target, fr.Effects = sys.sess.Describe(), sys.sess.DescribeEffects()
 }
 
@@ -699,6 +753,11 @@ func (sys *system) Inspect(ctx context.Context, name string, s *scenario.State, 
 			miss(kc.Pos, words.KeyRows(name, kc.N, kc.Key, n))
 		}
 	}
+	for _, ec := range s.Externals {
+		if n, _ := sys.sess.performed(ec.External, ec.Key); n != ec.N {
+			miss(ec.Pos, words.ExternalEffects(name, ec.N, ec.External, ec.Key, n))
+		}
+	}
 	return nil
 }
 
@@ -715,7 +774,7 @@ func (sys *system) Judge(ctx context.Context, _ []invariant.Record, res *runner.
 	res.Counters.Effects = len(rows)
 	vs := judge(sys.history, rows, table)
 	sys.blameStatements(vs, res.Trace)
-	return vs, nil
+	return append(vs, sys.sess.judgeExternals(sys.acked)...), nil
 }
 
 // blameStatements gives a race's extra effect to the delivery whose
@@ -851,6 +910,19 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 		return sys.plain(ctx, c, ev, key, tolerate)
 	case st.Crash.Statement():
 		return sys.statementCrash(ctx, c, ev, key, tolerate)
+	case st.Crash != nil && st.Crash.Kind == scenario.CrashExternal:
+		a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
+			a, _, reached, err := sys.sess.crashAtCall(ctx, ev, st.Crash)
+			if err == nil && !reached {
+				c.Rec.Fail(words.CallNotReached("crash: "+st.Crash.String(), sys.sess.callsSaid(ev.ID), a.Short()))
+			}
+			return a, err
+		})
+		if err != nil || a.Kind != Unacked {
+			return a, err
+		}
+		// No ack arrived: the broker redelivers.
+		return sys.plain(ctx, c, ev, key, tolerate)
 	case st.Crash != nil && sys.sess.t.Broker():
 		// Publish, then kill a random instance: the broker redelivers
 		// whatever that instance held unacknowledged.

@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"io"
 	"strings"
 	"time"
@@ -96,7 +97,7 @@ func Validated(w io.Writer, files, checks, targets int) error {
 			of = " (1 of them a --target file)"
 		}
 	}
-	_, err := fmt.Fprintf(w, "ok: %d %s%s, %d checks\n", files, word, of, checks)
+	_, err := fmt.Fprintf(w, "ok: %d %s%s, %s\n", files, word, of, words.Count(int64(checks), "check"))
 	return err
 }
 

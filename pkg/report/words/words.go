@@ -102,6 +102,18 @@ func KeyRows(step string, want int64, key string, got int64) Miss {
 	return Miss{fmt.Sprintf("%s expected %s for key %s, got %d", step, Count(want, "effect row"), key, got), itoa(want), itoa(got)}
 }
 
+// ExternalEffects: an external was expected to have performed want
+// effects under key, and performed got.
+func ExternalEffects(step string, want int64, external, key string, got int64) Miss {
+	return Miss{fmt.Sprintf("%s expected %s at %s for key %s, got %d", step, Count(want, "effect"), external, key, got), itoa(want), itoa(got)}
+}
+
+// CallNotReached: a crash at an external call never met the call; calls
+// lists those the delivery made.
+func CallNotReached(what, calls, answer string) Miss {
+	return Miss{Message: fmt.Sprintf("%s was never reached: the delivery made %s, and the consumer answered %s", what, calls, answer), Expected: what, Got: "not reached"}
+}
+
 // Marked: an event was expected to be marked processed (or not), and was
 // not (or was).
 func Marked(step, event string, want bool) Miss {

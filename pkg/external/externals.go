@@ -1,0 +1,275 @@
+package external
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/standin"
+)
+
+// stand is one running stand-in of an external the consumer calls.
+type stand struct {
+	spec *scenario.External
+	http *standin.HTTP // set for an HTTP provider
+	smtp *standin.SMTP // set for a mail server
+	// addr is what ${REDELIVER_<NAME>_URL|ADDR} expands to.
+	addr string
+}
+
+func (s *stand) calls() []standin.Call {
+	if s.http != nil {
+		return s.http.Calls()
+	}
+	return s.smtp.Calls()
+}
+
+func (s *stand) reset() {
+	if s.http != nil {
+		s.http.Reset()
+	} else {
+		s.smtp.Reset()
+	}
+}
+
+func (s *stand) label(id string) {
+	if s.http != nil {
+		s.http.SetDelivery(id)
+	} else {
+		s.smtp.SetDelivery(id)
+	}
+}
+
+func (s *stand) close() {
+	if s.http != nil {
+		s.http.Close()
+	} else {
+		s.smtp.Close()
+	}
+}
+
+// startStandins starts a stand-in for each external, on a free port of
+// 127.0.0.1.
+func (s *Session) startStandins(exts []*scenario.External) error {
+	for _, e := range exts {
+		st := &stand{spec: e}
+		var err error
+		if e.HTTP != nil {
+			cfg := standin.HTTPConfig{IdempotencyHeader: e.HTTP.IdempotencyHeader, Status: e.HTTP.Status, Body: e.HTTP.Body,
+				Latency: e.HTTP.Latency, FailAfterEffect: e.HTTP.FailAfterEffect, FailTimes: e.HTTP.FailTimes}
+			if st.http, err = standin.StartHTTP(e.Name, cfg, e.EffectKey); err == nil {
+				st.addr = st.http.URL()
+			}
+		} else {
+			if st.smtp, err = standin.StartSMTP(e.Name, e.EffectKey); err == nil {
+				st.addr = st.smtp.Addr()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("cannot start the stand-in of external %s: %w", e.Name, err)
+		}
+		s.stands = append(s.stands, st)
+	}
+	return nil
+}
+
+// inFlight counts a delivery of event id in (1) or out (-1) of flight,
+// and labels the calls the stand-ins receive from now on with the event
+// in flight: one event (a concurrent step's copies are one), or none when
+// deliveries of several events are in flight at once (parallel replay
+// lanes), where a call cannot be told to be one's.
+func (s *Session) inFlight(id string, n int) {
+	if len(s.stands) == 0 {
+		return
+	}
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	if s.flying == nil {
+		s.flying = map[string]int{}
+	}
+	if s.flying[id] += n; s.flying[id] <= 0 {
+		delete(s.flying, id)
+	}
+	label := ""
+	if len(s.flying) == 1 {
+		for one := range s.flying {
+			label = one
+		}
+	}
+	for _, st := range s.stands {
+		st.label(label)
+	}
+}
+
+// resetStandins forgets what the stand-ins received, with the effects
+// database's reset.
+func (s *Session) resetStandins() {
+	for _, st := range s.stands {
+		st.reset()
+	}
+}
+
+// externalVars are the stand-ins' addresses by variable name.
+func (s *Session) externalVars() map[string]string {
+	out := map[string]string{}
+	for _, st := range s.stands {
+		out[st.spec.Var()] = st.addr
+	}
+	return out
+}
+
+// externalCalls are every call the stand-ins received, as the judge reads
+// them.
+func (s *Session) externalCalls() []invariant.Call {
+	var out []invariant.Call
+	for _, st := range s.stands {
+		header := ""
+		if st.spec.HTTP != nil {
+			header = st.spec.HTTP.IdempotencyHeader
+		}
+		for _, c := range st.calls() {
+			out = append(out, invariant.Call{External: st.spec.Name, Seq: c.Seq, What: callWhat(c), Delivery: c.Delivery, Key: c.Key,
+				IdemKey: c.IdemKey, Keyed: header != "", Header: header, Performed: c.Performed})
+		}
+	}
+	return out
+}
+
+// callWhat names a call: "POST /v1/charges", or "mail to a@x".
+func callWhat(c standin.Call) string {
+	if c.Method == "SMTP" {
+		return "mail to " + strings.Join(c.To, ", ")
+	}
+	return c.Method + " " + c.Path
+}
+
+// required are the externals every acked event must reach.
+func (s *Session) required() []string {
+	var out []string
+	for _, st := range s.stands {
+		if st.spec.Required {
+			out = append(out, st.spec.Name)
+		}
+	}
+	return out
+}
+
+// judgeExternals judges the calls the stand-ins received, acked being the
+// events the consumer acked.
+func (s *Session) judgeExternals(acked map[string]bool) []invariant.Violation {
+	if len(s.stands) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(acked))
+	for id, ok := range acked {
+		if ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return invariant.JudgeCalls(s.externalCalls(), ids, s.required())
+}
+
+// performed counts the effects an external performed under a key.
+func (s *Session) performed(external, key string) (int64, bool) {
+	for _, st := range s.stands {
+		if st.spec.Name != external {
+			continue
+		}
+		var n int64
+		for _, c := range st.calls() {
+			if c.Performed && c.Key == key {
+				n++
+			}
+		}
+		return n, true
+	}
+	return 0, false
+}
+
+// crashAtCall makes a delivery killed at a call to an HTTP stand-in: the
+// call the crash names is held — before it is performed, or after it is
+// performed and before its answer is written — while the consumer is
+// killed (the started process for HTTP, the delivery's own for exec);
+// the call is then cut, unanswered, and the consumer restarted. reached
+// is false when the delivery ended without making the call.
+func (s *Session) crashAtCall(ctx context.Context, ev Event, c *scenario.Crash) (a Answer, call standin.Call, reached bool, err error) {
+	var holds []*standin.Hold
+	for _, st := range s.stands {
+		if st.http != nil {
+			holds = append(holds, st.http.Hold(c.Method, c.Path, c.AfterStatement))
+		}
+	}
+	defer func() {
+		for _, h := range holds {
+			h.Stop()
+		}
+	}()
+	held := make(chan *standin.Hold, len(holds))
+	for _, h := range holds {
+		go func() {
+			select {
+			case <-h.Held():
+				held <- h
+			case <-ctx.Done():
+			}
+		}()
+	}
+	kill := make(chan struct{})
+	answers := make(chan Answer, 1)
+	go func() { answers <- s.dl.Deliver(ctx, ev, kill) }()
+	var killed time.Time
+	select {
+	case h := <-held:
+		reached, call = true, h.Call()
+		if s.proc != nil {
+			s.proc.Kill()
+		}
+		killed = time.Now()
+		close(kill)
+		h.Cut()
+		a = <-answers
+		a.Killed, a.Crashed, a.CrashCame = true, true, BeforeAnswer
+		if a.Kind == "" || a.Status != 0 {
+			a.Kind, a.Status = Unacked, 0
+		}
+	case a = <-answers:
+		return a, call, false, nil
+	case <-ctx.Done():
+		close(kill)
+		return <-answers, call, false, ctx.Err()
+	}
+	if s.proc == nil {
+		// An exec delivery's process is dead: what it left running in
+		// the database ends now, as after a real crash.
+		s.endBackends(ctx)
+		return a, call, true, nil
+	}
+	if err := s.proc.Restart(ctx); err != nil {
+		return a, call, true, err
+	}
+	a.KilledAt, a.Restarted = killed, time.Now()
+	s.dl.Forget()
+	return a, call, true, nil
+}
+
+// callsSaid lists the calls a delivery made, for a crash that named
+// another.
+func (s *Session) callsSaid(id string) string {
+	var out []string
+	for _, st := range s.stands {
+		for _, c := range st.calls() {
+			if c.Delivery == id {
+				out = append(out, fmt.Sprintf("%s: %s", st.spec.Name, callWhat(c)))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "no call to any external"
+	}
+	return strings.Join(out, "; ")
+}
