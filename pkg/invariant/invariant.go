@@ -184,6 +184,21 @@ func Order(name Name) int {
 	return len(All)
 }
 
+// BuiltIn lists the invariants a run of the built-in handler is reported
+// against, in catalogue order: every one but those judged over the calls
+// a user's consumer makes to its stand-ins alone, which the built-in
+// handler makes none of.
+func BuiltIn() []*Invariant {
+	var out []*Invariant
+	for _, i := range All {
+		if ks := i.Kinds(); len(ks) == 1 && ks[0] == Externals {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
 // Checked lists the invariants a kind of target checks with the strategy g
 // (nil for a user's consumer), in catalogue order.
 func Checked(k Kind, g Guard) []*Invariant {

@@ -190,19 +190,20 @@ func NewDocument(run *Run) *Document {
 
 // judgedBy lists the invariants the run's files were judged by, in
 // catalogue order: a target's only its own, the built-in handler's every
-// one.
+// one it can break (invariant.BuiltIn).
 func judgedBy(run *Run) []*invariant.Invariant {
+	if len(run.Files) == 0 {
+		return invariant.BuiltIn()
+	}
 	some := map[invariant.Name]bool{}
 	for _, f := range run.Files {
-		if f.Invariants == nil {
-			return invariant.All
+		judged := f.Invariants
+		if judged == nil {
+			judged = invariant.BuiltIn()
 		}
-		for _, inv := range f.Invariants {
+		for _, inv := range judged {
 			some[inv.Name] = true
 		}
-	}
-	if len(run.Files) == 0 {
-		return invariant.All
 	}
 	var out []*invariant.Invariant
 	for _, inv := range invariant.All {
