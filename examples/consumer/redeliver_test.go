@@ -403,7 +403,7 @@ func TestFlawCaught(t *testing.T) {
 		{"charge-without-key", "examples/consumer/scenarios/externals.yaml", "unkeyed-external-call", ""},
 		{"random-key", "examples/consumer/scenarios/externals.yaml", "external-duplicate", ""},
 		{"random-key", "examples/consumer/scenarios/externals.yaml", "unstable-idempotency-key", ""},
-		{"mail-before-commit", "examples/consumer/scenarios/externals.yaml", "external-duplicate", ""},
+		{"mail-before-commit", "examples/consumer/scenarios/externals.yaml", "external-duplicate", "500ms"},
 	}
 	bin := buildConsumer(t)
 	var runs []invocation
@@ -666,4 +666,44 @@ func countRowsIfAny(table, db string) int {
 		return 0
 	}
 	return n
+}
+
+// TestCrashAtExternalCall: a crash before the charge and one after it
+// pass for the safe consumer (the retry replays the charge under its
+// key), and a crash at a call the delivery never makes fails its check
+// naming the calls it made.
+func TestCrashAtExternalCall(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/scenarios/externals.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const after = `crash: {after: "POST /v1/charges"}`
+	if !strings.Contains(string(src), after) {
+		t.Fatal("externals.yaml no longer crashes after POST /v1/charges")
+	}
+	bin := buildConsumer(t)
+	var runs []invocation
+	for _, tc := range []struct {
+		name, crash string
+		exit        int
+		want        string
+	}{
+		{"before", `crash: {before: "POST /v1/charges"}`, 0, "killed after the charge, before its answer: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer"},
+		{"after", after, 0, "killed after the charge, before its answer: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer"},
+		{"never made", `crash: {after: "POST /v1/refunds"}`, 1, "killed after the charge, before its answer: FAIL: crash: {after: POST /v1/refunds} was never reached: the delivery made 2 calls (POST /v1/charges at payments; mail to customer-O-2@example.com at mail), and the consumer answered acked (200)"},
+	} {
+		file := filepath.Join(t.TempDir(), tc.name+".yaml")
+		if err := os.WriteFile(file, []byte(strings.Replace(string(src), after, tc.crash, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env := consumerEnv(t, bin, "safe")
+		withPlainRedeliver(t, env)
+		runs = append(runs, invocation{name: tc.name, env: env, args: []string{"run", file}, check: func(t *testing.T, o outcome) {
+			if o.exit != tc.exit || !strings.Contains(o.stdout, tc.want) {
+				t.Fatalf("want exit %d and %q, got\n%s", tc.exit, tc.want, o)
+			}
+		}})
+	}
+	runConcurrently(t, runs)
 }

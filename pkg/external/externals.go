@@ -264,12 +264,15 @@ func (s *Session) callsSaid(id string) string {
 	for _, st := range s.stands {
 		for _, c := range st.calls() {
 			if c.Delivery == id {
-				out = append(out, fmt.Sprintf("%s: %s", st.spec.Name, callWhat(c)))
+				out = append(out, fmt.Sprintf("%s at %s", callWhat(c), st.spec.Name))
 			}
 		}
 	}
-	if len(out) == 0 {
+	switch len(out) {
+	case 0:
 		return "no call to any external"
+	case 1:
+		return "1 call (" + out[0] + ")"
 	}
-	return strings.Join(out, "; ")
+	return fmt.Sprintf("%d calls (%s)", len(out), strings.Join(out, "; "))
 }
