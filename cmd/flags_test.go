@@ -130,3 +130,42 @@ func TestVersionArgs(t *testing.T) {
 		t.Errorf("version extra: error %v, runF called: %v", err, called)
 	}
 }
+
+func TestInitFlags(t *testing.T) {
+	const wrongTarget = `: init writes a scenario for an HTTP consumer (--target http) or one run per event (--target exec); for broker targets see docs/brokers.md`
+	const wrongDB = `: init writes the statement checks for an HTTP consumer on PostgreSQL: --target http --db postgres://USER@HOST:PORT/DATABASE`
+	tests := []struct {
+		name    string
+		args    []string
+		want    InitOptions
+		wantErr string
+	}{
+		{"starter set", nil, InitOptions{Dir: "scenarios"}, ""},
+		{"folder", []string{"consumer-tests"}, InitOptions{Dir: "consumer-tests"}, ""},
+		{"http", []string{"--target", "http", "svc"}, InitOptions{Dir: "svc", Target: "http", TargetSet: true}, ""},
+		{"exec", []string{"--target=exec"}, InitOptions{Dir: "scenarios", Target: "exec", TargetSet: true}, ""},
+		{"http on postgres", []string{"--target", "http", "--db", "postgres://u@h:5432/d", "svc"},
+			InitOptions{Dir: "svc", Target: "http", TargetSet: true, DB: "postgres://u@h:5432/d"}, ""},
+		{"postgresql scheme", []string{"--target", "http", "--db", "postgresql://u@h/d"},
+			InitOptions{Dir: "scenarios", Target: "http", TargetSet: true, DB: "postgresql://u@h/d"}, ""},
+		{"db without target is ignored", []string{"--db", "x.db"}, InitOptions{Dir: "scenarios", DB: "x.db"}, ""},
+		{"empty target", []string{"--target", ""}, InitOptions{}, `--target ""` + wrongTarget},
+		{"broker target", []string{"--target", "kafka"}, InitOptions{}, `--target "kafka"` + wrongTarget},
+		{"wrong target before db", []string{"--target", "nats", "--db", "x.db"}, InitOptions{}, `--target "nats"` + wrongTarget},
+		{"db with exec", []string{"--target", "exec", "--db", "postgres://u@h/d"}, InitOptions{}, `--db "postgres://u@h/d"` + wrongDB},
+		{"db not postgres", []string{"--target", "http", "--db", "mysql://u@h/d"}, InitOptions{}, `--db "mysql://u@h/d"` + wrongDB},
+		{"db without host", []string{"--target", "http", "--db", "postgres:///d"}, InitOptions{}, `--db "postgres:///d"` + wrongDB},
+		{"db password masked", []string{"--target", "exec", "--db", "postgres://u:hunter2@h/d"}, InitOptions{}, `--db "postgres://u:xxxxx@h/d"` + wrongDB},
+		{"two folders", []string{"a", "b"}, InitOptions{}, "accepts at most 1 arg(s), received 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *InitOptions
+			err := execute(NewCmdInit(&Streams{}, func(o *InitOptions) error { got = o; return nil }), tt.args)
+			if got != nil {
+				got.IO = nil
+			}
+			checkParsed(t, err, got != nil, got, &tt.want, tt.wantErr)
+		})
+	}
+}
