@@ -87,6 +87,6 @@ crashes produce, and checks that nothing is lost and nothing happens twice.
 	// --version prints what the version command prints.
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(NewCmdRun(s, nil), newReplayCmd(s), NewCmdValidate(s, nil), NewCmdInit(s, nil), NewCmdVersion(s, nil))
+	root.AddCommand(NewCmdRun(s, nil), NewCmdReplay(s, nil), NewCmdValidate(s, nil), NewCmdInit(s, nil), NewCmdVersion(s, nil))
 	return root
 }

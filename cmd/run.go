@@ -91,7 +91,7 @@ func (o *RunOptions) validate() error {
 	if o.Repeat < 1 {
 		return problem.Usagef("--repeat must be at least 1, not %d", o.Repeat)
 	}
-	return nil
+	return o.Output.validate()
 }
 
 // runRun runs the scenario files and writes the reports.
