@@ -17,8 +17,21 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newInitCmd(s *Streams) *cobra.Command {
-	var target, db string
+// InitOptions are the argument and flags of redeliver init.
+type InitOptions struct {
+	IO *Streams
+
+	Dir       string // where the files are written
+	Target    string // --target: http or exec
+	TargetSet bool   // --target was given (an empty one is refused)
+	DB        string // --db, with --target http
+}
+
+// NewCmdInit builds redeliver init on the given streams. Its RunE fills an
+// InitOptions from the argument and flags and checks it; then it calls
+// runF with it, or, when runF is nil, writes the starter files.
+func NewCmdInit(s *Streams, runF func(*InitOptions) error) *cobra.Command {
+	o := &InitOptions{IO: s}
 	c := &cobra.Command{
 		Use:   "init [DIR]",
 		Short: "Write a starter set of scenarios (default ./scenarios)",
@@ -47,32 +60,58 @@ Nothing is overwritten: if any of the files exists, nothing is written.
   redeliver init --target http --db postgres://postgres@127.0.0.1:5432/test my-service`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
-			dir := "scenarios"
+			o.Dir = "scenarios"
 			if len(args) == 1 {
-				dir = args[0]
+				o.Dir = args[0]
 			}
-			if cmd.Flags().Changed("target") {
-				starter, ok := map[string]string{"http": "starter/http-consumer.yaml", "exec": "starter/exec-consumer.yaml"}[target]
-				if !ok {
-					return problem.Usagef("--target %q: init writes a scenario for an HTTP consumer (--target http) or one run per event (--target exec); for broker targets see docs/brokers.md", target)
-				}
-				var files fs.FS = starterFiles
-				if db != "" {
-					if target != "http" || !postgresURL(db) {
-						return problem.Usagef("--db %s: init writes the statement checks for an HTTP consumer on PostgreSQL: --target http --db postgres://USER@HOST:PORT/DATABASE", redact.URL(db))
-					}
-					starter = "starter/http-postgres.yaml"
-					files = filled{starterFiles, starter, yamlQuoted(db)}
-				}
-				return writeStarter(s, dir, files, map[string]string{starter: "consumer.yaml"},
-					"fill in each \"<fill in: ...>\" (redeliver validate %[1]s names them), then: redeliver run %[1]s")
+			o.TargetSet = cmd.Flags().Changed("target")
+			if err := o.validate(); err != nil {
+				return err
 			}
-			return writeStarter(s, dir, scenarios.Starter, nil, "run them with: redeliver run %s")
+			if runF != nil {
+				return runF(o)
+			}
+			return runInit(o)
 		}),
 	}
-	c.Flags().StringVar(&target, "target", "", "write a scenario for your own consumer reached this way (http or exec) instead of the built-in starter set")
-	c.Flags().StringVar(&db, "db", "", "with --target http: your consumer's PostgreSQL database (postgres://…); the scenario then relays its connections and kills it at each of its statements")
+	c.Flags().StringVar(&o.Target, "target", "", "write a scenario for your own consumer reached this way (http or exec) instead of the built-in starter set")
+	c.Flags().StringVar(&o.DB, "db", "", "with --target http: your consumer's PostgreSQL database (postgres://…); the scenario then relays its connections and kills it at each of its statements")
 	return c
+}
+
+// initStarters are the starter files of init --target, by target.
+var initStarters = map[string]string{"http": "starter/http-consumer.yaml", "exec": "starter/exec-consumer.yaml"}
+
+// validate refuses a --target init has no starter for, and a --db
+// it cannot write the statement checks for. --db without --target is
+// ignored.
+func (o *InitOptions) validate() error {
+	if !o.TargetSet {
+		return nil
+	}
+	if _, ok := initStarters[o.Target]; !ok {
+		return problem.Usagef("--target %q: init writes a scenario for an HTTP consumer (--target http) or one run per event (--target exec); for broker targets see docs/brokers.md", o.Target)
+	}
+	if o.DB != "" && (o.Target != "http" || !postgresURL(o.DB)) {
+		return problem.Usagef("--db %s: init writes the statement checks for an HTTP consumer on PostgreSQL: --target http --db postgres://USER@HOST:PORT/DATABASE", redact.URL(o.DB))
+	}
+	return nil
+}
+
+// runInit writes the starter set, or with --target the starter for the
+// consumer.
+func runInit(o *InitOptions) error {
+	if !o.TargetSet {
+		return writeStarter(o.IO, o.Dir, scenarios.Starter, nil, "run them with: redeliver run %s")
+	}
+	starter := initStarters[o.Target]
+	var files fs.FS = starterFiles
+	if o.DB != "" {
+		starter = "starter/http-postgres.yaml"
+		files = filled{starterFiles, starter, yamlQuoted(o.DB)}
+	}
+	return writeStarter(o.IO, o.Dir, files, map[string]string{starter: "consumer.yaml"},
+		"fill in each \"<fill in: ...>\" (redeliver validate %[1]s names them), then: redeliver run %[1]s")
 }
 
 // starterFiles are the starters of init --target.

@@ -66,13 +66,40 @@ type output struct {
 	coverage bool
 }
 
-// prepare checks the report flags: the formats, the FORMAT=FILE values and
-// that every report file can be written. Any mistake is a usage error.
-func (o *outputOptions) prepare(s *Streams) (*output, error) {
-	format, err := report.ParseFormat(o.Format)
-	if err != nil {
-		return nil, problem.Usagef("--format must be %s, not %q", report.FormatNames(), o.Format)
+// validate checks the report flags that need no I/O: the formats, the
+// colour mode and the FORMAT=FILE values, each report file named once.
+func (o *outputOptions) validate() error {
+	if _, err := report.ParseFormat(o.Format); err != nil {
+		return problem.Usagef("--format must be %s, not %q", report.FormatNames(), o.Format)
 	}
+	if err := checkColor(o.Color); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, v := range o.Reports {
+		name, path, ok := strings.Cut(v, "=")
+		if !ok || name == "" || path == "" {
+			return problem.Usagef("--report must be FORMAT=FILE, e.g. --report junit=report.xml, not %q", v)
+		}
+		if _, err := report.ParseFormat(name); err != nil {
+			return problem.Usagef("--report %s: the format must be %s, not %q", v, report.FormatNames(), name)
+		}
+		key := filepath.Clean(path)
+		if seen[key] {
+			return problem.Usagef("--report names %s twice; give each report its own file", path)
+		}
+		seen[key] = true
+	}
+	return nil
+}
+
+// prepare checks the report flags (validate), then that every report file
+// can be written. Any mistake is a usage error.
+func (o *outputOptions) prepare(s *Streams) (*output, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	format, _ := report.ParseFormat(o.Format)
 	color, err := s.Color(o.Color)
 	if err != nil {
 		return nil, err
@@ -86,21 +113,9 @@ func (o *outputOptions) prepare(s *Streams) (*output, error) {
 	if out.github {
 		out.summary = s.Getenv("GITHUB_STEP_SUMMARY")
 	}
-	seen := map[string]bool{}
 	for _, v := range o.Reports {
-		name, path, ok := strings.Cut(v, "=")
-		if !ok || name == "" || path == "" {
-			return nil, problem.Usagef("--report must be FORMAT=FILE, e.g. --report junit=report.xml, not %q", v)
-		}
-		f, err := report.ParseFormat(name)
-		if err != nil {
-			return nil, problem.Usagef("--report %s: the format must be %s, not %q", v, report.FormatNames(), name)
-		}
-		key := filepath.Clean(path)
-		if seen[key] {
-			return nil, problem.Usagef("--report names %s twice; give each report its own file", path)
-		}
-		seen[key] = true
+		name, path, _ := strings.Cut(v, "=")
+		f, _ := report.ParseFormat(name)
 		if err := writable(path); err != nil {
 			return nil, problem.Usagef("cannot write the report %s: %v", path, err)
 		}

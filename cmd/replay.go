@@ -21,10 +21,14 @@ import (
 	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// replayOptions are the flags of redeliver replay.
-type replayOptions struct {
+// ReplayOptions are the arguments and flags of redeliver replay.
+type ReplayOptions struct {
+	IO      *Streams
+	Context context.Context
+
 	Logs       []string
 	DB         string
 	Seed       int64
@@ -54,10 +58,16 @@ type replayOptions struct {
 	KillEvery  time.Duration
 	LogDir     string // --logs: the consumer's output
 	Output     outputOptions
+	// Changed holds the names of the flags given on the command line:
+	// some are refused, or must not be zero, only when given.
+	Changed map[string]bool
 }
 
-func newReplayCmd(s *Streams) *cobra.Command {
-	o := &replayOptions{}
+// NewCmdReplay builds redeliver replay on the given streams. Its RunE fills
+// a ReplayOptions from the arguments and flags and checks it; then it
+// calls runF with it, or, when runF is nil, replays the captures.
+func NewCmdReplay(s *Streams, runF func(*ReplayOptions) error) *cobra.Command {
+	o := &ReplayOptions{IO: s}
 	c := &cobra.Command{
 		Use:   "replay LOG|nats://HOST:PORT/STREAM|kafka://HOST:PORT/TOPIC...",
 		Short: "Replay captured event logs with injected duplicates and faults",
@@ -145,8 +155,17 @@ them, and its GitHub annotation points at the first of those lines.
   redeliver replay 'kafka://127.0.0.1:9092/orders?partition=0&offset=1000'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
+			o.Context = cmd.Context()
 			o.Logs = args
-			return runReplay(cmd, s, o)
+			o.Changed = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.Changed[f.Name] = true })
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runReplay(o)
 		}),
 	}
 	f := c.Flags()
@@ -183,28 +202,26 @@ them, and its GitHub annotation points at the first of those lines.
 	return c
 }
 
-func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
-	out, err := o.Output.prepare(s)
-	if err != nil {
+// validate refuses the flag values that need no I/O to be found wrong,
+// in the order runReplay met them before it did any: the report flags,
+// the values the library would quietly replace with defaults, the
+// capture format and --parallel, then the flags that mean nothing with
+// --target, or without it.
+func (o *ReplayOptions) validate() error {
+	if err := o.Output.validate(); err != nil {
 		return err
 	}
-	if err := o.checkValues(s); err != nil {
+	if err := o.checkValues(); err != nil {
 		return err
 	}
-	format, err := capture.ParseFormat(o.Input)
-	if err != nil {
+	if _, err := capture.ParseFormat(o.Input); err != nil {
 		return problem.UsageOf(err)
 	}
-	if cmd.Flags().Changed("parallel") && (o.Parallel < 1 || o.Parallel > 256) {
+	if o.Changed["parallel"] && (o.Parallel < 1 || o.Parallel > 256) {
 		return problem.Usagef("--parallel must be between 1 and 256, not %d", o.Parallel)
 	}
 	if o.Target != "" {
-		return runReplayTarget(cmd, s, o, out, format)
-	}
-	if o.Findings != "" {
-		if err := writable(o.Findings); err != nil {
-			return problem.Usagef("cannot write the findings %s: %v", o.Findings, err)
-		}
+		return o.validateTarget()
 	}
 	if o.Output.Verbose {
 		return problem.Usagef("-v lists every breach of a replay into a --target; the built-in replay's report shows the first examples of each invariant, and --format json the same")
@@ -212,31 +229,83 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	if o.Output.Coverage {
 		return problem.Usagef("--coverage says what a replay into a --target injected and when its kills came; the built-in replay's report says what it injected on its injected: line")
 	}
-	if o.KillEvery != 0 || cmd.Flags().Changed("kill-every") {
+	if o.KillEvery != 0 || o.Changed["kill-every"] {
 		return problem.Usagef("--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)")
 	}
-	if cmd.Flags().Changed("logs") {
+	if o.Changed["logs"] {
 		return problem.Usagef("--logs keeps the output of the consumer instances a --target file starts; the built-in handler has none")
+	}
+	if _, ok := handler.ParseStrategy(o.Strategy); !ok {
+		return problem.Usagef("unknown --strategy %q", o.Strategy)
+	}
+	if _, err := crashPoints(o.CrashAt); err != nil {
+		return err
+	}
+	_, err := findings(o.FailOn)
+	return err
+}
+
+// crashPoints parses the --crash-at points.
+func crashPoints(words []string) ([]consumer.FaultPoint, error) {
+	var crashAt []consumer.FaultPoint
+	for _, p := range words {
+		fp, ok := consumer.ParseFaultPoint(p)
+		if !ok {
+			return nil, problem.Usagef("unknown --crash-at point %q; expected one of %s", p, replay.CrashPointWords())
+		}
+		crashAt = append(crashAt, fp)
+	}
+	return crashAt, nil
+}
+
+// findings parses the --fail-on findings.
+func findings(words []string) ([]replay.Finding, error) {
+	var failOn []replay.Finding
+	for _, f := range words {
+		fd, err := replay.ParseFinding(f)
+		if err != nil {
+			return nil, problem.UsageOf(err)
+		}
+		failOn = append(failOn, fd)
+	}
+	return failOn, nil
+}
+
+// runReplay replays the captures, into the built-in handler or the
+// consumer of a --target file, and writes the reports. What it checks
+// needs I/O: the report files, stdin and the findings file.
+func runReplay(o *ReplayOptions) error {
+	s := o.IO
+	out, err := o.Output.prepare(s)
+	if err != nil {
+		return err
+	}
+	if err := o.checkStdin(); err != nil {
+		return err
+	}
+	format, err := capture.ParseFormat(o.Input)
+	if err != nil {
+		return problem.UsageOf(err)
+	}
+	if o.Target != "" {
+		return runReplayTarget(o, out, format)
+	}
+	if o.Findings != "" {
+		if err := writable(o.Findings); err != nil {
+			return problem.Usagef("cannot write the findings %s: %v", o.Findings, err)
+		}
 	}
 	strategy, ok := handler.ParseStrategy(o.Strategy)
 	if !ok {
 		return problem.Usagef("unknown --strategy %q", o.Strategy)
 	}
-	var crashAt []consumer.FaultPoint
-	for _, p := range o.CrashAt {
-		fp, ok := consumer.ParseFaultPoint(p)
-		if !ok {
-			return problem.Usagef("unknown --crash-at point %q; expected one of %s", p, replay.CrashPointWords())
-		}
-		crashAt = append(crashAt, fp)
+	crashAt, err := crashPoints(o.CrashAt)
+	if err != nil {
+		return err
 	}
-	var failOn []replay.Finding
-	for _, f := range o.FailOn {
-		fd, err := replay.ParseFinding(f)
-		if err != nil {
-			return problem.UsageOf(err)
-		}
-		failOn = append(failOn, fd)
+	failOn, err := findings(o.FailOn)
+	if err != nil {
+		return err
 	}
 	opts := replay.Options{
 		Inputs:  o.Logs,
@@ -264,7 +333,7 @@ func runReplay(cmd *cobra.Command, s *Streams, o *replayOptions) error {
 	opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
 		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 	}
-	rep, err := replay.Run(cmd.Context(), opts)
+	rep, err := replay.Run(o.Context, opts)
 	finish() // the line is cleared before the report is written
 	res := &report.Replay{Report: rep, Duration: time.Since(start)}
 	if err != nil {
@@ -290,7 +359,7 @@ const maxRecordLimit = 1 << 30
 
 // checkValues refuses flag values that parse but mean nothing: the library
 // would quietly replace them with defaults.
-func (o *replayOptions) checkValues(s *Streams) error {
+func (o *ReplayOptions) checkValues() error {
 	if err := o.checkShared(); err != nil {
 		return err
 	}
@@ -304,7 +373,12 @@ func (o *replayOptions) checkValues(s *Streams) error {
 	case !sqlite.ValidTableName(o.Effect):
 		return problem.Usagef("--effect %s cannot be the effect table: it must be a plain SQL identifier, and not processed or a name starting redeliver_ or sqlite_", escape.Input(o.Effect))
 	}
-	if f, ok := s.In.(*os.File); ok && slices.Contains(o.Logs, "-") {
+	return nil
+}
+
+// checkStdin refuses - as a capture when stdin is closed.
+func (o *ReplayOptions) checkStdin() error {
+	if f, ok := o.IO.In.(*os.File); ok && slices.Contains(o.Logs, "-") {
 		if _, err := f.Stat(); err != nil {
 			return problem.Usagef("- reads the capture from stdin, but stdin is closed")
 		}
@@ -314,7 +388,7 @@ func (o *replayOptions) checkValues(s *Streams) error {
 
 // checkShared checks the values of the fault flags both replays take,
 // the built-in one and one into a --target, in one set of words.
-func (o *replayOptions) checkShared() error {
+func (o *ReplayOptions) checkShared() error {
 	for _, p := range []struct {
 		name string
 		v    float64

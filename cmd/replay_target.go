@@ -23,37 +23,57 @@ import (
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/schollz/progressbar/v3"
-	"github.com/spf13/cobra"
 )
 
-// runReplayTarget replays the captures into the consumer a --target file names.
-func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *output, format capture.Format) error {
-	if o.Parallel == 0 {
-		o.Parallel = 1 // one delivery in flight
-	}
+// validateTarget refuses, with --target, the built-in handler's flags,
+// the capture findings a replay into a target does not count, and an
+// --emit-scenario of stdin.
+func (o *ReplayOptions) validateTarget() error {
 	if o.Republish > 0 || len(o.CrashAt) > 0 || o.DB != ":memory:" {
 		return problem.Usagef("--republish, --crash-at and --db are for the built-in handler; with --target the consumer keeps its own database")
 	}
 	for _, f := range builtInOnly {
-		if cmd.Flags().Changed(f.flag) {
+		if o.Changed[f.flag] {
 			return problem.Usagef("--%s %s", f.flag, f.why)
 		}
 	}
+	if _, err := targetFindings(o.FailOn); err != nil {
+		return err
+	}
+	if o.Emit != "" && slices.Contains(o.Logs, "-") {
+		return problem.Usagef("--emit-scenario reads the capture twice; save stdin to a file and replay that")
+	}
+	return nil
+}
+
+// targetFindings parses the --fail-on findings of a replay into a
+// target: bad-records alone.
+func targetFindings(words []string) ([]replay.Finding, error) {
 	var failOn []replay.Finding
-	for _, f := range o.FailOn {
+	for _, f := range words {
 		fd, err := replay.ParseFinding(f)
 		if err != nil {
-			return problem.UsageOf(err)
+			return nil, problem.UsageOf(err)
 		}
 		if fd != replay.BadRecords {
-			return problem.Usagef("--fail-on %s is a capture finding only the built-in replay counts, and a replay into a --target counts its bad records only (--fail-on bad-records, with --max-bad)", fd)
+			return nil, problem.Usagef("--fail-on %s is a capture finding only the built-in replay counts, and a replay into a --target counts its bad records only (--fail-on bad-records, with --max-bad)", fd)
 		}
 		failOn = append(failOn, fd)
 	}
+	return failOn, nil
+}
+
+// runReplayTarget replays the captures into the consumer a --target file names.
+func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error {
+	s := o.IO
+	if o.Parallel == 0 {
+		o.Parallel = 1 // one delivery in flight
+	}
+	failOn, err := targetFindings(o.FailOn)
+	if err != nil {
+		return err
+	}
 	if o.Emit != "" {
-		if slices.Contains(o.Logs, "-") {
-			return problem.Usagef("--emit-scenario reads the capture twice; save stdin to a file and replay that")
-		}
 		if err := writable(o.Emit); err != nil {
 			return problem.Usagef("cannot write the reproducer %s: %v", o.Emit, err)
 		}
@@ -93,7 +113,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 		}
 	}
 	switch {
-	case o.KillEvery < 0 || o.KillEvery == 0 && cmd.Flags().Changed("kill-every"):
+	case o.KillEvery < 0 || o.KillEvery == 0 && o.Changed["kill-every"]:
 		return problem.Usagef("--kill-every must be a positive duration such as 300ms, not %s", o.KillEvery)
 	case o.KillEvery > 0 && !t.Target.Broker():
 		return problem.Usagef("--kill-every kills consumer instances that read from a broker, and the target of %s is %s; use --crash", o.Target, t.Target.Channel())
@@ -110,7 +130,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
 		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", o.Target)
 	}
-	logs, err := consumerLogs(cmd, o, out, t.Target, s.Secrets)
+	logs, err := consumerLogs(o, out, t.Target, s.Secrets)
 	if err != nil {
 		return err
 	}
@@ -140,7 +160,7 @@ func runReplayTarget(cmd *cobra.Command, s *Streams, o *replayOptions, out *outp
 	}
 	defer oneProcessor()()
 	start := time.Now()
-	fr, err := external.Replay(cmd.Context(), opts)
+	fr, err := external.Replay(o.Context, opts)
 	finish()
 	if err == nil && o.Findings != "" {
 		// Every broken invariant, one a line: the text report shows the first.
@@ -225,7 +245,7 @@ var builtInOnly = []struct{ flag, why string }{
 // unfinishedTarget is the report of a replay into a target that stopped
 // before it had one: what it was asked to do, nothing counted, and verdict
 // error.
-func unfinishedTarget(o *replayOptions, format capture.Format) *replay.Report {
+func unfinishedTarget(o *ReplayOptions, format capture.Format) *replay.Report {
 	r := &replay.Report{Seed: o.Seed, Inputs: []replay.Input{}, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
 		Target: &replay.Target{File: o.Target}, Verdict: invariant.Error}
 	if format == "" {
@@ -259,9 +279,9 @@ func oneProcessor() (restore func()) {
 // kept: --logs DIR, or with --report FORMAT=FILE consumer-logs beside the
 // first report; nil when neither is given. The folder is made now, so a
 // mistake costs nothing.
-func consumerLogs(cmd *cobra.Command, o *replayOptions, out *output, t *scenario.Target, secrets *redact.Secrets) (*external.ConsumerLogs, error) {
+func consumerLogs(o *ReplayOptions, out *output, t *scenario.Target, secrets *redact.Secrets) (*external.ConsumerLogs, error) {
 	dir := o.LogDir
-	given := cmd.Flags().Changed("logs")
+	given := o.Changed["logs"]
 	switch {
 	case given && dir == "":
 		return nil, problem.Usagef("--logs needs a folder, such as --logs consumer-logs")

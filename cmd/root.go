@@ -1,5 +1,9 @@
 // Package cmd holds redeliver's commands: each turns its flags into an
-// options struct and makes one call into pkg/.
+// options struct and makes one call into pkg/. NewCmdRun and its kin
+// build a command whose RunE fills the options, checks what needs no I/O
+// (validate), and hands them to a runF when one is given, so a test sees
+// what a command line parses into without running anything; NewRoot
+// gives none, and the command runs.
 package cmd
 
 import (
@@ -87,6 +91,6 @@ crashes produce, and checks that nothing is lost and nothing happens twice.
 	// --version prints what the version command prints.
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newRunCmd(s), newReplayCmd(s), newValidateCmd(s), newInitCmd(s), newVersionCmd(s))
+	root.AddCommand(NewCmdRun(s, nil), NewCmdReplay(s, nil), NewCmdValidate(s, nil), NewCmdInit(s, nil), NewCmdVersion(s, nil))
 	return root
 }

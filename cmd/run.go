@@ -11,8 +11,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// runOptions are the flags of redeliver run.
-type runOptions struct {
+// RunOptions are the arguments and flags of redeliver run.
+type RunOptions struct {
+	IO      *Streams
+	Context context.Context
+
 	Paths  []string
 	DB     string
 	Seed   int64
@@ -21,8 +24,11 @@ type runOptions struct {
 	Output outputOptions
 }
 
-func newRunCmd(s *Streams) *cobra.Command {
-	o := &runOptions{}
+// NewCmdRun builds redeliver run on the given streams. Its RunE fills a
+// RunOptions from the arguments and flags and checks it; then it calls
+// runF with it, or, when runF is nil, runs the scenario files.
+func NewCmdRun(s *Streams, runF func(*RunOptions) error) *cobra.Command {
+	o := &RunOptions{IO: s}
 	c := &cobra.Command{
 		Use:   "run [PATH...]",
 		Short: "Run scenario files and folders (default ./scenarios)",
@@ -56,8 +62,18 @@ structured report carries the same figures.
   redeliver run --format json > redeliver.json
   redeliver run scenarios/races --repeat 1000 --db postgres://postgres@127.0.0.1:5432/test`,
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
+			o.Context = cmd.Context()
 			o.Paths = args
-			return runRun(cmd, s, o)
+			if len(o.Paths) == 0 {
+				o.Paths = []string{"scenarios"}
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runRun(o)
 		}),
 	}
 	f := c.Flags()
@@ -70,20 +86,24 @@ structured report carries the same figures.
 	return c
 }
 
-func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
-	if len(o.Paths) == 0 {
-		o.Paths = []string{"scenarios"}
-	}
+// validate refuses flag values that need no I/O to be found wrong.
+func (o *RunOptions) validate() error {
 	if o.Repeat < 1 {
 		return problem.Usagef("--repeat must be at least 1, not %d", o.Repeat)
 	}
+	return o.Output.validate()
+}
+
+// runRun runs the scenario files and writes the reports.
+func runRun(o *RunOptions) error {
+	s := o.IO
 	out, err := o.Output.prepare(s)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	run := &report.Run{Command: "run", Seed: o.Seed, Store: report.StoreOf(o.DB), Workers: 1}
-	err = runSuite(cmd.Context(), o, run, s)
+	err = runSuite(o.Context, o, run, s)
 	run.Duration = time.Since(start)
 	if err != nil {
 		run.Errors = problem.List(err)
@@ -92,7 +112,7 @@ func runRun(cmd *cobra.Command, s *Streams, o *runOptions) error {
 }
 
 // runSuite loads and runs the scenario files, filling in the run's results.
-func runSuite(ctx context.Context, o *runOptions, run *report.Run, s *Streams) error {
+func runSuite(ctx context.Context, o *RunOptions, run *report.Run, s *Streams) error {
 	s.Secrets.AddFound(o.DB)
 	files, err := suite.Collect(o.Paths)
 	if err != nil {

@@ -66,5 +66,14 @@ func (s *Streams) Color(mode string) (bool, error) {
 		}
 		return s.OutTTY, nil
 	}
-	return false, problem.Usagef("--color must be auto, always or never, not %q", mode)
+	return false, checkColor(mode)
+}
+
+// checkColor refuses a --color other than auto, always and never.
+func checkColor(mode string) error {
+	switch mode {
+	case "never", "always", "auto", "":
+		return nil
+	}
+	return problem.Usagef("--color must be auto, always or never, not %q", mode)
 }

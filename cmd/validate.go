@@ -1,12 +1,26 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/suite"
 	"github.com/spf13/cobra"
 )
 
-func newValidateCmd(s *Streams) *cobra.Command {
+// ValidateOptions are the arguments of redeliver validate.
+type ValidateOptions struct {
+	IO      *Streams
+	Context context.Context
+
+	Paths []string
+}
+
+// NewCmdValidate builds redeliver validate on the given streams. Its RunE
+// fills a ValidateOptions from the arguments; then it calls runF with it,
+// or, when runF is nil, checks the scenario files.
+func NewCmdValidate(s *Streams, runF func(*ValidateOptions) error) *cobra.Command {
+	o := &ValidateOptions{IO: s}
 	return &cobra.Command{
 		Use:   "validate [PATH...]",
 		Short: "Check scenario files without running them",
@@ -20,25 +34,35 @@ what was expected. A file with a target and no checks is a --target file
   redeliver validate scenarios/seed-fixture.yaml
   redeliver validate target.yaml`,
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				args = []string{"scenarios"}
+			o.Context = cmd.Context()
+			o.Paths = args
+			if len(o.Paths) == 0 {
+				o.Paths = []string{"scenarios"}
 			}
-			files, err := suite.Collect(args)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			scenarios, err := suite.LoadAll(cmd.Context(), files)
-			if err != nil {
-				return err
-			}
-			checks, targets := 0, 0
-			for _, sc := range scenarios {
-				checks += len(sc.Checks)
-				if sc.TargetFile {
-					targets++
-				}
-			}
-			return report.Validated(s.Out, len(scenarios), checks, targets)
+			return runValidate(o)
 		}),
 	}
+}
+
+// runValidate checks the scenario files and says how many there are.
+func runValidate(o *ValidateOptions) error {
+	files, err := suite.Collect(o.Paths)
+	if err != nil {
+		return err
+	}
+	scenarios, err := suite.LoadAll(o.Context, files)
+	if err != nil {
+		return err
+	}
+	checks, targets := 0, 0
+	for _, sc := range scenarios {
+		checks += len(sc.Checks)
+		if sc.TargetFile {
+			targets++
+		}
+	}
+	return report.Validated(o.IO.Out, len(scenarios), checks, targets)
 }

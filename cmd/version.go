@@ -15,16 +15,33 @@ var (
 	commit  = ""
 )
 
-func newVersionCmd(s *Streams) *cobra.Command {
+// VersionOptions are what redeliver version needs: it has no flags.
+type VersionOptions struct {
+	IO *Streams
+}
+
+// NewCmdVersion builds redeliver version on the given streams. Its RunE
+// calls runF with a VersionOptions, or, when runF is nil, prints the
+// version line.
+func NewCmdVersion(s *Streams, runF func(*VersionOptions) error) *cobra.Command {
+	o := &VersionOptions{IO: s}
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and Go version",
 		Args:  cobra.NoArgs,
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintln(s.Out, versionLine())
-			return nil
+			if runF != nil {
+				return runF(o)
+			}
+			return runVersion(o)
 		}),
 	}
+}
+
+// runVersion prints the version line.
+func runVersion(o *VersionOptions) error {
+	fmt.Fprintln(o.IO.Out, versionLine())
+	return nil
 }
 
 // versionLine is what version and --version print.
