@@ -137,7 +137,7 @@ func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error
 	opts := external.ReplayOptions{
 		Inputs: o.Logs, Stdin: s.In,
 		Capture:    capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
-		TargetFile: o.Target, Target: t.Target, Effects: t.Effects,
+		TargetFile: o.Target, Target: t.Target, Effects: t.Effects, Externals: t.Externals,
 		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
 		MaxBad: o.MaxBad, Warn: s.Secrets.Writer(s.Err), FailOn: failOn,
 		KillEvery: o.KillEvery, EmitScenario: o.Emit, TargetSource: src, Logs: logs,

@@ -707,3 +707,54 @@ func TestCrashAtExternalCall(t *testing.T) {
 	}
 	runConcurrently(t, runs)
 }
+
+// TestReplayIntoExternals: a capture replayed into the consumer with its
+// externals judges what the stand-ins performed: the safe consumer
+// passes under kills and lost answers; charge-without-key is caught
+// (external-duplicate), and the reproducer it writes fails the same way.
+func TestReplayIntoExternals(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/scenarios/externals.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.yaml")
+	if err := os.WriteFile(target, src[:bytes.Index(src, []byte("\nchecks:"))+1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var capture bytes.Buffer
+	for i := range 20 {
+		var id [16]byte
+		rand.Read(id[:])
+		fmt.Fprintf(&capture, `{"specversion":"1.0","id":"%x-%x-%x-%x-%x","source":"/orders","type":"order.paid","data":{"orderId":"O-%d","amount":%d}}`+"\n",
+			id[0:4], id[4:6], id[6:8], id[8:10], id[10:], i, i+1)
+	}
+	file := filepath.Join(dir, "capture.ndjson")
+	if err := os.WriteFile(file, capture.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildConsumer(t)
+	repro := filepath.Join(dir, "repro.yaml")
+	safe := consumerEnv(t, bin, "safe")
+	withPlainRedeliver(t, safe)
+	flawed := consumerEnv(t, bin, "charge-without-key")
+	withPlainRedeliver(t, flawed)
+	runConcurrently(t, []invocation{
+		{name: "safe", env: safe, args: []string{"replay", file, "--target", target, "--crash", "0.3", "--redeliver", "0.3"}, check: func(t *testing.T, o outcome) {
+			if o.exit != 0 || !strings.Contains(o.stdout, "PASS: replay of ") {
+				t.Fatalf("want exit 0, got\n%s", o)
+			}
+		}},
+		{name: "charge-without-key", env: flawed, args: []string{"replay", file, "--target", target, "--crash", "1", "--emit-scenario", repro}, check: func(t *testing.T, o outcome) {
+			if o.exit != 1 || !strings.Contains(o.stdout, "invariant external-duplicate broken") {
+				t.Fatalf("want exit 1 naming external-duplicate, got\n%s", o)
+			}
+			again := consumerEnv(t, bin, "charge-without-key")
+			withPlainRedeliver(t, again)
+			if o := redeliver(t, again, "run", repro); o.exit != 1 || !strings.Contains(o.stdout, "invariant external-duplicate broken") {
+				t.Fatalf("the reproducer: want exit 1 naming external-duplicate, got\n%s", o)
+			}
+		}},
+	})
+}

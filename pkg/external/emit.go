@@ -31,7 +31,7 @@ type reproStep struct {
 }
 
 // emit writes the reproducer of a failed replay into a target: a target
-// scenario with the target and effects of the --target file and one check
+// scenario with the externals, target and effects of the --target file and one check
 // that delivers the events of the first broken key (or event), in capture
 // order, with the faults the replay injected into them where a scenario
 // can say them (drop: response, crash: {after: D} — through the
@@ -121,7 +121,7 @@ func (r *replayer) reproducer(steps []reproStep, v invariant.Violation, key stri
 	root.Content[1].Tag = "!!int"
 	scalar("name", "replay reproducer")
 	from := doc.Content[0].Content
-	for _, want := range []string{"target", "effects"} {
+	for _, want := range []string{"externals", "target", "effects"} {
 		for i := 0; i+1 < len(from); i += 2 {
 			if from[i].Value == want {
 				root.Content = append(root.Content, from[i], from[i+1])
