@@ -28,10 +28,11 @@ const (
 	flawChargeWithoutKey   flaw = "charge-without-key"      // --provider: charges with no Idempotency-Key header
 	flawRandomKey          flaw = "random-key"              // a fresh idempotency key on every attempt
 	flawMailBeforeCommit   flaw = "mail-before-commit"      // --smtp: mails the confirmation before its transaction commits
+	flawPublishWithoutID   flaw = "publish-without-id"      // --publish: order.paid under a fresh id each time, no Nats-Msg-Id
 )
 
 var flaws = []flaw{flawNone, flawCheckThenAct, flawAckBeforeCommit, flawMarkerAfterEffect, flawMarkerAfterAuto, flawExternalWithoutKey, flawCommitBeforeWork, flawCommitAfterAnswer,
-	flawChargeWithoutKey, flawRandomKey, flawMailBeforeCommit}
+	flawChargeWithoutKey, flawRandomKey, flawMailBeforeCommit, flawPublishWithoutID}
 
 func parseFlaw(s string) (flaw, error) {
 	if s == "" || s == "safe" {
@@ -42,7 +43,7 @@ func parseFlaw(s string) (flaw, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, marker-after-autocommit, external-without-key, commit-before-work, commit-after-answer, charge-without-key, random-key, mail-before-commit", s)
+	return "", fmt.Errorf("--flaw %q is not one of none, check-then-act, ack-before-commit, marker-after-effect, marker-after-autocommit, external-without-key, commit-before-work, commit-after-answer, charge-without-key, random-key, mail-before-commit, publish-without-id", s)
 }
 
 func (f flaw) String() string {
@@ -65,6 +66,7 @@ type consumer struct {
 	// simulated provider's table; mail sends the confirmation (--smtp).
 	provider *provider
 	mail     *mailer
+	publish  *publisher // --publish: order.paid after each commit
 
 	logMu      sync.Mutex
 	background sync.WaitGroup // ack-before-commit's work still running
@@ -84,7 +86,16 @@ func chargeKey(ev event) string { return "payment-" + ev.orderID }
 // the safe code, the comment says which window it opens; window() is
 // called exactly there.
 func (c *consumer) process(ctx context.Context, ev event) (result, error) {
-	return c.processAs(ctx, ev, c.flaw)
+	r, err := c.processAs(ctx, ev, c.flaw)
+	if err == nil && c.publish != nil && (r.Outcome == "processed" || r.Outcome == "duplicate") {
+		// Every delivery of a paid order publishes, a duplicate too: a
+		// kill between the commit and the publish loses nothing, and the
+		// repeats carry the first one's id.
+		if err := c.publish.paid(ev); err != nil {
+			return result{}, err
+		}
+	}
+	return r, err
 }
 
 func (c *consumer) processAs(ctx context.Context, ev event, f flaw) (result, error) {

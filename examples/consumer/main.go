@@ -52,6 +52,7 @@ type config struct {
 	pool      int
 	provider  string
 	smtp      string
+	publish   string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -70,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.pollTx, "poll-tx", false, "run the --poll job's UPDATE in a transaction of its own: BEGIN, UPDATE, COMMIT")
 	fs.StringVar(&c.provider, "provider", "", "charge at this HTTP payment provider (POST URL/v1/charges with an Idempotency-Key) instead of the simulated provider's table")
 	fs.StringVar(&c.smtp, "smtp", "", "mail each order's confirmation through this SMTP server (HOST:PORT) once its payment is committed")
+	fs.StringVar(&c.publish, "publish", "", "publish order.paid (a structured CloudEvent, id and Nats-Msg-Id paid-ORDER) to nats://HOST:PORT/SUBJECT after each commit")
 	fs.IntVar(&c.pool, "pool", 0, "the most connections the consumer opens to its database (0: 32 on PostgreSQL, no limit on SQLite)")
 	c.broker.flags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -88,6 +90,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("--db is required: a SQLite file path or a postgres:// URL")
 	case c.flaw == flawCommitBeforeWork && c.broker.kafka == "":
 		return c, errors.New("--flaw commit-before-work needs --kafka: it commits a consumer group's offsets before the work")
+	case c.flaw == flawPublishWithoutID && c.publish == "":
+		return c, errors.New("--flaw publish-without-id needs --publish: it publishes order.paid under a fresh id each time")
 	case c.flaw == flawMailBeforeCommit && c.smtp == "":
 		return c, errors.New("--flaw mail-before-commit needs --smtp: it mails the confirmation before its transaction commits")
 	case c.flaw == flawChargeWithoutKey && c.provider == "":
@@ -153,6 +157,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if cfg.smtp != "" {
 		c.mail = &mailer{addr: cfg.smtp}
+	}
+	if cfg.publish != "" {
+		if c.publish, err = openPublisher(cfg.publish, cfg.flaw == flawPublishWithoutID); err != nil {
+			fmt.Fprintln(stderr, "consumer:", err)
+			return 1
+		}
+		defer c.publish.nc.Close()
 	}
 
 	if cfg.exec {

@@ -11,9 +11,12 @@ import (
 	"io"
 	"net/http"
 	"net/smtp"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	natsgo "github.com/nats-io/nats.go"
 )
 
 // provider is a payment provider called over HTTP (--provider): POST
@@ -85,6 +88,49 @@ func (m *mailer) confirm(ev event) error {
 		return fmt.Errorf("mail the confirmation of %s: %w", ev.orderID, err)
 	}
 	return nil
+}
+
+// publisher publishes order.paid, a structured CloudEvent, to a NATS
+// subject (--publish nats://HOST:PORT/SUBJECT) once an order's payment is
+// committed — again on every redelivery, under the same id (Nats-Msg-Id
+// and the event's id, paid-ORDER): at least once, and a downstream
+// dedupes the repeats by their id.
+type publisher struct {
+	nc      *natsgo.Conn
+	subject string
+	noID    bool // the publish-without-id flaw: no Nats-Msg-Id, a fresh event id each time
+}
+
+func openPublisher(url string, noID bool) (*publisher, error) {
+	u, err := neturl.Parse(url)
+	if err != nil || u.Scheme != "nats" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+		return nil, fmt.Errorf("--publish %q is not nats://HOST:PORT/SUBJECT", url)
+	}
+	nc, err := natsgo.Connect("nats://"+u.Host, natsgo.Name("example-consumer-publisher"))
+	if err != nil {
+		return nil, fmt.Errorf("--publish: %w", err)
+	}
+	return &publisher{nc: nc, subject: strings.Trim(u.Path, "/"), noID: noID}, nil
+}
+
+// paid publishes order.paid for ev and waits until the server has it.
+func (p *publisher) paid(ev event) error {
+	id := "paid-" + ev.orderID
+	if p.noID {
+		id = randomKey()
+	}
+	body, _ := json.Marshal(map[string]any{"specversion": "1.0", "id": id, "source": "/payments", "type": "order.paid",
+		"datacontenttype": "application/json", "data": map[string]string{"orderId": ev.orderID, "amount": ev.amount}})
+	msg := natsgo.NewMsg(p.subject)
+	msg.Data = body
+	msg.Header.Set("Content-Type", "application/cloudevents+json")
+	if !p.noID {
+		msg.Header.Set(natsgo.MsgIdHdr, id)
+	}
+	if err := p.nc.PublishMsg(msg); err != nil {
+		return fmt.Errorf("publish order.paid for %s: %w", ev.orderID, err)
+	}
+	return p.nc.Flush()
 }
 
 // errNoMailer is a mail-before-commit consumer started without --smtp.

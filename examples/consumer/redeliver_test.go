@@ -758,3 +758,34 @@ func TestReplayIntoExternals(t *testing.T) {
 		}},
 	})
 }
+
+// TestPublishedEvents: redeliver subscribes to the subject the consumer
+// publishes order.paid to. The safe consumer, which publishes on every
+// delivery under the order's id, passes (three deliveries, a sweep of
+// kills: one event a downstream counts, none lost); publish-without-id,
+// a fresh id each time, is caught as external-duplicate.
+func TestPublishedEvents(t *testing.T) {
+	t.Parallel()
+	url := natsURL()
+	reachable(t, "NATS", strings.TrimPrefix(url, "nats://"))
+	bin := buildConsumer(t)
+	var runs []invocation
+	for _, tc := range []struct {
+		flaw string
+		exit int
+		want string
+	}{
+		{"safe", 0, "PASS: delivered three times, one order.paid a downstream counts, killed again and again during the work, order.paid still published"},
+		{"publish-without-id", 1, "invariant external-duplicate broken: paid performed 3 effects for key O-1"},
+	} {
+		env := consumerEnv(t, bin, tc.flaw)
+		env["NATS"], env["PAID_SUBJECT"] = url, "redeliver.test.paid."+suffix()
+		withPlainRedeliver(t, env)
+		runs = append(runs, invocation{name: tc.flaw, env: env, args: []string{"run", "examples/consumer/published.yaml"}, check: func(t *testing.T, o outcome) {
+			if o.exit != tc.exit || !strings.Contains(o.stdout, tc.want) {
+				t.Fatalf("want exit %d and %q, got\n%s", tc.exit, tc.want, o)
+			}
+		}})
+	}
+	runConcurrently(t, runs)
+}

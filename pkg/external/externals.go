@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/standin"
 )
@@ -15,49 +16,89 @@ import (
 // stand is one running stand-in of an external the consumer calls.
 type stand struct {
 	spec *scenario.External
-	http *standin.HTTP // set for an HTTP provider
-	smtp *standin.SMTP // set for a mail server
+	http *standin.HTTP      // set for an HTTP provider
+	smtp *standin.SMTP      // set for a mail server
+	pub  *standin.Published // set for what the consumer publishes
 	// addr is what ${REDELIVER_<NAME>_URL|ADDR} expands to.
 	addr string
 }
 
 func (s *stand) calls() []standin.Call {
-	if s.http != nil {
+	switch {
+	case s.http != nil:
 		return s.http.Calls()
+	case s.pub != nil:
+		return s.pub.Calls()
 	}
 	return s.smtp.Calls()
 }
 
 func (s *stand) reset() {
-	if s.http != nil {
+	switch {
+	case s.http != nil:
 		s.http.Reset()
-	} else {
+	case s.pub != nil:
+		s.pub.Reset()
+	default:
 		s.smtp.Reset()
 	}
 }
 
 func (s *stand) label(id string) {
-	if s.http != nil {
+	switch {
+	case s.http != nil:
 		s.http.SetDelivery(id)
-	} else {
+	case s.pub != nil:
+		s.pub.SetDelivery(id)
+	default:
 		s.smtp.SetDelivery(id)
 	}
 }
 
 func (s *stand) close() {
-	if s.http != nil {
+	switch {
+	case s.http != nil:
 		s.http.Close()
-	} else {
+	case s.pub != nil:
+		s.pub.Close()
+	default:
 		s.smtp.Close()
 	}
 }
 
+// publishQuiet is how long what a consumer publishes must have been
+// quiet before its stand-in is read: publishing is asynchronous, and a
+// message the consumer sent just before its answer may still be on its
+// way.
+const publishQuiet = 200 * time.Millisecond
+
+// settleStandins waits until no stand-in of what the consumer publishes
+// has received anything for publishQuiet.
+func (s *Session) settleStandins(ctx context.Context) error {
+	for _, st := range s.stands {
+		if st.pub != nil {
+			if err := st.pub.Settle(ctx, publishQuiet); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // startStandins starts a stand-in for each external, on a free port of
 // 127.0.0.1.
-func (s *Session) startStandins(exts []*scenario.External) error {
+func (s *Session) startStandins(ctx context.Context, exts []*scenario.External) error {
 	for _, e := range exts {
 		st := &stand{spec: e}
 		var err error
+		if p := e.Publish; p != nil {
+			cfg := standin.PublishConfig{NATS: p.NATS, Subject: p.Subject, AMQP: p.AMQP, Queue: p.Queue, Kafka: p.Kafka, Topic: p.Topic}
+			if st.pub, err = standin.StartPublished(ctx, e.Name, cfg, e.EffectKey); err != nil {
+				return fmt.Errorf("cannot subscribe to what the consumer publishes (external %s): %w", e.Name, redact.Error(err))
+			}
+			s.stands = append(s.stands, st)
+			continue
+		}
 		if e.HTTP != nil {
 			cfg := standin.HTTPConfig{IdempotencyHeader: e.HTTP.IdempotencyHeader, Status: e.HTTP.Status, Body: e.HTTP.Body,
 				Latency: e.HTTP.Latency, FailAfterEffect: e.HTTP.FailAfterEffect, FailTimes: e.HTTP.FailTimes}
@@ -117,7 +158,9 @@ func (s *Session) resetStandins() {
 func (s *Session) externalVars() map[string]string {
 	out := map[string]string{}
 	for _, st := range s.stands {
-		out[st.spec.Var()] = st.addr
+		if v := st.spec.Var(); v != "" {
+			out[v] = st.addr
+		}
 	}
 	return out
 }
@@ -141,8 +184,14 @@ func (s *Session) externalCalls() []invariant.Call {
 
 // callWhat names a call: "POST /v1/charges", or "mail to a@x".
 func callWhat(c standin.Call) string {
-	if c.Method == "SMTP" {
+	switch c.Method {
+	case "SMTP":
 		return "mail to " + strings.Join(c.To, ", ")
+	case "PUBLISH":
+		if c.IdemKey == "" {
+			return "published to " + c.Path + " with no id"
+		}
+		return "published to " + c.Path + " as " + c.IdemKey
 	}
 	return c.Method + " " + c.Path
 }

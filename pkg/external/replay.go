@@ -213,6 +213,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	}
 	// The stand-ins' calls are judged too; external-lost, which needs
 	// every acked event, is judged by checks (redeliver run) alone.
+	if err := sess.settleStandins(ctx); err != nil {
+		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
+	}
 	r.res.Violations = append(violations, sess.judgeExternals(nil)...)
 	r.res.History = r.brokenHistory()
 	r.res.Counters.Effects = effects

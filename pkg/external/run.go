@@ -145,7 +145,7 @@ func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []
 		s.setDBVar(t)
 		vars[scenario.DBURLVar], vars[scenario.JDBCURLVar] = s.dbURL, s.jdbcURL
 	}
-	if err := s.startStandins(exts); err != nil {
+	if err := s.startStandins(ctx, exts); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -725,6 +725,9 @@ func (sys *system) Broker() bool { return sys.sess.t.Broker() }
 // proxy, until every connection of the consumer is idle outside a
 // transaction.
 func (sys *system) Settle(ctx context.Context, c *consumer.Counters) error {
+	if err := sys.sess.settleStandins(ctx); err != nil {
+		return err
+	}
 	if !sys.sess.t.Broker() {
 		return tailed(sys.sess.quiet(ctx))
 	}

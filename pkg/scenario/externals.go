@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/template"
 	"go.yaml.in/yaml/v3"
 )
@@ -20,9 +21,12 @@ import (
 type External struct {
 	Name string
 	Pos  Pos
-	// HTTP is set for an HTTP provider; SMTP for a mail server.
-	HTTP *ExternalHTTP
-	SMTP bool
+	// HTTP is set for an HTTP provider; SMTP for a mail server;
+	// Publish for what the consumer publishes downstream, which
+	// redeliver subscribes to.
+	HTTP    *ExternalHTTP
+	SMTP    bool
+	Publish *ExternalPublish
 	// EffectKey says what one business effect is, over the call: a
 	// request's {body.orderId}, {headers.idempotency-key}, {path}; a
 	// mail's {to}, {subject}, {from}.
@@ -47,8 +51,25 @@ type ExternalHTTP struct {
 	FailTimes       int
 }
 
-// Var is the environment variable the consumer finds the stand-in at.
-func (e *External) Var() string { return externalVar(e.Name, e.SMTP) }
+// ExternalPublish is where the consumer publishes: a NATS subject, a
+// RabbitMQ queue or a Kafka topic. Each message is an effect, unless it
+// repeats the id of one already seen for its effect key (a downstream
+// dedupes that).
+type ExternalPublish struct {
+	NATS, Subject string
+	AMQP, Queue   string
+	Kafka         []string
+	Topic         string
+}
+
+// Var is the environment variable the consumer finds the stand-in at; a
+// subscription to what it publishes has none.
+func (e *External) Var() string {
+	if e.Publish != nil {
+		return ""
+	}
+	return externalVar(e.Name, e.SMTP)
+}
 
 func externalVar(name string, smtp bool) string {
 	v := "REDELIVER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
@@ -106,6 +127,18 @@ func (l *loader) externals(n *yaml.Node) {
 					l.errorf(v2, "external %s: smtp takes no settings yet; write smtp: {}", k.Value)
 				}
 			}},
+			{"nats", func(k2, v2 *yaml.Node) {
+				channels = append(channels, k2)
+				e.Publish = l.publishNATS(v2, k.Value)
+			}},
+			{"amqp", func(k2, v2 *yaml.Node) {
+				channels = append(channels, k2)
+				e.Publish = l.publishAMQP(v2, k.Value)
+			}},
+			{"kafka", func(k2, v2 *yaml.Node) {
+				channels = append(channels, k2)
+				e.Publish = l.publishKafka(v2, k.Value)
+			}},
 			{"effect_key", func(k2, v2 *yaml.Node) {
 				keySeen = true
 				e.EffectKey = l.tmpl(v2, "effect_key")
@@ -118,9 +151,10 @@ func (l *loader) externals(n *yaml.Node) {
 		})
 		switch len(channels) {
 		case 0:
-			l.errorf(k, "external %s needs http: {…} (a provider called over HTTP) or smtp: {} (a mail server)", k.Value)
-		case 2:
-			l.errorf(channels[1], "external %s has two kinds; choose http or smtp", k.Value)
+			l.errorf(k, "external %s needs http: {…} (a provider called over HTTP), smtp: {} (a mail server), or nats, amqp or kafka: {…} (where the consumer publishes)", k.Value)
+		case 1:
+		default:
+			l.errorf(channels[1], "external %s has two kinds; choose one of http, smtp, nats, amqp and kafka", k.Value)
 		}
 		if !keySeen {
 			l.errorf(k, "external %s needs effect_key: what one business effect is there, such as \"{body.orderId}\" (a request) or \"{to}|{subject}\" (a mail)", k.Value)
@@ -132,7 +166,7 @@ func (l *loader) externals(n *yaml.Node) {
 				l.externalFail(fail, e)
 			}
 		}
-		if other, ok := vars[e.Var()]; ok {
+		if other, ok := vars[e.Var()]; ok && e.Var() != "" {
 			l.errorf(k, "externals %s and %s would both be ${%s}; rename one", other, k.Value, e.Var())
 			return
 		}
@@ -176,6 +210,52 @@ func (l *loader) externalHTTP(n *yaml.Node, name string) *ExternalHTTP {
 		{"latency", func(k, v *yaml.Node) { h.Latency = l.delay(v, "latency") }},
 	})
 	return h
+}
+
+// publishNATS reads nats: {url, subject}.
+func (l *loader) publishNATS(n *yaml.Node, name string) *ExternalPublish {
+	p := &ExternalPublish{}
+	l.mapping(n, "external "+name+" nats", []field{
+		{"url", func(k, v *yaml.Node) { p.NATS = l.brokerURL(v, []string{"nats", "tls"}, "nats://127.0.0.1:4222") }},
+		{"subject", func(k, v *yaml.Node) { p.Subject = l.nonEmpty(v, "subject") }},
+	})
+	if n.Kind == yaml.MappingNode && (p.NATS == "" || p.Subject == "") {
+		l.errorf(n, "external %s nats needs url and subject: the server and the subject the consumer publishes to (wildcards allowed)", name)
+	}
+	return p
+}
+
+// publishAMQP reads amqp: {url, queue}.
+func (l *loader) publishAMQP(n *yaml.Node, name string) *ExternalPublish {
+	p := &ExternalPublish{}
+	l.mapping(n, "external "+name+" amqp", []field{
+		{"url", func(k, v *yaml.Node) {
+			p.AMQP = l.brokerURL(v, []string{"amqp", "amqps"}, "amqp://guest:guest@127.0.0.1:5672/")
+		}},
+		{"queue", func(k, v *yaml.Node) { p.Queue = l.nonEmpty(v, "queue") }},
+	})
+	if n.Kind == yaml.MappingNode && (p.AMQP == "" || p.Queue == "") {
+		l.errorf(n, "external %s amqp needs url and queue: the server and the queue what the consumer publishes is routed to (redeliver reads it, taking every message)", name)
+	}
+	return p
+}
+
+// publishKafka reads kafka: {brokers, topic}.
+func (l *loader) publishKafka(n *yaml.Node, name string) *ExternalPublish {
+	p := &ExternalPublish{}
+	l.mapping(n, "external "+name+" kafka", []field{
+		{"brokers", func(k, v *yaml.Node) { p.Kafka = l.kafkaBrokers(v) }},
+		{"topic", func(k, v *yaml.Node) {
+			p.Topic = l.nonEmpty(v, "topic")
+			if p.Topic != "" && !broker.TopicName(p.Topic) {
+				l.errorf(v, "topic %q is not a Kafka topic name: at most 249 of the letters, digits, '.', '_' and '-', and not . or ..", p.Topic)
+			}
+		}},
+	})
+	if n.Kind == yaml.MappingNode && (len(p.Kafka) == 0 || p.Topic == "") {
+		l.errorf(n, "external %s kafka needs brokers and topic: where the consumer produces what it publishes", name)
+	}
+	return p
 }
 
 // externalFail reads fail: {after_effect: timeout | 500, times: N}.
@@ -241,7 +321,9 @@ func (l *loader) validateExternals(externalsKey *yaml.Node) {
 	}
 	declared := map[string]bool{}
 	for _, e := range s.Externals {
-		declared[e.Var()] = true
+		if e.Var() != "" {
+			declared[e.Var()] = true
+		}
 	}
 	names := make([]string, 0, len(l.externalRefs))
 	for name := range l.externalRefs {

@@ -51,6 +51,9 @@ checks:
 	if got := s.Checks[0].Expect.Externals; len(got) != 2 || got[0].External != "payments" || got[0].Key != "O-1" || got[0].N != 1 || got[1].Key != "a@x|Paid" {
 		t.Errorf("expect externals %+v", got)
 	}
+	if len(s.Externals) != 2 {
+		t.Fatal(len(s.Externals))
+	}
 	if s.Target.Start.Command[1] != "${REDELIVER_PAYMENTS_URL}" || s.Target.Start.Env["SMTP"] != "${REDELIVER_MAIL_ADDR}" {
 		t.Errorf("the stand-ins' addresses were not kept for the start to fill in: %q %q", s.Target.Start.Command, s.Target.Start.Env)
 	}
@@ -61,8 +64,8 @@ func TestLoadExternalsErrors(t *testing.T) {
 	const payments = "externals:\n  payments: {http: {}, effect_key: \"{body.orderId}\"}\n"
 	const mail = "  mail: {smtp: {}, effect_key: \"{to}\"}\n"
 	tests := []struct{ name, src, want string }{
-		{"no kind", externalsHead + "externals:\n  payments: {effect_key: \"{body.orderId}\"}\n" + mail + checks, "f.yaml:7:3: external payments needs http: {…} (a provider called over HTTP) or smtp: {} (a mail server)"},
-		{"two kinds", externalsHead + "externals:\n  payments: {http: {}, smtp: {}, effect_key: \"{body.orderId}\"}\n" + mail + checks, "f.yaml:7:24: external payments has two kinds; choose http or smtp"},
+		{"no kind", externalsHead + "externals:\n  payments: {effect_key: \"{body.orderId}\"}\n" + mail + checks, "f.yaml:7:3: external payments needs http: {…} (a provider called over HTTP), smtp: {} (a mail server), or nats, amqp or kafka: {…} (where the consumer publishes)"},
+		{"two kinds", externalsHead + "externals:\n  payments: {http: {}, smtp: {}, effect_key: \"{body.orderId}\"}\n" + mail + checks, "f.yaml:7:24: external payments has two kinds; choose one of http, smtp, nats, amqp and kafka"},
 		{"no effect key", externalsHead + "externals:\n  payments: {http: {}}\n" + mail + checks, "f.yaml:7:3: external payments needs effect_key: what one business effect is there"},
 		{"empty effect key", externalsHead + "externals:\n  payments: {http: {}, effect_key: \" \"}\n" + mail + checks, "f.yaml:7:36: external payments: effect_key is empty"},
 		{"bad effect key", externalsHead + "externals:\n  payments: {http: {}, effect_key: \"{body.orderId\"}\n" + mail + checks, "f.yaml:7:36: effect_key is not a valid template"},
@@ -74,6 +77,9 @@ func TestLoadExternalsErrors(t *testing.T) {
 		{"same variable", externalsHead + payments + mail + "  PAYMENTS: {http: {}, effect_key: \"{body.orderId}\"}\n" + checks, "f.yaml:9:3: externals payments and PAYMENTS would both be ${REDELIVER_PAYMENTS_URL}; rename one"},
 		{"count of no external", externalsHead + payments + mail + checks + "    expect: {externals: {bank: {o: 1}}}\n", "f.yaml:13:33: expect externals: bank is not an external of this file (externals: payments, mail)"},
 		{"crash at a call with no http external", externalsHead + "externals:\n" + mail + "  payments: {smtp: {}, effect_key: \"{to}\"}\n" + checks + "        crash: {after: POST /v1/charges}\n", "f.yaml:13:16: crash: {after: POST /v1/charges} names an HTTP call, and this file declares no http external"},
+		{"nats without a subject", externalsHead + payments + mail + "  paid: {nats: {url: \"nats://127.0.0.1:4222\"}, effect_key: \"{data.orderId}\"}\n" + checks, "f.yaml:9:16: external paid nats needs url and subject"},
+		{"amqp with a nats url", externalsHead + payments + mail + "  paid: {amqp: {url: \"nats://127.0.0.1:4222\", queue: q}, effect_key: \"{data.orderId}\"}\n" + checks, "f.yaml:9:22: url must be a amqp:// URL"},
+		{"kafka topic not a name", externalsHead + payments + mail + "  paid: {kafka: {brokers: [\"127.0.0.1:9092\"], topic: \"a b\"}, effect_key: \"{data.orderId}\"}\n" + checks, "f.yaml:9:54: topic \"a b\" is not a Kafka topic name"},
 		{"externals without a target", "version: 1\nexternals:\n  mail: {smtp: {}, effect_key: \"{to}\"}\n" + checks, "f.yaml:2:1: externals are stand-ins for the services a consumer under test calls; they need a target"},
 		{"externals count in handler mode", "version: 1\n" + checks + "    expect: {externals: {mail: {a: 1}}}\n", "f.yaml:6:14: externals counts the effects a target's stand-ins performed"},
 	}
@@ -91,5 +97,30 @@ func TestLoadExternalsErrors(t *testing.T) {
 			}
 			t.Errorf("errors:\n%v\nwant one starting %q", errs, tt.want)
 		})
+	}
+}
+
+func TestLoadPublishedExternals(t *testing.T) {
+	src := externalsHead + `externals:
+  payments: {http: {}, effect_key: "{body.orderId}"}
+  mail: {smtp: {}, effect_key: "{to}"}
+  paid-nats: {nats: {url: "nats://127.0.0.1:4222", subject: "orders.paid"}, effect_key: "{data.orderId}"}
+  paid-amqp: {amqp: {url: "amqp://guest:guest@127.0.0.1:5672/", queue: paid}, effect_key: "{data.orderId}"}
+  paid-kafka: {kafka: {brokers: ["127.0.0.1:9092"], topic: orders.paid}, effect_key: "{data.orderId}"}
+checks:
+  - name: a
+    steps:
+      - deliver: {id: e, data: {orderId: O-1}}
+    expect: {externals: {paid-nats: {O-1: 1}}}
+`
+	s, err := Load("f.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, a, k := s.Externals[2].Publish, s.Externals[3].Publish, s.Externals[4].Publish
+	if n == nil || n.NATS != "nats://127.0.0.1:4222" || n.Subject != "orders.paid" || s.Externals[2].Var() != "" ||
+		a == nil || a.AMQP != "amqp://guest:guest@127.0.0.1:5672/" || a.Queue != "paid" ||
+		k == nil || len(k.Kafka) != 1 || k.Topic != "orders.paid" {
+		t.Errorf("published externals %+v %+v %+v", n, a, k)
 	}
 }
