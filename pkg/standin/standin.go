@@ -1,13 +1,18 @@
 // Package standin runs stand-ins for the external services a consumer under
 // test calls (a payment provider over HTTP, a mail server over SMTP) on free
-// 127.0.0.1 ports, and records every call they receive: when it came, which
-// delivery was in flight, what was asked, what was answered, and whether the
-// stand-in performed it (an effect) or only answered it from a stored
-// idempotency answer. It judges nothing: deciding whether an effect happened
-// twice is left to the caller, which reads Calls.
+// 127.0.0.1 ports, and subscribes stand-ins to what it publishes downstream
+// (a NATS subject, a RabbitMQ queue, a Kafka topic), and records every call
+// or message they receive: when it came, which delivery was in flight, what
+// was asked, what was answered, and whether the stand-in performed it (an
+// effect) or only answered it from a stored idempotency answer. It judges
+// nothing: deciding whether an effect happened twice is left to the caller,
+// which reads Calls.
 //
-// It may import pkg/template (effect keys), github.com/tidwall/gjson and
-// github.com/emersion/go-smtp, and no other redeliver package.
+// It may import pkg/template (effect keys), github.com/tidwall/gjson,
+// github.com/emersion/go-smtp and the broker clients
+// github.com/nats-io/nats.go, github.com/rabbitmq/amqp091-go and
+// github.com/twmb/franz-go (kgo, and kadm to list end offsets), and no
+// other redeliver package.
 package standin
 
 import (
@@ -24,20 +29,21 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Call is one request (HTTP) or message (SMTP) a stand-in received.
+// Call is one request (HTTP), mail (SMTP) or published message (PUBLISH) a
+// stand-in received.
 type Call struct {
 	External  string              // the stand-in's name, e.g. "payments"
 	Seq       int                 // 1-based, in arrival order, per stand-in, across the stand-in's life until Reset
 	At        time.Time           // when it arrived
 	Delivery  string              // what SetDelivery said was in flight when the call came ("" none)
-	Method    string              // HTTP method; "SMTP" for a mail
-	Path      string              // HTTP path (with no query); for SMTP: ""
-	Header    map[string][]string // HTTP request headers, canonical keys; SMTP: the message's headers
-	Body      []byte              // request body; SMTP: the whole message (headers and body) as received
+	Method    string              // HTTP method; "SMTP" for a mail; "PUBLISH" for a published message
+	Path      string              // HTTP path (with no query); for SMTP: ""; PUBLISH: the subject, queue or topic
+	Header    map[string][]string // HTTP request headers, canonical keys; SMTP: the message's headers; PUBLISH: the message's headers (AMQP: also its Message-Id, Content-Type and Type properties)
+	Body      []byte              // request body; SMTP: the whole message (headers and body) as received; PUBLISH: the payload
 	Key       string              // the effect key: the stand-in's key template expanded over the call's envelope
-	IdemKey   string              // value of the idempotency header ("" absent or none configured); SMTP: ""
+	IdemKey   string              // value of the idempotency header ("" absent or none configured); SMTP: ""; PUBLISH: the event id ("" none)
 	Performed bool                // an effect: the stand-in performed it (false: replayed, refused 409/422, cut before)
-	Replayed  bool                // answered with the stored answer of the same idempotency key and same body
+	Replayed  bool                // answered with the stored answer of the same idempotency key and same body; PUBLISH: an event id already seen with the same Key
 	Status    int                 // the HTTP status answered; 0 when no answer was sent (timeout fault, cut while held); SMTP: 250 accepted
 	Answer    string              // the response body sent (or that would have been sent)
 	From      string              // SMTP envelope sender
