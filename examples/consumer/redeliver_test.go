@@ -670,8 +670,10 @@ func countRowsIfAny(table, db string) int {
 
 // TestCrashAtExternalCall: a crash before the charge and one after it
 // pass for the safe consumer (the retry replays the charge under its
-// key), and a crash at a call the delivery never makes fails its check
-// naming the calls it made.
+// key), so does crash: statements, whose boundaries, with no effects
+// proxy, are the delivery's HTTP calls (the unforced run, then before and
+// after the charge: 3 schedules), and a crash at a call the delivery
+// never makes fails its check naming the calls it made.
 func TestCrashAtExternalCall(t *testing.T) {
 	t.Parallel()
 	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/scenarios/externals.yaml"))
@@ -691,15 +693,27 @@ func TestCrashAtExternalCall(t *testing.T) {
 	}{
 		{"before", `crash: {before: "POST /v1/charges"}`, 0, "killed after the charge, before its answer: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer"},
 		{"after", after, 0, "killed after the charge, before its answer: 2 deliveries: 1 acked, 1 unacked, 1 crash before the answer"},
+		{"statements", `crash: statements`, 0, "table payments holds 2 rows (3 schedules)"},
+		{"empty keys", after, 3, ""},
 		{"never made", `crash: {after: "POST /v1/refunds"}`, 1, "killed after the charge, before its answer: FAIL: crash: {after: POST /v1/refunds} was never reached: the delivery made 2 calls (POST /v1/charges at payments; mail to customer-O-2@example.com at mail), and the consumer answered acked (200)"},
 	} {
 		file := filepath.Join(t.TempDir(), tc.name+".yaml")
-		if err := os.WriteFile(file, []byte(strings.Replace(string(src), after, tc.crash, 1)), 0o644); err != nil {
+		text := strings.Replace(string(src), after, tc.crash, 1)
+		if tc.name == "empty keys" {
+			text = strings.Replace(string(src), `effect_key: "{body.orderId}"`, `effect_key: "{body.orderID}"`, 1)
+		}
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		env := consumerEnv(t, bin, "safe")
 		withPlainRedeliver(t, env)
 		runs = append(runs, invocation{name: tc.name, env: env, args: []string{"run", file}, check: func(t *testing.T, o outcome) {
+			if tc.exit == 3 {
+				if want := "external payments: effect_key {body.orderID} came out empty for each of its 2 calls (the first: POST /v1/charges), so none could be judged"; o.exit != 3 || !strings.Contains(o.stderr, want) {
+					t.Fatalf("want exit 3 and %q, got\n%s", want, o)
+				}
+				return
+			}
 			if o.exit != tc.exit || !strings.Contains(o.stdout, tc.want) {
 				t.Fatalf("want exit %d and %q, got\n%s", tc.exit, tc.want, o)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/redact"
+	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/standin"
 )
@@ -208,19 +209,31 @@ func (s *Session) required() []string {
 }
 
 // judgeExternals judges the calls the stand-ins received, acked being the
-// events the consumer acked.
-func (s *Session) judgeExternals(acked map[string]bool) []invariant.Violation {
+// events the consumer acked and their business keys.
+func (s *Session) judgeExternals(acked map[string]string) ([]invariant.Violation, error) {
 	if len(s.stands) == 0 {
-		return nil
+		return nil, nil
 	}
-	ids := make([]string, 0, len(acked))
-	for id, ok := range acked {
-		if ok {
-			ids = append(ids, id)
+	for _, st := range s.stands {
+		calls := st.calls()
+		empty := 0
+		for _, c := range calls {
+			if c.Key == "" {
+				empty++
+			}
+		}
+		if len(calls) > 0 && empty == len(calls) {
+			// A placeholder that names nothing the calls carry (a path
+			// of the wrong case): judging nothing would pass anything.
+			return nil, fmt.Errorf("external %s: effect_key %s came out empty for each of its %d calls (the first: %s), so none could be judged; does each placeholder name something the calls carry?",
+				st.spec.Name, st.spec.EffectKey, len(calls), callWhat(calls[0]))
 		}
 	}
-	sort.Strings(ids)
-	return invariant.JudgeCalls(s.externalCalls(), ids, s.required())
+	var out []invariant.Acked
+	for id, key := range acked {
+		out = append(out, invariant.Acked{Event: id, Key: key})
+	}
+	return invariant.JudgeCalls(s.externalCalls(), out, s.required()), nil
 }
 
 // performed counts the effects an external performed under a key.
@@ -304,6 +317,68 @@ func (s *Session) crashAtCall(ctx context.Context, ev Event, c *scenario.Crash) 
 	a.KilledAt, a.Restarted = killed, time.Now()
 	s.dl.Forget()
 	return a, call, true, nil
+}
+
+// callCount is how many calls each stand-in has recorded so far.
+func (s *Session) callCount() []int {
+	out := make([]int, len(s.stands))
+	for i, st := range s.stands {
+		out[i] = len(st.calls())
+	}
+	return out
+}
+
+// timedBoundary is a boundary at an external call, and when the call
+// came.
+type timedBoundary struct {
+	at time.Time
+	b  runner.Boundary
+}
+
+// callBoundaries are the boundaries at the HTTP calls event id's delivery
+// made, of the calls each stand-in recorded after its first before: before and after
+// each, in the order they came. A call a delivery makes again (the same
+// method and path) has its first time only: a hold takes the first match.
+func (s *Session) callBoundaries(id string, before []int) []timedBoundary {
+	var calls []standin.Call
+	var where []string
+	for i, st := range s.stands {
+		if st.http == nil {
+			continue
+		}
+		all := st.calls()
+		if i < len(before) && before[i] <= len(all) {
+			all = all[before[i]:]
+		}
+		for _, c := range all {
+			if c.Delivery != id {
+				continue
+			}
+			calls = append(calls, c)
+			where = append(where, st.spec.Name)
+		}
+	}
+	order := make([]int, len(calls))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return calls[order[a]].At.Before(calls[order[b]].At) })
+	var out []timedBoundary
+	seen := map[string]bool{}
+	k := 0
+	for _, i := range order {
+		c := calls[i]
+		what := c.Method + " " + c.Path
+		if seen[what] {
+			continue
+		}
+		seen[what] = true
+		k++
+		out = append(out,
+			timedBoundary{c.At, runner.Boundary{Index: k, Call: what, Name: fmt.Sprintf("killed before call %d (%s at %s)", k, what, where[i])}},
+			timedBoundary{c.At, runner.Boundary{Index: k, Call: what, After: true, Name: fmt.Sprintf("killed after call %d (%s at %s), its effect performed, its answer withheld", k, what, where[i])}})
+	}
+	return out
 }
 
 // callsSaid lists the calls a delivery made, for a crash that named

@@ -216,7 +216,11 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if err := sess.settleStandins(ctx); err != nil {
 		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
-	r.res.Violations = append(violations, sess.judgeExternals(nil)...)
+	ext, err := sess.judgeExternals(nil)
+	if err != nil {
+		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
+	}
+	r.res.Violations = append(violations, ext...)
 	r.res.History = r.brokenHistory()
 	r.res.Counters.Effects = effects
 	runner.Verdict(r.res, &scenario.Check{Name: name})

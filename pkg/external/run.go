@@ -777,7 +777,17 @@ func (sys *system) Judge(ctx context.Context, _ []invariant.Record, res *runner.
 	res.Counters.Effects = len(rows)
 	vs := judge(sys.history, rows, table)
 	sys.blameStatements(vs, res.Trace)
-	return append(vs, sys.sess.judgeExternals(sys.acked)...), nil
+	acked := map[string]string{}
+	for _, d := range sys.history {
+		if sys.acked[d.EventID] {
+			acked[d.EventID] = d.Key
+		}
+	}
+	ext, err := sys.sess.judgeExternals(acked)
+	if err != nil {
+		return nil, err
+	}
+	return append(vs, ext...), nil
 }
 
 // blameStatements gives a race's extra effect to the delivery whose

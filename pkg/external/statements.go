@@ -155,6 +155,71 @@ func killBoundaries(trace []pgproxy.Statement, marked bool) []runner.Boundary {
 	return out
 }
 
+// inOrder merges the boundaries of a delivery's statements (two, or one,
+// per statement of trace, in its order) with those of its external calls,
+// by when each statement and each call came.
+func inOrder(stmts []runner.Boundary, trace []pgproxy.Statement, calls []timedBoundary) []runner.Boundary {
+	if len(calls) == 0 {
+		return stmts
+	}
+	started := map[int]time.Time{}
+	for _, st := range trace {
+		started[st.Index] = st.Started()
+	}
+	var out []runner.Boundary
+	for _, b := range stmts {
+		for len(calls) > 0 && calls[0].at.Before(started[b.Index]) {
+			out = append(out, calls[0].b)
+			calls = calls[1:]
+		}
+		out = append(out, b)
+	}
+	for _, c := range calls {
+		out = append(out, c.b)
+	}
+	return out
+}
+
+// callCrash makes a delivery killed at an external call, as the
+// schedule's boundary says: the trial of crash: statements at a call.
+func (sys *system) callCrash(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool, h *runner.Boundary) (Answer, error) {
+	method, path, _ := strings.Cut(h.Call, " ")
+	crash := &scenario.Crash{Kind: scenario.CrashExternal, Method: method, Path: path, AfterStatement: h.After}
+	a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
+		a, _, reached, err := sys.sess.crashAtCall(ctx, ev, crash)
+		if err == nil && !reached {
+			c.Rec.Fail(words.CallNotReached("crash: statements, "+h.Name+",", sys.sess.callsSaid(ev.ID), a.Short()))
+		}
+		return a, err
+	})
+	if err != nil || a.Kind != Unacked {
+		return a, err
+	}
+	// No ack arrived: the broker redelivers.
+	return sys.plain(ctx, c, ev, key, tolerate)
+}
+
+// callsRecorded is the recording run of crash: statements where no
+// statement is seen (no effects proxy): a plain delivery, whose external
+// calls are the boundaries.
+func (sys *system) callsRecorded(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
+	before := sys.sess.callCount()
+	a, err := sys.plain(ctx, c, ev, key, tolerate)
+	if err != nil {
+		return a, err
+	}
+	var out []runner.Boundary
+	for _, cb := range sys.sess.callBoundaries(ev.ID, before) {
+		out = append(out, cb.b)
+	}
+	if len(out) == 0 {
+		c.Rec.Fail(words.CallNotReached("crash: statements", sys.sess.callsSaid(ev.ID), a.Short()))
+		return a, nil
+	}
+	c.Rec.Boundaries(out)
+	return a, nil
+}
+
 // raceBoundaries are the boundaries of each worker's statements in a
 // recorded race, worker by worker, each a hold while the others go on.
 func raceBoundaries(trace []pgproxy.Statement, marked bool) []runner.Boundary {
@@ -225,7 +290,15 @@ func statementsOf(trace []pgproxy.Statement, hit *pgproxy.Boundary) []consumer.S
 // this trial (c.Hold.Kill; 0 records the delivery's boundaries instead).
 func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
 	st := c.St
+	if h := c.Hold.Statement; h != nil && h.Call != "" {
+		return sys.callCrash(ctx, c, ev, key, tolerate, h)
+	}
+	if sys.sess.proxy == nil {
+		// No statement is seen: the boundaries are the external calls'.
+		return sys.callsRecorded(ctx, c, ev, key, tolerate)
+	}
 	at := boundary(st.Crash, c.Hold.Statement)
+	calledBefore := sys.sess.callCount()
 	var trace []pgproxy.Statement
 	var reached, marked bool
 	// An exec consumer may create the effect table on its first
@@ -252,7 +325,7 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 			c.Rec.Trace(statementsOf(trace, nil))
 			return a, err
 		}
-		c.Rec.Boundaries(killBoundaries(trace, marked))
+		c.Rec.Boundaries(inOrder(killBoundaries(trace, marked), trace, sys.sess.callBoundaries(ev.ID, calledBefore)))
 		// The unforced run: its statements are shown too, under -v for a
 		// check that passed, with the failure of one that did not.
 		c.Rec.Trace(statementsOf(trace, nil))

@@ -89,10 +89,13 @@ var (
 // reported in.
 var externalJudged = []*Invariant{ExternalDuplicate, UnstableIdempotencyKey, UnkeyedExternalCall, ExternalLost}
 
+// Acked is an event the consumer acked, and its business key.
+type Acked struct{ Event, Key string }
+
 // callsCheck is the judge of a consumer's external calls.
 type callsCheck struct {
 	calls    []Call
-	acked    []string // events the consumer acked, in the order first acked
+	acked    []Acked // events the consumer acked
 	required []string // externals every acked event must reach
 	out      []Violation
 }
@@ -103,9 +106,11 @@ func (c *callsCheck) breach(inv *Invariant, event string, f Facts) {
 
 // JudgeCalls judges the calls the stand-ins received: acked lists the
 // events the consumer acked, required the externals each of them must
-// have made an effect at. Breaches come in externalJudged's order, then
-// by external and key.
-func JudgeCalls(calls []Call, acked, required []string) []Violation {
+// have made an effect at — one made during its delivery, or one whose
+// effect key is its business key (what a consumer publishes after it
+// answered carries no delivery). Breaches come in externalJudged's
+// order, then by external and key.
+func JudgeCalls(calls []Call, acked []Acked, required []string) []Violation {
 	c := &callsCheck{calls: calls, acked: acked, required: required}
 	for _, inv := range externalJudged {
 		inv.judgeCalls(c, inv)
@@ -179,7 +184,7 @@ func (c *callsCheck) unkeyed(inv *Invariant) {
 // lost: an acked event with no performed call at a required external.
 func (c *callsCheck) lost(inv *Invariant) {
 	for _, ext := range c.required {
-		performed := map[string]bool{}
+		performed, keyed := map[string]bool{}, map[string]bool{}
 		tried := map[string][]Call{}
 		for _, call := range c.calls {
 			if call.External != ext {
@@ -187,14 +192,17 @@ func (c *callsCheck) lost(inv *Invariant) {
 			}
 			if call.Performed {
 				performed[call.Delivery] = true
+				if call.Key != "" {
+					keyed[call.Key] = true
+				}
 			}
 			tried[call.Delivery] = append(tried[call.Delivery], call)
 		}
-		events := append([]string(nil), c.acked...)
-		sort.Strings(events)
+		events := append([]Acked(nil), c.acked...)
+		sort.Slice(events, func(i, j int) bool { return events[i].Event < events[j].Event })
 		for _, ev := range events {
-			if !performed[ev] {
-				c.breach(inv, ev, Facts{Event: ev, External: ext, Calls: names(tried[ev])})
+			if !performed[ev.Event] && (ev.Key == "" || !keyed[ev.Key]) {
+				c.breach(inv, ev.Event, Facts{Event: ev.Event, External: ext, Calls: names(tried[ev.Event])})
 			}
 		}
 	}

@@ -30,30 +30,30 @@ func TestJudgeCalls(t *testing.T) {
 	tests := []struct {
 		name     string
 		calls    []Call
-		acked    []string
+		acked    []Acked
 		required []string
 		want     []string
 	}{
-		{"a retry replayed from its key", []Call{charge(1, "evt-1", "O-1", "payment-O-1", true), charge(2, "evt-1", "O-1", "payment-O-1", false)}, []string{"evt-1"}, []string{"payments"}, nil},
+		{"a retry replayed from its key", []Call{charge(1, "evt-1", "O-1", "payment-O-1", true), charge(2, "evt-1", "O-1", "payment-O-1", false)}, []Acked{{"evt-1", ""}}, []string{"payments"}, nil},
 		{"charged twice under fresh keys",
-			[]Call{charge(1, "evt-1", "O-1", "k-1", true), charge(2, "evt-1", "O-1", "k-2", true)}, []string{"evt-1"}, nil,
+			[]Call{charge(1, "evt-1", "O-1", "k-1", true), charge(2, "evt-1", "O-1", "k-2", true)}, []Acked{{"evt-1", ""}}, nil,
 			[]string{
 				"external-duplicate evt-1: payments performed 2 effects for key O-1: call 1 (POST /v1/charges, by evt-1), call 2 (POST /v1/charges, by evt-1)",
 				`unstable-idempotency-key evt-1: key O-1 was asked of payments under 2 idempotency keys: "k-1", "k-2" (call 1 (POST /v1/charges, by evt-1), call 2 (POST /v1/charges, by evt-1))`,
 			}},
 		{"charged without a key",
-			[]Call{charge(1, "evt-1", "O-1", "", true), charge(2, "evt-1", "O-1", "", true)}, []string{"evt-1"}, nil,
+			[]Call{charge(1, "evt-1", "O-1", "", true), charge(2, "evt-1", "O-1", "", true)}, []Acked{{"evt-1", ""}}, nil,
 			[]string{
 				"external-duplicate evt-1: payments performed 2 effects for key O-1: call 1 (POST /v1/charges, by evt-1), call 2 (POST /v1/charges, by evt-1)",
 				"unkeyed-external-call evt-1: call 1 (POST /v1/charges, by evt-1), call 2 (POST /v1/charges, by evt-1) to payments carried no Idempotency-Key header (key O-1)",
 			}},
-		{"the same mail twice", []Call{mail(1, "evt-1", "a@x|Paid"), mail(2, "evt-2", "a@x|Paid"), mail(3, "evt-3", "b@x|Paid")}, []string{"evt-1", "evt-2", "evt-3"}, []string{"mail"},
+		{"the same mail twice", []Call{mail(1, "evt-1", "a@x|Paid"), mail(2, "evt-2", "a@x|Paid"), mail(3, "evt-3", "b@x|Paid")}, []Acked{{"evt-1", ""}, {"evt-2", ""}, {"evt-3", ""}}, []string{"mail"},
 			[]string{"external-duplicate evt-2: mail performed 2 effects for key a@x|Paid: call 1 (mail, by evt-1), call 2 (mail, by evt-2)"}},
-		{"acked, never charged", []Call{charge(1, "evt-1", "O-1", "p-1", true)}, []string{"evt-2", "evt-1"}, []string{"payments"},
+		{"acked, never charged", []Call{charge(1, "evt-1", "O-1", "p-1", true)}, []Acked{{"evt-2", ""}, {"evt-1", ""}}, []string{"payments"},
 			[]string{"external-lost evt-2: event evt-2 was acked, and payments received no call for it"}},
-		{"acked, refused by the provider", []Call{charge(1, "evt-9", "O-9", "p-9", false)}, []string{"evt-9"}, []string{"payments"},
+		{"acked, refused by the provider", []Call{charge(1, "evt-9", "O-9", "p-9", false)}, []Acked{{"evt-9", ""}}, []string{"payments"},
 			[]string{"external-lost evt-9: event evt-9 was acked, and payments performed nothing for it (call 1 (POST /v1/charges, by evt-9))"}},
-		{"not required: not lost", nil, []string{"evt-1"}, nil, nil},
+		{"not required: not lost", nil, []Acked{{"evt-1", ""}}, nil, nil},
 		{"no key: not judged", []Call{mail(1, "evt-1", ""), mail(2, "evt-1", "")}, nil, nil, nil},
 		{"a key that breaks the line is escaped", []Call{mail(1, "evt-1", "a\nb"), mail(2, "evt-1", "a\nb")}, nil, nil,
 			[]string{`external-duplicate evt-1: mail performed 2 effects for key "a\nb": call 1 (mail, by evt-1), call 2 (mail, by evt-1)`}},

@@ -625,6 +625,9 @@ type Statement struct {
 	txn        *txn          // the transaction it was sent in (nil: autocommitted)
 }
 
+// Started is when the statement came from the client.
+func (s Statement) Started() time.Time { return s.start }
+
 // Holdable reports whether a boundary before (after false) or after it
 // can be held: not inside a multi-statement query.
 func (st Statement) Holdable(after bool) bool {

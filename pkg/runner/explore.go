@@ -42,6 +42,10 @@ type Boundary struct {
 	Lane, Index int
 	After       bool
 	Name        string
+	// Call, when set, is the external call the boundary is at ("POST
+	// /v1/charges"): before the stand-in performs it, or after (After),
+	// its effect performed and its answer withheld.
+	Call string
 	// Marked: the recorded statements were told from those of no
 	// delivery by the event's id or key, and a trial tells them so too.
 	Marked bool

@@ -79,6 +79,18 @@ func externalVar(name string, smtp bool) string {
 	return v + "_URL"
 }
 
+// callsOut reports whether the file declares an HTTP external: its calls
+// are boundaries of crash: statements, with the effects proxy or
+// without it.
+func (s *Scenario) callsOut() bool {
+	for _, e := range s.Externals {
+		if e.HTTP != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // ExternalByName is the file's external of that name, or nil.
 func (s *Scenario) ExternalByName(name string) *External {
 	for _, e := range s.Externals {
@@ -156,6 +168,9 @@ func (l *loader) externals(n *yaml.Node) {
 		default:
 			l.errorf(channels[1], "external %s has two kinds; choose one of http, smtp, nats, amqp and kafka", k.Value)
 		}
+		if keySeen {
+			l.checkEffectKey(e)
+		}
 		if !keySeen {
 			l.errorf(k, "external %s needs effect_key: what one business effect is there, such as \"{body.orderId}\" (a request) or \"{to}|{subject}\" (a mail)", k.Value)
 		}
@@ -173,6 +188,44 @@ func (l *loader) externals(n *yaml.Node) {
 		vars[e.Var()] = e.Name
 		l.s.Externals = append(l.s.Externals, e)
 	})
+}
+
+// effectKeyFields are the placeholders an effect key may use, by the
+// external's kind: names alone, and roots a path goes under (body.orderId).
+var effectKeyFields = map[string]struct{ names, roots []string }{
+	"http":    {[]string{"method", "path", "body"}, []string{"body", "headers", "query"}},
+	"smtp":    {[]string{"from", "to", "subject", "body"}, []string{"headers"}},
+	"publish": {[]string{"subject", "id", "body", "data"}, []string{"body", "data", "headers"}},
+}
+
+// checkEffectKey refuses an effect key placeholder the external's calls
+// cannot fill: it would expand empty for every call, and no call could be
+// judged.
+func (l *loader) checkEffectKey(e *External) {
+	kind := "http"
+	switch {
+	case e.SMTP:
+		kind = "smtp"
+	case e.Publish != nil:
+		kind = "publish"
+	case e.HTTP == nil:
+		return
+	}
+	f := effectKeyFields[kind]
+	for _, name := range e.EffectKey.Fields() {
+		root, _, path := strings.Cut(name, ".")
+		if contains(f.names, name) || path && contains(f.roots, root) {
+			continue
+		}
+		var allowed []string
+		for _, n := range f.names {
+			allowed = append(allowed, "{"+n+"}")
+		}
+		for _, r := range f.roots {
+			allowed = append(allowed, "{"+r+".…}")
+		}
+		l.errs = append(l.errs, errorf(e.Pos, "external %s: effect_key placeholder {%s} names nothing in its calls; expected %s", e.Name, name, strings.Join(allowed, ", ")))
+	}
 }
 
 // externalHTTP reads an external's http: {idempotency, respond, latency}.
@@ -331,9 +384,14 @@ func (l *loader) validateExternals(externalsKey *yaml.Node) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if !declared[name] {
-			l.errorf(l.externalRefs[name], "${%s} names no external: declare it under externals (%s)", name, externalHint(name))
+		if declared[name] {
+			continue
 		}
+		if other := otherKind(s.Externals, name); other != nil {
+			l.errorf(l.externalRefs[name], "${%s} names no external: %s is an %s external, at ${%s}", name, other.Name, kindOf(other), other.Var())
+			continue
+		}
+		l.errorf(l.externalRefs[name], "${%s} names no external: declare it under externals (%s)", name, externalHint(name))
 	}
 	for _, st := range l.stateChecks {
 		for _, c := range st.Externals {
@@ -355,6 +413,25 @@ func (l *loader) validateExternals(externalsKey *yaml.Node) {
 			l.errs = append(l.errs, errorf(c.Pos, "crash: %s names an HTTP call, and this file declares no http external for the consumer to call (externals: NAME: {http: {}, effect_key: …})", c))
 		}
 	}
+}
+
+// otherKind is the external whose variable is v but for its ending
+// (_URL for _ADDR, or the other way), or nil.
+func otherKind(es []*External, v string) *External {
+	base := strings.TrimSuffix(strings.TrimSuffix(v, "_URL"), "_ADDR")
+	for _, e := range es {
+		if w := e.Var(); w != "" && w != v && strings.TrimSuffix(strings.TrimSuffix(w, "_URL"), "_ADDR") == base {
+			return e
+		}
+	}
+	return nil
+}
+
+func kindOf(e *External) string {
+	if e.SMTP {
+		return "smtp"
+	}
+	return "http"
 }
 
 func externalHint(v string) string {

@@ -80,6 +80,9 @@ func TestLoadExternalsErrors(t *testing.T) {
 		{"nats without a subject", externalsHead + payments + mail + "  paid: {nats: {url: \"nats://127.0.0.1:4222\"}, effect_key: \"{data.orderId}\"}\n" + checks, "f.yaml:9:16: external paid nats needs url and subject"},
 		{"amqp with a nats url", externalsHead + payments + mail + "  paid: {amqp: {url: \"nats://127.0.0.1:4222\", queue: q}, effect_key: \"{data.orderId}\"}\n" + checks, "f.yaml:9:22: url must be a amqp:// URL"},
 		{"kafka topic not a name", externalsHead + payments + mail + "  paid: {kafka: {brokers: [\"127.0.0.1:9092\"], topic: \"a b\"}, effect_key: \"{data.orderId}\"}\n" + checks, "f.yaml:9:54: topic \"a b\" is not a Kafka topic name"},
+		{"effect key names nothing", externalsHead + "externals:\n  payments: {http: {}, effect_key: \"{bdy.orderId}\"}\n" + mail + checks, "f.yaml:7:3: external payments: effect_key placeholder {bdy.orderId} names nothing in its calls; expected {method}, {path}, {body}, {body.…}, {headers.…}, {query.…}"},
+		{"mail key names a request's", externalsHead + payments + "  mail: {smtp: {}, effect_key: \"{body.to}\"}\n" + checks, "f.yaml:8:3: external mail: effect_key placeholder {body.to} names nothing in its calls; expected {from}, {to}, {subject}, {body}, {headers.…}"},
+		{"an smtp external's variable", externalsHead + payments + "  MAIL: {http: {}, effect_key: \"{path}\"}\n" + checks, "f.yaml:4:94: ${REDELIVER_MAIL_ADDR} names no external: MAIL is an http external, at ${REDELIVER_MAIL_URL}"},
 		{"externals without a target", "version: 1\nexternals:\n  mail: {smtp: {}, effect_key: \"{to}\"}\n" + checks, "f.yaml:2:1: externals are stand-ins for the services a consumer under test calls; they need a target"},
 		{"externals count in handler mode", "version: 1\n" + checks + "    expect: {externals: {mail: {a: 1}}}\n", "f.yaml:6:14: externals counts the effects a target's stand-ins performed"},
 	}

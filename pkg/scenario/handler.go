@@ -70,7 +70,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil && !s.Target.Broker() {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
 		}
-		if s.Target != nil && st.Crash.Statement() && (s.Effects == nil || !s.Effects.Proxy) {
+		if s.Target != nil && st.Crash.Statement() && (s.Effects == nil || !s.Effects.Proxy) && !(st.Crash.Kind == CrashStatements && s.callsOut()) {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s lands at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects, and point the consumer at ${%s}", st.Crash, DBURLVar))
 		}
 	}
