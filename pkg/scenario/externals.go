@@ -118,6 +118,29 @@ var externalRef = regexp.MustCompile(`^REDELIVER_[A-Z0-9_]+_(URL|ADDR)$`)
 // httpMethods are the methods a crash at an external call may name.
 var httpMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
+// declaredVars are the variables the externals under root would be at,
+// both endings for each name: the strings of target, read before the
+// externals may be, keep those for the stand-ins to fill in, and expand
+// any other from the environment.
+func declaredVars(root *yaml.Node) map[string]bool {
+	out := map[string]bool{}
+	if root.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value != "externals" || resolve(root.Content[i+1]).Kind != yaml.MappingNode {
+			continue
+		}
+		ext := resolve(root.Content[i+1])
+		for j := 0; j+1 < len(ext.Content); j += 2 {
+			if name := ext.Content[j].Value; externalName.MatchString(name) {
+				out[externalVar(name, false)], out[externalVar(name, true)] = true, true
+			}
+		}
+	}
+	return out
+}
+
 // externals reads the externals: mapping.
 func (l *loader) externals(n *yaml.Node) {
 	vars := map[string]string{}

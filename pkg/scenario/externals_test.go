@@ -127,3 +127,22 @@ checks:
 		t.Errorf("published externals %+v %+v %+v", n, a, k)
 	}
 }
+
+// TestEnvironmentKeepsItsOwnVariables: a ${REDELIVER_…_URL} the
+// environment sets and no external declares is the environment's; one
+// an external declares is the stand-in's, whatever the environment says.
+func TestEnvironmentKeepsItsOwnVariables(t *testing.T) {
+	t.Setenv("REDELIVER_BILLING_URL", "http://billing.test")
+	t.Setenv("REDELIVER_PAYMENTS_URL", "http://elsewhere.test")
+	src := "version: 1\ntarget:\n  http: {url: \"http://127.0.0.1:1/e\"}\n  start: {command: [c, \"${REDELIVER_BILLING_URL}\", \"${REDELIVER_PAYMENTS_URL}\"], ready: \"tcp://127.0.0.1:1\"}\n" +
+		"effects: {db: x.db, table: payments, key: order_id, key_of: \"{data.orderId}\"}\n" +
+		"externals:\n  payments: {http: {}, effect_key: \"{body.orderId}\"}\n" +
+		"checks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
+	s, err := Load("f.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Target.Start.Command; got[1] != "http://billing.test" || got[2] != "${REDELIVER_PAYMENTS_URL}" {
+		t.Errorf("command %q: want the environment's billing URL and the stand-in's payments one", got)
+	}
+}

@@ -26,6 +26,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		l.targetFile = true
 	}
 	s.TargetFile = l.targetFile
+	l.externalVars = declaredVars(root)
 	ok := l.mapping(root, "a scenario", []field{
 		{"version", func(k, v *yaml.Node) {
 			versionSeen = true

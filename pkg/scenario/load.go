@@ -178,6 +178,9 @@ type loader struct {
 	// externalRefs are the ${REDELIVER_<NAME>_URL|ADDR} the file uses,
 	// each at its first use: every one must name an external.
 	externalRefs map[string]*yaml.Node
+	// externalVars are the variables the file's externals declare, read
+	// before anything else: any other ${REDELIVER_…} is the environment's.
+	externalVars map[string]bool
 	// targetFile is set for a --target file: target and effects, no checks.
 	targetFile bool
 }

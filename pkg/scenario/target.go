@@ -244,8 +244,12 @@ func (l *loader) xstr(n *yaml.Node, what string) (string, bool) {
 			}
 			return "${" + name + "}", true
 		}
-		if externalRef.MatchString(name) {
-			// An external's stand-in: known once it listens.
+		v, ok := os.LookupEnv(name)
+		if l.externalVars[name] || !ok && externalRef.MatchString(name) {
+			// An external's stand-in, known once it listens; or one
+			// the file should declare (validateExternals says so). A
+			// variable of that form the environment sets, and no
+			// external declares, is the environment's.
 			if l.externalRefs == nil {
 				l.externalRefs = map[string]*yaml.Node{}
 			}
@@ -254,7 +258,6 @@ func (l *loader) xstr(n *yaml.Node, what string) (string, bool) {
 			}
 			return "${" + name + "}", true
 		}
-		v, ok := os.LookupEnv(name)
 		if ok && redact.SecretName(name) {
 			l.secret(v)
 		}
