@@ -95,7 +95,7 @@ type Acked struct{ Event, Key string }
 // callsCheck is the judge of a consumer's external calls.
 type callsCheck struct {
 	calls    []Call
-	acked    []Acked // events the consumer acked
+	acked    []Acked  // events the consumer acked
 	required []string // externals every acked event must reach
 	out      []Violation
 }
