@@ -83,6 +83,7 @@ func TestLoadExternalsErrors(t *testing.T) {
 		{"effect key names nothing", externalsHead + "externals:\n  payments: {http: {}, effect_key: \"{bdy.orderId}\"}\n" + mail + checks, "f.yaml:7:3: external payments: effect_key placeholder {bdy.orderId} names nothing in its calls; expected {method}, {path}, {body}, {body.…}, {headers.…}, {query.…}"},
 		{"mail key names a request's", externalsHead + payments + "  mail: {smtp: {}, effect_key: \"{body.to}\"}\n" + checks, "f.yaml:8:3: external mail: effect_key placeholder {body.to} names nothing in its calls; expected {from}, {to}, {subject}, {body}, {headers.…}"},
 		{"an smtp external's variable", externalsHead + payments + "  MAIL: {http: {}, effect_key: \"{path}\"}\n" + checks, "f.yaml:4:94: ${REDELIVER_MAIL_ADDR} names no external: MAIL is an http external, at ${REDELIVER_MAIL_URL}"},
+		{"a call's path without its slash", externalsHead + payments + mail + checks + "        crash: {after: \"post v1/charges\"}\n", "f.yaml:13:16: crash: {after: post v1/charges} reads as a statement's words; a call to an external is METHOD /path, its path with its leading /: POST /v1/charges"},
 		{"externals without a target", "version: 1\nexternals:\n  mail: {smtp: {}, effect_key: \"{to}\"}\n" + checks, "f.yaml:2:1: externals are stand-ins for the services a consumer under test calls; they need a target"},
 		{"externals count in handler mode", "version: 1\n" + checks + "    expect: {externals: {mail: {a: 1}}}\n", "f.yaml:6:14: externals counts the effects a target's stand-ins performed"},
 	}

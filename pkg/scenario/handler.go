@@ -71,6 +71,10 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil && !s.Target.Broker() {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
 		}
+		if m, p, ok := strings.Cut(st.Crash.Words, " "); st.Crash.Kind == CrashStatement && ok && httpMethods[strings.ToUpper(m)] && s.callsOut() && !strings.HasPrefix(p, "/") {
+			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s reads as a statement's words; a call to an external is METHOD /path, its path with its leading /: %s /%s", st.Crash, strings.ToUpper(m), strings.TrimSpace(p)))
+			continue
+		}
 		if s.Target != nil && st.Crash.Statement() && (s.Effects == nil || !s.Effects.Proxy) && !(st.Crash.Kind == CrashStatements && s.callsOut()) {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s lands at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects, and point the consumer at ${%s}", st.Crash, DBURLVar))
 		}
