@@ -240,7 +240,7 @@ func tableString(v any) string {
 
 func (p *Published) startKafka(ctx context.Context, brokers []string, topic string) error {
 	if topic == "" {
-		return errors.New("Kafka needs a topic")
+		return errors.New("a Kafka stand-in needs a topic")
 	}
 	p.where = "Kafka topic " + topic
 	opts := []kgo.Opt{
@@ -250,7 +250,7 @@ func (p *Published) startKafka(ctx context.Context, brokers []string, topic stri
 	}
 	adm, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("Kafka: %w", err)
+		return fmt.Errorf("cannot reach Kafka: %w", err)
 	}
 	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
 	adm.Close()
@@ -267,11 +267,11 @@ func (p *Published) startKafka(ctx context.Context, brokers []string, topic stri
 		parts[part] = kgo.NewOffset().At(o.Offset)
 	}
 	if len(parts) == 0 {
-		return fmt.Errorf("Kafka topic %s has no partitions", topic)
+		return fmt.Errorf("the Kafka topic %s has no partitions", topic)
 	}
 	cl, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))...)
 	if err != nil {
-		return fmt.Errorf("Kafka: %w", err)
+		return fmt.Errorf("cannot reach Kafka: %w", err)
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	go func() {
