@@ -465,3 +465,56 @@ checks:
 		t.Errorf("the failure in the unforced run shows no statements:\n%s", o)
 	}
 }
+
+// TestCallsInTheTrace: statements-provider.yaml with its provider a
+// stand-in (--provider): crash: statements tries the charge's two
+// boundaries among the statements', and the trace shows the charge where
+// it came, between the marker lookup and the BEGIN, in the text report and
+// in the JSON one; without its key the flaw is caught there.
+func TestCallsInTheTrace(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/statements-provider.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(src), "version: 1\n", "version: 1\nexternals:\n  payments:\n    http: {idempotency: {header: Idempotency-Key}, respond: {status: 201, body: '{\"id\": \"ch_{seq}\"}'}}\n    effect_key: \"{body.orderId}\"\n", 1)
+	s = strings.Replace(s, `--flaw, "${FLAW:-safe}"]`, `--flaw, "${FLAW:-safe}", --provider, "${REDELIVER_PAYMENTS_URL}"]`, 1)
+	s = strings.Replace(s, "table: provider_charges", "table: payments", 1)
+	if !strings.Contains(s, "REDELIVER_PAYMENTS_URL") || !strings.Contains(s, "table: payments") {
+		t.Fatal("statements-provider.yaml changed: its start command or its table is not where this test looks")
+	}
+	file := filepath.Join(t.TempDir(), "calls.yaml")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var runs []invocation
+	for i, tc := range []struct {
+		flaw string
+		exit int
+		want []string
+	}{
+		{"safe", 0, []string{"(13 schedules)", "2. POST /v1/charges Idempotency-Key: payment-O-41 (payments) → 201 (ch_1)\n    3. begin → BEGIN"}},
+		{"charge-without-key", 1, []string{"invariant unkeyed-external-call broken", "2. POST /v1/charges (no Idempotency-Key) (payments) → 201 (ch_1)"}},
+	} {
+		env := consumerEnv(t, bin, tc.flaw)
+		env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_calls_trace_%d", i))
+		withPlainRedeliver(t, env)
+		report := filepath.Join(t.TempDir(), "r.json")
+		runs = append(runs, invocation{name: tc.flaw, env: env, args: []string{"run", file, "-v", "--report", "json=" + report}, check: func(t *testing.T, o outcome) {
+			if o.exit != tc.exit {
+				t.Fatalf("want exit %d, got\n%s", tc.exit, o)
+			}
+			if doc, err := os.ReadFile(report); err != nil || !strings.Contains(string(doc), `"text": "POST /v1/charges`) || !strings.Contains(string(doc), `"external": "payments"`) {
+				t.Errorf("the JSON report's statements lack the charge (%v):\n%s", err, doc)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(o.stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, o)
+				}
+			}
+		}})
+	}
+	runConcurrently(t, runs)
+}

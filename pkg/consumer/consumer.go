@@ -207,4 +207,9 @@ type Statement struct {
 	Extended bool
 	Name     string
 	Sync     int
+	// External, when set, makes this a call to that external's
+	// stand-in, not an SQL statement: Text is the call ("POST
+	// /v1/charges Idempotency-Key: payment-O-1"), Answer what the
+	// stand-in answered ("201 (ch_1)", "201 replayed", "no answer").
+	External string
 }

@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/standin"
+	"github.com/tidwall/gjson"
 )
 
 // stand is one running stand-in of an external the consumer calls.
@@ -379,6 +383,88 @@ func (s *Session) callBoundaries(id string, before []int) []timedBoundary {
 			timedBoundary{c.At, runner.Boundary{Index: k, Call: what, After: true, Name: fmt.Sprintf("killed after call %d (%s at %s), its effect performed, its answer withheld", k, what, where[i])}})
 	}
 	return out
+}
+
+// withCalls is a delivery's statements (stmts, made of trace) with the
+// calls it made to the stand-ins (those each recorded after its first
+// before) put among them in the order they came, each on the worker of
+// the statement before it.
+func (s *Session) withCalls(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int) []consumer.Statement {
+	type timed struct {
+		at time.Time
+		st consumer.Statement
+	}
+	var calls []timed
+	for i, st := range s.stands {
+		all := st.calls()
+		if i < len(before) && before[i] <= len(all) {
+			all = all[before[i]:]
+		}
+		for _, c := range all {
+			if c.Delivery == id {
+				calls = append(calls, timed{c.At, consumer.Statement{Text: callText(c, st.spec), Answer: callAnswer(c), External: st.spec.Name}})
+			}
+		}
+	}
+	if len(calls) == 0 {
+		return stmts
+	}
+	sort.SliceStable(calls, func(a, b int) bool { return calls[a].at.Before(calls[b].at) })
+	out := make([]consumer.Statement, 0, len(stmts)+len(calls))
+	worker := 1
+	for i, st := range stmts {
+		for len(calls) > 0 && i < len(trace) && calls[0].at.Before(trace[i].Started()) {
+			calls[0].st.Worker = worker
+			out = append(out, calls[0].st)
+			calls = calls[1:]
+		}
+		out = append(out, st)
+		worker = max(st.Worker, 1)
+	}
+	for _, c := range calls {
+		c.st.Worker = worker
+		out = append(out, c.st)
+	}
+	return out
+}
+
+// callText is a call as a trace shows it: "POST /v1/charges
+// Idempotency-Key: payment-O-1", "mail to a@x", "published to S as ID".
+func callText(c standin.Call, e *scenario.External) string {
+	if e.HTTP == nil {
+		return callWhat(c)
+	}
+	t := c.Method + " " + c.Path
+	if h := e.HTTP.IdempotencyHeader; h != "" {
+		if c.IdemKey == "" {
+			t += " (no " + h + ")"
+		} else {
+			t += " " + h + ": " + c.IdemKey
+		}
+	}
+	return t
+}
+
+// callAnswer is what the stand-in answered a call: "201 (ch_1)", "201
+// replayed", "409", "no answer"; a mail or a message: "accepted", or
+// "a repeat of its id" for one that is no new effect.
+func callAnswer(c standin.Call) string {
+	switch {
+	case c.Method == "PUBLISH" && !c.Performed:
+		return "a repeat of its id"
+	case c.Method == "PUBLISH" || c.Method == "SMTP":
+		return "accepted"
+	case c.Status == 0:
+		return "no answer"
+	}
+	a := strconv.Itoa(c.Status)
+	if id := gjson.Get(c.Answer, "id"); id.Type == gjson.String && id.Str != "" {
+		a += " (" + id.Str + ")"
+	}
+	if c.Replayed {
+		a += " replayed"
+	}
+	return a
 }
 
 // callsSaid lists the calls a delivery made, for a crash that named

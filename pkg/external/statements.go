@@ -322,24 +322,24 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 	switch {
 	case at == nil:
 		if past, err := sys.wrotePast(ctx, c, ev, key, before, trace); past || err != nil {
-			c.Rec.Trace(statementsOf(trace, nil))
+			c.Rec.Trace(sys.sess.withCalls(statementsOf(trace, nil), trace, ev.ID, calledBefore))
 			return a, err
 		}
 		c.Rec.Boundaries(inOrder(killBoundaries(trace, marked), trace, sys.sess.callBoundaries(ev.ID, calledBefore)))
 		// The unforced run: its statements are shown too, under -v for a
 		// check that passed, with the failure of one that did not.
-		c.Rec.Trace(statementsOf(trace, nil))
+		c.Rec.Trace(sys.sess.withCalls(statementsOf(trace, nil), trace, ev.ID, calledBefore))
 		return a, nil
 	case !reached:
 		what := "crash: " + st.Crash.String()
 		if c.Hold.Statement != nil {
 			what = "crash: statements, " + c.Hold.Statement.Name + ","
 		}
-		c.Rec.Trace(statementsOf(trace, nil))
+		c.Rec.Trace(sys.sess.withCalls(statementsOf(trace, nil), trace, ev.ID, calledBefore))
 		c.Rec.Fail(words.NotReached(what, traceLines(trace), a.Short()))
 		return a, nil
 	}
-	c.Rec.Trace(statementsOf(trace, at))
+	c.Rec.Trace(sys.sess.withCalls(statementsOf(trace, at), trace, ev.ID, calledBefore))
 	if a.Kind != Unacked {
 		return a, nil
 	}

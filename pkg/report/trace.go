@@ -27,6 +27,9 @@ func traceLines(stmts []consumer.Statement, short bool) []string {
 			text = string(r[:71]) + "…"
 		}
 		line := fmt.Sprintf("%d. %s", i+1, text)
+		if st.External != "" {
+			line += " (" + st.External + ")"
+		}
 		if notes[i] != "" {
 			line += " [" + notes[i] + "]"
 		}
@@ -142,6 +145,9 @@ type StatementDoc struct {
 	// it: the statements of one worker with the same number were ended
 	// by one Sync. Absent while none came, and for a simple Query.
 	Sync int `json:"sync,omitempty"`
+	// External names the stand-in of a call to an external (externals:)
+	// interleaved with the statements; absent for a statement.
+	External string `json:"external,omitempty"`
 }
 
 func statementDocs(stmts []consumer.Statement) []StatementDoc {
@@ -150,7 +156,7 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	}
 	out := make([]StatementDoc, len(stmts))
 	for i, st := range stmts {
-		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync}
+		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External}
 		if st.Extended {
 			out[i].Prepared = "unnamed"
 			if st.Name != "" {
