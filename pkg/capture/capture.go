@@ -200,7 +200,7 @@ func (r *Reader) OnClose(c io.Closer) { r.closer = c }
 // (NDJSON) rather than spanning lines or being an array (one document).
 func lineShaped(br *bufio.Reader) bool {
 	head, _ := br.Peek(64 << 10)
-	head = bytes.TrimLeft(head, " \t\r\n\ufeff")
+	head = bytes.TrimLeft(head, " \t\r\n")
 	if len(head) == 0 || head[0] != '{' {
 		return false
 	}
@@ -223,7 +223,6 @@ func detect(name string, br *bufio.Reader, opts Options) (Format, error) {
 		return "", err
 	}
 	head = bytes.TrimLeft(head, " \t\r\n")
-	head = bytes.TrimPrefix(head, []byte("\ufeff"))
 	if len(head) == 0 {
 		return CloudEvents, nil // empty: nothing to replay, any reader says so
 	}

@@ -18,57 +18,23 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// recorder is what every stand-in does: record the calls it receives,
+// labelled with the delivery in flight.
+type recorder interface {
+	Calls() []standin.Call
+	Reset()
+	SetDelivery(id string)
+	Close() error
+}
+
 // stand is one running stand-in of an external the consumer calls.
 type stand struct {
 	spec *scenario.External
-	http *standin.HTTP      // set for an HTTP provider
-	smtp *standin.SMTP      // set for a mail server
-	pub  *standin.Published // set for what the consumer publishes
+	rec  recorder
+	http *standin.HTTP      // also set for an HTTP provider: its calls can be held
+	pub  *standin.Published // also set for what the consumer publishes: it settles
 	// addr is what ${REDELIVER_<NAME>_URL|ADDR} expands to.
 	addr string
-}
-
-func (s *stand) calls() []standin.Call {
-	switch {
-	case s.http != nil:
-		return s.http.Calls()
-	case s.pub != nil:
-		return s.pub.Calls()
-	}
-	return s.smtp.Calls()
-}
-
-func (s *stand) reset() {
-	switch {
-	case s.http != nil:
-		s.http.Reset()
-	case s.pub != nil:
-		s.pub.Reset()
-	default:
-		s.smtp.Reset()
-	}
-}
-
-func (s *stand) label(id string) {
-	switch {
-	case s.http != nil:
-		s.http.SetDelivery(id)
-	case s.pub != nil:
-		s.pub.SetDelivery(id)
-	default:
-		s.smtp.SetDelivery(id)
-	}
-}
-
-func (s *stand) close() {
-	switch {
-	case s.http != nil:
-		s.http.Close()
-	case s.pub != nil:
-		s.pub.Close()
-	default:
-		s.smtp.Close()
-	}
 }
 
 // publishQuiet is how long what a consumer publishes must have been
@@ -96,23 +62,24 @@ func (s *Session) startStandins(ctx context.Context, exts []*scenario.External) 
 	for _, e := range exts {
 		st := &stand{spec: e}
 		var err error
-		if p := e.Publish; p != nil {
+		switch {
+		case e.Publish != nil:
+			p := e.Publish
 			cfg := standin.PublishConfig{NATS: p.NATS, Subject: p.Subject, AMQP: p.AMQP, Queue: p.Queue, Kafka: p.Kafka, Topic: p.Topic}
 			if st.pub, err = standin.StartPublished(ctx, e.Name, cfg, e.EffectKey); err != nil {
 				return fmt.Errorf("cannot subscribe to what the consumer publishes (external %s): %w", e.Name, redact.Error(err))
 			}
-			s.stands = append(s.stands, st)
-			continue
-		}
-		if e.HTTP != nil {
+			st.rec = st.pub
+		case e.HTTP != nil:
 			cfg := standin.HTTPConfig{IdempotencyHeader: e.HTTP.IdempotencyHeader, Status: e.HTTP.Status, Body: e.HTTP.Body,
 				Latency: e.HTTP.Latency, FailAfterEffect: e.HTTP.FailAfterEffect, FailTimes: e.HTTP.FailTimes}
 			if st.http, err = standin.StartHTTP(e.Name, cfg, e.EffectKey); err == nil {
-				st.addr = st.http.URL()
+				st.rec, st.addr = st.http, st.http.URL()
 			}
-		} else {
-			if st.smtp, err = standin.StartSMTP(e.Name, e.EffectKey); err == nil {
-				st.addr = st.smtp.Addr()
+		default:
+			var smtp *standin.SMTP
+			if smtp, err = standin.StartSMTP(e.Name, e.EffectKey); err == nil {
+				st.rec, st.addr = smtp, smtp.Addr()
 			}
 		}
 		if err != nil {
@@ -147,7 +114,7 @@ func (s *Session) inFlight(id string, n int) {
 		}
 	}
 	for _, st := range s.stands {
-		st.label(label)
+		st.rec.SetDelivery(label)
 	}
 }
 
@@ -155,7 +122,7 @@ func (s *Session) inFlight(id string, n int) {
 // database's reset.
 func (s *Session) resetStandins() {
 	for _, st := range s.stands {
-		st.reset()
+		st.rec.Reset()
 	}
 }
 
@@ -179,7 +146,7 @@ func (s *Session) externalCalls() []invariant.Call {
 		if st.spec.HTTP != nil {
 			header = st.spec.HTTP.IdempotencyHeader
 		}
-		for _, c := range st.calls() {
+		for _, c := range st.rec.Calls() {
 			out = append(out, invariant.Call{External: st.spec.Name, Seq: c.Seq, What: callWhat(c), Delivery: c.Delivery, Key: c.Key,
 				IdemKey: c.IdemKey, Keyed: header != "", Header: header, Performed: c.Performed})
 		}
@@ -219,7 +186,7 @@ func (s *Session) judgeExternals(acked map[string]string) ([]invariant.Violation
 		return nil, nil
 	}
 	for _, st := range s.stands {
-		calls := st.calls()
+		calls := st.rec.Calls()
 		empty := 0
 		for _, c := range calls {
 			if c.Key == "" {
@@ -247,7 +214,7 @@ func (s *Session) performed(external, key string) (int64, bool) {
 			continue
 		}
 		var n int64
-		for _, c := range st.calls() {
+		for _, c := range st.rec.Calls() {
 			if c.Performed && c.Key == key {
 				n++
 			}
@@ -327,7 +294,7 @@ func (s *Session) crashAtCall(ctx context.Context, ev Event, c *scenario.Crash) 
 func (s *Session) callCount() []int {
 	out := make([]int, len(s.stands))
 	for i, st := range s.stands {
-		out[i] = len(st.calls())
+		out[i] = len(st.rec.Calls())
 	}
 	return out
 }
@@ -344,44 +311,46 @@ type timedBoundary struct {
 // each, in the order they came. A call a delivery makes again (the same
 // method and path) has its first time only: a hold takes the first match.
 func (s *Session) callBoundaries(id string, before []int) []timedBoundary {
-	var calls []standin.Call
-	var where []string
-	for i, st := range s.stands {
-		if st.http == nil {
+	var out []timedBoundary
+	seen := map[string]bool{}
+	for _, pc := range s.deliveryCalls(id, before) {
+		c := pc.c
+		what := c.Method + " " + c.Path
+		if pc.st.http == nil || seen[what] {
 			continue
 		}
-		all := st.calls()
+		seen[what] = true
+		k := len(seen)
+		out = append(out,
+			timedBoundary{c.At, runner.Boundary{Index: k, Call: what, Name: fmt.Sprintf("killed before call %d (%s at %s)", k, what, pc.st.spec.Name)}},
+			timedBoundary{c.At, runner.Boundary{Index: k, Call: what, After: true, Name: fmt.Sprintf("killed after call %d (%s at %s), its effect performed, its answer withheld", k, what, pc.st.spec.Name)}})
+	}
+	return out
+}
+
+// placedCall is a call and the stand-in that received it.
+type placedCall struct {
+	c  standin.Call
+	st *stand
+}
+
+// deliveryCalls are the calls labelled with event id's delivery, of those
+// each stand-in recorded after its first before (nil: all), in the order
+// they came.
+func (s *Session) deliveryCalls(id string, before []int) []placedCall {
+	var out []placedCall
+	for i, st := range s.stands {
+		all := st.rec.Calls()
 		if i < len(before) && before[i] <= len(all) {
 			all = all[before[i]:]
 		}
 		for _, c := range all {
-			if c.Delivery != id {
-				continue
+			if c.Delivery == id {
+				out = append(out, placedCall{c, st})
 			}
-			calls = append(calls, c)
-			where = append(where, st.spec.Name)
 		}
 	}
-	order := make([]int, len(calls))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return calls[order[a]].At.Before(calls[order[b]].At) })
-	var out []timedBoundary
-	seen := map[string]bool{}
-	k := 0
-	for _, i := range order {
-		c := calls[i]
-		what := c.Method + " " + c.Path
-		if seen[what] {
-			continue
-		}
-		seen[what] = true
-		k++
-		out = append(out,
-			timedBoundary{c.At, runner.Boundary{Index: k, Call: what, Name: fmt.Sprintf("killed before call %d (%s at %s)", k, what, where[i])}},
-			timedBoundary{c.At, runner.Boundary{Index: k, Call: what, After: true, Name: fmt.Sprintf("killed after call %d (%s at %s), its effect performed, its answer withheld", k, what, where[i])}})
-	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].c.At.Before(out[b].c.At) })
 	return out
 }
 
@@ -390,42 +359,29 @@ func (s *Session) callBoundaries(id string, before []int) []timedBoundary {
 // before) put among them in the order they came, each on the worker of
 // the statement before it.
 func (s *Session) withCalls(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int) []consumer.Statement {
-	type timed struct {
-		at time.Time
-		st consumer.Statement
-	}
-	var calls []timed
-	for i, st := range s.stands {
-		all := st.calls()
-		if i < len(before) && before[i] <= len(all) {
-			all = all[before[i]:]
-		}
-		for _, c := range all {
-			if c.Delivery == id {
-				calls = append(calls, timed{c.At, consumer.Statement{Text: callText(c, st.spec), Answer: callAnswer(c), External: st.spec.Name}})
-			}
-		}
-	}
+	calls := s.deliveryCalls(id, before)
 	if len(calls) == 0 {
 		return stmts
 	}
-	sort.SliceStable(calls, func(a, b int) bool { return calls[a].at.Before(calls[b].at) })
 	out := make([]consumer.Statement, 0, len(stmts)+len(calls))
 	worker := 1
 	for i, st := range stmts {
-		for len(calls) > 0 && i < len(trace) && calls[0].at.Before(trace[i].Started()) {
-			calls[0].st.Worker = worker
-			out = append(out, calls[0].st)
+		for len(calls) > 0 && i < len(trace) && calls[0].c.At.Before(trace[i].Started()) {
+			out = append(out, calls[0].statement(worker))
 			calls = calls[1:]
 		}
 		out = append(out, st)
 		worker = max(st.Worker, 1)
 	}
 	for _, c := range calls {
-		c.st.Worker = worker
-		out = append(out, c.st)
+		out = append(out, c.statement(worker))
 	}
 	return out
+}
+
+// statement is the call as a trace line on worker's connection.
+func (pc placedCall) statement(worker int) consumer.Statement {
+	return consumer.Statement{Worker: worker, Text: callText(pc.c, pc.st.spec), Answer: callAnswer(pc.c), External: pc.st.spec.Name}
 }
 
 // callText is a call as a trace shows it: "POST /v1/charges
@@ -471,12 +427,8 @@ func callAnswer(c standin.Call) string {
 // another.
 func (s *Session) callsSaid(id string) string {
 	var out []string
-	for _, st := range s.stands {
-		for _, c := range st.calls() {
-			if c.Delivery == id {
-				out = append(out, fmt.Sprintf("%s at %s", callWhat(c), st.spec.Name))
-			}
-		}
+	for _, pc := range s.deliveryCalls(id, nil) {
+		out = append(out, fmt.Sprintf("%s at %s", callWhat(pc.c), pc.st.spec.Name))
 	}
 	switch len(out) {
 	case 0:

@@ -196,7 +196,7 @@ func (s *Session) Close() {
 	wg.Wait()
 	s.closeBroker()
 	for _, st := range s.stands {
-		st.close()
+		st.rec.Close()
 	}
 	if s.proxy != nil {
 		// The consumer is gone: what it left running in the database
