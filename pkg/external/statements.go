@@ -540,15 +540,25 @@ func (sys *system) letOthersRun(ctx context.Context, w *pgproxy.Watch, answered 
 // past it; without, it had no statement to fault. Either way no kill or
 // hold landed, and a pass would claim one.
 func (sys *system) bypassed(ctx context.Context, c runner.Call, ev Event, key string, before []effects.Row) error {
-	if err := sys.sess.quiet(ctx); err != nil {
-		return err
-	}
-	after, err := sys.sess.db.Rows(ctx, &key)
+	wrote, err := sys.wrote(ctx, key, before)
 	if err != nil {
 		return err
 	}
-	c.Rec.Fail(words.Bypassed(ev.ID, "${"+sys.sess.dbVar+"}", changed(before, after) != "" || len(before) != len(after)))
+	c.Rec.Fail(words.Bypassed(ev.ID, "${"+sys.sess.dbVar+"}", wrote))
 	return nil
+}
+
+// wrote reports whether the key's rows, once the consumer's connections
+// are idle, differ from before: a row changed, added or removed.
+func (sys *system) wrote(ctx context.Context, key string, before []effects.Row) (bool, error) {
+	if err := sys.sess.quiet(ctx); err != nil {
+		return false, err
+	}
+	after, err := sys.sess.db.Rows(ctx, &key)
+	if err != nil {
+		return false, err
+	}
+	return changed(before, after) != "" || len(before) != len(after), nil
 }
 
 // wrotePast fails the recording trial of a delivery whose statements
@@ -564,15 +574,8 @@ func (sys *system) wrotePast(ctx context.Context, c runner.Call, ev Event, key s
 			return false, nil
 		}
 	}
-	if err := sys.sess.quiet(ctx); err != nil {
+	if wrote, err := sys.wrote(ctx, key, before); !wrote || err != nil {
 		return false, err
-	}
-	after, err := sys.sess.db.Rows(ctx, &key)
-	if err != nil {
-		return false, err
-	}
-	if changed(before, after) == "" && len(before) == len(after) {
-		return false, nil
 	}
 	c.Rec.Fail(words.WrotePast(ev.ID, "${"+sys.sess.dbVar+"}", traceLines(trace)))
 	return true, nil
