@@ -132,6 +132,9 @@ type Kind struct {
 	Copies bool
 	// refs are those trials' references, by check and step (1-based).
 	refs map[[2]int]invariant.Reference
+	// opened is how long opening the system Open hands to its next caller
+	// took (see runSnapshotted): the trial that takes it counts it.
+	opened time.Duration
 }
 
 // snapshotter is a system that can copy what it holds and put the copy
