@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -716,6 +717,54 @@ func TestCrashAtExternalCall(t *testing.T) {
 			}
 			if o.exit != tc.exit || !strings.Contains(o.stdout, tc.want) {
 				t.Fatalf("want exit %d and %q, got\n%s", tc.exit, tc.want, o)
+			}
+		}})
+	}
+	runConcurrently(t, runs)
+}
+
+// TestRaceAtExternalCall: the race of externals.yaml is explored at the
+// workers' charges — the first and the second to arrive, each held before
+// the provider performs it and after, its answer withheld, while the
+// other runs: the safe consumer passes all five schedules, each hold
+// reached; check-then-act is caught in each of them.
+func TestRaceAtExternalCall(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/scenarios/externals.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, ok1 := strings.Cut(string(src), "\nchecks:\n")
+	_, race, ok2 := strings.Cut(string(src), "  # Caught here: check-then-act (duplicate-effect")
+	if !ok1 || !ok2 || !strings.Contains(race, "concurrent: 2") {
+		t.Fatal("externals.yaml no longer ends with its race at the charge")
+	}
+	// The provider's lost answer is the first check's: without it, the
+	// race's first charge would lose its answer instead.
+	head = strings.Replace(head, "    fail: {after_effect: timeout, times: 1}\n", "", 1)
+	file := filepath.Join(t.TempDir(), "race.yaml")
+	if err := os.WriteFile(file, []byte(head+"\nchecks:\n  #"+race), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildConsumer(t)
+	var runs []invocation
+	// A worker whose charge came while the other's was in flight is
+	// answered 409 and redelivered: its retry is a third charge, and a
+	// third pair of schedules.
+	for _, tc := range []struct {
+		flaw string
+		exit int
+		want *regexp.Regexp
+	}{
+		{"safe", 0, regexp.MustCompile(`two deliveries at once, held at the charge, charged once: 2 deliveries: 2 acked; table payments holds 1 row \(([57]) schedules\)\n`)},
+		{"check-then-act", 1, regexp.MustCompile(`two deliveries at once, held at the charge, charged once: FAIL: failed in ([57]) of ([57]) schedules`)},
+	} {
+		env := consumerEnv(t, bin, tc.flaw)
+		withPlainRedeliver(t, env)
+		runs = append(runs, invocation{name: tc.flaw, env: env, args: []string{"run", file}, check: func(t *testing.T, o outcome) {
+			m := tc.want.FindStringSubmatch(o.stdout)
+			if o.exit != tc.exit || m == nil || len(m) == 3 && m[1] != m[2] || strings.Contains(o.stdout, "not reached") {
+				t.Fatalf("want exit %d and %s, every schedule reached, got\n%s", tc.exit, tc.want, o)
 			}
 		}})
 	}

@@ -231,27 +231,9 @@ func (s *Session) performed(external, key string) (int64, bool) {
 // the call is then cut, unanswered, and the consumer restarted. reached
 // is false when the delivery ended without making the call.
 func (s *Session) crashAtCall(ctx context.Context, ev Event, c *scenario.Crash) (a Answer, call standin.Call, reached bool, err error) {
-	var holds []*standin.Hold
-	for _, st := range s.stands {
-		if st.http != nil {
-			holds = append(holds, st.http.Hold(c.Method, c.Path, c.AfterStatement))
-		}
-	}
-	defer func() {
-		for _, h := range holds {
-			h.Stop()
-		}
-	}()
-	held := make(chan *standin.Hold, len(holds))
-	for _, h := range holds {
-		go func() {
-			select {
-			case <-h.Held():
-				held <- h
-			case <-ctx.Done():
-			}
-		}()
-	}
+	ch := s.holdCall(c.Method, c.Path, 1, c.AfterStatement)
+	defer ch.stop()
+	held := ch.held
 	kill := make(chan struct{})
 	answers := make(chan Answer, 1)
 	go func() { answers <- s.dl.Deliver(ctx, ev, kill) }()
@@ -288,6 +270,44 @@ func (s *Session) crashAtCall(ctx context.Context, ev Event, c *scenario.Crash) 
 	a.KilledAt, a.Restarted = killed, time.Now()
 	s.dl.Forget()
 	return a, call, true, nil
+}
+
+// callHold is a hold at an HTTP call, arranged at every HTTP stand-in:
+// held has the one a call reached.
+type callHold struct {
+	holds []*standin.Hold
+	held  chan *standin.Hold
+	done  chan struct{}
+}
+
+// holdCall arranges a hold at the nth call to "method path" each HTTP
+// stand-in receives from now, before it is performed or after (see
+// standin.HTTP.HoldNth). stop ends it.
+func (s *Session) holdCall(method, path string, nth int, after bool) *callHold {
+	ch := &callHold{held: make(chan *standin.Hold, len(s.stands)), done: make(chan struct{})}
+	for _, st := range s.stands {
+		if st.http == nil {
+			continue
+		}
+		h := st.http.HoldNth(method, path, nth, after)
+		ch.holds = append(ch.holds, h)
+		go func() {
+			select {
+			case <-h.Held():
+				ch.held <- h
+			case <-ch.done:
+			}
+		}()
+	}
+	return ch
+}
+
+// stop lets a held call go on and takes back the holds no call reached.
+func (ch *callHold) stop() {
+	close(ch.done)
+	for _, h := range ch.holds {
+		h.Stop()
+	}
 }
 
 // callCount is how many calls each stand-in has recorded so far.
@@ -328,6 +348,39 @@ func (s *Session) callBoundaries(id string, before []int) []timedBoundary {
 	return out
 }
 
+// raceCallBoundaries are the boundaries at the HTTP calls a race of
+// event id's deliveries made (of the calls each stand-in recorded after
+// its first before): before and after the first, the second, … call to
+// each "METHOD /path" to arrive, in the order the first of them came. A
+// call is not known to be one worker's, so the boundary is its place
+// among the workers' calls to the same method and path: holding the
+// second lets the first by.
+func (s *Session) raceCallBoundaries(id string, before []int) []runner.Boundary {
+	arrived := map[string]int{}
+	var order []string
+	at := map[string]string{}
+	for _, pc := range s.deliveryCalls(id, before) {
+		if pc.st.http == nil {
+			continue
+		}
+		what := pc.c.Method + " " + pc.c.Path
+		if arrived[what] == 0 {
+			order = append(order, what)
+			at[what] = pc.st.spec.Name
+		}
+		arrived[what]++
+	}
+	var out []runner.Boundary
+	for _, what := range order {
+		for k := 1; k <= arrived[what]; k++ {
+			out = append(out,
+				runner.Boundary{Lane: k, Call: what, Name: fmt.Sprintf("the %s %s at %s held before it was performed while the others ran", ordinal(k), what, at[what])},
+				runner.Boundary{Lane: k, Call: what, After: true, Name: fmt.Sprintf("the %s %s at %s held after it was performed, its answer withheld, while the others ran", ordinal(k), what, at[what])})
+		}
+	}
+	return out
+}
+
 // placedCall is a call and the stand-in that received it.
 type placedCall struct {
 	c  standin.Call
@@ -359,22 +412,35 @@ func (s *Session) deliveryCalls(id string, before []int) []placedCall {
 // before) put among them in the order they came, each on the worker of
 // the statement before it.
 func (s *Session) withCalls(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int) []consumer.Statement {
+	return s.withCallsMarked(stmts, trace, id, before, nil)
+}
+
+// withCallsMarked is withCalls, each call's line then given to mark (when
+// not nil) with the call it stands for.
+func (s *Session) withCallsMarked(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int, mark func(standin.Call, *consumer.Statement)) []consumer.Statement {
 	calls := s.deliveryCalls(id, before)
 	if len(calls) == 0 {
 		return stmts
 	}
 	out := make([]consumer.Statement, 0, len(stmts)+len(calls))
+	add := func(pc placedCall, worker int) {
+		st := pc.statement(worker)
+		if mark != nil {
+			mark(pc.c, &st)
+		}
+		out = append(out, st)
+	}
 	worker := 1
 	for i, st := range stmts {
 		for len(calls) > 0 && i < len(trace) && calls[0].c.At.Before(trace[i].Started()) {
-			out = append(out, calls[0].statement(worker))
+			add(calls[0], worker)
 			calls = calls[1:]
 		}
 		out = append(out, st)
 		worker = max(st.Worker, 1)
 	}
 	for _, c := range calls {
-		out = append(out, c.statement(worker))
+		add(c, worker)
 	}
 	return out
 }

@@ -576,14 +576,15 @@ type dupRun struct {
 // ConsumerKind is the kind of system a user's consumer is: a session opened for
 // each file, its crashes drawn from opts.Seed. Its concurrent steps are
 // explored at the consumer's statement boundaries when the effects proxy
-// sees them, and run once, unforced, otherwise.
+// sees them, and at its calls to HTTP stand-ins, and run once, unforced,
+// when there is neither.
 //
 // The session of one trial of an explored check is kept for the next:
 // the consumer, restarted already if the trial killed it, goes on
 // running, and only the effects database is reset (see keeper).
 func ConsumerKind(sc *scenario.Scenario, opts Options) runner.Kind {
 	kept := &keeper{}
-	return runner.Kind{Statements: sc.Effects != nil && sc.Effects.Proxy, Release: kept.close, Open: func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
+	return runner.Kind{Statements: sc.Effects != nil && sc.Effects.Proxy || holdsCalls(sc.Externals), Release: kept.close, Open: func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
 		sess, err := kept.take(ctx)
 		if sess == nil && err == nil {
 			sess, err = OpenWith(ctx, s.Target, s.Effects, s.Externals)
@@ -596,6 +597,17 @@ func ConsumerKind(sc *scenario.Scenario, opts Options) runner.Kind {
 		return &system{s: s, sess: sess, keep: kept, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, acked: map[string]bool{},
 			committed: map[string]bool{}, delivered: map[string]int{}, dups: map[string]*dupRun{}, copied: map[string]bool{}}, nil
 	}, Copies: sc.Target != nil && !sc.Target.Broker()}
+}
+
+// holdsCalls says whether a file declares an HTTP external, whose
+// stand-in can hold the consumer's calls.
+func holdsCalls(exts []*scenario.External) bool {
+	for _, e := range exts {
+		if e.HTTP != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // keeper holds the session of a trial that ended cleanly, for the next
@@ -1128,7 +1140,8 @@ func (sys *system) record(c runner.Call, ev Event, key string, a Answer, span in
 }
 
 // Concurrent makes N deliveries of the same event at once; with the
-// database proxy, as the schedule holds their statements.
+// database proxy or an HTTP stand-in, as the schedule holds their
+// statements or calls.
 func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Result, error) {
 	st := c.St
 	ev, key := sys.event(st)
@@ -1149,7 +1162,7 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 	for i := range spans {
 		spans[i].Lane = i + 1
 	}
-	if sys.sess.proxy != nil {
+	if sys.sess.proxy != nil || holdsCalls(sys.s.Externals) {
 		var err error
 		if answers, err = sys.raced(ctx, c, ev, spans); err != nil {
 			return consumer.Result{}, tailed(err)

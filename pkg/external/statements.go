@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/standin"
 )
 
 // watched makes one delivery while the proxy follows its statements and,
@@ -365,20 +367,35 @@ func holdLimit(timeout time.Duration) time.Duration {
 }
 
 // raced makes a concurrent step's deliveries at once while the proxy
-// follows their statements. Held at the schedule's boundary, the worker
-// whose connection reaches it waits there until every other delivery has
-// answered, or one of them waits for a lock (the held worker's, as the
-// database says), and is then let go. Without a boundary the run records
-// the workers' boundaries for the schedules to come.
-// spans get each delivery's times, and the held one's hold.
+// follows their statements and the stand-ins record their calls. Held at
+// the schedule's boundary — a statement, or the nth of the workers'
+// calls to an HTTP stand-in — the worker that reaches it waits there
+// until every other delivery has answered, or one of them waits for a
+// lock (the held worker's, as the database says), and is then let go.
+// Without a boundary the run records the workers' boundaries for the
+// schedules to come. spans get each delivery's times, and the held one's
+// hold.
 func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []invariant.Span) ([]Answer, error) {
 	n := c.St.Concurrent
-	at := boundary(nil, c.Hold.Statement)
+	h := c.Hold.Statement
+	var at *pgproxy.Boundary // a hold at a statement
+	var ch *callHold         // a hold at a call
+	if h != nil && h.Call != "" {
+		method, path, _ := strings.Cut(h.Call, " ")
+		ch = sys.sess.holdCall(method, path, h.Lane, h.After)
+		defer ch.stop()
+	} else {
+		at = boundary(nil, h)
+	}
 	before, _ := sys.sess.db.Rows(ctx, &ev.Key)
+	calledBefore := sys.sess.callCount()
 	sys.sess.settleBefore(ctx)
-	w, err := sys.sess.proxy.Watch(at, ev.ID, ev.Key)
-	if err != nil {
-		return nil, err
+	var w *pgproxy.Watch
+	if sys.sess.proxy != nil {
+		var err error
+		if w, err = sys.sess.proxy.Watch(at, ev.ID, ev.Key); err != nil {
+			return nil, err
+		}
 	}
 	answers := make([]Answer, n)
 	done := make(chan int, n)
@@ -394,34 +411,51 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 	}
 	close(gate)
 	reached := false
-	heldLane, sure := 0, false // the worker whose connection was held, and whether that is known
+	heldLane, sure := 0, false // the worker that was held, and whether that is known
 	finished := make([]bool, n)
 	answered := 0
 	got := func(i int) { finished[i] = true; answered++ }
-	held := w.Held()
+	var held <-chan struct{}
+	if w != nil {
+		held = w.Held()
+	}
+	var calls <-chan *standin.Hold
+	if ch != nil {
+		calls = ch.held
+	}
+	var heldCall *standin.Hold
 	for answered < n {
 		select {
 		case i := <-done:
 			got(i)
 			continue
 		case <-held:
+		case heldCall = <-calls:
 		}
-		held, reached = nil, true
+		held, calls, reached = nil, nil, true
 		heldAt := time.Now()
 		sys.letOthersRun(ctx, w, &answered, n, done, got)
 		releasedAt := time.Now()
-		w.Release()
-		// A connection is not a request: the held worker is the one whose
-		// delivery is still waiting once the others answered. When
-		// several still wait (one of them for the held one's lock), which
-		// is not known, and the hold is drawn on the first of them.
+		if heldCall != nil {
+			heldCall.Stop()
+		} else {
+			w.Release()
+		}
+		// A connection is not a request, nor is a call: the held worker
+		// is the one whose delivery is still waiting once the others
+		// answered. When several still wait (one of them for the held
+		// one's lock), which is not known, and the hold is drawn on the
+		// first of them.
 		waiting := 0
 		for i := range spans {
 			if !finished[i] {
 				if waiting == 0 {
 					heldLane = i + 1
 					spans[i].Held, spans[i].Released = heldAt, releasedAt
-					if at != nil {
+					switch {
+					case heldCall != nil:
+						spans[i].HeldAt = consumer.FaultPoint(callHeldWords(*h))
+					case at != nil:
 						spans[i].HeldAt = consumer.FaultPoint(heldWords(*at))
 					}
 				}
@@ -430,23 +464,32 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 		}
 		sure = waiting == 1
 	}
-	trace := w.Stop()
-	c.Rec.Counters().Apart += len(w.Others())
+	var trace []pgproxy.Statement
+	if w != nil {
+		trace = w.Stop()
+		c.Rec.Counters().Apart += len(w.Others())
+	}
 	switch {
-	case len(trace) == 0:
+	case w != nil && len(trace) == 0:
 		if err := sys.bypassed(ctx, c, ev, ev.Key, before); err != nil {
 			return nil, err
 		}
-	case at == nil:
-		if past, err := sys.wrotePast(ctx, c, ev, ev.Key, before, trace); past || err != nil {
-			c.Rec.Trace(statementsOf(trace, nil))
-			if err != nil {
-				return nil, err
+	case h == nil:
+		var bs []runner.Boundary
+		if w != nil {
+			if past, err := sys.wrotePast(ctx, c, ev, ev.Key, before, trace); past || err != nil {
+				c.Rec.Trace(statementsOf(trace, nil))
+				if err != nil {
+					return nil, err
+				}
+				break
 			}
-			break
+			bs = raceBoundaries(trace, w.Marked())
 		}
-		c.Rec.Boundaries(raceBoundaries(trace, w.Marked()))
-		c.Rec.Trace(statementsOf(trace, nil))
+		c.Rec.Boundaries(append(bs, sys.sess.raceCallBoundaries(ev.ID, calledBefore)...))
+		if w != nil {
+			c.Rec.Trace(sys.sess.raceTrace(statementsOf(trace, nil), trace, ev.ID, calledBefore, nil, false, 0))
+		}
 	case !reached:
 		// The workers took another path this time (one found the
 		// other's marker): the run was unforced, and says so.
@@ -461,10 +504,64 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 		}
 		if sure {
 			matchLanes(stmts, heldLane, n)
+		} else {
+			heldLane = 0
 		}
-		c.Rec.Trace(stmts)
+		c.Rec.Trace(sys.sess.raceTrace(stmts, trace, ev.ID, calledBefore, heldCall, h != nil && h.After, heldLane))
 	}
 	return answers, nil
+}
+
+// raceTrace is a race's statements with the workers' calls among them,
+// in the order they came. A call is drawn on no connection (worker 0)
+// when the statements came on several: which worker made it is not known.
+// held, when set, is the call the schedule held (after: once performed),
+// marked as held and let go, on lane (0: not known).
+func (s *Session) raceTrace(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int, held *standin.Hold, after bool, lane int) []consumer.Statement {
+	conns := map[int]bool{}
+	for _, st := range stmts {
+		conns[st.Worker] = true
+	}
+	var hc standin.Call
+	if held != nil {
+		hc = held.Call()
+	}
+	return s.withCallsMarked(stmts, trace, id, before, func(c standin.Call, st *consumer.Statement) {
+		if len(conns) > 1 {
+			st.Worker = 0
+		}
+		if held != nil && c.External == hc.External && c.Seq == hc.Seq {
+			st.Held, st.Before, st.Released, st.Lane = true, !after, true, lane
+		}
+	})
+}
+
+// callHeldWords names a race's hold at a call for the held worker's bar:
+// "before the second POST /v1/charges".
+func callHeldWords(b runner.Boundary) string {
+	where := "before"
+	if b.After {
+		where = "after"
+	}
+	return fmt.Sprintf("%s the %s %s", where, ordinal(b.Lane), b.Call)
+}
+
+// ordinal is n in words as a position: "first", "second", "third", "4th".
+func ordinal(n int) string {
+	if n >= 1 && n <= 3 {
+		return [...]string{"first", "second", "third"}[n-1]
+	}
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // heldWords names a race's boundary for the hold on a worker's bar: a
@@ -510,7 +607,8 @@ func matchLanes(stmts []consumer.Statement, heldLane, workers int) {
 
 // letOthersRun waits, while a worker is held, until all the other
 // deliveries have answered (counting them in answered), or one of the
-// others waits for a lock, or stallLimit passed.
+// others waits for a lock (as w sees them; nil: not seen), or the hold
+// limit passed.
 func (sys *system) letOthersRun(ctx context.Context, w *pgproxy.Watch, answered *int, n int, done <-chan int, got func(int)) {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
@@ -524,7 +622,9 @@ func (sys *system) letOthersRun(ctx context.Context, w *pgproxy.Watch, answered 
 		case <-ctx.Done():
 			return
 		}
-		if pids := w.Waiting(); len(pids) > 0 {
+		if w == nil {
+			// No statement is seen: a wait for a lock is not either.
+		} else if pids := w.Waiting(); len(pids) > 0 {
 			if blocked, err := sys.sess.db.Blocked(ctx, pids); err == nil && blocked {
 				return
 			}

@@ -946,6 +946,9 @@ func statementsOf(stmts []consumer.Statement) *htmlStatements {
 	slices.Sort(hs.Workers)
 	for _, w := range hs.Workers {
 		head := "connection " + strconv.Itoa(w)
+		if w == 0 {
+			head = "calls to externals, by a worker not known"
+		}
 		for _, st := range stmts {
 			if st.Worker == w && st.Lane != 0 {
 				head += " — worker " + strconv.Itoa(st.Lane) + "'s"

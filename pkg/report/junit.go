@@ -241,7 +241,7 @@ func traceBody(stmts []consumer.Statement) string {
 	if len(stmts) == 0 {
 		return ""
 	}
-	return "\nstatements of the delivery:\n" + strings.Join(traceLines(stmts, false), "\n") + "\n"
+	return "\n" + traceHeading(stmts) + "\n" + strings.Join(traceLines(stmts, false), "\n") + "\n"
 }
 
 // uniqueNames numbers test cases whose names repeat within a suite: report

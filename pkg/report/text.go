@@ -102,7 +102,7 @@ func writeTrace(b *strings.Builder, p painter, indent string, trace []consumer.S
 	if len(trace) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "%s  %s\n", indent, p.dim.Sprint("statements of the delivery:"))
+	fmt.Fprintf(b, "%s  %s\n", indent, p.dim.Sprint(traceHeading(trace)))
 	for _, line := range traceLines(trace, true) {
 		fmt.Fprintf(b, "%s    %s\n", indent, p.dim.Sprint(escape.Line(line)))
 	}

@@ -11,7 +11,8 @@ import (
 // landed in, one a line: "worker 1: INSERT INTO payments … → INSERT 0 1",
 // the held one marked with where the kill came. short cuts each
 // statement to a line a terminal holds; the worker is named only when
-// there were several. A statement of the extended protocol says how it
+// there were several ("worker ?" for a race's call to an external, whose
+// worker is not known). A statement of the extended protocol says how it
 // was prepared and, on the last of those one Sync ended, where the Sync
 // fell (see protocolNote).
 func traceLines(stmts []consumer.Statement, short bool) []string {
@@ -33,10 +34,22 @@ func traceLines(stmts []consumer.Statement, short bool) []string {
 		if notes[i] != "" {
 			line += " [" + notes[i] + "]"
 		}
-		if len(workers) > 1 {
+		switch {
+		case len(workers) > 1 && st.Worker == 0:
+			// A race's call: which worker made it is not known.
+			line = "worker ?: " + line
+		case len(workers) > 1:
 			line = fmt.Sprintf("worker %d: %s", st.Worker, line)
 		}
 		switch {
+		case st.Held && st.External != "" && st.Released && st.Before:
+			line += fmt.Sprintf(" → %s ⏸ held here, before %s performed it, while the others ran", answerOf(st), st.External)
+		case st.Held && st.External != "" && st.Released:
+			line += fmt.Sprintf(" → %s ⏸ answer held here, its effect performed, while the others ran", answerOf(st))
+		case st.Held && st.External != "" && st.Before:
+			line += fmt.Sprintf(" ✂ killed here, before %s performed it", st.External)
+		case st.Held && st.External != "":
+			line += fmt.Sprintf(" → %s ✂ killed here, its effect performed, before the consumer saw the answer", answerOf(st))
 		case st.Held && st.Released && st.Before:
 			line += fmt.Sprintf(" → %s ⏸ held here, before it reached the database, while the others ran", answerOf(st))
 		case st.Held && st.Released:
@@ -51,6 +64,17 @@ func traceLines(stmts []consumer.Statement, short bool) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// traceHeading names a trace: the statements of the delivery, or its
+// calls when it made calls to externals and no statement was seen.
+func traceHeading(stmts []consumer.Statement) string {
+	for _, st := range stmts {
+		if st.External == "" {
+			return "statements of the delivery:"
+		}
+	}
+	return "calls of the delivery:"
 }
 
 // protocolNotes says, for each statement of the extended protocol, how

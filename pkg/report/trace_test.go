@@ -38,6 +38,26 @@ func TestTraceLines(t *testing.T) {
 			"worker 2: 2. INSERT INTO t VALUES (1) → ERROR 23505",
 			"worker 1: 3. SELECT y → 2 rows ⏸ held here, before it reached the database, while the others ran",
 		}},
+		{"a race held at a call, by a worker not known", []consumer.Statement{
+			{Worker: 1, Text: "SELECT x", Answer: "SELECT 0"},
+			{Worker: 2, Text: "SELECT x", Answer: "SELECT 0"},
+			{Worker: 0, Text: "POST /v1/charges Idempotency-Key: k", Answer: "201 (ch_1)", External: "payments", Held: true, Before: true, Released: true, Lane: 1},
+			{Worker: 0, Text: "POST /v1/charges Idempotency-Key: k", Answer: "201 (ch_1) replayed", External: "payments"},
+			{Worker: 0, Text: "POST /v1/refunds Idempotency-Key: r", Answer: "201", External: "payments", Held: true, Released: true},
+		}, true, []string{
+			"worker 1: 1. SELECT x → 0 rows",
+			"worker 2: 2. SELECT x → 0 rows",
+			"worker ?: 3. POST /v1/charges Idempotency-Key: k (payments) → 201 (ch_1) ⏸ held here, before payments performed it, while the others ran",
+			"worker ?: 4. POST /v1/charges Idempotency-Key: k (payments) → 201 (ch_1) replayed",
+			"worker ?: 5. POST /v1/refunds Idempotency-Key: r (payments) → 201 ⏸ answer held here, its effect performed, while the others ran",
+		}},
+		{"killed at calls", []consumer.Statement{
+			{Worker: 1, Text: "POST /a", External: "p", Held: true, Before: true},
+			{Worker: 1, Text: "POST /b", Answer: "201", External: "p", Held: true},
+		}, true, []string{
+			"1. POST /a (p) ✂ killed here, before p performed it",
+			"2. POST /b (p) → 201 ✂ killed here, its effect performed, before the consumer saw the answer",
+		}},
 		// pgx: each statement named by its cache, one Sync each; then two
 		// autocommitted inserts of the unnamed statement in one pipeline,
 		// one Sync for both; the last killed before its Sync came.
@@ -97,6 +117,23 @@ func TestStatementDocs(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("statement %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestTraceHeading: a trace of calls alone (no statement was seen) is
+// called the delivery's calls.
+func TestTraceHeading(t *testing.T) {
+	for _, tt := range []struct {
+		stmts []consumer.Statement
+		want  string
+	}{
+		{[]consumer.Statement{{Text: "POST /a", External: "p"}}, "calls of the delivery:"},
+		{[]consumer.Statement{{Text: "POST /a", External: "p"}, {Text: "begin"}}, "statements of the delivery:"},
+		{[]consumer.Statement{{Text: "begin"}}, "statements of the delivery:"},
+	} {
+		if got := traceHeading(tt.stmts); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.stmts, got, tt.want)
 		}
 	}
 }

@@ -377,6 +377,7 @@ type Hold struct {
 	method string
 	path   string
 	after  bool
+	pass   int // matching calls still to let by before the one held; h.mu
 
 	held   chan struct{} // closed when a call reached the hold
 	decide chan struct{} // closed by Stop or Cut
@@ -399,11 +400,19 @@ type Hold struct {
 // held before it is performed already holds its idempotency key: another
 // request with the key meanwhile is answered 409.
 func (h *HTTP) Hold(method, path string, after bool) *Hold {
+	return h.HoldNth(method, path, 1, after)
+}
+
+// HoldNth is Hold for the nth matching call from now (1 the next): the
+// n-1 matching calls before it go by. Races use it to hold the second
+// of two workers' calls rather than the first.
+func (h *HTTP) HoldNth(method, path string, n int, after bool) *Hold {
 	hd := &Hold{
 		h:      h,
 		method: method,
 		path:   path,
 		after:  after,
+		pass:   max(n, 1) - 1,
 		held:   make(chan struct{}),
 		decide: make(chan struct{}),
 		done:   make(chan struct{}),
@@ -416,14 +425,20 @@ func (h *HTTP) Hold(method, path string, after bool) *Hold {
 	return hd
 }
 
-// claimHold takes the first hold that matches the call out of the list.
-// h.mu is held.
+// claimHold takes the first hold that matches the call and has no call
+// left to let by out of the list; the matching holds before it count the
+// call as one let by. h.mu is held.
 func (h *HTTP) claimHold(method, path string) *Hold {
 	for i, hd := range h.holds {
-		if strings.EqualFold(hd.method, method) && (hd.path == "" || hd.path == path) {
-			h.holds = append(h.holds[:i:i], h.holds[i+1:]...)
-			return hd
+		if !strings.EqualFold(hd.method, method) || hd.path != "" && hd.path != path {
+			continue
 		}
+		if hd.pass > 0 {
+			hd.pass--
+			continue
+		}
+		h.holds = append(h.holds[:i:i], h.holds[i+1:]...)
+		return hd
 	}
 	return nil
 }

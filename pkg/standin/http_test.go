@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -349,6 +350,42 @@ func TestHTTPHold(t *testing.T) {
 			checkCalls(t, h.Calls(), []want{tt.call, tt.retry})
 			hd.Stop() // nothing after the call went on or was cut
 			hd.Cut()
+		})
+	}
+}
+
+// TestHTTPHoldNth: a hold of the nth call lets the matching calls before
+// it go by (a call elsewhere does not count), and holds the nth; a call
+// with its idempotency key meanwhile is refused 409.
+func TestHTTPHoldNth(t *testing.T) {
+	tests := []struct {
+		name string
+		n    int
+	}{{"first", 1}, {"second", 2}, {"third", 3}, {"zero is the first", 0}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, HTTPConfig{IdempotencyHeader: "Idempotency-Key", Status: 201}, "")
+			hd := h.HoldNth("POST", "/v1/charges", tt.n, false)
+			defer hd.Stop()
+			check(t, 0, req{path: "/elsewhere", body: `{}`, status: 201}, send(t, h.URL(), req{path: "/elsewhere", body: `{}`}))
+			for i := 1; i < max(tt.n, 1); i++ {
+				k := fmt.Sprintf("k%d", i)
+				check(t, i, req{status: 201}, send(t, h.URL(), req{key: k, body: `{}`}))
+			}
+			held := max(tt.n, 1)
+			got := make(chan reply, 1)
+			go func() { got <- send(t, h.URL(), req{key: "held", body: `{}`}) }()
+			select {
+			case <-hd.Held():
+			case <-time.After(5 * time.Second):
+				t.Fatal("the call never reached the hold")
+			}
+			if c := hd.Call(); c.IdemKey != "held" || c.Seq != held+1 {
+				t.Errorf("held call %d (key %q), want call %d (key held)", c.Seq, c.IdemKey, held+1)
+			}
+			check(t, held, req{status: 409}, send(t, h.URL(), req{key: "held", body: `{}`}))
+			hd.Stop()
+			check(t, held+1, req{status: 201}, <-got)
 		})
 	}
 }
