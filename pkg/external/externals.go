@@ -148,7 +148,35 @@ func (s *Session) externalCalls() []invariant.Call {
 		}
 		for _, c := range st.rec.Calls() {
 			out = append(out, invariant.Call{External: st.spec.Name, Seq: c.Seq, What: callWhat(c), Delivery: c.Delivery, Key: c.Key,
-				IdemKey: c.IdemKey, Keyed: header != "", Header: header, Performed: c.Performed})
+				IdemKey: c.IdemKey, Keyed: header != "", Header: header, Performed: c.Performed,
+				At: c.At, Answer: callAnswer(c), NoAnswer: unanswered(c)})
+		}
+	}
+	return out
+}
+
+// callsSince are the calls the stand-ins received since the first of a
+// check's deliveries was sent, for its report to place on its timeline:
+// those of the checks before it are left out (a stand-in keeps every call
+// of its session). With no delivery that recorded when it was sent, all.
+func (s *Session) callsSince(history []invariant.Record) []invariant.Call {
+	if len(s.stands) == 0 {
+		return nil
+	}
+	var from time.Time
+	for _, r := range history {
+		if t := r.Span.Sent; !t.IsZero() && (from.IsZero() || t.Before(from)) {
+			from = t
+		}
+	}
+	calls := s.externalCalls()
+	if from.IsZero() {
+		return calls
+	}
+	out := calls[:0]
+	for _, c := range calls {
+		if !c.At.Before(from) {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -476,7 +504,7 @@ func callAnswer(c standin.Call) string {
 		return "a repeat of its id"
 	case c.Method == "PUBLISH" || c.Method == "SMTP":
 		return "accepted"
-	case c.Status == 0:
+	case unanswered(c):
 		return "no answer"
 	}
 	a := strconv.Itoa(c.Status)
@@ -487,6 +515,12 @@ func callAnswer(c standin.Call) string {
 		a += " replayed"
 	}
 	return a
+}
+
+// unanswered says an HTTP stand-in sent no answer to a call (a timeout
+// fault, a call cut while held).
+func unanswered(c standin.Call) bool {
+	return c.Method != "PUBLISH" && c.Method != "SMTP" && c.Status == 0
 }
 
 // callsSaid lists the calls a delivery made, for a crash that named

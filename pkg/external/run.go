@@ -799,6 +799,7 @@ func (sys *system) Judge(ctx context.Context, _ []invariant.Record, res *runner.
 	if err != nil {
 		return nil, err
 	}
+	res.Calls = sys.sess.callsSince(res.History)
 	return append(vs, ext...), nil
 }
 

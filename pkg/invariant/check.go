@@ -106,6 +106,13 @@ type Violation struct {
 	External string
 	Detail   string
 	By       *Record // the delivery that broke it, when one did
+	// Calls are the calls at External a breach of an external effect
+	// names, by their number there (Call.Seq), and Call the one that made
+	// it a breach: the second effect, the first call under a second
+	// idempotency key, the first call without one. external-lost, an
+	// effect not made, names none.
+	Calls []int
+	Call  int
 }
 
 // Key identifies a violation across checks, so each is reported once.

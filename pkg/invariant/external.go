@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Externals is a user's consumer judged by the calls it made to the
@@ -27,6 +28,14 @@ type Call struct {
 	// Performed: the stand-in performed it, an effect (not an answer
 	// replayed from a stored key, not a refusal).
 	Performed bool
+	// At is when the stand-in received it, Answer what it answered in
+	// words ("201 (ch_1)", "201 replayed", "409", "no answer",
+	// "accepted"), and NoAnswer says it sent none (a timeout fault, a
+	// call cut while held). The judge reads none of them: they place the
+	// call on its check's timeline.
+	At       time.Time
+	Answer   string
+	NoAnswer bool
 }
 
 // name says the call in a sentence: "call 2 (POST /v1/charges, by evt-1)".
@@ -100,8 +109,17 @@ type callsCheck struct {
 	out      []Violation
 }
 
-func (c *callsCheck) breach(inv *Invariant, event string, f Facts) {
-	c.out = append(c.out, Violation{Invariant: inv.Name, EventID: event, External: f.External, Detail: inv.Say(f)})
+// breach records a broken invariant about event, by the call by (nil:
+// none) among the calls it names.
+func (c *callsCheck) breach(inv *Invariant, event string, f Facts, named []Call, by *Call) {
+	v := Violation{Invariant: inv.Name, EventID: event, External: f.External, Detail: inv.Say(f)}
+	for _, call := range named {
+		v.Calls = append(v.Calls, call.Seq)
+	}
+	if by != nil {
+		v.Call = by.Seq
+	}
+	c.out = append(c.out, v)
 }
 
 // JudgeCalls judges the calls the stand-ins received: acked lists the
@@ -151,7 +169,7 @@ func names(calls []Call) []string {
 func (c *callsCheck) duplicates(inv *Invariant) {
 	for _, g := range c.byKey(func(call Call) bool { return call.Performed }) {
 		if len(g) > 1 {
-			c.breach(inv, g[1].Delivery, Facts{External: g[0].External, Key: g[0].Key, Calls: names(g)})
+			c.breach(inv, g[1].Delivery, Facts{External: g[0].External, Key: g[0].Key, Calls: names(g)}, g, &g[1])
 		}
 	}
 }
@@ -168,7 +186,7 @@ func (c *callsCheck) unstable(inv *Invariant) {
 			}
 		}
 		if len(keys) > 1 {
-			c.breach(inv, first[1].Delivery, Facts{External: g[0].External, Key: g[0].Key, IdempotencyKeys: keys, Calls: names(first)})
+			c.breach(inv, first[1].Delivery, Facts{External: g[0].External, Key: g[0].Key, IdempotencyKeys: keys, Calls: names(first)}, first, &first[1])
 		}
 	}
 }
@@ -177,7 +195,7 @@ func (c *callsCheck) unstable(inv *Invariant) {
 // per external and effect key.
 func (c *callsCheck) unkeyed(inv *Invariant) {
 	for _, g := range c.byKey(func(call Call) bool { return call.Keyed && call.IdemKey == "" }) {
-		c.breach(inv, g[0].Delivery, Facts{External: g[0].External, Key: g[0].Key, Header: g[0].Header, Calls: names(g)})
+		c.breach(inv, g[0].Delivery, Facts{External: g[0].External, Key: g[0].Key, Header: g[0].Header, Calls: names(g)}, g, &g[0])
 	}
 }
 
@@ -202,7 +220,7 @@ func (c *callsCheck) lost(inv *Invariant) {
 		sort.Slice(events, func(i, j int) bool { return events[i].Event < events[j].Event })
 		for _, ev := range events {
 			if !performed[ev.Event] && (ev.Key == "" || !keyed[ev.Key]) {
-				c.breach(inv, ev.Event, Facts{Event: ev.Event, External: ext, Calls: names(tried[ev.Event])})
+				c.breach(inv, ev.Event, Facts{Event: ev.Event, External: ext, Calls: names(tried[ev.Event])}, nil, nil)
 			}
 		}
 	}

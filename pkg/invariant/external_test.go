@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,40 @@ func TestJudgeCalls(t *testing.T) {
 			var got []string
 			for _, v := range JudgeCalls(tt.calls, tt.acked, tt.required) {
 				got = append(got, string(v.Invariant)+" "+v.EventID+": "+v.Detail)
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestJudgeCallsNameTheirCalls: a breach of an external effect made
+// names the calls it is about by their number at the external, and the
+// one that made it a breach; external-lost, an effect not made, names
+// none.
+func TestJudgeCallsNameTheirCalls(t *testing.T) {
+	charge := func(seq int, by, idem string, performed bool) Call {
+		return Call{External: "payments", Seq: seq, What: "POST /v1/charges", Delivery: by, Key: "O-1", IdemKey: idem, Keyed: true, Header: "Idempotency-Key", Performed: performed}
+	}
+	tests := []struct {
+		name  string
+		calls []Call
+		acked []Acked
+		want  []string
+	}{
+		{"charged twice under fresh keys, once replayed", []Call{charge(1, "evt-1", "k-1", true), charge(2, "evt-1", "k-1", false), charge(3, "evt-2", "k-2", true)}, nil,
+			[]string{"external-duplicate evt-2: calls [1 3], by 3", "unstable-idempotency-key evt-2: calls [1 3], by 3"}},
+		{"charged without a key", []Call{charge(1, "evt-1", "", true), charge(2, "evt-1", "", true)}, nil,
+			[]string{"external-duplicate evt-1: calls [1 2], by 2", "unkeyed-external-call evt-1: calls [1 2], by 1"}},
+		{"refused, then lost", []Call{charge(4, "evt-1", "k-1", false)}, []Acked{{"evt-1", ""}},
+			[]string{"external-lost evt-1: calls [], by 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, v := range JudgeCalls(tt.calls, tt.acked, []string{"payments"}) {
+				got = append(got, fmt.Sprintf("%s %s: calls %v, by %d", v.Invariant, v.EventID, v.Calls, v.Call))
 			}
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))

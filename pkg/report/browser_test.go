@@ -354,3 +354,112 @@ func TestBrowserHeldAtStatement(t *testing.T) {
 		t.Errorf("the hold is %v px wide on lane %q, the badge on lane %q; want a hold of more than half the bar on worker 2's lane, and its badge", got.Held, got.HeldLane, got.BrokenLane)
 	}
 }
+
+// A check charged twice: each call to an external is a mark on its
+// external's lane, seen, inside the lane, under the delivery in flight;
+// the calls the judge named are framed as a broken bar is, and light up
+// with their breach; their labels are whole, in their lane, and cover no
+// other label, however close the calls came: those of the broken calls
+// always shown, a plain one that finds no room left to its tooltip, as a
+// bar's is, and counted on its lane.
+func TestBrowserCalls(t *testing.T) {
+	b := newBrowser(t)
+	c := chargedTwice()
+	for i := 3; i <= 6; i++ {
+		c.Calls = append(c.Calls, invariant.Call{External: "mail", Seq: i, What: fmt.Sprintf("mail to customer-%d@example.com", i), Key: fmt.Sprintf("customer-%d|paid", i),
+			Performed: true, At: at(3600 + 20*i), Answer: "accepted", Delivery: "evt-1"})
+	}
+	var page bytes.Buffer
+	if err := HTML(&page, &Run{Command: "run", Files: []*runner.FileResult{{File: "externals.yaml", Target: "http://127.0.0.1:8937/events", Checks: []runner.CheckResult{c}}}}); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, page.Bytes())
+	type mark struct {
+		External, Seq, Broke, Border string
+		Left, Right, Top, Bottom     float64
+		TrackLeft, TrackRight        float64
+		TrackTop, TrackBottom        float64
+		Visible                      bool
+	}
+	marks := eval[[]mark](t, b, `Array.from(document.querySelectorAll(".call")).map(c => {
+		const r = c.getBoundingClientRect(), tr = c.closest(".track").getBoundingClientRect(), s = getComputedStyle(c);
+		return {external: c.closest(".lane").dataset.external, seq: c.dataset.seq, broke: c.dataset.broke || "", border: s.borderTopStyle,
+			left: r.left, right: r.right, top: r.top, bottom: r.bottom, trackLeft: tr.left, trackRight: tr.right, trackTop: tr.top, trackBottom: tr.bottom,
+			visible: s.visibility === "visible" && r.width > 10 && r.height > 10 && c.contains(document.elementFromPoint(r.left + 4, r.top + r.height / 2))};
+	})`)
+	if len(marks) != 9 {
+		t.Fatalf("the page draws %d calls, want 9: %+v", len(marks), marks)
+	}
+	bars := eval[[]float64](t, b, `Array.from(document.querySelectorAll(".bar")).map(b => b.getBoundingClientRect().left)`)
+	if len(bars) != 2 {
+		t.Fatalf("the page draws %d bars, want 2", len(bars))
+	}
+	broken := 0
+	for _, m := range marks {
+		if !m.Visible {
+			t.Errorf("call %s at %s is not seen", m.Seq, m.External)
+		}
+		if m.Left < m.TrackLeft-0.5 || m.Right > m.TrackRight+0.5 || m.Top < m.TrackTop-0.5 || m.Bottom > m.TrackBottom+0.5 {
+			t.Errorf("call %s at %s runs out of its lane: %v–%v × %v–%v, the lane %v–%v × %v–%v", m.Seq, m.External, m.Left, m.Right, m.Top, m.Bottom, m.TrackLeft, m.TrackRight, m.TrackTop, m.TrackBottom)
+		}
+		if m.Broke != "" {
+			broken++
+			if m.Border != "dashed" {
+				t.Errorf("call %s at %s broke %s, and its border is %s, not dashed", m.Seq, m.External, m.Broke, m.Border)
+			}
+		}
+		if m.External == "payments" && m.Seq == "2" && !(m.Left >= bars[0]-0.5 && m.Left < bars[1]) {
+			t.Errorf("the first charge is at %v px, not under the first delivery (%v px, the second at %v px)", m.Left, bars[0], bars[1])
+		}
+		if m.External == "payments" && m.Seq == "4" && m.Left < bars[1]-0.5 {
+			t.Errorf("the second charge is at %v px, before the second delivery (%v px)", m.Left, bars[1])
+		}
+	}
+	if broken != 3 {
+		t.Errorf("%d calls are drawn broken, want the 3 the judge named", broken)
+	}
+	type label struct {
+		Text                     string
+		Scroll, Client           float64
+		Left, Right, Top, Bottom float64
+		TrackLeft, TrackRight    float64
+		Call, Broken             bool
+	}
+	labels := eval[[]label](t, b, `Array.from(document.querySelectorAll(".bar .label, .wait .label, .call .label")).filter(l => !l.hidden).map(l => {
+		const r = l.getBoundingClientRect(), tr = l.closest(".track").getBoundingClientRect();
+		return {text: l.textContent, scroll: l.scrollWidth, client: l.clientWidth, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+			trackLeft: tr.left, trackRight: tr.right, call: l.closest(".call") !== null, broken: l.closest(".call.broken") !== null};
+	})`)
+	calls, brokenLabels := 0, 0
+	for i, l := range labels {
+		if l.Call {
+			calls++
+		}
+		if l.Broken {
+			brokenLabels++
+		}
+		if l.Scroll > l.Client+1 {
+			t.Errorf("the label %q is cut: %v px of its %v px show", l.Text, l.Client, l.Scroll)
+		}
+		if l.Left < l.TrackLeft-4 || l.Right > l.TrackRight+1 {
+			t.Errorf("the label %q runs out of its lane: %v–%v, the lane %v–%v", l.Text, l.Left, l.Right, l.TrackLeft, l.TrackRight)
+		}
+		for _, m := range labels[i+1:] {
+			if l.Left < m.Right-0.5 && m.Left < l.Right-0.5 && l.Top < m.Bottom-0.5 && m.Top < l.Bottom-0.5 {
+				t.Errorf("the labels %q and %q cover each other", l.Text, m.Text)
+			}
+		}
+	}
+	unlabelled := eval[int](t, b, `Array.from(document.querySelectorAll(".lane.external .track")).reduce((n, tr) => n + Number(tr.dataset.unlabelled || 0), 0)`)
+	if brokenLabels != broken || calls+unlabelled != 9 || calls < 6 {
+		t.Errorf("%d calls' labels are shown, %d of the broken calls', and %d said not to fit; want the 3 broken calls' and most others', each of the 9 shown or counted", calls, brokenLabels, unlabelled)
+	}
+	// A breach lights up the call that made it.
+	lit := eval[string](t, b, `(() => { const br = document.querySelector(".breach[data-invariant=external-duplicate]");
+		br.dispatchEvent(new MouseEvent("mouseenter")); const l = document.querySelector(".call.lit");
+		const s = l ? l.closest(".lane").dataset.external + " " + l.dataset.seq : "";
+		br.dispatchEvent(new MouseEvent("mouseleave")); return s; })()`)
+	if lit != "payments 4" {
+		t.Errorf("the external-duplicate breach lights up %q, want the second charge, payments 4", lit)
+	}
+}

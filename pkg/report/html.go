@@ -55,6 +55,9 @@ type page struct {
 	Style   template.CSS
 	Policy  string
 	Legend  []htmlOutcome
+	// Calls are the marks of the calls to externals the page draws, by
+	// kind, for its legend.
+	Calls []htmlOutcome
 }
 
 type htmlOutcome struct{ Class, Glyph, Word string }
@@ -115,6 +118,11 @@ type htmlTimeline struct {
 	// Waits are the check's waits for a broker's consumer to take what
 	// was published, on the broker's lane.
 	Waits []htmlWait
+	// Externals are the lanes of the calls the consumer made to the
+	// stand-ins of its externals while the check ran, one per external;
+	// CallsOmitted says which calls they do not draw.
+	Externals    []htmlExternal
+	CallsOmitted string
 }
 
 // htmlWait is one wait for a broker's consumer, placed on the timeline.
@@ -211,6 +219,7 @@ func HTML(w io.Writer, run *Run) error {
 		p.Files = append(p.Files, hf)
 	}
 	p.Legend = legend(run)
+	p.Calls = callLegend(p.Files)
 	return htmlPage.Execute(w, p)
 }
 
@@ -281,7 +290,7 @@ func htmlCheckOf(id string, c *runner.CheckResult, broker string) htmlCheck {
 		hc.Notes = append(hc.Notes, fmt.Sprintf("the broker redelivered %s", count(int64(n), "message", "messages")))
 		drain = fmt.Sprintf("%s redelivered %s while the check drained", broker, count(int64(n), "message", "messages"))
 	}
-	tl, bars := timeline(id, c.History, c.Violations, c.Drains)
+	tl, bars, calls := timeline(id, c.History, c.Violations, c.Drains, c.Calls)
 	if tl != nil {
 		tl.Drain = drain
 		if n := len(tl.Waits); n > 0 && drain != "" {
@@ -292,7 +301,7 @@ func htmlCheckOf(id string, c *runner.CheckResult, broker string) htmlCheck {
 	hc.Timeline = tl
 	hc.Statements = statementsOf(c.Trace)
 	for _, v := range c.Violations {
-		hc.Broken = append(hc.Broken, breachOf(v, bars))
+		hc.Broken = append(hc.Broken, breachOf(v, bars, calls))
 	}
 	return hc
 }
@@ -309,10 +318,15 @@ func brokerOf(target string) string {
 }
 
 // breachOf is one violation as the text report says it, pointing at the
-// bar of the delivery that broke it.
-func breachOf(v invariant.Violation, bars map[int]*htmlBar) htmlBreach {
+// bar of the delivery that broke it, or at the mark of the call to an
+// external that did.
+func breachOf(v invariant.Violation, bars map[int]*htmlBar, calls map[callRef]*htmlCall) htmlBreach {
 	b := htmlBreach{Invariant: string(v.Invariant), Sentence: escape.Line(v.String())}
 	if v.By == nil {
+		if c := callOf(calls, v); c != nil {
+			b.Bar = c.ID
+			b.Where = "call " + strconv.Itoa(c.Seq) + " at " + escape.Line(v.External)
+		}
 		return b
 	}
 	if bar := barOf(bars, v.By.Seq); bar != nil {
@@ -340,11 +354,13 @@ func laneTitle(lane int) string {
 
 // timeline lays out a history: by the wall clock when every delivery
 // recorded when it ran, else one slot per record in the order they were
-// made. It returns the bars by every Seq they stand for.
-func timeline(id string, history []invariant.Record, vs []invariant.Violation, drains []runner.Drain) (*htmlTimeline, map[int]*htmlBar) {
+// made; on a timeline by the wall clock, the calls to externals made
+// while it ran too. It returns the bars by every Seq they stand for, and
+// the marks of the calls.
+func timeline(id string, history []invariant.Record, vs []invariant.Violation, drains []runner.Drain, calls []invariant.Call) (*htmlTimeline, map[int]*htmlBar, map[callRef]*htmlCall) {
 	bars := map[int]*htmlBar{}
 	if len(history) == 0 {
-		return nil, bars
+		return nil, bars, nil
 	}
 	tl := &htmlTimeline{}
 	drawn := history
@@ -481,7 +497,10 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation, d
 			}
 		}
 	}
-	return tl, bars
+	if !timed {
+		return tl, bars, nil
+	}
+	return tl, bars, tl.placeCalls(id, calls, vs, clk, t0, len(drawn) < len(history))
 }
 
 // restartOf places the restart of a consumer a crash killed on its
@@ -786,10 +805,10 @@ func brokenKeys(hr *htmlReplay, c *runner.CheckResult) int {
 			}
 		}
 		id := fmt.Sprintf("k%d", i+1)
-		tl, bars := timeline(id, hist, vs, c.Drains)
+		tl, bars, _ := timeline(id, hist, vs, c.Drains, nil)
 		hk := htmlKey{ID: id, Key: escape.Input(key), Timeline: tl}
 		for _, v := range vs {
-			hk.Broken = append(hk.Broken, breachOf(v, bars))
+			hk.Broken = append(hk.Broken, breachOf(v, bars, nil))
 		}
 		hr.Keys = append(hr.Keys, hk)
 	}

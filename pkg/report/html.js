@@ -1,6 +1,7 @@
 (function () {
   "use strict";
-  // A broken invariant and the delivery that broke it light up together.
+  // A broken invariant and the delivery (or the call to an external)
+  // that broke it light up together.
   function light(on, breach) {
     var bar = document.getElementById(breach.getAttribute("data-bar"));
     breach.classList.toggle("lit", on);
@@ -16,23 +17,24 @@
 
   // A label is never cut: one that does not fit in its bar goes under the
   // bars, on the first row where it meets no other label, and the lane
-  // grows to hold the rows. The labels of marked bars (a crash, a hold, a
-  // restart, a broken invariant, a wait for a broker's consumer) are placed first and always; a plain
-  // label that finds no room within a few rows is left to its bar's
-  // tooltip.
+  // grows to hold the rows. A call to an external is a mark too narrow
+  // for any words: its label always goes under. The labels of marked bars
+  // (a crash, a hold, a restart, a broken invariant, a wait for a
+  // broker's consumer) are placed first and always; a plain label that
+  // finds no room within a few rows is left to its bar's tooltip.
   var rowHeight = 19, barBottom = 40, plainRows = 3;
   function marked(bar) {
     return bar.classList.contains("wait") || bar.classList.contains("crash") || bar.classList.contains("broken") || bar.querySelector(".held, .restart") !== null;
   }
   function layOut(track) {
     var width = track.clientWidth;
-    var bars = Array.prototype.slice.call(track.querySelectorAll(".bar, .wait"));
+    var bars = Array.prototype.slice.call(track.querySelectorAll(".bar, .wait, .call"));
     bars.sort(function (a, b) { return (marked(b) - marked(a)) || (a.offsetLeft - b.offsetLeft); });
     var rows = [], hidden = 0;
     bars.forEach(function (bar) {
       var label = bar.querySelector(".label");
       if (!label) { return; }
-      if (label.scrollWidth + 6 <= bar.offsetWidth) { return; }
+      if (!bar.classList.contains("call") && label.scrollWidth + 6 <= bar.offsetWidth) { return; }
       label.classList.add("under");
       var w = label.offsetWidth;
       var from = Math.max(0, Math.min(bar.offsetLeft, width - w));

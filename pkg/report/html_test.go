@@ -41,7 +41,8 @@ var hostile = []string{
 
 // raceRun is a failing race of two workers (the second one's delivery
 // broke duplicate-effect) beside a passing check of repeats and a user's
-// consumer's crashed delivery of a hostile id.
+// consumer's crashed delivery of a hostile id, with its calls to a
+// payment provider.
 func raceRun() *Run {
 	by := invariant.Record{Seq: 3, EventID: "evt-1", Consumer: "default", Result: consumer.Result{Outcome: consumer.Processed, EffectID: 2},
 		Check: 2, Step: 1, Pos: consumer.Location{File: "race.yaml", Line: 14, Col: 9},
@@ -78,6 +79,14 @@ func raceRun() *Run {
 		{Worker: 2, Text: "SELECT 1 FROM processed WHERE id = $1", Answer: "SELECT 0", Held: true, Released: true, Extended: true, Name: "stmtcache_1", Sync: 1},
 		{Worker: 1, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1", Extended: true, Sync: 2},
 		{Worker: 1, Text: "COMMIT", Held: true, Before: true},
+	}
+	// The charge the killed delivery made was cut before it was
+	// performed; the redelivery's was performed.
+	crash.Calls = []invariant.Call{
+		{External: "payments", Seq: 1, What: "POST /v1/" + hostile[0], Delivery: hostile[2], Key: hostile[1], IdemKey: hostile[3], Keyed: true, Header: "Idempotency-Key",
+			At: at(500), Answer: "no answer", NoAnswer: true},
+		{External: "payments", Seq: 2, What: "POST /v1/" + hostile[0], Delivery: hostile[2], Key: hostile[1], IdemKey: hostile[3], Keyed: true, Header: "Idempotency-Key",
+			Performed: true, At: at(3600), Answer: "201 (ch_1)"},
 	}
 	crash.Failures = []runner.Failure{{Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9}, Message: "step 1: expected acked, got " + hostile[3]}}
 	return &Run{Command: "run", Seed: 7, Files: []*runner.FileResult{

@@ -53,6 +53,11 @@ type CheckResult struct {
 	// take what it published, in order: the time the consumer spent on
 	// it after the publishes; none for a target without a broker.
 	Drains []Drain
+	// Calls are the calls the stand-ins of a user's consumer's externals
+	// received while the check ran (from its first delivery on), each
+	// with when it came and what it was answered, for the HTML report's
+	// timeline; none without externals.
+	Calls []invariant.Call
 	// boundaries are the statement boundaries a recording run saw.
 	boundaries []Boundary
 }
