@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -186,6 +187,11 @@ func (l *loader) externals(n *yaml.Node) {
 		})
 		switch len(channels) {
 		case 0:
+			if unknownField(v, "http", "smtp", "nats", "amqp", "kafka", "effect_key", "required", "fail") {
+				// The unknown field is said already: a kind misspelt
+				// (smpt) needs no second sentence.
+				break
+			}
 			l.errorf(k, "external %s needs http: {…} (a provider called over HTTP), smtp: {} (a mail server), or nats, amqp or kafka: {…} (where the consumer publishes)", k.Value)
 		case 1:
 		default:
@@ -397,7 +403,11 @@ func (l *loader) validateExternals(externalsKey *yaml.Node) {
 	}
 	declared := map[string]bool{}
 	for _, e := range s.Externals {
-		if e.Var() != "" {
+		if e.HTTP == nil && !e.SMTP && e.Publish == nil {
+			// Its kind is missing or misspelt, which is said already:
+			// either of its variables may be the one meant.
+			declared[externalVar(e.Name, false)], declared[externalVar(e.Name, true)] = true, true
+		} else if e.Var() != "" {
 			declared[e.Var()] = true
 		}
 	}
@@ -474,4 +484,17 @@ func externalList(es []*External) string {
 		names = append(names, e.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// unknownField says whether mapping n has a key that is none of names.
+func unknownField(n *yaml.Node, names ...string) bool {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !slices.Contains(names, n.Content[i].Value) {
+			return true
+		}
+	}
+	return false
 }

@@ -104,6 +104,18 @@ func TestLoadExternalsErrors(t *testing.T) {
 	}
 }
 
+// TestMisspeltKindSaysItOnce: a kind misspelt is one unknown field, not
+// also a missing kind.
+func TestMisspeltKindSaysItOnce(t *testing.T) {
+	const checks = "checks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n"
+	src := externalsHead + "externals:\n  payments: {http: {}, effect_key: \"{body.orderId}\"}\n  mail: {smpt: {}, effect_key: \"{to}\"}\n" + checks
+	_, err := Load("f.yaml", []byte(src))
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), `f.yaml:8:10: unknown field "smpt" in external mail; expected one of http, smtp,`) {
+		t.Errorf("errors: %v; want the unknown field alone", err)
+	}
+}
+
 func TestLoadPublishedExternals(t *testing.T) {
 	src := externalsHead + `externals:
   payments: {http: {}, effect_key: "{body.orderId}"}
