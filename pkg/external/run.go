@@ -934,6 +934,8 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 			return a, err
 		}
 		return sys.plain(ctx, c, ev, key, tolerate)
+	case st.Crash.Statement() && sys.sess.t.Broker():
+		return sys.brokerStatementCrash(ctx, c, ev, key, tolerate)
 	case st.Crash.Statement():
 		return sys.statementCrash(ctx, c, ev, key, tolerate)
 	case st.Crash != nil && st.Crash.Kind == scenario.CrashExternal:

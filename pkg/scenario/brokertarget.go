@@ -295,15 +295,21 @@ func (l *loader) kafkaBrokers(n *yaml.Node) []string {
 
 // brokerStep checks a deliver step of a broker target: the broker, not
 // redeliver, hands the event to the consumer, so only publishing faults
-// apply.
+// apply, and kills: by the clock, or at a statement the effects proxy
+// holds (one instance: the one that holds the connection).
 func (l *loader) brokerStep(n *yaml.Node, st *Step) {
 	switch {
 	case st.Drop:
 		l.errorf(n, "drop cuts off an answer, and a broker target has none to cut: a publish is stored or the run stops")
 	case st.Crash != nil && l.s.Target.Start == nil:
 		l.errorf(n, "crash kills a consumer instance redeliver started, and this target has no start: add target start (command and ready; instances: N for several)")
-	case st.Crash.Statement():
-		l.errorf(n, "a crash at a statement holds one delivery's statements, and a broker target's consumer takes its messages when the broker hands them over; use crash: {after: DURATION} or crash: random")
+	case st.Crash.Statement() && l.s.Target.Start.Instances > 1:
+		l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s kills the instance that holds the delivery's connection, and with instances: %d redeliver cannot yet tell which one that is: run one instance (drop instances) for statement faults, or use crash: {after: DURATION} or crash: random", st.Crash, l.s.Target.Start.Instances))
+	case st.Crash != nil && st.Crash.Kind == CrashStatements && l.s.callsOut() && (l.s.Effects == nil || !l.s.Effects.Proxy):
+		// Elsewhere the boundaries may be the external calls' alone;
+		// behind a broker they are the statements' (without the proxy,
+		// the check of the effects says so for every statement crash).
+		l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: statements behind a broker lands at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects, and point the consumer at ${%s}", DBURLVar))
 	case st.Crash != nil && st.Crash.Kind == CrashSweep:
 		l.errorf(n, "crash: sweep waits for an answer, and a broker target has none; use crash: {after: DURATION} or crash: random")
 	case st.Concurrent > 0:

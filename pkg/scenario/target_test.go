@@ -249,6 +249,11 @@ func TestLoadTargetErrors(t *testing.T) {
 		{"broker drop", "version: 1\n" + amqpT + effects + checks + "        drop: response\n", "f.yaml:7:9: drop cuts off an answer, and a broker target has none"},
 		{"broker crash without start", "version: 1\n" + amqpT + effects + checks + "        crash: random\n", "f.yaml:7:9: crash kills a consumer instance redeliver started, and this target has no start"},
 		{"broker crash sweep", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q}\n  start: {command: [a], ready: {stdout: x}, instances: 3}\n" + effects + checks + "        crash: sweep\n", "f.yaml:9:9: crash: sweep waits for an answer, and a broker target has none"},
+		{"broker statements with instances", "version: 1\ntarget:\n  nats: {url: \"nats://a:4222\", stream: S, subject: s, durable: d}\n  start: {command: [a, \"${REDELIVER_DB_URL}\"], ready: {stdout: x}, instances: 3}\neffects: {db: x.db, table: p, key: k, key_of: \"{data.k}\", proxy: true}\n" + checks + "        crash: statements\n", "f.yaml:10:16: crash: statements kills the instance that holds the delivery's connection, and with instances: 3 redeliver cannot yet tell which one that is: run one instance (drop instances) for statement faults"},
+		{"broker statement crash with instances", "version: 1\ntarget:\n  kafka: {brokers: [\"h:9092\"], topic: t, group: g}\n  start: {command: [a, \"${REDELIVER_DB_URL}\"], ready: {stdout: x}, instances: 2}\neffects: {db: x.db, table: p, key: k, key_of: \"{data.k}\", proxy: true}\n" + checks + "        crash: {after: commit}\n", "f.yaml:10:16: crash: {after: commit} kills the instance that holds the delivery's connection, and with instances: 2"},
+		{"broker statements without proxy", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q}\n  start: {command: [a], ready: {stdout: x}}\n" + effects + checks + "        crash: {before: \"INSERT INTO payments\"}\n", "f.yaml:10:16: crash: {before: INSERT INTO payments} lands at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects"},
+		{"broker statements without start", "version: 1\n" + amqpT + effects + checks + "        crash: statements\n", "f.yaml:7:9: crash kills a consumer instance redeliver started, and this target has no start"},
+		{"broker statements with externals and no proxy", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q}\n  start: {command: [a, \"${PAY_URL}\"], ready: {stdout: x}}\n" + effects + "externals:\n  pay: {http: {}, effect_key: \"{body.orderId}\"}\n" + checks + "        crash: statements\n", "f.yaml:12:16: crash: statements behind a broker lands at the consumer's SQL statements, which redeliver sees only through its proxy"},
 		{"instances on http", "version: 1\ntarget:\n  http: {url: \"http://a:1/\"}\n  start: {command: [a], ready: {stdout: x}, instances: 3}\n" + effects + checks, "f.yaml:4:45: instances: 3 needs a broker target (nats, amqp or kafka)"},
 		{"instances zero", "version: 1\ntarget:\n  amqp: {url: \"amqp://a:5672/\", queue: q}\n  start: {command: [a], ready: {stdout: x}, instances: 0}\n" + effects + checks, "f.yaml:4:56: instances must be"},
 		{"broker concurrent", "version: 1\n" + amqpT + effects + checks + "        concurrent: 2\n", "f.yaml:7:9: concurrent hands one event to several workers"},
@@ -454,6 +459,39 @@ func TestOneStatement(t *testing.T) {
 	} {
 		if _, ok := oneStatement(c.q); ok != c.ok {
 			t.Errorf("oneStatement(%q) = %v, want %v", c.q, ok, c.ok)
+		}
+	}
+}
+
+// TestLoadBrokerStatementCrash: behind each broker, with the effects
+// proxy and one started instance (instances absent or 1), crash:
+// statements and a crash at a named statement are accepted.
+func TestLoadBrokerStatementCrash(t *testing.T) {
+	targets := map[string]string{
+		"nats":  "  nats: {url: \"nats://127.0.0.1:4222\", stream: S, subject: s, durable: d}\n",
+		"amqp":  "  amqp: {url: \"amqp://guest:guest@127.0.0.1:5672/\", queue: q}\n",
+		"kafka": "  kafka: {brokers: [\"127.0.0.1:9092\"], topic: t, group: g}\n",
+	}
+	for name, target := range targets {
+		for _, instances := range []string{"", ", instances: 1"} {
+			for _, crash := range []struct{ src, kind, words string }{
+				{"statements", CrashStatements, ""},
+				{"{after: commit}", CrashStatement, "commit"},
+				{"{before: \"INSERT INTO payments\"}", CrashStatement, "INSERT INTO payments"},
+			} {
+				src := "version: 1\ntarget:\n" + target + "  start: {command: [a, \"${REDELIVER_DB_URL}\"], ready: {stdout: x}" + instances + "}\n" +
+					"effects: {db: x.db, table: p, key: k, key_of: \"{data.orderId}\", proxy: true}\n" +
+					"checks:\n  - name: a\n    steps:\n      - deliver: {id: e, data: {orderId: o}}\n        crash: " + crash.src + "\n"
+				s, err := Load("t.yaml", []byte(src))
+				if err != nil {
+					t.Errorf("%s%s, crash: %s: %v", name, instances, crash.src, err)
+					continue
+				}
+				c := s.Checks[0].Steps[0].Crash
+				if s.Target.Channel() != name || c == nil || c.Kind != crash.kind || c.Words != crash.words || !c.Statement() {
+					t.Errorf("%s%s, crash: %s: channel %s, crash %+v", name, instances, crash.src, s.Target.Channel(), c)
+				}
+			}
 		}
 	}
 }

@@ -310,3 +310,20 @@ func Bypassed(id, url string, wrote bool) Miss {
 	}
 	return Miss{Message: msg, Expected: "statements through " + url, Got: "no statement"}
 }
+
+// Untied words a statement fault behind a broker that found no statement
+// of the delivery of event id (key key): none of those the consumer ran
+// through url while it was in flight carried the id or the key, as a
+// bound value or in its text, and only they tell the delivery's
+// statements from the others. stmts are the ones it saw, none held.
+func Untied(what, id, key, url string, stmts []string) Miss {
+	ran := "ran no statement through " + url
+	if len(stmts) > 0 {
+		ran = fmt.Sprintf("ran %d through %s, none of them tied: %s", len(stmts), url, strings.Join(stmts, "; "))
+	}
+	return Miss{
+		Message:  fmt.Sprintf("%s found no statement of the delivery of %s: behind a broker a statement is the delivery's when it carries the event id %s or the key %s (a bound value, or in its text), or runs in a transaction that does, and while %s was in flight the consumer %s; no kill landed", what, id, id, key, id, ran),
+		Expected: "statements tied to " + id + " through " + url,
+		Got:      "none tied",
+	}
+}
