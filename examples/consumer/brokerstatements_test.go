@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,7 +15,7 @@ import (
 // (crash: statements) and right after the payment's commit, the broker
 // redelivering after each kill. The safe consumer passes every boundary
 // (each trial fails unless its kill landed there); marker-after-effect
-// is caught on every seed, killed after the payment's commit and before
+// is caught on seeds 1–3 (behind Kafka, seed 2 here), killed after the payment's commit and before
 // the marker's, and the trace shows where. Nothing is left running.
 func TestBrokerStatementFaults(t *testing.T) {
 	t.Parallel()
@@ -23,10 +24,13 @@ func TestBrokerStatementFaults(t *testing.T) {
 	for _, b := range []struct {
 		name  string
 		setup func(t *testing.T, env map[string]string)
+		seeds []string // of marker-after-effect
 	}{
-		{"nats", natsStream},
-		{"amqp", amqpQueue},
-		{"kafka", func(t *testing.T, env map[string]string) { kafkaCluster(t, env) }},
+		{"nats", natsStream, []string{"1", "2", "3"}},
+		{"amqp", amqpQueue, []string{"1", "2", "3"}},
+		// A Kafka file takes about 100 s (the group joins again after
+		// each kill): one seed here; the others were run by hand.
+		{"kafka", func(t *testing.T, env map[string]string) { kafkaCluster(t, env) }, []string{"2"}},
 	} {
 		file := "examples/consumer/brokers/" + b.name + "-statements.yaml"
 		for _, tt := range []struct {
@@ -44,6 +48,9 @@ func TestBrokerStatementFaults(t *testing.T) {
 			{"marker-after-effect", "2", 1, nil},
 			{"marker-after-effect", "3", 1, nil},
 		} {
+			if tt.flaw != "safe" && !slices.Contains(b.seeds, tt.seed) {
+				continue
+			}
 			if tt.exit == 1 {
 				tt.want = []string{
 					"killed at every statement boundary of one payment: FAIL: failed in 2 of 13 schedules; first in schedule 11 (killed after statement 5 (commit))",
