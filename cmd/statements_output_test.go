@@ -84,3 +84,51 @@ func TestPassingStatementsUnderVerbose(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerMarkerInReports: a trace with statements after the
+// consumer's answer marks where the answer came in every format — a
+// line in text, JUnit and TAP, a row in HTML, answered_before in the
+// JSON, which stays valid against the schema.
+func TestAnswerMarkerInReports(t *testing.T) {
+	toRoot(t)
+	trace := []consumer.Statement{
+		{Worker: 1, Text: "SELECT payload FROM processed WHERE id = $1", Answer: "SELECT 0"},
+		{Worker: 1, Text: "begin", Answer: "BEGIN", AnsweredBefore: "202"},
+		{Worker: 1, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1"},
+		{Worker: 1, Text: "commit", Held: true, Before: true},
+	}
+	v := invariant.Violation{Invariant: "lost-effect", EventID: "evt-1", Detail: "event evt-1 was acked but key O-1 has no row in payments"}
+	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
+		Checks: []runner.CheckResult{{Name: "one payment", Line: "1 delivery", Trace: trace, Violations: []invariant.Violation{v},
+			Failures: []runner.Failure{{Step: 1, Pos: consumer.Location{File: "s.yaml", Line: 9, Col: 9}, Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: "lost-effect"}}}}}
+	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 1}
+	render := func(f report.Format) string {
+		var b bytes.Buffer
+		if err := report.Render(&b, f, run, report.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	mark := "1. SELECT payload FROM processed WHERE id = $1 → 0 rows\n    ← answered 202 here\n    2. begin → BEGIN\n"
+	if text := render(report.FormatText); !strings.Contains(text, mark) {
+		t.Errorf("text lacks %q:\n%s", mark, text)
+	}
+	js := render(report.FormatJSON)
+	validJSON(t, js)
+	if !strings.Contains(js, `"answered_before": "202"`) {
+		t.Errorf("the JSON lacks answered_before:\n%s", js)
+	}
+	junit := render(report.FormatJUnit)
+	validJUnit(t, junit)
+	if !strings.Contains(junit, "→ 0 rows\n← answered 202 here\n2. begin") {
+		t.Errorf("the JUnit failure lacks the answer's line:\n%s", junit)
+	}
+	tap := render(report.FormatTAP)
+	validTAP(t, tap, 0, 1)
+	if !strings.Contains(tap, "← answered 202 here") {
+		t.Errorf("the TAP diagnostic lacks the answer's line:\n%s", tap)
+	}
+	if html := render(report.FormatHTML); !strings.Contains(html, "<td>← answered 202 here</td>") {
+		t.Errorf("the HTML statements table lacks the answer's row")
+	}
+}

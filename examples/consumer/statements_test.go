@@ -330,7 +330,11 @@ func TestRaceOnOneSharedConnection(t *testing.T) {
 // payment is there: redeliver reads the effects only once every
 // connection of the consumer is idle outside a transaction. Killed at
 // every statement, the COMMIT each delivery sends after its answer is
-// that delivery's, never the next one's to be killed at.
+// that delivery's, never the next one's to be killed at: the second
+// delivery has its own six statements (13 schedules), the last of them
+// its COMMIT after the answer. Killed before that COMMIT, the acknowledged
+// payment is lost (lost-effect), the trace marking where the answer came;
+// killed after it, nothing was left to interrupt, and the trial passes.
 func TestAnswerBeforeItsCommit(t *testing.T) {
 	t.Parallel()
 	pg := pgDSN(t)
@@ -376,12 +380,105 @@ checks:
 		env:  env,
 		args: []string{"run", file},
 		check: func(t *testing.T, o outcome) {
-			if o.exit != 0 || !strings.Contains(o.stdout, "one payment, committed after the answer: 1 delivery: 1 acked; table payments holds 1 row") ||
-				!strings.Contains(o.stdout, "(11 schedules)") {
-				t.Fatalf("want both checks to pass, the second in 11 schedules, got\n%s", o)
+			if o.exit != 1 {
+				t.Fatalf("want exit 1, got\n%s", o)
+			}
+			for _, w := range []string{
+				"one payment, committed after the answer: 1 delivery: 1 acked; table payments holds 1 row",
+				"two in a row, killed at every statement of the second: FAIL: failed in 1 of 13 schedules; first in schedule 12 (killed before statement 6 (commit), after the answer): the check expected 1 effect row for key O-72, got 0",
+				"invariant lost-effect broken: event evt-72 was acked but key O-72 has no row in payments",
+				"    ← answered 200 here\n    6. commit ✂ killed here, before it reached the database\n",
+				"FAIL: 1 of 2 checks failed",
+			} {
+				if !strings.Contains(o.stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, o)
+				}
 			}
 		},
 	}})
+}
+
+// TestAckBeforeCommitAtStatements: a delivery's statements are followed
+// past the consumer's answer, so crash: statements kills ack-before-commit
+// between its 202 and its commit, and catches it (lost-effect) on every
+// seed, the failing trial named "after the answer" and its trace marking
+// where the answer came; {after: commit}, reached after the answer with
+// the payment committed, says it interrupted nothing. The safe consumer
+// still passes every boundary, over HTTP and as an exec target, with no
+// statement after its answer: an exec delivery answers by exiting, and
+// what its process left is ended then, so it has none.
+func TestAckBeforeCommitAtStatements(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/statements.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The race check aside: ack-before-commit's race is another story.
+	race := strings.Index(string(src), "  # Caught here: --flaw check-then-act")
+	if race < 0 {
+		t.Fatal("statements.yaml changed: its race check is not where this test looks")
+	}
+	file := filepath.Join(t.TempDir(), "kills.yaml")
+	if err := os.WriteFile(file, src[:race], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		flaw, seed, file string
+		exit             int
+		want, lack       []string
+	}{
+		{"ack-before-commit", "1", file, 1, []string{
+			"killed at every statement boundary of one payment: FAIL: failed in ",
+			" of 15 schedules; first in schedule ",
+			", after the answer): the check expected 1 effect row for key O-30, got 0",
+			"invariant lost-effect broken: event evt-30 was acked but key O-30 has no row in payments",
+			"← answered 202 here",
+			"killed right after the payment's commit, before it answers: 1 delivery: 1 acked, 1 crash after the answer; ",
+			"the crash came after the answer: it interrupted no delivery",
+		}, nil},
+		{"ack-before-commit", "2", file, 1, []string{" of 15 schedules; first in schedule ", ", after the answer): the check expected 1 effect row for key O-30, got 0", "invariant lost-effect broken: event evt-30"}, nil},
+		{"ack-before-commit", "3", file, 1, []string{" of 15 schedules; first in schedule ", ", after the answer): the check expected 1 effect row for key O-30, got 0", "invariant lost-effect broken: event evt-30"}, nil},
+		{"safe", "1", file, 0, []string{"killed at every statement boundary of one payment: 1 delivery: 1 acked; table payments holds 1 row (13 schedules)\n"}, []string{"← answered", "after the answer"}},
+		{"safe", "2", file, 0, []string{"(13 schedules)\n"}, []string{"← answered", "after the answer"}},
+		{"safe", "3", file, 0, []string{"(13 schedules)\n"}, []string{"← answered", "after the answer"}},
+		{"safe", "1", "examples/consumer/exec-statements.yaml", 0, []string{"killed at every statement boundary of one payment: 1 delivery: 1 acked; table payments holds 1 row; ", "(13 schedules)\n"}, []string{"← answered", "after the answer"}},
+		{"safe", "2", "examples/consumer/exec-statements.yaml", 0, []string{"(13 schedules)\n"}, []string{"← answered", "after the answer"}},
+		{"safe", "3", "examples/consumer/exec-statements.yaml", 0, []string{"(13 schedules)\n"}, []string{"← answered", "after the answer"}},
+	}
+	var runs []invocation
+	for i, tt := range tests {
+		env := consumerEnv(t, bin, tt.flaw)
+		env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_after_answer_%d", i))
+		withPlainRedeliver(t, env)
+		target := "http"
+		if strings.HasPrefix(tt.file, "examples/") {
+			target = "exec"
+		}
+		runs = append(runs, invocation{
+			name: tt.flaw + "/" + target + "/seed" + tt.seed,
+			env:  env,
+			// -v: a passing check lists its statements too.
+			args: []string{"run", tt.file, "--seed", tt.seed, "-v"},
+			check: func(t *testing.T, o outcome) {
+				if o.exit != tt.exit {
+					t.Fatalf("want exit %d, got\n%s", tt.exit, o)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(o.stdout, w) {
+						t.Errorf("stdout lacks %q:\n%s", w, o)
+					}
+				}
+				for _, w := range tt.lack {
+					if strings.Contains(o.stdout, w) {
+						t.Errorf("stdout says %q:\n%s", w, o)
+					}
+				}
+			},
+		})
+	}
+	runConcurrently(t, runs)
 }
 
 // TestStatementTrialsKeepTheConsumer: the trials of a check killed at

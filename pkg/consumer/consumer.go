@@ -144,6 +144,16 @@ type Counters struct {
 	// kills). The reports write them as a target check's crashes.
 	CrashedBeforeAnswer int `json:"-"`
 	CrashedAfterAnswer  int `json:"-"`
+	// CrashedInWork counts the crashes after the answer that came at a
+	// statement boundary while the consumer still worked on the
+	// delivery in the database (a transaction of it open, a statement
+	// of it not run yet): they interrupted that work.
+	CrashedInWork int `json:"-"`
+	// CrashedSpent counts the crashes after the answer at the boundary
+	// after the delivery's last statement, every transaction of it over
+	// (as the recording of crash: statements saw): they interrupted
+	// nothing.
+	CrashedSpent int `json:"-"`
 }
 
 // Interrupted words a target's crashes: how many came before the
@@ -154,9 +164,11 @@ func (c Counters) Interrupted() (before, after, unknown int) {
 }
 
 // InterruptedNone reports whether a target's check crashed the consumer
-// only after its answers: none of its kills interrupted a delivery.
+// only after its answers, and none of those kills came while it still
+// worked on the delivery in the database: none of its kills interrupted
+// anything.
 func (c Counters) InterruptedNone() bool {
-	return c.Crashed > 0 && c.CrashedAfterAnswer == c.Crashed
+	return c.Crashed > 0 && c.CrashedAfterAnswer == c.Crashed && c.CrashedInWork == 0
 }
 
 // Add adds o to c.
@@ -179,6 +191,8 @@ func (c *Counters) Add(o Counters) {
 	c.Apart += o.Apart
 	c.CrashedBeforeAnswer += o.CrashedBeforeAnswer
 	c.CrashedAfterAnswer += o.CrashedAfterAnswer
+	c.CrashedInWork += o.CrashedInWork
+	c.CrashedSpent += o.CrashedSpent
 }
 
 // Statement is one SQL statement a consumer sent its database during a
@@ -212,4 +226,9 @@ type Statement struct {
 	// /v1/charges Idempotency-Key: payment-O-1"), Answer what the
 	// stand-in answered ("201 (ch_1)", "201 replayed", "no answer").
 	External string
+	// AnsweredBefore, when set, is the consumer's answer to the delivery
+	// ("202", "exit 0"), which came just before this statement: it and
+	// the ones after it ran after the answer. It is set on one statement
+	// of a trace at most.
+	AnsweredBefore string
 }

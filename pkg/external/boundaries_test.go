@@ -18,7 +18,7 @@ func TestBoundariesOfAMultiStatementQuery(t *testing.T) {
 		{Index: 4, Lane: 1, LaneIndex: 4, Text: "COMMIT", Answer: "COMMIT", Part: 3, Parts: 3},
 	}
 	var kills []string
-	for _, b := range killBoundaries(trace, false) {
+	for _, b := range killBoundaries(trace, false, false) {
 		kills = append(kills, b.Name)
 	}
 	want := []string{

@@ -60,7 +60,7 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 			c.Rec.Trace(statementsOf(trace, nil))
 			return a, err
 		}
-		c.Rec.Boundaries(killBoundaries(trace, true))
+		c.Rec.Boundaries(killBoundaries(trace, true, false))
 		c.Rec.Trace(statementsOf(trace, nil))
 		return a, nil
 	case !reached:

@@ -11,27 +11,27 @@ import (
 	"github.com/redeliver/redeliver/pkg/standin"
 )
 
-// recorded is a stand-in that received the calls it holds.
-type recorded []standin.Call
+// fakeCalls is a stand-in that received the calls it holds.
+type fakeCalls []standin.Call
 
-func (r recorded) Calls() []standin.Call { return r }
-func (recorded) Reset()                  {}
-func (recorded) SetDelivery(string)      {}
-func (recorded) Close() error            { return nil }
+func (r fakeCalls) Calls() []standin.Call { return r }
+func (fakeCalls) Reset()                  {}
+func (fakeCalls) SetDelivery(string)      {}
+func (fakeCalls) Close() error            { return nil }
 
 // TestCallsSince: a check's calls are those its stand-ins received since
 // its first delivery was sent, each with when it came and what it was
-// answered in the words of its trace; with no delivery that recorded a
+// answered in the words of its trace; with no delivery that fakeCalls a
 // time, all of them.
 func TestCallsSince(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	payments := recorded{
+	payments := fakeCalls{
 		{External: "payments", Seq: 1, At: at(-5), Delivery: "evt-0", Method: "POST", Path: "/v1/charges", Key: "O-0", Performed: true, Status: 201, Answer: `{"id": "ch_1"}`},
 		{External: "payments", Seq: 2, At: at(1), Delivery: "evt-1", Method: "POST", Path: "/v1/charges", Key: "O-1", Performed: true},
 		{External: "payments", Seq: 3, At: at(3), Delivery: "evt-1", Method: "POST", Path: "/v1/charges", Key: "O-1", IdemKey: "k", Replayed: true, Status: 201, Answer: `{"id": "ch_2"}`},
 	}
-	mail := recorded{{External: "mail", Seq: 1, At: at(4), Method: "SMTP", To: []string{"a@x"}, Key: "a@x|Paid", Performed: true, Status: 250}}
+	mail := fakeCalls{{External: "mail", Seq: 1, At: at(4), Method: "SMTP", To: []string{"a@x"}, Key: "a@x|Paid", Performed: true, Status: 250}}
 	s := &Session{stands: []*stand{
 		{spec: &scenario.External{Name: "payments", HTTP: &scenario.ExternalHTTP{IdempotencyHeader: "Idempotency-Key"}}, rec: payments},
 		{spec: &scenario.External{Name: "mail", SMTP: true}, rec: mail},
@@ -54,7 +54,7 @@ func TestCallsSince(t *testing.T) {
 	}
 	untimed := []invariant.Record{{Seq: 1}}
 	if got := s.callsSince(untimed); len(got) != 4 {
-		t.Errorf("with no time recorded, the check's calls are\n%s\nwant all 4", say(got))
+		t.Errorf("with no time fakeCalls, the check's calls are\n%s\nwant all 4", say(got))
 	}
 	if got := (&Session{}).callsSince(check); got != nil {
 		t.Errorf("with no stand-in, the check's calls are %v", got)

@@ -58,6 +58,14 @@ type Answer struct {
 	Crashed  bool // the consumer was killed during or after this delivery (crash:)
 	// CrashCame says when that kill came against the consumer's answer.
 	CrashCame Timing
+	// InWork: a kill at a statement boundary after the answer came while
+	// the consumer still worked on the delivery in the database — the
+	// statement held before it never ran, a transaction of it was open,
+	// or it had statements to come — so it interrupted that work.
+	// Spent: such a kill came at the boundary after the delivery's last
+	// statement, as its recording saw it, nothing of it open: it
+	// interrupted nothing.
+	InWork, Spent bool
 	// KilledAt is when the kill came, Restarted when the consumer was
 	// ready again after it (zero when it was not restarted).
 	KilledAt, Restarted time.Time

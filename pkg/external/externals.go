@@ -438,37 +438,51 @@ func (s *Session) deliveryCalls(id string, before []int) []placedCall {
 // withCalls is a delivery's statements (stmts, made of trace) with the
 // calls it made to the stand-ins (those each recorded after its first
 // before) put among them in the order they came, each on the worker of
-// the statement before it.
-func (s *Session) withCalls(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int) []consumer.Statement {
-	return s.withCallsMarked(stmts, trace, id, before, nil)
+// the statement before it. answered, when not zero, is when the
+// consumer's answer (said) came: the first call after it takes the
+// answer's marker when it comes before the statement the marker is on,
+// or when no statement has it.
+func (s *Session) withCalls(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int, answered time.Time, said string) []consumer.Statement {
+	return s.withCallsMarked(stmts, trace, id, before, answered, said, nil)
 }
 
 // withCallsMarked is withCalls, each call's line then given to mark (when
 // not nil) with the call it stands for.
-func (s *Session) withCallsMarked(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int, mark func(standin.Call, *consumer.Statement)) []consumer.Statement {
+func (s *Session) withCallsMarked(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int, answered time.Time, said string, mark func(standin.Call, *consumer.Statement)) []consumer.Statement {
 	calls := s.deliveryCalls(id, before)
 	if len(calls) == 0 {
 		return stmts
 	}
 	out := make([]consumer.Statement, 0, len(stmts)+len(calls))
-	add := func(pc placedCall, worker int) {
-		st := pc.statement(worker)
+	worker := 1
+	marked := false
+	add := func(c placedCall) {
+		st := c.statement(worker)
+		if !marked && said != "" && c.c.At.After(answered) {
+			marked = true
+			st.AnsweredBefore = said
+		}
 		if mark != nil {
-			mark(pc.c, &st)
+			mark(c.c, &st)
 		}
 		out = append(out, st)
 	}
-	worker := 1
 	for i, st := range stmts {
 		for len(calls) > 0 && i < len(trace) && calls[0].c.At.Before(trace[i].Started()) {
-			add(calls[0], worker)
+			add(calls[0])
 			calls = calls[1:]
+		}
+		if st.AnsweredBefore != "" {
+			if marked {
+				st.AnsweredBefore = ""
+			}
+			marked = true
 		}
 		out = append(out, st)
 		worker = max(st.Worker, 1)
 	}
 	for _, c := range calls {
-		add(c, worker)
+		add(c)
 	}
 	return out
 }

@@ -1310,6 +1310,12 @@ func count(c *consumer.Counters, a Answer, redelivery, broker bool) {
 			c.CrashedBeforeAnswer++
 		case AfterAnswer:
 			c.CrashedAfterAnswer++
+			if a.InWork {
+				c.CrashedInWork++
+			}
+			if a.Spent {
+				c.CrashedSpent++
+			}
 		}
 	}
 	if broker && a.Kind == Acked {

@@ -27,74 +27,200 @@ import (
 // back what the consumer had not committed) and restarts the consumer.
 // reached is false when the delivery ended without reaching at.
 func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (a Answer, trace []pgproxy.Statement, reached bool, err error) {
-	a, trace, _, reached, err = s.watchedMarked(ctx, ev, at)
-	return a, trace, reached, err
+	w, err := s.watchedMarked(ctx, ev, at, nil)
+	return w.a, w.trace, w.reached, err
 }
 
-// watchedMarked is watched, and says whether the delivery's statements
-// were told from the others by its marks (the event id and key).
-func (s *Session) watchedMarked(ctx context.Context, ev Event, at *pgproxy.Boundary) (a Answer, trace []pgproxy.Statement, marked, reached bool, err error) {
+// recorded is what the recording run of crash: statements saw of the
+// boundary a trial holds: whether it came after the consumer's answer,
+// and whether statements of the delivery came after it.
+type recorded struct {
+	afterAnswer, more bool
+}
+
+// recordedOf is what the recording saw of a schedule's boundary (nil:
+// none, the boundary was not recorded).
+func recordedOf(h *runner.Boundary) *recorded {
+	if h == nil {
+		return nil
+	}
+	return &recorded{afterAnswer: h.AfterAnswer, more: !h.Last}
+}
+
+// watch is one watched delivery: its answer, its statements, and what
+// the watch saw of them.
+type watch struct {
+	a     Answer
+	trace []pgproxy.Statement
+	// marked: the delivery's statements were told from the others by
+	// its marks (the event id and key).
+	marked, reached bool
+	// answered is when the consumer's own answer came, while the watch
+	// was on or before the kill (zero: not then); said is that answer
+	// in a word or two ("202", "exit 0").
+	answered time.Time
+	said     string
+	// finished: after the answer, the delivery's work was over as far as
+	// the database could tell (pgproxy.Watch.Finished) when the watch
+	// stopped; false when it stopped at the kill, or gave up waiting.
+	finished bool
+}
+
+// answerQuiet is how long no statement of a delivery must come, once
+// the consumer answered it and its connections are idle outside a
+// transaction, before its statements are taken to be over: a consumer
+// that answers first starts its work a moment after. An exec delivery's
+// process has exited when it answers, and what it left was ended: none
+// of its statements can come after, and none is waited for.
+const answerQuiet = 250 * time.Millisecond
+
+// answerInFlight bounds how long a trial held at a boundary its
+// recording met after the consumer's answer waits for that answer
+// before the kill: the consumer gave it before this statement, so it is
+// on its way.
+const answerInFlight = time.Second
+
+// watchedMarked makes one delivery while the proxy follows its statements
+// — past the consumer's answer, until the delivery's connections are idle
+// outside a transaction and quiet (answerQuiet), or idleLimit after the
+// answer — and, when at is given, holds and kills there as watched says.
+// rec, when given, is what the recording saw of at.
+func (s *Session) watchedMarked(ctx context.Context, ev Event, at *pgproxy.Boundary, rec *recorded) (watch, error) {
+	var out watch
 	s.settleBefore(ctx)
 	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
 	if err != nil {
-		return Answer{}, nil, false, false, err
+		return out, err
 	}
 	kill := make(chan struct{})
 	answers := make(chan Answer, 1)
 	go func() { answers <- s.dl.Deliver(ctx, ev, kill) }()
-	var killed time.Time
-	select {
-	case <-w.Held():
-		reached = true
-		// A consumer that answers before its work (and works on after)
-		// may have answered already: then the kill came after the answer.
-		answered := false
-		select {
-		case a = <-answers:
-			answered = true
-		default:
+	quiet := answerQuiet
+	if s.t.Exec != nil {
+		quiet = 0
+	}
+	got := answers
+	// tick and limit run once the consumer answered.
+	ticker := time.NewTicker(5 * time.Millisecond)
+	defer ticker.Stop()
+	var tick, limit <-chan time.Time
+	answered := false
+	// take is the delivery's answer: the consumer's own goes on being
+	// followed; none (a timeout, a reset) ends the watch.
+	take := func(a Answer) bool {
+		out.a, answered, got = a, true, nil
+		if !ownAnswer(a) {
+			return false
 		}
+		out.answered, out.said = time.Now(), s.answerWord(a)
+		w.Answered()
+		return true
+	}
+	var killed time.Time
+follow:
+	for {
+		select {
+		case <-w.Held():
+			out.reached = true
+			break follow
+		case a := <-got:
+			if !take(a) {
+				break follow
+			}
+			tick, limit = ticker.C, time.After(idleLimit)
+		case <-tick:
+			if w.Finished(quiet) {
+				out.finished = true
+				break follow
+			}
+		case <-limit:
+			break follow
+		case <-ctx.Done():
+			close(kill)
+			w.Cut()
+			w.Stop()
+			if !answered {
+				out.a = <-answers
+			}
+			return out, ctx.Err()
+		}
+	}
+	if out.reached {
+		if !answered && rec != nil && rec.afterAnswer {
+			// The recording met this boundary after the answer: the
+			// consumer gave it before this statement, and the kill waits
+			// for it to arrive.
+			select {
+			case a := <-got:
+				take(a)
+			case <-time.After(answerInFlight):
+			}
+		}
+		// A kill after the answer interrupts the consumer's work on the
+		// delivery when the statement held before never runs, a
+		// transaction of it is open, or it had statements to come.
+		inWork := !at.After || w.InTransaction() || (rec != nil && rec.more)
+		spent := !inWork && rec != nil
 		if s.proc != nil {
 			s.proc.Kill()
 		}
 		killed = time.Now()
 		close(kill)
 		w.Cut()
-		if answered {
-			a.Crashed, a.CrashCame = true, AfterAnswer
-			break
+		if !answered {
+			out.a = <-answers
+			if ownAnswer(out.a) {
+				// Its answer was on its way when the kill came: the
+				// consumer had answered, and the kill came after.
+				answered = true
+				out.answered, out.said = killed, s.answerWord(out.a)
+			}
 		}
-		a = <-answers
-		// Held at a statement, the consumer had not answered: whatever
-		// came back is the kill's doing.
-		a.Killed, a.Crashed, a.CrashCame = true, true, BeforeAnswer
-		if a.Kind == "" || a.Status != 0 {
-			a.Kind, a.Status = Unacked, 0
+		a := &out.a
+		if answered && ownAnswer(*a) {
+			a.Crashed, a.CrashCame, a.InWork, a.Spent = true, AfterAnswer, inWork, spent
+		} else {
+			// Held at a statement, the consumer had not answered:
+			// whatever came back is the kill's doing.
+			a.Killed, a.Crashed, a.CrashCame = true, true, BeforeAnswer
+			if a.Kind == "" || a.Status != 0 {
+				a.Kind, a.Status = Unacked, 0
+			}
 		}
-	case a = <-answers:
-	case <-ctx.Done():
-		close(kill)
-		w.Cut()
-		w.Stop()
-		return <-answers, nil, false, false, ctx.Err()
 	}
-	trace = w.Stop()
-	marked = w.Marked()
+	out.trace = w.Stop()
+	out.marked = w.Marked()
 	s.apart = len(w.Others())
-	if reached && s.proc == nil {
+	if out.reached && s.proc == nil {
 		// An exec delivery's process is dead once its answer is in: what
 		// it left running in the database ends now, as after a real
 		// crash, not when the run ends.
 		s.endBackends(ctx)
 	}
-	if reached && s.proc != nil {
+	if out.reached && s.proc != nil {
 		if err := s.proc.Restart(ctx); err != nil {
-			return a, trace, marked, reached, err
+			return out, err
 		}
-		a.KilledAt, a.Restarted = killed, time.Now()
+		out.a.KilledAt, out.a.Restarted = killed, time.Now()
 		s.dl.Forget()
 	}
-	return a, trace, marked, reached, nil
+	return out, nil
+}
+
+// ownAnswer reports whether an answer is the consumer's own: an HTTP
+// status, or an exec process's exit by itself — not a timeout, a reset or
+// a kill.
+func ownAnswer(a Answer) bool {
+	return !a.TimedOut && !interrupted(a) && !a.Refused
+}
+
+// answerWord is a consumer's answer as the trace's marker says it:
+// "202", "exit 0".
+func (s *Session) answerWord(a Answer) string {
+	if s.t.Exec != nil {
+		return fmt.Sprintf("exit %d", a.Status)
+	}
+	return strconv.Itoa(a.Status)
 }
 
 // idleLimit bounds how long redeliver waits for the consumer's
@@ -142,19 +268,55 @@ func boundary(c *scenario.Crash, h *runner.Boundary) *pgproxy.Boundary {
 
 // killBoundaries are the boundaries of a recorded delivery's statements,
 // in order, each a kill — but those inside a query of several
-// statements, which the server runs in one go.
-func killBoundaries(trace []pgproxy.Statement, marked bool) []runner.Boundary {
+// statements, which the server runs in one go. Each says whether the
+// recording met it after the consumer's answer; finished: the
+// recording's watch saw the delivery's work over after its last
+// statement, and the boundary after it is the last (a kill there once
+// the consumer answered interrupts nothing).
+func killBoundaries(trace []pgproxy.Statement, marked, finished bool) []runner.Boundary {
 	var out []runner.Boundary
-	for _, st := range trace {
+	for i, st := range trace {
 		text := shortStatement(st.Text)
 		if st.Holdable(false) {
-			out = append(out, runner.Boundary{Index: st.Index, Marked: marked, Name: fmt.Sprintf("killed before statement %d (%s)", st.Index, text)})
+			out = append(out, runner.Boundary{Index: st.Index, Marked: marked, AfterAnswer: st.AfterAnswer,
+				Name: fmt.Sprintf("killed before statement %d (%s)", st.Index, text)})
 		}
 		if st.Holdable(true) {
-			out = append(out, runner.Boundary{Index: st.Index, After: true, Marked: marked, Name: fmt.Sprintf("killed after statement %d (%s)", st.Index, text)})
+			out = append(out, runner.Boundary{Index: st.Index, After: true, Marked: marked, AfterAnswer: st.AfterAnswer,
+				Last: finished && i == len(trace)-1,
+				Name: fmt.Sprintf("killed after statement %d (%s)", st.Index, text)})
 		}
 	}
 	return out
+}
+
+// markAnswer puts the marker of the consumer's answer in a delivery's
+// trace (stmts, made of trace): on the first statement sent once
+// redeliver had the answer — or, when the kill came after the answer,
+// on the held statement if that comes first: the answer was in before
+// the kill there. A trace with no statement after the answer has none.
+func markAnswer(stmts []consumer.Statement, trace []pgproxy.Statement, w watch) {
+	if w.said == "" {
+		return
+	}
+	at := -1
+	for i, st := range trace {
+		if st.AfterAnswer {
+			at = i
+			break
+		}
+	}
+	if w.reached && w.a.CrashCame == AfterAnswer {
+		for i := range stmts {
+			if stmts[i].Held && (at < 0 || i < at) {
+				at = i
+				break
+			}
+		}
+	}
+	if at >= 0 && at < len(stmts) {
+		stmts[at].AnsweredBefore = w.said
+	}
 }
 
 // inOrder merges the boundaries of a delivery's statements (two, or one,
@@ -301,52 +463,61 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 	}
 	at := boundary(st.Crash, c.Hold.Statement)
 	calledBefore := sys.sess.callCount()
-	var trace []pgproxy.Statement
-	var reached, marked bool
+	var wd watch
 	// An exec consumer may create the effect table on its first
 	// delivery: none yet is no row yet.
 	before, _ := sys.sess.db.Rows(ctx, &key)
 	a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
 		var err error
-		var a Answer
-		a, trace, marked, reached, err = sys.sess.watchedMarked(ctx, ev, at)
+		wd, err = sys.sess.watchedMarked(ctx, ev, at, recordedOf(c.Hold.Statement))
 		c.Rec.Counters().Apart += sys.sess.apart
-		return a, err
+		return wd.a, err
 	})
 	if err != nil {
 		return a, err
 	}
+	trace := wd.trace
 	if len(trace) == 0 {
 		// No statement of the delivery came through the proxy: no
 		// statement fault could land, whatever the file asked.
 		return a, sys.bypassed(ctx, c, ev, key, before)
 	}
+	traced := func(hit *pgproxy.Boundary) []consumer.Statement {
+		stmts := statementsOf(trace, hit)
+		markAnswer(stmts, trace, wd)
+		return sys.sess.withCalls(stmts, trace, ev.ID, calledBefore, wd.answered, wd.said)
+	}
 	switch {
 	case at == nil:
 		if past, err := sys.wrotePast(ctx, c, ev, key, before, trace); past || err != nil {
-			c.Rec.Trace(sys.sess.withCalls(statementsOf(trace, nil), trace, ev.ID, calledBefore))
+			c.Rec.Trace(traced(nil))
 			return a, err
 		}
-		c.Rec.Boundaries(inOrder(killBoundaries(trace, marked), trace, sys.sess.callBoundaries(ev.ID, calledBefore)))
+		c.Rec.Boundaries(inOrder(killBoundaries(trace, wd.marked, wd.finished), trace, sys.sess.callBoundaries(ev.ID, calledBefore)))
 		// The unforced run: its statements are shown too, under -v for a
 		// check that passed, with the failure of one that did not.
-		c.Rec.Trace(sys.sess.withCalls(statementsOf(trace, nil), trace, ev.ID, calledBefore))
+		c.Rec.Trace(traced(nil))
 		return a, nil
-	case !reached:
+	case !wd.reached:
 		what := "crash: " + st.Crash.String()
 		if c.Hold.Statement != nil {
 			what = "crash: statements, " + c.Hold.Statement.Name + ","
 		}
-		c.Rec.Trace(sys.sess.withCalls(statementsOf(trace, nil), trace, ev.ID, calledBefore))
+		c.Rec.Trace(traced(nil))
 		c.Rec.Fail(words.NotReached(what, traceLines(trace), a.Short()))
 		return a, nil
 	}
-	c.Rec.Trace(sys.sess.withCalls(statementsOf(trace, at), trace, ev.ID, calledBefore))
+	c.Rec.Trace(traced(at))
 	if a.Kind != Unacked {
 		return a, nil
 	}
-	// No ack arrived: the broker redelivers.
-	return sys.plain(ctx, c, ev, key, tolerate)
+	// No ack arrived: the broker redelivers. The redelivery is followed
+	// past its answer too, so that what it commits after answering is
+	// judged, not what it had committed when its answer came.
+	return sys.once(ctx, c, ev, key, tolerate, func() (Answer, error) {
+		wd, err := sys.sess.watchedMarked(ctx, ev, nil, nil)
+		return wd.a, err
+	})
 }
 
 // stallLimit bounds how long a race holds a worker when the others
@@ -526,7 +697,7 @@ func (s *Session) raceTrace(stmts []consumer.Statement, trace []pgproxy.Statemen
 	if held != nil {
 		hc = held.Call()
 	}
-	return s.withCallsMarked(stmts, trace, id, before, func(c standin.Call, st *consumer.Statement) {
+	return s.withCallsMarked(stmts, trace, id, before, time.Time{}, "", func(c standin.Call, st *consumer.Statement) {
 		if len(conns) > 1 {
 			st.Worker = 0
 		}

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv("REDELIVER_TEST_SPLIT"); dsn != "" {
 		os.Exit(splitWriter(dsn))
 	}
+	if dsn := os.Getenv("REDELIVER_TEST_LATE"); dsn != "" {
+		os.Exit(lateWorker(dsn))
+	}
 	if dsn := os.Getenv("REDELIVER_TEST_SESSION"); dsn != "" {
 		os.Exit(sessionOfSleeper(dsn))
 	}

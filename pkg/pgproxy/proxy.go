@@ -169,6 +169,7 @@ type conn struct {
 	client   net.Conn
 	server   net.Conn
 	closeOne sync.Once
+	closed   atomic.Bool // its client and server connections are closed
 
 	// Seen by the client-to-server side only.
 	stmts   map[string]string     // prepared statements by name: their text
@@ -188,6 +189,7 @@ type conn struct {
 
 func (c *conn) close() {
 	c.closeOne.Do(func() {
+		c.closed.Store(true)
 		c.client.Close()
 		if c.server != nil {
 			c.server.Close()
@@ -610,6 +612,10 @@ type Statement struct {
 	Extended bool
 	Name     string
 	Sync     int
+
+	// AfterAnswer: it was sent once the consumer had answered the
+	// delivery, as Watch.Answered says.
+	AfterAnswer bool
 
 	simple     bool
 	start      time.Time

@@ -70,6 +70,17 @@ type Watch struct {
 	hit     *Statement
 	marked  bool
 	settled bool
+
+	// answered is when the consumer answered the delivery (Answered);
+	// zero until it did.
+	answered time.Time
+	// last is when the delivery's latest statement came, and active
+	// the connections its statements came on, by id: Finished looks at
+	// them. Until a statement carried a mark (anyMark), every statement
+	// of the watch counts as the delivery's.
+	last    time.Time
+	active  map[int]*conn
+	anyMark bool
 }
 
 // ErrBusy is returned when a watch is already on.
@@ -97,7 +108,7 @@ func (p *Proxy) Watch(at *Boundary, marks ...string) (*Watch, error) {
 	if p.watch != nil {
 		return nil, ErrBusy
 	}
-	w := &Watch{p: p, at: at, lanes: map[int]int{}, count: map[int]int{}, conns: map[int]*conn{}}
+	w := &Watch{p: p, at: at, lanes: map[int]int{}, count: map[int]int{}, conns: map[int]*conn{}, active: map[int]*conn{}}
 	for _, m := range marks {
 		if m != "" {
 			w.marks = append(w.marks, m)
@@ -141,6 +152,114 @@ func (w *Watch) Release() {
 	if w.h != nil {
 		w.h.end(true)
 	}
+}
+
+// Answered tells the watch that the consumer answered the delivery: the
+// statements sent from now on are marked AfterAnswer — a consumer that
+// acknowledges first and works after goes on sending the delivery's
+// statements — and Finished can tell when they are over.
+func (w *Watch) Answered() {
+	w.mu.Lock()
+	if w.answered.IsZero() {
+		w.answered = time.Now()
+	}
+	w.mu.Unlock()
+}
+
+// hasAnswered reports whether Answered was called.
+func (w *Watch) hasAnswered() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.answered.IsZero()
+}
+
+// Finished reports, once the consumer answered, whether the delivery's
+// work is over as far as the database can tell: no statement of the
+// delivery came for quiet (since the answer, or since its latest one),
+// each connection a statement of it came on is idle outside a
+// transaction with no statement waiting for its answer (or closed), and
+// no transaction begun while the watch is on is still open. While no
+// statement carried a mark, a statement after the answer cannot be told
+// from a background job's, and quiet runs from the answer alone. It is
+// false before Answered.
+func (w *Watch) Finished(quiet time.Duration) bool {
+	w.mu.Lock()
+	since := w.last
+	if w.answered.After(since) || !w.anyMark {
+		since = w.answered
+	}
+	answered := !w.answered.IsZero()
+	active := make([]*conn, 0, len(w.active))
+	for _, c := range w.active {
+		active = append(active, c)
+	}
+	w.mu.Unlock()
+	if !answered || time.Since(since) < quiet {
+		return false
+	}
+	for _, c := range active {
+		if c.closed.Load() {
+			continue
+		}
+		c.mu.Lock()
+		busy := len(c.pending) > 0 || c.tx.open
+		c.mu.Unlock()
+		if busy {
+			return false
+		}
+	}
+	w.p.mu.Lock()
+	conns := make([]*conn, 0, len(w.p.conns))
+	for c := range w.p.conns {
+		conns = append(conns, c)
+	}
+	w.p.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		open := c.tx.open && c.tx.owner == w
+		c.mu.Unlock()
+		if open && !c.closed.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// InTransaction reports whether a connection a statement of the delivery
+// came on is inside a transaction, as the statements it sent say: a kill
+// now rolls that transaction back.
+func (w *Watch) InTransaction() bool {
+	w.mu.Lock()
+	active := make([]*conn, 0, len(w.active))
+	for _, c := range w.active {
+		active = append(active, c)
+	}
+	w.mu.Unlock()
+	for _, c := range active {
+		c.mu.Lock()
+		open := c.tx.open
+		c.mu.Unlock()
+		if open && !c.closed.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// note counts a statement of the watch's in the delivery's activity,
+// which Finished waits out: one that carries a mark, one of a
+// transaction that did, or any while none did yet.
+func (w *Watch) note(c *conn, st *Statement) {
+	if st.carries && st.txn != nil {
+		st.txn.marked = true
+	}
+	w.mu.Lock()
+	w.anyMark = w.anyMark || st.carries
+	if st.carries || (st.txn != nil && st.txn.marked) || !w.anyMark {
+		w.last = time.Now()
+		w.active[c.id] = c
+	}
+	w.mu.Unlock()
 }
 
 // Stop ends the watch and returns the delivery's statements in the order
@@ -401,6 +520,9 @@ type txn struct {
 	seen bool
 	// early are its statements before that, not counted (yet).
 	early []*Statement
+	// marked: a statement of it carried a mark, whatever the watch's
+	// boundary (seen is kept for a boundary told by marks only).
+	marked bool
 }
 
 // track follows a statement on its way to the server through its
@@ -443,11 +565,13 @@ func (c *conn) track(st *Statement) (wt *Watch, early []*Statement) {
 	if wt == nil {
 		return nil, nil
 	}
+	st.AfterAnswer = wt.hasAnswered()
 	if owner != wt {
 		wt.aside(st)
 		return nil, nil
 	}
 	st.loose, st.carries = loose, wt.carries(st)
+	wt.note(c, st)
 	if wt.at == nil || !wt.at.Marked || len(wt.marks) == 0 {
 		return wt, nil
 	}

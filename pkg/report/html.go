@@ -976,10 +976,15 @@ func statementsOf(stmts []consumer.Statement) *htmlStatements {
 		}
 		hs.Heads = append(hs.Heads, head)
 	}
-	for i, line := range traceLines(stmts, true) {
+	for i, line := range statementLines(stmts, true) {
 		st := stmts[i]
 		if len(hs.Workers) > 1 {
 			_, line, _ = strings.Cut(line, ": ")
+		}
+		if m := answeredMark(st); m != "" {
+			mark := htmlStatementRow{Cells: make([]string, len(hs.Workers))}
+			mark.Cells[slices.Index(hs.Workers, st.Worker)] = m
+			hs.Rows = append(hs.Rows, mark)
 		}
 		row := htmlStatementRow{Cells: make([]string, len(hs.Workers)), Held: st.Held}
 		row.Cells[slices.Index(hs.Workers, st.Worker)] = escape.Line(line)

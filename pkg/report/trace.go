@@ -8,14 +8,38 @@ import (
 )
 
 // traceLines words the statements of the delivery a statement fault
-// landed in, one a line: "worker 1: INSERT INTO payments … → INSERT 0 1",
-// the held one marked with where the kill came. short cuts each
-// statement to a line a terminal holds; the worker is named only when
-// there were several ("worker ?" for a race's call to an external, whose
-// worker is not known). A statement of the extended protocol says how it
-// was prepared and, on the last of those one Sync ended, where the Sync
-// fell (see protocolNote).
+// landed in, one a line (statementLines), with a line where the
+// consumer's answer came when statements came after it: "← answered 202
+// here".
 func traceLines(stmts []consumer.Statement, short bool) []string {
+	lines := statementLines(stmts, short)
+	out := make([]string, 0, len(lines)+1)
+	for i, line := range lines {
+		if m := answeredMark(stmts[i]); m != "" {
+			out = append(out, m)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// answeredMark is the line that says the consumer's answer came just
+// before st, or "".
+func answeredMark(st consumer.Statement) string {
+	if st.AnsweredBefore == "" {
+		return ""
+	}
+	return "← answered " + st.AnsweredBefore + " here"
+}
+
+// statementLines words each statement of a trace on a line: "worker 1:
+// INSERT INTO payments … → INSERT 0 1", the held one marked with where
+// the kill came. short cuts each statement to a line a terminal holds;
+// the worker is named only when there were several ("worker ?" for a
+// race's call to an external, whose worker is not known). A statement of
+// the extended protocol says how it was prepared and, on the last of those
+// one Sync ended, where the Sync fell (see protocolNote).
+func statementLines(stmts []consumer.Statement, short bool) []string {
 	workers := map[int]bool{}
 	for _, st := range stmts {
 		workers[st.Worker] = true
@@ -172,6 +196,10 @@ type StatementDoc struct {
 	// External names the stand-in of a call to an external (externals:)
 	// interleaved with the statements; absent for a statement.
 	External string `json:"external,omitempty"`
+	// AnsweredBefore is the consumer's answer to the delivery ("202",
+	// "exit 0"), on the first statement that came after it; absent
+	// elsewhere.
+	AnsweredBefore string `json:"answered_before,omitempty"`
 }
 
 func statementDocs(stmts []consumer.Statement) []StatementDoc {
@@ -180,7 +208,7 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	}
 	out := make([]StatementDoc, len(stmts))
 	for i, st := range stmts {
-		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External}
+		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore}
 		if st.Extended {
 			out[i].Prepared = "unnamed"
 			if st.Name != "" {

@@ -74,6 +74,20 @@ func TestTraceLines(t *testing.T) {
 			"4. begin → BEGIN",
 			"5. UPDATE m SET n = n + 1 [named s1, no Sync] → UPDATE 1 ✂ killed here, before the consumer saw the answer",
 		}},
+		// A consumer that answers 202 and then works: the answer's line
+		// between the lookup before it and the transaction after it.
+		{"answered, then killed before its commit", []consumer.Statement{
+			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = $1", Answer: "SELECT 0"},
+			{Worker: 1, Text: "begin", Answer: "BEGIN", AnsweredBefore: "202"},
+			{Worker: 1, Text: "INSERT INTO payments VALUES (1)", Answer: "INSERT 0 1"},
+			{Worker: 1, Text: "commit", Held: true, Before: true},
+		}, true, []string{
+			"1. SELECT 1 FROM m WHERE id = $1 → 0 rows",
+			"← answered 202 here",
+			"2. begin → BEGIN",
+			"3. INSERT INTO payments VALUES (1) → INSERT 0 1",
+			"4. commit ✂ killed here, before it reached the database",
+		}},
 		{"one Sync for statements of a worker between another's", []consumer.Statement{
 			{Worker: 1, Text: "a", Answer: "SELECT 1", Extended: true, Sync: 1},
 			{Worker: 2, Text: "b", Answer: "SELECT 1", Extended: true, Sync: 1},
@@ -106,6 +120,7 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 2, Text: "c", Answer: "C", Held: true, Released: true},
 		{Worker: 1, Text: "d", Answer: "D", Extended: true, Name: "s1", Sync: 4},
 		{Worker: 1, Text: "e", Answer: "E", Extended: true},
+		{Worker: 1, Text: "f", Answer: "F", AnsweredBefore: "202"},
 	})
 	want := []StatementDoc{
 		{Worker: 1, Text: "a", Answer: "A"},
@@ -113,6 +128,7 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 2, Text: "c", Answer: "C", Held: "after"},
 		{Worker: 1, Text: "d", Answer: "D", Prepared: "named", Name: "s1", Sync: 4},
 		{Worker: 1, Text: "e", Answer: "E", Prepared: "unnamed"},
+		{Worker: 1, Text: "f", Answer: "F", AnsweredBefore: "202"},
 	}
 	for i := range want {
 		if got[i] != want[i] {

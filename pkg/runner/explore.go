@@ -49,6 +49,12 @@ type Boundary struct {
 	// Marked: the recorded statements were told from those of no
 	// delivery by the event's id or key, and a trial tells them so too.
 	Marked bool
+	// AfterAnswer: the recording met it after the consumer had answered
+	// the delivery (a consumer that acknowledges first and works after).
+	// Last: the recording's delivery sent nothing after it — it is after
+	// its last statement, every connection idle outside a transaction
+	// then — so a kill there after the answer interrupts nothing.
+	AfterAnswer, Last bool
 }
 
 func (h Hold) String() string {
@@ -217,7 +223,13 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	}
 	if first >= 0 {
 		fs := append([]Failure(nil), out.Failures...)
-		fs[0].Message = words.Explored(fs[0].Message, n, failed, first+1, plan[first].String(), nil)
+		what := plan[first].String()
+		if cnt := results[first].Counters; cnt.CrashedInWork+cnt.CrashedSpent > 0 {
+			// The trial's kill at its statement came after the
+			// consumer's answer, whatever the recording saw.
+			what += ", after the answer"
+		}
+		fs[0].Message = words.Explored(fs[0].Message, n, failed, first+1, what, nil)
 		out.Failures = fs
 		out.Passed = false
 		return out
@@ -242,12 +254,18 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 		}
 	}
 	out.Line = words.Explored(out.Line, n, 0, 0, "", caught)
-	unreached := 0
+	unreached, idle := 0, 0
 	for _, r := range results {
 		unreached += r.Unreached
+		if r.Counters.CrashedSpent > 0 {
+			idle++
+		}
 	}
 	if out.Unreached = unreached; unreached > 0 {
 		out.Line += "; " + words.Unreached(unreached)
+	}
+	if idle > 0 {
+		out.Line += "; " + words.InterruptedNothing(idle)
 	}
 	u := CheckResult{Violations: union}
 	Verdict(&u, c)

@@ -291,6 +291,17 @@ func Unreached(n int) string {
 	return fmt.Sprintf("%d schedules' boundaries were not reached (the workers took another path) and ran unforced", n)
 }
 
+// InterruptedNothing says how many schedules of a check explored at its
+// statements killed the consumer after its answer and after the
+// delivery's last statement, every transaction of it over: those kills
+// interrupted nothing, and tested nothing.
+func InterruptedNothing(n int) string {
+	if n == 1 {
+		return "1 schedule's kill came after the answer and after the delivery's last statement, its work over: it interrupted nothing"
+	}
+	return fmt.Sprintf("%d schedules' kills came after the answer and after the delivery's last statement, its work over: they interrupted nothing", n)
+}
+
 // WrotePast words a delivery whose statements through the database proxy
 // (url names it) only read, while its effect rows changed: the consumer
 // wrote past the proxy, and no boundary of its writes was tried.
