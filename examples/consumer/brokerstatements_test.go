@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -77,6 +79,57 @@ func TestBrokerStatementFaults(t *testing.T) {
 				// One instance, and the statements held are the delivery's.
 				if strings.Contains(o.stdout, " instances)") || !regexp.MustCompile(`broker: \d+ published`).MatchString(o.stdout) {
 					t.Errorf("want one instance and the broker's counts, got\n%s", o)
+				}
+			})
+		}
+	}
+}
+
+// TestBrokerCallCrash: behind JetStream and RabbitMQ, one instance
+// charging a stand-in provider is killed at its charge (crash: {after:
+// "POST /v1/charges"}): the effect performed, its answer withheld, the
+// instance killed and restarted, the broker redelivering. The safe
+// consumer's retry under its key is replayed, one charge; without a key
+// the redelivery charges again.
+func TestBrokerCallCrash(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	for _, b := range []struct {
+		name  string
+		setup func(t *testing.T, env map[string]string)
+	}{{"nats", natsStream}, {"amqp", amqpQueue}} {
+		src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/brokers/"+b.name+"-statements.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, _, ok := strings.Cut(string(src), "\nchecks:\n")
+		if !ok || !strings.Contains(head, `--flaw, "${FLAW:-safe}"]`) {
+			t.Fatalf("%s-statements.yaml changed: its start command is not where this test looks", b.name)
+		}
+		head = strings.Replace(head, "version: 1\n", "version: 1\nexternals:\n  payments:\n    http: {idempotency: {header: Idempotency-Key}, respond: {status: 201, body: '{\"id\": \"ch_{seq}\"}'}}\n    effect_key: \"{body.orderId}\"\n", 1)
+		head = strings.Replace(head, `--flaw, "${FLAW:-safe}"]`, `--flaw, "${FLAW:-safe}", --provider, "${REDELIVER_PAYMENTS_URL}"]`, 1)
+		file := filepath.Join(t.TempDir(), b.name+"-call.yaml")
+		checks := "\nchecks:\n  - name: killed after the charge, before its answer\n    steps:\n      - deliver: {id: evt-70, source: /orders, type: order.paid, data: {orderId: O-70, amount: 70}}\n        crash: {after: \"POST /v1/charges\"}\n    expect:\n      effects: {O-70: 1}\n      externals: {payments: {O-70: 1}}\n"
+		if err := os.WriteFile(file, []byte(head+checks), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			flaw string
+			exit int
+			want string
+		}{
+			{"safe", 0, "killed after the charge, before its answer: 1 delivery: 1 acked, 1 crash, not known whether before the consumer's ack; table payments holds 1 row"},
+			{"charge-without-key", 1, "invariant external-duplicate broken: payments performed 2 effects for key O-70"},
+		} {
+			t.Run(b.name+"/"+tt.flaw, func(t *testing.T) {
+				t.Parallel()
+				brokerSlot(t)
+				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
+				b.setup(t, env)
+				o := redeliver(t, env, "run", file, "-v")
+				if o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) {
+					t.Fatalf("want exit %d and %q, got\n%s", tt.exit, tt.want, o)
 				}
 			})
 		}

@@ -9,6 +9,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/standin"
 )
 
 // brokerStatementCrash is statementCrash behind a broker, with one
@@ -146,4 +148,43 @@ func (s *Session) taken(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// brokerCallCrash is crashAtCall behind a broker, with one started
+// instance: the delivery is published, and when the instance makes the
+// call the crash names, it is held there (before it is performed, or
+// after, its answer withheld), the instance killed, the call cut and the
+// instance restarted; the broker redelivers as after any crash. reached
+// is false when the broker says the instance took the message and no such
+// call came.
+func (s *Session) brokerCallCrash(ctx context.Context, ev Event, c *scenario.Crash) (a Answer, call standin.Call, reached bool, err error) {
+	ch := s.holdCall(c.Method, c.Path, 1, c.AfterStatement)
+	defer ch.stop()
+	a = s.dl.Deliver(ctx, ev, nil)
+	if a.Err != nil {
+		return a, call, false, nil
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- s.taken(dctx) }()
+	select {
+	case h := <-ch.held:
+		reached, call = true, h.Call()
+		cancel()
+		<-drained
+		s.proc.Kill()
+		killed := time.Now()
+		h.Cut()
+		a.Crashed, a.CrashCame = true, Unknown
+		if err := s.proc.Restart(ctx); err != nil {
+			return a, call, true, err
+		}
+		a.KilledAt, a.Restarted = killed, time.Now()
+		return a, call, true, nil
+	case err = <-drained:
+		return a, call, false, err
+	case <-ctx.Done():
+		return a, call, false, ctx.Err()
+	}
 }

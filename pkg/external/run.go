@@ -942,7 +942,11 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 		a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
 			a, _, reached, err := sys.sess.crashAtCall(ctx, ev, st.Crash)
 			if err == nil && !reached {
-				c.Rec.Fail(words.CallNotReached("crash: "+st.Crash.String(), sys.sess.callsSaid(ev.ID), a.Short()))
+				answered := a.Short()
+				if sys.sess.t.Broker() {
+					answered = "its broker (it took the message)"
+				}
+				c.Rec.Fail(words.CallNotReached("crash: "+st.Crash.String(), sys.sess.callsSaid(ev.ID), answered))
 			}
 			return a, err
 		})
