@@ -335,3 +335,98 @@ func wantNemesisVerdict(t *testing.T, o outcome, events int, invariant, who stri
 		t.Fatalf("want exit 1 naming %s, got\n%s", invariant, o)
 	}
 }
+
+// TestBrokerLeftoverRefused: a message left in the queue or the durable
+// before the run (as an interrupted run leaves its deliveries, with the
+// file's own event ids) would be handed to the started consumer among the
+// checks' deliveries. The run refuses it, exit 3, before starting
+// anything, and takes nothing from the broker.
+func TestBrokerLeftoverRefused(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	for _, b := range []struct {
+		file  string
+		setup func(t *testing.T, env map[string]string)
+		leave func(t *testing.T, env map[string]string) (left func() int)
+		want  string
+	}{
+		{"examples/consumer/brokers/nats.yaml", natsStream, natsLeftover,
+			"JetStream durable payments on stream %s has 1 message to deliver before the run"},
+		{"examples/consumer/brokers/amqp.yaml", amqpQueue, amqpLeftover,
+			"RabbitMQ queue %s holds 1 message before the run"},
+	} {
+		t.Run(strings.TrimSuffix(filepath.Base(b.file), ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			brokerSlot(t)
+			env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg)}
+			b.setup(t, env)
+			// A first run makes the stream or queue, and empties it.
+			if o := redeliver(t, env, "run", b.file); o.exit != 0 {
+				t.Fatalf("first run: want exit 0, got\n%s", o)
+			}
+			left := b.leave(t, env)
+			o := redeliver(t, env, "run", b.file)
+			want := fmt.Sprintf(b.want, env["STREAM"]+env["QUEUE"])
+			if o.exit != 3 || !strings.Contains(o.stderr, want) || !strings.Contains(o.stderr, "8 deliveries did not run") {
+				t.Fatalf("want exit 3, %q and the 8 deliveries that did not run, got\n%s", want, o)
+			}
+			if strings.Contains(o.stdout, "PASS") || strings.Contains(o.stdout, "FAIL") {
+				t.Errorf("a run refused before it started gave a verdict:\n%s", o)
+			}
+			if n := left(); n != 1 {
+				t.Errorf("the broker holds %d messages after the refused run; want the 1 left there, untouched", n)
+			}
+		})
+	}
+}
+
+// natsLeftover publishes one message of the file's to its stream, as a
+// run that was interrupted leaves it, and says how many the durable has
+// yet to deliver.
+func natsLeftover(t *testing.T, env map[string]string) func() int {
+	nc, err := natsgo.Connect(env["NATS"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := js.Publish(ctx, env["STREAM"]+".order_paid", []byte(`{"orderId":"O-1","amount":10}`), jetstream.WithMsgID("left-"+suffix())); err != nil {
+		t.Fatal(err)
+	}
+	return func() int {
+		c, err := js.Consumer(ctx, env["STREAM"], "payments")
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(info.NumPending) + info.NumAckPending
+	}
+}
+
+// amqpLeftover puts one message in the queue and says how many it holds.
+func amqpLeftover(t *testing.T, env map[string]string) func() int {
+	conn, err := amqp091.Dial(env["AMQP"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Publish("", env["QUEUE"], false, false, amqp091.Publishing{Body: []byte(`{"orderId":"O-1","amount":10}`)}); err != nil {
+		t.Fatal(err)
+	}
+	return func() int {
+		q, err := ch.QueueDeclarePassive(env["QUEUE"], true, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.Messages
+	}
+}

@@ -61,6 +61,48 @@ func openBroker(ctx context.Context, t *scenario.Target) (*brokerDeliverer, erro
 	return nil, errors.New("the target names no broker")
 }
 
+// leftover fails a run whose started consumer would be handed messages
+// that were in the broker before the run: an earlier run that was
+// interrupted leaves its deliveries there, with the file's own event ids,
+// and the consumer would take them among the checks' deliveries — a kill
+// at "the delivery's" statements could then land in a leftover's, and a
+// verdict would be about messages the file never sent. Nothing is
+// emptied: redeliver deletes nothing in a broker.
+func leftover(ctx context.Context, t *scenario.Target, pub broker.Publisher) error {
+	c, err := pub.Counts(ctx)
+	if err != nil {
+		return err
+	}
+	unacked := max(c.Unacked, 0)
+	if c.Pending+unacked == 0 {
+		return nil
+	}
+	const why = "the consumer redeliver starts would take them among the checks' deliveries (a run that was interrupted leaves its deliveries behind, with the file's own event ids)"
+	var msg string
+	switch {
+	case t.AMQP != nil:
+		msg = fmt.Sprintf("RabbitMQ queue %s holds %s before the run, and %s; empty it first (rabbitmqctl purge_queue %s) or give the target a queue of its own", t.AMQP.Queue, plural(c.Pending, "message"), why, t.AMQP.Queue)
+	case t.NATS != nil:
+		held := plural(c.Pending, "message") + " to deliver"
+		if unacked > 0 {
+			held += fmt.Sprintf(" and %d awaiting an ack", unacked)
+		}
+		msg = fmt.Sprintf("JetStream durable %s on stream %s has %s before the run, and %s; empty it first (nats stream purge %s, or nats consumer rm %s %s) or give the target a durable of its own", t.NATS.Durable, t.NATS.Stream, held, why, t.NATS.Stream, t.NATS.Stream, t.NATS.Durable)
+	case t.Kafka != nil:
+		msg = fmt.Sprintf("Kafka consumer group %s has %s of topic %s it has not committed before the run, and %s; move the group past them first (kafka-consumer-groups --reset-offsets --to-latest --group %s --topic %s --execute) or give the target a group of its own", t.Kafka.Group, plural(c.Pending, "record"), t.Kafka.Topic, why, t.Kafka.Group, t.Kafka.Topic)
+	default:
+		return nil
+	}
+	return &broker.Error{Msg: msg, Counts: c}
+}
+
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
 func (d *brokerDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}) Answer {
 	m := broker.Message{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: ev.Time, Data: ev.Data, MsgID: ev.MsgID, Key: ev.Key}
 	r, err := d.pub.Publish(ctx, m)

@@ -165,6 +165,12 @@ func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []
 			return nil, err
 		}
 		s.dl = bd
+		if t.Start != nil {
+			if err := leftover(ctx, t, bd.pub); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
 	} else {
 		s.dl = watching{newDeliverer(t), s}
 	}

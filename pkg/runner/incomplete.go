@@ -88,6 +88,13 @@ func notCompleted(s *scenario.Scenario, ci int, err error) error {
 	if count == 1 {
 		what = "1 delivery did not complete"
 	}
+	if from < 0 {
+		// The system did not open: none of them was sent.
+		what = fmt.Sprintf("%d deliveries did not run", count)
+		if count == 1 {
+			what = "1 delivery did not run"
+		}
+	}
 	list := fmt.Sprintf("; %s: %s%s", what, strings.Join(left, ", "), more)
 	var t Tailed
 	if errors.As(err, &t) {
