@@ -429,15 +429,21 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 // killWorking publishes a delivery drawn by --kill-working and kills the
 // instance working on it at the boundary of its statements drawn from
 // --seed and its position, as --crash draws one: the other lanes wait,
-// so that the statements followed are the consumer's work on it and on
-// what was published before. A delivery whose statements end before the
+// and the broker is drained of what was published before, so that the
+// instance works on this delivery alone when it is killed. A delivery whose statements end before the
 // boundary is not killed. The broker redelivers the message as after any
 // crash, unless the instance had acked it.
 func (r *replayer) killWorking(ctx context.Context, j job, ev Event) error {
 	at := statementBoundary(r.o.Seed, j.pos)
 	r.crash.Lock()
+	// What was published before is taken first: the instance then works
+	// on this delivery alone, and the kill interrupts it and no other.
+	err := r.sess.taken(ctx)
 	sent := time.Now()
-	bw, err := r.sess.brokerWatched(ctx, ev, at)
+	var bw brokerWatch
+	if err == nil {
+		bw, err = r.sess.brokerWatched(ctx, ev, at)
+	}
 	r.crash.Unlock()
 	if err != nil {
 		return err
