@@ -139,10 +139,34 @@ func (s *Session) brokerWatched(ctx context.Context, ev Event, at *pgproxy.Bound
 	drained := make(chan error, 1)
 	go func() { drained <- s.takenEvery(dctx, ackPoll) }()
 	ackWord := s.ackWord()
+	// seen is closed on the first look that shows the ack: the drain
+	// waits for a second one.
+	var seen chan struct{}
+	if ackWord != "" {
+		seen = make(chan struct{})
+		go func() {
+			for !s.ackedNow(dctx) {
+				select {
+				case <-dctx.Done():
+					return
+				case <-time.After(ackPoll):
+				}
+			}
+			close(seen)
+		}()
+	}
 	ticker := time.NewTicker(5 * time.Millisecond)
 	defer ticker.Stop()
 	var tick, limit <-chan time.Time
 	acked := false
+	// took: the broker says the consumer took the message; its
+	// statements are followed from now on until its work is over.
+	took := func() {
+		w.Answered()
+		if tick == nil {
+			tick, limit = ticker.C, time.After(idleLimit)
+		}
+	}
 	var killed time.Time
 	var open bool
 follow:
@@ -151,16 +175,19 @@ follow:
 		case <-w.Held():
 			out.reached = true
 			break follow
+		case <-seen:
+			seen = nil
+			acked, out.said = true, ackWord
+			took()
 		case err = <-drained:
 			if err != nil {
 				break follow
 			}
-			drained, acked = nil, ackWord != ""
-			if acked {
-				out.said = ackWord
+			drained = nil
+			if ackWord != "" && !acked {
+				acked, out.said = true, ackWord
 			}
-			w.Answered()
-			tick, limit = ticker.C, time.After(idleLimit)
+			took()
 		case <-tick:
 			if w.Finished(answerQuiet) {
 				break follow
@@ -171,6 +198,11 @@ follow:
 			err = ctx.Err()
 			break follow
 		}
+	}
+	if err == nil && !out.reached && drained != nil {
+		// Followed to its end from the first look that showed the ack:
+		// the drain has its second look to make.
+		err = <-drained
 	}
 	if err == nil && !out.reached {
 		// What the consumer still runs (given up following, or not the
