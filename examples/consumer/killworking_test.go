@@ -17,7 +17,7 @@ var workingLine = regexp.MustCompile(`; --kill-working 1: ([0-9]+) deliveries dr
 // TestBrokerReplayKillWorking replays 20 payments into one instance
 // behind JetStream, connected through redeliver's PostgreSQL proxy, with
 // --kill-working 1: each delivery has the instance working on it killed
-// at a boundary of its statements drawn from the seed (those whose
+// at a boundary of its statements drawn from --seed (those whose
 // statements end before it are not). The safe consumer survives every
 // kill, one payment per order; ack-before-commit, killed after its ack
 // and before its commit, loses payments; marker-after-effect, killed

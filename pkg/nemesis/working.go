@@ -8,7 +8,7 @@ import (
 )
 
 // Working is the targeted nemesis (--kill-working): for each delivery,
-// with probability P drawn from the seed and the delivery's position in
+// with probability P drawn from --seed and the delivery's position in
 // the capture, the instance working on it is killed at a boundary of its
 // statements. It draws from the slot --crash draws from, so the same
 // seed and capture pick the deliveries --crash would pick.

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestWorkingPicks: the deliveries drawn are a function of the seed and
+// TestWorkingPicks: the deliveries drawn are a function of --seed and
 // the position, about P of them, all at 1, and a rewound delivery
 // (position 0) never.
 func TestWorkingPicks(t *testing.T) {
