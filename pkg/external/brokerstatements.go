@@ -118,7 +118,7 @@ const ackPoll = 10 * time.Millisecond
 // The ack is seen where the broker shows it to another client: JetStream
 // in the durable's info (nothing pending, nothing awaiting an ack), Kafka
 // in the group's committed offsets; each is asked every ackPoll, so the
-// trace's marker may come a statement or two late. RabbitMQ shows a
+// trace's marker may come a look late, a statement or more. RabbitMQ shows a
 // client only the queue's ready messages: a message taken and acked looks
 // like one taken and held, and the watch, which follows on all the same,
 // marks no ack.
