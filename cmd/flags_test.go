@@ -231,6 +231,10 @@ func TestReplayFlags(t *testing.T) {
 				o.Changed = given("target", "redeliver", "crash", "concurrent", "parallel", "verbose", "coverage", "kill-every", "logs",
 					"fail-on", "max-bad", "emit-scenario")
 			}, ""},
+		{"target, kill-working", []string{"--target", "t.yaml", "--kill-working", "0.25", "c.ndjson"},
+			func(o *ReplayOptions) {
+				o.Target, o.KillWorking, o.Changed = "t.yaml", 0.25, given("target", "kill-working")
+			}, ""},
 		{"target leaves parallel to the run", []string{"--target", "t.yaml", "c.ndjson"},
 			func(o *ReplayOptions) { o.Target, o.Changed = "t.yaml", given("target") }, ""},
 		// A --kill-every or --logs with no value is refused by the run:
@@ -264,6 +268,14 @@ func TestReplayFlags(t *testing.T) {
 		{"coverage without target", []string{"--coverage", "c.ndjson"}, nil, "--coverage says what a replay into a --target injected and when its kills came; the built-in replay's report says what it injected on its injected: line"},
 		{"kill-every without target", []string{"--kill-every", "1s", "c.ndjson"}, nil, "--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)"},
 		{"kill-every 0 without target", []string{"--kill-every", "0", "c.ndjson"}, nil, "--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)"},
+		{"kill-working without target", []string{"--kill-working", "0.5", "c.ndjson"}, nil, "--kill-working kills the consumer instance a --target file starts while it works on a delivery; the built-in handler has none (use --crash)"},
+		{"kill-working 0 without target", []string{"--kill-working", "0", "c.ndjson"}, nil, "--kill-working kills the consumer instance a --target file starts while it works on a delivery; the built-in handler has none (use --crash)"},
+		{"target kill-working 0", []string{"--target", "t.yaml", "--kill-working", "0", "c.ndjson"}, nil, "--kill-working must be a probability above 0 and at most 1, such as 0.5, not 0"},
+		{"target kill-working above 1", []string{"--target", "t.yaml", "--kill-working", "1.5", "c.ndjson"}, nil, "--kill-working must be a probability above 0 and at most 1, such as 0.5, not 1.5"},
+		{"target kill-working negative", []string{"--target", "t.yaml", "--kill-working", "-0.1", "c.ndjson"}, nil, "--kill-working must be a probability above 0 and at most 1, such as 0.5, not -0.1"},
+		{"target kill-working NaN", []string{"--target", "t.yaml", "--kill-working", "NaN", "c.ndjson"}, nil, "--kill-working must be a probability above 0 and at most 1, such as 0.5, not NaN"},
+		{"target kill-working and kill-every", []string{"--target", "t.yaml", "--kill-working", "1", "--kill-every", "1s", "c.ndjson"}, nil, "--kill-working and --kill-every both kill the consumer's instances, one at a delivery's statements, the other by the clock; give one of the two"},
+		{"target kill-working and emit", []string{"--target", "t.yaml", "--kill-working", "1", "--emit-scenario", "r.yaml", "c.ndjson"}, nil, "--emit-scenario cannot write the kills of --kill-working yet: drop one of the two, and reproduce a failure with crash: statements in a scenario"},
 		{"logs without target", []string{"--logs", "d", "c.ndjson"}, nil, "--logs keeps the output of the consumer instances a --target file starts; the built-in handler has none"},
 		{"strategy", []string{"--strategy", "nope", "c.ndjson"}, nil, `unknown --strategy "nope"`},
 		{"crash-at", []string{"--crash-at", "after-check,nope", "c.ndjson"}, nil, `unknown --crash-at point "nope"; expected one of after-check, after-marker, after-effect`},

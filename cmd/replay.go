@@ -56,8 +56,11 @@ type ReplayOptions struct {
 	Target     string
 	Parallel   int
 	KillEvery  time.Duration
-	LogDir     string // --logs: the consumer's output
-	Output     outputOptions
+	// KillWorking (--kill-working): the probability, per delivery, of
+	// killing the instance working on it, at its statements.
+	KillWorking float64
+	LogDir      string // --logs: the consumer's output
+	Output      outputOptions
 	// Changed holds the names of the flags given on the command line:
 	// some are refused, or must not be zero, only when given.
 	Changed map[string]bool
@@ -197,6 +200,7 @@ them, and its GitHub annotation points at the first of those lines.
 	f.BoolVarP(&o.Output.Verbose, "verbose", "v", false, "with --target: print every breach of each broken invariant, not only the first 5, and the counters")
 	f.BoolVar(&o.Output.Coverage, "coverage", false, "with --target: print what the replay injected, and when each kill came against the consumer's answer")
 	f.DurationVar(&o.KillEvery, "kill-every", 0, "with a broker --target: SIGKILL a random consumer instance this long after the previous restart was ready, and restart it, until the broker has drained")
+	f.Float64Var(&o.KillWorking, "kill-working", 0, "with a broker --target through the effects proxy: for each delivery, with this probability drawn from --seed, SIGKILL the instance working on it at a boundary of its statements, and restart it")
 	f.StringVar(&o.LogDir, "logs", "", "with a --target that starts the consumer: keep each instance's stdout and stderr in DIR, one file per instance and start (default with --report FORMAT=FILE: consumer-logs beside the first report)")
 	addOutputFlags(f, &o.Output)
 	return c
@@ -231,6 +235,9 @@ func (o *ReplayOptions) validate() error {
 	}
 	if o.KillEvery != 0 || o.Changed["kill-every"] {
 		return problem.Usagef("--kill-every kills consumer instances a --target file starts; the built-in handler has none (use --crash)")
+	}
+	if o.KillWorking != 0 || o.Changed["kill-working"] {
+		return problem.Usagef("--kill-working kills the consumer instance a --target file starts while it works on a delivery; the built-in handler has none (use --crash)")
 	}
 	if o.Changed["logs"] {
 		return problem.Usagef("--logs keeps the output of the consumer instances a --target file starts; the built-in handler has none")

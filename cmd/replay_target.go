@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -39,6 +40,15 @@ func (o *ReplayOptions) validateTarget() error {
 	}
 	if _, err := targetFindings(o.FailOn); err != nil {
 		return err
+	}
+	if o.Changed["kill-working"] && (o.KillWorking <= 0 || o.KillWorking > 1 || math.IsNaN(o.KillWorking)) {
+		return problem.Usagef("--kill-working must be a probability above 0 and at most 1, such as 0.5, not %v", o.KillWorking)
+	}
+	if o.KillWorking > 0 && o.KillEvery > 0 {
+		return problem.Usagef("--kill-working and --kill-every both kill the consumer's instances, one at a delivery's statements, the other by the clock; give one of the two")
+	}
+	if o.KillWorking > 0 && o.Emit != "" {
+		return problem.Usagef("--emit-scenario cannot write the kills of --kill-working yet: drop one of the two, and reproduce a failure with crash: statements in a scenario")
 	}
 	if o.Emit != "" && slices.Contains(o.Logs, "-") {
 		return problem.Usagef("--emit-scenario reads the capture twice; save stdin to a file and replay that")
@@ -124,6 +134,14 @@ func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error
 		// clock while the consumer reads at its own pace, and a step cannot
 		// name the instance: a reproducer without them would pass.
 		return problem.Usagef("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again (drop one of the two)")
+	case o.KillWorking > 0 && !t.Target.Broker():
+		return problem.Usagef("--kill-working kills consumer instances that read from a broker, and the target of %s is %s; use --crash", o.Target, t.Target.Channel())
+	case o.KillWorking > 0 && t.Target.Start == nil:
+		return problem.Usagef("--kill-working kills the consumer instance redeliver started, and %s has no target start", o.Target)
+	case o.KillWorking > 0 && (t.Effects == nil || !t.Effects.Proxy):
+		return problem.Usagef("--kill-working kills an instance at the statements of the delivery it works on, which redeliver sees only through its database proxy: set effects.proxy: true in %s", o.Target)
+	case o.KillWorking > 0 && t.Target.Start.Instances > 1:
+		return problem.Usagef("--kill-working kills the instance that holds a delivery's connection, and with instances: %d redeliver cannot yet tell which one that is: run one instance (drop instances), or use --kill-every", t.Target.Start.Instances)
 	case t.Target.Broker() && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
 		return problem.Usagef("--redeliver, --crash and --concurrent act on a delivery's answer, and a %s target has none; kill instances with --kill-every", t.Target.Channel())
 	}
@@ -140,7 +158,7 @@ func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error
 		TargetFile: o.Target, Target: t.Target, Effects: t.Effects, Externals: t.Externals,
 		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
 		MaxBad: o.MaxBad, Warn: s.Secrets.Writer(s.Err), FailOn: failOn,
-		KillEvery: o.KillEvery, EmitScenario: o.Emit, TargetSource: src, Logs: logs,
+		KillEvery: o.KillEvery, KillWorking: o.KillWorking, EmitScenario: o.Emit, TargetSource: src, Logs: logs,
 	}
 	finish := func() {}
 	if s.ErrTTY {

@@ -227,7 +227,8 @@ type Statement struct {
 	// stand-in answered ("201 (ch_1)", "201 replayed", "no answer").
 	External string
 	// AnsweredBefore, when set, is the consumer's answer to the delivery
-	// ("202", "exit 0"), which came just before this statement: it and
+	// ("202", "exit 0", a broker's "acked" or "offset committed"), which
+	// came just before this statement: it and
 	// the ones after it ran after the answer. It is set on one statement
 	// of a trace at most.
 	AnsweredBefore string

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -24,16 +25,22 @@ import (
 func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
 	st := c.St
 	at := boundary(st.Crash, c.Hold.Statement)
-	var trace, others []pgproxy.Statement
-	var reached, marked bool
+	var bw brokerWatch
 	before, _ := sys.sess.db.Rows(ctx, &key)
 	a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
 		var err error
-		var a Answer
-		a, trace, others, marked, reached, err = sys.sess.brokerWatched(ctx, ev, at)
-		c.Rec.Counters().Apart += len(others)
-		return a, err
+		bw, err = sys.sess.brokerWatched(ctx, ev, at)
+		c.Rec.Counters().Apart += len(bw.others)
+		return bw.a, err
 	})
+	trace, others, marked, reached := bw.trace, bw.others, bw.marked, bw.reached
+	// traced is the delivery's trace, the ack marked where the broker
+	// showed it.
+	traced := func(hit *pgproxy.Boundary) []consumer.Statement {
+		stmts := statementsOf(trace, hit)
+		markAnswer(stmts, trace, watch{a: bw.a, said: bw.said, reached: reached})
+		return stmts
+	}
 	if err != nil || a.Err != nil {
 		return a, err
 	}
@@ -59,89 +66,246 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 		return a, nil
 	case at == nil:
 		if past, err := sys.wrotePast(ctx, c, ev, key, before, trace); past || err != nil {
-			c.Rec.Trace(statementsOf(trace, nil))
+			c.Rec.Trace(traced(nil))
 			return a, err
 		}
 		c.Rec.Boundaries(killBoundaries(trace, true, false))
-		c.Rec.Trace(statementsOf(trace, nil))
+		c.Rec.Trace(traced(nil))
 		return a, nil
 	case !reached:
-		c.Rec.Trace(statementsOf(trace, nil))
+		c.Rec.Trace(traced(nil))
 		c.Rec.Fail(words.NotReached(what, traceLines(trace), "its broker (it took the message)"))
 		return a, nil
 	}
-	c.Rec.Trace(statementsOf(trace, at))
+	c.Rec.Trace(traced(at))
 	return a, nil
 }
 
+// brokerWatch is one delivery watched behind a broker.
+type brokerWatch struct {
+	a             Answer
+	trace, others []pgproxy.Statement
+	marked        bool
+	reached       bool
+	// said is the ack as the trace's marker says it ("acked", "offset
+	// committed"), when the broker showed it while the watch was on;
+	// empty where the broker cannot show it (RabbitMQ) or it came after.
+	said string
+	// inWork: the kill came before the delivery's transaction ended —
+	// the statement held never ran, a transaction of it was open, or no
+	// transaction of it had committed yet (see txEnded).
+	inWork bool
+}
+
+// ackPoll is how often the broker is asked whether the delivery was
+// acked, while its statements are followed: the trace's ack marker is
+// late by up to this (and a round trip).
+const ackPoll = 10 * time.Millisecond
+
 // brokerWatched publishes one delivery while the proxy follows its
 // statements, those tied to it by its marks (trace) and the others let
-// through meanwhile (others). Held at at, the started instance — the one
-// there is, which owns every connection — is killed (SIGKILL to its
-// process group), the held connection cut (the database rolls back what
-// it had not committed) and the instance restarted: the broker hands the
-// message out again as after any crash (JetStream once its AckWait
-// passes, RabbitMQ as soon as the channel closes, Kafka to the member
-// that reads the partition from its last committed offset). Without at,
-// or with at not reached, the watch lasts until the broker says the
-// consumer took the message and its connections are idle.
-func (s *Session) brokerWatched(ctx context.Context, ev Event, at *pgproxy.Boundary) (a Answer, trace, others []pgproxy.Statement, marked, reached bool, err error) {
+// through meanwhile (others), past the ack, until the delivery's
+// connections are idle outside a transaction and quiet (answerQuiet): a
+// consumer that acks first and commits after goes on working on it.
+// Held at at, the started instance — the one there is, which owns every
+// connection — is killed (SIGKILL to its process group), the held
+// connection cut (the database rolls back what it had not committed) and
+// the instance restarted: the broker hands the message out again as
+// after any crash (JetStream once its AckWait passes, RabbitMQ as soon as
+// the channel closes, Kafka to the member that reads the partition from
+// its last committed offset) — unless it was acked already.
+//
+// The ack is seen where the broker shows it to another client: JetStream
+// in the durable's info (nothing pending, nothing awaiting an ack), Kafka
+// in the group's committed offsets; each is asked every ackPoll, so the
+// trace's marker may come a look late, a statement or more. RabbitMQ shows a
+// client only the queue's ready messages: a message taken and acked looks
+// like one taken and held, and the watch, which follows on all the same,
+// marks no ack.
+func (s *Session) brokerWatched(ctx context.Context, ev Event, at *pgproxy.Boundary) (brokerWatch, error) {
+	var out brokerWatch
 	s.settleBefore(ctx)
 	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
 	if err != nil {
-		return Answer{}, nil, nil, false, false, err
+		return out, err
 	}
-	a = s.dl.Deliver(ctx, ev, nil)
-	if a.Err != nil {
+	out.a = s.dl.Deliver(ctx, ev, nil)
+	if out.a.Err != nil {
 		w.Stop()
-		return a, nil, nil, false, false, nil
+		return out, nil
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	drained := make(chan error, 1)
-	go func() { drained <- s.taken(dctx) }()
-	var killed time.Time
-	select {
-	case <-w.Held():
-		reached = true
-		cancel()
-		<-drained
-		s.proc.Kill()
-		killed = time.Now()
-		w.Cut()
-	case err = <-drained:
-		if err == nil {
-			err = s.quiet(ctx)
+	go func() { drained <- s.takenEvery(dctx, ackPoll) }()
+	ackWord := s.ackWord()
+	// seen is closed on the first look that shows the ack: the drain
+	// waits for a second one.
+	var seen chan struct{}
+	if ackWord != "" {
+		seen = make(chan struct{})
+		go func() {
+			for !s.ackedNow(dctx) {
+				select {
+				case <-dctx.Done():
+					return
+				case <-time.After(ackPoll):
+				}
+			}
+			close(seen)
+		}()
+	}
+	ticker := time.NewTicker(5 * time.Millisecond)
+	defer ticker.Stop()
+	var tick, limit <-chan time.Time
+	acked := false
+	// took: the broker says the consumer took the message; its
+	// statements are followed from now on until its work is over.
+	took := func() {
+		w.Answered()
+		if tick == nil {
+			tick, limit = ticker.C, time.After(idleLimit)
 		}
-	case <-ctx.Done():
-		err = ctx.Err()
+	}
+	var killed time.Time
+	var open bool
+follow:
+	for {
+		select {
+		case <-w.Held():
+			out.reached = true
+			break follow
+		case <-seen:
+			seen = nil
+			acked, out.said = true, ackWord
+			took()
+		case err = <-drained:
+			if err != nil {
+				break follow
+			}
+			drained = nil
+			if ackWord != "" && !acked {
+				acked, out.said = true, ackWord
+			}
+			took()
+		case <-tick:
+			if w.Finished(answerQuiet) {
+				break follow
+			}
+		case <-limit:
+			break follow
+		case <-ctx.Done():
+			err = ctx.Err()
+			break follow
+		}
+	}
+	if err == nil && !out.reached && drained != nil {
+		// Followed to its end from the first look that showed the ack:
+		// the drain has its second look to make.
+		err = <-drained
+	}
+	if err == nil && !out.reached {
+		// What the consumer still runs (given up following, or not the
+		// delivery's) is waited out before the effects are read.
+		err = s.quiet(ctx)
 	}
 	if err != nil {
 		w.Cut()
 		w.Stop()
-		return a, nil, nil, false, false, err
+		return out, err
 	}
-	trace = w.Stop()
-	others, marked = w.Others(), w.Marked()
-	if reached {
-		a.Crashed, a.CrashCame = true, Unknown
-		if err := s.proc.Restart(ctx); err != nil {
-			return a, trace, others, marked, reached, err
+	if out.reached {
+		cancel()
+		if drained != nil {
+			<-drained
 		}
-		a.KilledAt, a.Restarted = killed, time.Now()
+		if !acked && ackWord != "" && s.ackedNow(ctx) {
+			// The held instance can ack nothing more: an ack the
+			// broker shows now came before the held statement.
+			acked, out.said = true, ackWord
+		}
+		open = w.InTransaction()
+		s.proc.Kill()
+		killed = time.Now()
+		w.Cut()
 	}
-	return a, trace, others, marked, reached, nil
+	out.trace = w.Stop()
+	out.others, out.marked = w.Others(), w.Marked()
+	if out.reached {
+		out.inWork = !at.After || open || !txEnded(out.trace, at)
+		out.a.Crashed, out.a.CrashCame = true, Unknown
+		if acked {
+			// The broker showed the ack before the hold: the kill came
+			// after it.
+			out.a.CrashCame, out.a.InWork = AfterAnswer, out.inWork
+		}
+		if err := s.proc.Restart(ctx); err != nil {
+			return out, err
+		}
+		out.a.KilledAt, out.a.Restarted = killed, time.Now()
+	}
+	return out, nil
+}
+
+// txEnded reports whether a transaction of a delivery killed at at had
+// ended by the kill: the server answered a COMMIT of it before the held
+// statement, or the held one, held after its answer. A consumer that
+// would have begun another transaction after (marker-after-effect's
+// second) cannot be told from one that was done: what it has not sent
+// redeliver cannot see.
+func txEnded(trace []pgproxy.Statement, at *pgproxy.Boundary) bool {
+	for _, st := range trace {
+		held := at.Names(st)
+		if held && !at.After {
+			return false
+		}
+		if st.Answer == "COMMIT" {
+			return true
+		}
+		if held {
+			return false
+		}
+	}
+	return false
+}
+
+// ackedNow asks the broker once whether the consumer acked everything
+// published, where it shows acks (JetStream, Kafka).
+func (s *Session) ackedNow(ctx context.Context) bool {
+	bd, ok := s.dl.(*brokerDeliverer)
+	if !ok {
+		return false
+	}
+	c, err := bd.pub.Counts(ctx)
+	return err == nil && c.Acked != broker.Unknown && c.Pending == 0 && (c.Unacked == broker.Unknown || c.Unacked == 0)
+}
+
+// ackWord is how the trace marks the ack where the target's broker shows
+// it ("acked", "offset committed"), or "" where it does not (RabbitMQ).
+func (s *Session) ackWord() string {
+	switch {
+	case s.t.NATS != nil:
+		return "acked"
+	case s.t.Kafka != nil:
+		return "offset committed"
+	}
+	return ""
 }
 
 // taken waits until the broker says the consumer has taken everything
 // published (acked it, or, for RabbitMQ, holds it), as the check's drain
 // does, without counting.
 func (s *Session) taken(ctx context.Context) error {
+	return s.takenEvery(ctx, 0)
+}
+
+// takenEvery is taken asking the broker every poll (0: its default).
+func (s *Session) takenEvery(ctx context.Context, poll time.Duration) error {
 	bd, ok := s.dl.(*brokerDeliverer)
 	if !ok {
 		return nil
 	}
-	_, err := bd.pub.Drain(ctx, broker.DrainOptions{Timeout: s.t.DrainTimeout()})
+	_, err := bd.pub.Drain(ctx, broker.DrainOptions{Timeout: s.t.DrainTimeout(), Poll: poll})
 	if err != nil {
 		if died, msg := s.diedByItself(); died {
 			return errors.New(msg)

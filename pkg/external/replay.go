@@ -56,7 +56,11 @@ type ReplayOptions struct {
 	// KillEvery (broker targets): SIGKILL a random instance this often,
 	// and restart it, until the broker has drained.
 	KillEvery time.Duration
-	Progress  func(n int64)
+	// KillWorking (broker targets through the effects proxy, one
+	// instance): the probability per delivery of killing the instance
+	// working on it, at a boundary of its statements (nemesis.Working).
+	KillWorking float64
+	Progress    func(n int64)
 	// EmitScenario, when set, is where a failed replay writes a target
 	// scenario that reproduces its first broken invariant; TargetSource
 	// is the --target file's text, whose target and effects it copies.
@@ -109,6 +113,8 @@ type replayer struct {
 	began    time.Time     // when the replay began, for over
 	over     replay.Over   // the deliveries by the millisecond since began
 	pace     *nemesis.Pace // the kills of --kill-every, when given
+	// working counts the kills of --kill-working, under mu.
+	working *nemesis.WorkingKills
 }
 
 // newEngine is the replay engine of a replay into the target: each
@@ -169,6 +175,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	}
 	defer j.close()
 	r := &replayer{o: o, sess: sess, j: j, ids: newSeenFilter(), res: &runner.CheckResult{Name: name}}
+	if o.KillWorking > 0 {
+		r.working = &nemesis.WorkingKills{P: o.KillWorking}
+	}
 	r.eng = r.newEngine(o.Warn)
 	if o.Progress != nil {
 		r.eng.Every = 1
@@ -227,6 +236,9 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	r.res.Line = replayLine(r.res.Counters, o.Target.Broker(), sess.rowsWhere())
 	if o.KillEvery > 0 {
 		r.res.Line += "; " + pace.String()
+	}
+	if r.working != nil {
+		r.res.Line += "; " + r.working.String()
 	}
 	if skipped := int64(r.eng.Bad.Count()); skipped > 0 {
 		r.res.Line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
@@ -313,6 +325,9 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 	ev.Key = j.key
 	if ev.ID == "" {
 		ev.ID = j.ev.ID
+	}
+	if r.working != nil && (nemesis.Working{P: r.o.KillWorking, Seed: r.o.Seed}).Picks(j.pos) {
+		return r.killWorking(ctx, j, ev)
 	}
 	switch fault {
 	case inject.Concurrent:
@@ -409,6 +424,46 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 		return err
 	}
 	return r.redeliver(ctx, j, ev, a)
+}
+
+// killWorking publishes a delivery drawn by --kill-working and kills the
+// instance working on it at the boundary of its statements drawn from
+// --seed and its position, as --crash draws one: the other lanes wait,
+// and the broker is drained of what was published before, so that the
+// instance works on this delivery alone when it is killed. A delivery whose statements end before the
+// boundary is not killed. The broker redelivers the message as after any
+// crash, unless the instance had acked it.
+func (r *replayer) killWorking(ctx context.Context, j job, ev Event) error {
+	at := statementBoundary(r.o.Seed, j.pos)
+	r.crash.Lock()
+	// What was published before is taken first: the instance then works
+	// on this delivery alone, and the kill interrupts it and no other.
+	err := r.sess.taken(ctx)
+	sent := time.Now()
+	var bw brokerWatch
+	if err == nil {
+		bw, err = r.sess.brokerWatched(ctx, ev, at)
+	}
+	r.crash.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := r.sess.harnessError(bw.a, ev, bw.reached); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.working.Add(bw.reached, bw.inWork, !bw.reached && len(bw.trace) == 0 && len(bw.others) > 0)
+	if bw.reached {
+		r.injected.Crashed++
+	}
+	r.mu.Unlock()
+	span := invariant.Span{Sent: sent, Answered: time.Now()}
+	if bw.reached {
+		bw.a.InWork = bw.inWork
+		span.Crash, span.Killed, span.Restarted = string(bw.a.CrashCame), bw.a.KilledAt, bw.a.Restarted
+	}
+	_, err = r.record(ctx, j, ev, bw.a, span)
+	return err
 }
 
 // redeliver redelivers an event whose delivery got no ack, after the wait

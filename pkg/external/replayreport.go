@@ -65,6 +65,9 @@ func (r *replayer) report(f *runner.FileResult) *replay.Report {
 		rep.FailOnFindings(r.o.FailOn)
 	}
 	rep.Over = r.over
+	if k := r.working; k != nil {
+		rep.Target.Working = &replay.WorkingKills{Probability: k.P, Drawn: k.Drawn, Killed: k.Killed, Interrupted: k.Interrupted, Missed: k.Missed, Untied: k.Untied, Line: k.String()}
+	}
 	if p := r.pace; p != nil {
 		sec := func(d time.Duration) float64 { return float64(d.Round(time.Millisecond)) / float64(time.Second) }
 		rep.Target.Kills = &replay.Kills{Count: p.Kills, AskedSeconds: sec(p.Asked), EverySeconds: sec(p.Every), RestartSeconds: sec(p.Restart)}

@@ -77,6 +77,8 @@ type Target struct {
 	Logs []string `json:"logs,omitempty"`
 	// Kills is what --kill-every did, when it was given.
 	Kills *Kills `json:"kills,omitempty"`
+	// Working is what --kill-working did, when it was given.
+	Working *WorkingKills `json:"working_kills,omitempty"`
 	// Name is the replay's name and Line its line: the deliveries (or a
 	// broker's publishes), the crashes by when they came, the effect rows.
 	Name string `json:"-"`
@@ -92,6 +94,23 @@ type Kills struct {
 	AskedSeconds   float64 `json:"asked_seconds"`
 	EverySeconds   float64 `json:"every_seconds"`
 	RestartSeconds float64 `json:"restart_seconds"`
+}
+
+// WorkingKills are the kills of --kill-working: the deliveries drawn,
+// the instance kills made at their statements, how many of those
+// interrupted the delivery's work (before a statement of it ran, or with
+// a transaction of it open), and the drawn deliveries not killed: their
+// statements ended before the boundary drawn (missed), or none could be
+// tied to them (untied).
+type WorkingKills struct {
+	Probability float64 `json:"probability"`
+	Drawn       int     `json:"drawn"`
+	Killed      int     `json:"killed"`
+	Interrupted int     `json:"interrupted"`
+	Missed      int     `json:"missed"`
+	Untied      int     `json:"untied"`
+	// Line says it in words, for the coverage section.
+	Line string `json:"-"`
 }
 
 // Place is a line of a capture file. JSON writes it as file:line, the way

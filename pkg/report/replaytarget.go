@@ -171,7 +171,11 @@ func ReplayCoverage(w io.Writer, r *Replay) error {
 			kills += "; redeliver does not know whether any interrupted a delivery: it killed consumer instances, not a delivery it made"
 		}
 	}
-	fmt.Fprintf(&b, "  --crash, --kill-every: %s\n", kills)
+	if k := rep.Target.Working; k != nil {
+		fmt.Fprintf(&b, "  %s\n", k.Line)
+	} else {
+		fmt.Fprintf(&b, "  --crash, --kill-every: %s\n", kills)
+	}
 	fmt.Fprintf(&b, "  --concurrent: %s delivered twice at once\n", count(in.Concurrent, "event", "events"))
 	fmt.Fprintf(&b, "  --rewind: %s delivered again, in %s\n", count(in.Rewound, "event", "events"), count(in.Rebalances, "rebalance", "rebalances"))
 	_, err := io.WriteString(w, b.String())

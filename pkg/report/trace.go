@@ -24,12 +24,17 @@ func traceLines(stmts []consumer.Statement, short bool) []string {
 }
 
 // answeredMark is the line that says the consumer's answer came just
-// before st, or "".
+// before st, or "": a status or an exit was answered ("← answered 202
+// here"); a broker's ack is said as it is ("← acked here").
 func answeredMark(st consumer.Statement) string {
-	if st.AnsweredBefore == "" {
+	w := st.AnsweredBefore
+	switch {
+	case w == "":
 		return ""
+	case w[0] >= '0' && w[0] <= '9', strings.HasPrefix(w, "exit "):
+		return "← answered " + w + " here"
 	}
-	return "← answered " + st.AnsweredBefore + " here"
+	return "← " + w + " here"
 }
 
 // statementLines words each statement of a trace on a line: "worker 1:

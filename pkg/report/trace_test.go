@@ -88,6 +88,25 @@ func TestTraceLines(t *testing.T) {
 			"3. INSERT INTO payments VALUES (1) → INSERT 0 1",
 			"4. commit ✂ killed here, before it reached the database",
 		}},
+		// Behind JetStream: the ack as the broker showed it, said as it
+		// is, and an exec's exit answered.
+		{"acked behind a broker", []consumer.Statement{
+			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = $1", Answer: "SELECT 0", AnsweredBefore: "acked"},
+			{Worker: 1, Text: "commit", Held: true, Before: true},
+		}, true, []string{
+			"← acked here",
+			"1. SELECT 1 FROM m WHERE id = $1 → 0 rows",
+			"2. commit ✂ killed here, before it reached the database",
+		}},
+		{"an offset committed, an exit answered", []consumer.Statement{
+			{Worker: 1, Text: "begin", Answer: "BEGIN", AnsweredBefore: "offset committed"},
+			{Worker: 1, Text: "commit", Answer: "COMMIT", AnsweredBefore: "exit 0"},
+		}, true, []string{
+			"← offset committed here",
+			"1. begin → BEGIN",
+			"← answered exit 0 here",
+			"2. commit → COMMIT",
+		}},
 		{"one Sync for statements of a worker between another's", []consumer.Statement{
 			{Worker: 1, Text: "a", Answer: "SELECT 1", Extended: true, Sync: 1},
 			{Worker: 2, Text: "b", Answer: "SELECT 1", Extended: true, Sync: 1},

@@ -1,0 +1,46 @@
+package external
+
+import (
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/pgproxy"
+)
+
+// TestTxEnded: a kill at a broker delivery's statement boundary came after
+// its transaction ended only when the server had answered a COMMIT of it
+// by then.
+func TestTxEnded(t *testing.T) {
+	trace := []pgproxy.Statement{
+		{Index: 1, Text: "SELECT 1", Answer: "SELECT 1"},
+		{Index: 2, Text: "begin", Answer: "BEGIN"},
+		{Index: 3, Text: "INSERT INTO payments VALUES (1)", Answer: "INSERT 0 1"},
+		{Index: 4, Text: "commit", Answer: "COMMIT"},
+		{Index: 5, Text: "begin", Answer: "BEGIN"},
+		{Index: 6, Text: "INSERT INTO processed VALUES (1)", Answer: "INSERT 0 1"},
+		{Index: 7, Text: "commit", Answer: "COMMIT"},
+	}
+	rolledBack := []pgproxy.Statement{
+		{Index: 1, Text: "begin", Answer: "BEGIN"},
+		{Index: 2, Text: "commit", Answer: "ROLLBACK"},
+		{Index: 3, Text: "SELECT 1", Answer: "SELECT 1"},
+	}
+	for _, tt := range []struct {
+		name  string
+		trace []pgproxy.Statement
+		at    pgproxy.Boundary
+		want  bool
+	}{
+		{"after the first statement", trace, pgproxy.Boundary{Index: 1, After: true}, false},
+		{"before the commit", trace, pgproxy.Boundary{Index: 4}, false},
+		{"after the commit", trace, pgproxy.Boundary{Index: 4, After: true}, true},
+		{"before the second transaction", trace, pgproxy.Boundary{Index: 5}, true},
+		{"after the last commit", trace, pgproxy.Boundary{Index: 7, After: true}, true},
+		{"a commit rolled back ends no work", rolledBack, pgproxy.Boundary{Index: 3, After: true}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := txEnded(tt.trace, &tt.at); got != tt.want {
+				t.Errorf("txEnded at %s = %v, want %v", tt.at, got, tt.want)
+			}
+		})
+	}
+}
