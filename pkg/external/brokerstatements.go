@@ -101,12 +101,17 @@ func (s *Session) brokerWatched(ctx context.Context, ev Event, at *pgproxy.Bound
 	drained := make(chan error, 1)
 	go func() { drained <- s.taken(dctx) }()
 	var killed time.Time
+	var owner *Process // the instance that holds the connection
 	select {
 	case <-w.Held():
 		reached = true
 		cancel()
 		<-drained
-		s.proc.Kill()
+		if owner = s.holder(w); owner == nil {
+			err = s.unowned()
+			break
+		}
+		owner.Kill()
 		killed = time.Now()
 		w.Cut()
 	case err = <-drained:
@@ -125,7 +130,7 @@ func (s *Session) brokerWatched(ctx context.Context, ev Event, at *pgproxy.Bound
 	others, marked = w.Others(), w.Marked()
 	if reached {
 		a.Crashed, a.CrashCame = true, Unknown
-		if err := s.proc.Restart(ctx); err != nil {
+		if err := owner.Restart(ctx); err != nil {
 			return a, trace, others, marked, reached, err
 		}
 		a.KilledAt, a.Restarted = killed, time.Now()
