@@ -184,6 +184,18 @@ func newWorkers(n int) *workers { return &workers{sem: make(chan struct{}, n)} }
 
 func (w *workers) do(f func()) {
 	w.sem <- struct{}{}
+	w.run(f)
+}
+
+// free waits for a free worker and keeps it for run: a consumer that
+// asks its broker for a message only then holds none it cannot work on.
+func (w *workers) free() { w.sem <- struct{}{} }
+
+// unkept gives back the worker free kept, when no message came for it.
+func (w *workers) unkept() { <-w.sem }
+
+// run runs f on the worker free kept.
+func (w *workers) run(f func()) {
 	w.wg.Add(1)
 	go func() {
 		defer func() { <-w.sem; w.wg.Done() }()
@@ -221,8 +233,13 @@ func consumeJetStream(ctx context.Context, c *consumer, b brokerConfig, stdout i
 	w := newWorkers(b.prefetch)
 	defer w.wg.Wait()
 	for {
+		// The next message is asked for once a worker is free: with
+		// --prefetch 1, an instance at work holds no second message, and
+		// JetStream gives it to another instance.
+		w.free()
 		m, err := msgs.Next()
 		if err != nil {
+			w.unkept()
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return nil
 			}
@@ -238,7 +255,7 @@ func consumeJetStream(ctx context.Context, c *consumer, b brokerConfig, stdout i
 			reject:      m.Term,
 			retry:       m.Nak,
 		}
-		w.do(func() { c.handleDelivery(ctx, d) })
+		w.run(func() { c.handleDelivery(ctx, d) })
 	}
 }
 

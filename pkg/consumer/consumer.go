@@ -149,6 +149,11 @@ type Counters struct {
 	// delivery in the database (a transaction of it open, a statement
 	// of it not run yet): they interrupted that work.
 	CrashedInWork int `json:"-"`
+	// Unraced counts the schedules of a race behind a broker whose held
+	// worker raced nothing: no statement of another copy ran while it
+	// was held (the broker handed the copies to one instance, which
+	// took them one at a time).
+	Unraced int `json:"-"`
 	// CrashedSpent counts the crashes after the answer at the boundary
 	// after the delivery's last statement, every transaction of it over
 	// (as the recording of crash: statements saw): they interrupted
@@ -193,6 +198,7 @@ func (c *Counters) Add(o Counters) {
 	c.CrashedAfterAnswer += o.CrashedAfterAnswer
 	c.CrashedInWork += o.CrashedInWork
 	c.CrashedSpent += o.CrashedSpent
+	c.Unraced += o.Unraced
 }
 
 // Statement is one SQL statement a consumer sent its database during a
@@ -232,4 +238,8 @@ type Statement struct {
 	// the ones after it ran after the answer. It is set on one statement
 	// of a trace at most.
 	AnsweredBefore string
+	// Instance is the started instance (1, 2, …) whose process held the
+	// connection, behind a broker with several instances; 0 when there
+	// is one, or it is not known.
+	Instance int
 }

@@ -169,6 +169,7 @@ func (s *Session) brokerWatched(ctx context.Context, ev Event, at *pgproxy.Bound
 	}
 	var killed time.Time
 	var open bool
+	var owner *Process // the instance that holds the connection
 follow:
 	for {
 		select {
@@ -225,7 +226,12 @@ follow:
 			acked, out.said = true, ackWord
 		}
 		open = w.InTransaction()
-		s.proc.Kill()
+		if owner = s.holder(w); owner == nil {
+			w.Cut()
+			w.Stop()
+			return out, s.unowned()
+		}
+		owner.Kill()
 		killed = time.Now()
 		w.Cut()
 	}
@@ -239,7 +245,7 @@ follow:
 			// after it.
 			out.a.CrashCame, out.a.InWork = AfterAnswer, out.inWork
 		}
-		if err := s.proc.Restart(ctx); err != nil {
+		if err := owner.Restart(ctx); err != nil {
 			return out, err
 		}
 		out.a.KilledAt, out.a.Restarted = killed, time.Now()

@@ -77,6 +77,10 @@ type Session struct {
 	// consumer may still be at work, or gone, and the session is not
 	// used for another trial.
 	unclean atomic.Bool
+	// own tells which started instance owns each connection to the
+	// proxy, behind a broker with several instances (owner.go); nil
+	// otherwise.
+	own *ownership
 }
 
 // reusable reports whether the session can serve another trial after a
@@ -144,6 +148,7 @@ func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []
 		}
 		s.setDBVar(t)
 		vars[scenario.DBURLVar], vars[scenario.JDBCURLVar] = s.dbURL, s.jdbcURL
+		s.ownConnections(t)
 	}
 	if err := s.startStandins(ctx, exts); err != nil {
 		s.Close()
@@ -343,6 +348,9 @@ func (s *Session) startInstances(ctx context.Context) error {
 		}
 		p.dead = func(ctx context.Context) { s.endBackends(ctx) }
 		s.procs = append(s.procs, p)
+		if s.own != nil {
+			s.own.register(p)
+		}
 	}
 	s.proc = s.procs[0]
 	return nil

@@ -438,7 +438,7 @@ func statementsOf(trace []pgproxy.Statement, hit *pgproxy.Boundary) []consumer.S
 		}
 	}
 	for i, st := range trace {
-		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer, Extended: st.Extended, Name: st.Name, Sync: st.Sync}
+		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer, Extended: st.Extended, Name: st.Name, Sync: st.Sync, Instance: st.Owner}
 		if i == held {
 			out[i].Held, out[i].Before = true, !hit.After
 			if !hit.After {
@@ -547,6 +547,9 @@ func holdLimit(timeout time.Duration) time.Duration {
 // schedules to come. spans get each delivery's times, and the held one's
 // hold.
 func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []invariant.Span) ([]Answer, error) {
+	if sys.sess.t.Broker() {
+		return sys.brokerRaced(ctx, c, ev, spans)
+	}
 	n := c.St.Concurrent
 	h := c.Hold.Statement
 	var at *pgproxy.Boundary // a hold at a statement

@@ -50,7 +50,9 @@ type Proxy struct {
 	// process looks whether its client is gone (0: the server's own
 	// setting).
 	checkEvery atomic.Int64
-	wg         sync.WaitGroup
+	// owners, when set, says who owns each connection (owner.go).
+	owners *owners
+	wg     sync.WaitGroup
 }
 
 // Listen starts a proxy for the server at upstream (host:port) on a free
@@ -119,6 +121,7 @@ func (p *Proxy) Close() error {
 		// cut it, or it would wait for ever.
 		w.Cut()
 	}
+	p.stopOwners()
 	err := p.ln.Close()
 	for _, c := range conns {
 		c.close()
@@ -142,6 +145,7 @@ func (p *Proxy) accept() {
 		}
 		p.nextID++
 		c := &conn{p: p, id: p.nextID, client: nc, stmts: map[string]string{}, portals: map[string]*Statement{}}
+		c.own = p.ask(c.id, nc)
 		p.conns[c] = struct{}{}
 		p.wg.Add(1)
 		p.mu.Unlock()
@@ -179,6 +183,8 @@ type conn struct {
 	// bound since the last one.
 	syncs    int
 	unsynced []*Statement
+	// own is who owns its client end, when the proxy asks (owner.go).
+	own *ownerSlot
 
 	mu sync.Mutex
 	// pending are the statements sent to the server and not yet
@@ -449,7 +455,7 @@ func (st *Statement) holdsAtReady() (atReady, ok bool) {
 // watch, if one is on, and held there if a boundary before it is. It
 // returns false when the connection is to end.
 func (c *conn) send(st *Statement, w *bufio.Writer) bool {
-	st.Conn, st.mu = c.id, &c.mu
+	st.Conn, st.mu, st.own = c.id, &c.mu, c.own
 	if wt, early := c.track(st); wt != nil {
 		if !wt.sent(c, early, st, func() error { return w.Flush() }) {
 			return false
@@ -616,6 +622,11 @@ type Statement struct {
 	// AfterAnswer: it was sent once the consumer had answered the
 	// delivery, as Watch.Answered says.
 	AfterAnswer bool
+
+	// Owner is what the proxy's OwnerFunc said of the connection it came
+	// on (see Proxy.Owners); 0 when not known.
+	Owner int
+	own   *ownerSlot
 
 	simple     bool
 	start      time.Time

@@ -81,6 +81,9 @@ type Watch struct {
 	last    time.Time
 	active  map[int]*conn
 	anyMark bool
+	// lastOn is when the delivery's latest statement came on each of
+	// its connections, by id (Over).
+	lastOn map[int]time.Time
 }
 
 // ErrBusy is returned when a watch is already on.
@@ -258,6 +261,7 @@ func (w *Watch) note(c *conn, st *Statement) {
 	if st.carries || (st.txn != nil && st.txn.marked) || !w.anyMark {
 		w.last = time.Now()
 		w.active[c.id] = c
+		w.noteOn(c.id, w.last)
 	}
 	w.mu.Unlock()
 }
@@ -272,6 +276,7 @@ func (w *Watch) Stop() []Statement {
 	w.p.mu.Unlock()
 	w.Release()
 	w.settle()
+	w.awaitOwners()
 	return w.Statements()
 }
 
@@ -393,7 +398,10 @@ func copyStatements(stmts []*Statement) []Statement {
 		st.lock()
 		out[i] = *st
 		st.unlock()
-		out[i].hold, out[i].mu, out[i].values = nil, nil, nil
+		if st.own != nil {
+			out[i].Owner = int(st.own.v.Load())
+		}
+		out[i].hold, out[i].mu, out[i].values, out[i].own = nil, nil, nil, nil
 	}
 	return out
 }

@@ -974,11 +974,17 @@ func statementsOf(stmts []consumer.Statement) *htmlStatements {
 				break
 			}
 		}
+		for _, st := range stmts {
+			if st.Worker == w && st.Instance != 0 {
+				head += " — instance " + strconv.Itoa(st.Instance)
+				break
+			}
+		}
 		hs.Heads = append(hs.Heads, head)
 	}
 	for i, line := range statementLines(stmts, true) {
 		st := stmts[i]
-		if len(hs.Workers) > 1 {
+		if len(hs.Workers) > 1 || st.Instance > 0 {
 			_, line, _ = strings.Cut(line, ": ")
 		}
 		if m := answeredMark(st); m != "" {

@@ -41,7 +41,9 @@ func answeredMark(st consumer.Statement) string {
 // INSERT INTO payments … → INSERT 0 1", the held one marked with where
 // the kill came. short cuts each statement to a line a terminal holds;
 // the worker is named only when there were several ("worker ?" for a
-// race's call to an external, whose worker is not known). A statement of
+// race's call to an external, whose worker is not known), and the
+// started instance whose process held the connection when it is known
+// ("worker 2 (instance 3)", or "instance 3" with one worker). A statement of
 // the extended protocol says how it was prepared and, on the last of those
 // one Sync ended, where the Sync fell (see protocolNote).
 func statementLines(stmts []consumer.Statement, short bool) []string {
@@ -67,8 +69,12 @@ func statementLines(stmts []consumer.Statement, short bool) []string {
 		case len(workers) > 1 && st.Worker == 0:
 			// A race's call: which worker made it is not known.
 			line = "worker ?: " + line
+		case len(workers) > 1 && st.Instance > 0:
+			line = fmt.Sprintf("worker %d (instance %d): %s", st.Worker, st.Instance, line)
 		case len(workers) > 1:
 			line = fmt.Sprintf("worker %d: %s", st.Worker, line)
+		case st.Instance > 0:
+			line = fmt.Sprintf("instance %d: %s", st.Instance, line)
 		}
 		switch {
 		case st.Held && st.External != "" && st.Released && st.Before:
@@ -205,6 +211,10 @@ type StatementDoc struct {
 	// "exit 0"), on the first statement that came after it; absent
 	// elsewhere.
 	AnsweredBefore string `json:"answered_before,omitempty"`
+	// Instance is the started instance (1, 2, …) whose process held the
+	// statement's connection, behind a broker with several instances;
+	// absent elsewhere.
+	Instance int `json:"instance,omitempty"`
 }
 
 func statementDocs(stmts []consumer.Statement) []StatementDoc {
@@ -213,7 +223,7 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	}
 	out := make([]StatementDoc, len(stmts))
 	for i, st := range stmts {
-		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore}
+		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore, Instance: st.Instance}
 		if st.Extended {
 			out[i].Prepared = "unnamed"
 			if st.Name != "" {

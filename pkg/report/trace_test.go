@@ -26,6 +26,20 @@ func TestTraceLines(t *testing.T) {
 			"3. INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1… → INSERT 0 1",
 			"4. commit → COMMIT ✂ killed here, before the consumer saw the answer",
 		}},
+		{"behind a broker, killed in the instance that held it", []consumer.Statement{
+			{Worker: 1, Text: "begin", Answer: "BEGIN", Instance: 2},
+			{Worker: 1, Text: "commit", Answer: "COMMIT", Held: true, Instance: 2},
+		}, true, []string{
+			"instance 2: 1. begin → BEGIN",
+			"instance 2: 2. commit → COMMIT ✂ killed here, before the consumer saw the answer",
+		}},
+		{"behind a broker, a race of two instances", []consumer.Statement{
+			{Worker: 1, Text: "SELECT x", Answer: "SELECT 0", Held: true, Released: true, Instance: 2},
+			{Worker: 2, Text: "INSERT INTO t VALUES (1)", Answer: "INSERT 0 1", Instance: 1},
+		}, true, []string{
+			"worker 1 (instance 2): 1. SELECT x → 0 rows ⏸ answer held here while the others ran",
+			"worker 2 (instance 1): 2. INSERT INTO t VALUES (1) → INSERT 0 1",
+		}},
 		{"whole, killed before", []consumer.Statement{
 			{Worker: 1, Text: long, Held: true, Before: true},
 		}, false, []string{"1. " + long + " ✂ killed here, before it reached the database"}},
@@ -140,6 +154,7 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 1, Text: "d", Answer: "D", Extended: true, Name: "s1", Sync: 4},
 		{Worker: 1, Text: "e", Answer: "E", Extended: true},
 		{Worker: 1, Text: "f", Answer: "F", AnsweredBefore: "202"},
+		{Worker: 1, Text: "g", Answer: "G", Instance: 3},
 	})
 	want := []StatementDoc{
 		{Worker: 1, Text: "a", Answer: "A"},
@@ -148,6 +163,7 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 1, Text: "d", Answer: "D", Prepared: "named", Name: "s1", Sync: 4},
 		{Worker: 1, Text: "e", Answer: "E", Prepared: "unnamed"},
 		{Worker: 1, Text: "f", Answer: "F", AnsweredBefore: "202"},
+		{Worker: 1, Text: "g", Answer: "G", Instance: 3},
 	}
 	for i := range want {
 		if got[i] != want[i] {

@@ -267,6 +267,15 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	if idle > 0 {
 		out.Line += "; " + words.InterruptedNothing(idle)
 	}
+	if unraced := unracedOf(results); unraced > 0 {
+		out.Line += "; " + words.Unraced(unraced)
+		if unraced == n-1 {
+			// No hold raced anything: a pass would claim races that
+			// never happened.
+			out.Failures = append(out.Failures, Failure{Pos: c.Pos, Message: words.NeverRaced(unraced), Expected: "copies raced", Got: "one after the other"})
+			out.Passed = false
+		}
+	}
 	u := CheckResult{Violations: union}
 	Verdict(&u, c)
 	if !u.Passed {
@@ -276,4 +285,16 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 		out.Failures, out.Passed = u.Failures, false
 	}
 	return out
+}
+
+// unracedOf counts the schedules of a race behind a broker whose hold
+// raced nothing (consumer.Counters.Unraced).
+func unracedOf(results []CheckResult) int {
+	k := 0
+	for _, r := range results {
+		if r.Counters.Unraced > 0 {
+			k++
+		}
+	}
+	return k
 }

@@ -303,8 +303,8 @@ func (l *loader) brokerStep(n *yaml.Node, st *Step) {
 		l.errorf(n, "drop cuts off an answer, and a broker target has none to cut: a publish is stored or the run stops")
 	case st.Crash != nil && l.s.Target.Start == nil:
 		l.errorf(n, "crash kills a consumer instance redeliver started, and this target has no start: add target start (command and ready; instances: N for several)")
-	case st.Crash.Statement() && l.s.Target.Start.Instances > 1:
-		l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s kills the instance that holds the delivery's connection, and with instances: %d redeliver cannot yet tell which one that is: run one instance (drop instances) for statement faults, or use crash: {after: DURATION} or crash: random", st.Crash, l.s.Target.Start.Instances))
+	case st.Crash.Statement() && l.s.Target.Start.Instances > 1 && !ownersKnown:
+		l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s kills the instance that holds the delivery's connection, and with instances: %d redeliver tells which one that is from /proc, which only Linux has: run one instance (drop instances) for statement faults, or use crash: {after: DURATION} or crash: random", st.Crash, l.s.Target.Start.Instances))
 	case st.Crash != nil && st.Crash.Kind == CrashExternal && l.s.Target.Start.Instances > 1:
 		l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s kills the instance that made the call, and with instances: %d redeliver cannot yet tell which one that is: run one instance (drop instances) for a crash at a call, or use crash: {after: DURATION} or crash: random", st.Crash, l.s.Target.Start.Instances))
 	case st.Crash != nil && st.Crash.Kind == CrashStatements && l.s.callsOut() && (l.s.Effects == nil || !l.s.Effects.Proxy):
@@ -315,7 +315,7 @@ func (l *loader) brokerStep(n *yaml.Node, st *Step) {
 	case st.Crash != nil && st.Crash.Kind == CrashSweep:
 		l.errorf(n, "crash: sweep waits for an answer, and a broker target has none; use crash: {after: DURATION} or crash: random")
 	case st.Concurrent > 0:
-		l.errorf(n, "concurrent hands one event to several workers at once; on a broker target the broker decides who gets it: publish it again with times or message_id")
+		l.brokerRace(n, st)
 	}
 	if st.Expect != nil && (st.Expect.Status != 0 || (st.Expect.Answer != "" && st.Expect.Answer != "acked")) {
 		l.errorf(n, "a broker target has no answer per delivery: the publish is acked by the broker (expect: acked) or the run stops; judge the consumer with a state check")

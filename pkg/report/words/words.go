@@ -291,6 +291,22 @@ func Unreached(n int) string {
 	return fmt.Sprintf("%d schedules' boundaries were not reached (the workers took another path) and ran unforced", n)
 }
 
+// Unraced says how many schedules of a race behind a broker held a
+// worker while no statement of another copy ran: the copies went one
+// after the other, and those holds raced nothing.
+func Unraced(n int) string {
+	if n == 1 {
+		return "1 schedule raced nothing: no other copy ran while its worker was held (the broker handed the copies to one instance, one after the other)"
+	}
+	return fmt.Sprintf("%d schedules raced nothing: no other copy ran while their worker was held (the broker handed the copies to one instance, one after the other)", n)
+}
+
+// NeverRaced fails a race behind a broker none of whose n held
+// schedules raced anything.
+func NeverRaced(n int) string {
+	return fmt.Sprintf("none of the %d schedules raced the copies: in each, no other copy ran while a worker was held — the broker handed them to one instance, one after the other; give each instance one message at a time (a prefetch of 1) and at least as many instances as copies", n)
+}
+
 // InterruptedNothing says how many schedules of a check explored at its
 // statements killed the consumer after its answer and after the
 // delivery's last statement, every transaction of it over: those kills

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestBrokerRaces runs examples/consumer/brokers/{nats,amqp}-races.yaml
+// through the redeliver command: two instances behind JetStream and
+// RabbitMQ, each taking one message at a time (--prefetch 1), connected
+// to the database through redeliver's proxy. The event is published
+// twice and the two copies raced at every boundary of each worker's
+// statements; the trace names the instance whose process held each
+// connection, and the copies ran on both. The safe consumer passes every
+// schedule; check-then-act is caught on seeds 1–3. The kill right after
+// a commit lands in the instance that holds the payment's connection.
+func TestBrokerRaces(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	race := "two copies raced on two instances at every statement boundary"
+	for _, b := range []struct {
+		name  string
+		setup func(t *testing.T, env map[string]string)
+	}{{"nats", natsStream}, {"amqp", amqpQueue}} {
+		file := "examples/consumer/brokers/" + b.name + "-races.yaml"
+		for _, tt := range []struct {
+			flaw, seed string
+			exit       int
+			want       []*regexp.Regexp
+		}{
+			{"safe", "1", 0, []*regexp.Regexp{
+				regexp.MustCompile(`(?m)^` + race + `: 2 deliveries: 2 acked; table payments holds 1 row \(\d+ schedules\)`),
+				regexp.MustCompile(`(?m)^    instance [12]: 6\. commit → COMMIT ✂ killed here, before the consumer saw the answer$`),
+				regexp.MustCompile(`(?m)^PASS: ` + race + `, the instance holding the commit killed right after it$`),
+			}},
+			{"check-then-act", "1", 1, nil},
+			{"check-then-act", "2", 1, nil},
+			{"check-then-act", "3", 1, nil},
+		} {
+			if tt.exit == 1 {
+				tt.want = []*regexp.Regexp{
+					regexp.MustCompile(`(?m)^` + race + `: FAIL: failed in \d+ of \d+ schedules; first in schedule \d+ `),
+					regexp.MustCompile(`invariant duplicate-effect broken: key O-40 has 2 rows in payments \(events evt-40, evt-40\)`),
+				}
+			}
+			t.Run(fmt.Sprintf("%s/%s/seed-%s", b.name, tt.flaw, tt.seed), func(t *testing.T) {
+				t.Parallel()
+				brokerSlot(t)
+				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
+				b.setup(t, env)
+				o := redeliver(t, env, "run", file, "-v", "--seed", tt.seed)
+				t.Log(o.stdout)
+				if o.exit != tt.exit {
+					t.Fatalf("want exit %d, got\n%s", tt.exit, o)
+				}
+				for _, w := range tt.want {
+					if !w.MatchString(o.stdout) {
+						t.Errorf("stdout lacks %s:\n%s", w, o)
+					}
+				}
+				// The race's trace: each worker's connection named with
+				// the instance whose process held it, and both instances
+				// took a copy.
+				trace := o.stdout[strings.Index(o.stdout, race):]
+				trace = trace[:strings.Index(trace, "\nthe instance holding")]
+				for _, i := range []string{"1", "2"} {
+					if !regexp.MustCompile(`(?m)^    worker \d \(instance ` + i + `\): \d+\. `).MatchString(trace) {
+						t.Errorf("the race's trace names no statement of instance %s:\n%s", i, trace)
+					}
+				}
+				if strings.Contains(o.stdout, "raced nothing") {
+					t.Errorf("a schedule raced nothing: the copies went to one instance\n%s", o)
+				}
+				if !strings.Contains(o.stdout, "(2 instances)") {
+					t.Errorf("want two instances, got\n%s", o)
+				}
+			})
+		}
+	}
+}

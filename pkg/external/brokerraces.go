@@ -1,0 +1,200 @@
+package external
+
+import (
+	"context"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/pgproxy"
+	"github.com/redeliver/redeliver/pkg/runner"
+)
+
+// brokerRaced is raced behind a broker: the event is published N times,
+// as an outbox that publishes it again does, for the started instances
+// to take one copy each, while the proxy follows the statements tied to
+// it (by its event id or key, and the transactions that carry one). Held
+// at the schedule's boundary — a worker (a connection) at one of its
+// statements — that worker waits until the other copies' work is over
+// (each instance that ran statements of the event, but the held one,
+// idle and quiet), or one of them waits for a lock, or the hold limit
+// passed; then it is let go. Without a boundary the run records the
+// workers' boundaries for the schedules to come. A publish's answer is
+// the broker's: each copy is acked once stored.
+func (sys *system) brokerRaced(ctx context.Context, c runner.Call, ev Event, spans []invariant.Span) ([]Answer, error) {
+	s := sys.sess
+	n := c.St.Concurrent
+	h := c.Hold.Statement
+	at := boundary(nil, h)
+	before, _ := s.db.Rows(ctx, &ev.Key)
+	s.settleBefore(ctx)
+	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
+	if err != nil {
+		return nil, err
+	}
+	answers := make([]Answer, n)
+	for i := range answers {
+		spans[i].Sent = time.Now()
+		answers[i] = s.dl.Deliver(ctx, ev, nil)
+		spans[i].Answered = time.Now()
+		if answers[i].Err != nil {
+			// The broker refused a copy: the run stops there (harnessError).
+			w.Cut()
+			w.Stop()
+			return answers, nil
+		}
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- s.taken(dctx) }()
+	reached, raced := false, false
+	select {
+	case <-w.Held():
+		reached = true
+		heldAt := time.Now()
+		ran := len(w.Statements())
+		held := s.letCopiesRun(ctx, w, n)
+		raced = s.raced(w, ran, held)
+		w.Release()
+		spans[0].Held, spans[0].Released, spans[0].HeldAt = heldAt, time.Now(), consumer.FaultPoint(heldWords(*at))
+		err = <-drained
+	case err = <-drained:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = s.copiesDone(ctx, w)
+	}
+	if err != nil {
+		w.Cut()
+		w.Stop()
+		return nil, err
+	}
+	trace := w.Stop()
+	c.Rec.Counters().Apart += len(w.Others())
+	switch {
+	case len(trace) == 0:
+		if err := sys.bypassed(ctx, c, ev, ev.Key, before); err != nil {
+			return nil, err
+		}
+	case h == nil:
+		if past, err := sys.wrotePast(ctx, c, ev, ev.Key, before, trace); past || err != nil {
+			c.Rec.Trace(statementsOf(trace, nil))
+			return answers, err
+		}
+		c.Rec.Boundaries(raceBoundaries(trace, w.Marked()))
+		c.Rec.Trace(statementsOf(trace, nil))
+	case !reached:
+		// The copies took another path this time (one found the
+		// other's marker): the run was unforced, and says so.
+		c.Rec.Unreached()
+	default:
+		stmts := statementsOf(trace, at)
+		for i := range stmts {
+			if stmts[i].Held {
+				// Let go, it ran: its answer stands.
+				stmts[i].Released, stmts[i].Answer = true, trace[i].Answer
+			}
+		}
+		c.Rec.Trace(stmts)
+		if !raced {
+			c.Rec.Counters().Unraced++
+		}
+	}
+	return answers, nil
+}
+
+// letCopiesRun waits, while a worker is held, until the other n-1
+// copies' work is over (copiesOver), or one of their statements waits
+// for a lock (as the database says), or the hold limit passed.
+// It returns the held connection's instance (0: not known).
+func (s *Session) letCopiesRun(ctx context.Context, w *pgproxy.Watch, n int) (held int) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(holdLimit(s.t.Timeout()))
+	if hit := w.Hit(); hit != nil {
+		held = s.proxy.Owner(hit.Conn, ownerWait)
+	}
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return held
+		}
+		if pids := w.Waiting(); len(pids) > 0 {
+			if blocked, err := s.db.Blocked(ctx, pids); err == nil && blocked {
+				return held
+			}
+		}
+		if held > 0 && s.copiesOver(w, held) >= n-1 {
+			return held
+		}
+		if time.Now().After(deadline) {
+			return held
+		}
+	}
+}
+
+// raced reports whether a hold raced the copies: a statement of the
+// delivery came while it held (ran are the statements before), or
+// another instance than the held one (held) ran statements of it. Else
+// the other copies neither ran before the hold nor during it: the
+// broker handed them to the held instance, which takes one at a time.
+func (s *Session) raced(w *pgproxy.Watch, ran, held int) bool {
+	stmts := w.Statements()
+	if len(stmts) > ran {
+		return true
+	}
+	for _, st := range stmts {
+		if i := s.proxy.Owner(st.Conn, 0); i != 0 && i != held {
+			return true
+		}
+	}
+	return false
+}
+
+// copiesOver counts the instances, but held, whose part of the delivery
+// is over: statements of it came on their connections, and every one of
+// those is idle, outside a transaction, and quiet (pgproxy.Watch.Over).
+// Each instance takes one copy at a time, so this is the copies done.
+func (s *Session) copiesOver(w *pgproxy.Watch, held int) int {
+	over := map[int]bool{}
+	for id, done := range w.Over(answerQuiet) {
+		i := s.proxy.Owner(id, 0)
+		if i == 0 || i == held {
+			continue
+		}
+		if v, ok := over[i]; !ok || v {
+			over[i] = done
+		}
+	}
+	k := 0
+	for _, done := range over {
+		if done {
+			k++
+		}
+	}
+	return k
+}
+
+// copiesDone waits, once the broker says every copy was taken, until
+// the work of each is over on every connection it came on (idle, outside
+// a transaction, quiet), then until the consumer's connections are all
+// idle: what the copies committed is all they will.
+func (s *Session) copiesDone(ctx context.Context, w *pgproxy.Watch) error {
+	limit := time.Now().Add(idleLimit)
+	for time.Now().Before(limit) {
+		done := true
+		for _, over := range w.Over(answerQuiet) {
+			done = done && over
+		}
+		if done {
+			break
+		}
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return s.quiet(ctx)
+}
