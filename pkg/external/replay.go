@@ -163,6 +163,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 		name = "replay of " + o.Inputs[0] + " into the target"
 	}
 	res := &runner.FileResult{File: o.TargetFile, Name: name, Strategy: Strategy, Target: sess.Describe(), Effects: sess.DescribeEffects(), Invariants: Invariants}
+	res.Dialect, res.EffectTable = sess.dialect()
 	j, err := openJournal(ctx)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
