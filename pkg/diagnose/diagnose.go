@@ -409,7 +409,7 @@ func (d *diagnosis) apart() *Diagnosis {
 			}
 			return &Diagnosis{
 				Pattern: EffectMarkerApart, Evidence: []int{e.n, e.committed, k.n},
-				Why: fmt.Sprintf("%s wrote %s at statement %d, %s; the kill %s came before %s was written, so the redelivery found no %s and made the effect again",
+				Why: fmt.Sprintf("%s wrote %s at statement %d, %s; the kill %s came before %s was written, so the redelivery found no row in %s and made the effect again",
 					who(d.stmts, e), d.effect, e.n, how, where, marker, marker),
 				Fix: d.guardFix(marker),
 			}

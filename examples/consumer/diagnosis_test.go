@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// diagnosed is what the JSON report says of a check.
+type diagnosed struct {
+	Files []struct {
+		Checks []struct {
+			Name      string `json:"name"`
+			Passed    bool   `json:"passed"`
+			Diagnosis *struct {
+				Pattern  string `json:"pattern"`
+				Evidence []int  `json:"evidence"`
+				Why      string `json:"why"`
+				Fix      string `json:"fix"`
+			} `json:"diagnosis"`
+		} `json:"checks"`
+	} `json:"files"`
+}
+
+// TestDiagnosisOfEachFlaw: the example consumer with each flaw whose
+// window lies between its statements (through HTTP and one process per
+// delivery, on PostgreSQL, through the proxy) or at its externals (the
+// stand-ins), on seeds 1–3: every check the flaw fails is named by that
+// flaw's pattern where the listed checks are, and no failing check of it
+// is named by another pattern (a check whose trace does not hold the
+// evidence says not-recognised); the safe consumer passes, carrying no
+// diagnosis.
+func TestDiagnosisOfEachFlaw(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	// The exec file, with a race appended: two processes at once, each
+	// held at each boundary of its statements.
+	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/exec-statements.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	execRace := filepath.Join(t.TempDir(), "exec-race.yaml")
+	race := `
+  - name: two deliveries raced at every statement boundary
+    steps:
+      - deliver: {id: evt-62, source: /orders, type: order.paid, data: {orderId: O-62, amount: 62}}
+        concurrent: 2
+    expect:
+      effects: {O-62: 1}
+`
+	if err := os.WriteFile(execRace, append(src, race...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		statements = "examples/consumer/statements.yaml"
+		externals  = "examples/consumer/scenarios/externals.yaml"
+		one        = "killed at every statement boundary of one payment"
+		commit     = "killed right after the payment's commit, before it answers"
+		raced      = "two deliveries raced at every statement boundary"
+	)
+	tests := []struct {
+		flaw, file string
+		pattern    string   // "": the safe consumer
+		named      []string // the checks that must carry pattern
+		work       string
+	}{
+		{"safe", statements, "", nil, ""},
+		{"marker-after-effect", statements, "effect-and-marker-apart", []string{one, commit, raced}, ""},
+		{"marker-after-autocommit", statements, "effect-and-marker-apart", []string{one, raced}, ""},
+		{"check-then-act", statements, "check-then-act", []string{raced}, ""},
+		{"ack-before-commit", statements, "ack-before-commit", []string{one}, ""},
+		{"commit-after-answer", statements, "ack-before-commit", []string{one}, ""},
+		{"safe", execRace, "", nil, ""},
+		{"marker-after-effect", execRace, "effect-and-marker-apart", []string{one, "killed before the marker is written", raced}, ""},
+		{"check-then-act", execRace, "check-then-act", []string{raced}, ""},
+		{"safe", externals, "", nil, "100ms"},
+		{"charge-without-key", externals, "external-call-without-key", []string{"the provider charged, and its answer was lost", "killed after the charge, before its answer"}, "100ms"},
+		{"random-key", externals, "unstable-key", []string{"killed after the charge, before its answer"}, "100ms"},
+		{"mail-before-commit", externals, "external-call-without-key", []string{"killed again and again during the work, charged and mailed at most once"}, "500ms"},
+	}
+	var runs []invocation
+	for i, tt := range tests {
+		for seed := 1; seed <= 3; seed++ {
+			env := consumerEnv(t, bin, tt.flaw)
+			schema := schemaDSN(t, pg, fmt.Sprintf("redeliver_diagnosis_%d_%d", i, seed))
+			env["PGDB"], env["DB"] = schema, schema
+			if tt.work != "" {
+				env["WORK"] = tt.work
+			}
+			withPlainRedeliver(t, env)
+			runs = append(runs, invocation{
+				name: fmt.Sprintf("%s/%s/seed-%d", tt.flaw, filepath.Base(tt.file), seed),
+				env:  env,
+				args: []string{"run", tt.file, "--seed", fmt.Sprint(seed), "--format", "json"},
+				check: func(t *testing.T, o outcome) {
+					var doc diagnosed
+					if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil || len(doc.Files) != 1 {
+						t.Fatalf("no JSON report (%v):\n%s", err, o)
+					}
+					if tt.pattern == "" && o.exit != 0 {
+						t.Fatalf("the safe consumer failed:\n%s", o)
+					}
+					named := map[string]bool{}
+					for _, c := range doc.Files[0].Checks {
+						d := c.Diagnosis
+						switch {
+						case c.Passed && d != nil:
+							t.Errorf("%s passed and carries a diagnosis: %+v", c.Name, *d)
+						case c.Passed:
+						case d == nil:
+							t.Errorf("%s failed and carries no diagnosis", c.Name)
+						case d.Pattern == tt.pattern:
+							named[c.Name] = true
+							if d.Why == "" || d.Fix == "" {
+								t.Errorf("%s: %s with no why or fix: %+v", c.Name, d.Pattern, *d)
+							}
+						case d.Pattern != "not-recognised":
+							t.Errorf("%s named %s (%s), want %s or not-recognised", c.Name, d.Pattern, d.Why, tt.pattern)
+						}
+					}
+					for _, n := range tt.named {
+						if !named[n] {
+							t.Errorf("%q is not named %s:\n%s", n, tt.pattern, o.stdout)
+						}
+					}
+				},
+			})
+		}
+	}
+	runConcurrently(t, runs)
+}
+
+// TestDiagnosisInTheTextReport: the text report of the example consumer
+// with marker-after-effect says why and the fix right after the
+// invariant, with the statement numbers of the trace below.
+func TestDiagnosisInTheTextReport(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	env := consumerEnv(t, bin, "marker-after-effect")
+	env["PGDB"] = schemaDSN(t, pg, "redeliver_diagnosis_text")
+	withPlainRedeliver(t, env)
+	runConcurrently(t, []invocation{{
+		name: "marker-after-effect",
+		env:  env,
+		args: []string{"run", "examples/consumer/exec-statements.yaml"},
+		check: func(t *testing.T, o outcome) {
+			want := strings.Join([]string{
+				"  invariant duplicate-effect broken: key O-60 has 2 rows in payments (events evt-60, evt-60), by step 1 (examples/consumer/exec-statements.yaml:36:9)",
+				"  why: effect and marker apart — the delivery wrote payments at statement 4, committed at statement 5 with no write to processed_messages in its transaction; the kill after statement 5 came before processed_messages was written, so the redelivery found no row in processed_messages and made the effect again",
+				"  fix: make the marker insert the guard, in the effect's transaction: INSERT INTO processed_messages … ON CONFLICT DO NOTHING RETURNING …; go on only if a row was inserted (else answer as a duplicate), then write payments and COMMIT",
+				"  statements of the delivery:",
+			}, "\n")
+			if o.exit != 1 || !strings.Contains(o.stdout, want) {
+				t.Errorf("want exit 1 and\n%s\ngot\n%s", want, o)
+			}
+			if !strings.Contains(o.stdout, "    4. INSERT INTO payments") || !strings.Contains(o.stdout, "    5. commit → COMMIT ✂ killed here") {
+				t.Errorf("the trace does not number the evidence as the diagnosis does:\n%s", o)
+			}
+		},
+	}})
+}
