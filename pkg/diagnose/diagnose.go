@@ -178,9 +178,9 @@ func (d *diagnosis) unstableKey() *Diagnosis {
 // by one and none came (unkeyed-external-call), or it dedupes by none.
 func (d *diagnosis) withoutKey() *Diagnosis {
 	for _, v := range d.broke(invariant.UnkeyedExternalCall) {
-		header := "an idempotency key"
+		header := "idempotency key"
 		if cs := d.calls(v.External, v.Calls); len(cs) > 0 && cs[0].Header != "" {
-			header = "an " + cs[0].Header + " header"
+			header = cs[0].Header + " header"
 		}
 		dup := d.duplicateAt(v.External)
 		if dup == nil {
@@ -188,9 +188,9 @@ func (d *diagnosis) withoutKey() *Diagnosis {
 		}
 		return &Diagnosis{
 			Pattern: ExternalWithoutKey, Evidence: d.callStatements(v.External), Calls: v.Calls, External: v.External,
-			Why: fmt.Sprintf("%s to %s carried no idempotency key, and %s performed %s again on the retry",
-				callWords(v.Calls), v.External, v.External, callWords(dup.Calls)),
-			Fix: fmt.Sprintf("send %s with every call to %s, derived from the event and the same on every attempt (e.g. payment-{orderId})", header, v.External),
+			Why: fmt.Sprintf("%s to %s carried no %s, so %s could not tell a retry from a new request and performed %d effects for one key",
+				callWords(v.Calls), v.External, header, v.External, len(dup.Calls)),
+			Fix: fmt.Sprintf("send an %s with every call to %s, derived from the event and the same on every attempt (e.g. payment-{orderId})", header, v.External),
 		}
 	}
 	for _, v := range d.broke(invariant.ExternalDuplicate) {
@@ -211,7 +211,7 @@ func (d *diagnosis) withoutKey() *Diagnosis {
 			Pattern: ExternalWithoutKey, Evidence: d.callStatements(v.External), Calls: v.Calls, External: v.External,
 			Why: fmt.Sprintf("%s to %s repeated one effect, and %s dedupes by no key: every attempt that reaches it performs again",
 				callWords(v.Calls), v.External, v.External),
-			Fix: fmt.Sprintf("write the call to %s as an outbox row in the effect's transaction and make it from the outbox after the commit, marking the row done; or send it with an id %s's receiver dedupes by", v.External, v.External),
+			Fix: fmt.Sprintf("write the call to %s as an outbox row in the effect's transaction and make it from the outbox after the commit, marking the row done; or give each call an id the receiving side dedupes by", v.External),
 		}
 	}
 	return nil

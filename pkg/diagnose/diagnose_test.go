@@ -158,7 +158,7 @@ func TestDiagnose(t *testing.T) {
 				{Invariant: invariant.UnkeyedExternalCall.Name, External: "payments", Calls: []int{1, 2}},
 			}, Calls: []invariant.Call{{External: "payments", Seq: 1, Keyed: true, Header: "Idempotency-Key", Performed: true}, {External: "payments", Seq: 2, Keyed: true, Header: "Idempotency-Key", Performed: true}}},
 			want: ExternalWithoutKey,
-			why:  []string{"calls 1, 2 to payments carried no idempotency key"},
+			why:  []string{"calls 1, 2 to payments carried no Idempotency-Key header, so payments could not tell a retry from a new request and performed 2 effects for one key"},
 			fix:  []string{"send an Idempotency-Key header"},
 		},
 		{
