@@ -92,3 +92,21 @@ func TestDiagnosisInReports(t *testing.T) {
 		t.Errorf("the TAP diagnostic lacks the fix:\n%s", tap)
 	}
 }
+
+// TestReplayPatternInSchema: a replay's breach carries the pattern of its
+// diagnosis in a document the replay schema accepts (TestReplaySchemaRejects
+// shows it refuses a pattern no diagnosis names).
+func TestReplayPatternInSchema(t *testing.T) {
+	toRoot(t)
+	got := invocation{args: append([]string{"replay", "--format", "json"}, replayFixtures[1].args...)}.run(t)
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(got.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	ex := doc["violations"].([]any)[0].(map[string]any)["examples"].([]any)[0].(map[string]any)
+	for _, p := range []string{"check-then-act", "effect-and-marker-apart", "not-recognised"} {
+		ex["pattern"] = p
+		data, _ := json.Marshal(doc)
+		validJSONAgainst(t, replaySchema, string(data))
+	}
+}

@@ -164,3 +164,74 @@ func TestDiagnosisInTheTextReport(t *testing.T) {
 		},
 	}})
 }
+
+// TestReplayGroupsByPattern: a replay into the example consumer through
+// the proxy, killed at statement boundaries drawn from --seed, groups the
+// keys of each broken invariant by the pattern their kill's statements
+// show, in the text and the JSON report (valid against its schema's
+// words: a pattern of the diagnosis); the safe consumer passes with
+// none.
+func TestReplayGroupsByPattern(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	capture := filepath.Join(t.TempDir(), "capture.ndjson")
+	writeCapture(t, capture, 40)
+	var runs []invocation
+	for i, tt := range []struct {
+		flaw, want, pattern string
+		exit                int
+	}{
+		{"safe", "", "", 0},
+		{"marker-after-effect", "  why: effect and marker apart: ", "effect-and-marker-apart", 1},
+		{"ack-before-commit", "  why: ack before commit: ", "ack-before-commit", 1},
+	} {
+		for _, format := range []string{"text", "json"} {
+			env := consumerEnv(t, bin, tt.flaw)
+			env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_replay_diagnosis_%d_%s", i, format))
+			withPlainRedeliver(t, env)
+			runs = append(runs, invocation{
+				name: tt.flaw + "/" + format,
+				env:  env,
+				args: []string{"replay", capture, "--target", "examples/consumer/target-proxy.yaml", "--crash", "0.3", "--seed", "4", "--format", format},
+				check: func(t *testing.T, o outcome) {
+					if o.exit != tt.exit {
+						t.Fatalf("want exit %d, got\n%s", tt.exit, o)
+					}
+					if format == "text" {
+						if tt.want == "" && strings.Contains(o.stdout, "why: ") || !strings.Contains(o.stdout, tt.want) {
+							t.Errorf("want %q, got\n%s", tt.want, o)
+						}
+						return
+					}
+					var doc struct {
+						Violations []struct {
+							Examples []struct {
+								Pattern string `json:"pattern"`
+							} `json:"examples"`
+						} `json:"violations"`
+					}
+					if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil {
+						t.Fatalf("no JSON report (%v):\n%s", err, o)
+					}
+					named := 0
+					for _, v := range doc.Violations {
+						for _, x := range v.Examples {
+							switch x.Pattern {
+							case tt.pattern:
+								named++
+							case "", "not-recognised":
+							default:
+								t.Errorf("a breach named %s, want %s", x.Pattern, tt.pattern)
+							}
+						}
+					}
+					if tt.pattern != "" && named == 0 {
+						t.Errorf("no breach named %s:\n%s", tt.pattern, o.stdout)
+					}
+				},
+			})
+		}
+	}
+	runConcurrently(t, runs)
+}

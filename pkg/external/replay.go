@@ -109,6 +109,7 @@ type replayer struct {
 	began    time.Time     // when the replay began, for over
 	over     replay.Over   // the deliveries by the millisecond since began
 	pace     *nemesis.Pace // the kills of --kill-every, when given
+	traces   crashTraces   // the statements of the deliveries killed at one
 }
 
 // newEngine is the replay engine of a replay into the target: each
@@ -363,7 +364,9 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 		if r.sess.proxy != nil {
 			// Through the proxy the kill lands at a statement boundary
 			// drawn from --seed and the position: the same on a rerun.
-			a, err = r.sess.crashAtStatement(ctx, ev, statementBoundary(r.o.Seed, j.pos))
+			var stmts []consumer.Statement
+			a, stmts, err = r.sess.crashAtStatement(ctx, ev, statementBoundary(r.o.Seed, j.pos))
+			r.traces.keep(ev.ID, stmts)
 		} else {
 			a, err = r.sess.crash(ctx, ev, crashDelay(r.sess.t.Timeout(), r.o.Seed, j.pos))
 		}
