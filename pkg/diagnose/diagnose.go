@@ -400,8 +400,11 @@ func (d *diagnosis) apart() *Diagnosis {
 				continue
 			}
 			how := fmt.Sprintf("committed at statement %d with no write to %s in its transaction", e.committed, marker)
-			if e.tx == 0 {
+			switch {
+			case e.tx <= 0 && e.committed == e.n:
 				how = fmt.Sprintf("committed on its own (autocommit), with no write to %s", marker)
+			case e.tx < 0:
+				how = fmt.Sprintf("committed at the Sync of statement %d (autocommit), with no write to %s", e.committed, marker)
 			}
 			where := fmt.Sprintf("after statement %d", k.n)
 			if d.Trace[k.n-1].Before {

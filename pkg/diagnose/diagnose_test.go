@@ -41,6 +41,13 @@ func heldAfter(st consumer.Statement) consumer.Statement {
 	return st
 }
 
+// ext is st sent in the extended protocol, ended by Sync number sync
+// (0: none came).
+func ext(st consumer.Statement, sync int) consumer.Statement {
+	st.Extended, st.Sync = true, sync
+	return st
+}
+
 func answered(said string, st consumer.Statement) consumer.Statement {
 	st.AnsweredBefore = said
 	return st
@@ -178,6 +185,23 @@ func TestDiagnose(t *testing.T) {
 			why:  []string{"calls 3, 4 to payments carried 2 different idempotency keys"},
 		},
 
+		{
+			name: "effect and marker apart: a pipeline, the effect's Sync before the marker's",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				ext(w(1, lookup, "SELECT 0"), 1), ext(w(1, payment, "INSERT 0 1"), 2), killedBefore(ext(w(1, marker, ""), 3)),
+			}},
+			want: EffectMarkerApart, evidence: []int{2, 3},
+			why: []string{"committed on its own (autocommit)", "the kill before statement 3"},
+		},
+		{
+			name: "effect and marker apart on MySQL with autocommit off: a COMMIT after the effect alone",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "SET autocommit=0", "OK"), w(1, "SELECT 1 FROM processed WHERE id = ?", "SELECT 0"), w(1, "INSERT INTO payments VALUES (?)", "INSERT 0 1"), killedAfter(w(1, "COMMIT", "OK")),
+			}},
+			want: EffectMarkerApart, evidence: []int{3, 4},
+			fix: []string{"INSERT IGNORE INTO processed"},
+		},
+
 		// Near misses: alike, and not the pattern.
 		{
 			name: "near miss: the safe consumer's race (the marker insert found the other's row and it stopped) breaks nothing",
@@ -208,6 +232,20 @@ func TestDiagnose(t *testing.T) {
 				w(2, "begin", "BEGIN"), w(2, marker, "INSERT 0 0"), w(2, payment, "INSERT 0 1"), w(2, "commit", "COMMIT"),
 			}},
 			want: CheckThenAct, evidence: []int{2, 6, 8, 9},
+		},
+		{
+			name: "near miss: a pipeline with effect and marker under one Sync, killed before it, committed nothing",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				ext(w(1, lookup, "SELECT 0"), 1), ext(w(1, payment, "INSERT 0 1"), 0), killedAfter(ext(w(1, marker, "INSERT 0 1"), 0)),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: MySQL with autocommit off, killed after the effect before the COMMIT",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "SET autocommit=0", "OK"), w(1, "SELECT 1 FROM processed WHERE id = ?", "SELECT 0"), killedAfter(w(1, "INSERT INTO payments VALUES (?)", "INSERT 0 1")),
+			}},
+			want: NotRecognised,
 		},
 		{
 			name: "near miss: the second worker read after the first committed is no check-then-act",

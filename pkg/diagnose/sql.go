@@ -18,6 +18,8 @@ const (
 	rollback
 	read
 	write
+	autocommitOff // MySQL's SET autocommit = 0: each statement opens a transaction
+	autocommitOn
 )
 
 // stmt is one statement of a trace, read: what it does, to which
@@ -44,10 +46,11 @@ type stmt struct {
 }
 
 var (
-	writeRE  = regexp.MustCompile(`^(?:with\b.*?\)\s*)?(insert|replace)\s+(?:ignore\s+)?(?:into\s+)?([\w."` + "`" + `]+)|^(update)\s+(?:only\s+)?([\w."` + "`" + `]+)|^(delete)\s+from\s+(?:only\s+)?([\w."` + "`" + `]+)`)
-	fromRE   = regexp.MustCompile(`\b(?:from|join)\s+(?:only\s+)?([\w."` + "`" + `]+)`)
-	answerRE = regexp.MustCompile(`(\d+)\s*(?:rows?)?\s*(?:affected)?$`)
-	setRE    = regexp.MustCompile(`\b(?:do\s+update\s+set|on\s+duplicate\s+key\s+update)\s+(.*)$`)
+	writeRE      = regexp.MustCompile(`^(?:with\b.*?\)\s*)?(insert|replace)\s+(?:ignore\s+)?(?:into\s+)?([\w."` + "`" + `]+)|^(update)\s+(?:only\s+)?([\w."` + "`" + `]+)|^(delete)\s+from\s+(?:only\s+)?([\w."` + "`" + `]+)`)
+	fromRE       = regexp.MustCompile(`\b(?:from|join)\s+(?:only\s+)?([\w."` + "`" + `]+)`)
+	answerRE     = regexp.MustCompile(`(\d+)\s*(?:rows?)?\s*(?:affected)?$`)
+	autocommitRE = regexp.MustCompile(`^set\s+(?:session\s+|@@(?:session\.)?)?autocommit\s*=\s*'?(\w+)`)
+	setRE        = regexp.MustCompile(`\b(?:do\s+update\s+set|on\s+duplicate\s+key\s+update)\s+(.*)$`)
 )
 
 // unquote is a table's name without its schema and quotes, lower case.
@@ -61,10 +64,19 @@ func unquote(t string) string {
 
 // parse reads a trace: each statement's kind, tables and answer, and the
 // transaction that committed it (per worker, in the order of the trace).
+// Outside BEGIN … COMMIT a statement commits on its own, except where
+// the trace shows otherwise: MySQL's SET autocommit = 0 opens a
+// transaction at each statement until a COMMIT; PostgreSQL's extended
+// protocol commits the statements one Sync ended together, at that Sync,
+// and those no Sync followed not at all.
 func parse(trace []consumer.Statement) []stmt {
 	out := make([]stmt, len(trace))
 	open := map[int]int{}  // worker → its open transaction's number (0: none)
 	txs := map[int][]int{} // transaction → its statements (indexes)
+	implicit := map[int]bool{}
+	type group struct{ worker, sync int }
+	groups := map[group]int{} // a Sync's implicit transaction
+	synced := map[int]bool{}  // those transactions a Sync ended
 	next := 0
 	for i, st := range trace {
 		s := stmt{n: i + 1, worker: st.Worker, rows: -1, text: st.Text}
@@ -75,6 +87,8 @@ func parse(trace []consumer.Statement) []stmt {
 			classify(&s, strings.ToLower(strings.Join(strings.Fields(st.Text), " ")), st.Answer)
 		}
 		switch s.kind {
+		case autocommitOff, autocommitOn:
+			implicit[s.worker] = s.kind == autocommitOff
 		case begin:
 			if s.ran {
 				next++
@@ -90,15 +104,44 @@ func parse(trace []consumer.Statement) []stmt {
 				delete(open, s.worker)
 			}
 		case read, write:
-			s.tx = open[s.worker]
-			if s.tx == 0 && s.ran && s.kind == write {
-				s.committed = s.n
+			if open[s.worker] == 0 && implicit[s.worker] && s.ran {
+				next++
+				open[s.worker] = next
 			}
-			if s.tx != 0 {
+			s.tx = open[s.worker]
+			switch {
+			case s.tx == 0 && st.Extended:
+				g := group{s.worker, st.Sync}
+				if groups[g] == 0 {
+					next++
+					groups[g] = next
+				}
+				s.tx = -groups[g]
+				synced[s.tx] = st.Sync != 0
+				txs[s.tx] = append(txs[s.tx], i)
+			case s.tx == 0 && s.ran && s.kind == write:
+				s.committed = s.n
+			case s.tx != 0:
 				txs[s.tx] = append(txs[s.tx], i)
 			}
 		}
 		out[i] = s
+	}
+	// A Sync's transaction: committed at its last statement, when every
+	// statement of it ran.
+	for tx, members := range txs {
+		if tx >= 0 || !synced[tx] {
+			continue
+		}
+		last, all := members[len(members)-1], true
+		for _, j := range members {
+			all = all && out[j].ran
+		}
+		for _, j := range members {
+			if all {
+				out[j].committed = out[last].n
+			}
+		}
 	}
 	return out
 }
@@ -115,6 +158,13 @@ func classify(s *stmt, text, answer string) {
 		return
 	case "rollback", "abort":
 		s.kind = rollback
+		return
+	}
+	if m := autocommitRE.FindStringSubmatch(text); m != nil {
+		s.kind = autocommitOn
+		if m[1] == "0" || m[1] == "off" || m[1] == "false" {
+			s.kind = autocommitOff
+		}
 		return
 	}
 	if m := writeRE.FindStringSubmatch(text); m != nil {
