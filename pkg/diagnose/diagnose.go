@@ -153,10 +153,11 @@ func (d *diagnosis) callStatements(external string) []int {
 }
 
 // unstableKey: the external performed the effect of one key more than
-// once, under a different idempotency key each time.
+// once (external-duplicate), and it was asked under more than one
+// idempotency key (unstable-idempotency-key).
 func (d *diagnosis) unstableKey() *Diagnosis {
 	for _, v := range d.broke(invariant.UnstableIdempotencyKey) {
-		if len(v.Calls) < 2 {
+		if len(v.Calls) < 2 || d.duplicateAt(v.External) == nil {
 			continue
 		}
 		keys := map[string]bool{}
@@ -167,7 +168,7 @@ func (d *diagnosis) unstableKey() *Diagnosis {
 			Pattern: UnstableKey, Evidence: d.callStatements(v.External), Calls: v.Calls, External: v.External,
 			Why: fmt.Sprintf("%s to %s carried %s, one per attempt, so %s took each retry for a new request",
 				callWords(v.Calls), v.External, count(max(len(keys), 2), "idempotency key", "different idempotency keys"), v.External),
-			Fix: fmt.Sprintf("derive the idempotency key from the event, the same on every attempt (e.g. payment-{orderId}, or the event id), never from a random UUID or the time"),
+			Fix: "derive the idempotency key from the event, the same on every attempt (e.g. payment-{orderId}, or the event id), never from a random UUID or the time",
 		}
 	}
 	return nil

@@ -298,6 +298,18 @@ func TestDiagnose(t *testing.T) {
 			want: NotRecognised,
 		},
 		{
+			name: "near miss: keys that changed while the provider performed once is no unstable key",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.UnstableIdempotencyKey.Name, External: "payments", Calls: []int{3, 4}}},
+				Calls: []invariant.Call{{External: "payments", Seq: 3, Keyed: true, IdemKey: "a", Performed: true}, {External: "payments", Seq: 4, Keyed: true, IdemKey: "b"}}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: an unkeyed call the provider performed once is no call without a key (nothing duplicated)",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.UnkeyedExternalCall.Name, External: "payments", Calls: []int{1}}},
+				Calls: []invariant.Call{{External: "payments", Seq: 1, Keyed: true, Header: "Idempotency-Key", Performed: true}}},
+			want: NotRecognised,
+		},
+		{
 			name: "near miss: an effects query names no table, so no statement is the effect",
 			facts: Facts{Dialect: "postgres", Violations: duplicate, Trace: []consumer.Statement{
 				w(1, lookup, "SELECT 0"), w(1, charge, "INSERT 0 1"), killedAfter(w(1, payment, "INSERT 0 1")),
