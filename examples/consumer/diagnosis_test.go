@@ -95,44 +95,82 @@ func TestDiagnosisOfEachFlaw(t *testing.T) {
 			}
 			withPlainRedeliver(t, env)
 			runs = append(runs, invocation{
-				name: tt.flaw + "/" + filepath.Base(tt.file),
-				env:  env,
-				args: []string{"run", tt.file, "--seed", fmt.Sprint(seed), "--format", "json"},
-				check: func(t *testing.T, o outcome) {
-					var doc diagnosed
-					if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil || len(doc.Files) != 1 || o.exit > 1 {
-						t.Fatalf("no JSON report (%v):\n%s", err, o)
-					}
-					if tt.pattern == "" && o.exit != 0 {
-						t.Fatalf("the safe consumer failed:\n%s", o)
-					}
-					named := map[string]bool{}
-					for _, c := range doc.Files[0].Checks {
-						d := c.Diagnosis
-						switch {
-						case c.Passed && d != nil:
-							t.Errorf("%s passed and carries a diagnosis: %+v", c.Name, *d)
-						case c.Passed:
-						case d == nil:
-							t.Errorf("%s failed and carries no diagnosis", c.Name)
-						case d.Pattern == tt.pattern:
-							named[c.Name] = true
-							if d.Why == "" || d.Fix == "" {
-								t.Errorf("%s: %s with no why or fix: %+v", c.Name, d.Pattern, *d)
-							}
-						case d.Pattern != "not-recognised":
-							t.Errorf("%s named %s (%s), want %s or not-recognised", c.Name, d.Pattern, d.Why, tt.pattern)
-						}
-					}
-					for _, n := range tt.named {
-						if !named[n] {
-							t.Errorf("%q is not named %s:\n%s", n, tt.pattern, o)
-						}
-					}
-				},
+				name:  tt.flaw + "/" + filepath.Base(tt.file),
+				env:   env,
+				args:  []string{"run", tt.file, "--seed", fmt.Sprint(seed), "--format", "json"},
+				check: func(t *testing.T, o outcome) { checkDiagnoses(t, o, tt.pattern, tt.named) },
 			})
 		}
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { runConcurrently(t, runs) })
+	}
+}
+
+// checkDiagnoses reads a run's JSON report: a safe consumer's (pattern
+// "") passes with no diagnosis; a flaw's failing checks are each named
+// by pattern or not recognised, never by another pattern, and those
+// named must carry pattern.
+func checkDiagnoses(t *testing.T, o outcome, pattern string, must []string) {
+	t.Helper()
+	var doc diagnosed
+	if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil || len(doc.Files) != 1 || o.exit > 1 {
+		t.Fatalf("no JSON report (%v):\n%s", err, o)
+	}
+	if pattern == "" && o.exit != 0 {
+		t.Fatalf("the safe consumer failed:\n%s", o)
+	}
+	named := map[string]bool{}
+	for _, c := range doc.Files[0].Checks {
+		d := c.Diagnosis
+		switch {
+		case c.Passed && d != nil:
+			t.Errorf("%s passed and carries a diagnosis: %+v", c.Name, *d)
+		case c.Passed:
+		case d == nil:
+			t.Errorf("%s failed and carries no diagnosis", c.Name)
+		case d.Pattern == pattern:
+			named[c.Name] = true
+			if d.Why == "" || d.Fix == "" {
+				t.Errorf("%s: %s with no why or fix: %+v", c.Name, d.Pattern, *d)
+			}
+		case d.Pattern != "not-recognised":
+			t.Errorf("%s named %s (%s), want %s or not-recognised", c.Name, d.Pattern, d.Why, pattern)
+		}
+	}
+	for _, n := range must {
+		if !named[n] {
+			t.Errorf("%q is not named %s:\n%s", n, pattern, o)
+		}
+	}
+}
+
+// TestDiagnosisBehindABroker: the example consumer behind JetStream and
+// RabbitMQ, killed at its statements through the proxy: marker-after-effect
+// is named effect-and-marker-apart at both checks, the safe consumer
+// carries no diagnosis.
+func TestDiagnosisBehindABroker(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	for _, b := range []struct {
+		name  string
+		setup func(t *testing.T, env map[string]string)
+	}{{"nats", natsStream}, {"amqp", amqpQueue}} {
+		for _, tt := range []struct {
+			flaw, pattern string
+			named         []string
+		}{
+			{"safe", "", nil},
+			{"marker-after-effect", "effect-and-marker-apart", []string{"killed at every statement boundary of one payment", "killed right after the payment's commit, before the ack"}},
+		} {
+			t.Run(b.name+"/"+tt.flaw, func(t *testing.T) {
+				t.Parallel()
+				brokerSlot(t)
+				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
+				b.setup(t, env)
+				o := redeliver(t, env, "run", "examples/consumer/brokers/"+b.name+"-statements.yaml", "--seed", "1", "--format", "json")
+				checkDiagnoses(t, o, tt.pattern, tt.named)
+			})
+		}
 	}
 }
 
