@@ -10,6 +10,15 @@ import (
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
+// dialect is the effects database's kind and the effect table, for the
+// diagnosis of a failing check.
+func (s *Session) dialect() (kind, table string) {
+	if s.db != nil {
+		kind = s.db.Kind()
+	}
+	return kind, s.fx.Table
+}
+
 // crashTrace is the statements of a delivery killed at a statement
 // boundary, the kill marked where it landed and the consumer's answer
 // where it came; nil when none came through the proxy.

@@ -385,15 +385,6 @@ func (s *Session) DescribeEffects() string {
 	return what + " in " + effects.Describe(s.fx.DB)
 }
 
-// dialect is the effects database's kind and the effect table, for the
-// diagnosis of a failing check.
-func (s *Session) dialect() (kind, table string) {
-	if s.db != nil {
-		kind = s.db.Kind()
-	}
-	return kind, s.fx.Table
-}
-
 // KeyOf is the business key a delivery should make an effect for.
 func KeyOf(t template.Template, envelope []byte) string {
 	return t.Expand(func(name string) string { return gjson.GetBytes(envelope, name).String() })
