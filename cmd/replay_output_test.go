@@ -191,6 +191,10 @@ func TestReplaySchemaRejects(t *testing.T) {
 			ex["at"] = []any{"somewhere"}
 		}},
 		{"an unknown field", func(d map[string]any) { d["colour"] = true }},
+		{"a pattern no diagnosis names", func(d map[string]any) {
+			ex := d["violations"].([]any)[0].(map[string]any)["examples"].([]any)[0].(map[string]any)
+			ex["pattern"] = "a-guess"
+		}},
 	}
 	sch, err := jsonschema.NewCompiler().Compile(replaySchema)
 	if err != nil {

@@ -115,6 +115,7 @@ type replayer struct {
 	pace     *nemesis.Pace // the kills of --kill-every, when given
 	// working counts the kills of --kill-working, under mu.
 	working *nemesis.WorkingKills
+	traces  crashTraces // the statements of the deliveries killed at one
 }
 
 // newEngine is the replay engine of a replay into the target: each
@@ -169,6 +170,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 		name = "replay of " + o.Inputs[0] + " into the target"
 	}
 	res := &runner.FileResult{File: o.TargetFile, Name: name, Strategy: Strategy, Target: sess.Describe(), Effects: sess.DescribeEffects(), Invariants: Invariants}
+	res.Dialect, res.EffectTable = sess.dialect()
 	j, err := openJournal(ctx)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
@@ -377,7 +379,9 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 		if r.sess.proxy != nil {
 			// Through the proxy the kill lands at a statement boundary
 			// drawn from --seed and the position: the same on a rerun.
-			a, err = r.sess.crashAtStatement(ctx, ev, statementBoundary(r.o.Seed, j.pos))
+			var stmts []consumer.Statement
+			a, stmts, err = r.sess.crashAtStatement(ctx, ev, statementBoundary(r.o.Seed, j.pos))
+			r.traces.keep(ev.ID, stmts)
 		} else {
 			a, err = r.sess.crash(ctx, ev, crashDelay(r.sess.t.Timeout(), r.o.Seed, j.pos))
 		}

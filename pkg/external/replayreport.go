@@ -47,6 +47,7 @@ func (r *replayer) report(f *runner.FileResult) *replay.Report {
 				x.At = append(x.At, replay.Place(v.By.Pos))
 			}
 		}
+		x.Pattern = r.traces.pattern(f, v)
 		rep.Violations[i].Count++
 		rep.Violations[i].Examples = append(rep.Violations[i].Examples, x)
 	}

@@ -737,6 +737,7 @@ func (sys *system) Describe(fr *runner.FileResult) {
 		fr.Invariants = append(append([]*invariant.Invariant(nil), Invariants...), invariant.Checked(invariant.Externals, nil)...)
 	}
 	fr.Target, fr.Effects = sys.sess.Describe(), sys.sess.DescribeEffects()
+	fr.Dialect, fr.EffectTable = sys.sess.dialect()
 }
 
 // Advance has nothing to move: the consumer keeps its own clock.

@@ -881,21 +881,23 @@ func statementBoundary(seed, pos int64) *pgproxy.Boundary {
 
 // crashAtStatement makes a delivery killed at a statement boundary. One
 // that ends before reaching it (fewer statements) is killed after its
-// answer, and says so: the kill interrupted nothing.
-func (s *Session) crashAtStatement(ctx context.Context, ev Event, at *pgproxy.Boundary) (Answer, error) {
-	a, _, reached, err := s.watched(ctx, ev, at)
-	if err != nil || reached {
-		return a, err
+// answer, and says so: the kill interrupted nothing. It returns the
+// delivery's statements, the kill marked, for the diagnosis of a breach.
+func (s *Session) crashAtStatement(ctx context.Context, ev Event, at *pgproxy.Boundary) (Answer, []consumer.Statement, error) {
+	w, err := s.watchedMarked(ctx, ev, at, nil)
+	a, stmts := w.a, crashTrace(w, at)
+	if err != nil || w.reached {
+		return a, stmts, err
 	}
 	a.CrashCame = AfterAnswer
 	if s.proc != nil {
 		s.proc.Kill()
 		killed := time.Now()
 		if err := s.proc.Restart(ctx); err != nil {
-			return a, err
+			return a, stmts, err
 		}
 		a.KilledAt, a.Restarted = killed, time.Now()
 		s.dl.Forget()
 	}
-	return a, nil
+	return a, stmts, nil
 }

@@ -205,6 +205,11 @@ type Example struct {
 	// At are the first capture lines that delivered the event (or, for
 	// duplicate-key, the key); empty when the capture does not hold it.
 	At []Place `json:"at"`
+	// Pattern is the diagnosis of a replay into a target's breach, from
+	// the statements of its event's delivery killed at a statement
+	// (pkg/diagnose): a pattern, or not-recognised; absent when no such
+	// trace was kept.
+	Pattern string `json:"pattern,omitempty"`
 }
 
 // Unexpected counts the deliveries that failed without an injected fault.

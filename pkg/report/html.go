@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"fmt"
+	"github.com/redeliver/redeliver/pkg/diagnose"
 	"html/template"
 	"io"
 	"slices"
@@ -82,6 +83,17 @@ type htmlCheck struct {
 	// one column per connection, one row per statement in the order the
 	// database saw them.
 	Statements *htmlStatements
+	// Diagnosis is why a target's failing check failed (pkg/diagnose);
+	// its evidence statements are marked in Statements and on the
+	// timeline's lanes of the workers that ran them.
+	Diagnosis *htmlDiagnosis
+}
+
+// htmlDiagnosis is a failing check's diagnosis in the text report's
+// words.
+type htmlDiagnosis struct {
+	Why, Fix string
+	Pattern  string
 }
 
 type htmlStatements struct {
@@ -95,6 +107,10 @@ type htmlStatements struct {
 type htmlStatementRow struct {
 	Cells []string // one per worker; only the statement's own is set
 	Held  bool
+	// Evidence: the check's diagnosis rests on this statement.
+	Evidence bool
+	// Mark: the row is the mark of the consumer's answer, no statement.
+	Mark bool
 }
 
 // htmlBreach is one broken invariant as the text report says it, and the
@@ -134,6 +150,9 @@ type htmlLane struct {
 	Lane int
 	Name string
 	Bars []htmlBar
+	// Evidence names the statements of this lane's worker the check's
+	// diagnosis rests on ("statements 2, 8"), or is empty.
+	Evidence string
 }
 
 type htmlBar struct {
@@ -214,7 +233,7 @@ func HTML(w io.Writer, run *Run) error {
 		}
 		hf.About = append(hf.About, counterLine(f))
 		for ci := range f.Checks {
-			hf.Checks = append(hf.Checks, htmlCheckOf(fmt.Sprintf("f%d-c%d", fi+1, ci+1), &f.Checks[ci], brokerOf(f.Target)))
+			hf.Checks = append(hf.Checks, htmlCheckOf(fmt.Sprintf("f%d-c%d", fi+1, ci+1), &f.Checks[ci], brokerOf(f.Target), diagnosisOf(f, &f.Checks[ci])))
 		}
 		p.Files = append(p.Files, hf)
 	}
@@ -262,7 +281,7 @@ func legend(run *Run) []htmlOutcome {
 // htmlCheckOf is one check: its verdict, its failures as the text report
 // words them, and its timeline with the deliveries that broke an
 // invariant marked.
-func htmlCheckOf(id string, c *runner.CheckResult, broker string) htmlCheck {
+func htmlCheckOf(id string, c *runner.CheckResult, broker string, d *diagnose.Diagnosis) htmlCheck {
 	hc := htmlCheck{ID: id, Name: escape.Line(c.Name), Pos: escape.Line(c.Pos.String()), Passed: c.Passed, Line: escape.Line(c.Line)}
 	for _, f := range c.Failures {
 		hc.Failures = append(hc.Failures, locatedLines(f))
@@ -300,6 +319,14 @@ func htmlCheckOf(id string, c *runner.CheckResult, broker string) htmlCheck {
 	}
 	hc.Timeline = tl
 	hc.Statements = statementsOf(c.Trace)
+	if d != nil {
+		lines := diagnosisLines(d)
+		hc.Diagnosis = &htmlDiagnosis{Pattern: string(d.Pattern), Why: escape.Line(lines[0])}
+		if len(lines) > 1 {
+			hc.Diagnosis.Fix = escape.Line(lines[1])
+		}
+		markEvidence(hc.Statements, tl, c.Trace, d.Evidence)
+	}
 	for _, v := range c.Violations {
 		hc.Broken = append(hc.Broken, breachOf(v, bars, calls))
 	}
@@ -950,6 +977,48 @@ func (c *clock) ticks(t0 time.Time) []htmlTick {
 	return append(out, htmlTick{Left: percent(100), Label: "+" + span(end.Sub(t0))})
 }
 
+// markEvidence marks the statements a diagnosis rests on (numbered from
+// 1): their rows in the statements table, and on the timeline the lane
+// of the worker whose delivery ran them, where redeliver knows it.
+func markEvidence(hs *htmlStatements, tl *htmlTimeline, stmts []consumer.Statement, evidence []int) {
+	if hs != nil {
+		n := 0
+		for i := range hs.Rows {
+			if hs.Rows[i].Mark {
+				continue
+			}
+			n++
+			hs.Rows[i].Evidence = slices.Contains(evidence, n)
+		}
+	}
+	if tl == nil {
+		return
+	}
+	byLane := map[int][]int{}
+	for _, e := range evidence {
+		if e >= 1 && e <= len(stmts) && stmts[e-1].Lane != 0 {
+			byLane[stmts[e-1].Lane] = append(byLane[stmts[e-1].Lane], e)
+		}
+	}
+	for i := range tl.Lanes {
+		if ns := byLane[tl.Lanes[i].Lane]; len(ns) > 0 {
+			tl.Lanes[i].Evidence = "◆ " + statementNumbers(ns)
+		}
+	}
+}
+
+// statementNumbers words statement numbers: "statement 2", "statements 2, 8".
+func statementNumbers(ns []int) string {
+	if len(ns) == 1 {
+		return "statement " + strconv.Itoa(ns[0])
+	}
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return "statements " + strings.Join(s, ", ")
+}
+
 // statementsOf lays out a delivery's statements: a column per
 // connection, a row per statement, in the text report's words.
 func statementsOf(stmts []consumer.Statement) *htmlStatements {
@@ -988,7 +1057,7 @@ func statementsOf(stmts []consumer.Statement) *htmlStatements {
 			_, line, _ = strings.Cut(line, ": ")
 		}
 		if m := answeredMark(st); m != "" {
-			mark := htmlStatementRow{Cells: make([]string, len(hs.Workers))}
+			mark := htmlStatementRow{Cells: make([]string, len(hs.Workers)), Mark: true}
 			mark.Cells[slices.Index(hs.Workers, st.Worker)] = m
 			hs.Rows = append(hs.Rows, mark)
 		}

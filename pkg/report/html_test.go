@@ -509,3 +509,40 @@ func TestHTMLRaceAtStatements(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLDiagnosis: a target's failing race shows its diagnosis with
+// the failure, and the statements it rests on are marked in the
+// statements table and on the lanes of the workers that ran them.
+func TestHTMLDiagnosis(t *testing.T) {
+	held := invariant.Record{Seq: 2, EventID: "evt-1", Key: "O-1", Result: consumer.Result{Outcome: consumer.Acked}, Step: 1,
+		Span: invariant.Span{Sent: at(0), Answered: at(900), Lane: 2, HeldAt: "after connection 1's statement 1", Held: at(100), Released: at(600)}}
+	other := invariant.Record{Seq: 1, EventID: "evt-1", Key: "O-1", Result: consumer.Result{Outcome: consumer.Acked}, Step: 1,
+		Span: invariant.Span{Sent: at(10), Answered: at(500), Lane: 1}}
+	c := runner.CheckResult{Name: "raced", History: []invariant.Record{other, held}, Schedules: 5,
+		Failures:   []runner.Failure{{Message: "invariant duplicate-effect broken: key O-1 has 2 rows in payments", Invariant: invariant.DuplicateEffect.Name}},
+		Violations: []invariant.Violation{{Invariant: invariant.DuplicateEffect.Name, EventID: "evt-1", Detail: "key O-1 has 2 rows in payments", By: &held}},
+		Trace: []consumer.Statement{
+			{Worker: 1, Lane: 2, Text: "SELECT 1 FROM payments WHERE order_id = $1", Answer: "SELECT 0", Held: true, Released: true},
+			{Worker: 1, Lane: 2, Text: "SELECT now()", Answer: "SELECT 1"},
+			{Worker: 2, Lane: 1, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1"},
+			{Worker: 1, Lane: 2, Text: "INSERT INTO payments VALUES ($1)", Answer: "INSERT 0 1"},
+		}}
+	file := &runner.FileResult{File: "s.yaml", Target: "POST http://127.0.0.1/events", Dialect: "postgres", EffectTable: "payments", Checks: []runner.CheckResult{c}}
+	page := string(render(t, &Run{Command: "run", Files: []*runner.FileResult{file}}))
+	for _, want := range []string{
+		`<div class="diagnosis" data-pattern="check-then-act"><p class="why">why: check-then-act — worker 1 read payments (0 rows) at statement 1, worker 2 committed at statement 3, worker 1 inserted at statement 4`,
+		`<p class="fix">fix: make the marker insert the guard`,
+		`<div class="lane evidence" data-lane="1"><div class="lane-name">worker 1 <span class="evidence-mark">◆ statement 3</span>`,
+		`<span class="evidence-mark">◆ statements 1, 4</span>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+	if n := strings.Count(page, `evidence">`); n != 3 {
+		t.Errorf("%d statements marked as evidence, want 3 (1, 3 and 4)", n)
+	}
+	if !strings.Contains(page, `<tr class="held-stmt evidence">`) || strings.Contains(page, `<tr class="evidence"><td></td><td>2.`) {
+		t.Errorf("the wrong rows are marked:\n%s", page[strings.Index(page, `<table class="statements">`):])
+	}
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"github.com/redeliver/redeliver/pkg/diagnose"
 	"io"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
@@ -84,6 +85,31 @@ type CheckDoc struct {
 	// Statements are the SQL statements of the delivery a statement fault
 	// landed in, whole, with their answers; absent for other checks.
 	Statements []StatementDoc `json:"statements,omitempty"`
+	// Diagnosis is why a target's failing check failed, as far as what
+	// it recorded shows; absent for a check that passed or recorded
+	// nothing to read.
+	Diagnosis *DiagnosisDoc `json:"diagnosis,omitempty"`
+}
+
+// DiagnosisDoc is a failing check's diagnosis (pkg/diagnose): the
+// pattern, the numbers of the statements (1-based, as in statements)
+// and of the calls at an external it rests on, the evidence in words
+// and the fix. A pattern of not-recognised carries nothing else.
+type DiagnosisDoc struct {
+	Pattern  string `json:"pattern"`
+	Evidence []int  `json:"evidence"`
+	External string `json:"external,omitempty"`
+	Calls    []int  `json:"calls,omitempty"`
+	Why      string `json:"why,omitempty"`
+	Fix      string `json:"fix,omitempty"`
+}
+
+// diagnosisDoc is d for the JSON report, or nil.
+func diagnosisDoc(d *diagnose.Diagnosis) *DiagnosisDoc {
+	if d == nil {
+		return nil
+	}
+	return &DiagnosisDoc{Pattern: string(d.Pattern), Evidence: append([]int{}, d.Evidence...), External: d.External, Calls: d.Calls, Why: d.Why, Fix: d.Fix}
 }
 
 // CrashesDoc is a target check's kills: before the consumer's answer
@@ -162,6 +188,7 @@ func NewDocument(run *Run) *Document {
 			cd := checkDoc(c)
 			if f.Target != "" {
 				cd.Crashes = crashesDoc(c.Counters)
+				cd.Diagnosis = diagnosisDoc(diagnosisOf(f, &c))
 			}
 			fd.Checks = append(fd.Checks, cd)
 			for _, v := range c.Violations {

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
+	"github.com/redeliver/redeliver/pkg/diagnose"
 	"io"
 	"strconv"
 	"strings"
@@ -138,7 +139,7 @@ func JUnit(w io.Writer, run *Run) error {
 			if !c.Passed {
 				first := c.Failures[0]
 				tc.SystemOut = newJUnitText(c.Name + ": FAIL: " + located(first))
-				tc.Failures = append(tc.Failures, junitResult{Message: located(first), Type: failureType(c.Failures), Body: xmlText(failureBody(c.Failures) + traceBody(c.Trace))})
+				tc.Failures = append(tc.Failures, junitResult{Message: located(first), Type: failureType(c.Failures), Body: xmlText(failureBody(c.Failures) + diagnosisBody(diagnosisOf(f, &c)) + traceBody(c.Trace))})
 				s.Failures++
 			}
 			s.Cases = append(s.Cases, tc)
@@ -234,6 +235,14 @@ func failureBody(fs []runner.Failure) string {
 		}
 	}
 	return b.String()
+}
+
+// diagnosisBody is a check's diagnosis after its failures.
+func diagnosisBody(d *diagnose.Diagnosis) string {
+	if d == nil {
+		return ""
+	}
+	return "\n" + strings.Join(diagnosisLines(d), "\n") + "\n"
 }
 
 // traceBody lists a check's statement trace after its failures.

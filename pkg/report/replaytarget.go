@@ -1,7 +1,10 @@
 package report
 
 import (
+	"slices"
+
 	"fmt"
+	"github.com/redeliver/redeliver/pkg/diagnose"
 	"io"
 	"path/filepath"
 	"strings"
@@ -41,6 +44,9 @@ func targetReplayText(w io.Writer, r *replay.Report, opts Options) error {
 		}
 		if more := v.Count - int64(len(shown)); more > 0 {
 			fmt.Fprintf(&b, "  and %d more (every one with -v, in the JSON report, or in --findings FILE)\n", more)
+		}
+		for _, line := range patternGroups(v.Examples, opts.Verbose) {
+			fmt.Fprintf(&b, "  %s\n", escape.Line(line))
 		}
 	}
 	for _, f := range r.FailedOn {
@@ -192,4 +198,47 @@ func logFiles(files []string) string {
 		return strings.Join(files, ", ")
 	}
 	return fmt.Sprintf("%s and %d more in %s (every one in the JSON report)", strings.Join(files[:shownLogs], ", "), len(files)-shownLogs, filepath.Dir(files[0]))
+}
+
+// patternGroups groups a broken invariant's breaches by the pattern
+// their kill's statements show (pkg/diagnose), in the order each pattern
+// first came: "why: effect and marker apart: 2 keys (O-3, O-9)"; the
+// breaches of no kept trace last. None when no breach has a diagnosis.
+func patternGroups(xs []replay.Example, verbose bool) []string {
+	var order []string
+	keys := map[string][]string{}
+	for _, x := range xs {
+		k := x.Key
+		if k == "" {
+			k = x.Event
+		}
+		if _, ok := keys[x.Pattern]; !ok {
+			order = append(order, x.Pattern)
+		}
+		keys[x.Pattern] = append(keys[x.Pattern], k)
+	}
+	if len(order) == 1 && order[0] == "" {
+		return nil
+	}
+	var out []string
+	for _, p := range append(slices.DeleteFunc(slices.Clone(order), func(p string) bool { return p == "" }), "") {
+		ks, ok := keys[p]
+		if !ok {
+			continue
+		}
+		name := "no kill of its own traced"
+		if p != "" {
+			name = diagnose.Pattern(p).Words()
+		}
+		shown := ks
+		if !verbose && len(shown) > replayExamples {
+			shown = shown[:replayExamples]
+		}
+		list := strings.Join(shown, ", ")
+		if len(shown) < len(ks) {
+			list += ", …"
+		}
+		out = append(out, fmt.Sprintf("why: %s: %s (%s)", name, count(int64(len(ks)), "breach", "breaches"), list))
+	}
+	return out
 }

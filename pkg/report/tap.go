@@ -24,6 +24,10 @@ type tapDiagnostic struct {
 	At        *tapAt       `yaml:"at,omitempty"`
 	More      []tapFailure `yaml:"failures,omitempty"` // every failure, when there is more than one
 	Schedules int          `yaml:"schedules,omitempty"`
+	// Why and Fix are the check's diagnosis (pkg/diagnose): the pattern
+	// and its evidence in words, and the change that fixes it.
+	Why string `yaml:"why,omitempty"`
+	Fix string `yaml:"fix,omitempty"`
 	// Statements are the statement trace of the delivery a statement
 	// fault landed in.
 	Statements []string `yaml:"statements,omitempty"`
@@ -72,6 +76,12 @@ func TAP(w io.Writer, run *Run) error {
 			case !c.Passed:
 				d := failureDiagnostic(c.Failures)
 				d.Schedules = c.Schedules
+				if lines := diagnosisLines(diagnosisOf(f, &c)); len(lines) > 0 {
+					d.Why = strings.TrimPrefix(lines[0], "why: ")
+					if len(lines) > 1 {
+						d.Fix = strings.TrimPrefix(lines[1], "fix: ")
+					}
+				}
 				if len(c.Trace) > 0 {
 					d.Statements = traceLines(c.Trace, false)
 				}

@@ -63,6 +63,9 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 				for _, more := range c.Failures[1:] {
 					fmt.Fprintf(&b, "%s  %s\n", indent, locatedLines(more))
 				}
+				for _, line := range diagnosisLines(diagnosisOf(f, &c)) {
+					fmt.Fprintf(&b, "%s  %s\n", indent, escape.Line(line))
+				}
 				writeTrace(&b, p, indent, c.Trace)
 			}
 			if opts.Verbose {

@@ -1,11 +1,13 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -50,6 +52,36 @@ func TestText(t *testing.T) {
 			}
 			if b.String() != tt.want {
 				t.Errorf("got:\n%q\nwant:\n%q", b.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestPatternGroups: a replay into a target groups each invariant's
+// breaches by the pattern of their kill's statements, in the order each
+// first came, the breaches without a trace last; none when no breach has
+// a diagnosis.
+func TestPatternGroups(t *testing.T) {
+	x := func(key, pattern string) replay.Example { return replay.Example{Key: key, Pattern: pattern} }
+	tests := []struct {
+		name    string
+		xs      []replay.Example
+		verbose bool
+		want    []string
+	}{
+		{"no diagnosis", []replay.Example{x("O-1", ""), x("O-2", "")}, false, nil},
+		{"grouped", []replay.Example{x("O-1", ""), x("O-2", "ack-before-commit"), x("O-3", "not-recognised"), x("O-4", "ack-before-commit")}, false,
+			[]string{"why: ack before commit: 2 breaches (O-2, O-4)", "why: not recognised: 1 breach (O-3)", "why: no kill of its own traced: 1 breach (O-1)"}},
+		{"cut", []replay.Example{x("O-1", "check-then-act"), x("O-2", "check-then-act"), x("O-3", "check-then-act"), x("O-4", "check-then-act"), x("O-5", "check-then-act"), x("O-6", "check-then-act")}, false,
+			[]string{"why: check-then-act: 6 breaches (O-1, O-2, O-3, O-4, O-5, …)"}},
+		{"every one with -v", []replay.Example{x("O-1", "check-then-act"), x("O-2", "check-then-act"), x("O-3", "check-then-act"), x("O-4", "check-then-act"), x("O-5", "check-then-act"), x("O-6", "check-then-act")}, true,
+			[]string{"why: check-then-act: 6 breaches (O-1, O-2, O-3, O-4, O-5, O-6)"}},
+		{"the event when no key", []replay.Example{{Event: "evt-1", Pattern: "effect-and-marker-apart"}}, false, []string{"why: effect and marker apart: 1 breach (evt-1)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := patternGroups(tt.xs, tt.verbose); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -87,6 +87,12 @@ type FileResult struct {
 	// a target-mode file tested; empty for the built-in handler.
 	Target  string
 	Effects string
+	// Dialect is the target's database ("postgres", "mysql", "sqlite")
+	// and EffectTable the table its effects are read from ("" for a
+	// query), for the diagnosis of a failing check's trace; empty for
+	// the built-in handler.
+	Dialect     string
+	EffectTable string
 	// Invariants are those the file was judged by, in catalogue order;
 	// nil means every invariant of the catalogue (the built-in handler).
 	Invariants []*invariant.Invariant

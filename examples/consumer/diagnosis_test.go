@@ -1,0 +1,277 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// diagnosed is what the JSON report says of a check.
+type diagnosed struct {
+	Files []struct {
+		Checks []struct {
+			Name      string `json:"name"`
+			Passed    bool   `json:"passed"`
+			Diagnosis *struct {
+				Pattern  string `json:"pattern"`
+				Evidence []int  `json:"evidence"`
+				Why      string `json:"why"`
+				Fix      string `json:"fix"`
+			} `json:"diagnosis"`
+		} `json:"checks"`
+	} `json:"files"`
+}
+
+// TestDiagnosisOfEachFlaw: the example consumer with each flaw whose
+// window lies between its statements (through HTTP and one process per
+// delivery, on PostgreSQL, through the proxy) or at its externals (the
+// stand-ins), on seeds 1–3: every check the flaw fails is named by that
+// flaw's pattern where the listed checks are, and no failing check of it
+// is named by another pattern (a check whose trace does not hold the
+// evidence says not-recognised); the safe consumer passes, carrying no
+// diagnosis.
+func TestDiagnosisOfEachFlaw(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	// The exec file, with a race appended: two processes at once, each
+	// held at each boundary of its statements.
+	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/exec-statements.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	execRace := filepath.Join(t.TempDir(), "exec-race.yaml")
+	race := `
+  - name: two deliveries raced at every statement boundary
+    steps:
+      - deliver: {id: evt-62, source: /orders, type: order.paid, data: {orderId: O-62, amount: 62}}
+        concurrent: 2
+    expect:
+      effects: {O-62: 1}
+`
+	if err := os.WriteFile(execRace, append(src, race...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		statements = "examples/consumer/statements.yaml"
+		externals  = "examples/consumer/scenarios/externals.yaml"
+		one        = "killed at every statement boundary of one payment"
+		commit     = "killed right after the payment's commit, before it answers"
+		raced      = "two deliveries raced at every statement boundary"
+	)
+	tests := []struct {
+		flaw, file string
+		pattern    string   // "": the safe consumer
+		named      []string // the checks that must carry pattern
+		work       string
+	}{
+		{"safe", statements, "", nil, ""},
+		{"marker-after-effect", statements, "effect-and-marker-apart", []string{one, commit, raced}, ""},
+		{"marker-after-autocommit", statements, "effect-and-marker-apart", []string{one, raced}, ""},
+		{"check-then-act", statements, "check-then-act", []string{raced}, ""},
+		{"ack-before-commit", statements, "ack-before-commit", []string{one}, ""},
+		{"commit-after-answer", statements, "ack-before-commit", []string{one}, ""},
+		{"safe", execRace, "", nil, ""},
+		{"marker-after-effect", execRace, "effect-and-marker-apart", []string{one, "killed before the marker is written", raced}, ""},
+		{"check-then-act", execRace, "check-then-act", []string{raced}, ""},
+		{"safe", externals, "", nil, "100ms"},
+		{"charge-without-key", externals, "external-call-without-key", []string{"the provider charged, and its answer was lost", "killed after the charge, before its answer"}, "100ms"},
+		{"random-key", externals, "unstable-key", []string{"killed after the charge, before its answer"}, "100ms"},
+		{"mail-before-commit", externals, "external-call-without-key", []string{"killed again and again during the work, charged and mailed at most once"}, "500ms"},
+	}
+	// One seed at a time: the thirteen runs of a seed at once load a
+	// small machine enough.
+	for seed := 1; seed <= 3; seed++ {
+		var runs []invocation
+		for i, tt := range tests {
+			env := consumerEnv(t, bin, tt.flaw)
+			schema := schemaDSN(t, pg, fmt.Sprintf("redeliver_diagnosis_%d_%d", i, seed))
+			env["PGDB"], env["DB"] = schema, schema
+			if tt.work != "" {
+				env["WORK"] = tt.work
+			}
+			withPlainRedeliver(t, env)
+			runs = append(runs, invocation{
+				name:  tt.flaw + "/" + filepath.Base(tt.file),
+				env:   env,
+				args:  []string{"run", tt.file, "--seed", fmt.Sprint(seed), "--format", "json"},
+				check: func(t *testing.T, o outcome) { checkDiagnoses(t, o, tt.pattern, tt.named) },
+			})
+		}
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { runConcurrently(t, runs) })
+	}
+}
+
+// checkDiagnoses reads a run's JSON report: a safe consumer's (pattern
+// "") passes with no diagnosis; a flaw's failing checks are each named
+// by pattern or not recognised, never by another pattern, and those
+// named must carry pattern.
+func checkDiagnoses(t *testing.T, o outcome, pattern string, must []string) {
+	t.Helper()
+	var doc diagnosed
+	if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil || len(doc.Files) != 1 || o.exit > 1 {
+		t.Fatalf("no JSON report (%v):\n%s", err, o)
+	}
+	if pattern == "" && o.exit != 0 {
+		t.Fatalf("the safe consumer failed:\n%s", o)
+	}
+	named := map[string]bool{}
+	for _, c := range doc.Files[0].Checks {
+		d := c.Diagnosis
+		switch {
+		case c.Passed && d != nil:
+			t.Errorf("%s passed and carries a diagnosis: %+v", c.Name, *d)
+		case c.Passed:
+		case d == nil:
+			t.Errorf("%s failed and carries no diagnosis", c.Name)
+		case d.Pattern == pattern:
+			named[c.Name] = true
+			if d.Why == "" || d.Fix == "" {
+				t.Errorf("%s: %s with no why or fix: %+v", c.Name, d.Pattern, *d)
+			}
+		case d.Pattern != "not-recognised":
+			t.Errorf("%s named %s (%s), want %s or not-recognised", c.Name, d.Pattern, d.Why, pattern)
+		}
+	}
+	for _, n := range must {
+		if !named[n] {
+			t.Errorf("%q is not named %s:\n%s", n, pattern, o)
+		}
+	}
+}
+
+// TestDiagnosisBehindABroker: the example consumer behind JetStream and
+// RabbitMQ, killed at its statements through the proxy: marker-after-effect
+// is named effect-and-marker-apart at both checks, the safe consumer
+// carries no diagnosis.
+func TestDiagnosisBehindABroker(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	for _, b := range []struct {
+		name  string
+		setup func(t *testing.T, env map[string]string)
+	}{{"nats", natsStream}, {"amqp", amqpQueue}} {
+		for _, tt := range []struct {
+			flaw, pattern string
+			named         []string
+		}{
+			{"safe", "", nil},
+			{"marker-after-effect", "effect-and-marker-apart", []string{"killed at every statement boundary of one payment", "killed right after the payment's commit, before the ack"}},
+		} {
+			t.Run(b.name+"/"+tt.flaw, func(t *testing.T) {
+				t.Parallel()
+				brokerSlot(t)
+				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
+				b.setup(t, env)
+				o := redeliver(t, env, "run", "examples/consumer/brokers/"+b.name+"-statements.yaml", "--seed", "1", "--format", "json")
+				checkDiagnoses(t, o, tt.pattern, tt.named)
+			})
+		}
+	}
+}
+
+// TestDiagnosisInTheTextReport: the text report of the example consumer
+// with marker-after-effect says why and the fix right after the
+// invariant, with the statement numbers of the trace below.
+func TestDiagnosisInTheTextReport(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	env := consumerEnv(t, bin, "marker-after-effect")
+	env["PGDB"] = schemaDSN(t, pg, "redeliver_diagnosis_text")
+	withPlainRedeliver(t, env)
+	runConcurrently(t, []invocation{{
+		name: "marker-after-effect",
+		env:  env,
+		args: []string{"run", "examples/consumer/exec-statements.yaml"},
+		check: func(t *testing.T, o outcome) {
+			want := strings.Join([]string{
+				"  invariant duplicate-effect broken: key O-60 has 2 rows in payments (events evt-60, evt-60), by step 1 (examples/consumer/exec-statements.yaml:36:9)",
+				"  why: effect and marker apart — the delivery wrote payments at statement 4, committed at statement 5 with no write to processed_messages in its transaction; the kill after statement 5 came before processed_messages was written, so the redelivery found no row in processed_messages and made the effect again",
+				"  fix: make the marker insert the guard, in the effect's transaction: INSERT INTO processed_messages … ON CONFLICT DO NOTHING RETURNING …; go on only if a row was inserted (else answer as a duplicate), then write payments and COMMIT",
+				"  statements of the delivery:",
+			}, "\n")
+			if o.exit != 1 || !strings.Contains(o.stdout, want) {
+				t.Errorf("want exit 1 and\n%s\ngot\n%s", want, o)
+			}
+			if !strings.Contains(o.stdout, "    4. INSERT INTO payments") || !strings.Contains(o.stdout, "    5. commit → COMMIT ✂ killed here") {
+				t.Errorf("the trace does not number the evidence as the diagnosis does:\n%s", o)
+			}
+		},
+	}})
+}
+
+// TestReplayGroupsByPattern: a replay into the example consumer through
+// the proxy, killed at statement boundaries drawn from --seed, groups the
+// keys of each broken invariant by the pattern their kill's statements
+// show, in the text and the JSON report (valid against its schema's
+// words: a pattern of the diagnosis); the safe consumer passes with
+// none.
+func TestReplayGroupsByPattern(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	capture := filepath.Join(t.TempDir(), "capture.ndjson")
+	writeCapture(t, capture, 40)
+	var runs []invocation
+	for i, tt := range []struct {
+		flaw, want, pattern string
+		exit                int
+	}{
+		{"safe", "", "", 0},
+		{"marker-after-effect", "  why: effect and marker apart: ", "effect-and-marker-apart", 1},
+		{"ack-before-commit", "  why: ack before commit: ", "ack-before-commit", 1},
+	} {
+		for _, format := range []string{"text", "json"} {
+			env := consumerEnv(t, bin, tt.flaw)
+			env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_replay_diagnosis_%d_%s", i, format))
+			withPlainRedeliver(t, env)
+			runs = append(runs, invocation{
+				name: tt.flaw + "/" + format,
+				env:  env,
+				args: []string{"replay", capture, "--target", "examples/consumer/target-proxy.yaml", "--crash", "0.3", "--seed", "4", "--format", format},
+				check: func(t *testing.T, o outcome) {
+					if o.exit != tt.exit {
+						t.Fatalf("want exit %d, got\n%s", tt.exit, o)
+					}
+					if format == "text" {
+						if tt.want == "" && strings.Contains(o.stdout, "why: ") || !strings.Contains(o.stdout, tt.want) {
+							t.Errorf("want %q, got\n%s", tt.want, o)
+						}
+						return
+					}
+					var doc struct {
+						Violations []struct {
+							Examples []struct {
+								Pattern string `json:"pattern"`
+							} `json:"examples"`
+						} `json:"violations"`
+					}
+					if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil {
+						t.Fatalf("no JSON report (%v):\n%s", err, o)
+					}
+					named := 0
+					for _, v := range doc.Violations {
+						for _, x := range v.Examples {
+							switch x.Pattern {
+							case tt.pattern:
+								named++
+							case "", "not-recognised":
+							default:
+								t.Errorf("a breach named %s, want %s", x.Pattern, tt.pattern)
+							}
+						}
+					}
+					if tt.pattern != "" && named == 0 {
+						t.Errorf("no breach named %s:\n%s", tt.pattern, o.stdout)
+					}
+				},
+			})
+		}
+	}
+	runConcurrently(t, runs)
+}

@@ -1,0 +1,630 @@
+// Package diagnose names why a failing check failed: from the statements
+// each worker ran (where each was held or killed, where the consumer
+// answered), the calls to its externals and the invariant that broke, it
+// recognises one of a few known ways of getting idempotency wrong and
+// says the fix in the dialect of the consumer's database. It names a
+// pattern only when the trace holds every piece of its evidence; it never
+// reads the consumer's name or how it was started.
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/invariant"
+)
+
+// Pattern is a known way of getting idempotency wrong.
+type Pattern string
+
+// The patterns, and NotRecognised where no pattern's evidence is complete.
+const (
+	CheckThenAct       Pattern = "check-then-act"
+	EffectMarkerApart  Pattern = "effect-and-marker-apart"
+	MarkerMissing      Pattern = "marker-missing"
+	AckBeforeCommit    Pattern = "ack-before-commit"
+	AdditiveUpsert     Pattern = "additive-upsert"
+	ExternalWithoutKey Pattern = "external-call-without-key"
+	UnstableKey        Pattern = "unstable-key"
+	NotRecognised      Pattern = "not-recognised"
+)
+
+// Words says the pattern as the reports print it after "why:".
+func (p Pattern) Words() string {
+	switch p {
+	case EffectMarkerApart:
+		return "effect and marker apart"
+	case MarkerMissing:
+		return "marker missing"
+	case AckBeforeCommit:
+		return "ack before commit"
+	case AdditiveUpsert:
+		return "additive upsert"
+	case ExternalWithoutKey:
+		return "external call without a key"
+	case UnstableKey:
+		return "unstable key"
+	case NotRecognised:
+		return "not recognised"
+	}
+	return string(p)
+}
+
+// Diagnosis is why a check failed and how to fix it.
+type Diagnosis struct {
+	Pattern Pattern
+	// Evidence are the numbers (1-based) of the trace's statements the
+	// diagnosis rests on, in order; Calls the external calls (their
+	// number at the external) it rests on.
+	Evidence []int
+	Calls    []int
+	External string // the external Calls are at
+	// Why says the evidence in words, with the statement numbers; Fix
+	// the change, in the consumer database's dialect. Both are empty
+	// when the pattern is NotRecognised.
+	Why string
+	Fix string
+}
+
+// Facts are what a failing check recorded.
+type Facts struct {
+	// Dialect is the consumer's database: "postgres", "mysql",
+	// "sqlite", or "" when not known.
+	Dialect string
+	// EffectTable is the table the effects are read from ("" when a
+	// query reads them: then no statement can be told to write one).
+	EffectTable string
+	Violations  []invariant.Violation
+	Trace       []consumer.Statement
+	Calls       []invariant.Call
+}
+
+// Diagnose says why the check whose facts these are failed. It returns
+// nil when the check recorded nothing to read — no statement, no call
+// and no breach of an external's invariant (the built-in handler's
+// checks, a consumer run without the effects proxy): there is no
+// evidence to weigh, and saying "not recognised" there would say
+// nothing.
+func Diagnose(f Facts) *Diagnosis {
+	if len(f.Trace) == 0 && len(f.Calls) == 0 && !externalBreach(f.Violations) {
+		return nil
+	}
+	d := &diagnosis{Facts: f, effect: strings.ToLower(unquote(f.EffectTable)), stmts: parse(f.Trace)}
+	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, d.additiveUpsert, d.ackBeforeCommit, d.apart, d.checkThenAct, d.markerMissing} {
+		if r := try(); r != nil {
+			sort.Ints(r.Evidence)
+			r.Evidence = uniq(r.Evidence)
+			return r
+		}
+	}
+	return &Diagnosis{Pattern: NotRecognised}
+}
+
+func externalBreach(vs []invariant.Violation) bool {
+	for _, v := range vs {
+		if v.External != "" {
+			return true
+		}
+	}
+	return false
+}
+
+type diagnosis struct {
+	Facts
+	effect string
+	stmts  []stmt
+}
+
+// broke returns the violations of the invariants named.
+func (d *diagnosis) broke(names ...*invariant.Invariant) []invariant.Violation {
+	var out []invariant.Violation
+	for _, v := range d.Violations {
+		for _, n := range names {
+			if v.Invariant == n.Name {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// calls returns the facts' calls at external numbered seqs.
+func (d *diagnosis) calls(external string, seqs []int) []invariant.Call {
+	var out []invariant.Call
+	for _, c := range d.Calls {
+		if c.External == external && contains(seqs, c.Seq) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// callStatements are the numbers of the trace's calls to external.
+func (d *diagnosis) callStatements(external string) []int {
+	var out []int
+	for i, st := range d.Trace {
+		if st.External == external {
+			out = append(out, i+1)
+		}
+	}
+	return out
+}
+
+// unstableKey: the external performed the effect of one key more than
+// once (external-duplicate), and it was asked under more than one
+// idempotency key (unstable-idempotency-key).
+func (d *diagnosis) unstableKey() *Diagnosis {
+	for _, v := range d.broke(invariant.UnstableIdempotencyKey) {
+		if len(v.Calls) < 2 || d.duplicateAt(v.External) == nil {
+			continue
+		}
+		keys := map[string]bool{}
+		for _, c := range d.calls(v.External, v.Calls) {
+			keys[c.IdemKey] = true
+		}
+		return &Diagnosis{
+			Pattern: UnstableKey, Evidence: d.callStatements(v.External), Calls: v.Calls, External: v.External,
+			Why: fmt.Sprintf("%s to %s carried %s, one per attempt, so %s took each retry for a new request",
+				callWords(v.Calls), v.External, count(max(len(keys), 2), "idempotency key", "different idempotency keys"), v.External),
+			Fix: "derive the idempotency key from the event, the same on every attempt (e.g. payment-{orderId}, or the event id), never from a random UUID or the time",
+		}
+	}
+	return nil
+}
+
+// withoutKey: the external performed the effect of one key more than
+// once, and the calls carried no idempotency key — the external dedupes
+// by one and none came (unkeyed-external-call), or it dedupes by none.
+func (d *diagnosis) withoutKey() *Diagnosis {
+	for _, v := range d.broke(invariant.UnkeyedExternalCall) {
+		header := "idempotency key"
+		if cs := d.calls(v.External, v.Calls); len(cs) > 0 && cs[0].Header != "" {
+			header = cs[0].Header + " header"
+		}
+		dup := d.duplicateAt(v.External)
+		if dup == nil {
+			continue
+		}
+		return &Diagnosis{
+			Pattern: ExternalWithoutKey, Evidence: d.callStatements(v.External), Calls: v.Calls, External: v.External,
+			Why: fmt.Sprintf("%s to %s carried no %s, so %s could not tell a retry from a new request and performed %d effects for one key",
+				callWords(v.Calls), v.External, header, v.External, len(dup.Calls)),
+			Fix: fmt.Sprintf("send an %s with every call to %s, derived from the event and the same on every attempt (e.g. payment-{orderId})", header, v.External),
+		}
+	}
+	for _, v := range d.broke(invariant.ExternalDuplicate) {
+		cs := d.calls(v.External, v.Calls)
+		if len(cs) < 2 {
+			continue
+		}
+		unkeyed := true
+		for _, c := range cs {
+			if c.Keyed || c.IdemKey != "" {
+				unkeyed = false
+			}
+		}
+		if !unkeyed {
+			continue
+		}
+		return &Diagnosis{
+			Pattern: ExternalWithoutKey, Evidence: d.callStatements(v.External), Calls: v.Calls, External: v.External,
+			Why: fmt.Sprintf("%s to %s repeated one effect, and %s dedupes by no key: every attempt that reaches it performs again",
+				callWords(v.Calls), v.External, v.External),
+			Fix: fmt.Sprintf("write the call to %s as an outbox row in the effect's transaction and make it from the outbox after the commit, marking the row done; or give each call an id the receiving side dedupes by", v.External),
+		}
+	}
+	return nil
+}
+
+func (d *diagnosis) duplicateAt(external string) *invariant.Violation {
+	for _, v := range d.broke(invariant.ExternalDuplicate) {
+		if v.External == external {
+			return &v
+		}
+	}
+	return nil
+}
+
+// additiveUpsert: a duplicate changed a stored row, and the trace shows
+// an upsert of the effect's table adding to a column: the duplicate's
+// upsert ran again and added again.
+func (d *diagnosis) additiveUpsert() *Diagnosis {
+	if len(d.broke(invariant.ChangedByDuplicate)) == 0 || d.effect == "" {
+		return nil
+	}
+	var at []int
+	for _, s := range d.stmts {
+		if s.kind == write && s.additive && s.ran && s.on(d.effect) {
+			at = append(at, s.n)
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	return &Diagnosis{
+		Pattern: AdditiveUpsert, Evidence: at,
+		Why: fmt.Sprintf("%s upserted %s adding to the stored value, so the duplicate added again", stmtWords(at), d.effect),
+		Fix: d.upsertFix(),
+	}
+}
+
+// ackBeforeCommit: an effect was lost, the consumer answered before its
+// effect was committed, and the kill came after the answer, before the
+// COMMIT.
+func (d *diagnosis) ackBeforeCommit() *Diagnosis {
+	if len(d.broke(invariant.LostEffect)) == 0 {
+		return nil
+	}
+	answered, killed := -1, -1
+	for i, st := range d.Trace {
+		if st.AnsweredBefore != "" && answered < 0 {
+			answered = i
+		}
+		if d.stmts[i].killed {
+			killed = i
+		}
+	}
+	if answered < 0 || killed < answered {
+		return nil
+	}
+	// Nothing of the effect committed before the kill.
+	var open []int
+	for _, s := range d.stmts[:killed+1] {
+		if s.kind == write && d.effect != "" && s.on(d.effect) {
+			if s.committed != 0 && s.committed <= killed+1 && !(s.committed == killed+1 && d.Trace[killed].Before) {
+				return nil
+			}
+			open = append(open, s.n)
+		}
+	}
+	said := d.Trace[answered].AnsweredBefore
+	k := d.stmts[killed]
+	where := "before it reached the database"
+	if !d.Trace[killed].Before {
+		where = "after it ran, before the consumer saw its answer"
+	}
+	why := fmt.Sprintf("the consumer answered %s before statement %d, with its effect not yet committed", said, answered+1)
+	if len(open) > 0 {
+		why = fmt.Sprintf("the consumer answered %s before statement %d, while %s (%s) waited uncommitted", said, answered+1, stmtWords(open), d.effect)
+	}
+	why += fmt.Sprintf("; the kill at statement %d (%s) lost the effect it had acknowledged", k.n, where)
+	return &Diagnosis{
+		Pattern:  AckBeforeCommit,
+		Evidence: append(append([]int{answered + 1}, open...), k.n),
+		Why:      why,
+		Fix:      "answer (or ack) only after the COMMIT has returned: a kill before it then leaves the delivery unacknowledged and it is redelivered; the marker makes a redelivery after the commit a duplicate",
+	}
+}
+
+// markers are the tables the delivery keeps its marker in, as far as the
+// trace shows: other than the effect's table, looked up by a worker
+// before its first write, or written in the effect's transaction.
+func (d *diagnosis) markers() map[string]bool {
+	m := map[string]bool{}
+	wroteYet := map[int]bool{}
+	for _, s := range d.stmts {
+		switch s.kind {
+		case read:
+			if !wroteYet[s.worker] {
+				for _, t := range s.tables {
+					if t != d.effect {
+						m[t] = true
+					}
+				}
+			}
+		case write:
+			wroteYet[s.worker] = true
+		}
+	}
+	// Written in a transaction that also wrote the effect.
+	for _, e := range d.stmts {
+		if e.kind != write || e.tx == 0 || !e.on(d.effect) {
+			continue
+		}
+		for _, s := range d.stmts {
+			if s.kind == write && s.tx == e.tx && !s.on(d.effect) {
+				m[s.tables[0]] = true
+			}
+		}
+	}
+	return m
+}
+
+// markerWrite reports whether s writes (or tries to write) a marker.
+func markerWrite(s stmt, markers map[string]bool) bool {
+	if s.kind != write || s.verb != "insert" && s.verb != "update" {
+		return false
+	}
+	for _, t := range s.tables {
+		if markers[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// txHolds reports whether the transaction (or autocommit statement) of
+// e holds a marker write.
+func (d *diagnosis) txHoldsMarker(e stmt, markers map[string]bool) bool {
+	for _, s := range d.stmts {
+		if markerWrite(s, markers) && s.worker == e.worker && (e.tx != 0 && s.tx == e.tx || s.n == e.n) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *diagnosis) duplicated() bool {
+	return d.effect != "" && len(d.broke(invariant.DuplicateEffect, invariant.DuplicateKey)) > 0
+}
+
+// apart: the effect committed in a transaction (or an autocommit
+// statement) of its own, with no marker in it, and either the kill came
+// after that commit and before any marker was written, or the trace shows
+// the marker written later, in another transaction, while another
+// worker made a second effect.
+func (d *diagnosis) apart() *Diagnosis {
+	if !d.duplicated() {
+		return nil
+	}
+	markers := d.markers()
+	if len(markers) == 0 {
+		return nil
+	}
+	// A kill after the effect's commit, before any marker write: the
+	// marker is named only when the lookup read one table besides the
+	// effect's, since its write never came.
+	names := sortedKeys(markers)
+	marker := names[0]
+	for _, k := range d.stmts {
+		if !k.killed || len(names) != 1 {
+			continue
+		}
+		for _, e := range d.stmts {
+			if !e.wrote(d.effect) || e.committed == 0 || e.worker != k.worker || d.txHoldsMarker(e, markers) {
+				continue
+			}
+			// The commit ran before the kill: the kill came after it, or
+			// at a later statement.
+			if e.committed > k.n || e.committed == k.n && d.Trace[k.n-1].Before {
+				continue
+			}
+			written := false
+			for _, s := range d.stmts[e.n:k.n] {
+				if markerWrite(s, markers) && s.ran && s.worker == k.worker {
+					written = true
+				}
+			}
+			if written {
+				continue
+			}
+			how := fmt.Sprintf("committed at statement %d with no write to %s in its transaction", e.committed, marker)
+			switch {
+			case e.tx <= 0 && e.committed == e.n:
+				how = fmt.Sprintf("committed on its own (autocommit), with no write to %s", marker)
+			case e.tx < 0:
+				how = fmt.Sprintf("committed at the Sync of statement %d (autocommit), with no write to %s", e.committed, marker)
+			}
+			where := fmt.Sprintf("after statement %d", k.n)
+			if d.Trace[k.n-1].Before {
+				where = fmt.Sprintf("before statement %d", k.n)
+			}
+			return &Diagnosis{
+				Pattern: EffectMarkerApart, Evidence: []int{e.n, e.committed, k.n},
+				Why: fmt.Sprintf("%s wrote %s at statement %d, %s; the kill %s came before %s was written, so the redelivery found no row in %s and made the effect again",
+					who(d.stmts, e), d.effect, e.n, how, where, marker, marker),
+				Fix: d.guardFix(marker),
+			}
+		}
+	}
+	// A race: a worker's effect committed with no marker, its marker
+	// written after the commit; another worker made a second effect.
+	for _, e := range d.stmts {
+		if !e.wrote(d.effect) || e.committed == 0 || d.txHoldsMarker(e, markers) {
+			continue
+		}
+		var later *stmt
+		for _, s := range d.stmts[e.committed:] {
+			if markerWrite(s, markers) && s.worker == e.worker {
+				later = &s
+				break
+			}
+		}
+		if later == nil {
+			continue
+		}
+		for _, o := range d.stmts {
+			if o.worker == e.worker || !o.wrote(d.effect) {
+				continue
+			}
+			return &Diagnosis{
+				Pattern: EffectMarkerApart, Evidence: []int{e.n, e.committed, later.n, o.n},
+				Why: fmt.Sprintf("worker %d committed %s at statement %d and wrote %s only at statement %d, in another transaction; worker %d wrote %s again at statement %d — a marker outside the effect's transaction guards nothing",
+					e.worker, d.effect, e.committed, later.tables[0], later.n, o.worker, d.effect, o.n),
+				Fix: d.guardFix(later.tables[0]),
+			}
+		}
+	}
+	return nil
+}
+
+// checkThenAct: a worker read the marker or the effect and found no row,
+// another worker's effect committed after that read, and the first
+// wrote the effect anyway.
+func (d *diagnosis) checkThenAct() *Diagnosis {
+	if !d.duplicated() {
+		return nil
+	}
+	markers := d.markers()
+	for _, r := range d.stmts {
+		if r.kind != read || !r.ran || r.rows != 0 {
+			continue
+		}
+		looked := ""
+		for _, t := range r.tables {
+			if markers[t] {
+				looked = t
+				break
+			}
+		}
+		if looked == "" && r.on(d.effect) {
+			looked = d.effect
+		}
+		if looked == "" {
+			continue
+		}
+		for _, c := range d.stmts {
+			if c.worker == r.worker || !c.wrote(d.effect) || c.committed <= r.n {
+				continue
+			}
+			for _, w := range d.stmts[c.committed:] {
+				if w.worker != r.worker || !w.wrote(d.effect) {
+					continue
+				}
+				why := fmt.Sprintf("worker %d read %s (0 rows) at statement %d, worker %d committed at statement %d, worker %d inserted at statement %d",
+					r.worker, looked, r.n, c.worker, c.committed, r.worker, w.n)
+				ev := []int{r.n, c.committed, w.n}
+				for _, g := range d.stmts[r.n:w.n] {
+					if g.worker == r.worker && markerWrite(g, markers) && g.ran && g.rows == 0 {
+						why += fmt.Sprintf(" (its insert into %s at statement %d wrote no row, and it went on)", g.tables[0], g.n)
+						ev = append(ev, g.n)
+						break
+					}
+				}
+				why += " — no unique key stopped it"
+				marker := looked
+				if marker == d.effect {
+					marker = "a processed marker"
+				}
+				return &Diagnosis{Pattern: CheckThenAct, Evidence: ev, Why: why, Fix: d.guardFix(marker)}
+			}
+		}
+	}
+	return nil
+}
+
+// markerMissing: the effect was written twice and the trace shows no
+// marker at all: nothing read, nothing written but the effect, and no
+// write that skips or merges a row whose key exists.
+func (d *diagnosis) markerMissing() *Diagnosis {
+	if !d.duplicated() {
+		return nil
+	}
+	var effects []int
+	for _, s := range d.stmts {
+		switch {
+		case s.kind == read:
+			return nil
+		case s.kind == write && (!s.on(d.effect) || s.guard || s.upsert):
+			return nil
+		case s.wrote(d.effect):
+			effects = append(effects, s.n)
+		}
+	}
+	for _, st := range d.Trace {
+		if st.External != "" {
+			return nil
+		}
+	}
+	if len(effects) == 0 {
+		return nil
+	}
+	return &Diagnosis{
+		Pattern: MarkerMissing, Evidence: effects,
+		Why: fmt.Sprintf("%s wrote %s with no marker read or written in the delivery", stmtWords(effects), d.effect),
+		Fix: d.guardFix("a processed marker table"),
+	}
+}
+
+// guardFix is the change that makes the marker guard the effect, in the
+// dialect of the consumer's database.
+func (d *diagnosis) guardFix(marker string) string {
+	switch d.Dialect {
+	case "mysql":
+		return fmt.Sprintf("give %s a unique key on the event id and, in the effect's transaction, INSERT IGNORE INTO %s first; go on only if it affected 1 row (else answer as a duplicate), then write %s and COMMIT", marker, marker, d.effect)
+	case "sqlite":
+		return fmt.Sprintf("in the effect's transaction (BEGIN IMMEDIATE), INSERT INTO %s … ON CONFLICT DO NOTHING first; go on only if changes() is 1 (else answer as a duplicate), then write %s and COMMIT", marker, d.effect)
+	case "postgres":
+		return fmt.Sprintf("make the marker insert the guard, in the effect's transaction: INSERT INTO %s … ON CONFLICT DO NOTHING RETURNING …; go on only if a row was inserted (else answer as a duplicate), then write %s and COMMIT", marker, d.effect)
+	}
+	return fmt.Sprintf("insert into %s under a unique key on the event id, in the effect's transaction, skipping on a conflict; go on only if a row was inserted, then write %s and commit both together", marker, d.effect)
+}
+
+func (d *diagnosis) upsertFix() string {
+	switch d.Dialect {
+	case "mysql":
+		return fmt.Sprintf("guard the upsert with a marker: in its transaction INSERT IGNORE INTO the marker table (unique key on the event id) first and skip the upsert unless it affected 1 row; or set the value outright (ON DUPLICATE KEY UPDATE x = VALUES(x)) instead of adding to %s", d.effect)
+	case "postgres", "sqlite":
+		return fmt.Sprintf("guard the upsert with a marker: in its transaction INSERT INTO the marker table … ON CONFLICT DO NOTHING first and skip the upsert unless it inserted a row; or set the value outright (DO UPDATE SET x = EXCLUDED.x) instead of adding to %s", d.effect)
+	}
+	return fmt.Sprintf("guard the upsert with a marker inserted under a unique key in the same transaction, skipping the upsert on a conflict; or set the value outright instead of adding to %s", d.effect)
+}
+
+// who names the worker of s when the trace has several.
+func who(stmts []stmt, s stmt) string {
+	for _, o := range stmts {
+		if o.worker != s.worker {
+			return fmt.Sprintf("worker %d", s.worker)
+		}
+	}
+	return "the delivery"
+}
+
+func stmtWords(ns []int) string {
+	if len(ns) == 1 {
+		return fmt.Sprintf("statement %d", ns[0])
+	}
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = fmt.Sprint(n)
+	}
+	return "statements " + strings.Join(s, ", ")
+}
+
+func callWords(ns []int) string {
+	if len(ns) == 1 {
+		return fmt.Sprintf("call %d", ns[0])
+	}
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = fmt.Sprint(n)
+	}
+	return "calls " + strings.Join(s, ", ")
+}
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "one " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func contains(ns []int, n int) bool {
+	for _, m := range ns {
+		if m == n {
+			return true
+		}
+	}
+	return false
+}
+
+func uniq(ns []int) []int {
+	var out []int
+	for i, n := range ns {
+		if i == 0 || n != ns[i-1] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,356 @@
+package diagnose
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/invariant"
+)
+
+// The statements of the example payments consumer, as the proxy shows them.
+const (
+	lookup   = "SELECT m.payload, (SELECT min(p.id) FROM payments p WHERE p.event_id = m.event_id) FROM processed_messages m WHERE m.event_id = $1"
+	charge   = "INSERT INTO provider_charges (idempotency_key, order_id, amount, request) VALUES ($1, $2, $3, $4) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id"
+	charged  = "SELECT id, request FROM provider_charges WHERE idempotency_key = $1"
+	marker   = "INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2) ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
+	payment  = "INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1, $2, $3, $4) RETURNING id"
+	plainPay = "INSERT INTO payments (order_id, event_id, amount) VALUES ($1, $2, $3)"
+)
+
+// w is a statement of worker n.
+func w(n int, text, answer string) consumer.Statement {
+	return consumer.Statement{Worker: n, Text: text, Answer: answer}
+}
+
+// killedAfter marks st as the one the kill came after; killedBefore
+// before it reached the database; heldAfter a race's hold after it.
+func killedAfter(st consumer.Statement) consumer.Statement {
+	st.Held = true
+	return st
+}
+
+func killedBefore(st consumer.Statement) consumer.Statement {
+	st.Held, st.Before, st.Answer = true, true, ""
+	return st
+}
+
+func heldAfter(st consumer.Statement) consumer.Statement {
+	st.Held, st.Released = true, true
+	return st
+}
+
+// ext is st sent in the extended protocol, ended by Sync number sync
+// (0: none came).
+func ext(st consumer.Statement, sync int) consumer.Statement {
+	st.Extended, st.Sync = true, sync
+	return st
+}
+
+func answered(said string, st consumer.Statement) consumer.Statement {
+	st.AnsweredBefore = said
+	return st
+}
+
+var (
+	duplicate = []invariant.Violation{{Invariant: invariant.DuplicateEffect.Name, EventID: "evt-1"}}
+	lost      = []invariant.Violation{{Invariant: invariant.LostEffect.Name, EventID: "evt-1"}}
+	changed   = []invariant.Violation{{Invariant: invariant.ChangedByDuplicate.Name, EventID: "evt-1"}}
+)
+
+func TestDiagnose(t *testing.T) {
+	tests := []struct {
+		name     string
+		facts    Facts
+		want     Pattern
+		evidence []int
+		why      []string // in Why
+		fix      []string // in Fix
+	}{
+		{
+			name: "check-then-act: a lookup, the other's commit, the insert anyway",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, charge, "INSERT 0 1"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"),
+				w(2, lookup, "SELECT 0"), w(1, "commit", "COMMIT"), w(2, charge, "INSERT 0 0"), w(2, charged, "SELECT 1"), w(2, "begin", "BEGIN"),
+				w(2, marker, "INSERT 0 0"), w(2, payment, "INSERT 0 1"), w(2, "commit", "COMMIT"),
+			}},
+			want: CheckThenAct, evidence: []int{6, 7, 11, 12},
+			why: []string{"worker 2 read processed_messages (0 rows) at statement 6, worker 1 committed at statement 7, worker 2 inserted at statement 12", "at statement 11 wrote no row"},
+			fix: []string{"INSERT INTO processed_messages … ON CONFLICT DO NOTHING", "in the effect's transaction"},
+		},
+		{
+			name: "check-then-act on MySQL: the fix in its dialect",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "SELECT 1 FROM processed WHERE id = ?", "SELECT 0"), w(2, "SELECT 1 FROM processed WHERE id = ?", "SELECT 0"),
+				w(1, "START TRANSACTION", "OK"), w(1, "INSERT INTO payments VALUES (?)", "INSERT 0 1"), w(1, "INSERT INTO processed VALUES (?)", "INSERT 0 1"), w(1, "COMMIT", "OK"),
+				w(2, "START TRANSACTION", "OK"), w(2, "INSERT INTO payments VALUES (?)", "INSERT 0 1"), w(2, "INSERT INTO processed VALUES (?)", "INSERT 0 1"), w(2, "COMMIT", "OK"),
+			}},
+			want: CheckThenAct, evidence: []int{2, 6, 8},
+			fix: []string{"unique key", "INSERT IGNORE INTO processed", "affected 1 row"},
+		},
+		{
+			name: "effect and marker apart: killed after the effect's COMMIT",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, charge, "INSERT 0 1"), w(1, "begin", "BEGIN"), w(1, payment, "INSERT 0 1"), killedAfter(w(1, "commit", "COMMIT")),
+			}},
+			want: EffectMarkerApart, evidence: []int{4, 5},
+			why: []string{"wrote payments at statement 4, committed at statement 5 with no write to processed_messages", "the kill after statement 5 came before processed_messages was written"},
+			fix: []string{"INSERT INTO processed_messages … ON CONFLICT DO NOTHING"},
+		},
+		{
+			name: "effect and marker apart: autocommit, killed after the effect",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, charge, "INSERT 0 1"), killedAfter(w(1, payment, "INSERT 0 1")),
+			}},
+			want: EffectMarkerApart, evidence: []int{3},
+			why: []string{"committed on its own (autocommit)", "the kill after statement 3"},
+		},
+		{
+			name: "effect and marker apart, in a race: the marker written after the effect's commit",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				heldAfter(w(1, lookup, "SELECT 0")), w(2, lookup, "SELECT 0"), w(2, charge, "INSERT 0 1"), w(2, "begin", "BEGIN"), w(2, payment, "INSERT 0 1"),
+				w(2, "commit", "COMMIT"), w(2, marker, "INSERT 0 1"), w(1, charge, "INSERT 0 0"), w(1, charged, "SELECT 1"), w(1, "begin", "BEGIN"),
+				w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"), w(1, marker, "INSERT 0 0"),
+			}},
+			want: EffectMarkerApart, evidence: []int{5, 6, 7, 11},
+			why: []string{"worker 2 committed payments at statement 6 and wrote processed_messages only at statement 7", "worker 1 wrote payments again at statement 11"},
+		},
+		{
+			name: "ack before commit: answered, then killed before any COMMIT",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), answered("202", killedBefore(w(1, lookup, ""))),
+			}},
+			want: AckBeforeCommit, evidence: []int{2},
+			why: []string{"answered 202 before statement 2", "the kill at statement 2 (before it reached the database)"},
+			fix: []string{"only after the COMMIT"},
+		},
+		{
+			name: "ack before commit: answered from inside the transaction",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, charge, "INSERT 0 1"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"),
+				answered("200", killedBefore(w(1, "commit", ""))),
+			}},
+			want: AckBeforeCommit, evidence: []int{5, 6},
+			why: []string{"answered 200 before statement 6, while statement 5 (payments) waited uncommitted"},
+		},
+		{
+			name: "additive upsert on PostgreSQL",
+			facts: Facts{Dialect: "postgres", EffectTable: "balances", Violations: changed, Trace: []consumer.Statement{
+				w(1, "BEGIN", "BEGIN"), w(1, "INSERT INTO balances (account, total) VALUES ($1, $2) ON CONFLICT (account) DO UPDATE SET total = balances.total + excluded.total", "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+			}},
+			want: AdditiveUpsert, evidence: []int{2},
+			fix: []string{"ON CONFLICT DO NOTHING", "EXCLUDED.x"},
+		},
+		{
+			name: "additive upsert on MySQL",
+			facts: Facts{Dialect: "mysql", EffectTable: "balances", Violations: changed, Trace: []consumer.Statement{
+				w(1, "INSERT INTO balances (account, total) VALUES (?, ?) ON DUPLICATE KEY UPDATE total = total + VALUES(total)", "INSERT 0 2"),
+			}},
+			want: AdditiveUpsert, evidence: []int{1},
+			fix: []string{"INSERT IGNORE", "VALUES(x)"},
+		},
+		{
+			name: "marker missing: only the effect is written",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "BEGIN", "BEGIN"), w(1, plainPay, "INSERT 0 1"), killedAfter(w(1, "COMMIT", "COMMIT")),
+			}},
+			want: MarkerMissing, evidence: []int{2},
+			why: []string{"statement 2 wrote payments with no marker read or written"},
+		},
+		{
+			name: "external call without a key",
+			facts: Facts{Violations: []invariant.Violation{
+				{Invariant: invariant.ExternalDuplicate.Name, External: "payments", Calls: []int{1, 2}},
+				{Invariant: invariant.UnkeyedExternalCall.Name, External: "payments", Calls: []int{1, 2}},
+			}, Calls: []invariant.Call{{External: "payments", Seq: 1, Keyed: true, Header: "Idempotency-Key", Performed: true}, {External: "payments", Seq: 2, Keyed: true, Header: "Idempotency-Key", Performed: true}}},
+			want: ExternalWithoutKey,
+			why:  []string{"calls 1, 2 to payments carried no Idempotency-Key header, so payments could not tell a retry from a new request and performed 2 effects for one key"},
+			fix:  []string{"send an Idempotency-Key header"},
+		},
+		{
+			name: "external call without a key, to an external that dedupes by none",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.ExternalDuplicate.Name, External: "mail", Calls: []int{3, 4}}},
+				Calls: []invariant.Call{{External: "mail", Seq: 3, Performed: true}, {External: "mail", Seq: 4, Performed: true}}},
+			want: ExternalWithoutKey,
+			fix:  []string{"outbox"},
+		},
+		{
+			name: "unstable key",
+			facts: Facts{Violations: []invariant.Violation{
+				{Invariant: invariant.ExternalDuplicate.Name, External: "payments", Calls: []int{3, 4}},
+				{Invariant: invariant.UnstableIdempotencyKey.Name, External: "payments", Calls: []int{3, 4}},
+			}, Calls: []invariant.Call{{External: "payments", Seq: 3, Keyed: true, IdemKey: "a"}, {External: "payments", Seq: 4, Keyed: true, IdemKey: "b"}}},
+			want: UnstableKey,
+			why:  []string{"calls 3, 4 to payments carried 2 different idempotency keys"},
+		},
+
+		{
+			name: "effect and marker apart: a pipeline, the effect's Sync before the marker's",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				ext(w(1, lookup, "SELECT 0"), 1), ext(w(1, payment, "INSERT 0 1"), 2), killedBefore(ext(w(1, marker, ""), 3)),
+			}},
+			want: EffectMarkerApart, evidence: []int{2, 3},
+			why: []string{"committed on its own (autocommit)", "the kill before statement 3"},
+		},
+		{
+			name: "effect and marker apart on MySQL with autocommit off: a COMMIT after the effect alone",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "SET autocommit=0", "OK"), w(1, "SELECT 1 FROM processed WHERE id = ?", "SELECT 0"), w(1, "INSERT INTO payments VALUES (?)", "INSERT 0 1"), killedAfter(w(1, "COMMIT", "OK")),
+			}},
+			want: EffectMarkerApart, evidence: []int{3, 4},
+			fix: []string{"INSERT IGNORE INTO processed"},
+		},
+
+		// Near misses: alike, and not the pattern.
+		{
+			name: "near miss: the safe consumer's race (the marker insert found the other's row and it stopped) breaks nothing",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(2, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"),
+				w(2, "begin", "BEGIN"), w(2, marker, "INSERT 0 0"), w(2, "rollback", "ROLLBACK"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: the safe consumer killed after its one COMMIT holding marker and effect",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), killedAfter(w(1, "commit", "COMMIT")),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: killed before the effect's COMMIT reached the database is not apart",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, payment, "INSERT 0 1"), killedBefore(w(1, "commit", "")),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: a check-then-act race is not named apart (marker and effect share the transaction)",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(2, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"),
+				w(2, "begin", "BEGIN"), w(2, marker, "INSERT 0 0"), w(2, payment, "INSERT 0 1"), w(2, "commit", "COMMIT"),
+			}},
+			want: CheckThenAct, evidence: []int{2, 6, 8, 9},
+		},
+		{
+			name: "near miss: a pipeline with effect and marker under one Sync, killed before it, committed nothing",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				ext(w(1, lookup, "SELECT 0"), 1), ext(w(1, payment, "INSERT 0 1"), 0), killedAfter(ext(w(1, marker, "INSERT 0 1"), 0)),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: MySQL with autocommit off, killed after the effect before the COMMIT",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "SET autocommit=0", "OK"), w(1, "SELECT 1 FROM processed WHERE id = ?", "SELECT 0"), killedAfter(w(1, "INSERT INTO payments VALUES (?)", "INSERT 0 1")),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: the second worker read after the first committed is no check-then-act",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"),
+				w(2, lookup, "SELECT 1"), w(2, "begin", "BEGIN"), w(2, payment, "INSERT 0 1"), w(2, "commit", "COMMIT"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: lost effect with the answer after the COMMIT is no ack before commit",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"),
+				answered("200", killedBefore(w(1, "SELECT 1", ""))),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: lost effect with no answer in the trace",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), killedBefore(w(1, "begin", "")),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: an upsert that sets the value outright is no additive upsert",
+			facts: Facts{Dialect: "postgres", EffectTable: "balances", Violations: changed, Trace: []consumer.Statement{
+				w(1, "INSERT INTO balances (account, total) VALUES ($1, $2) ON CONFLICT (account) DO UPDATE SET total = excluded.total, n = excluded.n - 1", "INSERT 0 1"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: an additive upsert with no breach of changed-by-duplicate",
+			facts: Facts{Dialect: "postgres", EffectTable: "balances", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "INSERT INTO balances (account, total) VALUES ($1, $2) ON CONFLICT (account) DO UPDATE SET total = balances.total + excluded.total", "INSERT 0 1"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: a lookup of two tables besides the effect names no marker when its write never came",
+			facts: Facts{Dialect: "postgres", EffectTable: "provider_charges", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), killedAfter(w(1, "INSERT INTO provider_charges (order_id) VALUES ($1)", "INSERT 0 1")),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: a keyed external's duplicate with keys (a provider that did not dedupe) is no unkeyed call",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.ExternalDuplicate.Name, External: "payments", Calls: []int{1, 2}}},
+				Calls: []invariant.Call{{External: "payments", Seq: 1, Keyed: true, IdemKey: "k"}, {External: "payments", Seq: 2, Keyed: true, IdemKey: "k"}}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: keys that changed while the provider performed once is no unstable key",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.UnstableIdempotencyKey.Name, External: "payments", Calls: []int{3, 4}}},
+				Calls: []invariant.Call{{External: "payments", Seq: 3, Keyed: true, IdemKey: "a", Performed: true}, {External: "payments", Seq: 4, Keyed: true, IdemKey: "b"}}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: an unkeyed call the provider performed once is no call without a key (nothing duplicated)",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.UnkeyedExternalCall.Name, External: "payments", Calls: []int{1}}},
+				Calls: []invariant.Call{{External: "payments", Seq: 1, Keyed: true, Header: "Idempotency-Key", Performed: true}}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: an effects query names no table, so no statement is the effect",
+			facts: Facts{Dialect: "postgres", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, charge, "INSERT 0 1"), killedAfter(w(1, payment, "INSERT 0 1")),
+			}},
+			want: NotRecognised,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Diagnose(tt.facts)
+			if d == nil {
+				t.Fatalf("got no diagnosis, want %s", tt.want)
+			}
+			if d.Pattern != tt.want {
+				t.Fatalf("got %s (%s), want %s", d.Pattern, d.Why, tt.want)
+			}
+			if tt.evidence != nil && !slices.Equal(d.Evidence, tt.evidence) {
+				t.Errorf("evidence %v, want %v (%s)", d.Evidence, tt.evidence, d.Why)
+			}
+			for _, s := range tt.why {
+				if !strings.Contains(d.Why, s) {
+					t.Errorf("why lacks %q:\n%s", s, d.Why)
+				}
+			}
+			for _, s := range tt.fix {
+				if !strings.Contains(d.Fix, s) {
+					t.Errorf("fix lacks %q:\n%s", s, d.Fix)
+				}
+			}
+			if tt.want == NotRecognised && (d.Why != "" || d.Fix != "" || d.Evidence != nil) {
+				t.Errorf("not recognised carries %+v", d)
+			}
+		})
+	}
+}
+
+// TestDiagnoseNothingRecorded: a failing check that recorded no
+// statement, no call and no external's breach (the built-in handler's)
+// gets no diagnosis at all.
+func TestDiagnoseNothingRecorded(t *testing.T) {
+	if d := Diagnose(Facts{EffectTable: "payments", Violations: duplicate}); d != nil {
+		t.Errorf("got %+v, want none", d)
+	}
+}
