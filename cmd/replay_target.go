@@ -140,8 +140,6 @@ func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error
 		return problem.Usagef("--kill-working kills the consumer instance redeliver started, and %s has no target start", o.Target)
 	case o.KillWorking > 0 && (t.Effects == nil || !t.Effects.Proxy):
 		return problem.Usagef("--kill-working kills an instance at the statements of the delivery it works on, which redeliver sees only through its database proxy: set effects.proxy: true in %s", o.Target)
-	case o.KillWorking > 0 && t.Target.Start.Instances > 1:
-		return problem.Usagef("--kill-working kills the instance that holds a delivery's connection, and with instances: %d redeliver cannot yet tell which one that is: run one instance (drop instances), or use --kill-every", t.Target.Start.Instances)
 	case t.Target.Broker() && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
 		return problem.Usagef("--redeliver, --crash and --concurrent act on a delivery's answer, and a %s target has none; kill instances with --kill-every", t.Target.Channel())
 	}

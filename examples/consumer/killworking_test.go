@@ -14,7 +14,7 @@ import (
 // workingLine finds what --kill-working did on a replay's line.
 var workingLine = regexp.MustCompile(`; --kill-working 1: ([0-9]+) deliveries drawn, ([0-9]+) instance kills? at their statements, ([0-9]+) of them interrupting a delivery`)
 
-// TestBrokerReplayKillWorking replays 20 payments into one instance
+// TestBrokerReplayKillWorking replays 20 payments into two instances
 // behind JetStream, connected through redeliver's PostgreSQL proxy, with
 // --kill-working 1: each delivery has the instance working on it killed
 // at a boundary of its statements drawn from --seed (those whose
