@@ -25,6 +25,7 @@ const (
 	EffectMarkerApart  Pattern = "effect-and-marker-apart"
 	MarkerMissing      Pattern = "marker-missing"
 	AckBeforeCommit    Pattern = "ack-before-commit"
+	CommitBeforeWork   Pattern = "commit-before-work"
 	AdditiveUpsert     Pattern = "additive-upsert"
 	ExternalWithoutKey Pattern = "external-call-without-key"
 	UnstableKey        Pattern = "unstable-key"
@@ -40,6 +41,8 @@ func (p Pattern) Words() string {
 		return "marker missing"
 	case AckBeforeCommit:
 		return "ack before commit"
+	case CommitBeforeWork:
+		return "commit before work"
 	case AdditiveUpsert:
 		return "additive upsert"
 	case ExternalWithoutKey:
@@ -285,17 +288,55 @@ func (d *diagnosis) ackBeforeCommit() *Diagnosis {
 	if !d.Trace[killed].Before {
 		where = "after it ran, before the consumer saw its answer"
 	}
-	why := fmt.Sprintf("the consumer answered %s before statement %d, with its effect not yet committed", said, answered+1)
+	answer := "the consumer answered " + said
+	switch said {
+	case offsetCommitted:
+		answer = "the consumer group's offset was committed past the record"
+	case brokerAcked:
+		answer = "the broker showed the message acked"
+	}
+	why := fmt.Sprintf("%s before statement %d, with its effect not yet committed", answer, answered+1)
 	if len(open) > 0 {
-		why = fmt.Sprintf("the consumer answered %s before statement %d, while %s (%s) waited uncommitted", said, answered+1, stmtWords(open), d.effect)
+		why = fmt.Sprintf("%s before statement %d, while %s (%s) waited uncommitted", answer, answered+1, stmtWords(open), d.effect)
 	}
 	why += fmt.Sprintf("; the kill at statement %d (%s) lost the effect it had acknowledged", k.n, where)
+	if said == offsetCommitted && !d.workedBefore(answered) {
+		// The offset was committed before the effect's transaction
+		// began: the mark comes where redeliver saw the commit, never
+		// before it, so the commit surely came before the work.
+		return &Diagnosis{
+			Pattern:  CommitBeforeWork,
+			Evidence: append(append([]int{answered + 1}, open...), k.n),
+			Why:      fmt.Sprintf("%s before statement %d, before the transaction that writes %s; the kill at statement %d (%s) lost the effect of a record the group had already passed, so it was never read again", answer, answered+1, d.effect, k.n, where),
+			Fix:      "commit the offsets only after the records' transactions have committed (turn auto-commit off, commit after the work): a kill before then leaves the records uncommitted and the group reads them again; the marker makes the second read a duplicate",
+		}
+	}
 	return &Diagnosis{
 		Pattern:  AckBeforeCommit,
 		Evidence: append(append([]int{answered + 1}, open...), k.n),
 		Why:      why,
 		Fix:      "answer (or ack) only after the COMMIT has returned: a kill before it then leaves the delivery unacknowledged and it is redelivered; the marker makes a redelivery after the commit a duplicate",
 	}
+}
+
+// How a trace marks a broker's ack (consumer.Statement.AnsweredBefore):
+// JetStream's durable showing the message acked, Kafka's group showing
+// its offset committed.
+const (
+	brokerAcked     = "acked"
+	offsetCommitted = "offset committed"
+)
+
+// workedBefore reports whether the transaction that writes the effect
+// had begun before the i-th statement (0-based): a statement before it
+// opened a transaction, ran in one, or wrote the effect table.
+func (d *diagnosis) workedBefore(i int) bool {
+	for _, s := range d.stmts[:i] {
+		if s.kind == begin || s.tx != 0 || s.kind == write && d.effect != "" && s.on(d.effect) {
+			return true
+		}
+	}
+	return false
 }
 
 // markers are the tables the delivery keeps its marker in, as far as the

@@ -135,6 +135,35 @@ func TestDiagnose(t *testing.T) {
 			why: []string{"answered 200 before statement 6, while statement 5 (payments) waited uncommitted"},
 		},
 		{
+			name: "commit before work: the group's offset committed before the effect's transaction",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				answered("offset committed", w(1, lookup, "SELECT 0")), w(1, charge, "INSERT 0 1"), w(1, "begin", "BEGIN"), killedBefore(w(1, marker, "")),
+			}},
+			want: CommitBeforeWork, evidence: []int{1, 4},
+			why: []string{"offset was committed past the record before statement 1, before the transaction that writes payments", "the kill at statement 4"},
+			fix: []string{"commit the offsets only after the records' transactions have committed"},
+		},
+		{
+			// Near miss: the commit seen after a write may have come
+			// before it (the mark is late by up to a look), or after:
+			// the evidence says only that it came before the COMMIT.
+			name: "an offset committed inside the transaction is ack before commit, not commit before work",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), answered("offset committed", w(1, payment, "INSERT 0 1")), killedBefore(w(1, "commit", "")),
+			}},
+			want: AckBeforeCommit, evidence: []int{4, 5},
+			why: []string{"the consumer group's offset was committed past the record before statement 4, while statement 4 (payments) waited uncommitted"},
+		},
+		{
+			// Near miss: JetStream's ack before any write is an ack.
+			name: "a broker's ack before any write is ack before commit",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				answered("acked", killedBefore(w(1, lookup, ""))),
+			}},
+			want: AckBeforeCommit, evidence: []int{1},
+			why: []string{"the broker showed the message acked before statement 1"},
+		},
+		{
 			name: "additive upsert on PostgreSQL",
 			facts: Facts{Dialect: "postgres", EffectTable: "balances", Violations: changed, Trace: []consumer.Statement{
 				w(1, "BEGIN", "BEGIN"), w(1, "INSERT INTO balances (account, total) VALUES ($1, $2) ON CONFLICT (account) DO UPDATE SET total = balances.total + excluded.total", "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
