@@ -181,7 +181,7 @@ func (c *conn) command(pk myPacket, w *bufio.Writer) bool {
 		ps := c.my.prepared[id]
 		c.mu.Unlock()
 		if ps != nil {
-			st := &Statement{Text: ps.text, Extended: true, Name: strconv.FormatUint(uint64(id), 10)}
+			st := &Statement{Text: ps.text, Extended: true, Binary: true, Name: strconv.FormatUint(uint64(id), 10)}
 			values := executeValues(pl, ps.params, &ps.types, ps.long)
 			ps.long = nil
 			if c.p.current() != nil {

@@ -627,6 +627,10 @@ type Statement struct {
 	Extended bool
 	Name     string
 	Sync     int
+	// Binary: it came in MySQL's binary protocol (COM_STMT_EXECUTE),
+	// Extended too, Name the id its prepare was given; it ends itself,
+	// and Sync stays 0.
+	Binary bool
 
 	// AfterAnswer: it was sent once the consumer had answered the
 	// delivery, as Watch.Answered says.
