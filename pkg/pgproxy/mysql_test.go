@@ -492,3 +492,50 @@ func TestMySQLAuthenticationPassesThrough(t *testing.T) {
 		})
 	}
 }
+
+// TestMySQLLoadDataLocalInfile: LOAD DATA LOCAL INFILE passes through:
+// the server asks for the file, the client sends it (packets that are
+// no command), and the statement is answered with its rows; a hold
+// after it sees them committed.
+func TestMySQLLoadDataLocalInfile(t *testing.T) {
+	p, cfg := mysqlThrough(t)
+	cfg.AllowAllFiles = true
+	admin := mysqlOpen(t, mysqlServer(t))
+	var on int
+	if err := admin.QueryRow("SELECT @@local_infile").Scan(&on); err != nil || on == 0 {
+		t.Skipf("the server refuses LOAD DATA LOCAL (local_infile=%d, %v)", on, err)
+	}
+	tbl := mysqlTable(t, admin)
+	file := t.TempDir() + "/rows.tsv"
+	var rows strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&rows, "k%d\t%d\n", i, i)
+	}
+	if err := os.WriteFile(file, []byte(rows.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := mysqlOpen(t, cfg)
+	w, err := p.Watch(&Boundary{Words: "load data", After: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Exec("LOAD DATA LOCAL INFILE '" + file + "' INTO TABLE " + tbl)
+		if err == nil {
+			_, err = db.Exec("SELECT 1")
+		}
+		done <- err
+	}()
+	heldOrFail(t, w, done, "load data")
+	if n := mysqlCount(t, admin, tbl); n != 1000 {
+		t.Errorf("held after the load, %d rows are committed, want 1000", n)
+	}
+	w.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Stop(); len(got) != 2 || got[0].Answer != "LOAD 1000" || got[1].Answer != "SELECT 1" {
+		t.Fatalf("trace:\n%s", traceLines(got))
+	}
+}

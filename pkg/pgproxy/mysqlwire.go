@@ -417,12 +417,13 @@ func binaryValue(b []byte, typ byte, unsigned bool) (v []byte, n int, ok bool) {
 }
 
 // mysqlAnswer is the answer a statement got, in the form the proxy's
-// traces show: "INSERT 1", "UPDATE 2", "DELETE 0" (rows affected),
+// traces show: "INSERT 1", "UPDATE 2", "DELETE 0", "LOAD 1000" (rows
+// affected),
 // "SELECT 3" (rows of a result set), "OK" for another statement, "ERROR
 // 1062" for an error.
 func mysqlAnswer(text string, affected uint64) string {
 	s := skipComments(text)
-	for _, w := range []string{"insert", "replace", "update", "delete"} {
+	for _, w := range []string{"insert", "replace", "update", "delete", "load"} {
 		if Matches(s, w) {
 			return strings.ToUpper(w) + " " + strconv.FormatUint(affected, 10)
 		}
