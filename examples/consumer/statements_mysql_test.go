@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -162,4 +164,52 @@ func TestMySQLExecStatementFaults(t *testing.T) {
 		})
 	}
 	runConcurrently(t, runs)
+}
+
+// TestMySQLReplayCrashAtStatements: the twin of
+// TestReplayCrashAtStatements on MySQL or MariaDB: a replay through the
+// MySQL proxy kills at a statement boundary drawn from --seed; the same
+// seed gives the same kills and the same verdict, run after run;
+// marker-after-effect is caught by a seed that lands a kill between its
+// two commits, and the safe consumer passes that seed.
+func TestMySQLReplayCrashAtStatements(t *testing.T) {
+	t.Parallel()
+	my := myDSN(t)
+	bin := buildConsumer(t)
+	capture := filepath.Join(t.TempDir(), "capture.ndjson")
+	writeCapture(t, capture, 40)
+	var runs []invocation
+	for _, tt := range []struct {
+		flaw string
+		exit int
+	}{{"safe", 0}, {"marker-after-effect", 1}, {"marker-after-effect", 1}} {
+		env := consumerEnv(t, bin, tt.flaw)
+		env["MYDB"] = myDatabase(t, my, "redeliver_my_replay_"+strconv.Itoa(len(runs)))
+		withPlainRedeliver(t, env)
+		runs = append(runs, invocation{
+			name: fmt.Sprintf("%s/%d", tt.flaw, len(runs)),
+			env:  env,
+			args: []string{"replay", capture, "--target", "examples/consumer/target-proxy-mysql.yaml", "--crash", "0.3", "--seed", "4"},
+			check: func(t *testing.T, o outcome) {
+				if o.exit != tt.exit || !strings.Contains(o.stdout, "crashes (") {
+					t.Fatalf("want exit %d with crashes, got\n%s", tt.exit, o)
+				}
+				if tt.exit == 1 && !strings.Contains(o.stdout, "FAIL: duplicate-effect (seed 4)") {
+					t.Fatalf("want duplicate-effect caught, got\n%s", o)
+				}
+			},
+		})
+	}
+	outs := make([]string, len(runs))
+	for i := range runs {
+		check := runs[i].check
+		runs[i].check = func(t *testing.T, o outcome) {
+			check(t, o)
+			outs[i] = o.stdout[strings.Index(o.stdout, "\n")+1:] // without the target line (its port)
+		}
+	}
+	runConcurrently(t, runs)
+	if outs[1] != outs[2] {
+		t.Errorf("the same seed gave two verdicts:\n%s\n---\n%s", outs[1], outs[2])
+	}
 }
