@@ -366,7 +366,7 @@ type myResponse struct {
 func newResponse(cmd *myCommand) *myResponse {
 	r := &myResponse{cmd: cmd}
 	switch cmd.kind {
-	case comQuery, comStmtExecute:
+	case comQuery, comStmtExecute, comProcessInfo:
 		r.state = rsStart
 	case comStmtPrepare:
 		r.state = rsPrepare

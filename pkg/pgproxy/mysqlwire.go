@@ -170,6 +170,7 @@ const (
 	comQuery            = 0x03
 	comFieldList        = 0x04
 	comStatistics       = 0x09
+	comProcessInfo      = 0x0a // answered with a result set
 	comChangeUser       = 0x11
 	comStmtPrepare      = 0x16
 	comStmtExecute      = 0x17

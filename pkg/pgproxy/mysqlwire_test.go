@@ -195,11 +195,14 @@ func TestResponses(t *testing.T) {
 			[][]byte{okOf(1, 2|serverMoreResults), {1}, col, eofOf(2), row, eofOf(2 | serverMoreResults), okOf(1, 2)}, []string{"INSERT 1", "SELECT 1", "DELETE 1"}, 6, false},
 		{"multi with an error", comQuery, []string{"INSERT INTO t VALUES (1)", "INSERT INTO t VALUES (1)", "SELECT 1"}, false,
 			[][]byte{okOf(1, 2|serverMoreResults), errPk}, []string{"INSERT 1", "ERROR 1062", "not run (an earlier error)"}, 1, false},
-		{"local infile", comQuery, []string{"LOAD DATA LOCAL INFILE 'f' INTO TABLE t"}, false, [][]byte{append([]byte{0xfb}, "f"...), okOf(2, 2)}, []string{"OK"}, 1, false},
+		{"local infile", comQuery, []string{"LOAD DATA LOCAL INFILE 'f' INTO TABLE t"}, false, [][]byte{append([]byte{0xfb}, "f"...), okOf(2, 2)}, []string{"LOAD 2"}, 1, false},
 		{"prepare", comStmtPrepare, nil, false, [][]byte{{0, 1, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0}, col, col, eofOf(2), col, eofOf(2)}, nil, 5, false},
 		{"prepare, EOF deprecated", comStmtPrepare, nil, true, [][]byte{{0, 1, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0}, col, col, col}, nil, 3, false},
 		{"prepare error", comStmtPrepare, nil, false, [][]byte{errPk}, nil, 0, false},
 		{"ping", 0x0e, nil, false, [][]byte{okOf(0, 2)}, nil, 0, false},
+		{"process info", comProcessInfo, nil, false, [][]byte{{1}, col, eofOf(2), row, eofOf(2)}, nil, 4, false},
+		{"change user, auth switch", comChangeUser, nil, false, [][]byte{[]byte("\xfemysql_native_password\x00abc"), okOf(0, 2)}, nil, 1, false},
+		{"cursor", comStmtExecute, []string{"SELECT k FROM t WHERE k = ?"}, false, [][]byte{{1}, col, eofOf(2 | serverCursorExists)}, []string{"SELECT (cursor)"}, 2, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
