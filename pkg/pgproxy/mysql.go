@@ -488,6 +488,12 @@ func (r *myResponse) step(c *conn, pl []byte) (done bool, final *Statement) {
 			return true, nil
 		}
 	case rsOne:
+		if r.cmd.kind == comResetConnection && pl[0] == 0x00 {
+			// The server forgot the connection's prepared statements.
+			c.mu.Lock()
+			clear(c.my.prepared)
+			c.mu.Unlock()
+		}
 		switch {
 		case pl[0] == 0x00:
 			if _, status, ok := okPacket(pl); ok {

@@ -178,6 +178,7 @@ const (
 	comStmtClose        = 0x19
 	comStmtReset        = 0x1a
 	comStmtFetch        = 0x1c
+	comResetConnection  = 0x1f
 	comBinlogDump       = 0x12
 	comBinlogDumpGTID   = 0x1e
 	comRegisterSlave    = 0x15

@@ -290,3 +290,18 @@ func FuzzMySQLWire(f *testing.F) {
 		lenencInt(data)
 	})
 }
+
+// TestForgottenStatements: after COM_RESET_CONNECTION or COM_CHANGE_USER
+// the server has forgotten the prepared statements, and so does the
+// proxy: an id it gives again is not shown with the old text.
+func TestForgottenStatements(t *testing.T) {
+	for _, kind := range []byte{comResetConnection, comChangeUser} {
+		c := &conn{p: &Proxy{mysql: true}, my: &myConn{prepared: map[uint32]*myPrepared{1: {text: "SELECT 1"}}}}
+		if done, _ := newResponse(&myCommand{kind: kind}).step(c, okOf(0, 2)); !done {
+			t.Errorf("command %#x: its OK did not end the answer", kind)
+		}
+		if len(c.my.prepared) != 0 {
+			t.Errorf("command %#x: prepared statements kept: %v", kind, c.my.prepared)
+		}
+	}
+}
