@@ -23,6 +23,10 @@ run: build ## the fixture, then the whole scenario library, on embedded SQLite i
 # database test); REDELIVER_TEST_POSTGRES=off skips them. Either way one line
 # says which.
 PG_LOCAL := postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+# The same for MySQL or MariaDB (the MySQL proxy and effects tests):
+# REDELIVER_TEST_MYSQL, else a server on 127.0.0.1:3306 (user root, no
+# password, database test); REDELIVER_TEST_MYSQL=off skips them.
+MY_LOCAL := mysql://root@127.0.0.1:3306/test
 
 # Every package, the longest first (the root package's scripts, the
 # example consumer's end-to-end runs, then the store, replay and runner
@@ -52,8 +56,13 @@ test: ## vet, then every test with the race detector
 	if [ "$$pg" = off ]; then pg=; fi; \
 	if [ -n "$$pg" ]; then echo "make test: PostgreSQL tests run against $$pg (REDELIVER_TEST_POSTGRES=off skips them)"; \
 	else echo "make test: no PostgreSQL at 127.0.0.1:5432, its tests are skipped; set REDELIVER_TEST_POSTGRES=postgres://USER@HOST:PORT/DB to run them"; fi; \
+	my="$${REDELIVER_TEST_MYSQL:-}"; \
+	if [ -z "$$my" ] && bash -c 'exec 3<>/dev/tcp/127.0.0.1/3306' 2>/dev/null; then my='$(MY_LOCAL)'; fi; \
+	if [ "$$my" = off ]; then my=; fi; \
+	if [ -n "$$my" ]; then echo "make test: MySQL tests run against $$my (REDELIVER_TEST_MYSQL=off skips them)"; \
+	else echo "make test: no MySQL at 127.0.0.1:3306, its tests are skipped; set REDELIVER_TEST_MYSQL=mysql://USER@HOST:PORT/DB to run them"; fi; \
 	echo "$(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(TEST_PKGS)"; \
-	REDELIVER_TEST_POSTGRES="$$pg" GORACE="$${GORACE:-atexit_sleep_ms=10}" $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(TEST_PKGS)
+	REDELIVER_TEST_POSTGRES="$$pg" REDELIVER_TEST_MYSQL="$$my" GORACE="$${GORACE:-atexit_sleep_ms=10}" $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(TEST_PKGS)
 	$(GO) test -race -count=1 -timeout 30m -run '$(KFAKE_RUN)' $(KFAKE)
 
 # The Node.js peer replay is compared with (docs/peer), installed outside

@@ -336,5 +336,9 @@ func (s *store) createRedeliveries(ctx context.Context) error {
 }
 
 func (s *store) noteRedelivery(ctx context.Context) {
-	_, _ = s.db.ExecContext(ctx, `INSERT INTO broker_redeliveries DEFAULT VALUES`)
+	q := `INSERT INTO broker_redeliveries DEFAULT VALUES`
+	if s.mysql {
+		q = `INSERT INTO broker_redeliveries () VALUES ()`
+	}
+	_, _ = s.db.ExecContext(ctx, q)
 }

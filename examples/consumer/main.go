@@ -62,7 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.listen, "listen", "", "serve HTTP on this address, e.g. 127.0.0.1:8080")
 	fs.BoolVar(&c.exec, "exec", false, "process one event (a structured CloudEvent) from stdin and exit: 0 acked, 65 conflict, 66 rejected")
-	fs.StringVar(&c.db, "db", "", "a SQLite file path (or sqlite:PATH), or postgres://… (search_path=SCHEMA selects, and creates, a schema)")
+	fs.StringVar(&c.db, "db", "", "a SQLite file path (or sqlite:PATH), postgres://… (search_path=SCHEMA selects, and creates, a schema), or MySQL/MariaDB as mysql://USER@HOST:PORT/DB or the Go DSN USER@tcp(HOST:PORT)/DB")
 	fs.StringVar(&flawName, "flaw", "", "make the consumer unsafe: none | check-then-act | ack-before-commit | marker-after-effect | marker-after-autocommit | external-without-key | commit-before-work (--kafka only) | commit-after-answer (empty: safe)")
 	fs.DurationVar(&c.work, "work", 0, "simulated downstream latency, spent inside each flaw's window")
 	fs.StringVar(&c.secretEnv, "secret-env", "", "environment variable holding the Standard Webhooks secret (whsec_<base64> or raw) to verify signatures with")
@@ -87,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c.flaw = f
 	switch {
 	case c.db == "":
-		return c, errors.New("--db is required: a SQLite file path or a postgres:// URL")
+		return c, errors.New("--db is required: a SQLite file path, a postgres:// URL or a MySQL one")
 	case c.flaw == flawCommitBeforeWork && c.broker.kafka == "":
 		return c, errors.New("--flaw commit-before-work needs --kafka: it commits a consumer group's offsets before the work")
 	case c.flaw == flawPublishWithoutID && c.publish == "":

@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
@@ -23,11 +26,17 @@ var schemaPostgres string
 //go:embed schema_sqlite.sql
 var schemaSQLite string
 
+//go:embed schema_mysql.sql
+var schemaMySQL string
+
 // store is the consumer's database: its marker, its payments and the
 // simulated provider's charges.
 type store struct {
 	db       *sql.DB
 	postgres bool
+	// mysql: MySQL or MariaDB, whose statements take ? for $N and have no
+	// ON CONFLICT … RETURNING (see q and insertIgnored).
+	mysql bool
 }
 
 // openStore connects and creates the schema. A PostgreSQL URL may carry
@@ -36,6 +45,9 @@ type store struct {
 func openStore(ctx context.Context, dsn string) (*store, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		return openPostgres(ctx, dsn)
+	}
+	if strings.HasPrefix(dsn, "mysql://") || goMySQL.MatchString(dsn) {
+		return openMySQL(ctx, dsn)
 	}
 	return openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"))
 }
@@ -70,6 +82,107 @@ func openPostgres(ctx context.Context, dsn string) (*store, error) {
 		return nil, fmt.Errorf("create the schema on PostgreSQL: %w", err)
 	}
 	return s, nil
+}
+
+// goMySQL is a Go MySQL driver DSN: [user[:password]@]tcp(host:port)/db.
+var goMySQL = regexp.MustCompile(`^([^/]*@)?(tcp|tcp4|tcp6|unix)\([^)]*\)/`)
+
+// openMySQL connects to MySQL or MariaDB, given a mysql:// URL or the Go
+// driver's own DSN, and creates the tables.
+func openMySQL(ctx context.Context, dsn string) (*store, error) {
+	cfg, err := mysqlConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	s := &store{db: db, mysql: true}
+	// Several --exec processes may start at once: one creates the tables,
+	// holding a named lock on a connection of its own (DDL commits, so no
+	// transaction would serialize it).
+	err = func() error {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := c.ExecContext(ctx, "SELECT GET_LOCK('redeliver-consumer-schema', 60)"); err != nil {
+			return err
+		}
+		defer c.ExecContext(context.Background(), "SELECT RELEASE_LOCK('redeliver-consumer-schema')")
+		for _, stmt := range strings.Split(schemaMySQL, ";\n") {
+			if strings.TrimSpace(stripComments(stmt)) == "" {
+				continue
+			}
+			if _, err := c.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("create the tables on MySQL: %w", err)
+	}
+	return s, nil
+}
+
+// mysqlConfig reads a mysql://USER:PASSWORD@HOST:PORT/DB?PARAMS URL, or a
+// Go MySQL DSN as it is.
+func mysqlConfig(dsn string) (*mysql.Config, error) {
+	if goMySQL.MatchString(dsn) {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			return nil, errors.New("--db is not a MySQL DSN the consumer can use")
+		}
+		return cfg, nil
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, errors.New("--db is not a mysql:// URL the consumer can use")
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host += ":3306"
+	}
+	user := u.User.Username()
+	if pw, ok := u.User.Password(); ok {
+		user += ":" + pw
+	}
+	cfg, err := mysql.ParseDSN(user + "@tcp(" + host + ")/" + strings.TrimPrefix(u.Path, "/") + "?" + u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("--db is not a mysql:// URL the consumer can use: %v", err)
+	}
+	return cfg, nil
+}
+
+// stripComments drops the -- comment lines of a schema statement.
+func stripComments(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// placeholder is PostgreSQL's $N.
+var placeholder = regexp.MustCompile(`\$[0-9]+`)
+
+// q is a statement written with PostgreSQL's $1, $2 … in the store's
+// dialect: ? on MySQL, where every statement here takes its arguments in
+// order.
+func (s *store) q(query string) string {
+	if !s.mysql {
+		return query
+	}
+	return placeholder.ReplaceAllString(query, "?")
 }
 
 func openSQLite(ctx context.Context, path string) (*store, error) {
@@ -159,18 +272,20 @@ var errConflict = errors.New("conflict")
 
 // marker looks the processed marker up (outside any transaction).
 func (s *store) marker(ctx context.Context, ev event) (result, bool, error) {
-	return markerIn(ctx, s.db, ev)
+	return s.markerIn(ctx, s.db, ev)
 }
 
+// querier is a database or a transaction.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-func markerIn(ctx context.Context, q querier, ev event) (result, bool, error) {
+func (s *store) markerIn(ctx context.Context, q querier, ev event) (result, bool, error) {
 	var payload string
 	var payment sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT m.payload, (SELECT min(p.id) FROM payments p WHERE p.event_id = m.event_id)
-		FROM processed_messages m WHERE m.event_id = $1`, ev.id).Scan(&payload, &payment)
+	err := q.QueryRowContext(ctx, s.q(`SELECT m.payload, (SELECT min(p.id) FROM payments p WHERE p.event_id = m.event_id)
+		FROM processed_messages m WHERE m.event_id = $1`), ev.id).Scan(&payload, &payment)
 	if errors.Is(err, sql.ErrNoRows) {
 		return result{}, false, nil
 	}
@@ -189,13 +304,11 @@ func markerIn(ctx context.Context, q querier, ev event) (result, bool, error) {
 func (s *store) commit(ctx context.Context, ev event, charge int64, guarded bool) (result, error) {
 	var r result
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var got string
-		err := tx.QueryRowContext(ctx, `INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2)
-			ON CONFLICT (event_id) DO NOTHING RETURNING event_id`, ev.id, ev.payload).Scan(&got)
+		err := s.insertMarker(ctx, tx, ev)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) && guarded:
 			// Another delivery of this event committed first.
-			prev, _, err := markerIn(ctx, tx, ev)
+			prev, _, err := s.markerIn(ctx, tx, ev)
 			r = prev
 			if err == nil {
 				err = errAlreadyDone
@@ -205,7 +318,7 @@ func (s *store) commit(ctx context.Context, ev event, charge int64, guarded bool
 		case err != nil:
 			return fmt.Errorf("insert the marker of %s: %w", ev.id, err)
 		}
-		id, err := insertPayment(ctx, tx, ev, charge)
+		id, err := s.insertPayment(ctx, tx, ev, charge)
 		r = result{Outcome: "processed", PaymentID: id}
 		return err
 	})
@@ -225,11 +338,9 @@ func (s *store) uncommitted(ctx context.Context, ev event, charge int64) (result
 	if err != nil {
 		return result{}, nil, err
 	}
-	var got string
-	err = tx.QueryRowContext(ctx, `INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2)
-		ON CONFLICT (event_id) DO NOTHING RETURNING event_id`, ev.id, ev.payload).Scan(&got)
+	err = s.insertMarker(ctx, tx, ev)
 	if errors.Is(err, sql.ErrNoRows) {
-		prev, _, err := markerIn(ctx, tx, ev)
+		prev, _, err := s.markerIn(ctx, tx, ev)
 		tx.Rollback()
 		return prev, func() error { return nil }, err
 	}
@@ -237,7 +348,7 @@ func (s *store) uncommitted(ctx context.Context, ev event, charge int64) (result
 		tx.Rollback()
 		return result{}, nil, fmt.Errorf("insert the marker of %s: %w", ev.id, err)
 	}
-	id, err := insertPayment(ctx, tx, ev, charge)
+	id, err := s.insertPayment(ctx, tx, ev, charge)
 	if err != nil {
 		tx.Rollback()
 		return result{}, nil, err
@@ -251,7 +362,7 @@ func (s *store) commitEffect(ctx context.Context, ev event, charge int64) (int64
 	var id int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		id, err = insertPayment(ctx, tx, ev, charge)
+		id, err = s.insertPayment(ctx, tx, ev, charge)
 		return err
 	})
 	return id, err
@@ -260,8 +371,11 @@ func (s *store) commitEffect(ctx context.Context, ev event, charge int64) (int64
 // commitMarker writes the marker alone (marker-after-effect's second
 // transaction).
 func (s *store) commitMarker(ctx context.Context, ev event) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2)
-		ON CONFLICT (event_id) DO NOTHING`, ev.id, ev.payload)
+	q := `INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2) ON CONFLICT (event_id) DO NOTHING`
+	if s.mysql {
+		q = `INSERT INTO processed_messages (event_id, payload) VALUES (?, ?) ON DUPLICATE KEY UPDATE event_id = event_id`
+	}
+	_, err := s.db.ExecContext(ctx, q, ev.id, ev.payload)
 	if err != nil {
 		return fmt.Errorf("insert the marker of %s: %w", ev.id, err)
 	}
@@ -271,13 +385,51 @@ func (s *store) commitMarker(ctx context.Context, ev event) error {
 // insertPaymentAlone writes the payment in a statement of its own, no
 // transaction around it (marker-after-autocommit's first statement).
 func (s *store) insertPaymentAlone(ctx context.Context, ev event, charge int64) (int64, error) {
-	return insertPayment(ctx, s.db, ev, charge)
+	return s.insertPayment(ctx, s.db, ev, charge)
 }
 
-func insertPayment(ctx context.Context, tx querier, ev event, charge int64) (int64, error) {
+// insertMarker inserts the processed marker; sql.ErrNoRows when it is
+// already there (after waiting for a transaction that wrote it to end).
+func (s *store) insertMarker(ctx context.Context, tx querier, ev event) error {
+	if s.mysql {
+		// An existing key changes nothing and counts no row affected.
+		res, err := tx.ExecContext(ctx, `INSERT INTO processed_messages (event_id, payload) VALUES (?, ?)
+			ON DUPLICATE KEY UPDATE event_id = event_id`, ev.id, ev.payload)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmpErr(err, sql.ErrNoRows)
+		}
+		return nil
+	}
+	var got string
+	return tx.QueryRowContext(ctx, `INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2)
+		ON CONFLICT (event_id) DO NOTHING RETURNING event_id`, ev.id, ev.payload).Scan(&got)
+}
+
+// cmpErr is err, or other when err is nil.
+func cmpErr(err, other error) error {
+	if err != nil {
+		return err
+	}
+	return other
+}
+
+func (s *store) insertPayment(ctx context.Context, tx querier, ev event, charge int64) (int64, error) {
 	var id int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1, $2, $3, $4) RETURNING id`,
-		ev.orderID, ev.id, ev.amount, charge).Scan(&id)
+	var err error
+	if s.mysql {
+		var res sql.Result
+		res, err = tx.ExecContext(ctx, `INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES (?, ?, ?, ?)`,
+			ev.orderID, ev.id, ev.amount, charge)
+		if err == nil {
+			id, err = res.LastInsertId()
+		}
+	} else {
+		err = tx.QueryRowContext(ctx, `INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1, $2, $3, $4) RETURNING id`,
+			ev.orderID, ev.id, ev.amount, charge).Scan(&id)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("insert the payment of %s: %w", ev.id, err)
 	}
@@ -297,8 +449,24 @@ func (s *store) charge(ctx context.Context, key string, ev event) (int64, error)
 	}
 	request := fmt.Sprintf("order=%s amount=%s", ev.orderID, ev.amount)
 	var id int64
-	err := s.db.QueryRowContext(ctx, `INSERT INTO provider_charges (idempotency_key, order_id, amount, request) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`, key, ev.orderID, ev.amount, request).Scan(&id)
+	var err error
+	if s.mysql {
+		var res sql.Result
+		res, err = s.db.ExecContext(ctx, `INSERT INTO provider_charges (idempotency_key, order_id, amount, request) VALUES (?, ?, ?, ?)
+			ON DUPLICATE KEY UPDATE id = id`, key, ev.orderID, ev.amount, request)
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err == nil && n == 0 {
+			err = sql.ErrNoRows
+		} else if err == nil {
+			id, err = res.LastInsertId()
+		}
+	} else {
+		err = s.db.QueryRowContext(ctx, `INSERT INTO provider_charges (idempotency_key, order_id, amount, request) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`, key, ev.orderID, ev.amount, request).Scan(&id)
+	}
 	if err == nil {
 		return id, nil
 	}
@@ -306,7 +474,7 @@ func (s *store) charge(ctx context.Context, key string, ev event) (int64, error)
 		return 0, fmt.Errorf("provider: charge %s: %w", key, err)
 	}
 	var first string
-	if err := s.db.QueryRowContext(ctx, `SELECT id, request FROM provider_charges WHERE idempotency_key = $1`, key).Scan(&id, &first); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT id, request FROM provider_charges WHERE idempotency_key = $1`), key).Scan(&id, &first); err != nil {
 		return 0, fmt.Errorf("provider: charge %s: %w", key, err)
 	}
 	if first != request {

@@ -227,6 +227,9 @@ type Statement struct {
 	Extended bool
 	Name     string
 	Sync     int
+	// Binary: it came in MySQL's binary protocol, a COM_STMT_EXECUTE of
+	// the statement prepared as Name (its id); each execute ends itself.
+	Binary bool
 	// External, when set, makes this a call to that external's
 	// stand-in, not an SQL statement: Text is the call ("POST
 	// /v1/charges Idempotency-Key: payment-O-1"), Answer what the

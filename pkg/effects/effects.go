@@ -85,7 +85,17 @@ type DB struct {
 	// reads of a key's rows do not look for it again (a replay reads them
 	// at every redelivery).
 	found atomic.Bool
+	// MySQL: when Blocked last asked InnoDB, and what it said (see
+	// blockedEvery).
+	blockedMu  sync.Mutex
+	blockedAt  time.Time
+	blockedWas bool
 }
+
+// blockedEvery is how often Blocked asks InnoDB on MySQL: its
+// information_schema.innodb_trx is a cache refreshed only when it was
+// not read for 100 ms, so asking more often would keep it stale for ever.
+const blockedEvery = 150 * time.Millisecond
 
 // Where names the database in words, without its user or password:
 // "PostgreSQL 127.0.0.1:5432/test", "SQLite file effects.db".
@@ -667,8 +677,8 @@ func Check(e *scenario.Effects) *problem.Error {
 }
 
 // CheckProxy refuses proxy: true where the proxy cannot stand between the
-// consumer and its database: a MySQL or SQLite database, a PostgreSQL one
-// reached over a unix socket, or one that asks for TLS.
+// consumer and its database: a SQLite database, a PostgreSQL or MySQL
+// one reached over a unix socket, or one that asks for TLS.
 func CheckProxy(e *scenario.Effects) *problem.Error {
 	if e == nil || !e.Proxy {
 		return nil
@@ -679,9 +689,14 @@ func CheckProxy(e *scenario.Effects) *problem.Error {
 	}
 	switch {
 	case p.Kind == SQLite:
-		return problem.Invalid(e.ProxyPos, "proxy: true relays the PostgreSQL wire protocol, and db is a SQLite file, which the consumer opens with no wire between: use a PostgreSQL database, or remove proxy")
+		return problem.Invalid(e.ProxyPos, "proxy: true relays the PostgreSQL and MySQL wire protocols, and db is a SQLite file, which the consumer opens with no wire between: use a PostgreSQL or MySQL database, or remove proxy")
+	case p.Kind == MySQL && (len(p.Hosts) == 0 || !strings.Contains(p.Hosts[0], ":")):
+		return problem.Invalid(e.ProxyPos, "proxy: true relays TCP connections, and db is reached over a unix socket: name the database's host and port (tcp(127.0.0.1:3306))")
 	case p.Kind == MySQL:
-		return problem.Invalid(e.ProxyPos, "proxy: true relays the PostgreSQL wire protocol, and db is a MySQL database, whose protocol redeliver does not relay yet: use a PostgreSQL database, or remove proxy")
+		if mode := mysqlTLS(e.DB); mode != "" && mode != "false" && mode != "preferred" {
+			return problem.Invalid(e.ProxyPos, "proxy: true relays plain TCP, and db asks for tls=%s: the proxy offers no TLS to the consumer and speaks none to the database; test against a database reachable without TLS, or remove proxy", mode)
+		}
+		return nil
 	case len(p.Hosts) == 0 || strings.HasPrefix(p.Hosts[0], "/"):
 		return problem.Invalid(e.ProxyPos, "proxy: true relays TCP connections, and db is reached over a unix socket: name the database's host and port (host=127.0.0.1 port=5432)")
 	}
@@ -700,6 +715,20 @@ func sslMode(dsn string) string {
 		if v, ok := strings.CutPrefix(f, "sslmode="); ok {
 			return strings.Trim(v, "'")
 		}
+	}
+	return ""
+}
+
+// mysqlTLS is the tls a MySQL URL or Go DSN asks for, or "".
+func mysqlTLS(dsn string) string {
+	if dbhost.NativeMySQL(dsn) {
+		if cfg, err := mysql.ParseDSN(dsn); err == nil {
+			return cfg.TLSConfig
+		}
+		return ""
+	}
+	if u, err := url.Parse(dsn); err == nil {
+		return u.Query().Get("tls")
 	}
 	return ""
 }
@@ -723,6 +752,19 @@ func ProxyURL(dsn, addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", err
+	}
+	if dbhost.NativeMySQL(dsn) {
+		// The driver's own form, host and port replaced.
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			return "", errors.New("db is not a Go MySQL DSN the driver can use")
+		}
+		cfg.Net, cfg.Addr = "tcp", addr
+		return cfg.FormatDSN(), nil
+	}
+	if u, err := url.Parse(dsn); err == nil && u.Scheme == "mysql" {
+		u.Host = addr
+		return u.String(), nil
 	}
 	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
 		u.Host = addr
@@ -751,6 +793,9 @@ func ProxyURL(dsn, addr string) (string, error) {
 // with currentSchema set to the search_path dsn gives (as a URL parameter
 // pgx reads, or in options=-csearch_path=…, as libpq reads it).
 func JDBCURL(dsn, addr string) (string, error) {
+	if dbhost.KindOf(dsn) == MySQL {
+		return mysqlJDBCURL(dsn, addr)
+	}
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return "", redact.Error(err)
@@ -773,6 +818,31 @@ func JDBCURL(dsn, addr string) (string, error) {
 	return "jdbc:postgresql://" + addr + "/" + url.PathEscape(db) + "?" + q.Encode(), nil
 }
 
+// mysqlJDBCURL is a MySQL dsn pointed at the proxy's addr as MySQL
+// Connector/J reads it: jdbc:mysql://127.0.0.1:PORT/DB?user=…&password=…,
+// without TLS, and allowed to fetch the server's RSA key for
+// caching_sha2_password's full exchange in plain TCP.
+func mysqlJDBCURL(dsn, addr string) (string, error) {
+	_, native, _, err := parse(dsn)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := mysql.ParseDSN(native)
+	if err != nil {
+		return "", errors.New("db is not a MySQL connection string the driver can use")
+	}
+	q := url.Values{}
+	if cfg.User != "" {
+		q.Set("user", cfg.User)
+	}
+	if cfg.Passwd != "" {
+		q.Set("password", cfg.Passwd)
+	}
+	q.Set("sslMode", "DISABLED")
+	q.Set("allowPublicKeyRetrieval", "true")
+	return "jdbc:mysql://" + addr + "/" + url.PathEscape(cfg.DBName) + "?" + q.Encode(), nil
+}
+
 // searchPathOption is a search_path set in libpq's options: -c
 // search_path=a,b or -csearch_path=a,b.
 var searchPathOption = regexp.MustCompile(`(?:^|\s)-c\s*search_path=(\S+)`)
@@ -788,10 +858,23 @@ func searchPath(params map[string]string) string {
 	return ""
 }
 
-// Blocked reports whether any of the PostgreSQL server processes pids
+// Blocked reports whether any of the PostgreSQL server processes (or
+// MySQL threads, as InnoDB's information_schema.innodb_trx says) pids
 // waits for a lock: a worker held by the proxy holds it, and the others
 // can go no further until it is let go.
 func (d *DB) Blocked(ctx context.Context, pids []int32) (bool, error) {
+	if d.kind == MySQL && len(pids) > 0 {
+		// InnoDB's own view, which MySQL 8 and MariaDB both give.
+		d.blockedMu.Lock()
+		defer d.blockedMu.Unlock()
+		if time.Since(d.blockedAt) < blockedEvery {
+			return d.blockedWas, nil
+		}
+		var n int
+		err := d.db.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.innodb_trx WHERE trx_mysql_thread_id IN ("+idList(pids)+") AND trx_state = 'LOCK WAIT'").Scan(&n)
+		d.blockedAt, d.blockedWas = time.Now(), n > 0 && err == nil
+		return n > 0, err
+	}
 	if d.kind != Postgres || len(pids) == 0 {
 		return false, nil
 	}
@@ -804,15 +887,22 @@ func (d *DB) Blocked(ctx context.Context, pids []int32) (bool, error) {
 	return n > 0, err
 }
 
-// Busy lists those of the PostgreSQL server processes pids that are still
-// there and not idle: running a query, or inside a transaction, holding
-// what locks they took. An idle one holds none and goes when its socket
-// closes.
+// Busy lists those of the PostgreSQL server processes (or MySQL
+// threads) pids that are still there and not idle: running a query, or
+// inside a transaction, holding what locks they took. An idle one holds
+// none and goes when its socket closes.
 func (d *DB) Busy(ctx context.Context, pids []int32) ([]int32, error) {
-	if d.kind != Postgres || len(pids) == 0 {
+	if (d.kind != Postgres && d.kind != MySQL) || len(pids) == 0 {
 		return nil, nil
 	}
-	rows, err := d.db.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE pid = ANY($1) AND state IS DISTINCT FROM 'idle'", pids)
+	q, args := "SELECT pid FROM pg_stat_activity WHERE pid = ANY($1) AND state IS DISTINCT FROM 'idle'", []any{pids}
+	if d.kind == MySQL {
+		// A thread is busy running a command, or idle with a
+		// transaction open (InnoDB's).
+		list := idList(pids)
+		q, args = "SELECT id FROM information_schema.processlist WHERE id IN ("+list+") AND (command <> 'Sleep' OR id IN (SELECT trx_mysql_thread_id FROM information_schema.innodb_trx WHERE trx_mysql_thread_id IN ("+list+")))", nil
+	}
+	rows, err := d.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -828,6 +918,21 @@ func (d *DB) Busy(ctx context.Context, pids []int32) ([]int32, error) {
 	return out, rows.Err()
 }
 
+// idList is pids written for an IN list.
+func idList(pids []int32) string {
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(list, ",")
+}
+
+// unknownThread reports whether a KILL found no such thread (1094).
+func unknownThread(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1094
+}
+
 // ServerVersion is the PostgreSQL server's version as a number
 // (server_version_num: 150004 for 15.4); 0 for another database.
 func (d *DB) ServerVersion(ctx context.Context) (int, error) {
@@ -840,9 +945,20 @@ func (d *DB) ServerVersion(ctx context.Context) (int, error) {
 }
 
 // Terminate ends the PostgreSQL server processes pids
-// (pg_terminate_backend, which a role may run on its own processes): the
-// server rolls back what they were doing at once, as after a crash.
+// (pg_terminate_backend, which a role may run on its own processes), or
+// the MySQL threads (KILL CONNECTION): the server rolls back what they
+// were doing at once, as after a crash.
 func (d *DB) Terminate(ctx context.Context, pids []int32) error {
+	if d.kind == MySQL {
+		// KILL CONNECTION: the server rolls back the thread's
+		// transaction and ends it. One already gone is no error.
+		for _, pid := range pids {
+			if _, err := d.db.ExecContext(ctx, "KILL CONNECTION "+strconv.Itoa(int(pid))); err != nil && !unknownThread(err) {
+				return err
+			}
+		}
+		return nil
+	}
 	if d.kind != Postgres || len(pids) == 0 {
 		return nil
 	}

@@ -501,8 +501,13 @@ func TestCheckProxy(t *testing.T) {
 		{"PostgreSQL", "postgres://postgres@127.0.0.1:5432/test", ""},
 		{"PostgreSQL keywords", "host=127.0.0.1 port=5432 dbname=test user=postgres", ""},
 		{"sslmode disable", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", ""},
-		{"MySQL", "mysql://root@127.0.0.1:3306/test", "f.yaml:5:3: proxy: true relays the PostgreSQL wire protocol, and db is a MySQL database"},
-		{"SQLite", "effects.db", "f.yaml:5:3: proxy: true relays the PostgreSQL wire protocol, and db is a SQLite file"},
+		{"MySQL", "mysql://root@127.0.0.1:3306/test", ""},
+		{"MySQL DSN", "root@tcp(127.0.0.1:3306)/test", ""},
+		{"MySQL TLS preferred", "mysql://root@127.0.0.1:3306/test?tls=preferred", ""},
+		{"MySQL TLS required", "mysql://root@127.0.0.1:3306/test?tls=true", "f.yaml:5:3: proxy: true relays plain TCP, and db asks for tls=true"},
+		{"MySQL DSN TLS", "root@tcp(db:3306)/test?tls=skip-verify", "f.yaml:5:3: proxy: true relays plain TCP, and db asks for tls=skip-verify"},
+		{"MySQL unix socket", "root@unix(/run/mysqld/mysqld.sock)/test", "f.yaml:5:3: proxy: true relays TCP connections, and db is reached over a unix socket"},
+		{"SQLite", "effects.db", "f.yaml:5:3: proxy: true relays the PostgreSQL and MySQL wire protocols, and db is a SQLite file"},
 		{"unix socket", "postgres://postgres@/test?host=/var/run/postgresql", "f.yaml:5:3: proxy: true relays TCP connections, and db is reached over a unix socket"},
 		{"TLS required", "postgres://postgres@127.0.0.1:5432/test?sslmode=require", "f.yaml:5:3: proxy: true relays plain TCP, and db asks for sslmode=require"},
 		{"TLS verified", "host=db port=5432 sslmode=verify-full", "f.yaml:5:3: proxy: true relays plain TCP, and db asks for sslmode=verify-full"},
@@ -537,6 +542,8 @@ func TestJDBCURL(t *testing.T) {
 		{"postgres://app@db/shop?options=-csearch_path%3Dbilling", "jdbc:postgresql://127.0.0.1:40000/shop?currentSchema=billing&sslmode=disable&user=app"},
 		{"host=db port=5433 dbname=shop user=app password='s 3' options='-c search_path=a,b'", "jdbc:postgresql://127.0.0.1:40000/shop?currentSchema=a%2Cb&password=s+3&sslmode=disable&user=app"},
 		{"postgres://app@db", "jdbc:postgresql://127.0.0.1:40000/app?sslmode=disable&user=app"},
+		{"mysql://app:p%40ss@db:3307/shop", "jdbc:mysql://127.0.0.1:40000/shop?allowPublicKeyRetrieval=true&password=p%40ss&sslMode=DISABLED&user=app"},
+		{"app@tcp(db)/shop", "jdbc:mysql://127.0.0.1:40000/shop?allowPublicKeyRetrieval=true&sslMode=DISABLED&user=app"},
 	}
 	for _, tt := range tests {
 		got, err := JDBCURL(tt.dsn, "127.0.0.1:40000")
@@ -551,6 +558,9 @@ func TestProxyURL(t *testing.T) {
 		{"postgres://app:pw@db.example.com:5433/shop?application_name=x", "postgres://app:pw@127.0.0.1:40000/shop?application_name=x&sslmode=disable"},
 		{"postgres://app@db/shop?sslmode=prefer", "postgres://app@127.0.0.1:40000/shop?sslmode=disable"},
 		{"host=db port=5433 dbname=shop user=app sslmode=prefer", "dbname=shop user=app host=127.0.0.1 port=40000 sslmode=disable"},
+		{"mysql://app:pw@db.example.com:3307/shop?parseTime=true", "mysql://app:pw@127.0.0.1:40000/shop?parseTime=true"},
+		{"mysql://root@db/shop", "mysql://root@127.0.0.1:40000/shop"},
+		{"app:pw@tcp(db.example.com:3307)/shop?parseTime=true", "app:pw@tcp(127.0.0.1:40000)/shop?parseTime=true"},
 	}
 	for _, tt := range tests {
 		got, err := ProxyURL(tt.dsn, "127.0.0.1:40000")

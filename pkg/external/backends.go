@@ -16,7 +16,8 @@ const backendGrace = time.Second
 // behind the effects proxy, those whose client connection closed — still running a query (a pg_sleep, one that
 // ignores its closed socket) or inside a transaction — as a real crash
 // would have: each is cancelled, and terminated if it is still there
-// after backendGrace, so that the server rolls back what it held. It is
+// after backendGrace (a MySQL thread, which has no cancel, is killed at
+// once), so that the server rolls back what it held. It is
 // called once no process of the consumer that used them is alive: after
 // a kill, and when the session closes. It returns the processes it could
 // not end.
@@ -66,12 +67,17 @@ func (s *Session) endBackends(ctx context.Context) ([]int32, error) {
 	if len(orphans) == 0 {
 		return nil, nil
 	}
-	for _, pid := range orphans {
-		s.proxy.Cancel(ctx, byPID[pid])
-	}
-	left, err := s.waitEnded(ctx, orphans, backendGrace)
-	if err != nil || len(left) == 0 {
-		return left, err
+	left := orphans
+	if !s.proxy.MySQL() {
+		// MySQL has no cancel request: its threads are killed at once,
+		// which rolls back as soon.
+		for _, pid := range orphans {
+			s.proxy.Cancel(ctx, byPID[pid])
+		}
+		var err error
+		if left, err = s.waitEnded(ctx, orphans, backendGrace); err != nil || len(left) == 0 {
+			return left, err
+		}
 	}
 	if err := s.db.Terminate(ctx, left); err != nil {
 		return left, fmt.Errorf("cannot terminate the consumer's database backends %v: %w", left, err)

@@ -234,7 +234,11 @@ func (s *Session) startProxy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := pgproxy.Listen(up)
+	listen := pgproxy.Listen
+	if s.db.Kind() == effects.MySQL {
+		listen = pgproxy.ListenMySQL
+	}
+	p, err := listen(up)
 	if err != nil {
 		return fmt.Errorf("cannot start the database proxy: %w", err)
 	}
@@ -828,7 +832,7 @@ func (sys *system) blameStatements(vs []invariant.Violation, trace []consumer.St
 	lane := 0
 	for _, st := range trace {
 		text := strings.ToLower(st.Text)
-		if st.Lane != 0 && strings.HasPrefix(st.Answer, "INSERT 0 ") && st.Answer != "INSERT 0 0" &&
+		if st.Lane != 0 && pgproxy.Inserted(st.Answer) > 0 &&
 			(table == "" || strings.Contains(text, table)) {
 			lane = st.Lane
 		}

@@ -438,7 +438,7 @@ func statementsOf(trace []pgproxy.Statement, hit *pgproxy.Boundary) []consumer.S
 		}
 	}
 	for i, st := range trace {
-		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer, Extended: st.Extended, Name: st.Name, Sync: st.Sync, Instance: st.Owner}
+		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer, Extended: st.Extended && !st.Binary, Binary: st.Binary, Name: st.Name, Sync: st.Sync, Instance: st.Owner}
 		if i == held {
 			out[i].Held, out[i].Before = true, !hit.After
 			if !hit.After {

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv("REDELIVER_TEST_SLEEPER"); dsn != "" {
 		os.Exit(sleeper(dsn))
 	}
+	if dsn := os.Getenv("REDELIVER_TEST_MYSQL_SLEEPER"); dsn != "" {
+		os.Exit(mysqlSleeper(dsn))
+	}
 	if dsn := os.Getenv("REDELIVER_TEST_EXEC_SLEEPER"); dsn != "" {
 		os.Exit(execSleeper(dsn))
 	}

@@ -67,6 +67,9 @@ func (p *Proxy) Forget(pids []int32) {
 // its own, as a client's cancel request would: a query waiting or
 // sleeping ends with an error, and its transaction with it.
 func (p *Proxy) Cancel(ctx context.Context, b Backend) error {
+	if p.mysql {
+		return errMySQLCancel
+	}
 	nc, err := p.dial(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot reach the database to cancel backend %d: %w", b.PID, err)

@@ -1,5 +1,7 @@
 // Package pgproxy stands between a consumer under test and its PostgreSQL
-// database: it relays the wire protocol both ways, unchanged, and sees
+// database — or its MySQL or MariaDB one (ListenMySQL, mysql.go): the
+// watch, boundaries, holds and transactions are the same for both, only
+// the wire differs — it relays the wire protocol both ways, unchanged, and sees
 // every statement the consumer sends and every answer it gets. While a
 // delivery is being watched it counts the delivery's statements, keeps
 // their trace, and can hold a connection exactly at a statement boundary
@@ -11,7 +13,8 @@
 //
 // Authentication passes through untouched (trust, md5, SCRAM); a request
 // for TLS is answered "no", so the consumer connects in plain TCP;
-// cancel requests are forwarded to the server.
+// cancel requests are forwarded to the server. On MySQL the greeting
+// offers no TLS, so the consumer goes on in plain TCP.
 package pgproxy
 
 import (
@@ -31,8 +34,10 @@ import (
 // Proxy relays connections from 127.0.0.1 to one PostgreSQL server.
 type Proxy struct {
 	upstream string
-	ln       net.Listener
-	dial     func(ctx context.Context) (net.Conn, error)
+	// mysql: it relays the MySQL protocol (mysql.go).
+	mysql bool
+	ln    net.Listener
+	dial  func(ctx context.Context) (net.Conn, error)
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -57,12 +62,16 @@ type Proxy struct {
 
 // Listen starts a proxy for the server at upstream (host:port) on a free
 // port of 127.0.0.1.
-func Listen(upstream string) (*Proxy, error) {
+func Listen(upstream string) (*Proxy, error) { return listen(upstream, false) }
+
+// listen starts a proxy for the PostgreSQL server at upstream, or the
+// MySQL one.
+func listen(upstream string, mysql bool) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{upstream: upstream, ln: ln, conns: map[*conn]struct{}{}}
+	p := &Proxy{upstream: upstream, ln: ln, conns: map[*conn]struct{}{}, mysql: mysql}
 	var d net.Dialer
 	p.dial = func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", upstream) }
 	p.wg.Add(1)
@@ -191,6 +200,8 @@ type conn struct {
 	// answered, in order.
 	pending []*Statement
 	tx      txState
+	// my is a MySQL connection's state (mysql.go).
+	my *myConn
 }
 
 func (c *conn) close() {
@@ -205,6 +216,10 @@ func (c *conn) close() {
 
 // serve answers the startup of a connection, then relays it.
 func (c *conn) serve() {
+	if c.p.mysql {
+		c.serveMySQL()
+		return
+	}
 	defer c.close()
 	for {
 		st, err := readStartup(c.client)
@@ -618,6 +633,10 @@ type Statement struct {
 	Extended bool
 	Name     string
 	Sync     int
+	// Binary: it came in MySQL's binary protocol (COM_STMT_EXECUTE),
+	// Extended too, Name the id its prepare was given; it ends itself,
+	// and Sync stays 0.
+	Binary bool
 
 	// AfterAnswer: it was sent once the consumer had answered the
 	// delivery, as Watch.Answered says.

@@ -130,6 +130,9 @@ func protocolNotes(stmts []consumer.Statement) []string {
 	}
 	notes := make([]string, len(stmts))
 	for i, st := range stmts {
+		if st.Binary {
+			notes[i] = "prepared " + st.Name
+		}
 		if !st.Extended {
 			continue
 		}
@@ -196,8 +199,9 @@ type StatementDoc struct {
 	// while the others ran: "before" or "after"; absent elsewhere.
 	Held string `json:"held,omitempty"`
 	// Prepared is, for a statement of the extended protocol, "named"
-	// (Name its prepared statement's name) or "unnamed"; absent for a
-	// simple Query.
+	// (Name its prepared statement's name) or "unnamed", and "named" for
+	// an execute of MySQL's binary protocol (Name the statement's id);
+	// absent for a simple Query.
 	Prepared string `json:"prepared,omitempty"`
 	Name     string `json:"name,omitempty"`
 	// Sync numbers, on the statement's connection, the Sync that ended
@@ -224,6 +228,9 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	out := make([]StatementDoc, len(stmts))
 	for i, st := range stmts {
 		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore, Instance: st.Instance}
+		if st.Binary {
+			out[i].Prepared = "named"
+		}
 		if st.Extended {
 			out[i].Prepared = "unnamed"
 			if st.Name != "" {

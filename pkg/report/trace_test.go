@@ -65,6 +65,15 @@ func TestTraceLines(t *testing.T) {
 			"worker ?: 4. POST /v1/charges Idempotency-Key: k (payments) → 201 (ch_1) replayed",
 			"worker ?: 5. POST /v1/refunds Idempotency-Key: r (payments) → 201 ⏸ answer held here, its effect performed, while the others ran",
 		}},
+		{"MySQL's binary protocol", []consumer.Statement{
+			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = ?", Answer: "SELECT 0", Binary: true, Name: "7"},
+			{Worker: 1, Text: "START TRANSACTION", Answer: "OK"},
+			{Worker: 1, Text: "INSERT INTO m VALUES (?)", Answer: "INSERT 1", Binary: true, Name: "8", Held: true},
+		}, true, []string{
+			"1. SELECT 1 FROM m WHERE id = ? [prepared 7] → 0 rows",
+			"2. START TRANSACTION → OK",
+			"3. INSERT INTO m VALUES (?) [prepared 8] → INSERT 1 ✂ killed here, before the consumer saw the answer",
+		}},
 		{"killed at calls", []consumer.Statement{
 			{Worker: 1, Text: "POST /a", External: "p", Held: true, Before: true},
 			{Worker: 1, Text: "POST /b", Answer: "201", External: "p", Held: true},
