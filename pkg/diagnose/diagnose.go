@@ -543,7 +543,70 @@ func (d *diagnosis) checkThenAct() *Diagnosis {
 			}
 		}
 	}
-	return nil
+	return d.bothActed(markers)
+}
+
+// bothActed is check-then-act with no commit between: two workers each
+// read the marker or the effect (0 rows), each wrote the effect after
+// its read, and both writes committed — each checked before the other
+// acted, and nothing stopped the second write.
+func (d *diagnosis) bothActed(markers map[string]bool) *Diagnosis {
+	type acted struct {
+		read, write stmt
+		looked      string
+	}
+	first := map[int]*acted{} // by worker: its first read, then its first effect write after it
+	for _, s := range d.stmts {
+		a := first[s.worker]
+		switch {
+		case a == nil && s.kind == read && s.ran && s.rows == 0:
+			looked := ""
+			for _, t := range s.tables {
+				if markers[t] {
+					looked = t
+					break
+				}
+			}
+			if looked == "" && s.on(d.effect) {
+				looked = d.effect
+			}
+			if looked != "" {
+				first[s.worker] = &acted{read: s, looked: looked}
+			}
+		case a != nil && a.write.n == 0 && s.wrote(d.effect) && s.committed != 0:
+			a.write = s
+		}
+	}
+	var both []*acted
+	for _, w := range sortedWorkers(first) {
+		if a := first[w]; a.write.n != 0 {
+			both = append(both, a)
+		}
+	}
+	if len(both) < 2 {
+		return nil
+	}
+	a, b := both[0], both[1]
+	// Each read came before the other's write was committed.
+	if a.read.n > b.write.committed || b.read.n > a.write.committed {
+		return nil
+	}
+	why := fmt.Sprintf("workers %d and %d read %s (0 rows) at statements %d and %d, then both inserted (statements %d and %d) and both committed (statements %d and %d) — each checked before the other's insert committed, and no unique key stopped either",
+		a.read.worker, b.read.worker, a.looked, a.read.n, b.read.n, a.write.n, b.write.n, a.write.committed, b.write.committed)
+	marker := a.looked
+	if marker == d.effect {
+		marker = "a processed marker"
+	}
+	return &Diagnosis{Pattern: CheckThenAct, Evidence: []int{a.read.n, b.read.n, a.write.n, b.write.n, a.write.committed, b.write.committed}, Why: why, Fix: d.guardFix(marker)}
+}
+
+func sortedWorkers[T any](m map[int]T) []int {
+	ws := make([]int, 0, len(m))
+	for w := range m {
+		ws = append(ws, w)
+	}
+	sort.Ints(ws)
+	return ws
 }
 
 // markerMissing: the effect was written twice and the trace shows no

@@ -135,6 +135,33 @@ func TestDiagnose(t *testing.T) {
 			why: []string{"answered 200 before statement 6, while statement 5 (payments) waited uncommitted"},
 		},
 		{
+			// A consumer outside the repository (psycopg2) behind two
+			// instances: both looked, both paid, no commit between.
+			name: "check-then-act with no commit between the two checks and acts",
+			facts: Facts{Dialect: "postgres", EffectTable: "py_payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "SELECT 1 FROM py_processed WHERE event_id = 'nokey-evt-40'", "SELECT 0"), w(2, "SELECT 1 FROM py_processed WHERE event_id = 'nokey-evt-40'", "SELECT 0"),
+				w(2, "BEGIN", "BEGIN"), w(2, "INSERT INTO py_payments (order_id, event_id, amount) VALUES ('O-40', 'evt-40', 40)", "INSERT 0 1"),
+				w(1, "BEGIN", "BEGIN"), w(1, "INSERT INTO py_payments (order_id, event_id, amount) VALUES ('O-40', 'evt-40', 40)", "INSERT 0 1"),
+				w(1, "INSERT INTO py_processed (event_id) VALUES ('nokey-evt-40')", "INSERT 0 1"), w(2, "INSERT INTO py_processed (event_id) VALUES ('nokey-evt-40')", "INSERT 0 1"),
+				w(1, "COMMIT", "COMMIT"), w(2, "COMMIT", "COMMIT"),
+			}},
+			want: CheckThenAct, evidence: []int{1, 2, 4, 6, 9, 10},
+			why: []string{"workers 1 and 2 read py_processed (0 rows) at statements 1 and 2, then both inserted (statements 6 and 4) and both committed (statements 9 and 10)"},
+			fix: []string{"ON CONFLICT DO NOTHING"},
+		},
+		{
+			// Near miss: the second looked after the first's commit and
+			// found its marker; only one paid.
+			name: "one checked after the other's commit and stopped: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "py_payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "SELECT 1 FROM py_processed WHERE event_id = 'e'", "SELECT 0"),
+				w(1, "BEGIN", "BEGIN"), w(1, "INSERT INTO py_payments (order_id, event_id, amount) VALUES ('O-40', 'e', 40)", "INSERT 0 1"),
+				w(1, "INSERT INTO py_processed (event_id) VALUES ('e')", "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+				w(2, "SELECT 1 FROM py_processed WHERE event_id = 'e'", "SELECT 1"),
+			}},
+			want: NotRecognised,
+		},
+		{
 			name: "commit before work: the group's offset committed before the effect's transaction",
 			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
 				answered("offset committed", w(1, lookup, "SELECT 0")), w(1, charge, "INSERT 0 1"), w(1, "begin", "BEGIN"), killedBefore(w(1, marker, "")),
