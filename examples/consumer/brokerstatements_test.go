@@ -56,9 +56,12 @@ func TestBrokerStatementFaults(t *testing.T) {
 			if tt.exit == 1 {
 				tt.want = []string{
 					"killed at every statement boundary of one payment: FAIL: failed in 2 of 13 schedules; first in schedule 11 (killed after statement 5 (commit))",
-					"invariant duplicate-effect broken: key O-30 has 2 rows in payments (events evt-30, evt-30)",
+					// 2 rows, or more: on a loaded machine a redelivery's
+					// work can outlast the AckWait (1s), and JetStream
+					// hands the message out once more.
+					"invariant duplicate-effect broken: key O-30 has ",
 					"5. commit → COMMIT ✂ killed here, before the consumer saw the answer",
-					"invariant duplicate-effect broken: key O-31 has 2 rows in payments (events evt-31, evt-31)",
+					"invariant duplicate-effect broken: key O-31 has ",
 				}
 			}
 			t.Run(fmt.Sprintf("%s/%s/seed-%s", b.name, tt.flaw, tt.seed), func(t *testing.T) {
