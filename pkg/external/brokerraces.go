@@ -32,6 +32,7 @@ func (sys *system) brokerRaced(ctx context.Context, c runner.Call, ev Event, spa
 	if err != nil {
 		return nil, err
 	}
+	s.pullersWaiting(ctx, n)
 	answers := make([]Answer, n)
 	for i := range answers {
 		spans[i].Sent = time.Now()
@@ -198,3 +199,37 @@ func (s *Session) copiesDone(ctx context.Context, w *pgproxy.Watch) error {
 	}
 	return s.quiet(ctx)
 }
+
+// pullersWaiting waits, behind JetStream, until the durable holds n pull
+// requests open (NumWaiting), up to pullersWait: a consumer that asks for
+// its next message only once a worker is free, as the example does, is
+// then ready on every instance, and the copies go one to each instead of
+// two to an instance still finishing the last schedule. A consumer that
+// never pulls that way is not waited for longer; RabbitMQ's prefetch
+// spreads the copies by itself.
+func (s *Session) pullersWaiting(ctx context.Context, n int) {
+	bd, ok := s.dl.(*brokerDeliverer)
+	if !ok {
+		return
+	}
+	w, ok := bd.pub.(interface {
+		Waiting(context.Context) (int, error)
+	})
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(pullersWait)
+	for time.Now().Before(deadline) {
+		if got, err := w.Waiting(ctx); err != nil || got >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// pullersWait bounds how long pullersWaiting waits.
+const pullersWait = 3 * time.Second

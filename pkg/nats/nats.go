@@ -267,6 +267,16 @@ func (p *Publisher) look(ctx context.Context) (broker.Counts, *jetstream.Consume
 	return c, info, nil
 }
 
+// Waiting says how many pull requests the durable holds open: how many
+// fetches of its consumers wait for a message now.
+func (p *Publisher) Waiting(ctx context.Context) (int, error) {
+	_, info, err := p.look(ctx)
+	if err != nil || info == nil {
+		return 0, err
+	}
+	return info.NumWaiting, nil
+}
+
 // Drain waits until the durable consumer has nothing pending and nothing
 // awaiting an ack, on two looks in a row. JetStream's counts are exact, so
 // it need not settle longer: a message held by a killed instance stays
