@@ -543,7 +543,49 @@ func (d *diagnosis) checkThenAct() *Diagnosis {
 			}
 		}
 	}
-	return d.bothActed(markers)
+	if r := d.bothActed(markers); r != nil {
+		return r
+	}
+	return d.actedPastGuard(markers)
+}
+
+// actedPastGuard is check-then-act where the trace's order cannot show
+// the other worker's commit between the check and the act (statements are
+// numbered as the proxy received them, not as the server ran them): a
+// worker read the marker (0 rows), its own insert of the marker then wrote
+// no row — another worker's was there — and it wrote the effect anyway.
+func (d *diagnosis) actedPastGuard(markers map[string]bool) *Diagnosis {
+	for _, r := range d.stmts {
+		if r.kind != read || !r.ran || r.rows != 0 {
+			continue
+		}
+		looked := ""
+		for _, t := range r.tables {
+			if markers[t] {
+				looked = t
+				break
+			}
+		}
+		if looked == "" {
+			continue
+		}
+		var guard *stmt
+		for i := r.n; i < len(d.stmts); i++ {
+			s := d.stmts[i]
+			if s.worker != r.worker {
+				continue
+			}
+			switch {
+			case guard == nil && markerWrite(s, markers) && s.ran && s.rows == 0:
+				guard = &d.stmts[i]
+			case guard != nil && s.wrote(d.effect) && s.ran:
+				why := fmt.Sprintf("worker %d read %s (0 rows) at statement %d, its insert into %s at statement %d wrote no row (another worker's was there), and it inserted %s at statement %d anyway — no unique key stopped it",
+					r.worker, looked, r.n, guard.tables[0], guard.n, d.effect, s.n)
+				return &Diagnosis{Pattern: CheckThenAct, Evidence: []int{r.n, guard.n, s.n}, Why: why, Fix: d.guardFix(looked)}
+			}
+		}
+	}
+	return nil
 }
 
 // bothActed is check-then-act with no commit between: two workers each

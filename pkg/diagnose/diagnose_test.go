@@ -150,6 +150,18 @@ func TestDiagnose(t *testing.T) {
 			fix: []string{"ON CONFLICT DO NOTHING"},
 		},
 		{
+			// The example's check-then-act through exec, as the proxy
+			// received it: worker 2's lookup listed after worker 1's
+			// COMMIT yet answered 0 rows (the server ran it before).
+			name: "check-then-act past its own guard, the trace's order notwithstanding",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, charge, "INSERT 0 1"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"),
+				w(2, lookup, "SELECT 0"), w(2, charge, "INSERT 0 0"), w(2, charged, "SELECT 1"), w(2, "begin", "BEGIN"), w(2, marker, "INSERT 0 0"), w(2, payment, "INSERT 0 1"), w(2, "commit", "COMMIT"),
+			}},
+			want: CheckThenAct, evidence: []int{7, 11, 12},
+			why: []string{"worker 2 read processed_messages (0 rows) at statement 7, its insert into processed_messages at statement 11 wrote no row (another worker's was there), and it inserted payments at statement 12 anyway"},
+		},
+		{
 			// Near miss: the second looked after the first's commit and
 			// found its marker; only one paid.
 			name: "one checked after the other's commit and stopped: nothing named",
