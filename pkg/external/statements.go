@@ -35,7 +35,7 @@ func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (
 // boundary a trial holds: whether it came after the consumer's answer,
 // and whether statements of the delivery came after it.
 type recorded struct {
-	afterAnswer, more bool
+	afterAnswer, more, answerNext bool
 }
 
 // recordedOf is what the recording saw of a schedule's boundary (nil:
@@ -44,7 +44,7 @@ func recordedOf(h *runner.Boundary) *recorded {
 	if h == nil {
 		return nil
 	}
-	return &recorded{afterAnswer: h.AfterAnswer, more: !h.Last}
+	return &recorded{afterAnswer: h.AfterAnswer, more: !h.Last, answerNext: h.AnswerNext}
 }
 
 // watch is one watched delivery: its answer, its statements, and what
@@ -79,6 +79,11 @@ const answerQuiet = 250 * time.Millisecond
 // before the kill: the consumer gave it before this statement, so it is
 // on its way.
 const answerInFlight = time.Second
+
+// answerRace is how long a trial held at the statement the recording had
+// the answer right after waits for an answer that may have been sent
+// before it (recorded.answerNext).
+const answerRace = 500 * time.Millisecond
 
 // watchedMarked makes one delivery while the proxy follows its statements
 // — past the consumer's answer, until the delivery's connections are idle
@@ -146,14 +151,20 @@ follow:
 		}
 	}
 	if out.reached {
-		if !answered && rec != nil && rec.afterAnswer {
+		if !answered && rec != nil && (rec.afterAnswer || rec.answerNext) {
 			// The recording met this boundary after the answer: the
 			// consumer gave it before this statement, and the kill waits
-			// for it to arrive.
+			// for it to arrive. Met right before the answer, the answer
+			// may have raced the statement there: the kill waits a
+			// moment for it.
+			wait := answerInFlight
+			if !rec.afterAnswer {
+				wait = answerRace
+			}
 			select {
 			case a := <-got:
 				take(a)
-			case <-time.After(answerInFlight):
+			case <-time.After(wait):
 			}
 		}
 		// A kill after the answer interrupts the consumer's work on the
@@ -275,14 +286,27 @@ func boundary(c *scenario.Crash, h *runner.Boundary) *pgproxy.Boundary {
 // the consumer answered interrupts nothing).
 func killBoundaries(trace []pgproxy.Statement, marked, finished bool) []runner.Boundary {
 	var out []runner.Boundary
+	// next is the statement the answer came right after, when one did:
+	// the last before the first sent after the answer.
+	next := -1
+	for i, st := range trace {
+		if st.AfterAnswer {
+			next = i - 1
+			break
+		}
+	}
+	if next < 0 && finished {
+		// Answered after its last statement.
+		next = len(trace) - 1
+	}
 	for i, st := range trace {
 		text := shortStatement(st.Text)
 		if st.Holdable(false) {
-			out = append(out, runner.Boundary{Index: st.Index, Marked: marked, AfterAnswer: st.AfterAnswer,
+			out = append(out, runner.Boundary{Index: st.Index, Marked: marked, AfterAnswer: st.AfterAnswer, AnswerNext: i == next,
 				Name: fmt.Sprintf("killed before statement %d (%s)", st.Index, text)})
 		}
 		if st.Holdable(true) {
-			out = append(out, runner.Boundary{Index: st.Index, After: true, Marked: marked, AfterAnswer: st.AfterAnswer,
+			out = append(out, runner.Boundary{Index: st.Index, After: true, Marked: marked, AfterAnswer: st.AfterAnswer, AnswerNext: i == next,
 				Last: finished && i == len(trace)-1,
 				Name: fmt.Sprintf("killed after statement %d (%s)", st.Index, text)})
 		}
@@ -394,7 +418,9 @@ func raceBoundaries(trace []pgproxy.Statement, marked bool) []runner.Boundary {
 	var out []runner.Boundary
 	for lane := 1; lane <= lanes; lane++ {
 		for _, st := range trace {
-			if st.Lane != lane {
+			if st.Lane != lane || st.AfterAnswer {
+				// After every answer the race is over: a statement
+				// then is followed, not held.
 				continue
 			}
 			text := shortStatement(st.Text)
@@ -637,6 +663,9 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 			}
 		}
 		sure = waiting == 1
+	}
+	if w != nil && sys.sess.t.Exec == nil && ownAnswers(answers) {
+		sys.sess.followPastAnswers(ctx, w)
 	}
 	var trace []pgproxy.Statement
 	if w != nil {
@@ -900,4 +929,37 @@ func (s *Session) crashAtStatement(ctx context.Context, ev Event, at *pgproxy.Bo
 		s.dl.Forget()
 	}
 	return a, stmts, nil
+}
+
+// ownAnswers reports whether every delivery got the consumer's own
+// answer (not a timeout or a reset).
+func ownAnswers(answers []Answer) bool {
+	for _, a := range answers {
+		if !ownAnswer(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// followPastAnswers waits, once every worker of a race has its answer,
+// until the delivery's connections are idle outside a transaction and
+// quiet (answerQuiet), or idleLimit passed: a consumer that answers first
+// and works after is still writing, and the check must judge what it
+// did, not what it had yet to do (it read the effects before its commit,
+// and called the effect lost).
+func (s *Session) followPastAnswers(ctx context.Context, w *pgproxy.Watch) {
+	w.Answered()
+	limit := time.After(idleLimit)
+	ticker := time.NewTicker(5 * time.Millisecond)
+	defer ticker.Stop()
+	for !w.Finished(answerQuiet) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-limit:
+			return
+		case <-ticker.C:
+		}
+	}
 }

@@ -55,6 +55,13 @@ type Boundary struct {
 	// its last statement, every connection idle outside a transaction
 	// then — so a kill there after the answer interrupts nothing.
 	AfterAnswer, Last bool
+	// AnswerNext: the recording had the consumer's answer right after
+	// this statement, before any later one. The two travel to redeliver
+	// side by side, so the answer may have been sent before the
+	// statement: a trial held here waits a moment for it (a consumer that
+	// answers and then commits is killed after its answer, not before it
+	// arrives).
+	AnswerNext bool
 }
 
 func (h Hold) String() string {
