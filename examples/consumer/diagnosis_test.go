@@ -82,8 +82,9 @@ func TestDiagnosisOfEachFlaw(t *testing.T) {
 		{"random-key", externals, "unstable-key", []string{"killed after the charge, before its answer"}, "100ms"},
 		{"mail-before-commit", externals, "external-call-without-key", []string{"killed again and again during the work, charged and mailed at most once"}, "500ms"},
 	}
-	// One seed at a time: the thirteen runs of a seed at once load a
-	// small machine enough.
+	// One seed at a time, five runs at once: thirteen at once, beside
+	// the rest of the suite, loaded a 2-core machine until a hold came
+	// too late to race and a flaw went unnamed.
 	for seed := 1; seed <= 3; seed++ {
 		var runs []invocation
 		for i, tt := range tests {
@@ -101,7 +102,7 @@ func TestDiagnosisOfEachFlaw(t *testing.T) {
 				check: func(t *testing.T, o outcome) { checkDiagnoses(t, o, tt.pattern, tt.named) },
 			})
 		}
-		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { runConcurrently(t, runs) })
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { runAtMost(t, runs, 5) })
 	}
 }
 

@@ -54,7 +54,9 @@ func checkRacePage(t *testing.T, path string) {
 	if payer == "" {
 		t.Fatalf("no connection's INSERT INTO payments is on the page:\n%s", race)
 	}
-	broken := regexp.MustCompile(`<div class="lane" data-lane="(\d)"><div class="lane-name">[^<]*</div><div class="track">\n<div class="bar [^"]* broken`).FindAllStringSubmatch(race, -1)
+	// A lane holding the diagnosis's evidence is marked (class
+	// "lane evidence", the statements named beside its worker).
+	broken := regexp.MustCompile(`<div class="lane[^"]*" data-lane="(\d)"><div class="lane-name">(?:[^<]|<span[^>]*>[^<]*</span>)*</div><div class="track">\n<div class="bar [^"]* broken`).FindAllStringSubmatch(race, -1)
 	if len(broken) != 1 || broken[0][1] != payer {
 		t.Errorf("the badge is on the lanes %v, want worker %s's, whose connection wrote the second payment:\n%s", broken, payer, race)
 	}

@@ -246,17 +246,23 @@ type invocation struct {
 // on consumers, not computing, and go test would otherwise run only
 // GOMAXPROCS of them at a time), then checks each in a subtest of its own
 // name, including that it left no process behind.
-func runConcurrently(t *testing.T, runs []invocation) {
+func runConcurrently(t *testing.T, runs []invocation) { runAtMost(t, runs, len(runs)) }
+
+// runAtMost is runConcurrently with at most n runs at a time.
+func runAtMost(t *testing.T, runs []invocation, n int) {
 	type result struct {
 		o      outcome
 		marker string
 	}
 	results := make([]result, len(runs))
+	slots := make(chan struct{}, max(n, 1))
 	var wg sync.WaitGroup
 	for i, r := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			results[i].o, results[i].marker = runRedeliver(r.env, r.args...)
 		}()
 	}
