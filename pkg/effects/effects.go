@@ -3,6 +3,11 @@
 // that they can be judged. It runs only the reset statements the scenario
 // names and otherwise only reads: it never creates, alters or drops a
 // table of the user's.
+//
+// It also owns where a connection string leads and whether it may be reset
+// (place.go). Of this module it imports pkg/escape, pkg/problem, pkg/rawio,
+// pkg/redact and pkg/scenario; it links the PostgreSQL, MySQL and SQLite
+// drivers, and no broker client or store of the built-in handler.
 package effects
 
 import (

@@ -15,6 +15,9 @@
 // for TLS is answered "no", so the consumer connects in plain TCP;
 // cancel requests are forwarded to the server. On MySQL the greeting
 // offers no TLS, so the consumer goes on in plain TCP.
+//
+// It imports no other package of this module (pkg/external drives it) and
+// links no database driver: it speaks both wires itself.
 package sqlproxy
 
 import (
