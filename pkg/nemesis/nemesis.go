@@ -2,7 +2,7 @@
 // so that a broker redelivers whatever a killed instance held in flight:
 // JetStream once AckWait passes, RabbitMQ as soon as the channel closes.
 //
-// It also picks, from the seed, the deliveries whose worker is killed while
+// It also picks, by --seed, the deliveries whose worker is killed while
 // working on them (Working). Of this module it imports only pkg/inject, and
 // it links no database driver or broker client: the instances it kills are
 // its caller's (pkg/external's, and the example consumer's tests').
