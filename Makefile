@@ -104,8 +104,8 @@ fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./pkg/redact
 	for f in FuzzCloudEvents FuzzKcat FuzzSQS FuzzNATS FuzzNDJSON FuzzDetect FuzzTopLevel FuzzReadSizes; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./pkg/capture || exit 1; done
-	for f in FuzzWire FuzzWithParam FuzzBindValues; do \
-		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./pkg/pgproxy || exit 1; done
+	for f in FuzzWire FuzzMySQLWire FuzzWithParam FuzzBindValues; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./pkg/sqlproxy || exit 1; done
 	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./pkg/escape
 
 clean:

@@ -3,23 +3,28 @@ package main
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestDependenciesPointOneWay: the packages that render output never reach
-// a database driver, and the replay engine reaches its store only through
-// the ledger interface, never through an adapter. No broker client is
-// linked by the file format, the replay or the reports: broker addresses
-// and names are checked in pkg/broker, which links none, and the
-// adapters register the logs they read (nats://, kafka://) with the
-// capture readers.
+// TestDependenciesPointOneWay holds the layout of pkg/: each package
+// imports of this module only what its row allows (its doc comment says
+// the same), and never links what its row forbids, directly or through
+// another package. The packages that render output never reach a database
+// driver, and the replay engine reaches its store only through the ledger
+// interface, never through an adapter. No broker client is linked by the
+// file format, the replay or the reports: broker addresses and names are
+// checked in pkg/broker, which links none, and the adapters register the
+// logs they read (nats://, kafka://) with the capture readers. A package
+// without a row fails: a new package says what it may import here.
 func TestDependenciesPointOneWay(t *testing.T) {
 	t.Parallel()
+	const mod = "github.com/redeliver/redeliver/pkg/"
 	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx", "github.com/go-sql-driver/mysql"}
-	adapters := []string{"github.com/redeliver/redeliver/pkg/sqlite", "github.com/redeliver/redeliver/pkg/postgres"}
+	adapters := []string{mod + "sqlite", mod + "postgres"}
 	brokers := []string{"github.com/twmb/franz-go", "github.com/nats-io/nats.go", "github.com/rabbitmq/amqp091-go",
-		"github.com/redeliver/redeliver/pkg/kafka", "github.com/redeliver/redeliver/pkg/nats", "github.com/redeliver/redeliver/pkg/amqp"}
+		mod + "kafka", mod + "nats", mod + "amqp"}
 	join := func(lists ...[]string) []string {
 		var out []string
 		for _, l := range lists {
@@ -27,31 +32,92 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		}
 		return out
 	}
-	tests := []struct {
-		pkg       string
-		forbidden []string
-	}{
-		{"./pkg/report", join(drivers, adapters, brokers)},
-		{"./pkg/replay", join(drivers, adapters, brokers)},
-		{"./pkg/invariant", join(drivers, adapters, brokers)},
-		{"./pkg/scenario", join(drivers, adapters, brokers)},
-		{"./pkg/broker", brokers},
-		{"./pkg/capture", join(drivers, adapters, brokers)},
+	none := join(drivers, adapters, brokers)
+	// may: the packages of pkg/ it may import (named below pkg/);
+	// never: what it must not link: a package of pkg/ itself, or a
+	// module's import path and every package below it.
+	rules := map[string]struct{ may, never []string }{
+		// Foundations: they import nothing of this module.
+		"problem":      {nil, none},
+		"escape":       {nil, none},
+		"redact":       {nil, none},
+		"template":     {nil, none},
+		"inject":       {nil, none},
+		"rawio":        {nil, none},
+		"report/words": {nil, none},
+		"sqlproxy":     {nil, join(none, []string{mod + "external", mod + "effects"})},
+		"bench":        {nil, none},
+		// The vocabulary, the built-in consumer and what judges it.
+		"consumer":  {[]string{"problem"}, none},
+		"handler":   {[]string{"consumer", "template"}, none},
+		"invariant": {[]string{"consumer", "escape", "handler"}, none},
+		"ledger":    {[]string{"consumer", "handler", "invariant"}, none},
+		"diagnose":  {[]string{"consumer", "invariant"}, none},
+		// The file format and the inputs.
+		"broker":   {[]string{"redact", "template"}, brokers},
+		"scenario": {[]string{"broker", "consumer", "handler", "invariant", "problem", "redact", "template"}, none},
+		"capture":  {[]string{"consumer", "handler"}, none},
+		// Adapters: the stores, the brokers, the user's database.
+		"sqlite":   {[]string{"consumer", "escape", "handler", "invariant", "ledger", "problem"}, join(brokers, []string{mod + "postgres"})},
+		"postgres": {[]string{"handler", "redact"}, join(brokers, []string{"modernc.org/sqlite", mod + "sqlite"})},
+		"amqp":     {[]string{"broker", "redact"}, join(drivers, adapters)},
+		"kafka":    {[]string{"broker", "capture", "problem"}, join(drivers, adapters)},
+		"nats":     {[]string{"broker", "capture", "problem", "redact"}, join(drivers, adapters)},
+		"effects":  {[]string{"escape", "problem", "rawio", "redact", "scenario"}, join(brokers, adapters)},
+		"standin":  {[]string{"template"}, join(drivers, adapters)},
+		"nemesis":  {[]string{"inject"}, none},
+		// The engines and the reports.
+		"runner": {[]string{"consumer", "handler", "invariant", "problem", "report/words", "scenario"},
+			join(none, []string{mod + "report", mod + "replay", mod + "external", mod + "effects", mod + "sqlproxy"})},
+		"replay": {[]string{"broker", "capture", "consumer", "escape", "handler", "inject", "invariant", "ledger",
+			"problem", "redact", "runner", "scenario", "template"},
+			join(none, []string{mod + "report", mod + "external", mod + "effects", mod + "sqlproxy"})},
+		"report": {[]string{"consumer", "diagnose", "escape", "handler", "invariant", "ledger", "problem", "replay",
+			"report/words", "runner"},
+			join(none, []string{mod + "external", mod + "effects", mod + "sqlproxy", mod + "suite"})},
+		// The user's own consumer, and sets of files.
+		"external": {[]string{"amqp", "broker", "capture", "consumer", "diagnose", "effects", "escape", "handler",
+			"inject", "invariant", "kafka", "ledger", "nats", "nemesis", "problem", "rawio", "redact", "replay",
+			"report/words", "runner", "scenario", "sqlite", "sqlproxy", "standin", "template"},
+			[]string{mod + "report", mod + "suite", mod + "postgres"}},
+		"external/consumertest": {nil, join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql"})},
+		"suite": {[]string{"consumer", "effects", "external", "invariant", "postgres", "problem", "report/words",
+			"runner", "scenario", "sqlite"}, []string{mod + "report"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.pkg, func(t *testing.T) {
-			out, err := exec.Command("go", "list", "-deps", tt.pkg).CombinedOutput()
-			if err != nil {
-				t.Fatalf("go list -deps %s: %v\n%s", tt.pkg, err, out)
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./pkg/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list ./pkg/...: %v\n%s", err, out)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 3 {
+			t.Fatalf("go list printed %q", line)
+		}
+		name := strings.TrimPrefix(f[0], mod)
+		seen[name] = true
+		rule, ok := rules[name]
+		if !ok {
+			t.Errorf("pkg/%s has no row in TestDependenciesPointOneWay: say what it may import", name)
+			continue
+		}
+		for _, imp := range strings.Fields(f[1]) {
+			if strings.HasPrefix(imp, mod) && !slices.Contains(rule.may, strings.TrimPrefix(imp, mod)) {
+				t.Errorf("pkg/%s imports %s, which its row does not allow", name, imp)
 			}
-			for _, dep := range strings.Fields(string(out)) {
-				for _, f := range tt.forbidden {
-					if dep == f || strings.HasPrefix(dep, f+"/") {
-						t.Errorf("%s depends on %s", tt.pkg, dep)
-					}
+		}
+		for _, dep := range strings.Fields(f[2]) {
+			for _, never := range rule.never {
+				if dep == never || !strings.HasPrefix(never, mod) && strings.HasPrefix(dep, never+"/") {
+					t.Errorf("pkg/%s links %s", name, dep)
 				}
 			}
-		})
+		}
+	}
+	for name := range rules {
+		if !seen[name] {
+			t.Errorf("TestDependenciesPointOneWay has a row for pkg/%s, which go list did not list", name)
+		}
 	}
 }
 

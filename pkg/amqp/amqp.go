@@ -2,6 +2,9 @@
 // test to read, with publisher confirms so that no publish is lost
 // silently, and watches the consumer's queue until it is empty and stays
 // empty. It wraps github.com/rabbitmq/amqp091-go.
+//
+// Of this module it imports pkg/broker and pkg/redact, and it links no
+// database driver or store.
 package amqp
 
 import (

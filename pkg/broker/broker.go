@@ -3,6 +3,10 @@
 // the deliveries so far, and decide — from the broker's own counters, not
 // a sleep — when the consumer has drained them. The adapters live beside
 // it, named for what they wrap: nats (JetStream) and amqp (RabbitMQ).
+//
+// Of this module it imports only pkg/redact and pkg/template, and it links
+// no broker client: the file format, the replay and the reports check
+// broker addresses and topic names here.
 package broker
 
 import (

@@ -2,6 +2,11 @@
 // SQS/Lambda, NATS dumps and plain NDJSON — as a stream of deliveries, one
 // record at a time, so that memory does not grow with the length of the log.
 // Every event keeps the file and line it came from.
+//
+// It owns the capture formats and the registry of the sources read from a
+// URL (RegisterSource, by scheme, filled in by the broker adapters). Of
+// this module it imports only pkg/consumer and pkg/handler, and it links no
+// database driver or broker client.
 package capture
 
 import (

@@ -3,6 +3,9 @@
 // consumer over HTTP, as a process or behind a broker: the delivery of an
 // event, the outcome it had, the fault points a delivery can be failed
 // at, where a delivery came from, and the counters a run keeps.
+//
+// Of this module it imports only pkg/problem, and it links no database
+// driver or broker client, so that every other package may import it.
 package consumer
 
 import "github.com/redeliver/redeliver/pkg/problem"

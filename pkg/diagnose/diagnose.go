@@ -5,6 +5,9 @@
 // says the fix in the dialect of the consumer's database. It names a
 // pattern only when the trace holds every piece of its evidence; it never
 // reads the consumer's name or how it was started.
+//
+// Of this module it imports only pkg/consumer and pkg/invariant, and it
+// links no database driver or broker client.
 package diagnose
 
 import (

@@ -3,6 +3,11 @@
 // that they can be judged. It runs only the reset statements the scenario
 // names and otherwise only reads: it never creates, alters or drops a
 // table of the user's.
+//
+// It also owns where a connection string leads and whether it may be reset
+// (place.go). Of this module it imports pkg/escape, pkg/problem, pkg/rawio,
+// pkg/redact and pkg/scenario; it links the PostgreSQL, MySQL and SQLite
+// drivers, and no broker client or store of the built-in handler.
 package effects
 
 import (
@@ -27,19 +32,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
-	"github.com/redeliver/redeliver/pkg/dbhost"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/rawio"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
-)
-
-// Kinds of database.
-const (
-	Postgres = dbhost.Postgres
-	MySQL    = dbhost.MySQL
-	SQLite   = dbhost.SQLite
 )
 
 // Error is a failure of the effects database: unreachable, a missing
@@ -107,17 +104,17 @@ func (d *DB) Kind() string { return d.kind }
 // Describe names the database for a report: its kind and where it is
 // (hosts, port and database; never the user or password).
 func Describe(dsn string) string {
-	p, err := dbhost.Parse(dsn)
+	p, err := Parse(dsn)
 	if err != nil {
-		return dbhost.KindName(dbhost.KindOf(dsn)) + " (" + err.Error() + ")"
+		return KindName(KindOf(dsn)) + " (" + err.Error() + ")"
 	}
 	return whereOf(p)
 }
 
 // whereOf names a place, a SQLite file's path redacted as any configuration
 // string shown.
-func whereOf(p *dbhost.Place) string {
-	if p.Kind == dbhost.SQLite {
+func whereOf(p *Place) string {
+	if p.Kind == SQLite {
 		return "SQLite file " + redact.String(p.Name)
 	}
 	return p.String()
@@ -126,7 +123,7 @@ func whereOf(p *dbhost.Place) string {
 // parse turns the db of a scenario into a driver, a driver DSN and a
 // description.
 func parse(dsn string) (kind, driverDSN, where string, err error) {
-	place, err := dbhost.Parse(dsn)
+	place, err := Parse(dsn)
 	if err != nil {
 		return "", "", "", errorf("the effects db is %v", err)
 	}
@@ -135,7 +132,7 @@ func parse(dsn string) (kind, driverDSN, where string, err error) {
 	case Postgres:
 		return Postgres, dsn, where, nil
 	case MySQL:
-		if dbhost.NativeMySQL(dsn) {
+		if NativeMySQL(dsn) {
 			// Already the driver's own form.
 			return MySQL, dsn, where, nil
 		}
@@ -176,7 +173,7 @@ func CheckReset(e *scenario.Effects) *problem.Error {
 	if e == nil || len(e.Reset) == 0 {
 		return nil
 	}
-	p, err := dbhost.Parse(e.DB)
+	p, err := Parse(e.DB)
 	if err != nil {
 		return problem.Invalid(e.DBPos, "db is %v", err)
 	}
@@ -184,7 +181,7 @@ func CheckReset(e *scenario.Effects) *problem.Error {
 	if host == "" {
 		return nil
 	}
-	return problem.Invalid(e.ResetPos, "reset would empty the %s database at %s, and %s is neither this machine nor a one-label service host such as postgres; if that database is meant to be emptied, add allow_reset: [%s] to effects", dbhost.KindName(p.Kind), p.Address(), host, host)
+	return problem.Invalid(e.ResetPos, "reset would empty the %s database at %s, and %s is neither this machine nor a one-label service host such as postgres; if that database is meant to be emptied, add allow_reset: [%s] to effects", KindName(p.Kind), p.Address(), host, host)
 }
 
 // Open connects to the effects database and checks that it answers. A
@@ -683,7 +680,7 @@ func CheckProxy(e *scenario.Effects) *problem.Error {
 	if e == nil || !e.Proxy {
 		return nil
 	}
-	p, err := dbhost.Parse(e.DB)
+	p, err := Parse(e.DB)
 	if err != nil {
 		return problem.Invalid(e.DBPos, "db is %v", err)
 	}
@@ -721,7 +718,7 @@ func sslMode(dsn string) string {
 
 // mysqlTLS is the tls a MySQL URL or Go DSN asks for, or "".
 func mysqlTLS(dsn string) string {
-	if dbhost.NativeMySQL(dsn) {
+	if NativeMySQL(dsn) {
 		if cfg, err := mysql.ParseDSN(dsn); err == nil {
 			return cfg.TLSConfig
 		}
@@ -736,7 +733,7 @@ func mysqlTLS(dsn string) string {
 // Upstream is the host:port the proxy relays to: the first host the
 // connection string names.
 func Upstream(dsn string) (string, error) {
-	p, err := dbhost.Parse(dsn)
+	p, err := Parse(dsn)
 	if err != nil {
 		return "", err
 	}
@@ -753,7 +750,7 @@ func ProxyURL(dsn, addr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if dbhost.NativeMySQL(dsn) {
+	if NativeMySQL(dsn) {
 		// The driver's own form, host and port replaced.
 		cfg, err := mysql.ParseDSN(dsn)
 		if err != nil {
@@ -793,7 +790,7 @@ func ProxyURL(dsn, addr string) (string, error) {
 // with currentSchema set to the search_path dsn gives (as a URL parameter
 // pgx reads, or in options=-csearch_path=…, as libpq reads it).
 func JDBCURL(dsn, addr string) (string, error) {
-	if dbhost.KindOf(dsn) == MySQL {
+	if KindOf(dsn) == MySQL {
 		return mysqlJDBCURL(dsn, addr)
 	}
 	cfg, err := pgconn.ParseConfig(dsn)

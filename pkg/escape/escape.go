@@ -4,6 +4,8 @@
 // command, an escape sequence that clears the terminal or retitles it, or
 // a bidi override that reorders what a reader sees. Every text renderer
 // and every message writes such values through Input.
+//
+// It imports no other package of this module.
 package escape
 
 import (

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/pgproxy"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 )
 
 // backendGrace is how long a cancelled server process of a killed
@@ -26,7 +26,7 @@ func (s *Session) endBackends(ctx context.Context) ([]int32, error) {
 		return nil, nil
 	}
 	var busy []int32
-	byPID := map[int32]pgproxy.Backend{}
+	byPID := map[int32]sqlproxy.Backend{}
 	// The proxy sees a dead client's sockets close a moment after its
 	// death: a busy process whose client connection is still open is
 	// looked at again, for a while, before it is taken for a living

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 	"github.com/redeliver/redeliver/pkg/template"
 )
 
@@ -282,7 +282,7 @@ func TestKilledExecDeliveryLeavesNoBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	a, _, reached, err := s.watched(ctx, Event{ID: "evt-1", Key: "x", Data: []byte(`{"k":"x"}`)}, &pgproxy.Boundary{Words: "insert into " + table})
+	a, _, reached, err := s.watched(ctx, Event{ID: "evt-1", Key: "x", Data: []byte(`{"k":"x"}`)}, &sqlproxy.Boundary{Words: "insert into " + table})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redeliver/redeliver/pkg/pgproxy"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 )
 
 // TestBoundariesOfAMultiStatementQuery: the statements of one simple
 // query are each counted, and only the boundaries the proxy can hold —
 // before the query's first, after its last — are tried.
 func TestBoundariesOfAMultiStatementQuery(t *testing.T) {
-	trace := []pgproxy.Statement{
+	trace := []sqlproxy.Statement{
 		{Index: 1, Lane: 1, LaneIndex: 1, Text: "SELECT 1", Answer: "SELECT 1"},
 		{Index: 2, Lane: 1, LaneIndex: 2, Text: "BEGIN", Answer: "BEGIN", Part: 1, Parts: 3},
 		{Index: 3, Lane: 1, LaneIndex: 3, Text: "INSERT INTO payments VALUES (1)", Answer: "INSERT 0 1", Part: 2, Parts: 3},

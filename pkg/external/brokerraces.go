@@ -6,8 +6,8 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 )
 
 // brokerRaced is raced behind a broker: the event is published N times,
@@ -110,7 +110,7 @@ func (sys *system) brokerRaced(ctx context.Context, c runner.Call, ev Event, spa
 // copies' work is over (copiesOver), or one of their statements waits
 // for a lock (as the database says), or the hold limit passed.
 // It returns the held connection's instance (0: not known).
-func (s *Session) letCopiesRun(ctx context.Context, w *pgproxy.Watch, n int) (held int) {
+func (s *Session) letCopiesRun(ctx context.Context, w *sqlproxy.Watch, n int) (held int) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.Now().Add(holdLimit(s.t.Timeout()))
@@ -142,7 +142,7 @@ func (s *Session) letCopiesRun(ctx context.Context, w *pgproxy.Watch, n int) (he
 // another instance than the held one (held) ran statements of it. Else
 // the other copies neither ran before the hold nor during it: the
 // broker handed them to the held instance, which takes one at a time.
-func (s *Session) raced(w *pgproxy.Watch, ran, held int) bool {
+func (s *Session) raced(w *sqlproxy.Watch, ran, held int) bool {
 	stmts := w.Statements()
 	if len(stmts) > ran {
 		return true
@@ -157,9 +157,9 @@ func (s *Session) raced(w *pgproxy.Watch, ran, held int) bool {
 
 // copiesOver counts the instances, but held, whose part of the delivery
 // is over: statements of it came on their connections, and every one of
-// those is idle, outside a transaction, and quiet (pgproxy.Watch.Over).
+// those is idle, outside a transaction, and quiet (sqlproxy.Watch.Over).
 // Each instance takes one copy at a time, so this is the copies done.
-func (s *Session) copiesOver(w *pgproxy.Watch, held int) int {
+func (s *Session) copiesOver(w *sqlproxy.Watch, held int) int {
 	over := map[int]bool{}
 	for id, done := range w.Over(answerQuiet) {
 		i := s.proxy.Owner(id, 0)
@@ -183,7 +183,7 @@ func (s *Session) copiesOver(w *pgproxy.Watch, held int) int {
 // the work of each is over on every connection it came on (idle, outside
 // a transaction, quiet), then until the consumer's connections are all
 // idle: what the copies committed is all they will.
-func (s *Session) copiesDone(ctx context.Context, w *pgproxy.Watch) error {
+func (s *Session) copiesDone(ctx context.Context, w *sqlproxy.Watch) error {
 	limit := time.Now().Add(idleLimit)
 	for time.Now().Before(limit) {
 		done := true

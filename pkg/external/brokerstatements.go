@@ -7,10 +7,10 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/consumer"
-	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 	"github.com/redeliver/redeliver/pkg/standin"
 )
 
@@ -36,7 +36,7 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 	trace, others, marked, reached := bw.trace, bw.others, bw.marked, bw.reached
 	// traced is the delivery's trace, the ack marked where the broker
 	// showed it.
-	traced := func(hit *pgproxy.Boundary) []consumer.Statement {
+	traced := func(hit *sqlproxy.Boundary) []consumer.Statement {
 		stmts := statementsOf(trace, hit)
 		markAnswer(stmts, trace, watch{a: bw.a, said: bw.said, reached: reached})
 		return stmts
@@ -84,7 +84,7 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 // brokerWatch is one delivery watched behind a broker.
 type brokerWatch struct {
 	a             Answer
-	trace, others []pgproxy.Statement
+	trace, others []sqlproxy.Statement
 	marked        bool
 	reached       bool
 	// said is the ack as the trace's marker says it ("acked", "offset
@@ -122,7 +122,7 @@ const ackPoll = 10 * time.Millisecond
 // client only the queue's ready messages: a message taken and acked looks
 // like one taken and held, and the watch, which follows on all the same,
 // marks no ack.
-func (s *Session) brokerWatched(ctx context.Context, ev Event, at *pgproxy.Boundary) (brokerWatch, error) {
+func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boundary) (brokerWatch, error) {
 	var out brokerWatch
 	s.settleBefore(ctx)
 	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
@@ -259,7 +259,7 @@ follow:
 // would have begun another transaction after (marker-after-effect's
 // second) cannot be told from one that was done: what it has not sent
 // redeliver cannot see.
-func txEnded(trace []pgproxy.Statement, at *pgproxy.Boundary) bool {
+func txEnded(trace []sqlproxy.Statement, at *sqlproxy.Boundary) bool {
 	for _, st := range trace {
 		held := at.Names(st)
 		if held && !at.After {

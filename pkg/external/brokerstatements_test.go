@@ -3,14 +3,14 @@ package external
 import (
 	"testing"
 
-	"github.com/redeliver/redeliver/pkg/pgproxy"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 )
 
 // TestTxEnded: a kill at a broker delivery's statement boundary came after
 // its transaction ended only when the server had answered a COMMIT of it
 // by then.
 func TestTxEnded(t *testing.T) {
-	trace := []pgproxy.Statement{
+	trace := []sqlproxy.Statement{
 		{Index: 1, Text: "SELECT 1", Answer: "SELECT 1"},
 		{Index: 2, Text: "begin", Answer: "BEGIN"},
 		{Index: 3, Text: "INSERT INTO payments VALUES (1)", Answer: "INSERT 0 1"},
@@ -19,23 +19,23 @@ func TestTxEnded(t *testing.T) {
 		{Index: 6, Text: "INSERT INTO processed VALUES (1)", Answer: "INSERT 0 1"},
 		{Index: 7, Text: "commit", Answer: "COMMIT"},
 	}
-	rolledBack := []pgproxy.Statement{
+	rolledBack := []sqlproxy.Statement{
 		{Index: 1, Text: "begin", Answer: "BEGIN"},
 		{Index: 2, Text: "commit", Answer: "ROLLBACK"},
 		{Index: 3, Text: "SELECT 1", Answer: "SELECT 1"},
 	}
 	for _, tt := range []struct {
 		name  string
-		trace []pgproxy.Statement
-		at    pgproxy.Boundary
+		trace []sqlproxy.Statement
+		at    sqlproxy.Boundary
 		want  bool
 	}{
-		{"after the first statement", trace, pgproxy.Boundary{Index: 1, After: true}, false},
-		{"before the commit", trace, pgproxy.Boundary{Index: 4}, false},
-		{"after the commit", trace, pgproxy.Boundary{Index: 4, After: true}, true},
-		{"before the second transaction", trace, pgproxy.Boundary{Index: 5}, true},
-		{"after the last commit", trace, pgproxy.Boundary{Index: 7, After: true}, true},
-		{"a commit rolled back ends no work", rolledBack, pgproxy.Boundary{Index: 3, After: true}, false},
+		{"after the first statement", trace, sqlproxy.Boundary{Index: 1, After: true}, false},
+		{"before the commit", trace, sqlproxy.Boundary{Index: 4}, false},
+		{"after the commit", trace, sqlproxy.Boundary{Index: 4, After: true}, true},
+		{"before the second transaction", trace, sqlproxy.Boundary{Index: 5}, true},
+		{"after the last commit", trace, sqlproxy.Boundary{Index: 7, After: true}, true},
+		{"a commit rolled back ends no work", rolledBack, sqlproxy.Boundary{Index: 3, After: true}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := txEnded(tt.trace, &tt.at); got != tt.want {

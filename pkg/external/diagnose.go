@@ -6,8 +6,8 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/diagnose"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 )
 
 // dialect is the effects database's kind and the effect table, for the
@@ -22,7 +22,7 @@ func (s *Session) dialect() (kind, table string) {
 // crashTrace is the statements of a delivery killed at a statement
 // boundary, the kill marked where it landed and the consumer's answer
 // where it came; nil when none came through the proxy.
-func crashTrace(w watch, at *pgproxy.Boundary) []consumer.Statement {
+func crashTrace(w watch, at *sqlproxy.Boundary) []consumer.Statement {
 	if len(w.trace) == 0 {
 		return nil
 	}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 	"github.com/redeliver/redeliver/pkg/standin"
 	"github.com/tidwall/gjson"
 )
@@ -445,13 +445,13 @@ func (s *Session) deliveryCalls(id string, before []int) []placedCall {
 // consumer's answer (said) came: the first call after it takes the
 // answer's marker when it comes before the statement the marker is on,
 // or when no statement has it.
-func (s *Session) withCalls(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int, answered time.Time, said string) []consumer.Statement {
+func (s *Session) withCalls(stmts []consumer.Statement, trace []sqlproxy.Statement, id string, before []int, answered time.Time, said string) []consumer.Statement {
 	return s.withCallsMarked(stmts, trace, id, before, answered, said, nil)
 }
 
 // withCallsMarked is withCalls, each call's line then given to mark (when
 // not nil) with the call it stands for.
-func (s *Session) withCallsMarked(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int, answered time.Time, said string, mark func(standin.Call, *consumer.Statement)) []consumer.Statement {
+func (s *Session) withCallsMarked(stmts []consumer.Statement, trace []sqlproxy.Statement, id string, before []int, answered time.Time, said string, mark func(standin.Call, *consumer.Statement)) []consumer.Statement {
 	calls := s.deliveryCalls(id, before)
 	if len(calls) == 0 {
 		return stmts

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 )
 
 // Which started instance owns a connection to the database proxy. Behind
@@ -108,7 +108,7 @@ const ownerWait = 2 * time.Second
 // holder is the instance that owns the connection a watch holds: the
 // one there is with one instance, else the one whose process holds its
 // client end; nil with the number of instances when that is not known.
-func (s *Session) holder(w *pgproxy.Watch) *Process {
+func (s *Session) holder(w *sqlproxy.Watch) *Process {
 	if len(s.procs) <= 1 {
 		return s.proc
 	}

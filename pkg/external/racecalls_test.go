@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
-	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 	"github.com/redeliver/redeliver/pkg/standin"
 	"github.com/redeliver/redeliver/pkg/template"
 )
@@ -108,7 +108,7 @@ func TestRaceTraceMarksTheHeldCall(t *testing.T) {
 			}
 			ch.stop()
 			<-done
-			trace := make([]pgproxy.Statement, len(tt.stmts))
+			trace := make([]sqlproxy.Statement, len(tt.stmts))
 			out := s.raceTrace(tt.stmts, trace, "evt-1", nil, held, true, 2)
 			if len(out) != len(tt.stmts)+2 {
 				t.Fatalf("%d lines, want %d: %+v", len(out), len(tt.stmts)+2, out)

@@ -20,11 +20,11 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/nemesis"
-	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 	"github.com/redeliver/redeliver/pkg/template"
 	"github.com/tidwall/gjson"
 )
@@ -51,7 +51,7 @@ type Session struct {
 	// proxy stands between the consumer and its database (effects.proxy);
 	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL},
 	// and jdbcURL the same for PgJDBC, its ${REDELIVER_JDBC_URL}.
-	proxy *pgproxy.Proxy
+	proxy *sqlproxy.Proxy
 	// stands are the stand-ins of the externals the consumer calls;
 	// flying counts the deliveries in flight by event, which label
 	// their calls.
@@ -234,9 +234,9 @@ func (s *Session) startProxy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	listen := pgproxy.Listen
+	listen := sqlproxy.Listen
 	if s.db.Kind() == effects.MySQL {
-		listen = pgproxy.ListenMySQL
+		listen = sqlproxy.ListenMySQL
 	}
 	p, err := listen(up)
 	if err != nil {
@@ -832,7 +832,7 @@ func (sys *system) blameStatements(vs []invariant.Violation, trace []consumer.St
 	lane := 0
 	for _, st := range trace {
 		text := strings.ToLower(st.Text)
-		if st.Lane != 0 && pgproxy.Inserted(st.Answer) > 0 &&
+		if st.Lane != 0 && sqlproxy.Inserted(st.Answer) > 0 &&
 			(table == "" || strings.Contains(text, table)) {
 			lane = st.Lane
 		}

@@ -13,10 +13,10 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/pgproxy"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
+	"github.com/redeliver/redeliver/pkg/sqlproxy"
 	"github.com/redeliver/redeliver/pkg/standin"
 )
 
@@ -26,7 +26,7 @@ import (
 // delivery's own for exec — then cuts the connection (the database rolls
 // back what the consumer had not committed) and restarts the consumer.
 // reached is false when the delivery ended without reaching at.
-func (s *Session) watched(ctx context.Context, ev Event, at *pgproxy.Boundary) (a Answer, trace []pgproxy.Statement, reached bool, err error) {
+func (s *Session) watched(ctx context.Context, ev Event, at *sqlproxy.Boundary) (a Answer, trace []sqlproxy.Statement, reached bool, err error) {
 	w, err := s.watchedMarked(ctx, ev, at, nil)
 	return w.a, w.trace, w.reached, err
 }
@@ -51,7 +51,7 @@ func recordedOf(h *runner.Boundary) *recorded {
 // the watch saw of them.
 type watch struct {
 	a     Answer
-	trace []pgproxy.Statement
+	trace []sqlproxy.Statement
 	// marked: the delivery's statements were told from the others by
 	// its marks (the event id and key).
 	marked, reached bool
@@ -61,7 +61,7 @@ type watch struct {
 	answered time.Time
 	said     string
 	// finished: after the answer, the delivery's work was over as far as
-	// the database could tell (pgproxy.Watch.Finished) when the watch
+	// the database could tell (sqlproxy.Watch.Finished) when the watch
 	// stopped; false when it stopped at the kill, or gave up waiting.
 	finished bool
 }
@@ -90,7 +90,7 @@ const answerRace = 500 * time.Millisecond
 // outside a transaction and quiet (answerQuiet), or idleLimit after the
 // answer — and, when at is given, holds and kills there as watched says.
 // rec, when given, is what the recording saw of at.
-func (s *Session) watchedMarked(ctx context.Context, ev Event, at *pgproxy.Boundary, rec *recorded) (watch, error) {
+func (s *Session) watchedMarked(ctx context.Context, ev Event, at *sqlproxy.Boundary, rec *recorded) (watch, error) {
 	var out watch
 	s.settleBefore(ctx)
 	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
@@ -258,7 +258,7 @@ func (s *Session) quiet(ctx context.Context) error {
 		return nil
 	}
 	err := s.proxy.Idle(ctx, idleLimit)
-	var busy *pgproxy.BusyError
+	var busy *sqlproxy.BusyError
 	if errors.As(err, &busy) {
 		return fmt.Errorf("%v: redeliver reads the effects only once every connection of the consumer is idle outside a transaction, and gave up waiting (a transaction left open, or a statement that runs on)", err)
 	}
@@ -267,14 +267,14 @@ func (s *Session) quiet(ctx context.Context) error {
 
 // boundary is where a statement fault lands: the one a crash names, or
 // the one the schedule holds (nil: none, the run records).
-func boundary(c *scenario.Crash, h *runner.Boundary) *pgproxy.Boundary {
+func boundary(c *scenario.Crash, h *runner.Boundary) *sqlproxy.Boundary {
 	if c != nil && c.Kind == scenario.CrashStatement {
-		return &pgproxy.Boundary{Words: c.Words, After: c.AfterStatement, Marked: true}
+		return &sqlproxy.Boundary{Words: c.Words, After: c.AfterStatement, Marked: true}
 	}
 	if h == nil {
 		return nil
 	}
-	return &pgproxy.Boundary{Lane: h.Lane, Index: h.Index, After: h.After, Marked: h.Marked}
+	return &sqlproxy.Boundary{Lane: h.Lane, Index: h.Index, After: h.After, Marked: h.Marked}
 }
 
 // killBoundaries are the boundaries of a recorded delivery's statements,
@@ -284,7 +284,7 @@ func boundary(c *scenario.Crash, h *runner.Boundary) *pgproxy.Boundary {
 // recording's watch saw the delivery's work over after its last
 // statement, and the boundary after it is the last (a kill there once
 // the consumer answered interrupts nothing).
-func killBoundaries(trace []pgproxy.Statement, marked, finished bool) []runner.Boundary {
+func killBoundaries(trace []sqlproxy.Statement, marked, finished bool) []runner.Boundary {
 	var out []runner.Boundary
 	// next is the statement the answer came right after, when one did:
 	// the last before the first sent after the answer.
@@ -319,7 +319,7 @@ func killBoundaries(trace []pgproxy.Statement, marked, finished bool) []runner.B
 // redeliver had the answer — or, when the kill came after the answer,
 // on the held statement if that comes first: the answer was in before
 // the kill there. A trace with no statement after the answer has none.
-func markAnswer(stmts []consumer.Statement, trace []pgproxy.Statement, w watch) {
+func markAnswer(stmts []consumer.Statement, trace []sqlproxy.Statement, w watch) {
 	if w.said == "" {
 		return
 	}
@@ -346,7 +346,7 @@ func markAnswer(stmts []consumer.Statement, trace []pgproxy.Statement, w watch) 
 // inOrder merges the boundaries of a delivery's statements (two, or one,
 // per statement of trace, in its order) with those of its external calls,
 // by when each statement and each call came.
-func inOrder(stmts []runner.Boundary, trace []pgproxy.Statement, calls []timedBoundary) []runner.Boundary {
+func inOrder(stmts []runner.Boundary, trace []sqlproxy.Statement, calls []timedBoundary) []runner.Boundary {
 	if len(calls) == 0 {
 		return stmts
 	}
@@ -410,7 +410,7 @@ func (sys *system) callsRecorded(ctx context.Context, c runner.Call, ev Event, k
 
 // raceBoundaries are the boundaries of each worker's statements in a
 // recorded race, worker by worker, each a hold while the others go on.
-func raceBoundaries(trace []pgproxy.Statement, marked bool) []runner.Boundary {
+func raceBoundaries(trace []sqlproxy.Statement, marked bool) []runner.Boundary {
 	lanes := 0
 	for _, st := range trace {
 		lanes = max(lanes, st.Lane)
@@ -452,7 +452,7 @@ func shortStatement(text string) string {
 
 // statementsOf is a trace in the vocabulary the reports read, the held
 // statement marked.
-func statementsOf(trace []pgproxy.Statement, hit *pgproxy.Boundary) []consumer.Statement {
+func statementsOf(trace []sqlproxy.Statement, hit *sqlproxy.Boundary) []consumer.Statement {
 	out := make([]consumer.Statement, len(trace))
 	held := -1
 	if hit != nil {
@@ -508,7 +508,7 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 		// statement fault could land, whatever the file asked.
 		return a, sys.bypassed(ctx, c, ev, key, before)
 	}
-	traced := func(hit *pgproxy.Boundary) []consumer.Statement {
+	traced := func(hit *sqlproxy.Boundary) []consumer.Statement {
 		stmts := statementsOf(trace, hit)
 		markAnswer(stmts, trace, wd)
 		return sys.sess.withCalls(stmts, trace, ev.ID, calledBefore, wd.answered, wd.said)
@@ -578,8 +578,8 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 	}
 	n := c.St.Concurrent
 	h := c.Hold.Statement
-	var at *pgproxy.Boundary // a hold at a statement
-	var ch *callHold         // a hold at a call
+	var at *sqlproxy.Boundary // a hold at a statement
+	var ch *callHold          // a hold at a call
 	if h != nil && h.Call != "" {
 		method, path, _ := strings.Cut(h.Call, " ")
 		ch = sys.sess.holdCall(method, path, h.Lane, h.After)
@@ -590,7 +590,7 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 	before, _ := sys.sess.db.Rows(ctx, &ev.Key)
 	calledBefore := sys.sess.callCount()
 	sys.sess.settleBefore(ctx)
-	var w *pgproxy.Watch
+	var w *sqlproxy.Watch
 	if sys.sess.proxy != nil {
 		var err error
 		if w, err = sys.sess.proxy.Watch(at, ev.ID, ev.Key); err != nil {
@@ -667,7 +667,7 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 	if w != nil && sys.sess.t.Exec == nil && ownAnswers(answers) {
 		sys.sess.followPastAnswers(ctx, w)
 	}
-	var trace []pgproxy.Statement
+	var trace []sqlproxy.Statement
 	if w != nil {
 		trace = w.Stop()
 		c.Rec.Counters().Apart += len(w.Others())
@@ -720,7 +720,7 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 // when the statements came on several: which worker made it is not known.
 // held, when set, is the call the schedule held (after: once performed),
 // marked as held and let go, on lane (0: not known).
-func (s *Session) raceTrace(stmts []consumer.Statement, trace []pgproxy.Statement, id string, before []int, held *standin.Hold, after bool, lane int) []consumer.Statement {
+func (s *Session) raceTrace(stmts []consumer.Statement, trace []sqlproxy.Statement, id string, before []int, held *standin.Hold, after bool, lane int) []consumer.Statement {
 	conns := map[int]bool{}
 	for _, st := range stmts {
 		conns[st.Worker] = true
@@ -769,7 +769,7 @@ func ordinal(n int) string {
 
 // heldWords names a race's boundary for the hold on a worker's bar: a
 // lane of the proxy is a connection, not a worker of the step.
-func heldWords(b pgproxy.Boundary) string {
+func heldWords(b sqlproxy.Boundary) string {
 	if b.Lane > 0 {
 		where := "before"
 		if b.After {
@@ -812,7 +812,7 @@ func matchLanes(stmts []consumer.Statement, heldLane, workers int) {
 // deliveries have answered (counting them in answered), or one of the
 // others waits for a lock (as w sees them; nil: not seen), or the hold
 // limit passed.
-func (sys *system) letOthersRun(ctx context.Context, w *pgproxy.Watch, answered *int, n int, done <-chan int, got func(int)) {
+func (sys *system) letOthersRun(ctx context.Context, w *sqlproxy.Watch, answered *int, n int, done <-chan int, got func(int)) {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.Now().Add(holdLimit(sys.sess.t.Timeout()))
@@ -865,15 +865,15 @@ func (sys *system) wrote(ctx context.Context, key string, before []effects.Row) 
 }
 
 // wrotePast fails the recording trial of a delivery whose statements
-// through the proxy all surely only read (pgproxy.ReadOnly) while its
+// through the proxy all surely only read (sqlproxy.ReadOnly) while its
 // effect rows changed: the consumer wrote past the proxy, on a connection
 // of its own, and none of its writes had a boundary to be tried at. A
 // statement that may have written (a function call in a SELECT counts)
 // is taken to have, so this never fails a consumer that writes through
 // the proxy.
-func (sys *system) wrotePast(ctx context.Context, c runner.Call, ev Event, key string, before []effects.Row, trace []pgproxy.Statement) (bool, error) {
+func (sys *system) wrotePast(ctx context.Context, c runner.Call, ev Event, key string, before []effects.Row, trace []sqlproxy.Statement) (bool, error) {
 	for _, st := range trace {
-		if !pgproxy.ReadOnly(st.Text) {
+		if !sqlproxy.ReadOnly(st.Text) {
 			return false, nil
 		}
 	}
@@ -885,7 +885,7 @@ func (sys *system) wrotePast(ctx context.Context, c runner.Call, ev Event, key s
 }
 
 // traceLines are a trace's statements with their answers, one a line.
-func traceLines(trace []pgproxy.Statement) []string {
+func traceLines(trace []sqlproxy.Statement) []string {
 	lines := make([]string, len(trace))
 	for i, t := range trace {
 		lines[i] = shortStatement(t.Text) + " → " + t.Answer
@@ -903,16 +903,16 @@ const replayBoundaries = 16
 // statementBoundary is the boundary a replay's crash at capture position
 // pos lands at: boundary k of 1…replayBoundaries, drawn from --seed and
 // the position (k odd: before statement (k+1)/2; even: after k/2).
-func statementBoundary(seed, pos int64) *pgproxy.Boundary {
+func statementBoundary(seed, pos int64) *sqlproxy.Boundary {
 	k := int(inject.Draw(seed, pos, inject.SlotPoint)%replayBoundaries) + 1
-	return &pgproxy.Boundary{Index: (k + 1) / 2, After: k%2 == 0, Marked: true}
+	return &sqlproxy.Boundary{Index: (k + 1) / 2, After: k%2 == 0, Marked: true}
 }
 
 // crashAtStatement makes a delivery killed at a statement boundary. One
 // that ends before reaching it (fewer statements) is killed after its
 // answer, and says so: the kill interrupted nothing. It returns the
 // delivery's statements, the kill marked, for the diagnosis of a breach.
-func (s *Session) crashAtStatement(ctx context.Context, ev Event, at *pgproxy.Boundary) (Answer, []consumer.Statement, error) {
+func (s *Session) crashAtStatement(ctx context.Context, ev Event, at *sqlproxy.Boundary) (Answer, []consumer.Statement, error) {
 	w, err := s.watchedMarked(ctx, ev, at, nil)
 	a, stmts := w.a, crashTrace(w, at)
 	if err != nil || w.reached {
@@ -948,7 +948,7 @@ func ownAnswers(answers []Answer) bool {
 // and works after is still writing, and the check must judge what it
 // did, not what it had yet to do (it read the effects before its commit,
 // and called the effect lost).
-func (s *Session) followPastAnswers(ctx context.Context, w *pgproxy.Watch) {
+func (s *Session) followPastAnswers(ctx context.Context, w *sqlproxy.Watch) {
 	w.Answered()
 	limit := time.After(idleLimit)
 	ticker := time.NewTicker(5 * time.Millisecond)

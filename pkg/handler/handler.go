@@ -2,6 +2,11 @@
 // receives, the outcomes it returns, the fault points inside it, and the
 // strategies a consumer can be written with. The transaction logic lives
 // here once; the stores (sqlite, postgres) only run its statements.
+//
+// It also owns the simulated payment provider an external-key strategy
+// calls (PaymentGateway, gateway.go). Of this module it imports only
+// pkg/consumer and pkg/template, and it links no database driver or broker
+// client: a store implements Store.
 package handler
 
 import (

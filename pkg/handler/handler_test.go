@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
-	"github.com/redeliver/redeliver/pkg/gateway"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/redeliver/redeliver/pkg/template"
@@ -28,7 +27,7 @@ type step struct {
 type env struct {
 	h   *handler.Handler
 	db  *sqlite.DB
-	gw  *gateway.Gateway
+	gw  *handler.PaymentGateway
 	now time.Time
 }
 
@@ -49,7 +48,7 @@ func newEnv(t *testing.T, cfg handler.Config) *env {
 	e := &env{db: db, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var g handler.Gateway
 	if cfg.Strategy.CallsOut() {
-		if e.gw, err = gateway.New(); err != nil {
+		if e.gw, err = handler.NewPaymentGateway(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.gw.Close() })

@@ -5,6 +5,8 @@
 // and capture pick the same deliveries for a fault both can inject, and a
 // resumed replay makes, delivery for delivery, the choices the
 // interrupted one made.
+//
+// It imports no other package of this module.
 package inject
 
 import (

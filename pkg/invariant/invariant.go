@@ -11,6 +11,9 @@
 // which report each breach here, by name and with its facts. Every report
 // renders from what this package says.
 //
+// Of this module it imports only pkg/consumer, pkg/escape and pkg/handler,
+// and it links no database driver or broker client.
+//
 // # Using the catalogue
 //
 //	for _, inv := range invariant.Checked(invariant.Replay, strategy) { … }

@@ -3,6 +3,10 @@
 // reach the end of every partition, and reads a topic back as a captured
 // log. It wraps github.com/twmb/franz-go (kgo, and kadm for the admin
 // requests).
+//
+// Of this module it imports pkg/broker, pkg/capture (it registers kafka://
+// as a capture source) and pkg/problem, and it links no database driver or
+// store.
 package kafka
 
 import (

@@ -4,6 +4,9 @@
 // these interfaces only; pkg/sqlite implements them, and a reader of a
 // user's own effect table (PostgreSQL, MySQL/MariaDB, a SQLite file)
 // implements Judge the same way.
+//
+// Of this module it imports only pkg/consumer, pkg/handler and
+// pkg/invariant, and it links no database driver or broker client.
 package ledger
 
 import (

@@ -2,6 +2,10 @@
 // consumer under test to read, watches the consumer's durable until it has
 // nothing pending or awaiting an ack, and reads a stream back as a
 // captured log. It wraps github.com/nats-io/nats.go.
+//
+// Of this module it imports pkg/broker, pkg/capture (it registers nats://
+// as a capture source), pkg/problem and pkg/redact, and it links no
+// database driver or store.
 package nats
 
 import (

@@ -1,6 +1,11 @@
 // Package nemesis kills consumer instances at random and restarts them,
 // so that a broker redelivers whatever a killed instance held in flight:
 // JetStream once AckWait passes, RabbitMQ as soon as the channel closes.
+//
+// It also picks, by --seed, the deliveries whose worker is killed while
+// working on them (Working). Of this module it imports only pkg/inject, and
+// it links no database driver or broker client: the instances it kills are
+// its caller's (pkg/external's, and the example consumer's tests').
 package nemesis
 
 import (

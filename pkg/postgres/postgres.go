@@ -10,6 +10,9 @@
 // failures (40001) that a consumer has to retry, and protect nothing the
 // constraints do not; an unsafe strategy without constraints races at any
 // level, which is what the negative controls show.
+//
+// Of this module it imports pkg/handler and pkg/redact; it links pgx, and
+// no broker client or other store.
 package postgres
 
 import (

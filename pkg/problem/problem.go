@@ -11,6 +11,8 @@
 //	return problem.Invalid(problem.Pos{File: f, Line: 3, Col: 9}, "unknown strategy %q", s)
 //	return problem.Environment(file, err)
 //	kind := problem.KindOf(err)
+//
+// It imports no other package of this module.
 package problem
 
 import (

@@ -12,6 +12,8 @@
 // read and write never block, so they are made with syscall.RawSyscall,
 // and the connection waits in the network poller as net.Conn does when its
 // socket has nothing to read or no room to write.
+//
+// It imports no other package of this module.
 package rawio
 
 import "net"

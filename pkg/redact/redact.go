@@ -17,6 +17,8 @@
 //
 // It errs on the side of hiding: a value that merely looks like a secret
 // is masked too.
+//
+// It imports no other package of this module.
 package redact
 
 import (

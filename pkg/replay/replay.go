@@ -3,6 +3,14 @@
 // capture held, what the handler did with it and which invariants broke.
 // Nothing in it grows with the length of the log: deliveries stream
 // through, and the findings and invariants are counted in the database.
+//
+// It owns the replay engine, the built-in handler's lanes, and the
+// reproducer and findings of a replay. Of this module it imports the file
+// format and the inputs (pkg/scenario, pkg/capture, pkg/broker), the
+// handler and its vocabulary, pkg/ledger, pkg/invariant, pkg/inject,
+// pkg/runner and the small helpers (pkg/problem, pkg/escape, pkg/redact,
+// pkg/template), and it never links a store, a database driver, a broker
+// client, the renderers (pkg/report) or a user's consumer (pkg/external).
 package replay
 
 import (

@@ -1,5 +1,11 @@
 // Package report renders results: the text report a person reads, and the
 // structured formats CI systems parse. It never opens a database.
+//
+// Of this module it imports the results it renders (pkg/runner, pkg/replay,
+// pkg/ledger, pkg/diagnose, pkg/invariant, pkg/report/words) with their
+// vocabulary (pkg/consumer, pkg/handler, pkg/problem, pkg/escape), and it
+// never links a store, a database driver, a broker client or a user's
+// consumer (pkg/external).
 package report
 
 import (

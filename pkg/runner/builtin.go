@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
-	"github.com/redeliver/redeliver/pkg/gateway"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/report/words"
@@ -62,7 +61,7 @@ func Builtin(s *scenario.Scenario, open Opener) Kind {
 type builtin struct {
 	s        *scenario.Scenario
 	store    Store
-	gateway  *gateway.Gateway
+	gateway  *handler.PaymentGateway
 	h        *handler.Handler
 	now      time.Time
 	attempts map[[2]string]int
@@ -75,7 +74,7 @@ type builtin struct {
 func newBuiltin(s *scenario.Scenario, store Store) (*builtin, error) {
 	b := &builtin{s: s, store: store, now: Epoch, attempts: map[[2]string]int{}}
 	if s.Handler.Strategy.CallsOut() {
-		g, err := gateway.New()
+		g, err := handler.NewPaymentGateway()
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +188,7 @@ func (b *builtin) record(ctx context.Context, c Call, d consumer.Delivery, scope
 		cnt.Effects++
 	}
 	if x := res.External; x != nil {
-		var kc *gateway.KeyConflictError
+		var kc *handler.KeyConflictError
 		if errors.As(x.Err, &kc) {
 			cnt.KeyConflicts++
 		}
@@ -382,7 +381,7 @@ func (b *builtin) Snapshot(ctx context.Context) (func(context.Context) error, fu
 		return nil, nil, err
 	}
 	now, attempts := b.now, maps.Clone(b.attempts)
-	var ledger *gateway.Ledger
+	var ledger *handler.GatewayLedger
 	if b.gateway != nil {
 		l := b.gateway.Snapshot()
 		ledger = &l

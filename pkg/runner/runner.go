@@ -3,6 +3,13 @@
 // evaluates the expectations the file wrote, asks the system for broken
 // invariants after every check, and explores the schedules of concurrent
 // steps where the system can hold its workers.
+//
+// It owns the checks, steps, history, expectations, verdict and the
+// exploration of schedules, and the built-in System (builtin.go). Of this
+// module it imports pkg/scenario, pkg/handler, pkg/consumer, pkg/invariant,
+// pkg/problem and pkg/report/words, and it never links a store, a database
+// driver, a broker client, the replay, the renderers (pkg/report) or a
+// user's consumer (pkg/external).
 package runner
 
 import (

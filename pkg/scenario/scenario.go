@@ -1,5 +1,9 @@
 // Package scenario is the scenario file format, version 1: its types, and
 // a strict loader that names file:line:column for every mistake.
+//
+// Of this module it imports pkg/broker (broker addresses and topic names),
+// pkg/consumer, pkg/handler, pkg/invariant, pkg/problem, pkg/redact and
+// pkg/template, and it links no database driver, store or broker client.
 package scenario
 
 import (

@@ -1,5 +1,10 @@
 // Package sqlite is the embedded store: the handler's tables on
 // modernc.org/sqlite, in memory or in a file (WAL).
+//
+// It implements pkg/ledger's interfaces and decides the built-in replay's
+// invariants in SQL. Of this module it imports pkg/consumer, pkg/escape,
+// pkg/handler, pkg/invariant, pkg/ledger and pkg/problem; it links
+// modernc.org/sqlite, and no broker client or other store.
 package sqlite
 
 import (

@@ -1,5 +1,9 @@
 // Package suite runs a set of scenario files: it finds them, validates all
 // of them before running any, gives each a fresh store, and runs them.
+//
+// Of this module it imports pkg/runner and what it runs files against (the
+// stores pkg/sqlite and pkg/postgres, a user's consumer through
+// pkg/external and pkg/effects), and never the renderers (pkg/report).
 package suite
 
 import (

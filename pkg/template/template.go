@@ -4,6 +4,8 @@
 //
 // A placeholder is a name between braces; "{{" and "}}" stand for literal
 // braces. Nothing else is special, so a template can never execute code.
+//
+// It imports no other package of this module.
 package template
 
 import (

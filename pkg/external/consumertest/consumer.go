@@ -2,6 +2,8 @@
 // target mode: an HTTP service or a process per delivery on a SQLite
 // file, safe or with a known flaw. The example consumers users read live
 // in examples/; this one is kept tiny and test-only.
+//
+// It imports no other package of this module.
 package consumertest
 
 import (

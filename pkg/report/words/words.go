@@ -4,6 +4,9 @@
 // what came, a check's summary line, a repeated check's tally. Whatever
 // runs a check — the built-in handler's runner, a user's own consumer's —
 // words what it found here, so one expectation reads the same everywhere.
+//
+// It imports no other package of this module, so that any runner may import
+// it.
 package words
 
 import (

@@ -1,4 +1,4 @@
-package gateway
+package handler
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestCharge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := New()
+			g, err := NewPaymentGateway()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestCharge(t *testing.T) {
 // included, and later charges do not reach the copy.
 func TestSnapshotRestore(t *testing.T) {
 	ctx := context.Background()
-	g, _ := New()
+	g, _ := NewPaymentGateway()
 	g.Charge(ctx, "k1", "10", "o1")
 	snap := g.Snapshot()
 	want, _ := g.Charges(ctx)

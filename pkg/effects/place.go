@@ -1,9 +1,9 @@
-// Package dbhost tells where a database connection string leads — the
-// hosts a driver would dial, resolved the way the driver resolves them —
-// and whether that is a database the user plainly meant to empty: this
-// machine, or a service container named with one label. It never
-// connects.
-package dbhost
+package effects
+
+// Where a database connection string leads — the hosts a driver would
+// dial, resolved the way the driver resolves them — and whether that is a
+// database the user plainly meant to empty: this machine, or a service
+// container named with one label. Nothing here connects.
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package pgproxy
+package sqlproxy
 
 // The server processes of the proxy's connections. A client that dies
 // inside a transaction leaves its server process running whatever it ran

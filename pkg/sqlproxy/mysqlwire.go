@@ -1,4 +1,4 @@
-package pgproxy
+package sqlproxy
 
 // The MySQL client/server protocol as the proxy reads it: packets framed
 // by a 3-byte little-endian length and a sequence id, a payload of 16 MiB

@@ -1,4 +1,4 @@
-package pgproxy
+package sqlproxy
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 // table makes a table of its own for one test.
 func table(t *testing.T, c *pgx.Conn) string {
 	t.Helper()
-	name := "pgproxy_" + strings.ToLower(strings.NewReplacer("/", "_", " ", "_", "-", "_").Replace(t.Name()))
+	name := "sqlproxy_" + strings.ToLower(strings.NewReplacer("/", "_", " ", "_", "-", "_").Replace(t.Name()))
 	ctx := context.Background()
 	if _, err := c.Exec(ctx, "DROP TABLE IF EXISTS "+name); err != nil {
 		t.Fatal(err)

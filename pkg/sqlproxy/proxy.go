@@ -1,4 +1,4 @@
-// Package pgproxy stands between a consumer under test and its PostgreSQL
+// Package sqlproxy stands between a consumer under test and its PostgreSQL
 // database — or its MySQL or MariaDB one (ListenMySQL, mysql.go): the
 // watch, boundaries, holds and transactions are the same for both, only
 // the wire differs — it relays the wire protocol both ways, unchanged, and sees
@@ -15,7 +15,10 @@
 // for TLS is answered "no", so the consumer connects in plain TCP;
 // cancel requests are forwarded to the server. On MySQL the greeting
 // offers no TLS, so the consumer goes on in plain TCP.
-package pgproxy
+//
+// It imports no other package of this module (pkg/external drives it) and
+// links no database driver: it speaks both wires itself.
+package sqlproxy
 
 import (
 	"bufio"

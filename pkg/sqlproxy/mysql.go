@@ -1,4 +1,4 @@
-package pgproxy
+package sqlproxy
 
 // The relay of a MySQL or MariaDB connection. The watch, its boundaries,
 // holds, lanes and transactions are the same as PostgreSQL's; what

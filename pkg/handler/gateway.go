@@ -1,8 +1,9 @@
-// Package gateway is the simulated external provider an external-key
-// consumer calls: a payment gateway with its own store, outside the
-// handler's transaction, that honours idempotency keys the way the IETF
+package handler
+
+// The simulated external provider an external-key handler calls (its
+// Gateway): a payment gateway with its own store, outside the handler's
+// transaction, that honours idempotency keys the way the IETF
 // Idempotency-Key draft describes.
-package gateway
 
 import (
 	"context"
@@ -31,26 +32,26 @@ func (e *KeyConflictError) Error() string {
 		e.Key, e.StoredOrder, e.StoredAmount, e.GottenOrder, e.Amount)
 }
 
-// Gateway is the provider. Its ledger is its own, in memory, so a rollback
-// of the handler's transaction never undoes a charge.
-type Gateway struct {
+// PaymentGateway is the provider. Its ledger is its own, in memory, so a
+// rollback of the handler's transaction never undoes a charge.
+type PaymentGateway struct {
 	mu      sync.Mutex
 	charges []Charge
 	byKey   map[string]int // idempotency key → index in charges
 }
 
-// New opens an empty gateway.
-func New() (*Gateway, error) {
-	return &Gateway{byKey: map[string]int{}}, nil
+// NewPaymentGateway opens an empty gateway.
+func NewPaymentGateway() (*PaymentGateway, error) {
+	return &PaymentGateway{byKey: map[string]int{}}, nil
 }
 
 // Close releases the ledger.
-func (g *Gateway) Close() error { return nil }
+func (g *PaymentGateway) Close() error { return nil }
 
 // Charge charges amount for orderRef. A request without a key is not
 // idempotent: every call charges. A known key with the same request returns
 // the first charge; with a different amount or order it is refused.
-func (g *Gateway) Charge(ctx context.Context, key, amount, orderRef string) (int64, bool, error) {
+func (g *PaymentGateway) Charge(ctx context.Context, key, amount, orderRef string) (int64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, fmt.Errorf("gateway: %w", err)
 	}
@@ -72,7 +73,7 @@ func (g *Gateway) Charge(ctx context.Context, key, amount, orderRef string) (int
 }
 
 // Charges returns the ledger, in order.
-func (g *Gateway) Charges(ctx context.Context) ([]Charge, error) {
+func (g *PaymentGateway) Charges(ctx context.Context) ([]Charge, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.charges) == 0 {
@@ -81,17 +82,17 @@ func (g *Gateway) Charges(ctx context.Context) ([]Charge, error) {
 	return append([]Charge(nil), g.charges...), nil
 }
 
-// Ledger is a copy of the gateway's ledger, to put back with Restore.
-type Ledger struct {
+// GatewayLedger is a copy of the gateway's ledger, to put back with Restore.
+type GatewayLedger struct {
 	charges []Charge
 	byKey   map[string]int
 }
 
 // Snapshot copies the ledger.
-func (g *Gateway) Snapshot() Ledger {
+func (g *PaymentGateway) Snapshot() GatewayLedger {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l := Ledger{charges: append([]Charge(nil), g.charges...), byKey: make(map[string]int, len(g.byKey))}
+	l := GatewayLedger{charges: append([]Charge(nil), g.charges...), byKey: make(map[string]int, len(g.byKey))}
 	for k, v := range g.byKey {
 		l.byKey[k] = v
 	}
@@ -100,7 +101,7 @@ func (g *Gateway) Snapshot() Ledger {
 
 // Restore puts back a ledger Snapshot copied: the gateway then holds
 // exactly what it held then.
-func (g *Gateway) Restore(l Ledger) {
+func (g *PaymentGateway) Restore(l GatewayLedger) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.charges = append([]Charge(nil), l.charges...)

@@ -1,4 +1,4 @@
-package dbhost
+package effects
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package pgproxy
+package sqlproxy
 
 import (
 	"context"
@@ -17,7 +17,7 @@ func pgbench(t *testing.T, port int, args ...string) string {
 	t.Helper()
 	u := server(t)
 	cmd := exec.Command("pgbench", append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", u.User.Username()}, append(args, strings.TrimPrefix(u.Path, "/"))...)...)
-	cmd.Env = append(os.Environ(), "PGOPTIONS=-c search_path=pgproxy_bench", "PGSSLMODE=disable")
+	cmd.Env = append(os.Environ(), "PGOPTIONS=-c search_path=sqlproxy_bench", "PGSSLMODE=disable")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("pgbench %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -38,7 +38,7 @@ func TestPgbench(t *testing.T) {
 	}
 	p, _ := through(t)
 	admin := connect(t, server(t).String())
-	if _, err := admin.Exec(context.Background(), "CREATE SCHEMA IF NOT EXISTS pgproxy_bench"); err != nil {
+	if _, err := admin.Exec(context.Background(), "CREATE SCHEMA IF NOT EXISTS sqlproxy_bench"); err != nil {
 		t.Fatal(err)
 	}
 	seconds := os.Getenv("PGBENCH_SECONDS")
@@ -69,7 +69,7 @@ func TestPgbenchLatency(t *testing.T) {
 	}
 	p, _ := through(t)
 	admin := connect(t, server(t).String())
-	if _, err := admin.Exec(context.Background(), "CREATE SCHEMA IF NOT EXISTS pgproxy_bench"); err != nil {
+	if _, err := admin.Exec(context.Background(), "CREATE SCHEMA IF NOT EXISTS sqlproxy_bench"); err != nil {
 		t.Fatal(err)
 	}
 	seconds := os.Getenv("PGBENCH_SECONDS")
