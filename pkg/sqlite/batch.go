@@ -204,7 +204,7 @@ func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) e
 			return err
 		}
 		b.log = r.log
-		if !r.Resumed {
+		if !r.Resumed && !bloomOff {
 			b.seen = newSeenPart(r.parts)
 		}
 		defer b.close()

@@ -37,8 +37,10 @@ type literals struct {
 // literalChanges is how many times the consumer or the stamp may change
 // before the batch stops writing them into its statements (a
 // consumer-scoped replay whose deliveries name many consumers, a clock
-// that moves): each change prepares the statements again.
-const literalChanges = 8
+// that moves): each change prepares the statements again. Built with
+// -tags noliterals it is 0: everything is bound, the variant the
+// literals' benchmark is measured beside (docs/performance.md).
+const literalChanges = literalMax
 
 // sqlText is s as an SQL string literal, when it can be one: a literal
 // holds the same text as a bound parameter unless s has a NUL byte (the

@@ -1,3 +1,5 @@
+//go:build !nolookaside
+
 package sqlite
 
 import (
