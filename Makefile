@@ -71,6 +71,7 @@ test: ## vet, then every test with the race detector
 # against the peer (wall time, CPU time, peak RSS), a replay into the example
 # consumer (redeliver's CPU as a share of the consumer's), and, with BASE, the
 # scenario runner and exploration against that build (make bench-runner).
+# make bench-variants measures each optimisation beside the build without it.
 PEER        ?=
 BENCH_N     ?= 300000
 BENCH_ROUNDS ?= 3
