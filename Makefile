@@ -95,7 +95,7 @@ bench-go: ## the Go benchmarks (see docs/performance.md); REDELIVER_BENCH_N=1000
 # "Each optimisation"): instructions of redeliver under callgrind (user
 # space, repeatable where the machine's load is not), BENCH_ROUNDS
 # alternating rounds. A build tag makes each variant: noliterals, norawapi,
-# nobloom, nomarkereffect on the built-in replay of a VARIANT_N-line UUID
+# nobloom on the built-in replay of a VARIANT_N-line UUID
 # capture in memory; nohttpclient, norawio on a replay of VARIANT_TARGET_N
 # lines into the example consumer on SQLite, started beside it (callgrind
 # does not survive the signals of a child redeliver starts itself), and
@@ -105,7 +105,7 @@ bench-go: ## the Go benchmarks (see docs/performance.md); REDELIVER_BENCH_N=1000
 # go test -run '^$$' -bench 'Replay$$' -tags nohttpclient ./pkg/external.
 VARIANT_N        ?= 30000
 VARIANT_TARGET_N ?= 10000
-VARIANTS_REPLAY  ?= noliterals norawapi nobloom nomarkereffect
+VARIANTS_REPLAY  ?= noliterals norawapi nobloom
 VARIANTS_TARGET  ?= nohttpclient norawio
 VARIANT_PORT     ?= 18939
 VG := GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file=/dev/null
