@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION) -X github.com/redeliver/redeliver/cmd.commit=$(COMMIT)
 
-.PHONY: build examples run test bench bench-runner bench-go lint fuzz clean
+.PHONY: build examples run test bench bench-runner bench-go bench-variants lint fuzz clean
 
 build: ## build bin/redeliver
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -71,6 +71,7 @@ test: ## vet, then every test with the race detector
 # against the peer (wall time, CPU time, peak RSS), a replay into the example
 # consumer (redeliver's CPU as a share of the consumer's), and, with BASE, the
 # scenario runner and exploration against that build (make bench-runner).
+# make bench-variants measures each optimisation beside the build without it.
 PEER        ?=
 BENCH_N     ?= 300000
 BENCH_ROUNDS ?= 3
@@ -89,6 +90,42 @@ bench-runner: build ## the scenario runner against a baseline build, alternating
 
 bench-go: ## the Go benchmarks (see docs/performance.md); REDELIVER_BENCH_N=100000 for a quick run
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+
+# Each optimisation beside the build without it (docs/performance.md,
+# "Each optimisation"): instructions of redeliver under callgrind (user
+# space, repeatable where the machine's load is not), BENCH_ROUNDS
+# alternating rounds. A build tag makes each variant: noliterals, norawapi,
+# nobloom on the built-in replay of a VARIANT_N-line UUID
+# capture in memory; nohttpclient, norawio on a replay of VARIANT_TARGET_N
+# lines into the example consumer on SQLite, started beside it (callgrind
+# does not survive the signals of a child redeliver starts itself), and
+# GOMAXPROCS=2 for the one processor a replay into a target runs on. The
+# same tags run the Go benchmarks beside their variants:
+# go test -run '^$$' -bench ReplayMemory -tags norawapi ./pkg/replay,
+# go test -run '^$$' -bench 'Replay$$' -tags nohttpclient ./pkg/external.
+VARIANT_N        ?= 30000
+VARIANT_TARGET_N ?= 10000
+VARIANTS_REPLAY  ?= noliterals norawapi nobloom
+VARIANTS_TARGET  ?= nohttpclient norawio
+VARIANT_PORT     ?= 18939
+VG := GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file=/dev/null
+bench-variants: examples ## each optimisation beside its build without it, by callgrind (needs valgrind)
+	@set -e; d=bin/variants; mkdir -p $$d; \
+	CGO_ENABLED=0 $(GO) build -o $$d/all .; \
+	for t in $(VARIANTS_REPLAY) $(VARIANTS_TARGET); do CGO_ENABLED=0 $(GO) build -tags $$t -o $$d/$$t .; done; \
+	$(GO) run ./cmd/peerbench capture -ids uuid -n $(VARIANT_N) -o $$d/uuid.ndjson; \
+	$(GO) run ./cmd/peerbench capture -ids uuid -n $(VARIANT_TARGET_N) -o $$d/target.ndjson; \
+	count() { $(VG) "$$@" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'; }; \
+	for r in $$(seq $(BENCH_ROUNDS)); do for b in all $(VARIANTS_REPLAY); do \
+		echo "round $$r replay $$b $$(count $$d/$$b replay --identity data.orderId $$d/uuid.ndjson)"; done; done; \
+	rm -f $$d/payments.db*; \
+	printf 'version: 1\ntarget:\n  http:\n    url: http://127.0.0.1:$(VARIANT_PORT)/events\neffects:\n  db: %s\n  reset: ["DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"]\n  table: payments\n  key: order_id\n  event: event_id\n  key_of: "{data.orderId}"\n' $$d/payments.db > $$d/target.yaml; \
+	bin/consumer --listen 127.0.0.1:$(VARIANT_PORT) --db $$d/payments.db --flaw safe >$$d/consumer.log 2>&1 & pid=$$!; \
+	trap 'kill $$pid' EXIT; \
+	until grep -q listening $$d/consumer.log; do sleep 0.2; kill -0 $$pid; done; \
+	for r in $$(seq $(BENCH_ROUNDS)); do for b in all $(VARIANTS_TARGET) GOMAXPROCS=2; do \
+		case $$b in *=*) e=$$b; x=all;; *) e=; x=$$b;; esac; \
+		echo "round $$r target $$b $$(env $$e $(VG) $$d/$$x replay $$d/target.ndjson --target $$d/target.yaml --seed 11 --parallel 4 --redeliver 0.1 2>&1 >/dev/null | sed -n 's/.*Collected : //p')"; done; done
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint: ## gofmt, vet and staticcheck

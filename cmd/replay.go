@@ -323,7 +323,7 @@ func runReplay(o *ReplayOptions) error {
 		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, CrashAt: crashAt, Rewind: o.Rewind,
 		Republish: o.Republish, Concurrent: o.Concurrent,
 		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, FindingsFile: o.Findings, Batch: o.Batch,
-		Compare: o.Compare, Warn: s.Secrets.Writer(s.Err), Parallel: o.Parallel, Exiting: s.Exits,
+		Compare: o.Compare, Warn: s.Secrets.Writer(s.Err), Parallel: o.Parallel,
 	}
 	finish := func() {}
 	if s.ErrTTY {

@@ -34,9 +34,7 @@ func Main() int {
 	defer external.EndStrays()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s := System()
-	s.Exits = true
-	return Run(ctx, s, os.Args[1:])
+	return Run(ctx, System(), os.Args[1:])
 }
 
 // Run runs redeliver with the given arguments and returns the exit status.

@@ -19,10 +19,6 @@ type Streams struct {
 	OutTTY bool      // Out is a terminal
 	ErrTTY bool      // Err is a terminal
 	Getenv func(string) string
-	// Exits is set when the process ends as soon as the command returns
-	// (Main): what the command holds only in memory is left to the
-	// system, which takes it back at once.
-	Exits bool
 	// Secrets are the secret values of the configuration the command
 	// loaded: every report, annotation and message on Err is written
 	// with them masked (nil masks secrets by their form only).

@@ -71,7 +71,7 @@ const maxBody = 1 << 20
 // net/http would refuse, or a system where an idle connection cannot be
 // looked at.
 func newPlainClient(h *scenario.HTTPTarget) *plainClient {
-	if !canPeek {
+	if !canPeek || plainOff {
 		return nil
 	}
 	u, err := url.Parse(h.URL)

@@ -1,3 +1,5 @@
+//go:build linux && !norawio
+
 package rawio
 
 import (

@@ -40,11 +40,8 @@ type ReplayDB struct {
 	private bool
 	// markerKey: the markers are keyed by (event_id, consumer).
 	markerKey bool
-	// effectWithMarker: a duplicate answers with its event's effect, which
-	// the marker lookup reads in the same statement.
-	effectWithMarker bool
-	log              *CaptureLog // the capture log the batch writes to
-	parts            int         // the replay's stores this one is a part of (SplitDB)
+	log       *CaptureLog // the capture log the batch writes to
+	parts     int         // the replay's stores this one is a part of (SplitDB)
 	// Resumed is set when the file already held a replay's tables.
 	Resumed bool
 }
@@ -84,7 +81,7 @@ func openReplay(ctx context.Context, path string, cfg handler.Config, parts int)
 	d.lock = lock
 	d.effect = cfg.Effect
 	r := &ReplayDB{db: d.db, anchor: d.anchor, lock: lock, path: path, effect: cfg.Effect, private: d.private,
-		markerKey: cfg.Strategy != handler.CheckThenAct, effectWithMarker: !cfg.Strategy.UsesKey(), parts: parts}
+		markerKey: cfg.Strategy != handler.CheckThenAct, parts: parts}
 	if resume {
 		r.Resumed = true
 	} else if err := d.createSchema(ctx, cfg); err != nil {
@@ -199,12 +196,12 @@ func (r *ReplayDB) Run(ctx context.Context, batch int, f func(b *Batch) error) e
 		batch = 1
 	}
 	err := r.conn.Raw(func(dc any) error {
-		b, err := newBatch(dc, r.effect, batch, r.private, r.markerKey, r.effectWithMarker)
+		b, err := newBatch(dc, r.effect, batch, r.private, r.markerKey)
 		if err != nil {
 			return err
 		}
 		b.log = r.log
-		if !r.Resumed {
+		if !r.Resumed && !bloomOff {
 			b.seen = newSeenPart(r.parts)
 		}
 		defer b.close()
@@ -262,8 +259,6 @@ type Batch struct {
 	broken    error // an undo failed: the batch takes no more deliveries
 	// order, when set, is the id the next effect takes (SetOrder).
 	order int64
-	// effectWithMarker: the marker lookup also reads the event's effect.
-	effectWithMarker bool
 	// statements counts the statements run, for the tests.
 	statements int
 
@@ -287,7 +282,7 @@ type prepared struct {
 // statement. The replay checks for cancellation between deliveries.
 var bg = context.Background()
 
-func newBatch(dc any, effect string, size int, private, markerKey, effectWithMarker bool) (*Batch, error) {
+func newBatch(dc any, effect string, size int, private, markerKey bool) (*Batch, error) {
 	conn, ok := dc.(driver.Conn)
 	if !ok {
 		return nil, errors.New("sqlite driver connection expected")
@@ -304,15 +299,7 @@ func newBatch(dc any, effect string, size int, private, markerKey, effectWithMar
 	if markerKey {
 		unmark = `DELETE FROM processed WHERE event_id = ? AND consumer = ?`
 	}
-	// The marker lookup returns a third column: the event's first effect
-	// (q.effectOf as a subquery), or NULL when it is not read here. A
-	// duplicate then costs one statement instead of two (EffectOf).
-	b.effectWithMarker = effectWithMarker
-	effectCol := `NULL`
-	if effectWithMarker {
-		effectCol = `(SELECT e.id FROM "` + effect + `" e WHERE e.event_id = p.event_id AND e.consumer = p.consumer ORDER BY e.id LIMIT 1)`
-	}
-	b.lit.effect, b.lit.effectCol = effect, effectCol
+	b.lit.effect = effect
 	for _, s := range []struct {
 		p   **prepared
 		sql string
@@ -325,7 +312,7 @@ func newBatch(dc any, effect string, size int, private, markerKey, effectWithMar
 		{&b.savepoint, `SAVEPOINT delivery`},
 		{&b.release, `RELEASE delivery`},
 		{&b.rollbackTo, `ROLLBACK TO delivery`},
-		{&b.marker, `SELECT p.identity, COALESCE(p.business_key, ''), ` + effectCol + ` FROM processed p WHERE p.event_id = ? AND p.consumer = ? LIMIT 1`},
+		{&b.marker, `SELECT p.identity, COALESCE(p.business_key, '') FROM processed p WHERE p.event_id = ? AND p.consumer = ? LIMIT 1`},
 		{&b.insertMarker, q.insertMarker},
 		{&b.insertEffect, q.insertEffect},
 		{&b.insertEffectAt, q.insertEffectAt},
@@ -459,7 +446,6 @@ func (b *Batch) Begin(ctx context.Context) (handler.Tx, error) {
 		return nil, err
 	}
 	b.tx.active, b.tx.saved = true, false
-	b.tx.known.ok = false
 	b.undo = b.undo[:0]
 	return &b.tx, nil
 }
@@ -519,7 +505,6 @@ func (t *batchTx) write() error {
 func (t *batchTx) undoable() bool { return !t.saved }
 
 func (t *batchTx) savepoint(always bool) error {
-	t.known.ok = false // a write may change what the lookup read
 	if t.saved || !always && t.undoable() {
 		return nil
 	}
@@ -563,14 +548,7 @@ type batchTx struct {
 	b      *Batch
 	active bool
 	saved  bool // the savepoint is open
-	row    [3]driver.Value
-	// known is the effect the delivery's marker lookup read with the
-	// marker, for the same event and consumer; a write forgets it.
-	known struct {
-		eventID, consumer string
-		id                int64
-		found, ok         bool
-	}
+	row    [2]driver.Value
 }
 
 func (t *batchTx) Marker(_ context.Context, eventID, consumer string) (handler.Marker, bool, error) {
@@ -581,20 +559,15 @@ func (t *batchTx) Marker(_ context.Context, eventID, consumer string) (handler.M
 	var found bool
 	p, err := t.b.lit.lookup(t.b, consumer)
 	if err == nil && p != nil {
-		found, err = t.b.row(p, t.row[:3], eventID)
+		found, err = t.b.row(p, t.row[:2], eventID)
 	} else if err == nil {
-		found, err = t.b.row(t.b.marker, t.row[:3], eventID, consumer)
+		found, err = t.b.row(t.b.marker, t.row[:2], eventID, consumer)
 	}
 	if err != nil || !found {
 		return m, false, wrap("look up marker", err)
 	}
 	m.Identity = text(t.row[0])
 	m.BusinessKey = text(t.row[1])
-	if t.b.effectWithMarker {
-		k := &t.known
-		k.eventID, k.consumer, k.ok = eventID, consumer, true
-		k.id, k.found = t.row[2].(int64)
-	}
 	return m, true, nil
 }
 
@@ -674,9 +647,6 @@ func (t *batchTx) InsertEffect(_ context.Context, e handler.Effect) (int64, erro
 }
 
 func (t *batchTx) EffectOf(_ context.Context, eventID, consumer string) (int64, bool, error) {
-	if k := &t.known; k.ok && k.eventID == eventID && k.consumer == consumer {
-		return k.id, k.found, nil
-	}
 	found, err := t.b.row(t.b.effectOf, t.row[:1], eventID, consumer)
 	if err != nil || !found {
 		return 0, false, wrap("look up effect", err)

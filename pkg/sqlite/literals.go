@@ -28,7 +28,6 @@ type literals struct {
 	consumer, stamp string
 	c, s            string // consumer and stamp as SQL literals
 	effect          string
-	effectCol       string // the marker lookup's third column (see newBatch)
 	marker          *prepared
 	// [0]: the business key is NULL, [1]: bound.
 	insertMarker, insertEffect, insertEffectAt [2]*prepared
@@ -37,8 +36,10 @@ type literals struct {
 // literalChanges is how many times the consumer or the stamp may change
 // before the batch stops writing them into its statements (a
 // consumer-scoped replay whose deliveries name many consumers, a clock
-// that moves): each change prepares the statements again.
-const literalChanges = 8
+// that moves): each change prepares the statements again. Built with
+// -tags noliterals it is 0: everything is bound, the variant the
+// literals' benchmark is measured beside (docs/performance.md).
+const literalChanges = literalMax
 
 // sqlText is s as an SQL string literal, when it can be one: a literal
 // holds the same text as a bound parameter unless s has a NUL byte (the
@@ -82,7 +83,7 @@ func (l *literals) lookup(b *Batch, consumer string) (*prepared, error) {
 	if l.marker != nil {
 		return l.marker, nil
 	}
-	return l.prepare(b, &l.marker, `SELECT p.identity, COALESCE(p.business_key, ''), `+l.effectCol+` FROM processed p WHERE p.event_id = ? AND p.consumer = `+l.c+` LIMIT 1`)
+	return l.prepare(b, &l.marker, `SELECT p.identity, COALESCE(p.business_key, '') FROM processed p WHERE p.event_id = ? AND p.consumer = `+l.c+` LIMIT 1`)
 }
 
 // keyed is the index of a statement variant: 1 when the business key is

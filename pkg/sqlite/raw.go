@@ -34,7 +34,7 @@ type rawConn struct {
 
 // useRaw is whether the replay store uses the C API; a test turns it off
 // to compare.
-var useRaw = true
+var useRaw = !rawOff
 
 // rawOf returns the SQLite connection under dc, or nil when it cannot be
 // had: dc is not the modernc.org/sqlite connection this was written for.

@@ -1,0 +1,7 @@
+//go:build nohttpclient
+
+package external
+
+// plainOff: built with -tags nohttpclient, net/http makes every delivery,
+// the variant the plain client's benchmark is measured beside.
+const plainOff = true

@@ -1,0 +1,6 @@
+//go:build !noliterals
+
+package sqlite
+
+// literalMax: see literalChanges.
+const literalMax = 8
