@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -429,5 +430,82 @@ func TestMySQLBrokerStatementFaults(t *testing.T) {
 				t.Errorf("want one instance and the broker's counts, got\n%s", o)
 			}
 		})
+	}
+}
+
+// TestMySQLDiagnosisOfEachFlaw: the twin of TestDiagnosisOfEachFlaw's
+// statement rows on MySQL or MariaDB (statements-mysql.yaml over HTTP,
+// exec-statements-mysql.yaml with a race appended, one process per
+// delivery), on seeds 1–3: every check a flaw fails is named by the same
+// pattern as on PostgreSQL, no failing check by another; the safe
+// consumer carries no diagnosis.
+func TestMySQLDiagnosisOfEachFlaw(t *testing.T) {
+	t.Parallel()
+	my := myDSN(t)
+	bin := buildConsumer(t)
+	// The exec file's reset drops the tables, and InnoDB starts their
+	// AUTO_INCREMENT again: two one-copy trials then leave the same
+	// charge_id, which the race, its second copy burning an id, does
+	// not, and the safe consumer would be said changed-by-duplicate. Here
+	// the tables exist before the run and are emptied instead, their
+	// counters running on, as on PostgreSQL.
+	const execName = "examples/consumer/exec-statements-mysql.yaml"
+	execSrc := rewrite(t, execName, readExample(t, execName),
+		`reset: ["DROP TABLE IF EXISTS payments, processed_messages, provider_charges"]`,
+		`reset: ["DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"]`)
+	execRace := writeTemp(t, "exec-race.yaml", execSrc+`
+  - name: two deliveries raced at every statement boundary
+    steps:
+      - deliver: {id: evt-62, source: /orders, type: order.paid, data: {orderId: O-62, amount: 62}}
+        concurrent: 2
+    expect:
+      effects: {O-62: 1}
+`)
+	const (
+		statements = "examples/consumer/statements-mysql.yaml"
+		one        = "killed at every statement boundary of one payment"
+		commit     = "killed right after the payment's commit, before it answers"
+		raced      = "two deliveries raced at every statement boundary"
+	)
+	tests := []struct {
+		flaw, file string
+		pattern    string   // "": the safe consumer
+		named      []string // the checks that must carry pattern
+	}{
+		{"safe", statements, "", nil},
+		{"marker-after-effect", statements, "effect-and-marker-apart", []string{one, commit, raced}},
+		{"marker-after-autocommit", statements, "effect-and-marker-apart", []string{one, raced}},
+		{"check-then-act", statements, "check-then-act", []string{raced}},
+		// ack-before-commit is named at TestMySQLAckBeforeCommitAtStatements,
+		// run alone: among nine runs at once, its unforced run can end
+		// between the answer and the first statement after it, and the
+		// check then has no boundary after the answer to kill at.
+		{"commit-after-answer", statements, "ack-before-commit", []string{one}},
+		{"safe", execRace, "", nil},
+		{"marker-after-effect", execRace, "effect-and-marker-apart", []string{one, "killed before the marker is written", raced}},
+		{"check-then-act", execRace, "check-then-act", []string{raced}},
+	}
+	// One seed at a time, as on PostgreSQL.
+	for seed := 1; seed <= 3; seed++ {
+		var runs []invocation
+		for i, tt := range tests {
+			env := consumerEnv(t, bin, tt.flaw)
+			env["MYDB"] = myDatabase(t, my, fmt.Sprintf("redeliver_my_diagnosis_%d_%d", i, seed))
+			if tt.file == execRace {
+				st, err := openStore(context.Background(), env["MYDB"])
+				if err != nil {
+					t.Fatal(err)
+				}
+				st.db.Close()
+			}
+			withPlainRedeliver(t, env)
+			runs = append(runs, invocation{
+				name:  tt.flaw + "/" + filepath.Base(tt.file),
+				env:   env,
+				args:  []string{"run", tt.file, "--seed", fmt.Sprint(seed), "--format", "json"},
+				check: func(t *testing.T, o outcome) { checkDiagnoses(t, o, tt.pattern, tt.named) },
+			})
+		}
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { runConcurrently(t, runs) })
 	}
 }
