@@ -15,6 +15,7 @@ import (
 
 // myDSN is the MySQL or MariaDB server the MySQL twins of the statement
 // tests run against (REDELIVER_TEST_MYSQL, a mysql:// URL).
+// Called by a test after t.Parallel: it waits for a slot (mySlots).
 func myDSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv("REDELIVER_TEST_MYSQL")
@@ -24,8 +25,16 @@ func myDSN(t testing.TB) string {
 		}
 		t.Skip("the MySQL statement tests need MySQL or MariaDB: set REDELIVER_TEST_MYSQL=mysql://root@127.0.0.1:3306/test")
 	}
+	mySlots <- struct{}{}
+	t.Cleanup(func() { <-mySlots })
 	return dsn
 }
+
+// mySlots: at most two MySQL tests at once, each holding its slot until
+// it ends. Each runs several redeliver runs side by side; all of them at
+// once, beside the rest of the package, loaded a 2-core machine until a
+// safe consumer's run went wrong.
+var mySlots = make(chan struct{}, 2)
 
 // myDatabase creates a database of the test's own on the server dsn
 // names, empty, and returns dsn naming it; it is dropped at the end.
