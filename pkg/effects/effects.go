@@ -947,11 +947,17 @@ func (d *DB) ServerVersion(ctx context.Context) (int, error) {
 // were doing at once, as after a crash.
 func (d *DB) Terminate(ctx context.Context, pids []int32) error {
 	if d.kind == MySQL {
-		// KILL CONNECTION: the server rolls back the thread's
-		// transaction and ends it. One already gone is no error.
-		for _, pid := range pids {
-			if _, err := d.db.ExecContext(ctx, "KILL CONNECTION "+strconv.Itoa(int(pid))); err != nil && !unknownThread(err) {
-				return err
+		// KILL QUERY for every thread first: killed one at a time, a
+		// thread waiting on another's lock would be let go when the
+		// holder died and run its statement to its commit, after the
+		// kill. Then KILL CONNECTION: the server rolls back each
+		// thread's transaction and ends it. One already gone is no
+		// error.
+		for _, kill := range []string{"KILL QUERY ", "KILL CONNECTION "} {
+			for _, pid := range pids {
+				if _, err := d.db.ExecContext(ctx, kill+strconv.Itoa(int(pid))); err != nil && !unknownThread(err) {
+					return err
+				}
 			}
 		}
 		return nil
