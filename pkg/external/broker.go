@@ -12,6 +12,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/redact"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -81,26 +82,19 @@ func leftover(ctx context.Context, t *scenario.Target, pub broker.Publisher) err
 	var msg string
 	switch {
 	case t.AMQP != nil:
-		msg = fmt.Sprintf("RabbitMQ queue %s holds %s before the run, and %s; empty it first (rabbitmqctl purge_queue %s) or give the target a queue of its own", t.AMQP.Queue, plural(c.Pending, "message"), why, t.AMQP.Queue)
+		msg = fmt.Sprintf("RabbitMQ queue %s holds %s before the run, and %s; empty it first (rabbitmqctl purge_queue %s) or give the target a queue of its own", t.AMQP.Queue, words.Count(c.Pending, "message"), why, t.AMQP.Queue)
 	case t.NATS != nil:
-		held := plural(c.Pending, "message") + " to deliver"
+		held := words.Count(c.Pending, "message") + " to deliver"
 		if unacked > 0 {
 			held += fmt.Sprintf(" and %d awaiting an ack", unacked)
 		}
 		msg = fmt.Sprintf("JetStream durable %s on stream %s has %s before the run, and %s; empty it first (nats stream purge %s, or nats consumer rm %s %s) or give the target a durable of its own", t.NATS.Durable, t.NATS.Stream, held, why, t.NATS.Stream, t.NATS.Stream, t.NATS.Durable)
 	case t.Kafka != nil:
-		msg = fmt.Sprintf("Kafka consumer group %s has %s of topic %s it has not committed before the run, and %s; move the group past them first (kafka-consumer-groups --reset-offsets --to-latest --group %s --topic %s --execute) or give the target a group of its own", t.Kafka.Group, plural(c.Pending, "record"), t.Kafka.Topic, why, t.Kafka.Group, t.Kafka.Topic)
+		msg = fmt.Sprintf("Kafka consumer group %s has %s of topic %s it has not committed before the run, and %s; move the group past them first (kafka-consumer-groups --reset-offsets --to-latest --group %s --topic %s --execute) or give the target a group of its own", t.Kafka.Group, words.Count(c.Pending, "record"), t.Kafka.Topic, why, t.Kafka.Group, t.Kafka.Topic)
 	default:
 		return nil
 	}
 	return &broker.Error{Msg: msg, Counts: c}
-}
-
-func plural(n int64, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func (d *brokerDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}) Answer {
