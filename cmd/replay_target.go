@@ -176,17 +176,17 @@ func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error
 	}
 	defer oneProcessor()()
 	start := time.Now()
-	fr, err := external.Replay(o.Context, opts)
+	rep, err := external.Replay(o.Context, opts)
 	finish()
 	if err == nil && o.Findings != "" {
 		// Every broken invariant, one a line: the text report shows the first.
-		if ferr := external.WriteFindings(o.Findings, fr.File); ferr != nil {
+		if ferr := external.WriteFindings(o.Findings, rep); ferr != nil {
 			err = problem.Environmentf(problem.Pos{File: o.Findings}, ferr)
 		}
 	}
 	res := &report.Replay{Duration: time.Since(start)}
 	if err == nil {
-		res.Report, res.Run = fr.Report, fr.File
+		res.Report = rep
 	} else {
 		var re *external.ReplayError
 		if errors.As(err, &re) {

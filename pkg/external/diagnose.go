@@ -6,7 +6,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/diagnose"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/sqlproxy"
 )
 
@@ -64,13 +63,13 @@ func (t *crashTraces) keep(event string, stmts []consumer.Statement) {
 
 // pattern is the diagnosis of breach v from the trace of its event's
 // kill, or "" when none was kept.
-func (t *crashTraces) pattern(f *runner.FileResult, v invariant.Violation) string {
+func (t *crashTraces) pattern(dialect, table string, v invariant.Violation) string {
 	t.mu.Lock()
 	stmts := t.by[v.EventID]
 	t.mu.Unlock()
 	if len(stmts) == 0 {
 		return ""
 	}
-	d := diagnose.Diagnose(diagnose.Facts{Dialect: f.Dialect, EffectTable: f.EffectTable, Violations: []invariant.Violation{v}, Trace: stmts})
+	d := diagnose.Diagnose(diagnose.Facts{Dialect: dialect, EffectTable: table, Violations: []invariant.Violation{v}, Trace: stmts})
 	return string(d.Pattern)
 }

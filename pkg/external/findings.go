@@ -2,7 +2,7 @@ package external
 
 import (
 	"github.com/redeliver/redeliver/pkg/ledger"
-	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/replay"
 )
 
 // finding is one line of a target replay's --findings: one broken
@@ -19,20 +19,18 @@ type finding struct {
 // path, one JSON object a line (an empty file when none broke). The file
 // appears whole or not at all: it is written beside path under another
 // name and renamed over it at the end.
-func WriteFindings(path string, res *runner.FileResult) error {
+func WriteFindings(path string, rep *replay.Report) error {
 	return ledger.WriteFindings(path, func(add func(v any) error) error {
-		for _, c := range res.Checks {
-			for _, v := range c.Violations {
-				l := finding{Finding: string(v.Invariant), ID: v.EventID, Detail: v.Detail}
-				if v.By != nil {
-					l.Key = v.By.Key
-					if v.By.Pos.File != "" {
-						l.At = v.By.Pos.String()
-					}
+		for _, v := range rep.Breaches {
+			l := finding{Finding: string(v.Invariant), ID: v.EventID, Detail: v.Detail}
+			if v.By != nil {
+				l.Key = v.By.Key
+				if v.By.Pos.File != "" {
+					l.At = v.By.Pos.String()
 				}
-				if err := add(l); err != nil {
-					return err
-				}
+			}
+			if err := add(l); err != nil {
+				return err
 			}
 		}
 		return nil

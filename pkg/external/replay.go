@@ -106,7 +106,7 @@ type replayer struct {
 	// again counts the deliveries of each event after its first, under
 	// mu: only the events delivered more than once have an entry.
 	again map[string]int64
-	res   *runner.CheckResult
+	rep   *replay.Report // the replay's report, built as it goes
 	// The faults injected within deliveries (under mu); the engine
 	// counts the rebalances.
 	injected replay.Injected
@@ -150,7 +150,7 @@ func fnv32a(s string) uint32 {
 // Replay delivers captured events to the target with the seeded faults,
 // then judges its effect table. The result is one file with one check,
 // and the replay's report.
-func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
+func Replay(ctx context.Context, o ReplayOptions) (*replay.Report, error) {
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
@@ -169,14 +169,16 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if len(o.Inputs) == 1 {
 		name = "replay of " + o.Inputs[0] + " into the target"
 	}
-	res := &runner.FileResult{File: o.TargetFile, Name: name, Strategy: Strategy, Target: sess.Describe(), Effects: sess.DescribeEffects(), Invariants: Invariants}
-	res.Dialect, res.EffectTable = sess.dialect()
+	dialect, table := sess.dialect()
 	j, err := openJournal(ctx)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
 	}
 	defer j.close()
-	r := &replayer{o: o, sess: sess, j: j, ids: newSeenFilter(), res: &runner.CheckResult{Name: name}}
+	rep := &replay.Report{Seed: o.Seed, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
+		Target:  &replay.Target{File: o.TargetFile, Consumer: sess.Describe(), Effects: sess.DescribeEffects(), Name: name},
+		Verdict: invariant.Pass}
+	r := &replayer{o: o, sess: sess, j: j, ids: newSeenFilter(), rep: rep}
 	if o.KillWorking > 0 {
 		r.working = &nemesis.WorkingKills{P: o.KillWorking}
 	}
@@ -185,8 +187,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 		r.eng.Every = 1
 		r.eng.Progress = func(n, _ int64) { o.Progress(n) }
 	}
-	start := time.Now()
-	r.began = start
+	r.began = time.Now()
 	var pace nemesis.Pace
 	if o.KillEvery > 0 {
 		paceOf, stop := sess.nemesis(ctx, o.KillEvery, o.Seed)
@@ -203,7 +204,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 		}
 		pace = paceOf()
 		r.pace = &pace
-		r.res.Counters.Crashed = pace.Kills
+		rep.Counters.Crashed = pace.Kills
 	} else {
 		err := r.run(ctx)
 		if err == nil {
@@ -214,11 +215,11 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 		}
 	}
 	r.placeKills()
-	table := o.Effects.Table
-	if table == "" {
-		table = "the effects query"
+	where := o.Effects.Table
+	if where == "" {
+		where = "the effects query"
 	}
-	violations, effects, err := r.j.judge(ctx, func(f func(effects.Row) error) error { return sess.db.EachRow(ctx, nil, f) }, table)
+	violations, effects, err := r.j.judge(ctx, func(f func(effects.Row) error) error { return sess.db.EachRow(ctx, nil, f) }, where)
 	if err != nil {
 		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
@@ -231,41 +232,43 @@ func Replay(ctx context.Context, o ReplayOptions) (*ReplayResult, error) {
 	if err != nil {
 		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
-	r.res.Violations = append(violations, ext...)
-	r.res.History = r.brokenHistory()
-	r.res.Counters.Effects = effects
-	runner.Verdict(r.res, &scenario.Check{Name: name})
-	r.res.Line = replayLine(r.res.Counters, o.Target.Broker(), sess.rowsWhere())
-	if o.KillEvery > 0 {
-		r.res.Line += "; " + pace.String()
-	}
-	if r.working != nil {
-		r.res.Line += "; " + r.working.String()
-	}
-	if skipped := int64(r.eng.Bad.Count()); skipped > 0 {
-		r.res.Line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
-	}
-	if len(r.res.Violations) > 0 {
-		var names []string
-		for _, v := range r.res.Violations {
-			if !contains(names, string(v.Invariant)) {
-				names = append(names, string(v.Invariant))
-			}
-		}
-		r.res.Line += "; caught " + strings.Join(names, ", ")
-	}
-	r.res.Duration = time.Since(start)
-	res.Checks = []runner.CheckResult{*r.res}
-	res.Counters = r.res.Counters
-	rep := r.report(res)
-	if o.EmitScenario != "" && len(r.res.Violations) > 0 {
-		n, err := r.emit(ctx, r.res.Violations[0])
+	rep.Breaches = append(violations, ext...)
+	rep.History = r.brokenHistory()
+	rep.Counters.Effects = effects
+	r.judged(dialect, table)
+	rep.Target.Line = r.line(pace, sess.rowsWhere())
+	if o.EmitScenario != "" && len(rep.Breaches) > 0 {
+		n, err := r.emit(ctx, rep.Breaches[0])
 		if err != nil {
 			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 		}
 		rep.Reproducer, rep.ReproducerSteps = o.EmitScenario, n
 	}
-	return &ReplayResult{File: res, Report: rep}, nil
+	return rep, nil
+}
+
+// line is the replay's line: replayLine, then the kills of --kill-every
+// or --kill-working, the bad records skipped and the invariants caught.
+func (r *replayer) line(pace nemesis.Pace, where string) string {
+	rep := r.rep
+	line := replayLine(rep.Counters, r.o.Target.Broker(), where)
+	if r.o.KillEvery > 0 {
+		line += "; " + pace.String()
+	}
+	if r.working != nil {
+		line += "; " + r.working.String()
+	}
+	if skipped := int64(r.eng.Bad.Count()); skipped > 0 {
+		line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
+	}
+	if len(rep.Violations) > 0 {
+		var names []string
+		for _, v := range rep.Violations {
+			names = append(names, v.Invariant)
+		}
+		line += "; caught " + strings.Join(names, ", ")
+	}
+	return line
 }
 
 // replayLine is the replay's line: its deliveries (or a broker's
@@ -629,7 +632,7 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer, span i
 		d.nth += r.again[ev.ID]
 	}
 	r.ids.add(ev.ID)
-	count(&r.res.Counters, a, seen, r.sess.t.Broker())
+	count(&r.rep.Counters, a, seen, r.sess.t.Broker())
 	r.over.Add(time.Since(r.began).Milliseconds(), outcomeIndex(a.Kind), a.Crashed)
 	r.eng.Delivered()
 	return d, nil
@@ -641,7 +644,7 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer, span i
 // timelines. Nil once they moved into the journal.
 func (r *replayer) brokenHistory() []invariant.Record {
 	broken := map[string]bool{}
-	for _, v := range r.res.Violations {
+	for _, v := range r.rep.Breaches {
 		if v.By != nil && v.By.Key != "" {
 			broken[v.By.Key] = true
 		} else {
@@ -681,9 +684,9 @@ func (r *replayer) drain(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	r.over.Waited(from, time.Since(r.began).Milliseconds())
-	r.res.Drains = append(r.res.Drains, runner.Drain{From: r.began.Add(time.Duration(from) * time.Millisecond), To: time.Now()})
+	r.rep.Drains = append(r.rep.Drains, runner.Drain{From: r.began.Add(time.Duration(from) * time.Millisecond), To: time.Now()})
 	r.mu.Unlock()
-	r.res.Counters.BrokerRedelivered = int(bc.delta)
-	r.res.Counters.Uncounted = bc.uncounted
+	r.rep.Counters.BrokerRedelivered = int(bc.delta)
+	r.rep.Counters.Uncounted = bc.uncounted
 	return nil
 }

@@ -112,7 +112,7 @@ func TestRedeliverPicksWhatTheBuiltInReplayPicks(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, v := range res.File.Checks[0].Violations {
+			for _, v := range res.Breaches {
 				got = append(got, v.EventID)
 			}
 			slices.Sort(got)
@@ -120,7 +120,7 @@ func TestRedeliverPicksWhatTheBuiltInReplayPicks(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("the target got these events twice:\n  %v\nthe built-in replay redelivered:\n  %v", got, want)
 			}
-			if n := res.Report.Injected.Redelivered; n != int64(len(want)) {
+			if n := res.Injected.Redelivered; n != int64(len(want)) {
 				t.Errorf("injected.redelivered = %d, want %d", n, len(want))
 			}
 		})
@@ -232,7 +232,7 @@ func TestRewindRebalancesAsTheBuiltInReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, v := range res.File.Checks[0].Violations {
+			for _, v := range res.Breaches {
 				got = append(got, v.EventID)
 			}
 			slices.Sort(got)
@@ -240,7 +240,7 @@ func TestRewindRebalancesAsTheBuiltInReplay(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("the target got these events twice:\n  %v\nthe built-in replay rewound:\n  %v", got, want)
 			}
-			if g, w := res.Report.Injected, builtin.Injected; g.Rebalances != w.Rebalances || g.Rewound != w.Rewound {
+			if g, w := res.Injected, builtin.Injected; g.Rebalances != w.Rebalances || g.Rewound != w.Rewound {
 				t.Errorf("%d rebalances rewound %d events, the built-in replay's %d rewound %d", g.Rebalances, g.Rewound, w.Rebalances, w.Rewound)
 			}
 			if tt.order == "" {
@@ -314,14 +314,14 @@ func TestMaxBadSkipsAsTheBuiltInReplay(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			} else {
-				if n := res.Report.Counters.Deliveries; n != tt.deliveries {
+				if n := res.Counters.Deliveries; n != tt.deliveries {
 					t.Errorf("%d deliveries, want %d", n, tt.deliveries)
 				}
-				if n := res.Report.Capture.BadRecords; n != int64(tt.maxBad) {
+				if n := res.Capture.BadRecords; n != int64(tt.maxBad) {
 					t.Errorf("capture.bad_records %d, want %d", n, tt.maxBad)
 				}
-				if !strings.HasSuffix(res.Report.Target.Line, fmt.Sprintf("; %d bad records skipped (--max-bad)", tt.maxBad)) {
-					t.Errorf("the line does not say what was skipped: %s", res.Report.Target.Line)
+				if !strings.HasSuffix(res.Target.Line, fmt.Sprintf("; %d bad records skipped (--max-bad)", tt.maxBad)) {
+					t.Errorf("the line does not say what was skipped: %s", res.Target.Line)
 				}
 			}
 			if warn.String() != tt.warned {

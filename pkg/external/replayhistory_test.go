@@ -28,12 +28,12 @@ func TestReplayKeepsTheBrokenKeysDeliveries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := res.File.Checks[0]
-	if len(c.Violations) == 0 {
+	c := res
+	if len(c.Breaches) == 0 {
 		t.Fatal("the naive consumer broke nothing")
 	}
 	broken := map[string]bool{}
-	for _, v := range c.Violations {
+	for _, v := range c.Breaches {
 		broken[v.By.Key] = true
 	}
 	perKey := map[string]int{}

@@ -1291,15 +1291,6 @@ func summary(history []invariant.Record, c consumer.Counters, caught []string, t
 	return line
 }
 
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -12,6 +12,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/ledger"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/runner"
 )
 
 // Report is everything a replay found; the JSON form is documented in docs/replay-json.md.
@@ -62,6 +63,14 @@ type Report struct {
 	// Over counts the deliveries and crashes over the replay's course,
 	// for the HTML report's chart.
 	Over Over `json:"-"`
+	// Breaches, History and Drains are what the HTML report draws the
+	// timelines of a replay into a target's first broken keys from: every
+	// breach with the delivery behind it, the deliveries of the broken
+	// keys the replay kept in memory (none once it was too long to keep
+	// them), and when it waited for a broker to drain.
+	Breaches []invariant.Violation `json:"-"`
+	History  []invariant.Record    `json:"-"`
+	Drains   []runner.Drain        `json:"-"`
 
 	examples int   // how many examples a list keeps
 	keyed    int64 // deliveries of the capture that came with a business key

@@ -17,6 +17,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -786,10 +787,10 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 			escape.Input(rep.Reproducer), count(int64(rep.ReproducerSteps), "delivery", "deliveries")))
 	}
 	switch {
-	case r.Run != nil && len(r.Run.Checks) > 0:
-		drawn := brokenKeys(hr, &r.Run.Checks[0])
+	case rep.Target != nil && rep.Verdict != invariant.Error:
+		drawn := brokenKeys(hr, rep)
 		hr.Summary = summarised(int64(k.Deliveries), drawn > 0)
-		if drawn > 0 && len(r.Run.Checks[0].History) == 0 {
+		if drawn > 0 && len(rep.History) == 0 {
 			hr.Summary += " This replay was too long to keep its deliveries in memory: its broken keys are listed without their timelines."
 		}
 		p.Legend = outcomesNamed(consumer.Acked, consumer.Conflict, consumer.Rejected, consumer.Unacked)
@@ -807,9 +808,9 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 // brokenKeys adds the timelines of a replay into a target's first broken
 // keys, each drawn from the deliveries of that key the replay kept, and
 // returns how many keys it listed.
-func brokenKeys(hr *htmlReplay, c *runner.CheckResult) int {
+func brokenKeys(hr *htmlReplay, rep *replay.Report) int {
 	var keys []string
-	for _, v := range c.Violations {
+	for _, v := range rep.Breaches {
 		key := keyOf(v)
 		if !slices.Contains(keys, key) {
 			keys = append(keys, key)
@@ -820,19 +821,19 @@ func brokenKeys(hr *htmlReplay, c *runner.CheckResult) int {
 	}
 	for i, key := range keys {
 		var hist []invariant.Record
-		for _, r := range c.History {
+		for _, r := range rep.History {
 			if r.Key == key || (r.Key == "" && r.EventID == key) {
 				hist = append(hist, r)
 			}
 		}
 		var vs []invariant.Violation
-		for _, v := range c.Violations {
+		for _, v := range rep.Breaches {
 			if keyOf(v) == key {
 				vs = append(vs, v)
 			}
 		}
 		id := fmt.Sprintf("k%d", i+1)
-		tl, bars, _ := timeline(id, hist, vs, c.Drains, nil)
+		tl, bars, _ := timeline(id, hist, vs, rep.Drains, nil)
 		hk := htmlKey{ID: id, Key: escape.Input(key), Timeline: tl}
 		for _, v := range vs {
 			hk.Broken = append(hk.Broken, breachOf(v, bars, nil))

@@ -168,8 +168,8 @@ func targetReplay() *Replay {
 		rv.Examples = append(rv.Examples, replay.Example{Event: by.EventID, Key: key, Detail: detail, At: []replay.Place{replay.Place(by.Pos)}})
 	}
 	rep.Violations = []replay.Violation{rv}
-	c := runner.CheckResult{Name: rep.Target.Name, Line: rep.Target.Line, History: hist, Violations: vs, Counters: rep.Counters}
-	return &Replay{Report: rep, Run: &runner.FileResult{File: "orders.ndjson", Checks: []runner.CheckResult{c}}}
+	rep.Breaches, rep.History = vs, hist
+	return &Replay{Report: rep}
 }
 
 func render(t *testing.T, res Result) []byte {

@@ -11,7 +11,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
-	"github.com/redeliver/redeliver/pkg/runner"
 )
 
 // Replay is what redeliver replay produced, as every report format sees
@@ -21,10 +20,6 @@ type Replay struct {
 	Report   *replay.Report // never nil; see replay.Unfinished
 	Errors   []*problem.Error
 	Duration time.Duration
-	// Run is a replay into a target as a scenario file's result: its one
-	// check, with the deliveries it kept in memory, which the HTML page
-	// draws the first broken keys from. Nil for the built-in replay.
-	Run *runner.FileResult
 }
 
 // Render writes the replay in one format. Structured formats ignore colour.
