@@ -17,7 +17,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/external"
-	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/replay"
@@ -150,13 +149,13 @@ func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error
 	if err != nil {
 		return err
 	}
-	opts := external.ReplayOptions{
+	opts := replay.Options{
 		Inputs: o.Logs, Stdin: s.In,
-		Capture:    capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
-		TargetFile: o.Target, Target: t.Target, Effects: t.Effects, Externals: t.Externals,
-		Seed: o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
+		Capture:  capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
+		Consumer: &external.ReplayTarget{File: o.Target, Source: src, Target: t.Target, Effects: t.Effects, Externals: t.Externals, Logs: logs},
+		Seed:     o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Concurrent: o.Concurrent, Rewind: o.Rewind, Parallel: o.Parallel,
 		MaxBad: o.MaxBad, Warn: s.Secrets.Writer(s.Err), FailOn: failOn,
-		KillEvery: o.KillEvery, KillWorking: o.KillWorking, EmitScenario: o.Emit, TargetSource: src, Logs: logs,
+		KillEvery: o.KillEvery, KillWorking: o.KillWorking, EmitScenario: o.Emit, FindingsFile: o.Findings,
 	}
 	finish := func() {}
 	if s.ErrTTY {
@@ -171,19 +170,13 @@ func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error
 			// No redraw goroutine: it reads the bar's state unlocked (a data race).
 			progressbar.OptionSetSpinnerChangeInterval(0),
 		)
-		opts.Progress = func(n int64) { _ = bar.Set64(n) }
+		opts.Progress = func(n, _ int64) { _ = bar.Set64(n) }
 		finish = func() { _ = bar.Finish() }
 	}
 	defer oneProcessor()()
 	start := time.Now()
-	rep, err := external.Replay(o.Context, opts)
+	rep, err := replay.Run(o.Context, opts)
 	finish()
-	if err == nil && o.Findings != "" {
-		// Every broken invariant, one a line: the text report shows the first.
-		if ferr := external.WriteFindings(o.Findings, rep); ferr != nil {
-			err = problem.Environmentf(problem.Pos{File: o.Findings}, ferr)
-		}
-	}
 	res := &report.Replay{Duration: time.Since(start)}
 	if err == nil {
 		res.Report = rep
@@ -200,7 +193,7 @@ func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error
 				err = problem.Environmentf(problem.Pos{File: o.Target}, err)
 			}
 		}
-		res.Report = unfinishedTarget(o, format)
+		res.Report = replay.Unfinished(opts)
 		res.Errors = problem.List(err)
 		if files := logs.Files(); len(files) > 0 {
 			// What the consumer printed is most wanted when the replay
@@ -208,7 +201,6 @@ func runReplayTarget(o *ReplayOptions, out *output, format capture.Format) error
 			fmt.Fprintf(s.Err, "redeliver: the consumer's output is kept in %s\n", strings.Join(files, ", "))
 		}
 	}
-	res.Report.Target.Logs = logs.Files()
 	if werr := out.write(s, res); werr != nil && err == nil {
 		err = werr
 	}
@@ -256,24 +248,6 @@ var builtInOnly = []struct{ flag, why string }{
 	{"effect", "names the built-in handler's effect table, and with --target the effects are those of the --target file (drop --effect)"},
 	{"batch", "sets how many deliveries the built-in handler commits at once, and a --target consumer commits as it does (drop --batch)"},
 	{"compare", "replays the capture again with the built-in handler's other strategies, and a --target consumer has one (drop --compare)"},
-}
-
-// unfinishedTarget is the report of a replay into a target that stopped
-// before it had one: what it was asked to do, nothing counted, and verdict
-// error.
-func unfinishedTarget(o *ReplayOptions, format capture.Format) *replay.Report {
-	r := &replay.Report{Seed: o.Seed, Inputs: []replay.Input{}, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
-		Target: &replay.Target{File: o.Target}, Verdict: invariant.Error}
-	if format == "" {
-		format = capture.Auto
-	}
-	for _, in := range o.Logs {
-		if in == "-" {
-			in = "stdin"
-		}
-		r.Inputs = append(r.Inputs, replay.Input{File: in, Format: string(format)})
-	}
-	return r
 }
 
 // oneProcessor runs Go code on one processor until the func it returns

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/template"
 )
@@ -37,13 +38,12 @@ func BenchmarkReplay(b *testing.B) {
 	if err := createTable(db); err != nil {
 		b.Fatal(err)
 	}
-	o := ReplayOptions{
-		Inputs: []string{capture}, TargetFile: "t.yaml", Parallel: 1,
+	t := &ReplayTarget{File: "t.yaml",
 		Target:  &scenario.Target{HTTP: &scenario.HTTPTarget{URL: srv.URL, Method: "POST", Mode: scenario.ModeStructured, Timeout: scenario.DefaultTimeout}},
 		Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", KeyOf: template.MustParse("{data.orderId}")},
 	}
 	b.ResetTimer()
-	if _, err := Replay(context.Background(), o); err != nil {
+	if _, err := runTarget(context.Background(), t, replay.Options{Inputs: []string{capture}, Parallel: 1}); err != nil {
 		b.Fatal(err)
 	}
 }

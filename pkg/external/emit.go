@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -40,7 +39,7 @@ type reproStep struct {
 // (inject.Rewind: the same schedule, drawn again). Every fault is a
 // function of --seed and the event's position (pkg/inject), so the
 // capture is read again and nothing of the replay had to be kept.
-func (r *replayer) emit(ctx context.Context, v invariant.Violation) (int, error) {
+func (r *replayer) emit(ctx context.Context, v invariant.Violation) ([]byte, int, error) {
 	key, id := "", v.EventID
 	if v.By != nil {
 		key = v.By.Key
@@ -76,19 +75,12 @@ func (r *replayer) emit(ctx context.Context, v invariant.Violation) (int, error)
 		})
 	}))
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	if len(steps) == 0 {
-		return 0, fmt.Errorf("no event of the broken key was found again in the capture to write a reproducer")
+		return nil, 0, fmt.Errorf("no event of the broken key was found again in the capture to write a reproducer")
 	}
-	src, n, err := r.reproducer(steps, v, key)
-	if err != nil {
-		return 0, err
-	}
-	if err := os.WriteFile(r.o.EmitScenario, src, 0o644); err != nil {
-		return 0, fmt.Errorf("write the reproducer: %w", err)
-	}
-	return n, nil
+	return r.reproducer(steps, v, key)
 }
 
 // collectLane is a lane of the replay engine that delivers nothing: it
@@ -110,7 +102,7 @@ func crashDelay(timeout time.Duration, seed, pos int64) time.Duration {
 // it runs), and the check.
 func (r *replayer) reproducer(steps []reproStep, v invariant.Violation, key string) ([]byte, int, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(r.o.TargetSource, &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+	if err := yaml.Unmarshal(r.t.Source, &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, 0, fmt.Errorf("read the --target file again to write the reproducer: %v", err)
 	}
 	root := &yaml.Node{Kind: yaml.MappingNode}
@@ -135,7 +127,7 @@ func (r *replayer) reproducer(steps []reproStep, v invariant.Violation, key stri
 	}
 	// Comments hold file names and keys, which may hold anything: escaped,
 	// so that none can end the comment and write YAML of its own.
-	fmt.Fprintf(&b, "# A reproducer written by redeliver replay --seed %d --target %s from %s:\n", r.o.Seed, escape.Line(r.o.TargetFile), escape.Line(inputNames(r.o.Inputs)))
+	fmt.Fprintf(&b, "# A reproducer written by redeliver replay --seed %d --target %s from %s:\n", r.o.Seed, escape.Line(r.t.File), escape.Line(inputNames(r.o.Inputs)))
 	fmt.Fprintf(&b, "# the deliveries of %s, which broke invariant %s. Run it with: redeliver run %s\n", escape.Line(what), v.Invariant, escape.Line(r.o.EmitScenario))
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)

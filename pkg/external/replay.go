@@ -22,54 +22,34 @@ import (
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
-// ReplayOptions say what to replay into a target and which faults to inject.
-type ReplayOptions struct {
-	Inputs  []string // capture files; "-" is Stdin
-	Stdin   io.Reader
-	Capture capture.Options
-	// TargetFile holds version, target and effects.
-	TargetFile string
-	Target     *scenario.Target
-	Effects    *scenario.Effects
+// ReplayTarget is the user's consumer as a replay delivers to it (a
+// replay.Consumer): the consumer, its effects and the stand-ins of a
+// --target file. The faults are drawn per capture position as the
+// built-in replay draws them (pkg/inject): the same seed and capture pick
+// the same deliveries. A --redeliver drops the consumer's answer and
+// delivers the event again; a --crash kills the consumer during a
+// delivery (it needs start, or exec); --concurrent delivers an event
+// twice at once; a --rewind rebalance every 2N to 4N deliveries makes the
+// last N again, after the same positions as the built-in replay's;
+// --parallel lanes go by business key, one key's deliveries in order.
+type ReplayTarget struct {
+	File string // the --target file, which holds version, target and effects
+	// Source is the --target file's text, whose target and effects a
+	// reproducer copies.
+	Source  []byte
+	Target  *scenario.Target
+	Effects *scenario.Effects
 	// Externals are the target file's: their stand-ins run for the
 	// consumer to call, and the replay judges what they received.
 	Externals []*scenario.External
-	Seed      int64
-	// The faults are drawn per capture position as the built-in replay
-	// draws them (pkg/inject): the same seed and capture pick the same
-	// deliveries.
-	Redeliver  float64 // probability of a lost ack: the consumer answered, the answer is dropped, the event delivered again
-	Crash      float64 // probability of a kill -9 during a delivery (needs start, or exec)
-	Concurrent float64 // probability of two deliveries of an event at once
-	// Rewind: a rebalance every 2N to 4N deliveries of the capture makes
-	// the last N again, in order, after the same positions as the
-	// built-in replay's (inject.Rewind).
-	Rewind   int
-	Parallel int // lanes side by side (replay.Engine), by business key: deliveries in flight; one key's stay in order
-	// MaxBad bad records of the capture are skipped, each named on Warn,
-	// as the built-in replay skips them (replay.MaxBad).
-	MaxBad int
-	Warn   io.Writer
-	// FailOn fails the replay on these capture findings, as the built-in
-	// replay's --fail-on does: a replay into a target counts bad records.
-	FailOn []replay.Finding
-	// KillEvery (broker targets): SIGKILL a random instance this often,
-	// and restart it, until the broker has drained.
-	KillEvery time.Duration
-	// KillWorking (broker targets through the effects proxy, one
-	// instance): the probability per delivery of killing the instance
-	// working on it, at a boundary of its statements (nemesis.Working).
-	KillWorking float64
-	Progress    func(n int64)
-	// EmitScenario, when set, is where a failed replay writes a target
-	// scenario that reproduces its first broken invariant; TargetSource
-	// is the --target file's text, whose target and effects it copies.
-	EmitScenario string
-	TargetSource []byte
 	// Logs, when set, keeps the output of every instance the replay
 	// starts, one file per instance and start.
 	Logs *ConsumerLogs
+
+	r *replayer // the replay, once Replay ran: Reproduce reads the capture again through it
 }
+
+var _ replay.Consumer = (*ReplayTarget)(nil)
 
 // maxRedeliveries bounds how often one event is redelivered after no ack;
 // an event still unacked then is never-acked.
@@ -91,7 +71,8 @@ func (e *ReplayError) Unwrap() error { return e.Err }
 // replay engine, which reads the captures, plans the faults and the
 // rebalances and dispatches the deliveries by business key.
 type replayer struct {
-	o     ReplayOptions
+	o     replay.Options
+	t     *ReplayTarget
 	eng   *replay.Engine[job]
 	sess  *Session
 	crash sync.RWMutex // a crash holds it alone; deliveries share it
@@ -128,7 +109,7 @@ func (r *replayer) newEngine(warn io.Writer) *replay.Engine[job] {
 		Seed: r.o.Seed, Rewind: r.o.Rewind, Lanes: r.o.Parallel,
 		Rates: inject.Rates{Redeliver: r.o.Redeliver, Crash: r.o.Crash, Concurrent: r.o.Concurrent},
 		Parse: func(ev capture.Event, _ int) (job, *capture.BadRecordError) {
-			return job{ev: ev, key: KeyOf(r.o.Effects.KeyOf, ev.Envelope)}, nil
+			return job{ev: ev, key: KeyOf(r.t.Effects.KeyOf, ev.Envelope)}, nil
 		},
 		LaneOf: func(j *job) uint64 { return uint64(fnv32a(j.key)) },
 		ReadError: func(file string, err error) error {
@@ -147,20 +128,28 @@ func fnv32a(s string) uint32 {
 	return h
 }
 
-// Replay delivers captured events to the target with the seeded faults,
-// then judges its effect table. The result is one file with one check,
-// and the replay's report.
-func Replay(ctx context.Context, o ReplayOptions) (*replay.Report, error) {
+// Check refuses what a replay into the target cannot do, and makes
+// --parallel 1 by default.
+func (t *ReplayTarget) Check(o *replay.Options) error {
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
-	if o.Crash > 0 && o.Target.Start == nil && o.Target.Exec == nil {
-		return nil, fmt.Errorf("--crash kills the consumer redeliver started, and %s has no target start", o.TargetFile)
+	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
+		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", t.File)
 	}
 	if o.KillEvery > 0 && o.EmitScenario != "" {
-		return nil, fmt.Errorf("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again")
+		// A scenario's faults follow deliveries; these kills follow the
+		// clock while the consumer reads at its own pace, and a step cannot
+		// name the instance: a reproducer without them would pass.
+		return problem.Usagef("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again (drop one of the two)")
 	}
-	sess, err := open(ctx, o.Target, o.Effects, o.Externals, o.Logs)
+	return nil
+}
+
+// Replay delivers captured events to the target with the seeded faults,
+// then judges its effect table and the stand-ins' calls into the report.
+func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.Report, error) {
+	sess, err := open(ctx, t.Target, t.Effects, t.Externals, t.Logs)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
 	}
@@ -176,16 +165,17 @@ func Replay(ctx context.Context, o ReplayOptions) (*replay.Report, error) {
 	}
 	defer j.close()
 	rep := &replay.Report{Seed: o.Seed, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
-		Target:  &replay.Target{File: o.TargetFile, Consumer: sess.Describe(), Effects: sess.DescribeEffects(), Name: name},
+		Target:  &replay.Target{File: t.File, Consumer: sess.Describe(), Effects: sess.DescribeEffects(), Name: name},
 		Verdict: invariant.Pass}
-	r := &replayer{o: o, sess: sess, j: j, ids: newSeenFilter(), rep: rep}
+	r := &replayer{o: *o, t: t, sess: sess, j: j, ids: newSeenFilter(), rep: rep}
+	t.r = r
 	if o.KillWorking > 0 {
 		r.working = &nemesis.WorkingKills{P: o.KillWorking}
 	}
 	r.eng = r.newEngine(o.Warn)
 	if o.Progress != nil {
 		r.eng.Every = 1
-		r.eng.Progress = func(n, _ int64) { o.Progress(n) }
+		r.eng.Progress = o.Progress
 	}
 	r.began = time.Now()
 	var pace nemesis.Pace
@@ -215,7 +205,7 @@ func Replay(ctx context.Context, o ReplayOptions) (*replay.Report, error) {
 		}
 	}
 	r.placeKills()
-	where := o.Effects.Table
+	where := t.Effects.Table
 	if where == "" {
 		where = "the effects query"
 	}
@@ -237,21 +227,64 @@ func Replay(ctx context.Context, o ReplayOptions) (*replay.Report, error) {
 	rep.Counters.Effects = effects
 	r.judged(dialect, table)
 	rep.Target.Line = r.line(pace, sess.rowsWhere())
-	if o.EmitScenario != "" && len(rep.Breaches) > 0 {
-		n, err := r.emit(ctx, rep.Breaches[0])
-		if err != nil {
-			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
-		}
-		rep.Reproducer, rep.ReproducerSteps = o.EmitScenario, n
-	}
+	rep.Target.Logs = t.Logs.Files()
 	return rep, nil
 }
+
+// Findings lists every breach, one a line: the text report shows the
+// first of each invariant.
+func (t *ReplayTarget) Findings(_ context.Context, rep *replay.Report, add func(v any) error) error {
+	for _, v := range rep.Breaches {
+		l := finding{Finding: string(v.Invariant), ID: v.EventID, Detail: v.Detail}
+		if v.By != nil {
+			l.Key = v.By.Key
+			if v.By.Pos.File != "" {
+				l.At = v.By.Pos.String()
+			}
+		}
+		if err := add(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Reproduce is a target scenario that delivers the deliveries of the
+// first broken key (or event), with their faults (see emit).
+func (t *ReplayTarget) Reproduce(ctx context.Context, _ *replay.Options, rep *replay.Report) ([]byte, int, error) {
+	if t.r == nil || len(rep.Breaches) == 0 {
+		return nil, 0, errors.New("no replay into the target broke an invariant to reproduce")
+	}
+	return t.r.emit(ctx, rep.Breaches[0])
+}
+
+// Unfinished is the report of a replay into the target that stopped
+// before it had one: what it was asked to do, nothing counted, and
+// verdict error.
+func (t *ReplayTarget) Unfinished(o *replay.Options) *replay.Report {
+	r := &replay.Report{Seed: o.Seed, Inputs: []replay.Input{}, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
+		Target: &replay.Target{File: t.File, Logs: t.Logs.Files()}, Verdict: invariant.Error}
+	format := o.Capture.Format
+	if format == "" {
+		format = capture.Auto
+	}
+	for _, in := range o.Inputs {
+		if in == "-" {
+			in = "stdin"
+		}
+		r.Inputs = append(r.Inputs, replay.Input{File: in, Format: string(format)})
+	}
+	return r
+}
+
+// Close has nothing to let go of: Replay stopped the consumer.
+func (t *ReplayTarget) Close() error { return nil }
 
 // line is the replay's line: replayLine, then the kills of --kill-every
 // or --kill-working, the bad records skipped and the invariants caught.
 func (r *replayer) line(pace nemesis.Pace, where string) string {
 	rep := r.rep
-	line := replayLine(rep.Counters, r.o.Target.Broker(), where)
+	line := replayLine(rep.Counters, r.t.Target.Broker(), where)
 	if r.o.KillEvery > 0 {
 		line += "; " + pace.String()
 	}

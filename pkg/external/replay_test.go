@@ -103,11 +103,9 @@ func TestRedeliverPicksWhatTheBuiltInReplayPicks(t *testing.T) {
 			if err := createTable(db); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Replay(context.Background(), ReplayOptions{
-				Inputs: []string{in}, TargetFile: "t.yaml", Target: naiveTarget(t, db),
-				Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")},
-				Seed:    tt.seed, Redeliver: tt.p, Parallel: tt.parallel,
-			})
+			res, err := runTarget(context.Background(), &ReplayTarget{File: "t.yaml", Target: naiveTarget(t, db),
+				Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")}},
+				replay.Options{Inputs: []string{in}, Seed: tt.seed, Redeliver: tt.p, Parallel: tt.parallel})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +135,7 @@ target:
   exec: {command: [sh, -c, "cat > /dev/null"], timeout: 2s}
 effects: {db: "${WORK:-.}/fx.db", table: payments, key: order_id, key_of: "{data.orderId}"}
 `)
-	r := &replayer{o: ReplayOptions{Seed: 3, TargetFile: "t.yaml", Inputs: []string{"c.ndjson"}, EmitScenario: "r.yaml", TargetSource: src}}
+	r := &replayer{o: replay.Options{Seed: 3, Inputs: []string{"c.ndjson"}, EmitScenario: "r.yaml"}, t: &ReplayTarget{File: "t.yaml", Source: src}}
 	ev := func(id string) Event {
 		return Event{ID: id, Source: "shop", Type: "order.paid", Data: json.RawMessage(`{"orderId":"O-1","note":"a: b # c"}`)}
 	}
@@ -223,11 +221,9 @@ func TestRewindRebalancesAsTheBuiltInReplay(t *testing.T) {
 			if err := createTable(db); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Replay(context.Background(), ReplayOptions{
-				Inputs: []string{in}, TargetFile: "t.yaml", Target: naiveTarget(t, db),
-				Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")},
-				Seed:    tt.seed, Rewind: tt.rewind, Parallel: tt.parallel,
-			})
+			res, err := runTarget(context.Background(), &ReplayTarget{File: "t.yaml", Target: naiveTarget(t, db),
+				Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")}},
+				replay.Options{Inputs: []string{in}, Seed: tt.seed, Rewind: tt.rewind, Parallel: tt.parallel})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,11 +297,9 @@ func TestMaxBadSkipsAsTheBuiltInReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			var warn strings.Builder
-			res, err := Replay(context.Background(), ReplayOptions{
-				Inputs: []string{"c.ndjson"}, TargetFile: "t.yaml", Target: naiveTarget(t, db),
-				Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")},
-				MaxBad:  tt.maxBad, Warn: &warn,
-			})
+			res, err := runTarget(context.Background(), &ReplayTarget{File: "t.yaml", Target: naiveTarget(t, db),
+				Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")}},
+				replay.Options{Inputs: []string{"c.ndjson"}, MaxBad: tt.maxBad, Warn: &warn})
 			if tt.err != "" {
 				var re *ReplayError
 				if !errors.As(err, &re) || re.Err.Error() != tt.err || problem.KindOf(err) != problem.InvalidInput {
@@ -365,12 +359,9 @@ effects: {db: fx.db, table: payments, key: order_id, key_of: "{data.orderId}"}
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, "r.yaml")
-			r := &replayer{o: ReplayOptions{Inputs: []string{in}, Seed: 1, Rewind: 2, TargetFile: "t.yaml", EmitScenario: out, TargetSource: src,
-				Effects: &scenario.Effects{KeyOf: template.MustParse("{data.orderId}")}}}
-			if _, err := r.emit(context.Background(), invariant.Violation{Invariant: invariant.DuplicateEffect.Name, By: &invariant.Record{Key: "A"}}); err != nil {
-				t.Fatal(err)
-			}
-			text, err := os.ReadFile(out)
+			r := &replayer{o: replay.Options{Inputs: []string{in}, Seed: 1, Rewind: 2, EmitScenario: out},
+				t: &ReplayTarget{File: "t.yaml", Source: src, Effects: &scenario.Effects{KeyOf: template.MustParse("{data.orderId}")}}}
+			text, _, err := r.emit(context.Background(), invariant.Violation{Invariant: invariant.DuplicateEffect.Name, By: &invariant.Record{Key: "A"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -389,4 +380,10 @@ effects: {db: fx.db, table: payments, key: order_id, key_of: "{data.orderId}"}
 			}
 		})
 	}
+}
+
+// runTarget replays into the target, as the command wires it.
+func runTarget(ctx context.Context, t *ReplayTarget, o replay.Options) (*replay.Report, error) {
+	o.Consumer = t
+	return replay.Run(ctx, o)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/template"
 )
@@ -20,11 +21,9 @@ func TestReplayKeepsTheBrokenKeysDeliveries(t *testing.T) {
 	if err := createTable(db); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Replay(context.Background(), ReplayOptions{
-		Inputs: []string{in}, TargetFile: "t.yaml", Target: naiveTarget(t, db),
-		Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")},
-		Seed:    3, Redeliver: 0.02, Parallel: 2,
-	})
+	res, err := runTarget(context.Background(), &ReplayTarget{File: "t.yaml", Target: naiveTarget(t, db),
+		Effects: &scenario.Effects{DB: db, Table: "payments", Key: "order_id", Event: "event_id", KeyOf: template.MustParse("{data.orderId}")}},
+		replay.Options{Inputs: []string{in}, Seed: 3, Redeliver: 0.02, Parallel: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

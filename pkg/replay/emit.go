@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -28,7 +27,9 @@ const (
 	maxTrials    = 600  // scenario runs spent shrinking
 )
 
-func emit(ctx context.Context, o Options, broken []ledger.Broken, rep *Report) error {
+// emit is the reproducer of the first broken invariant, and how many
+// deliveries it holds.
+func emit(ctx context.Context, o Options, broken []ledger.Broken) ([]byte, int, error) {
 	target := broken[0]
 	events := map[string]bool{}
 	keys := map[string]bool{}
@@ -55,7 +56,7 @@ func emit(ctx context.Context, o Options, broken []ledger.Broken, rep *Report) e
 	collect.DB, collect.Progress, collect.Warn = ledger.Memory, nil, nil
 	db, err := o.Open(ctx, ledger.Memory, collect.Handler)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	defer db.Close()
 	err = replayOne(ctx, collect, db, false, newReport(collect, false, 0), func(s step) {
@@ -64,10 +65,10 @@ func emit(ctx context.Context, o Options, broken []ledger.Broken, rep *Report) e
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("collect the reproducer: %w", err)
+		return nil, 0, fmt.Errorf("collect the reproducer: %w", err)
 	}
 	if len(steps) == 0 {
-		return fmt.Errorf("no deliveries of the broken event were found again to write a reproducer")
+		return nil, 0, fmt.Errorf("no deliveries of the broken event were found again to write a reproducer")
 	}
 	want, fails := invariantOf(ctx, o, steps, "")
 	if fails {
@@ -75,12 +76,7 @@ func emit(ctx context.Context, o Options, broken []ledger.Broken, rep *Report) e
 	} else {
 		want = target.Invariant
 	}
-	src := scenarioYAML(o, steps, want)
-	if err := os.WriteFile(o.EmitScenario, src, 0o644); err != nil {
-		return fmt.Errorf("write reproducer: %w", err)
-	}
-	rep.Reproducer, rep.ReproducerSteps = o.EmitScenario, len(steps)
-	return nil
+	return scenarioYAML(o, steps, want), len(steps), nil
 }
 
 // invariantOf runs steps as a scenario and reports whether it breaks want

@@ -17,15 +17,12 @@ type listedJSON struct {
 	Then       string   `json:"then,omitempty"` // identity-reuse: the first delivery with another payload
 }
 
-// writeFindings writes every entry behind the capture findings into path,
-// one JSON object a line. The file appears whole or not at all: it is
-// written beside path under another name and renamed over it at the end.
-func writeFindings(ctx context.Context, path string, log ledger.CaptureLog) error {
-	return ledger.WriteFindings(path, func(add func(v any) error) error {
-		return log.List(ctx, func(l ledger.Listed) error {
-			return add(listedJSON{Finding: l.Finding, ID: l.ID, Key: l.Key, Deliveries: l.Deliveries, IDs: l.IDs,
-				First: l.First.String(), Then: thenOf(l)})
-		})
+// listFindings gives add every entry behind the capture findings, one
+// --findings line each.
+func listFindings(ctx context.Context, log ledger.CaptureLog, add func(v any) error) error {
+	return log.List(ctx, func(l ledger.Listed) error {
+		return add(listedJSON{Finding: l.Finding, ID: l.ID, Key: l.Key, Deliveries: l.Deliveries, IDs: l.IDs,
+			First: l.First.String(), Then: thenOf(l)})
 	})
 }
 

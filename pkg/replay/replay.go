@@ -50,38 +50,56 @@ const (
 // Findings lists every finding --fail-on accepts.
 var Findings = []Finding{IdentityReuse, RepeatedIDs, KeysWithSeveralIDs, BadRecords}
 
-// Options are what a replay reads, how it injects faults, and where it writes.
+// Options are what a replay reads, who it delivers to, how it injects
+// faults, and where it writes: one set for every kind of consumer. The
+// fields marked "built-in" are the built-in handler's, and a replay into
+// another consumer refuses them (Consumer.Check); those marked "target"
+// are the user's consumer's.
 type Options struct {
 	Inputs  []string // capture files; "-" reads Stdin; nats://HOST:PORT/STREAM reads a JetStream stream
 	Stdin   io.Reader
 	Capture capture.Options
-	DB      string // ":memory:" or a file (kept, and resumed on the next replay)
-	Handler handler.Config
+	// Consumer is who the captures are delivered to: nil for the built-in
+	// handler on the store Open opens, or the user's consumer (pkg/external).
+	Consumer Consumer
+	DB       string // built-in: ":memory:" or a file (kept, and resumed on the next replay)
+	Handler  handler.Config
 
-	Seed       int64
+	Seed int64
+	// The faults are drawn per capture position (pkg/inject) whoever the
+	// consumer is: the same seed and capture pick the same deliveries.
 	Redeliver  float64               // probability of a lost ack (a crash after commit, before the ack): the broker delivers the event again
-	Crash      float64               // probability of a crash mid-transaction
-	CrashAt    []consumer.FaultPoint // where such a crash happens
+	Crash      float64               // probability of a crash mid-transaction (built-in), or of a kill -9 during a delivery (target)
+	CrashAt    []consumer.FaultPoint // built-in: where such a crash happens
 	Rewind     int                   // a rebalance re-delivers up to this many earlier deliveries
-	Republish  float64               // probability of the same event again under a new id
+	Republish  float64               // built-in: probability of the same event again under a new id
 	Concurrent float64               // probability of two workers at once
+	// KillEvery (target, a broker's consumer): SIGKILL a random instance
+	// this often, and restart it, until the broker has drained.
+	KillEvery time.Duration
+	// KillWorking (target, a broker's consumer through the effects proxy,
+	// one instance): the probability per delivery of killing the instance
+	// working on it, at a boundary of its statements.
+	KillWorking float64
 
 	MaxBad       int       // bad records skipped (and reported) before the replay stops
 	FailOn       []Finding // capture findings that fail the replay
 	EmitScenario string    // where to write a reproducer when an invariant breaks
-	FindingsFile string    // where to write every entry behind the capture findings, as NDJSON
-	Batch        int       // deliveries per commit (0: the store chooses)
-	Examples     int       // examples per finding and invariant (default 5)
-	// Compare replays the captures again with every other strategy, in
-	// memory, when they give business keys: which would have been safe.
+	FindingsFile string    // where to write every entry behind the findings, as NDJSON
+	Batch        int       // built-in: deliveries per commit (0: the store chooses)
+	Examples     int       // built-in: examples per finding and invariant (default 5)
+	// Compare (built-in) replays the captures again with every other
+	// strategy, in memory, when they give business keys: which would
+	// have been safe.
 	Compare bool
 
 	// Progress, if set, is told how many deliveries have been handled so
 	// far and how many bytes of the capture files have been read.
 	Progress func(deliveries, bytes int64)
 
-	// Open opens the store the capture is replayed into (pkg/sqlite's
-	// OpenLedger); OpenScenario the store a reproducer is checked on.
+	// Open (built-in) opens the store the capture is replayed into
+	// (pkg/sqlite's OpenLedger); OpenScenario the store a reproducer is
+	// checked on.
 	Open         ledger.Opener
 	OpenScenario runner.Opener
 	// OpenSplit, if set, opens the store of a replay that keeps nothing in
@@ -89,9 +107,10 @@ type Options struct {
 	// core up to four, whenever the replay allows it (see splitParts).
 	OpenSplit ledger.SplitOpener
 	// Parallel is --parallel: how many lanes of the replay engine run side
-	// by side, each a part of the replay split by event id on a store of
-	// its own. 0 lets the replay choose (splitParts); above 1, a replay
-	// that cannot be split is refused (whyOneLane).
+	// by side. For the built-in handler each is a part of the replay split
+	// by event id on a store of its own: 0 lets the replay choose
+	// (splitParts); above 1, a replay that cannot be split is refused
+	// (whyOneLane). For a target, deliveries in flight by business key.
 	Parallel int
 	// Warn receives one line per skipped bad record.
 	Warn io.Writer
@@ -114,7 +133,9 @@ func CrashPointWords() string {
 // DefaultCrashAt are the mid-transaction fault points --crash uses by default.
 var DefaultCrashAt = []consumer.FaultPoint{consumer.AfterCheck, consumer.AfterMarker, consumer.AfterEffect}
 
-func (o *Options) validate() error {
+// validate checks the options for consumer c: the fault values, c's own
+// refusals and defaults (Consumer.Check), then the captures asked for.
+func (o *Options) validate(c Consumer) error {
 	for _, p := range []struct {
 		name string
 		v    float64
@@ -123,28 +144,14 @@ func (o *Options) validate() error {
 			return inputf("%v", err)
 		}
 	}
-	if strings.HasPrefix(o.DB, "postgres://") || strings.HasPrefix(o.DB, "postgresql://") {
-		return inputf("replay runs on embedded SQLite: --db takes :memory: or a file, not a PostgreSQL URL (redeliver run --db postgres://… runs scenarios on PostgreSQL)")
-	}
-	if o.Concurrent > 0 {
-		return inputf("--concurrent needs a store that runs transactions side by side; the embedded SQLite store runs one at a time, so two workers cannot race on it (drop --concurrent)")
-	}
 	if o.Rewind < 0 || o.Rewind > 1_000_000 {
 		return inputf("--rewind must be between 0 and 1000000 deliveries, not %d", o.Rewind)
 	}
 	if o.MaxBad < 0 {
 		return inputf("--max-bad must not be negative")
 	}
-	if len(o.CrashAt) == 0 {
-		o.CrashAt = DefaultCrashAt
-	}
-	for _, p := range o.CrashAt {
-		if p == consumer.BeforeBegin || p == consumer.AfterCommit || (p == consumer.AfterExternal && !o.Handler.Strategy.CallsOut()) {
-			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, CrashPointWords())
-		}
-	}
-	if o.Handler.Strategy.CallsOut() {
-		return inputf("strategy external-key calls a payment gateway; replay does not simulate one yet (use redeliver run for external-key scenarios)")
+	if err := c.Check(o); err != nil {
+		return err
 	}
 	if len(o.Inputs) == 0 {
 		return inputf("replay needs at least one capture file (or - for stdin)")
@@ -160,6 +167,32 @@ func (o *Options) validate() error {
 	}
 	if o.EmitScenario != "" && stdin > 0 {
 		return inputf("--emit-scenario reads the capture twice; save stdin to a file and replay that")
+	}
+	return nil
+}
+
+// Check refuses what the built-in handler cannot replay with and fills in
+// its defaults.
+func (*builtin) Check(o *Options) error {
+	if strings.HasPrefix(o.DB, "postgres://") || strings.HasPrefix(o.DB, "postgresql://") {
+		return inputf("replay runs on embedded SQLite: --db takes :memory: or a file, not a PostgreSQL URL (redeliver run --db postgres://… runs scenarios on PostgreSQL)")
+	}
+	if o.Concurrent > 0 {
+		return inputf("--concurrent needs a store that runs transactions side by side; the embedded SQLite store runs one at a time, so two workers cannot race on it (drop --concurrent)")
+	}
+	if o.KillEvery != 0 || o.KillWorking != 0 {
+		return inputf("--kill-every and --kill-working kill consumer instances a --target file starts; the built-in handler has none (use --crash)")
+	}
+	if len(o.CrashAt) == 0 {
+		o.CrashAt = DefaultCrashAt
+	}
+	for _, p := range o.CrashAt {
+		if p == consumer.BeforeBegin || p == consumer.AfterCommit || (p == consumer.AfterExternal && !o.Handler.Strategy.CallsOut()) {
+			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, CrashPointWords())
+		}
+	}
+	if o.Handler.Strategy.CallsOut() {
+		return inputf("strategy external-key calls a payment gateway; replay does not simulate one yet (use redeliver run for external-key scenarios)")
 	}
 	if o.Batch < 0 {
 		return inputf("--batch must not be negative")
@@ -185,61 +218,103 @@ func (o *Options) validate() error {
 	if why := whyOneLane(*o); o.Parallel > 1 && why != "" {
 		return inputf("--parallel %d splits the built-in replay by event id into %d stores side by side, and %s; drop --parallel", o.Parallel, o.Parallel, why)
 	}
+	if o.Open == nil || o.EmitScenario != "" && o.OpenScenario == nil {
+		return errors.New("replay: no store to replay into (Options.Open, Options.OpenScenario)")
+	}
 	return nil
 }
 
 // maxParallel is the most lanes --parallel asks for, with or without --target.
 const maxParallel = 256
 
-// Run replays the captures and returns the report. An error means the
-// replay could not be done (bad input, database); a report with a failing
-// verdict is not an error.
+// Run replays the captures into o.Consumer (the built-in handler when it
+// is nil) and returns the report. An error means the replay could not be
+// done (bad input, database, a consumer that failed); a report with a
+// failing verdict is not an error.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	if err := o.validate(); err != nil {
+	c := o.consumer()
+	if err := o.validate(c); err != nil {
 		return nil, err
 	}
+	if err := checkInputs(o); err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	rep, err := c.Replay(ctx, &o)
+	if err != nil {
+		return rep, err
+	}
+	if o.FindingsFile != "" {
+		if err := writeFindings(ctx, &o, c, rep); err != nil {
+			return nil, err
+		}
+	}
+	if o.EmitScenario != "" && len(rep.Violations) > 0 {
+		if err := writeReproducer(ctx, &o, c, rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// checkInputs refuses, before anything is opened or started, a capture
+// that is not there or a stream URL that cannot be read as asked.
+func checkInputs(o Options) error {
 	for _, in := range o.Inputs {
 		if in == "-" {
 			continue
 		}
 		if broker.IsStreamURL(in) {
 			if _, err := broker.ParseStreamURL(in); err != nil {
-				return nil, inputf("%v", err)
+				return inputf("%v", err)
 			}
 			if f := o.Capture.Format; f != "" && f != capture.Auto && f != capture.NATS {
-				return nil, inputf("%s is a NATS stream: its messages are read as --input nats, not %s", in, f)
+				return inputf("%s is a NATS stream: its messages are read as --input nats, not %s", in, f)
 			}
 			continue
 		}
 		if broker.IsTopicURL(in) {
 			if _, err := broker.ParseTopicURL(in); err != nil {
-				return nil, inputf("%v", err)
+				return inputf("%v", err)
 			}
 			if f := o.Capture.Format; f != "" && f != capture.Auto && f != capture.Kcat {
-				return nil, inputf("%s is a Kafka topic: its records are read as --input kcat, not %s", in, f)
+				return inputf("%s is a Kafka topic: its records are read as --input kcat, not %s", in, f)
 			}
 			continue
 		}
 		if st, err := os.Stat(in); err != nil {
-			return nil, problem.Invalid(problem.Pos{File: in}, "no such capture file")
+			return problem.Invalid(problem.Pos{File: in}, "no such capture file")
 		} else if st.IsDir() {
-			return nil, problem.Invalid(problem.Pos{File: in}, "a folder; give capture files")
+			return problem.Invalid(problem.Pos{File: in}, "a folder; give capture files")
 		}
 	}
+	return nil
+}
+
+// builtin is the built-in handler as a replay's consumer: the captures
+// replayed into its store, which it keeps open for the findings and the
+// reproducer.
+type builtin struct {
+	db     ledger.Ledger
+	log    ledger.CaptureLog
+	broken []ledger.Broken
+	gc     int // the GC percent to restore, when Replay set it
+}
+
+// Replay replays the captures into the store, then judges the capture's
+// findings and the invariants, and compares the strategies.
+func (b *builtin) Replay(ctx context.Context, o *Options) (*Report, error) {
 	// The Go heap of a replay is small and does not grow with the capture
 	// (chunks in flight, the redelivery queue; the database lives in C
 	// memory or on disk), but every delivery leaves garbage behind in the
 	// driver. Collecting at 5× the live heap instead of 2× costs a few MB
 	// and saves a tenth of the CPU.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	if o.Open == nil || o.EmitScenario != "" && o.OpenScenario == nil {
-		return nil, errors.New("replay: no store to replay into (Options.Open, Options.OpenScenario)")
-	}
-	db, err := openStore(ctx, o)
+	b.gc = debug.SetGCPercent(400)
+	db, err := openStore(ctx, *o)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
+	b.db = db
 	before, err := db.CountEffects(ctx)
 	if err != nil {
 		return nil, err
@@ -248,10 +323,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer log.Close()
-	rep := newReport(o, db.Resumed(), before)
-	if err := replayInto(ctx, o, db, true, rep); err != nil {
-		return nil, stoppedAt(err, o, rep)
+	b.log = log
+	rep := newReport(*o, db.Resumed(), before)
+	if err := replayInto(ctx, *o, db, true, rep); err != nil {
+		return nil, stoppedAt(err, *o, rep)
 	}
 	if rep.Counters.Deliveries == 0 && rep.Capture.BadRecords == 0 && !readsStream(o.Inputs) {
 		// An empty capture file proves nothing; so does a closed stdin,
@@ -298,16 +373,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.broken = broken
 	rep.setCapture(found)
 	rep.keyedInvariants()
 	rep.setViolations(broken)
 	if err := rep.locate(ctx, log); err != nil {
 		return nil, err
-	}
-	if o.FindingsFile != "" {
-		if err := writeFindings(ctx, o.FindingsFile, log); err != nil {
-			return nil, err
-		}
 	}
 	rep.decide(o.FailOn)
 	if o.Compare && rep.keyed > 0 {
@@ -322,17 +393,43 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
-			if rep.Strategies, err = compare(ctx, o, own); err != nil {
+			if rep.Strategies, err = compare(ctx, *o, own); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if o.EmitScenario != "" && len(broken) > 0 {
-		if err := emit(ctx, o, broken, rep); err != nil {
-			return rep, err
-		}
-	}
 	return rep, nil
+}
+
+// Findings lists every entry behind the capture findings, from the
+// capture log.
+func (b *builtin) Findings(ctx context.Context, _ *Report, add func(v any) error) error {
+	return listFindings(ctx, b.log, add)
+}
+
+// Reproduce shrinks the deliveries of the first broken invariant's event
+// into a scenario.
+func (b *builtin) Reproduce(ctx context.Context, o *Options, _ *Report) ([]byte, int, error) {
+	return emit(ctx, *o, b.broken)
+}
+
+// Unfinished is the built-in replay's report of a replay that stopped
+// before it had one.
+func (*builtin) Unfinished(o *Options) *Report { return unfinished(*o) }
+
+// Close closes the store and the capture log, and puts the GC back.
+func (b *builtin) Close() error {
+	var err error
+	if b.log != nil {
+		err = b.log.Close()
+	}
+	if b.db != nil {
+		err = errors.Join(err, b.db.Close())
+	}
+	if b.gc != 0 {
+		debug.SetGCPercent(b.gc)
+	}
+	return err
 }
 
 // openStore opens the store the replay runs into: in parts when it can be split

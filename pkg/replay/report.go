@@ -263,8 +263,14 @@ func newReport(o Options, resumed bool, before int64) *Report {
 // input, a database error): what it was asked to do, nothing counted, and
 // verdict "error"; no invariant is listed, since none was checked. The
 // captures' formats are as --input gave them ("auto"
-// when they were to be detected).
+// when they were to be detected). Each consumer says what else it holds
+// (Consumer.Unfinished).
 func Unfinished(o Options) *Report {
+	return o.consumer().Unfinished(&o)
+}
+
+// unfinished is the built-in replay's Unfinished.
+func unfinished(o Options) *Report {
 	if o.Handler.Strategy == "" {
 		o.Handler.Strategy = handler.EventID
 	}
