@@ -11,6 +11,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
+	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -225,7 +226,11 @@ func (o *ReplayOptions) validate() error {
 		return problem.Usagef("--parallel must be between 1 and 256, not %d", o.Parallel)
 	}
 	if o.Target != "" {
-		return o.validateTarget()
+		if err := o.validateTarget(); err != nil {
+			return err
+		}
+		_, err := o.replayOptions()
+		return err
 	}
 	if o.Output.Verbose {
 		return problem.Usagef("-v lists every breach of a replay into a --target; the built-in replay's report shows the first examples of each invariant, and --format json the same")
@@ -242,14 +247,39 @@ func (o *ReplayOptions) validate() error {
 	if o.Changed["logs"] {
 		return problem.Usagef("--logs keeps the output of the consumer instances a --target file starts; the built-in handler has none")
 	}
-	if _, ok := handler.ParseStrategy(o.Strategy); !ok {
-		return problem.Usagef("unknown --strategy %q", o.Strategy)
-	}
-	if _, err := crashPoints(o.CrashAt); err != nil {
-		return err
-	}
-	_, err := findings(o.FailOn)
+	_, err := o.replayOptions()
 	return err
+}
+
+// replayOptions is the one replay.Options the flags ask for, whoever the
+// consumer is: each value is parsed here, and only here.
+func (o *ReplayOptions) replayOptions() (replay.Options, error) {
+	format, err := capture.ParseFormat(o.Input)
+	if err != nil {
+		return replay.Options{}, problem.UsageOf(err)
+	}
+	r := replay.Options{
+		Inputs:  o.Logs,
+		Capture: capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
+		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, Rewind: o.Rewind, Republish: o.Republish, Concurrent: o.Concurrent,
+		KillEvery: o.KillEvery, KillWorking: o.KillWorking,
+		MaxBad: o.MaxBad, EmitScenario: o.Emit, FindingsFile: o.Findings, Parallel: o.Parallel,
+	}
+	if o.Target != "" {
+		r.FailOn, err = targetFindings(o.FailOn)
+		return r, err
+	}
+	strategy, ok := handler.ParseStrategy(o.Strategy)
+	if !ok {
+		return r, problem.Usagef("unknown --strategy %q", o.Strategy)
+	}
+	r.DB, r.Batch, r.Compare = o.DB, o.Batch, o.Compare
+	r.Handler = handler.Config{Strategy: strategy, Consumer: o.Consumer, Effect: o.Effect, Identity: o.Identity}
+	if r.CrashAt, err = crashPoints(o.CrashAt); err != nil {
+		return r, err
+	}
+	r.FailOn, err = findings(o.FailOn)
+	return r, err
 }
 
 // crashPoints parses the --crash-at points.
@@ -280,7 +310,8 @@ func findings(words []string) ([]replay.Finding, error) {
 
 // runReplay replays the captures, into the built-in handler or the
 // consumer of a --target file, and writes the reports. What it checks
-// needs I/O: the report files, stdin and the findings file.
+// needs I/O: the report files, stdin, the files it is to write and the
+// --target file.
 func runReplay(o *ReplayOptions) error {
 	s := o.IO
 	out, err := o.Output.prepare(s)
@@ -290,60 +321,43 @@ func runReplay(o *ReplayOptions) error {
 	if err := o.checkStdin(); err != nil {
 		return err
 	}
-	format, err := capture.ParseFormat(o.Input)
+	opts, err := o.replayOptions()
 	if err != nil {
-		return problem.UsageOf(err)
+		return err
 	}
-	if o.Target != "" {
-		return runReplayTarget(o, out, format)
+	if o.Emit != "" && o.Target != "" {
+		if err := writable(o.Emit); err != nil {
+			return problem.Usagef("cannot write the reproducer %s: %v", o.Emit, err)
+		}
 	}
 	if o.Findings != "" {
 		if err := writable(o.Findings); err != nil {
 			return problem.Usagef("cannot write the findings %s: %v", o.Findings, err)
 		}
 	}
-	strategy, ok := handler.ParseStrategy(o.Strategy)
-	if !ok {
-		return problem.Usagef("unknown --strategy %q", o.Strategy)
-	}
-	crashAt, err := crashPoints(o.CrashAt)
-	if err != nil {
-		return err
-	}
-	failOn, err := findings(o.FailOn)
-	if err != nil {
-		return err
-	}
-	opts := replay.Options{
-		Inputs:  o.Logs,
-		Stdin:   s.In,
-		Capture: capture.Options{Format: format, ID: o.ID, Key: o.Key, Payload: o.Payload, MaxRecord: o.MaxRecord},
-		DB:      o.DB,
-		Handler: handler.Config{Strategy: strategy, Consumer: o.Consumer, Effect: o.Effect, Identity: o.Identity},
-		Seed:    o.Seed, Redeliver: o.Redeliver, Crash: o.Crash, CrashAt: crashAt, Rewind: o.Rewind,
-		Republish: o.Republish, Concurrent: o.Concurrent,
-		MaxBad: o.MaxBad, FailOn: failOn, EmitScenario: o.Emit, FindingsFile: o.Findings, Batch: o.Batch,
-		Compare: o.Compare, Warn: s.Secrets.Writer(s.Err), Parallel: o.Parallel,
-	}
-	finish := func() {}
-	if s.ErrTTY {
-		bar := progressBar(s.Err, captureSize(o.Logs))
-		opts.Progress = func(deliveries, bytes int64) {
-			bar.Describe(fmt.Sprintf("replaying: %d deliveries", deliveries))
-			_ = bar.Set64(bytes)
+	var logs *external.ConsumerLogs
+	if o.Target != "" {
+		if logs, err = o.replayTarget(&opts, out); err != nil {
+			return err
 		}
-		finish = func() { _ = bar.Finish() }
+		defer oneProcessor()()
+	} else {
+		opts.Open = sqlite.OpenLedger
+		opts.OpenSplit = sqlite.OpenSplitLedger
+		opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+			return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
+		}
 	}
+	// The target file's secrets are known now: nothing said of a skipped
+	// record shows one.
+	opts.Stdin, opts.Warn = s.In, s.Secrets.Writer(s.Err)
+	finish := o.progress(&opts)
 	start := time.Now()
-	opts.Open = sqlite.OpenLedger
-	opts.OpenSplit = sqlite.OpenSplitLedger
-	opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
-		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
-	}
 	rep, err := replay.Run(o.Context, opts)
 	finish() // the line is cleared before the report is written
 	res := &report.Replay{Report: rep, Duration: time.Since(start)}
 	if err != nil {
+		err = o.stopped(err, logs)
 		if rep == nil {
 			res.Report = replay.Unfinished(opts)
 		}
@@ -355,10 +369,41 @@ func runReplay(o *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	if !rep.Passed() {
+	if !res.Report.Passed() {
 		return problem.ErrVerdict
 	}
 	return nil
+}
+
+// progress draws the replay's progress on stderr when it is a terminal:
+// the deliveries and the bytes read of the captures, or, into a target,
+// the deliveries made. It returns what clears it.
+func (o *ReplayOptions) progress(opts *replay.Options) (finish func()) {
+	s := o.IO
+	if !s.ErrTTY {
+		return func() {}
+	}
+	if o.Target != "" {
+		bar := progressbar.NewOptions64(-1,
+			progressbar.OptionSetWriter(s.Err),
+			progressbar.OptionSetDescription("delivering"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("deliveries"),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100_000_000),
+			// No redraw goroutine: it reads the bar's state unlocked (a data race).
+			progressbar.OptionSetSpinnerChangeInterval(0),
+		)
+		opts.Progress = func(n, _ int64) { _ = bar.Set64(n) }
+		return func() { _ = bar.Finish() }
+	}
+	bar := progressBar(s.Err, captureSize(o.Logs))
+	opts.Progress = func(deliveries, bytes int64) {
+		bar.Describe(fmt.Sprintf("replaying: %d deliveries", deliveries))
+		_ = bar.Set64(bytes)
+	}
+	return func() { _ = bar.Finish() }
 }
 
 // maxRecordLimit is the largest --max-record: one record is held in memory.
@@ -394,27 +439,15 @@ func (o *ReplayOptions) checkStdin() error {
 }
 
 // checkShared checks the values of the fault flags both replays take,
-// the built-in one and one into a --target, in one set of words.
+// the built-in one and one into a --target, in the words the replay
+// checks them in (replay.CheckFaults): here they are usage errors.
 func (o *ReplayOptions) checkShared() error {
-	for _, p := range []struct {
-		name string
-		v    float64
-	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--republish", o.Republish}, {"--concurrent", o.Concurrent}} {
-		if err := inject.Probability(p.name, p.v); err != nil {
-			return problem.UsageOf(err)
-		}
-	}
-	if o.Rewind < 0 || o.Rewind > maxRewind {
-		return problem.Usagef("--rewind must be between 0 and %d deliveries, not %d", maxRewind, o.Rewind)
-	}
-	if o.MaxBad < 0 {
-		return problem.Usagef("--max-bad must not be negative")
+	f := replay.Options{Redeliver: o.Redeliver, Crash: o.Crash, Republish: o.Republish, Concurrent: o.Concurrent, Rewind: o.Rewind, MaxBad: o.MaxBad}
+	if err := f.CheckFaults(); err != nil {
+		return problem.UsageOf(err)
 	}
 	return nil
 }
-
-// maxRewind is the most deliveries --rewind delivers again.
-const maxRewind = 1_000_000
 
 // progressBar is the replay's progress line on a terminal: the deliveries
 // handled, and the bytes read of the captures' total size (when it is

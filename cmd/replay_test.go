@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/bench"
-	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
 // TestReplayProgress: the progress line goes to stderr only when stderr is a
@@ -118,40 +116,6 @@ func TestOneProcessor(t *testing.T) {
 		restore()
 		if n := runtime.GOMAXPROCS(0); n != was {
 			t.Errorf("GOMAXPROCS=%q: %d processors after the replay, want %d back", env, n, was)
-		}
-	}
-}
-
-// TestOwnChannel: a replay into a target refuses the topic or stream the
-// target's consumer reads as its capture, and nothing else.
-func TestOwnChannel(t *testing.T) {
-	k := &scenario.Target{Kafka: &scenario.KafkaTarget{Brokers: []string{"10.0.0.1:9092", "10.0.0.2:9092"}, Topic: "orders", Group: "g"}}
-	n := &scenario.Target{NATS: &scenario.NATSTarget{URL: "nats://10.0.0.1:4222", Stream: "ORDERS"}}
-	h := &scenario.Target{HTTP: &scenario.HTTPTarget{URL: "http://127.0.0.1:1/e"}}
-	tests := []struct {
-		in      string
-		t       *scenario.Target
-		refused bool
-	}{
-		{"kafka://10.0.0.2:9092/orders", k, true},
-		{"kafka://10.0.0.9:9092,10.0.0.1:9092/orders?partition=1", k, true},
-		{"kafka://10.0.0.1:9092/orders-archive", k, false},
-		{"kafka://10.0.0.9:9092/orders", k, false},
-		{"nats://10.0.0.1:4222/ORDERS?seq=5", n, true},
-		{"nats://10.0.0.1:4222/ARCHIVE", n, false},
-		{"nats://10.0.0.2:4222/ORDERS", n, false},
-		{"kafka://10.0.0.1:9092/orders", n, false},
-		{"nats://10.0.0.1:4222/ORDERS", k, false},
-		{"kafka://10.0.0.1:9092/orders", h, false},
-		{"capture.ndjson", k, false},
-	}
-	for _, tt := range tests {
-		err := ownChannel(tt.in, tt.t)
-		if (err != nil) != tt.refused {
-			t.Errorf("%s into %s: got %v, want refused %v", tt.in, tt.t.Channel(), err, tt.refused)
-		}
-		if err != nil && problem.KindOf(err) != problem.Usage {
-			t.Errorf("%s: %v is not a usage error", tt.in, err)
 		}
 	}
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/effects"
@@ -128,20 +131,65 @@ func fnv32a(s string) uint32 {
 	return h
 }
 
-// Check refuses what a replay into the target cannot do, and makes
-// --parallel 1 by default.
+// Check refuses, in the words of the flags, the faults this target
+// cannot take and a capture that is the channel its consumer reads, and
+// makes --parallel 1 by default. It reads the target as loaded, and
+// starts nothing.
 func (t *ReplayTarget) Check(o *replay.Options) error {
 	if o.Parallel < 1 {
-		o.Parallel = 1
+		o.Parallel = 1 // one delivery in flight
 	}
-	if o.Crash > 0 && t.Target.Start == nil && t.Target.Exec == nil {
-		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", t.File)
+	for _, in := range o.Inputs {
+		if err := ownChannel(in, t.Target); err != nil {
+			return err
+		}
 	}
-	if o.KillEvery > 0 && o.EmitScenario != "" {
+	c := t.Target
+	switch {
+	case o.KillEvery > 0 && !c.Broker():
+		return problem.Usagef("--kill-every kills consumer instances that read from a broker, and the target of %s is %s; use --crash", t.File, c.Channel())
+	case o.KillEvery > 0 && c.Start == nil:
+		return problem.Usagef("--kill-every kills the consumer instances redeliver started, and %s has no target start", t.File)
+	case o.KillEvery > 0 && o.EmitScenario != "":
 		// A scenario's faults follow deliveries; these kills follow the
 		// clock while the consumer reads at its own pace, and a step cannot
 		// name the instance: a reproducer without them would pass.
 		return problem.Usagef("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again (drop one of the two)")
+	case o.KillWorking > 0 && !c.Broker():
+		return problem.Usagef("--kill-working kills consumer instances that read from a broker, and the target of %s is %s; use --crash", t.File, c.Channel())
+	case o.KillWorking > 0 && c.Start == nil:
+		return problem.Usagef("--kill-working kills the consumer instance redeliver started, and %s has no target start", t.File)
+	case o.KillWorking > 0 && (t.Effects == nil || !t.Effects.Proxy):
+		return problem.Usagef("--kill-working kills an instance at the statements of the delivery it works on, which redeliver sees only through its database proxy: set effects.proxy: true in %s", t.File)
+	case c.Broker() && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
+		return problem.Usagef("--redeliver, --crash and --concurrent act on a delivery's answer, and a %s target has none; kill instances with --kill-every", c.Channel())
+	case o.Crash > 0 && c.Start == nil && c.Exec == nil:
+		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", t.File)
+	}
+	return nil
+}
+
+// ownChannel refuses a capture that is the stream or topic the target's
+// consumer reads: every delivery would land in the capture being read,
+// and the consumer would see each event twice, once from the capture
+// and once from the replay.
+func ownChannel(in string, t *scenario.Target) error {
+	switch {
+	case t.Kafka != nil && broker.IsTopicURL(in):
+		u, err := broker.ParseTopicURL(in)
+		if err != nil || u.Topic != t.Kafka.Topic || !slices.ContainsFunc(u.Brokers, func(b string) bool { return slices.Contains(t.Kafka.Brokers, b) }) {
+			return nil
+		}
+		return problem.Usagef("%s is the topic the target's consumer reads; replaying it into the target would read back its own deliveries: replay another topic, or a capture of it", in)
+	case t.NATS != nil && broker.IsStreamURL(in):
+		u, err := broker.ParseStreamURL(in)
+		if err != nil || u.Stream != t.NATS.Stream {
+			return nil
+		}
+		if su, err := url.Parse(u.Server); err != nil || !strings.Contains(t.NATS.URL, su.Host) {
+			return nil
+		}
+		return problem.Usagef("%s is the stream the target's consumer reads; replaying it into the target would read back its own deliveries: replay another stream, or a capture of it", in)
 	}
 	return nil
 }

@@ -387,3 +387,37 @@ func runTarget(ctx context.Context, t *ReplayTarget, o replay.Options) (*replay.
 	o.Consumer = t
 	return replay.Run(ctx, o)
 }
+
+// TestOwnChannel: a replay into a target refuses the topic or stream the
+// target's consumer reads as its capture, and nothing else.
+func TestOwnChannel(t *testing.T) {
+	k := &scenario.Target{Kafka: &scenario.KafkaTarget{Brokers: []string{"10.0.0.1:9092", "10.0.0.2:9092"}, Topic: "orders", Group: "g"}}
+	n := &scenario.Target{NATS: &scenario.NATSTarget{URL: "nats://10.0.0.1:4222", Stream: "ORDERS"}}
+	h := &scenario.Target{HTTP: &scenario.HTTPTarget{URL: "http://127.0.0.1:1/e"}}
+	tests := []struct {
+		in      string
+		t       *scenario.Target
+		refused bool
+	}{
+		{"kafka://10.0.0.2:9092/orders", k, true},
+		{"kafka://10.0.0.9:9092,10.0.0.1:9092/orders?partition=1", k, true},
+		{"kafka://10.0.0.1:9092/orders-archive", k, false},
+		{"kafka://10.0.0.9:9092/orders", k, false},
+		{"nats://10.0.0.1:4222/ORDERS?seq=5", n, true},
+		{"nats://10.0.0.1:4222/ARCHIVE", n, false},
+		{"nats://10.0.0.2:4222/ORDERS", n, false},
+		{"kafka://10.0.0.1:9092/orders", n, false},
+		{"nats://10.0.0.1:4222/ORDERS", k, false},
+		{"kafka://10.0.0.1:9092/orders", h, false},
+		{"capture.ndjson", k, false},
+	}
+	for _, tt := range tests {
+		err := ownChannel(tt.in, tt.t)
+		if (err != nil) != tt.refused {
+			t.Errorf("%s into %s: got %v, want refused %v", tt.in, tt.t.Channel(), err, tt.refused)
+		}
+		if err != nil && problem.KindOf(err) != problem.Usage {
+			t.Errorf("%s: %v is not a usage error", tt.in, err)
+		}
+	}
+}

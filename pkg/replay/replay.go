@@ -136,19 +136,8 @@ var DefaultCrashAt = []consumer.FaultPoint{consumer.AfterCheck, consumer.AfterMa
 // validate checks the options for consumer c: the fault values, c's own
 // refusals and defaults (Consumer.Check), then the captures asked for.
 func (o *Options) validate(c Consumer) error {
-	for _, p := range []struct {
-		name string
-		v    float64
-	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--republish", o.Republish}, {"--concurrent", o.Concurrent}} {
-		if err := inject.Probability(p.name, p.v); err != nil {
-			return inputf("%v", err)
-		}
-	}
-	if o.Rewind < 0 || o.Rewind > 1_000_000 {
-		return inputf("--rewind must be between 0 and 1000000 deliveries, not %d", o.Rewind)
-	}
-	if o.MaxBad < 0 {
-		return inputf("--max-bad must not be negative")
+	if err := o.CheckFaults(); err != nil {
+		return inputf("%v", err)
 	}
 	if err := c.Check(o); err != nil {
 		return err
@@ -170,6 +159,30 @@ func (o *Options) validate(c Consumer) error {
 	}
 	return nil
 }
+
+// CheckFaults checks the values of the faults every consumer takes: the
+// probabilities, --rewind and --max-bad. The command checks them with it
+// before it reads anything.
+func (o *Options) CheckFaults() error {
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"--redeliver", o.Redeliver}, {"--crash", o.Crash}, {"--republish", o.Republish}, {"--concurrent", o.Concurrent}} {
+		if err := inject.Probability(p.name, p.v); err != nil {
+			return err
+		}
+	}
+	if o.Rewind < 0 || o.Rewind > maxRewind {
+		return fmt.Errorf("--rewind must be between 0 and %d deliveries, not %d", maxRewind, o.Rewind)
+	}
+	if o.MaxBad < 0 {
+		return errors.New("--max-bad must not be negative")
+	}
+	return nil
+}
+
+// maxRewind is the most deliveries --rewind delivers again.
+const maxRewind = 1_000_000
 
 // Check refuses what the built-in handler cannot replay with and fills in
 // its defaults.
