@@ -4,8 +4,10 @@
 // Nothing in it grows with the length of the log: deliveries stream
 // through, and the findings and invariants are counted in the database.
 //
-// It owns the replay engine, the built-in handler's lanes, and the
-// reproducer and findings of a replay. Of this module it imports the file
+// It owns the one replay (Run, over the Consumer interface: the built-in
+// handler here, a user's consumer in pkg/external), its Options and
+// Report, the replay engine, the built-in handler's lanes, and the
+// writing of a replay's reproducer and findings. Of this module it imports the file
 // format and the inputs (pkg/scenario, pkg/capture, pkg/broker), the
 // handler and its vocabulary, pkg/ledger, pkg/invariant, pkg/inject,
 // pkg/runner and the small helpers (pkg/problem, pkg/escape, pkg/redact,
