@@ -35,6 +35,8 @@ import (
 // twice at once; a --rewind rebalance every 2N to 4N deliveries makes the
 // last N again, after the same positions as the built-in replay's;
 // --parallel lanes go by business key, one key's deliveries in order.
+// A ReplayTarget serves one replay: Reproduce reads again what its
+// Replay read.
 type ReplayTarget struct {
 	File string // the --target file, which holds version, target and effects
 	// Source is the --target file's text, whose target and effects a
