@@ -140,7 +140,7 @@ func TestVersionArgs(t *testing.T) {
 
 func TestInitFlags(t *testing.T) {
 	const wrongTarget = `: init writes a scenario for an HTTP consumer (--target http) or one run per event (--target exec); for broker targets see docs/brokers.md`
-	const wrongDB = `: init writes the statement checks for an HTTP consumer on PostgreSQL: --target http --db postgres://USER@HOST:PORT/DATABASE`
+	const wrongDB = `: init writes the statement checks for an HTTP consumer on PostgreSQL, MySQL or MariaDB: --target http --db postgres://USER@HOST:PORT/DATABASE or mysql://USER@HOST:PORT/DATABASE`
 	tests := []struct {
 		name    string
 		args    []string
@@ -160,7 +160,14 @@ func TestInitFlags(t *testing.T) {
 		{"broker target", []string{"--target", "kafka"}, InitOptions{}, `--target "kafka"` + wrongTarget},
 		{"wrong target before db", []string{"--target", "nats", "--db", "x.db"}, InitOptions{}, `--target "nats"` + wrongTarget},
 		{"db with exec", []string{"--target", "exec", "--db", "postgres://u@h/d"}, InitOptions{}, `--db "postgres://u@h/d"` + wrongDB},
-		{"db not postgres", []string{"--target", "http", "--db", "mysql://u@h/d"}, InitOptions{}, `--db "mysql://u@h/d"` + wrongDB},
+		{"http on mysql", []string{"--target", "http", "--db", "mysql://u@h/d"},
+			InitOptions{Dir: "scenarios", Target: "http", TargetSet: true, DB: "mysql://u@h/d"}, ""},
+		{"http on a Go MySQL DSN", []string{"--target", "http", "--db", "u:pw@tcp(h:3306)/d"},
+			InitOptions{Dir: "scenarios", Target: "http", TargetSet: true, DB: "u:pw@tcp(h:3306)/d"}, ""},
+		{"db not a server", []string{"--target", "http", "--db", "payments.db"}, InitOptions{}, `--db "payments.db"` + wrongDB},
+		{"mysql without host", []string{"--target", "http", "--db", "mysql:///d"}, InitOptions{}, `--db "mysql:///d"` + wrongDB},
+		{"mysql over a unix socket", []string{"--target", "http", "--db", "u@unix(/run/mysqld/mysqld.sock)/d"}, InitOptions{}, `--db "u@unix(/run/mysqld/mysqld.sock)/d"` + wrongDB},
+		{"mysql with exec", []string{"--target", "exec", "--db", "mysql://u@h/d"}, InitOptions{}, `--db "mysql://u@h/d"` + wrongDB},
 		{"db without host", []string{"--target", "http", "--db", "postgres:///d"}, InitOptions{}, `--db "postgres:///d"` + wrongDB},
 		{"db password masked", []string{"--target", "exec", "--db", "postgres://u:hunter2@h/d"}, InitOptions{}, `--db "postgres://u:xxxxx@h/d"` + wrongDB},
 		{"two folders", []string{"a", "b"}, InitOptions{}, "accepts at most 1 arg(s), received 2"},

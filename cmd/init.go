@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/scenarios"
@@ -44,8 +45,10 @@ HTTP consumer, every field explained in a comment, with checks for a
 redelivery, a crash then a redelivery, a lost answer and concurrent
 duplicates. With --target exec, the same for a consumer run once per
 event, the event on its stdin and its exit status its answer. With
---target http --db postgres://…, the consumer connects to its PostgreSQL
-database through redeliver's proxy (${REDELIVER_DB_URL}), and the crash
+--target http --db postgres://… (or mysql://…, or a Go MySQL DSN
+USER:PW@tcp(HOST:PORT)/DB), the consumer connects to its PostgreSQL,
+MySQL or MariaDB database through redeliver's proxy
+(${REDELIVER_DB_URL}), and the crash
 and concurrent checks act at each of its SQL statements. Replace
 each "<fill in: ...>" in it with your own value; redeliver validate names
 every one left.
@@ -57,7 +60,8 @@ Nothing is overwritten: if any of the files exists, nothing is written.
   redeliver init consumer-tests && redeliver run consumer-tests
   redeliver init --target http my-consumer && redeliver validate my-consumer
   redeliver init --target exec my-consumer
-  redeliver init --target http --db postgres://postgres@127.0.0.1:5432/test my-service`,
+  redeliver init --target http --db postgres://postgres@127.0.0.1:5432/test my-service
+  redeliver init --target http --db mysql://root@127.0.0.1:3306/test my-service`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: ran(func(cmd *cobra.Command, args []string) error {
 			o.Dir = "scenarios"
@@ -75,7 +79,7 @@ Nothing is overwritten: if any of the files exists, nothing is written.
 		}),
 	}
 	c.Flags().StringVar(&o.Target, "target", "", "write a scenario for your own consumer reached this way (http or exec) instead of the built-in starter set")
-	c.Flags().StringVar(&o.DB, "db", "", "with --target http: your consumer's PostgreSQL database (postgres://…); the scenario then relays its connections and kills it at each of its statements")
+	c.Flags().StringVar(&o.DB, "db", "", "with --target http: your consumer's PostgreSQL database (postgres://…) or MySQL or MariaDB one (mysql://…); the scenario then relays its connections and kills it at each of its statements")
 	return c
 }
 
@@ -92,8 +96,8 @@ func (o *InitOptions) validate() error {
 	if _, ok := initStarters[o.Target]; !ok {
 		return problem.Usagef("--target %q: init writes a scenario for an HTTP consumer (--target http) or one run per event (--target exec); for broker targets see docs/brokers.md", o.Target)
 	}
-	if o.DB != "" && (o.Target != "http" || !postgresURL(o.DB)) {
-		return problem.Usagef("--db %s: init writes the statement checks for an HTTP consumer on PostgreSQL: --target http --db postgres://USER@HOST:PORT/DATABASE", redact.URL(o.DB))
+	if o.DB != "" && (o.Target != "http" || initDBStarter(o.DB) == "") {
+		return problem.Usagef("--db %s: init writes the statement checks for an HTTP consumer on PostgreSQL, MySQL or MariaDB: --target http --db postgres://USER@HOST:PORT/DATABASE or mysql://USER@HOST:PORT/DATABASE", redact.URL(o.DB))
 	}
 	return nil
 }
@@ -107,7 +111,7 @@ func runInit(o *InitOptions) error {
 	starter := initStarters[o.Target]
 	var files fs.FS = starterFiles
 	if o.DB != "" {
-		starter = "starter/http-postgres.yaml"
+		starter = initDBStarter(o.DB)
 		files = filled{starterFiles, starter, yamlQuoted(o.DB)}
 	}
 	return writeStarter(o.IO, o.Dir, files, map[string]string{starter: "consumer.yaml"},
@@ -116,10 +120,10 @@ func runInit(o *InitOptions) error {
 
 // starterFiles are the starters of init --target.
 //
-//go:embed starter/http-consumer.yaml starter/exec-consumer.yaml starter/http-postgres.yaml
+//go:embed starter/http-consumer.yaml starter/exec-consumer.yaml starter/http-postgres.yaml starter/http-mysql.yaml
 var starterFiles embed.FS
 
-// dbPlaceholder is where the PostgreSQL starter takes the database init
+// dbPlaceholder is where the PostgreSQL and MySQL starters takes the database init
 // --db names.
 const dbPlaceholder = "${DATABASE_URL:-DBURL}"
 
@@ -138,10 +142,25 @@ func (f filled) ReadFile(name string) ([]byte, error) {
 	return bytes.Replace(data, []byte(dbPlaceholder), []byte("${DATABASE_URL:-"+f.db+"}"), 1), nil
 }
 
-// postgresURL reports whether s is a PostgreSQL URL.
-func postgresURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.Host != ""
+// initDBStarter is the starter of init --target http --db s: the
+// PostgreSQL one for a postgres:// URL with a host, the MySQL one for a
+// mysql:// URL with a host or a Go MySQL DSN over TCP that the MySQL
+// driver reads; "" for anything else.
+func initDBStarter(s string) string {
+	switch effects.KindOf(s) {
+	case effects.Postgres:
+		if u, err := url.Parse(s); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.Host != "" {
+			return "starter/http-postgres.yaml"
+		}
+	case effects.MySQL:
+		u, err := url.Parse(s)
+		viaURL := err == nil && u.Scheme == "mysql" && u.Host != ""
+		viaDSN := effects.NativeMySQL(s) && !strings.Contains(s, "unix(") // the proxy relays TCP only
+		if _, err := effects.Parse(s); err == nil && (viaURL || viaDSN) {
+			return "starter/http-mysql.yaml"
+		}
+	}
+	return ""
 }
 
 // yamlQuoted is s as it may stand inside a YAML double-quoted string.
