@@ -265,7 +265,7 @@ func txEnded(trace []sqlproxy.Statement, at *sqlproxy.Boundary) bool {
 		if held && !at.After {
 			return false
 		}
-		if st.Answer == "COMMIT" {
+		if committed(st) {
 			return true
 		}
 		if held {
@@ -273,6 +273,13 @@ func txEnded(trace []sqlproxy.Statement, at *sqlproxy.Boundary) bool {
 		}
 	}
 	return false
+}
+
+// committed reports whether the server answered st as a commit that
+// committed: PostgreSQL's tag COMMIT (to a COMMIT or END; one of an
+// aborted transaction is answered ROLLBACK), MySQL's OK to a COMMIT.
+func committed(st sqlproxy.Statement) bool {
+	return st.Answer == "COMMIT" || st.Answer == "OK" && sqlproxy.Matches(st.Text, "commit")
 }
 
 // ackedNow asks the broker once whether the consumer acked everything

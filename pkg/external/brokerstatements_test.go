@@ -24,6 +24,22 @@ func TestTxEnded(t *testing.T) {
 		{Index: 2, Text: "commit", Answer: "ROLLBACK"},
 		{Index: 3, Text: "SELECT 1", Answer: "SELECT 1"},
 	}
+	// MySQL answers OK to every statement that returns no rows.
+	mysql := []sqlproxy.Statement{
+		{Index: 1, Text: "SELECT 1", Answer: "SELECT 1"},
+		{Index: 2, Text: "START TRANSACTION", Answer: "OK"},
+		{Index: 3, Text: "INSERT INTO payments VALUES (1)", Answer: "INSERT 1"},
+		{Index: 4, Text: "COMMIT", Answer: "OK"},
+		{Index: 5, Text: "SET autocommit=0", Answer: "OK"},
+		{Index: 6, Text: "INSERT INTO processed VALUES (1)", Answer: "INSERT 1"},
+		{Index: 7, Text: "commit", Answer: "OK"},
+	}
+	mysqlFailed := []sqlproxy.Statement{
+		{Index: 1, Text: "START TRANSACTION", Answer: "OK"},
+		{Index: 2, Text: "INSERT INTO payments VALUES (1)", Answer: "INSERT 1"},
+		{Index: 3, Text: "COMMIT", Answer: "ERROR 1180"},
+		{Index: 4, Text: "SELECT 1", Answer: "SELECT 1"},
+	}
 	for _, tt := range []struct {
 		name  string
 		trace []sqlproxy.Statement
@@ -36,6 +52,12 @@ func TestTxEnded(t *testing.T) {
 		{"before the second transaction", trace, sqlproxy.Boundary{Index: 5}, true},
 		{"after the last commit", trace, sqlproxy.Boundary{Index: 7, After: true}, true},
 		{"a commit rolled back ends no work", rolledBack, sqlproxy.Boundary{Index: 3, After: true}, false},
+		{"MySQL: after START TRANSACTION", mysql, sqlproxy.Boundary{Index: 2, After: true}, false},
+		{"MySQL: before the commit", mysql, sqlproxy.Boundary{Index: 4}, false},
+		{"MySQL: after the commit", mysql, sqlproxy.Boundary{Index: 4, After: true}, true},
+		{"MySQL: after a statement answered OK that is no commit", mysql[:3:3], sqlproxy.Boundary{Index: 3, After: true}, false},
+		{"MySQL: after a lowercase commit", mysql[4:], sqlproxy.Boundary{Index: 7, After: true}, true},
+		{"MySQL: a commit that failed ends no work", mysqlFailed, sqlproxy.Boundary{Index: 4, After: true}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := txEnded(tt.trace, &tt.at); got != tt.want {
