@@ -16,15 +16,13 @@ import (
 // connection, and the copies ran on both. The safe consumer passes every
 // schedule; check-then-act is caught on seeds 1–3. The kill right after
 // a commit lands in the instance that holds the payment's connection.
+// On PostgreSQL and on MySQL or MariaDB.
 func TestBrokerRaces(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	race := "two copies raced on two instances at every statement boundary"
-	for _, b := range []struct {
-		name  string
-		setup func(t *testing.T, env map[string]string)
-	}{{"nats", natsStream}, {"amqp", amqpQueue}} {
+	for _, b := range onEachDB(dbs, []brokerSetup{{"nats", natsStream}, {"amqp", amqpQueue}}) {
 		file := "examples/consumer/brokers/" + b.name + "-races.yaml"
 		for _, tt := range []struct {
 			flaw, seed string
@@ -33,7 +31,7 @@ func TestBrokerRaces(t *testing.T) {
 		}{
 			{"safe", "1", 0, []*regexp.Regexp{
 				regexp.MustCompile(`(?m)^` + race + `: 2 deliveries: 2 acked; table payments holds 1 row \(\d+ schedules\)`),
-				regexp.MustCompile(`(?m)^    instance [12]: 6\. commit → COMMIT ✂ killed here, before the consumer saw the answer$`),
+				b.db.re(`(?m)^    instance [12]: 6\. commit → COMMIT ✂ killed here, before the consumer saw the answer$`),
 				regexp.MustCompile(`(?m)^PASS: ` + race + `, the instance holding the commit killed right after it$`),
 			}},
 			{"check-then-act", "1", 1, nil},
@@ -46,10 +44,11 @@ func TestBrokerRaces(t *testing.T) {
 					regexp.MustCompile(`invariant duplicate-effect broken: key O-40 has 2 rows in payments \(events evt-40, evt-40\)`),
 				}
 			}
-			t.Run(fmt.Sprintf("%s/%s/seed-%s", b.name, tt.flaw, tt.seed), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/%s/seed-%s", b.db.name, b.name, tt.flaw, tt.seed), func(t *testing.T) {
 				t.Parallel()
+				dsn := b.db.fresh(t)
 				brokerSlot(t)
-				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
+				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
 				b.setup(t, env)
 				o := redeliver(t, env, "run", file, "-v", "--seed", tt.seed)
 				t.Log(o.stdout)

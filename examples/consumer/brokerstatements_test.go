@@ -12,8 +12,9 @@ import (
 
 // TestBrokerStatementFaults runs examples/consumer/brokers/*-statements.yaml
 // through the redeliver command: one instance behind JetStream, RabbitMQ
-// and Kafka, connected to its database through redeliver's PostgreSQL
-// proxy, killed at every boundary of the statements tied to one payment
+// and Kafka, connected to its database (PostgreSQL, and MySQL or MariaDB
+// named by the same DATABASE_URL) through redeliver's proxy, killed at
+// every boundary of the statements tied to one payment
 // (crash: statements) and right after the payment's commit, the broker
 // redelivering after each kill. The safe consumer passes every boundary
 // (each trial fails unless its kill landed there); marker-after-effect
@@ -21,69 +22,73 @@ import (
 // the marker's, and the trace shows where. Nothing is left running.
 func TestBrokerStatementFaults(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
-	for _, b := range []struct {
-		name  string
-		setup func(t *testing.T, env map[string]string)
-		seeds []string // of marker-after-effect
-	}{
-		{"nats", natsStream, []string{"1", "2", "3"}},
-		{"amqp", amqpQueue, []string{"1", "2", "3"}},
-		// A Kafka file takes about 100 s (the group joins again after
-		// each kill): one seed here; the others were run by hand.
-		{"kafka", func(t *testing.T, env map[string]string) { kafkaCluster(t, env) }, []string{"2"}},
-	} {
-		file := "examples/consumer/brokers/" + b.name + "-statements.yaml"
-		for _, tt := range []struct {
-			flaw, seed string
-			exit       int
-			want       []string
+	for _, db := range dbs {
+		for _, b := range []struct {
+			name  string
+			setup func(t *testing.T, env map[string]string)
+			seeds []string // of marker-after-effect
 		}{
-			{"safe", "1", 0, []string{
-				"killed at every statement boundary of one payment: 1 delivery: 1 acked; table payments holds 1 row (13 schedules)",
-				": 1 delivery: 1 acked, 1 crash, not known whether before the consumer's ack; table payments holds 2 rows",
-				"6. commit → COMMIT ✂ killed here, before the consumer saw the answer",
-				"PASS: killed at every statement boundary of one payment, killed right after the payment's commit",
-			}},
-			{"marker-after-effect", "1", 1, nil},
-			{"marker-after-effect", "2", 1, nil},
-			{"marker-after-effect", "3", 1, nil},
+			{"nats", natsStream, []string{"1", "2", "3"}},
+			{"amqp", amqpQueue, []string{"1", "2", "3"}},
+			// A Kafka file takes about 100 s (the group joins again after
+			// each kill): one seed here; the others were run by hand.
+			{"kafka", func(t *testing.T, env map[string]string) { kafkaCluster(t, env) }, []string{"2"}},
 		} {
-			if tt.flaw != "safe" && !slices.Contains(b.seeds, tt.seed) {
-				continue
-			}
-			if tt.exit == 1 {
-				tt.want = []string{
-					"killed at every statement boundary of one payment: FAIL: failed in 2 of 13 schedules; first in schedule 11 (killed after statement 5 (commit))",
-					// 2 rows, or more: on a loaded machine a redelivery's
-					// work can outlast the AckWait (1s), and JetStream
-					// hands the message out once more.
-					"invariant duplicate-effect broken: key O-30 has ",
-					"5. commit → COMMIT ✂ killed here, before the consumer saw the answer",
-					"invariant duplicate-effect broken: key O-31 has ",
+			file := "examples/consumer/brokers/" + b.name + "-statements.yaml"
+			for _, tt := range []struct {
+				flaw, seed string
+				exit       int
+				want       []string
+			}{
+				{"safe", "1", 0, []string{
+					"killed at every statement boundary of one payment: 1 delivery: 1 acked; table payments holds 1 row (13 schedules)",
+					": 1 delivery: 1 acked, 1 crash, not known whether before the consumer's ack; table payments holds 2 rows",
+					"6. commit → COMMIT ✂ killed here, before the consumer saw the answer",
+					"PASS: killed at every statement boundary of one payment, killed right after the payment's commit",
+				}},
+				{"marker-after-effect", "1", 1, nil},
+				{"marker-after-effect", "2", 1, nil},
+				{"marker-after-effect", "3", 1, nil},
+			} {
+				if tt.flaw != "safe" && !slices.Contains(b.seeds, tt.seed) {
+					continue
 				}
-			}
-			t.Run(fmt.Sprintf("%s/%s/seed-%s", b.name, tt.flaw, tt.seed), func(t *testing.T) {
-				t.Parallel()
-				brokerSlot(t)
-				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
-				b.setup(t, env)
-				o := redeliver(t, env, "run", file, "-v", "--seed", tt.seed)
-				t.Log(o.stdout)
-				if o.exit != tt.exit {
-					t.Fatalf("want exit %d, got\n%s", tt.exit, o)
-				}
-				for _, w := range tt.want {
-					if !strings.Contains(o.stdout, w) {
-						t.Errorf("stdout lacks %q:\n%s", w, o)
+				if tt.exit == 1 {
+					tt.want = []string{
+						"killed at every statement boundary of one payment: FAIL: failed in 2 of 13 schedules; first in schedule 11 (killed after statement 5 (commit))",
+						"  why: effect and marker apart",
+						// 2 rows, or more: on a loaded machine a redelivery's
+						// work can outlast the AckWait (1s), and JetStream
+						// hands the message out once more.
+						"invariant duplicate-effect broken: key O-30 has ",
+						"5. commit → COMMIT ✂ killed here, before the consumer saw the answer",
+						"invariant duplicate-effect broken: key O-31 has ",
 					}
 				}
-				// One instance, and the statements held are the delivery's.
-				if strings.Contains(o.stdout, " instances)") || !regexp.MustCompile(`broker: \d+ published`).MatchString(o.stdout) {
-					t.Errorf("want one instance and the broker's counts, got\n%s", o)
-				}
-			})
+				t.Run(fmt.Sprintf("%s/%s/%s/seed-%s", db.name, b.name, tt.flaw, tt.seed), func(t *testing.T) {
+					t.Parallel()
+					dsn := db.fresh(t)
+					brokerSlot(t)
+					env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
+					b.setup(t, env)
+					o := redeliver(t, env, "run", file, "-v", "--seed", tt.seed)
+					t.Log(o.stdout)
+					if o.exit != tt.exit {
+						t.Fatalf("want exit %d, got\n%s", tt.exit, o)
+					}
+					for _, w := range tt.want {
+						if w = db.text(w); !strings.Contains(o.stdout, w) {
+							t.Errorf("stdout lacks %q:\n%s", w, o)
+						}
+					}
+					// One instance, and the statements held are the delivery's.
+					if strings.Contains(o.stdout, " instances)") || !regexp.MustCompile(`broker: \d+ published`).MatchString(o.stdout) {
+						t.Errorf("want one instance and the broker's counts, got\n%s", o)
+					}
+				})
+			}
 		}
 	}
 }
@@ -93,10 +98,10 @@ func TestBrokerStatementFaults(t *testing.T) {
 // "POST /v1/charges"}): the effect performed, its answer withheld, the
 // instance killed and restarted, the broker redelivering. The safe
 // consumer's retry under its key is replayed, one charge; without a key
-// the redelivery charges again.
+// the redelivery charges again. On PostgreSQL and on MySQL or MariaDB.
 func TestBrokerCallCrash(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	for _, b := range []struct {
 		name  string
@@ -117,24 +122,27 @@ func TestBrokerCallCrash(t *testing.T) {
 		if err := os.WriteFile(file, []byte(head+checks), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, tt := range []struct {
-			flaw string
-			exit int
-			want string
-		}{
-			{"safe", 0, "killed after the charge, before its answer: 1 delivery: 1 acked, 1 crash, not known whether before the consumer's ack; table payments holds 1 row"},
-			{"charge-without-key", 1, "invariant external-duplicate broken: payments performed 2 effects for key O-70"},
-		} {
-			t.Run(b.name+"/"+tt.flaw, func(t *testing.T) {
-				t.Parallel()
-				brokerSlot(t)
-				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
-				b.setup(t, env)
-				o := redeliver(t, env, "run", file, "-v")
-				if o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) {
-					t.Fatalf("want exit %d and %q, got\n%s", tt.exit, tt.want, o)
-				}
-			})
+		for _, db := range dbs {
+			for _, tt := range []struct {
+				flaw string
+				exit int
+				want string
+			}{
+				{"safe", 0, "killed after the charge, before its answer: 1 delivery: 1 acked, 1 crash, not known whether before the consumer's ack; table payments holds 1 row"},
+				{"charge-without-key", 1, "invariant external-duplicate broken: payments performed 2 effects for key O-70"},
+			} {
+				t.Run(db.name+"/"+b.name+"/"+tt.flaw, func(t *testing.T) {
+					t.Parallel()
+					dsn := db.fresh(t)
+					brokerSlot(t)
+					env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
+					b.setup(t, env)
+					o := redeliver(t, env, "run", file, "-v")
+					if o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) {
+						t.Fatalf("want exit %d and %q, got\n%s", tt.exit, tt.want, o)
+					}
+				})
+			}
 		}
 	}
 }
@@ -146,10 +154,10 @@ func TestBrokerCallCrash(t *testing.T) {
 // ends, so a kill at a boundary after the ack loses the acked event
 // (lost-effect) on every seed. JetStream and Kafka show the ack to
 // redeliver, and the trace marks it; RabbitMQ does not, and it has no
-// mark.
+// mark. On PostgreSQL and on MySQL or MariaDB.
 func TestBrokerStatementFaultsAfterAck(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	kafka := func(t *testing.T, env map[string]string) { kafkaCluster(t, env) }
 	for _, tt := range []struct {
@@ -170,31 +178,34 @@ func TestBrokerStatementFaultsAfterAck(t *testing.T) {
 		{"kafka", kafka, "ack-before-commit", []string{"1"}, "← offset committed here", "why: commit before work — the consumer group's offset was committed past the record before statement "},
 		{"kafka", kafka, "commit-before-work", []string{"2"}, "← offset committed here", "why: commit before work — the consumer group's offset was committed past the record before statement "},
 	} {
-		for _, seed := range tt.seeds {
-			t.Run(fmt.Sprintf("%s/%s/seed-%s", tt.broker, tt.flaw, seed), func(t *testing.T) {
-				t.Parallel()
-				brokerSlot(t)
-				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
-				tt.setup(t, env)
-				o := redeliver(t, env, "run", "examples/consumer/brokers/"+tt.broker+"-statements.yaml", "-v", "--seed", seed)
-				t.Log(o.stdout)
-				if o.exit != 1 {
-					t.Fatalf("want exit 1, got\n%s", o)
-				}
-				for _, w := range []string{
-					"killed at every statement boundary of one payment: FAIL: failed in ",
-					"invariant lost-effect broken: event evt-30 was acked but key O-30 has no row in payments",
-					"✂ killed here",
-					tt.why,
-				} {
-					if !strings.Contains(o.stdout, w) {
-						t.Errorf("stdout lacks %q:\n%s", w, o)
+		for _, db := range dbs {
+			for _, seed := range tt.seeds {
+				t.Run(fmt.Sprintf("%s/%s/%s/seed-%s", db.name, tt.broker, tt.flaw, seed), func(t *testing.T) {
+					t.Parallel()
+					dsn := db.fresh(t)
+					brokerSlot(t)
+					env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
+					tt.setup(t, env)
+					o := redeliver(t, env, "run", "examples/consumer/brokers/"+tt.broker+"-statements.yaml", "-v", "--seed", seed)
+					t.Log(o.stdout)
+					if o.exit != 1 {
+						t.Fatalf("want exit 1, got\n%s", o)
 					}
-				}
-				if got := strings.Contains(o.stdout, "← "); got != (tt.mark != "") || tt.mark != "" && !strings.Contains(o.stdout, tt.mark) {
-					t.Errorf("want the ack marked %q in the trace, got\n%s", tt.mark, o)
-				}
-			})
+					for _, w := range []string{
+						"killed at every statement boundary of one payment: FAIL: failed in ",
+						"invariant lost-effect broken: event evt-30 was acked but key O-30 has no row in payments",
+						"✂ killed here",
+						tt.why,
+					} {
+						if !strings.Contains(o.stdout, w) {
+							t.Errorf("stdout lacks %q:\n%s", w, o)
+						}
+					}
+					if got := strings.Contains(o.stdout, "← "); got != (tt.mark != "") || tt.mark != "" && !strings.Contains(o.stdout, tt.mark) {
+						t.Errorf("want the ack marked %q in the trace, got\n%s", tt.mark, o)
+					}
+				})
+			}
 		}
 	}
 }

@@ -66,59 +66,72 @@ func TestInitTargetStarter(t *testing.T) {
 	}
 }
 
-// TestInitTargetPostgresStarter: `redeliver init --target http --db
-// postgres://…` writes the starter with the proxy and the statement
-// checks; filled in for this consumer, it passes the safe consumer and
-// catches, at a statement boundary, the flaw whose window lies between
-// two of its commits, which a timed kill rarely hits.
-func TestInitTargetPostgresStarter(t *testing.T) {
+// TestInitTargetStarterOnEachDB: `redeliver init --target http --db
+// postgres://…` (or mysql://…) writes the starter with the proxy and the
+// statement checks; filled in for this consumer, it passes the safe
+// consumer and catches, at a statement boundary, the flaw whose window
+// lies between two of its commits, which a timed kill rarely hits. On
+// PostgreSQL and on MySQL or MariaDB.
+func TestInitTargetStarterOnEachDB(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
-	dir := filepath.Join(t.TempDir(), "my-service")
-	env := map[string]string{}
-	withPlainRedeliver(t, env)
-	if o := redeliver(t, env, "init", "--target", "http", "--db", schemaDSN(t, pg, "redeliver_init_starter"), dir); o.exit != 0 {
-		t.Fatalf("init: %s", o)
-	}
-	file := filepath.Join(dir, "consumer.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), "proxy: true") || !strings.Contains(string(data), "crash: statements") {
-		t.Fatalf("the starter has no proxy or no statement check:\n%s", data)
-	}
-	fill := []struct{ what, yaml string }{
-		{"the URL your service", `"http://127.0.0.1:${PORT}/events"`},
-		{"the program that runs", `"${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${REDELIVER_DB_URL}", --flaw, "${FLAW}"`},
-		{"the URL that answers 2xx", `"http://127.0.0.1:${PORT}/healthz"`},
-		{"a statement that empties", `"DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"`},
-		{"your effect table", "payments"},
-		{"the column naming", "order_id"},
-	}
-	for _, f := range fill {
-		re := regexp.MustCompile(`"<fill in: ` + regexp.QuoteMeta(f.what) + `[^>]*>"`)
-		if !re.Match(data) {
-			t.Fatalf("the starter has no placeholder %q:\n%s", f.what, data)
-		}
-		data = re.ReplaceAllLiteral(data, []byte(f.yaml))
-	}
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct {
-		flaw, want string
-		exit       int
-	}{
-		{"safe", "PASS: redelivered three times, killed at every statement, then redelivery, lost answer, concurrent duplicates", 0},
-		{"marker-after-effect", "invariant duplicate-effect broken", 1},
-	} {
-		t.Run(tt.flaw, func(t *testing.T) {
-			env := consumerEnv(t, bin, tt.flaw)
+	for _, db := range dbs {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := db.fresh(t)
+			dir := filepath.Join(t.TempDir(), "my-service")
+			env := map[string]string{}
 			withPlainRedeliver(t, env)
-			if o := redeliver(t, env, "run", dir); o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) {
-				t.Fatalf("want exit %d and %q, got\n%s", tt.exit, tt.want, o)
+			if o := redeliver(t, env, "init", "--target", "http", "--db", dsn, dir); o.exit != 0 {
+				t.Fatalf("init: %s", o)
+			}
+			file := filepath.Join(dir, "consumer.yaml")
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), "proxy: true") || !strings.Contains(string(data), "crash: statements") || !strings.Contains(string(data), `db: "${DATABASE_URL:-`+dsn+`}"`) {
+				t.Fatalf("the starter has no proxy, no statement check or not the database:\n%s", data)
+			}
+			fill := []struct{ what, yaml string }{
+				{"the URL your service", `"http://127.0.0.1:${PORT}/events"`},
+				{"the program that runs", `"${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${REDELIVER_DB_URL}", --flaw, "${FLAW}"`},
+				{"the URL that answers 2xx", `"http://127.0.0.1:${PORT}/healthz"`},
+				{"a statement that empties", `"DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"`},
+				{"your effect table", "payments"},
+				{"the column naming", "order_id"},
+			}
+			for _, f := range fill {
+				re := regexp.MustCompile(`"<fill in: ` + regexp.QuoteMeta(f.what) + `[^>]*>"`)
+				if !re.Match(data) {
+					t.Fatalf("the starter has no placeholder %q:\n%s", f.what, data)
+				}
+				data = re.ReplaceAllLiteral(data, []byte(f.yaml))
+			}
+			if err := os.WriteFile(file, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, tt := range []struct {
+				flaw, want string
+				exit       int
+			}{
+				{"safe", "PASS: redelivered three times, killed at every statement, then redelivery, lost answer, concurrent duplicates", 0},
+				{"marker-after-effect", "invariant duplicate-effect broken", 1},
+			} {
+				t.Run(tt.flaw, func(t *testing.T) {
+					env := consumerEnv(t, bin, tt.flaw)
+					withPlainRedeliver(t, env)
+					o := redeliver(t, env, "run", dir, "-v")
+					if o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) {
+						t.Fatalf("want exit %d and %q, got\n%s", tt.exit, tt.want, o)
+					}
+					// The kills were at the consumer's statements, as this
+					// database's trace writes them.
+					if want := db.text("commit → COMMIT"); !strings.Contains(o.stdout, want) {
+						t.Errorf("the trace lacks %q:\n%s", want, o)
+					}
+				})
 			}
 		})
 	}

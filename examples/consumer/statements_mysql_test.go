@@ -25,9 +25,14 @@ func myDSN(t testing.TB) string {
 		}
 		t.Skip("the MySQL statement tests need MySQL or MariaDB: set REDELIVER_TEST_MYSQL=mysql://root@127.0.0.1:3306/test")
 	}
+	mySlot(t)
+	return dsn
+}
+
+// mySlot waits for a MySQL slot, held until the test ends.
+func mySlot(t testing.TB) {
 	mySlots <- struct{}{}
 	t.Cleanup(func() { <-mySlots })
-	return dsn
 }
 
 // mySlots: at most two MySQL tests at once, each holding its slot until

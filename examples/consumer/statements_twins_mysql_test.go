@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// The MySQL twins of the statement tests in statements_test.go and
-// brokerstatements_test.go: the same files and flaws on MySQL or MariaDB,
+// The MySQL twins of the statement tests in statements_test.go: the same
+// files and flaws on MySQL or MariaDB,
 // through redeliver's MySQL proxy, asserting the same verdicts. What
 // MySQL shows differently is the statements' text: go-sql-driver/mysql
 // sends START TRANSACTION and COMMIT as text, the server answers OK.
@@ -381,59 +381,6 @@ func TestMySQLCallsInTheTrace(t *testing.T) {
 		}})
 	}
 	runConcurrently(t, runs)
-}
-
-// TestMySQLBrokerStatementFaults: the twin of TestBrokerStatementFaults
-// behind JetStream (brokers/nats-statements-mysql.yaml): one instance
-// with its store on MySQL through the proxy, killed at every boundary of
-// one payment and right after its commit, JetStream redelivering. The
-// safe consumer passes every boundary; marker-after-effect is caught
-// between its two commits, named effect and marker apart.
-func TestMySQLBrokerStatementFaults(t *testing.T) {
-	t.Parallel()
-	my := myDSN(t)
-	bin := buildConsumer(t)
-	const file = "examples/consumer/brokers/nats-statements-mysql.yaml"
-	for i, tt := range []struct {
-		flaw, seed string
-		exit       int
-		want       []string
-	}{
-		{"safe", "1", 0, []string{
-			"killed at every statement boundary of one payment: 1 delivery: 1 acked; table payments holds 1 row (13 schedules)",
-			": 1 delivery: 1 acked, 1 crash, not known whether before the consumer's ack; table payments holds 2 rows",
-			"6. COMMIT → OK ✂ killed here, before the consumer saw the answer",
-			"PASS: killed at every statement boundary of one payment, killed right after the payment's commit",
-		}},
-		{"marker-after-effect", "1", 1, []string{
-			"killed at every statement boundary of one payment: FAIL: failed in 2 of 13 schedules; first in schedule 11 (killed after statement 5 (COMMIT))",
-			// 2 rows, or more: a redelivery's work can outlast the AckWait.
-			"invariant duplicate-effect broken: key O-30 has ",
-			"  why: effect and marker apart",
-			"5. COMMIT → OK ✂ killed here, before the consumer saw the answer",
-			"invariant duplicate-effect broken: key O-31 has ",
-		}},
-	} {
-		t.Run(fmt.Sprintf("nats/%s/seed-%s", tt.flaw, tt.seed), func(t *testing.T) {
-			t.Parallel()
-			brokerSlot(t)
-			env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "MYDB": myDatabase(t, my, fmt.Sprintf("redeliver_my_broker_%d", i))}
-			natsStream(t, env)
-			o := redeliver(t, env, "run", file, "-v", "--seed", tt.seed)
-			t.Log(o.stdout)
-			if o.exit != tt.exit {
-				t.Fatalf("want exit %d, got\n%s", tt.exit, o)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(o.stdout, w) {
-					t.Errorf("stdout lacks %q:\n%s", w, o)
-				}
-			}
-			if strings.Contains(o.stdout, " instances)") || !regexp.MustCompile(`broker: \d+ published`).MatchString(o.stdout) {
-				t.Errorf("want one instance and the broker's counts, got\n%s", o)
-			}
-		})
-	}
 }
 
 // TestMySQLDiagnosisOfEachFlaw: the twin of TestDiagnosisOfEachFlaw's

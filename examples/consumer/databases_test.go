@@ -1,0 +1,115 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// statementDB is a database a statement test runs on: PostgreSQL, or
+// MySQL or MariaDB through redeliver's MySQL proxy. A test table-driven
+// over statementDBs runs one body on each, asserting the same verdicts;
+// what differs is only how the trace writes the example consumer's
+// COMMIT.
+type statementDB struct {
+	name string
+	// fresh returns the URL of an empty database of the calling test's
+	// own, dropped when it ends. On MySQL it first waits for a MySQL slot
+	// (mySlots), held until the test ends: call it before brokerSlot, as
+	// a test holding a MySQL slot for all its subtests does.
+	fresh func(t testing.TB) string
+	says  *strings.Replacer
+}
+
+// text returns s, a line of a PostgreSQL trace, as this database's trace
+// writes it: pgx sends "commit" and the server answers COMMIT; the MySQL
+// driver sends COMMIT and the server answers OK.
+func (d statementDB) text(s string) string { return d.says.Replace(s) }
+
+// re compiles expr, a pattern of a PostgreSQL trace, as this database's
+// trace writes it.
+func (d statementDB) re(expr string) *regexp.Regexp { return regexp.MustCompile(d.says.Replace(expr)) }
+
+// mySays turns a PostgreSQL trace's COMMIT into a MySQL one's.
+var mySays = strings.NewReplacer("commit → COMMIT", "COMMIT → OK", "(commit)", "(COMMIT)")
+
+// statementDBs returns the databases this machine names:
+// REDELIVER_TEST_POSTGRES and REDELIVER_TEST_MYSQL. Under CI=true a
+// missing one fails the test; elsewhere it is skipped with a line saying
+// how to run it, and the test is skipped when neither is set.
+func statementDBs(t *testing.T) []statementDB {
+	t.Helper()
+	var dbs []statementDB
+	if pg := os.Getenv("REDELIVER_TEST_POSTGRES"); pg != "" {
+		dbs = append(dbs, statementDB{
+			name:  "postgres",
+			fresh: func(t testing.TB) string { return freshSchema(t, pg) },
+			says:  strings.NewReplacer(),
+		})
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true but REDELIVER_TEST_POSTGRES is not set")
+	} else {
+		t.Log("PostgreSQL cases skipped: set REDELIVER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	}
+	if my := os.Getenv("REDELIVER_TEST_MYSQL"); my != "" {
+		dbs = append(dbs, statementDB{
+			name: "mysql",
+			fresh: func(t testing.TB) string {
+				mySlot(t)
+				return myDatabase(t, my, "redeliver_my_"+suffix())
+			},
+			says: mySays,
+		})
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true but REDELIVER_TEST_MYSQL is not set")
+	} else {
+		t.Log("MySQL cases skipped: set REDELIVER_TEST_MYSQL=mysql://root@127.0.0.1:3306/test")
+	}
+	if len(dbs) == 0 {
+		t.Skip("statement cases need PostgreSQL or MySQL: set REDELIVER_TEST_POSTGRES or REDELIVER_TEST_MYSQL")
+	}
+	return dbs
+}
+
+// TestStatementDBsTranslateTheTrace: a PostgreSQL trace's COMMIT is
+// written as MySQL's; nothing else changes.
+func TestStatementDBsTranslateTheTrace(t *testing.T) {
+	my := statementDB{says: mySays}
+	for _, tt := range []struct{ pg, want string }{
+		{"6. commit → COMMIT ✂ killed here", "6. COMMIT → OK ✂ killed here"},
+		{"first in schedule 11 (killed after statement 5 (commit))", "first in schedule 11 (killed after statement 5 (COMMIT))"},
+		{"invariant duplicate-effect broken: key O-30 has ", "invariant duplicate-effect broken: key O-30 has "},
+	} {
+		if got := my.text(tt.pg); got != tt.want {
+			t.Errorf("text(%q) = %q, want %q", tt.pg, got, tt.want)
+		}
+	}
+	if !my.re(`^    instance [12]: 6\. commit → COMMIT ✂`).MatchString("    instance 2: 6. COMMIT → OK ✂") {
+		t.Error("re does not translate a pattern")
+	}
+}
+
+// brokerSetup is one broker a broker test runs behind: its name, and what
+// gives the test a stream, queue or cluster of its own in env.
+type brokerSetup struct {
+	name  string
+	setup func(t *testing.T, env map[string]string)
+}
+
+// brokerOn is a broker on one database.
+type brokerOn struct {
+	brokerSetup
+	db statementDB
+}
+
+// onEachDB returns each broker on each database, database by database.
+func onEachDB(dbs []statementDB, brokers []brokerSetup) []brokerOn {
+	var on []brokerOn
+	for _, db := range dbs {
+		for _, b := range brokers {
+			on = append(on, brokerOn{b, db})
+		}
+	}
+	return on
+}
