@@ -484,20 +484,14 @@ func TestAckBeforeCommitAtStatements(t *testing.T) {
 // TestStatementTrialsKeepTheConsumer: the trials of a check killed at
 // every statement boundary share one consumer, started once and
 // restarted only where a kill came, its effects reset between trials:
-// as many starts as the check has boundaries, plus the first.
+// as many starts as the check has boundaries, plus the first. A check
+// failing in its unforced run shows that run's statements. On
+// PostgreSQL and on MySQL or MariaDB.
 func TestStatementTrialsKeepTheConsumer(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
-	dir := t.TempDir()
-	starts := filepath.Join(dir, "starts")
-	wrapper := filepath.Join(dir, "consumer.sh")
-	script := "#!/bin/sh\necho start >> " + starts + "\nexec " + bin + ` "$@"` + "\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "one.yaml")
-	src := `version: 1
+	const src = `version: 1
 target:
   http: {url: "http://127.0.0.1:${PORT}/events", timeout: 10s}
   start:
@@ -505,7 +499,7 @@ target:
     ready: http://127.0.0.1:${PORT}/healthz
     ready_timeout: 60s
 effects:
-  db: "${PGDB}"
+  db: "${EFFECTS_DB}"
   proxy: true
   reset: ["DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"]
   table: payments
@@ -519,47 +513,55 @@ checks:
     expect:
       effects: {O-30: 1}
 `
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := consumerEnv(t, wrapper, "safe")
-	env["PGDB"] = schemaDSN(t, pg, "redeliver_statement_trials")
-	withPlainRedeliver(t, env)
-	o := redeliver(t, env, "run", file, "-v")
-	if o.exit != 0 {
-		t.Fatalf("want exit 0, got\n%s", o)
-	}
-	// -v lists the statements of the passing check's own run.
-	if !regexp.MustCompile(`\(\d+ schedules\)\n  statements of the delivery:\n    1\. `).MatchString(o.stdout) {
-		t.Errorf("-v lists no statements under the passing check:\n%s", o)
-	}
-	m := regexp.MustCompile(`\((\d+) schedules\)`).FindStringSubmatch(o.stdout)
-	if m == nil {
-		t.Fatalf("no schedules in the report:\n%s", o)
-	}
-	schedules, _ := strconv.Atoi(m[1])
-	b, err := os.ReadFile(starts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One start, and one restart after each kill: every schedule but the
-	// unforced one kills.
-	if got, want := strings.Count(string(b), "start"), schedules; got != want {
-		t.Errorf("the consumer was started %d times, want %d (once, and again after each of the %d kills)\n%s", got, want, schedules-1, o)
-	}
+	for _, db := range dbs {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := db.fresh(t)
+			dir := t.TempDir()
+			starts := filepath.Join(dir, "starts")
+			wrapper := filepath.Join(dir, "consumer.sh")
+			script := "#!/bin/sh\necho start >> " + starts + "\nexec " + bin + ` "$@"` + "\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			file := writeTemp(t, "one.yaml", src)
+			env := consumerEnv(t, wrapper, "safe")
+			env["EFFECTS_DB"] = dsn
+			withPlainRedeliver(t, env)
+			o := redeliver(t, env, "run", file, "-v")
+			if o.exit != 0 {
+				t.Fatalf("want exit 0, got\n%s", o)
+			}
+			// -v lists the statements of the passing check's own run.
+			if !regexp.MustCompile(`\(\d+ schedules\)\n  statements of the delivery:\n    1\. `).MatchString(o.stdout) {
+				t.Errorf("-v lists no statements under the passing check:\n%s", o)
+			}
+			m := regexp.MustCompile(`\((\d+) schedules\)`).FindStringSubmatch(o.stdout)
+			if m == nil {
+				t.Fatalf("no schedules in the report:\n%s", o)
+			}
+			schedules, _ := strconv.Atoi(m[1])
+			b, err := os.ReadFile(starts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One start, and one restart after each kill: every schedule
+			// but the unforced one kills.
+			if got, want := strings.Count(string(b), "start"), schedules; got != want {
+				t.Errorf("the consumer was started %d times, want %d (once, and again after each of the %d kills)\n%s", got, want, schedules-1, o)
+			}
 
-	// A check that fails in its first, unforced run shows that run's
-	// statements, as one failed at a boundary does.
-	wrong := filepath.Join(dir, "wrong.yaml")
-	if err := os.WriteFile(wrong, []byte(strings.Replace(src, "{O-30: 1}", "{O-30: 2}", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	o = redeliver(t, env, "run", wrong)
-	if o.exit != 1 {
-		t.Fatalf("want exit 1, got\n%s", o)
-	}
-	if !strings.Contains(o.stdout, "first in schedule 1 (unforced)") || !strings.Contains(o.stdout, "statements of the delivery:\n    1. ") {
-		t.Errorf("the failure in the unforced run shows no statements:\n%s", o)
+			// A check that fails in its first, unforced run shows that
+			// run's statements, as one failed at a boundary does.
+			wrong := writeTemp(t, "wrong.yaml", strings.Replace(src, "{O-30: 1}", "{O-30: 2}", 1))
+			o = redeliver(t, env, "run", wrong)
+			if o.exit != 1 {
+				t.Fatalf("want exit 1, got\n%s", o)
+			}
+			if !strings.Contains(o.stdout, "first in schedule 1 (unforced)") || !strings.Contains(o.stdout, "statements of the delivery:\n    1. ") {
+				t.Errorf("the failure in the unforced run shows no statements:\n%s", o)
+			}
+		})
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -257,78 +255,6 @@ func TestMySQLAckBeforeCommitAtStatements(t *testing.T) {
 		})
 	}
 	runConcurrently(t, runs)
-}
-
-// TestMySQLStatementTrialsKeepTheConsumer: the twin of
-// TestStatementTrialsKeepTheConsumer: the trials of a check killed at
-// every statement boundary share one consumer, started once and
-// restarted only after each kill; a check failing in its unforced run
-// shows that run's statements.
-func TestMySQLStatementTrialsKeepTheConsumer(t *testing.T) {
-	t.Parallel()
-	my := myDSN(t)
-	bin := buildConsumer(t)
-	dir := t.TempDir()
-	starts := filepath.Join(dir, "starts")
-	wrapper := filepath.Join(dir, "consumer.sh")
-	script := "#!/bin/sh\necho start >> " + starts + "\nexec " + bin + ` "$@"` + "\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src := `version: 1
-target:
-  http: {url: "http://127.0.0.1:${PORT}/events", timeout: 10s}
-  start:
-    command: ["${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${REDELIVER_DB_URL}"]
-    ready: http://127.0.0.1:${PORT}/healthz
-    ready_timeout: 60s
-effects:
-  db: "${MYDB}"
-  proxy: true
-  reset: ["DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"]
-  table: payments
-  key: order_id
-  key_of: "{data.orderId}"
-checks:
-  - name: one payment
-    steps:
-      - deliver: {id: evt-30, source: /orders, type: order.paid, data: {orderId: O-30, amount: 30}}
-        crash: statements
-    expect:
-      effects: {O-30: 1}
-`
-	file := writeTemp(t, "one.yaml", src)
-	env := consumerEnv(t, wrapper, "safe")
-	env["MYDB"] = myDatabase(t, my, "redeliver_my_statement_trials")
-	withPlainRedeliver(t, env)
-	o := redeliver(t, env, "run", file, "-v")
-	if o.exit != 0 {
-		t.Fatalf("want exit 0, got\n%s", o)
-	}
-	if !regexp.MustCompile(`\(\d+ schedules\)\n  statements of the delivery:\n    1\. `).MatchString(o.stdout) {
-		t.Errorf("-v lists no statements under the passing check:\n%s", o)
-	}
-	m := regexp.MustCompile(`\((\d+) schedules\)`).FindStringSubmatch(o.stdout)
-	if m == nil {
-		t.Fatalf("no schedules in the report:\n%s", o)
-	}
-	schedules, _ := strconv.Atoi(m[1])
-	b, err := os.ReadFile(starts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strings.Count(string(b), "start"), schedules; got != want {
-		t.Errorf("the consumer was started %d times, want %d (once, and again after each of the %d kills)\n%s", got, want, schedules-1, o)
-	}
-
-	wrong := writeTemp(t, "wrong.yaml", strings.Replace(src, "{O-30: 1}", "{O-30: 2}", 1))
-	o = redeliver(t, env, "run", wrong)
-	if o.exit != 1 {
-		t.Fatalf("want exit 1, got\n%s", o)
-	}
-	if !strings.Contains(o.stdout, "first in schedule 1 (unforced)") || !strings.Contains(o.stdout, "statements of the delivery:\n    1. ") {
-		t.Errorf("the failure in the unforced run shows no statements:\n%s", o)
-	}
 }
 
 // TestMySQLCallsInTheTrace: the twin of TestCallsInTheTrace, on
