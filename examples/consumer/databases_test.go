@@ -20,6 +20,9 @@ type statementDB struct {
 	// a test holding a MySQL slot for all its subtests does.
 	fresh func(t testing.TB) string
 	says  *strings.Replacer
+	// statements is the example consumer's statement file on it, and
+	// dbVar the variable that file reads its effects.db from.
+	statements, dbVar string
 }
 
 // text returns s, a line of a PostgreSQL trace, as this database's trace
@@ -43,9 +46,11 @@ func statementDBs(t *testing.T) []statementDB {
 	var dbs []statementDB
 	if pg := os.Getenv("REDELIVER_TEST_POSTGRES"); pg != "" {
 		dbs = append(dbs, statementDB{
-			name:  "postgres",
-			fresh: func(t testing.TB) string { return freshSchema(t, pg) },
-			says:  strings.NewReplacer(),
+			name:       "postgres",
+			fresh:      func(t testing.TB) string { return freshSchema(t, pg) },
+			says:       strings.NewReplacer(),
+			statements: "examples/consumer/statements.yaml",
+			dbVar:      "PGDB",
 		})
 	} else if os.Getenv("CI") == "true" {
 		t.Fatal("CI=true but REDELIVER_TEST_POSTGRES is not set")
@@ -59,7 +64,9 @@ func statementDBs(t *testing.T) []statementDB {
 				mySlot(t)
 				return myDatabase(t, my, "redeliver_my_"+suffix())
 			},
-			says: mySays,
+			says:       mySays,
+			statements: "examples/consumer/statements-mysql.yaml",
+			dbVar:      "MYDB",
 		})
 	} else if os.Getenv("CI") == "true" {
 		t.Fatal("CI=true but REDELIVER_TEST_MYSQL is not set")

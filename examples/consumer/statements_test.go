@@ -241,35 +241,25 @@ func statementFaultsWithAPoller(t *testing.T, inTx bool) {
 	runConcurrently(t, runs)
 }
 
-// TestStatementsPastTheProxy: a consumer whose DATABASE_URL is not
-// ${REDELIVER_DB_URL} writes straight to PostgreSQL; no statement of its
-// deliveries passes the proxy. Killed "at every statement", raced "at
+// TestStatementsPastTheProxy: a consumer whose --db is the database
+// itself, not ${REDELIVER_DB_URL}, writes straight to it; no statement of
+// its deliveries passes the proxy. Killed "at every statement", raced "at
 // every boundary" or "after its commit", none of which happened: each
-// check fails in one sentence that names the delivery and says so.
+// check fails in one sentence that names the delivery and says so. On
+// PostgreSQL and on MySQL or MariaDB.
 func TestStatementsPastTheProxy(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
-	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/statements.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	past := strings.Replace(string(src), `--db, "${REDELIVER_DB_URL}"`, `--db, "${PGDB}"`, 1)
-	if past == string(src) {
-		t.Fatal("statements.yaml no longer passes ${REDELIVER_DB_URL} as --db")
-	}
-	file := filepath.Join(t.TempDir(), "past.yaml")
-	if err := os.WriteFile(file, []byte(past), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := consumerEnv(t, bin, "safe")
-	env["PGDB"] = schemaDSN(t, pg, "redeliver_past_the_proxy")
-	withPlainRedeliver(t, env)
-	runConcurrently(t, []invocation{{
-		name: "past",
-		env:  env,
-		args: []string{"run", file},
-		check: func(t *testing.T, o outcome) {
+	for _, db := range dbs {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := db.fresh(t)
+			file := writeTemp(t, "past.yaml", rewrite(t, db.statements, readExample(t, db.statements), `--db, "${REDELIVER_DB_URL}"`, `--db, "${`+db.dbVar+`}"`))
+			env := consumerEnv(t, bin, "safe")
+			env[db.dbVar] = dsn
+			withPlainRedeliver(t, env)
+			o := redeliver(t, env, "run", file)
 			if o.exit != 1 {
 				t.Fatalf("want exit 1, got\n%s", o)
 			}
@@ -283,45 +273,37 @@ func TestStatementsPastTheProxy(t *testing.T) {
 					t.Errorf("stdout lacks %q:\n%s", w, o)
 				}
 			}
-		},
-	}})
+		})
+	}
 }
 
 // TestRaceOnOneSharedConnection: a consumer whose deliveries share one
 // connection (a pool of one) under concurrent: 2 and a 2 s timeout. While
 // one worker is held, the other waits for the connection where the
 // database cannot see it wait: the hold ends within half the timeout, so
-// the held delivery still answers in time, and the race passes.
+// the held delivery still answers in time, and the race passes. On
+// PostgreSQL and on MySQL or MariaDB.
 func TestRaceOnOneSharedConnection(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
-	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/statements.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(src)
-	s = strings.Replace(s, "timeout: 10s", "timeout: 2s", 1)
-	s = strings.Replace(s, `--poll, "${POLL:-0s}"]`, `--poll, "${POLL:-0s}", --pool, "1"]`, 1)
-	race := strings.Index(s, "  - name: two deliveries raced")
-	s = s[:strings.Index(s, "checks:")] + "checks:\n" + s[race:]
-	file := filepath.Join(t.TempDir(), "shared.yaml")
-	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := consumerEnv(t, bin, "safe")
-	env["PGDB"] = schemaDSN(t, pg, "redeliver_shared_connection")
-	withPlainRedeliver(t, env)
-	runConcurrently(t, []invocation{{
-		name: "shared",
-		env:  env,
-		args: []string{"run", file},
-		check: func(t *testing.T, o outcome) {
+	for _, db := range dbs {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := db.fresh(t)
+			s := rewrite(t, db.statements, readExample(t, db.statements), "timeout: 10s", "timeout: 2s", `--poll, "${POLL:-0s}"]`, `--poll, "${POLL:-0s}", --pool, "1"]`)
+			race := strings.Index(s, "  - name: two deliveries raced")
+			s = s[:strings.Index(s, "checks:")] + "checks:\n" + s[race:]
+			file := writeTemp(t, "shared.yaml", s)
+			env := consumerEnv(t, bin, "safe")
+			env[db.dbVar] = dsn
+			withPlainRedeliver(t, env)
+			o := redeliver(t, env, "run", file)
 			if o.exit != 0 || !strings.Contains(o.stdout, "two deliveries raced at every statement boundary: 2 deliveries: 2 acked") {
 				t.Fatalf("want the race to pass, got\n%s", o)
 			}
-		},
-	}})
+		})
+	}
 }
 
 // TestAnswerBeforeItsCommit: a consumer that answers from inside its

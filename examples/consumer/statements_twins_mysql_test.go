@@ -9,11 +9,12 @@ import (
 	"testing"
 )
 
-// The MySQL twins of the statement tests in statements_test.go: the same
-// files and flaws on MySQL or MariaDB,
-// through redeliver's MySQL proxy, asserting the same verdicts. What
-// MySQL shows differently is the statements' text: go-sql-driver/mysql
-// sends START TRANSACTION and COMMIT as text, the server answers OK.
+// The MySQL twins of the statement tests in statements_test.go that do
+// not share their body yet (those that do range over statementDBs): the
+// same files and flaws on MySQL or MariaDB, through redeliver's MySQL
+// proxy, asserting the same verdicts. What MySQL shows differently is the
+// statements' text: go-sql-driver/mysql sends START TRANSACTION and
+// COMMIT as text, the server answers OK.
 
 // rewrite returns src with each old replaced by its new, failing the test
 // where one is not there (the file changed under the test).
@@ -44,70 +45,6 @@ func writeTemp(t *testing.T, name, src string) string {
 		t.Fatal(err)
 	}
 	return file
-}
-
-// TestMySQLStatementsPastTheProxy: the twin of TestStatementsPastTheProxy:
-// a consumer whose --db is the database itself, not ${REDELIVER_DB_URL},
-// writes straight to MySQL; each check fails in one sentence that names
-// the delivery and says so.
-func TestMySQLStatementsPastTheProxy(t *testing.T) {
-	t.Parallel()
-	my := myDSN(t)
-	bin := buildConsumer(t)
-	const name = "examples/consumer/statements-mysql.yaml"
-	file := writeTemp(t, "past.yaml", rewrite(t, name, readExample(t, name), `--db, "${REDELIVER_DB_URL}"`, `--db, "${MYDB}"`))
-	env := consumerEnv(t, bin, "safe")
-	env["MYDB"] = myDatabase(t, my, "redeliver_my_past_the_proxy")
-	withPlainRedeliver(t, env)
-	runConcurrently(t, []invocation{{
-		name: "past",
-		env:  env,
-		args: []string{"run", file},
-		check: func(t *testing.T, o outcome) {
-			if o.exit != 1 {
-				t.Fatalf("want exit 1, got\n%s", o)
-			}
-			for _, w := range []string{
-				"killed at every statement boundary of one payment: FAIL: the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-30 changed the effect rows",
-				"killed right after the payment's commit, before it answers: FAIL: the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-31",
-				"two deliveries raced at every statement boundary: FAIL: the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-32",
-				"FAIL: 3 of 3 checks failed",
-			} {
-				if !strings.Contains(o.stdout, w) {
-					t.Errorf("stdout lacks %q:\n%s", w, o)
-				}
-			}
-		},
-	}})
-}
-
-// TestMySQLRaceOnOneSharedConnection: the twin of
-// TestRaceOnOneSharedConnection: deliveries sharing one connection (a
-// pool of one) under concurrent: 2 and a 2 s timeout; the worker waiting
-// for the connection is not seen by the server, the hold ends within
-// half the timeout, and the race passes.
-func TestMySQLRaceOnOneSharedConnection(t *testing.T) {
-	t.Parallel()
-	my := myDSN(t)
-	bin := buildConsumer(t)
-	const name = "examples/consumer/statements-mysql.yaml"
-	s := rewrite(t, name, readExample(t, name), "timeout: 10s", "timeout: 2s", `--poll, "${POLL:-0s}"]`, `--poll, "${POLL:-0s}", --pool, "1"]`)
-	race := strings.Index(s, "  - name: two deliveries raced")
-	s = s[:strings.Index(s, "checks:")] + "checks:\n" + s[race:]
-	file := writeTemp(t, "shared.yaml", s)
-	env := consumerEnv(t, bin, "safe")
-	env["MYDB"] = myDatabase(t, my, "redeliver_my_shared_connection")
-	withPlainRedeliver(t, env)
-	runConcurrently(t, []invocation{{
-		name: "shared",
-		env:  env,
-		args: []string{"run", file},
-		check: func(t *testing.T, o outcome) {
-			if o.exit != 0 || !strings.Contains(o.stdout, "two deliveries raced at every statement boundary: 2 deliveries: 2 acked") {
-				t.Fatalf("want the race to pass, got\n%s", o)
-			}
-		},
-	}})
 }
 
 // TestMySQLAnswerBeforeItsCommit: the twin of TestAnswerBeforeItsCommit:
