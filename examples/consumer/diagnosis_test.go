@@ -147,15 +147,12 @@ func checkDiagnoses(t *testing.T, o outcome, pattern string, must []string) {
 // TestDiagnosisBehindABroker: the example consumer behind JetStream and
 // RabbitMQ, killed at its statements through the proxy: marker-after-effect
 // is named effect-and-marker-apart at both checks, the safe consumer
-// carries no diagnosis.
+// carries no diagnosis. On PostgreSQL and on MySQL or MariaDB.
 func TestDiagnosisBehindABroker(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
-	for _, b := range []struct {
-		name  string
-		setup func(t *testing.T, env map[string]string)
-	}{{"nats", natsStream}, {"amqp", amqpQueue}} {
+	for _, b := range onEachDB(dbs, []brokerSetup{{"nats", natsStream}, {"amqp", amqpQueue}}) {
 		for _, tt := range []struct {
 			flaw, pattern string
 			named         []string
@@ -163,10 +160,11 @@ func TestDiagnosisBehindABroker(t *testing.T) {
 			{"safe", "", nil},
 			{"marker-after-effect", "effect-and-marker-apart", []string{"killed at every statement boundary of one payment", "killed right after the payment's commit, before the ack"}},
 		} {
-			t.Run(b.name+"/"+tt.flaw, func(t *testing.T) {
+			t.Run(b.db.name+"/"+b.name+"/"+tt.flaw, func(t *testing.T) {
 				t.Parallel()
+				dsn := b.db.fresh(t)
 				brokerSlot(t)
-				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
+				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
 				b.setup(t, env)
 				o := redeliver(t, env, "run", "examples/consumer/brokers/"+b.name+"-statements.yaml", "--seed", "1", "--format", "json")
 				checkDiagnoses(t, o, tt.pattern, tt.named)
