@@ -506,16 +506,7 @@ func (d *diagnosis) checkThenAct() *Diagnosis {
 		if r.kind != read || !r.ran || r.rows != 0 {
 			continue
 		}
-		looked := ""
-		for _, t := range r.tables {
-			if markers[t] {
-				looked = t
-				break
-			}
-		}
-		if looked == "" && r.on(d.effect) {
-			looked = d.effect
-		}
+		looked := d.lookedUp(r, markers, true)
 		if looked == "" {
 			continue
 		}
@@ -552,6 +543,21 @@ func (d *diagnosis) checkThenAct() *Diagnosis {
 	return d.actedPastGuard(markers)
 }
 
+// lookedUp is the table a read r looked a delivery up in: the first of
+// its tables that is a marker, else the effect's table when orEffect and
+// r reads it, else "".
+func (d *diagnosis) lookedUp(r stmt, markers map[string]bool, orEffect bool) string {
+	for _, t := range r.tables {
+		if markers[t] {
+			return t
+		}
+	}
+	if orEffect && r.on(d.effect) {
+		return d.effect
+	}
+	return ""
+}
+
 // actedPastGuard is check-then-act where the trace's order cannot show
 // the other worker's commit between the check and the act (statements are
 // numbered as the proxy received them, not as the server ran them): a
@@ -562,13 +568,7 @@ func (d *diagnosis) actedPastGuard(markers map[string]bool) *Diagnosis {
 		if r.kind != read || !r.ran || r.rows != 0 {
 			continue
 		}
-		looked := ""
-		for _, t := range r.tables {
-			if markers[t] {
-				looked = t
-				break
-			}
-		}
+		looked := d.lookedUp(r, markers, false)
 		if looked == "" {
 			continue
 		}
@@ -605,17 +605,7 @@ func (d *diagnosis) bothActed(markers map[string]bool) *Diagnosis {
 		a := first[s.worker]
 		switch {
 		case a == nil && s.kind == read && s.ran && s.rows == 0:
-			looked := ""
-			for _, t := range s.tables {
-				if markers[t] {
-					looked = t
-					break
-				}
-			}
-			if looked == "" && s.on(d.effect) {
-				looked = d.effect
-			}
-			if looked != "" {
+			if looked := d.lookedUp(s, markers, true); looked != "" {
 				first[s.worker] = &acted{read: s, looked: looked}
 			}
 		case a != nil && a.write.n == 0 && s.wrote(d.effect) && s.committed != 0:
