@@ -28,7 +28,6 @@ const (
 	EffectMarkerApart  Pattern = "effect-and-marker-apart"
 	MarkerMissing      Pattern = "marker-missing"
 	AckBeforeCommit    Pattern = "ack-before-commit"
-	CommitBeforeWork   Pattern = "commit-before-work"
 	AdditiveUpsert     Pattern = "additive-upsert"
 	ExternalWithoutKey Pattern = "external-call-without-key"
 	UnstableKey        Pattern = "unstable-key"
@@ -44,8 +43,6 @@ func (p Pattern) Words() string {
 		return "marker missing"
 	case AckBeforeCommit:
 		return "ack before commit"
-	case CommitBeforeWork:
-		return "commit before work"
 	case AdditiveUpsert:
 		return "additive upsert"
 	case ExternalWithoutKey:
@@ -302,23 +299,27 @@ func (d *diagnosis) ackBeforeCommit() *Diagnosis {
 	if len(open) > 0 {
 		why = fmt.Sprintf("%s before statement %d, while %s (%s) waited uncommitted", answer, answered+1, stmtWords(open), d.effect)
 	}
-	why += fmt.Sprintf("; the kill at statement %d (%s) lost the effect it had acknowledged", k.n, where)
-	if said == offsetCommitted && !d.workedBefore(answered) {
-		// The offset was committed before the effect's transaction
-		// began: the mark comes where redeliver saw the commit, never
-		// before it, so the commit surely came before the work.
-		return &Diagnosis{
-			Pattern:  CommitBeforeWork,
-			Evidence: append(append([]int{answered + 1}, open...), k.n),
-			Why:      fmt.Sprintf("%s before statement %d, before the transaction that writes %s; the kill at statement %d (%s) lost the effect of a record the group had already passed, so it was never read again", answer, answered+1, d.effect, k.n, where),
-			Fix:      "commit the offsets only after the records' transactions have committed (turn auto-commit off, commit after the work): a kill before then leaves the records uncommitted and the group reads them again; the marker makes the second read a duplicate",
+	fix := "answer (or ack) only after the COMMIT has returned: a kill before it then leaves the delivery unacknowledged and it is redelivered; the marker makes a redelivery after the commit a duplicate"
+	if said == offsetCommitted {
+		// Kafka's ack is the offset commit. Committed before the work
+		// began, the trace cannot tell a record's own offset committed
+		// just before its work from a polled batch committed at once
+		// (auto-commit on poll): one record's evidence is the same, and
+		// both are an ack before the COMMIT.
+		if !d.workedBefore(answered) {
+			why = fmt.Sprintf("%s before statement %d, before the transaction that writes %s began", answer, answered+1, d.effect)
+			if len(open) > 0 {
+				why += fmt.Sprintf(", and %s waited uncommitted at the kill", stmtWords(open))
+			}
 		}
+		fix = "commit the record's offset only after its transaction has committed (auto-commit off, no commit at poll or before the work): a kill before then leaves the offset behind and the group reads the record again; the marker makes the second read a duplicate"
 	}
+	why += fmt.Sprintf("; the kill at statement %d (%s) lost the effect it had acknowledged", k.n, where)
 	return &Diagnosis{
 		Pattern:  AckBeforeCommit,
 		Evidence: append(append([]int{answered + 1}, open...), k.n),
 		Why:      why,
-		Fix:      "answer (or ack) only after the COMMIT has returned: a kill before it then leaves the delivery unacknowledged and it is redelivered; the marker makes a redelivery after the commit a duplicate",
+		Fix:      fix,
 	}
 }
 
@@ -332,10 +333,11 @@ const (
 
 // workedBefore reports whether the transaction that writes the effect
 // had begun before the i-th statement (0-based): a statement before it
-// opened a transaction, ran in one, or wrote the effect table.
+// opened a transaction, ran in one (a Sync's implicit transaction of the
+// extended protocol aside), or wrote the effect table.
 func (d *diagnosis) workedBefore(i int) bool {
 	for _, s := range d.stmts[:i] {
-		if s.kind == begin || s.tx != 0 || s.kind == write && d.effect != "" && s.on(d.effect) {
+		if s.kind == begin || s.tx > 0 || s.kind == write && d.effect != "" && s.on(d.effect) {
 			return true
 		}
 	}

@@ -174,13 +174,28 @@ func TestDiagnose(t *testing.T) {
 			want: NotRecognised,
 		},
 		{
-			name: "commit before work: the group's offset committed before the effect's transaction",
+			// The example's ack-before-commit behind Kafka, as the proxy
+			// followed it: the record's offset committed, then its work
+			// (its commit-before-work, which commits the polled batch
+			// first, leaves the same trace for one record). It was once
+			// named commit-before-work: a batch committed at poll, which
+			// the trace cannot show.
+			name: "behind Kafka, the offset committed before the work, killed before the lookup: ack before commit",
 			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
-				answered("offset committed", w(1, lookup, "SELECT 0")), w(1, charge, "INSERT 0 1"), w(1, "begin", "BEGIN"), killedBefore(w(1, marker, "")),
+				answered("offset committed", killedBefore(ext(w(1, lookup, ""), 0))),
 			}},
-			want: CommitBeforeWork, evidence: []int{1, 4},
-			why: []string{"offset was committed past the record before statement 1, before the transaction that writes payments", "the kill at statement 4"},
-			fix: []string{"commit the offsets only after the records' transactions have committed"},
+			want: AckBeforeCommit, evidence: []int{1},
+			why: []string{"the consumer group's offset was committed past the record before statement 1, before the transaction that writes payments began; the kill at statement 1 (before it reached the database) lost the effect it had acknowledged"},
+			fix: []string{"commit the record's offset only after its transaction has committed"},
+		},
+		{
+			name: "behind Kafka, the offset committed after the lookup, killed at the COMMIT: ack before commit",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				ext(w(1, lookup, "SELECT 0"), 1), answered("offset committed", ext(w(1, charge, "INSERT 0 1"), 2)), w(1, "begin", "BEGIN"),
+				ext(w(1, marker, "INSERT 0 1"), 3), ext(w(1, payment, "INSERT 0 1"), 4), killedBefore(w(1, "commit", "")),
+			}},
+			want: AckBeforeCommit, evidence: []int{2, 5, 6},
+			why: []string{"offset was committed past the record before statement 2, before the transaction that writes payments began, and statement 5 waited uncommitted at the kill", "the kill at statement 6"},
 		},
 		{
 			// Near miss: the commit seen after a write may have come
