@@ -45,6 +45,8 @@ func TestMain(m *testing.M) {
 		"consumer":  func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		// The floor BenchmarkReplayIntoConsumer sets redeliver beside.
 		"floorsender": func() { os.Exit(floorSend(os.Args[1:])) },
+		// Two consumers sharing a marker (sharedmarker_test.go).
+		sharedMarkerCommand: func() { os.Exit(runSharedMarker(os.Args[1:], os.Stdin, os.Stderr)) },
 		// The consumer's Kafka mode on kafka-go (kafkago_test.go).
 		kafkaGoCommand: func() {
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

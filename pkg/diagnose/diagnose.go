@@ -31,6 +31,7 @@ const (
 	AdditiveUpsert     Pattern = "additive-upsert"
 	ExternalWithoutKey Pattern = "external-call-without-key"
 	UnstableKey        Pattern = "unstable-key"
+	MarkerNotScoped    Pattern = "marker-not-scoped"
 	NotRecognised      Pattern = "not-recognised"
 )
 
@@ -49,6 +50,8 @@ func (p Pattern) Words() string {
 		return "external call without a key"
 	case UnstableKey:
 		return "unstable key"
+	case MarkerNotScoped:
+		return "marker not scoped to the consumer"
 	case NotRecognised:
 		return "not recognised"
 	}
@@ -95,7 +98,7 @@ func Diagnose(f Facts) *Diagnosis {
 		return nil
 	}
 	d := &diagnosis{Facts: f, effect: strings.ToLower(unquote(f.EffectTable)), stmts: parse(f.Trace)}
-	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, d.additiveUpsert, d.ackBeforeCommit, d.apart, d.checkThenAct, d.markerMissing} {
+	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerMissing} {
 		if r := try(); r != nil {
 			sort.Ints(r.Evidence)
 			r.Evidence = uniq(r.Evidence)
@@ -321,6 +324,86 @@ func (d *diagnosis) ackBeforeCommit() *Diagnosis {
 		Why:      why,
 		Fix:      fix,
 	}
+}
+
+// notScoped: an effect was lost with no kill in the trace, and the
+// effect was never written: a transaction wrote a marker together with
+// another consumer's effect (a table other than this one's) and
+// committed, then this consumer looked the marker up and found that row
+// (or its guarded insert of it wrote none), and went no further. The
+// marker is keyed by the event alone and shared: one consumer's row
+// stopped the other's work.
+func (d *diagnosis) notScoped() *Diagnosis {
+	if len(d.broke(invariant.LostEffect)) == 0 || d.effect == "" {
+		return nil
+	}
+	for _, s := range d.stmts {
+		if s.killed || s.kind == write && s.on(d.effect) {
+			return nil
+		}
+	}
+	// The marker written with the other consumer's effect: a guarded
+	// insert (ON CONFLICT DO NOTHING, INSERT IGNORE) first, as markers
+	// are, then any insert.
+	for _, guarded := range []bool{true, false} {
+		for _, m := range d.stmts {
+			if m.kind != write || m.verb != "insert" || m.guard != guarded || !m.ran || m.rows < 1 || m.committed == 0 || m.tx == 0 {
+				continue
+			}
+			if r := d.foundAfter(m); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// foundAfter is notScoped for the marker write m: another write of its
+// transaction made another consumer's effect, and a lookup after its
+// commit found m's row, or a guarded insert of it wrote none.
+func (d *diagnosis) foundAfter(m stmt) *Diagnosis {
+	marker := m.tables[0]
+	var other *stmt
+	for i, o := range d.stmts {
+		if o.kind == write && o.ran && o.rows > 0 && o.worker == m.worker && o.tx == m.tx && o.tables[0] != marker && o.tables[0] != d.effect {
+			other = &d.stmts[i]
+			break
+		}
+	}
+	if other == nil {
+		return nil
+	}
+	for _, r := range d.stmts[m.committed:] {
+		found := r.kind == read && r.ran && r.rows > 0 && r.on(marker)
+		refused := r.kind == write && r.guard && r.ran && r.rows == 0 && r.on(marker)
+		if !found && !refused {
+			continue
+		}
+		how := fmt.Sprintf("statement %d looked %s up and found that row", r.n, marker)
+		if refused {
+			how = fmt.Sprintf("statement %d inserted into %s and wrote no row: that one was there", r.n, marker)
+		}
+		return &Diagnosis{
+			Pattern:  MarkerNotScoped,
+			Evidence: []int{m.n, other.n, m.committed, r.n},
+			Why: fmt.Sprintf("statement %d wrote the event's row in %s with %s (statement %d), committed at statement %d; %s, and %s was never written — the marker is keyed by the event alone, shared by the consumer that writes %s and the one that writes %s, so the second took the first's row for its own and skipped its work",
+				m.n, marker, other.tables[0], other.n, m.committed, how, d.effect, other.tables[0], d.effect),
+			Fix: d.scopedFix(marker),
+		}
+	}
+	return nil
+}
+
+// scopedFix is the change that scopes a shared marker to each consumer,
+// in the dialect of the consumer's database.
+func (d *diagnosis) scopedFix(marker string) string {
+	switch d.Dialect {
+	case "mysql":
+		return fmt.Sprintf("key %s by consumer and event: add a consumer column, make (consumer, event_id) its unique key, and have each consumer INSERT IGNORE its own name with the event id (go on only if it affected 1 row) and look up its own rows only — or give each consumer a marker table of its own", marker)
+	case "postgres", "sqlite":
+		return fmt.Sprintf("key %s by consumer and event: add a consumer column, make (consumer, event_id) its primary key, and have each consumer INSERT … ON CONFLICT (consumer, event_id) DO NOTHING with its own name (go on only if a row was inserted) and look up its own rows only — or give each consumer a marker table of its own", marker)
+	}
+	return fmt.Sprintf("key %s by consumer and event id, a unique key on both, each consumer inserting and looking up its own rows only — or give each consumer a marker table of its own", marker)
 }
 
 // How a trace marks a broker's ack (consumer.Statement.AnsweredBefore):

@@ -17,6 +17,13 @@ const (
 	marker   = "INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2) ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
 	payment  = "INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1, $2, $3, $4) RETURNING id"
 	plainPay = "INSERT INTO payments (order_id, event_id, amount) VALUES ($1, $2, $3)"
+
+	// Two consumers' markers: shared, keyed by the event id alone, or
+	// scoped, keyed by the consumer and the event id.
+	sharedLookup = "SELECT 1 FROM processed_messages WHERE event_id = $1"
+	sharedMarker = "INSERT INTO processed_messages (event_id) VALUES ($1) ON CONFLICT (event_id) DO NOTHING"
+	scopedLookup = "SELECT 1 FROM consumer_markers WHERE consumer = $1 AND event_id = $2"
+	pointsInsert = "INSERT INTO points (order_id, event_id, points) VALUES ($1, $2, $3)"
 )
 
 // w is a statement of worker n.
@@ -216,6 +223,76 @@ func TestDiagnose(t *testing.T) {
 			}},
 			want: AckBeforeCommit, evidence: []int{1},
 			why: []string{"the broker showed the message acked before statement 1"},
+		},
+		{
+			// Two consumers of one event in one process, payments then
+			// points, sharing processed_messages keyed by the event id.
+			name: "marker not scoped: the other consumer's marker found, the effect skipped",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, sharedLookup, "SELECT 0"), w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+				w(1, sharedLookup, "SELECT 1"),
+			}},
+			want: MarkerNotScoped, evidence: []int{3, 4, 5, 6},
+			why: []string{"statement 3 wrote the event's row in processed_messages with payments (statement 4), committed at statement 5; statement 6 looked processed_messages up and found that row, and points was never written"},
+			fix: []string{"(consumer, event_id) its primary key", "ON CONFLICT (consumer, event_id) DO NOTHING"},
+		},
+		{
+			name: "marker not scoped on MySQL: the guard's insert wrote no row",
+			facts: Facts{Dialect: "mysql", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, "START TRANSACTION", "OK"), w(1, "INSERT IGNORE INTO processed_messages (event_id) VALUES (?)", "INSERT 0 1"), w(1, "INSERT INTO payments (order_id, event_id) VALUES (?, ?)", "INSERT 0 1"), w(1, "COMMIT", "OK"),
+				w(1, "START TRANSACTION", "OK"), w(1, "INSERT IGNORE INTO processed_messages (event_id) VALUES (?)", "INSERT 0 0"), w(1, "ROLLBACK", "OK"),
+			}},
+			want: MarkerNotScoped, evidence: []int{2, 3, 4, 6},
+			why: []string{"statement 6 inserted into processed_messages and wrote no row: that one was there"},
+			fix: []string{"(consumer, event_id) its unique key", "INSERT IGNORE"},
+		},
+		{
+			// Near miss: a marker scoped to the consumer is not found,
+			// and the effect lost to a kill after the answer is the ack's.
+			name: "a scoped marker not found, the effect lost to a kill after the answer: ack before commit",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, sharedLookup, "SELECT 0"), w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+				answered("202", w(1, scopedLookup, "SELECT 0")), w(1, "BEGIN", "BEGIN"), killedBefore(w(1, pointsInsert, "")),
+			}},
+			want: AckBeforeCommit, evidence: []int{6, 8},
+		},
+		{
+			// Near miss: the row found was written with this effect, by
+			// this consumer: no other consumer's work.
+			name: "the marker found was written with the effect itself: not marker not scoped",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, sharedLookup, "SELECT 1"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			// Near miss: the other consumer's transaction rolled back,
+			// its marker never committed.
+			name: "a shared marker rolled back before the lookup: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "ROLLBACK", "ROLLBACK"),
+				w(1, sharedLookup, "SELECT 1"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			// Near miss: a kill in the trace: what lost the effect is
+			// not shown to be the marker.
+			name: "a shared marker found after a kill: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+				killedAfter(w(1, sharedLookup, "SELECT 1")),
+			}},
+			want: NotRecognised,
+		},
+		{
+			// Near miss: a duplicate, not a loss.
+			name: "a shared marker with a duplicate effect: not marker not scoped",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+				w(1, sharedLookup, "SELECT 1"),
+			}},
+			want: NotRecognised,
 		},
 		{
 			name: "additive upsert on PostgreSQL",
