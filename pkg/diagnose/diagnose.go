@@ -177,6 +177,37 @@ func (d *diagnosis) unstableKey() *Diagnosis {
 			Fix: "derive the idempotency key from the event, the same on every attempt (e.g. payment-{orderId}, or the event id), never from a random UUID or the time",
 		}
 	}
+	// An external that dedupes by the message id it was given (a
+	// subscriber reading Nats-Msg-Id, a CloudEvents id) and got a
+	// different one on each attempt at one event: every call carried an
+	// id, no two the same, and those whose event is known are all of one
+	// event, at least two of them.
+	for _, v := range d.broke(invariant.ExternalDuplicate) {
+		cs := d.calls(v.External, v.Calls)
+		keys, event, ok := map[string]bool{}, "", true
+		var same []int
+		for _, c := range cs {
+			ok = ok && c.IdemKey != "" && !keys[c.IdemKey]
+			keys[c.IdemKey] = true
+			switch {
+			case c.Delivery == "":
+			case event == "" || c.Delivery == event:
+				event = c.Delivery
+				same = append(same, c.Seq)
+			default:
+				ok = false
+			}
+		}
+		if !ok || len(same) < 2 {
+			continue
+		}
+		return &Diagnosis{
+			Pattern: UnstableKey, Evidence: d.callStatements(v.External), Calls: same, External: v.External,
+			Why: fmt.Sprintf("%s to %s, made for %s, carried %d different ids, one per attempt, so %s could not tell a repeat from a new message",
+				callWords(same), v.External, event, len(same), v.External),
+			Fix: "derive the message's id from the event, the same on every attempt (e.g. paid-{orderId}), never a fresh UUID; on NATS send it as Nats-Msg-Id too",
+		}
+	}
 	return nil
 }
 

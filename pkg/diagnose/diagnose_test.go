@@ -295,6 +295,31 @@ func TestDiagnose(t *testing.T) {
 			want: NotRecognised,
 		},
 		{
+			// The example's publish-without-id: order.paid under a fresh
+			// id on each delivery of one event.
+			name: "unstable key: one event's publishes under a fresh id each",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.ExternalDuplicate.Name, External: "paid", Calls: []int{1, 2, 3}}},
+				Calls: []invariant.Call{{External: "paid", Seq: 1, Delivery: "evt-1", IdemKey: "a"}, {External: "paid", Seq: 2, Delivery: "evt-1", IdemKey: "b"}, {External: "paid", Seq: 3, IdemKey: "c"}}},
+			want: UnstableKey,
+			why:  []string{"calls 1, 2 to paid, made for evt-1, carried 2 different ids"},
+			fix:  []string{"derive the message's id from the event"},
+		},
+		{
+			// Near miss: two events (an order published twice upstream,
+			// under two ids): the consumer's ids followed the events.
+			name: "two events' publishes under their own ids: not unstable key",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.ExternalDuplicate.Name, External: "paid", Calls: []int{1, 2}}},
+				Calls: []invariant.Call{{External: "paid", Seq: 1, Delivery: "evt-1", IdemKey: "a"}, {External: "paid", Seq: 2, Delivery: "evt-2", IdemKey: "b"}}},
+			want: NotRecognised,
+		},
+		{
+			// Near miss: the same id twice: the receiver did not dedupe.
+			name: "one event's publishes under one id: not unstable key",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.ExternalDuplicate.Name, External: "paid", Calls: []int{1, 2}}},
+				Calls: []invariant.Call{{External: "paid", Seq: 1, Delivery: "evt-1", IdemKey: "a"}, {External: "paid", Seq: 2, Delivery: "evt-1", IdemKey: "a"}}},
+			want: NotRecognised,
+		},
+		{
 			name: "additive upsert on PostgreSQL",
 			facts: Facts{Dialect: "postgres", EffectTable: "balances", Violations: changed, Trace: []consumer.Statement{
 				w(1, "BEGIN", "BEGIN"), w(1, "INSERT INTO balances (account, total) VALUES ($1, $2) ON CONFLICT (account) DO UPDATE SET total = balances.total + excluded.total", "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
