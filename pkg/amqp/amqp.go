@@ -287,7 +287,8 @@ func (p *Publisher) look() (broker.Counts, amqp091.Queue, error) {
 // another client no ack, but when a consumer's channel closes the queue
 // drops its consumers and puts back what they had not acked in one step,
 // so a queue with no consumer left and no message ready holds nothing an
-// instance took and did not ack — it acked it before it went. known is
+// instance took and did not ack — it acked it (or rejected it for good,
+// which looks the same) before it went. known is
 // false when a consumer stayed (another instance) or the queue could not
 // be read.
 func (p *Publisher) EmptyOnceGone(ctx context.Context, wait time.Duration) (empty, known bool) {
