@@ -230,6 +230,9 @@ func TestDiagnosisBehindEachBroker(t *testing.T) {
 					}
 					brokerSlot(t)
 					setup[r.broker](t, env)
+					// Its subject is the diagnosis: the race-enabled
+					// redeliver runs the broker paths in the tests above.
+					withPlainRedeliver(t, env)
 					o := redeliver(t, env, "run", file, "--seed", fmt.Sprint(seed), "--format", "json")
 					checkDiagnoses(t, o, r.pattern, r.named)
 					if r.mark != "" && !regexp.MustCompile(`"answered_before":\s*"`+r.mark+`"`).MatchString(o.stdout) {
