@@ -45,6 +45,8 @@ func TestMain(m *testing.M) {
 		"consumer":  func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		// The floor BenchmarkReplayIntoConsumer sets redeliver beside.
 		"floorsender": func() { os.Exit(floorSend(os.Args[1:])) },
+		// Two consumers sharing a marker (sharedmarker_test.go).
+		sharedMarkerCommand: func() { os.Exit(runSharedMarker(os.Args[1:], os.Stdin, os.Stderr)) },
 		// The consumer's Kafka mode on kafka-go (kafkago_test.go).
 		kafkaGoCommand: func() {
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -724,6 +726,12 @@ func TestCrashAtExternalCall(t *testing.T) {
 			if o.exit != tc.exit || !strings.Contains(o.stdout, tc.want) {
 				t.Fatalf("want exit %d and %q, got\n%s", tc.exit, tc.want, o)
 			}
+			// A fresh id on each attempt at one event is an unstable
+			// key; the safe consumer's run carries no diagnosis.
+			why := "  why: unstable key — calls 1, 2"
+			if got := strings.Contains(o.stdout, why); got != (tc.exit == 1) || tc.exit == 0 && strings.Contains(o.stdout, "why: ") {
+				t.Errorf("want %q only for the flaw, got\n%s", why, o)
+			}
 		}})
 	}
 	runConcurrently(t, runs)
@@ -832,7 +840,8 @@ func TestReplayIntoExternals(t *testing.T) {
 // publishes order.paid to. The safe consumer, which publishes on every
 // delivery under the order's id, passes (three deliveries, a sweep of
 // kills: one event a downstream counts, none lost); publish-without-id,
-// a fresh id each time, is caught as external-duplicate.
+// a fresh id each time, is caught as external-duplicate, named unstable
+// key.
 func TestPublishedEvents(t *testing.T) {
 	t.Parallel()
 	url := natsURL()
@@ -853,6 +862,12 @@ func TestPublishedEvents(t *testing.T) {
 		runs = append(runs, invocation{name: tc.flaw, env: env, args: []string{"run", "examples/consumer/published.yaml"}, check: func(t *testing.T, o outcome) {
 			if o.exit != tc.exit || !strings.Contains(o.stdout, tc.want) {
 				t.Fatalf("want exit %d and %q, got\n%s", tc.exit, tc.want, o)
+			}
+			// A fresh id on each attempt at one event is an unstable
+			// key; the safe consumer's run carries no diagnosis.
+			why := "  why: unstable key — calls 1, 2"
+			if got := strings.Contains(o.stdout, why); got != (tc.exit == 1) || tc.exit == 0 && strings.Contains(o.stdout, "why: ") {
+				t.Errorf("want %q only for the flaw, got\n%s", why, o)
 			}
 		}})
 	}

@@ -259,3 +259,61 @@ func TestDrainTimesOutWithCounts(t *testing.T) {
 		t.Fatalf("got %v, want a broker error naming what is left", err)
 	}
 }
+
+// TestEmptyOnceGone: a consumer takes the message and its connection
+// goes (as a killed instance's does). Acked before, the queue is empty
+// with no consumer; held unacked, the message is back, ready; with a
+// consumer still there, nothing is known.
+func TestEmptyOnceGone(t *testing.T) {
+	u := server(t)
+	ctx := context.Background()
+	adm := admin(t, u)
+	for _, tt := range []struct {
+		name         string
+		ack, stay    bool
+		empty, known bool
+	}{
+		{"acked, then gone", true, false, true, true},
+		{"taken unacked, then gone", false, false, false, true},
+		{"acked, the consumer still there", true, true, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q := unique("redeliver.q")
+			deleteAfter(t, adm, q, "")
+			p, err := Open(ctx, Config{URL: u, Queue: q, Create: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if _, err := p.Publish(ctx, broker.Message{ID: "a", Data: []byte(`1`)}); err != nil {
+				t.Fatal(err)
+			}
+			conn, err := amqp091.Dial(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			ch, err := conn.Channel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := ch.Consume(q, "", false, false, false, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := <-ds
+			if tt.ack {
+				if err := d.Ack(false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !tt.stay {
+				conn.Close()
+			}
+			empty, known := p.EmptyOnceGone(ctx, 500*time.Millisecond)
+			if empty != tt.empty || known != tt.known {
+				t.Fatalf("EmptyOnceGone = %v, %v; want %v, %v", empty, known, tt.empty, tt.known)
+			}
+		})
+	}
+}

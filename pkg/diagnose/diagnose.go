@@ -28,10 +28,10 @@ const (
 	EffectMarkerApart  Pattern = "effect-and-marker-apart"
 	MarkerMissing      Pattern = "marker-missing"
 	AckBeforeCommit    Pattern = "ack-before-commit"
-	CommitBeforeWork   Pattern = "commit-before-work"
 	AdditiveUpsert     Pattern = "additive-upsert"
 	ExternalWithoutKey Pattern = "external-call-without-key"
 	UnstableKey        Pattern = "unstable-key"
+	MarkerNotScoped    Pattern = "marker-not-scoped"
 	NotRecognised      Pattern = "not-recognised"
 )
 
@@ -44,14 +44,14 @@ func (p Pattern) Words() string {
 		return "marker missing"
 	case AckBeforeCommit:
 		return "ack before commit"
-	case CommitBeforeWork:
-		return "commit before work"
 	case AdditiveUpsert:
 		return "additive upsert"
 	case ExternalWithoutKey:
 		return "external call without a key"
 	case UnstableKey:
 		return "unstable key"
+	case MarkerNotScoped:
+		return "marker not scoped to the consumer"
 	case NotRecognised:
 		return "not recognised"
 	}
@@ -98,7 +98,7 @@ func Diagnose(f Facts) *Diagnosis {
 		return nil
 	}
 	d := &diagnosis{Facts: f, effect: strings.ToLower(unquote(f.EffectTable)), stmts: parse(f.Trace)}
-	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, d.additiveUpsert, d.ackBeforeCommit, d.apart, d.checkThenAct, d.markerMissing} {
+	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerMissing} {
 		if r := try(); r != nil {
 			sort.Ints(r.Evidence)
 			r.Evidence = uniq(r.Evidence)
@@ -175,6 +175,37 @@ func (d *diagnosis) unstableKey() *Diagnosis {
 			Why: fmt.Sprintf("%s to %s carried %s, one per attempt, so %s took each retry for a new request",
 				callWords(v.Calls), v.External, count(max(len(keys), 2), "idempotency key", "different idempotency keys"), v.External),
 			Fix: "derive the idempotency key from the event, the same on every attempt (e.g. payment-{orderId}, or the event id), never from a random UUID or the time",
+		}
+	}
+	// An external that dedupes by the message id it was given (a
+	// subscriber reading Nats-Msg-Id, a CloudEvents id) and got a
+	// different one on each attempt at one event: every call carried an
+	// id, no two the same, and those whose event is known are all of one
+	// event, at least two of them.
+	for _, v := range d.broke(invariant.ExternalDuplicate) {
+		cs := d.calls(v.External, v.Calls)
+		keys, event, ok := map[string]bool{}, "", true
+		var same []int
+		for _, c := range cs {
+			ok = ok && c.IdemKey != "" && !keys[c.IdemKey]
+			keys[c.IdemKey] = true
+			switch {
+			case c.Delivery == "":
+			case event == "" || c.Delivery == event:
+				event = c.Delivery
+				same = append(same, c.Seq)
+			default:
+				ok = false
+			}
+		}
+		if !ok || len(same) < 2 {
+			continue
+		}
+		return &Diagnosis{
+			Pattern: UnstableKey, Evidence: d.callStatements(v.External), Calls: same, External: v.External,
+			Why: fmt.Sprintf("%s to %s, made for %s, carried %d different ids, one per attempt, so %s could not tell a repeat from a new message",
+				callWords(same), v.External, event, len(same), v.External),
+			Fix: "derive the message's id from the event, the same on every attempt (e.g. paid-{orderId}), never a fresh UUID; on NATS send it as Nats-Msg-Id too",
 		}
 	}
 	return nil
@@ -302,24 +333,108 @@ func (d *diagnosis) ackBeforeCommit() *Diagnosis {
 	if len(open) > 0 {
 		why = fmt.Sprintf("%s before statement %d, while %s (%s) waited uncommitted", answer, answered+1, stmtWords(open), d.effect)
 	}
-	why += fmt.Sprintf("; the kill at statement %d (%s) lost the effect it had acknowledged", k.n, where)
-	if said == offsetCommitted && !d.workedBefore(answered) {
-		// The offset was committed before the effect's transaction
-		// began: the mark comes where redeliver saw the commit, never
-		// before it, so the commit surely came before the work.
-		return &Diagnosis{
-			Pattern:  CommitBeforeWork,
-			Evidence: append(append([]int{answered + 1}, open...), k.n),
-			Why:      fmt.Sprintf("%s before statement %d, before the transaction that writes %s; the kill at statement %d (%s) lost the effect of a record the group had already passed, so it was never read again", answer, answered+1, d.effect, k.n, where),
-			Fix:      "commit the offsets only after the records' transactions have committed (turn auto-commit off, commit after the work): a kill before then leaves the records uncommitted and the group reads them again; the marker makes the second read a duplicate",
+	fix := "answer (or ack) only after the COMMIT has returned: a kill before it then leaves the delivery unacknowledged and it is redelivered; the marker makes a redelivery after the commit a duplicate"
+	if said == offsetCommitted {
+		// Kafka's ack is the offset commit. Committed before the work
+		// began, the trace cannot tell a record's own offset committed
+		// just before its work from a polled batch committed at once
+		// (auto-commit on poll): one record's evidence is the same, and
+		// both are an ack before the COMMIT.
+		if !d.workedBefore(answered) {
+			why = fmt.Sprintf("%s before statement %d, before the transaction that writes %s began", answer, answered+1, d.effect)
+			if len(open) > 0 {
+				why += fmt.Sprintf(", and %s waited uncommitted at the kill", stmtWords(open))
+			}
 		}
+		fix = "commit the record's offset only after its transaction has committed (auto-commit off, no commit at poll or before the work): a kill before then leaves the offset behind and the group reads the record again; the marker makes the second read a duplicate"
 	}
+	why += fmt.Sprintf("; the kill at statement %d (%s) lost the effect it had acknowledged", k.n, where)
 	return &Diagnosis{
 		Pattern:  AckBeforeCommit,
 		Evidence: append(append([]int{answered + 1}, open...), k.n),
 		Why:      why,
-		Fix:      "answer (or ack) only after the COMMIT has returned: a kill before it then leaves the delivery unacknowledged and it is redelivered; the marker makes a redelivery after the commit a duplicate",
+		Fix:      fix,
 	}
+}
+
+// notScoped: an effect was lost with no kill in the trace, and the
+// effect was never written: a transaction wrote a marker together with
+// another consumer's effect (a table other than this one's) and
+// committed, then this consumer looked the marker up and found that row
+// (or its guarded insert of it wrote none), and went no further. The
+// marker is keyed by the event alone and shared: one consumer's row
+// stopped the other's work.
+func (d *diagnosis) notScoped() *Diagnosis {
+	if len(d.broke(invariant.LostEffect)) == 0 || d.effect == "" {
+		return nil
+	}
+	for _, s := range d.stmts {
+		if s.killed || s.kind == write && s.on(d.effect) {
+			return nil
+		}
+	}
+	// The marker written with the other consumer's effect: a guarded
+	// insert (ON CONFLICT DO NOTHING, INSERT IGNORE) first, as markers
+	// are, then any insert.
+	for _, guarded := range []bool{true, false} {
+		for _, m := range d.stmts {
+			if m.kind != write || m.verb != "insert" || m.guard != guarded || !m.ran || m.rows < 1 || m.committed == 0 || m.tx == 0 {
+				continue
+			}
+			if r := d.foundAfter(m); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// foundAfter is notScoped for the marker write m: another write of its
+// transaction made another consumer's effect, and a lookup after its
+// commit found m's row, or a guarded insert of it wrote none.
+func (d *diagnosis) foundAfter(m stmt) *Diagnosis {
+	marker := m.tables[0]
+	var other *stmt
+	for i, o := range d.stmts {
+		if o.kind == write && o.ran && o.rows > 0 && o.worker == m.worker && o.tx == m.tx && o.tables[0] != marker && o.tables[0] != d.effect {
+			other = &d.stmts[i]
+			break
+		}
+	}
+	if other == nil {
+		return nil
+	}
+	for _, r := range d.stmts[m.committed:] {
+		found := r.kind == read && r.ran && r.rows > 0 && r.on(marker)
+		refused := r.kind == write && r.guard && r.ran && r.rows == 0 && r.on(marker)
+		if !found && !refused {
+			continue
+		}
+		how := fmt.Sprintf("statement %d looked %s up and found that row", r.n, marker)
+		if refused {
+			how = fmt.Sprintf("statement %d inserted into %s and wrote no row: that one was there", r.n, marker)
+		}
+		return &Diagnosis{
+			Pattern:  MarkerNotScoped,
+			Evidence: []int{m.n, other.n, m.committed, r.n},
+			Why: fmt.Sprintf("statement %d wrote the event's row in %s with %s (statement %d), committed at statement %d; %s, and %s was never written — the marker is keyed by the event alone, shared by the consumer that writes %s and the one that writes %s, so the second took the first's row for its own and skipped its work",
+				m.n, marker, other.tables[0], other.n, m.committed, how, d.effect, other.tables[0], d.effect),
+			Fix: d.scopedFix(marker),
+		}
+	}
+	return nil
+}
+
+// scopedFix is the change that scopes a shared marker to each consumer,
+// in the dialect of the consumer's database.
+func (d *diagnosis) scopedFix(marker string) string {
+	switch d.Dialect {
+	case "mysql":
+		return fmt.Sprintf("key %s by consumer and event: add a consumer column, make (consumer, event_id) its unique key, and have each consumer INSERT IGNORE its own name with the event id (go on only if it affected 1 row) and look up its own rows only — or give each consumer a marker table of its own", marker)
+	case "postgres", "sqlite":
+		return fmt.Sprintf("key %s by consumer and event: add a consumer column, make (consumer, event_id) its primary key, and have each consumer INSERT … ON CONFLICT (consumer, event_id) DO NOTHING with its own name (go on only if a row was inserted) and look up its own rows only — or give each consumer a marker table of its own", marker)
+	}
+	return fmt.Sprintf("key %s by consumer and event id, a unique key on both, each consumer inserting and looking up its own rows only — or give each consumer a marker table of its own", marker)
 }
 
 // How a trace marks a broker's ack (consumer.Statement.AnsweredBefore):
@@ -332,10 +447,11 @@ const (
 
 // workedBefore reports whether the transaction that writes the effect
 // had begun before the i-th statement (0-based): a statement before it
-// opened a transaction, ran in one, or wrote the effect table.
+// opened a transaction, ran in one (a Sync's implicit transaction of the
+// extended protocol aside), or wrote the effect table.
 func (d *diagnosis) workedBefore(i int) bool {
 	for _, s := range d.stmts[:i] {
-		if s.kind == begin || s.tx != 0 || s.kind == write && d.effect != "" && s.on(d.effect) {
+		if s.kind == begin || s.tx > 0 || s.kind == write && d.effect != "" && s.on(d.effect) {
 			return true
 		}
 	}
@@ -506,16 +622,7 @@ func (d *diagnosis) checkThenAct() *Diagnosis {
 		if r.kind != read || !r.ran || r.rows != 0 {
 			continue
 		}
-		looked := ""
-		for _, t := range r.tables {
-			if markers[t] {
-				looked = t
-				break
-			}
-		}
-		if looked == "" && r.on(d.effect) {
-			looked = d.effect
-		}
+		looked := d.lookedUp(r, markers, true)
 		if looked == "" {
 			continue
 		}
@@ -552,6 +659,21 @@ func (d *diagnosis) checkThenAct() *Diagnosis {
 	return d.actedPastGuard(markers)
 }
 
+// lookedUp is the table a read r looked a delivery up in: the first of
+// its tables that is a marker, else the effect's table when orEffect and
+// r reads it, else "".
+func (d *diagnosis) lookedUp(r stmt, markers map[string]bool, orEffect bool) string {
+	for _, t := range r.tables {
+		if markers[t] {
+			return t
+		}
+	}
+	if orEffect && r.on(d.effect) {
+		return d.effect
+	}
+	return ""
+}
+
 // actedPastGuard is check-then-act where the trace's order cannot show
 // the other worker's commit between the check and the act (statements are
 // numbered as the proxy received them, not as the server ran them): a
@@ -562,13 +684,7 @@ func (d *diagnosis) actedPastGuard(markers map[string]bool) *Diagnosis {
 		if r.kind != read || !r.ran || r.rows != 0 {
 			continue
 		}
-		looked := ""
-		for _, t := range r.tables {
-			if markers[t] {
-				looked = t
-				break
-			}
-		}
+		looked := d.lookedUp(r, markers, false)
 		if looked == "" {
 			continue
 		}
@@ -605,17 +721,7 @@ func (d *diagnosis) bothActed(markers map[string]bool) *Diagnosis {
 		a := first[s.worker]
 		switch {
 		case a == nil && s.kind == read && s.ran && s.rows == 0:
-			looked := ""
-			for _, t := range s.tables {
-				if markers[t] {
-					looked = t
-					break
-				}
-			}
-			if looked == "" && s.on(d.effect) {
-				looked = d.effect
-			}
-			if looked != "" {
+			if looked := d.lookedUp(s, markers, true); looked != "" {
 				first[s.worker] = &acted{read: s, looked: looked}
 			}
 		case a != nil && a.write.n == 0 && s.wrote(d.effect) && s.committed != 0:

@@ -17,6 +17,13 @@ const (
 	marker   = "INSERT INTO processed_messages (event_id, payload) VALUES ($1, $2) ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
 	payment  = "INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES ($1, $2, $3, $4) RETURNING id"
 	plainPay = "INSERT INTO payments (order_id, event_id, amount) VALUES ($1, $2, $3)"
+
+	// Two consumers' markers: shared, keyed by the event id alone, or
+	// scoped, keyed by the consumer and the event id.
+	sharedLookup = "SELECT 1 FROM processed_messages WHERE event_id = $1"
+	sharedMarker = "INSERT INTO processed_messages (event_id) VALUES ($1) ON CONFLICT (event_id) DO NOTHING"
+	scopedLookup = "SELECT 1 FROM consumer_markers WHERE consumer = $1 AND event_id = $2"
+	pointsInsert = "INSERT INTO points (order_id, event_id, points) VALUES ($1, $2, $3)"
 )
 
 // w is a statement of worker n.
@@ -174,13 +181,28 @@ func TestDiagnose(t *testing.T) {
 			want: NotRecognised,
 		},
 		{
-			name: "commit before work: the group's offset committed before the effect's transaction",
+			// The example's ack-before-commit behind Kafka, as the proxy
+			// followed it: the record's offset committed, then its work
+			// (its commit-before-work, which commits the polled batch
+			// first, leaves the same trace for one record). It was once
+			// named commit-before-work: a batch committed at poll, which
+			// the trace cannot show.
+			name: "behind Kafka, the offset committed before the work, killed before the lookup: ack before commit",
 			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
-				answered("offset committed", w(1, lookup, "SELECT 0")), w(1, charge, "INSERT 0 1"), w(1, "begin", "BEGIN"), killedBefore(w(1, marker, "")),
+				answered("offset committed", killedBefore(ext(w(1, lookup, ""), 0))),
 			}},
-			want: CommitBeforeWork, evidence: []int{1, 4},
-			why: []string{"offset was committed past the record before statement 1, before the transaction that writes payments", "the kill at statement 4"},
-			fix: []string{"commit the offsets only after the records' transactions have committed"},
+			want: AckBeforeCommit, evidence: []int{1},
+			why: []string{"the consumer group's offset was committed past the record before statement 1, before the transaction that writes payments began; the kill at statement 1 (before it reached the database) lost the effect it had acknowledged"},
+			fix: []string{"commit the record's offset only after its transaction has committed"},
+		},
+		{
+			name: "behind Kafka, the offset committed after the lookup, killed at the COMMIT: ack before commit",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				ext(w(1, lookup, "SELECT 0"), 1), answered("offset committed", ext(w(1, charge, "INSERT 0 1"), 2)), w(1, "begin", "BEGIN"),
+				ext(w(1, marker, "INSERT 0 1"), 3), ext(w(1, payment, "INSERT 0 1"), 4), killedBefore(w(1, "commit", "")),
+			}},
+			want: AckBeforeCommit, evidence: []int{2, 5, 6},
+			why: []string{"offset was committed past the record before statement 2, before the transaction that writes payments began, and statement 5 waited uncommitted at the kill", "the kill at statement 6"},
 		},
 		{
 			// Near miss: the commit seen after a write may have come
@@ -201,6 +223,101 @@ func TestDiagnose(t *testing.T) {
 			}},
 			want: AckBeforeCommit, evidence: []int{1},
 			why: []string{"the broker showed the message acked before statement 1"},
+		},
+		{
+			// Two consumers of one event in one process, payments then
+			// points, sharing processed_messages keyed by the event id.
+			name: "marker not scoped: the other consumer's marker found, the effect skipped",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, sharedLookup, "SELECT 0"), w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+				w(1, sharedLookup, "SELECT 1"),
+			}},
+			want: MarkerNotScoped, evidence: []int{3, 4, 5, 6},
+			why: []string{"statement 3 wrote the event's row in processed_messages with payments (statement 4), committed at statement 5; statement 6 looked processed_messages up and found that row, and points was never written"},
+			fix: []string{"(consumer, event_id) its primary key", "ON CONFLICT (consumer, event_id) DO NOTHING"},
+		},
+		{
+			name: "marker not scoped on MySQL: the guard's insert wrote no row",
+			facts: Facts{Dialect: "mysql", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, "START TRANSACTION", "OK"), w(1, "INSERT IGNORE INTO processed_messages (event_id) VALUES (?)", "INSERT 0 1"), w(1, "INSERT INTO payments (order_id, event_id) VALUES (?, ?)", "INSERT 0 1"), w(1, "COMMIT", "OK"),
+				w(1, "START TRANSACTION", "OK"), w(1, "INSERT IGNORE INTO processed_messages (event_id) VALUES (?)", "INSERT 0 0"), w(1, "ROLLBACK", "OK"),
+			}},
+			want: MarkerNotScoped, evidence: []int{2, 3, 4, 6},
+			why: []string{"statement 6 inserted into processed_messages and wrote no row: that one was there"},
+			fix: []string{"(consumer, event_id) its unique key", "INSERT IGNORE"},
+		},
+		{
+			// Near miss: a marker scoped to the consumer is not found,
+			// and the effect lost to a kill after the answer is the ack's.
+			name: "a scoped marker not found, the effect lost to a kill after the answer: ack before commit",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, sharedLookup, "SELECT 0"), w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+				answered("202", w(1, scopedLookup, "SELECT 0")), w(1, "BEGIN", "BEGIN"), killedBefore(w(1, pointsInsert, "")),
+			}},
+			want: AckBeforeCommit, evidence: []int{6, 8},
+		},
+		{
+			// Near miss: the row found was written with this effect, by
+			// this consumer: no other consumer's work.
+			name: "the marker found was written with the effect itself: not marker not scoped",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, sharedLookup, "SELECT 1"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			// Near miss: the other consumer's transaction rolled back,
+			// its marker never committed.
+			name: "a shared marker rolled back before the lookup: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "ROLLBACK", "ROLLBACK"),
+				w(1, sharedLookup, "SELECT 1"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			// Near miss: a kill in the trace: what lost the effect is
+			// not shown to be the marker.
+			name: "a shared marker found after a kill: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: lost, Trace: []consumer.Statement{
+				w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+				killedAfter(w(1, sharedLookup, "SELECT 1")),
+			}},
+			want: NotRecognised,
+		},
+		{
+			// Near miss: a duplicate, not a loss.
+			name: "a shared marker with a duplicate effect: not marker not scoped",
+			facts: Facts{Dialect: "postgres", EffectTable: "points", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "BEGIN", "BEGIN"), w(1, sharedMarker, "INSERT 0 1"), w(1, plainPay, "INSERT 0 1"), w(1, "COMMIT", "COMMIT"),
+				w(1, sharedLookup, "SELECT 1"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			// The example's publish-without-id: order.paid under a fresh
+			// id on each delivery of one event.
+			name: "unstable key: one event's publishes under a fresh id each",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.ExternalDuplicate.Name, External: "paid", Calls: []int{1, 2, 3}}},
+				Calls: []invariant.Call{{External: "paid", Seq: 1, Delivery: "evt-1", IdemKey: "a"}, {External: "paid", Seq: 2, Delivery: "evt-1", IdemKey: "b"}, {External: "paid", Seq: 3, IdemKey: "c"}}},
+			want: UnstableKey,
+			why:  []string{"calls 1, 2 to paid, made for evt-1, carried 2 different ids"},
+			fix:  []string{"derive the message's id from the event"},
+		},
+		{
+			// Near miss: two events (an order published twice upstream,
+			// under two ids): the consumer's ids followed the events.
+			name: "two events' publishes under their own ids: not unstable key",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.ExternalDuplicate.Name, External: "paid", Calls: []int{1, 2}}},
+				Calls: []invariant.Call{{External: "paid", Seq: 1, Delivery: "evt-1", IdemKey: "a"}, {External: "paid", Seq: 2, Delivery: "evt-2", IdemKey: "b"}}},
+			want: NotRecognised,
+		},
+		{
+			// Near miss: the same id twice: the receiver did not dedupe.
+			name: "one event's publishes under one id: not unstable key",
+			facts: Facts{Violations: []invariant.Violation{{Invariant: invariant.ExternalDuplicate.Name, External: "paid", Calls: []int{1, 2}}},
+				Calls: []invariant.Call{{External: "paid", Seq: 1, Delivery: "evt-1", IdemKey: "a"}, {External: "paid", Seq: 2, Delivery: "evt-1", IdemKey: "a"}}},
+			want: NotRecognised,
 		},
 		{
 			name: "additive upsert on PostgreSQL",

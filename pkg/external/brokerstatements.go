@@ -38,6 +38,17 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 	// showed it.
 	traced := func(hit *sqlproxy.Boundary) []consumer.Statement {
 		stmts := statementsOf(trace, hit)
+		if bw.ackAtKill {
+			// Seen only once the instance was gone: before the kill,
+			// which came at the held statement.
+			for i := range stmts {
+				if stmts[i].Held {
+					stmts[i].AnsweredBefore = bw.said
+					break
+				}
+			}
+			return stmts
+		}
 		markAnswer(stmts, trace, watch{a: bw.a, said: bw.said, reached: reached})
 		return stmts
 	}
@@ -91,6 +102,9 @@ type brokerWatch struct {
 	// committed"), when the broker showed it while the watch was on;
 	// empty where the broker cannot show it (RabbitMQ) or it came after.
 	said string
+	// ackAtKill: the ack was seen only once the killed instance was gone
+	// (RabbitMQ), so it came before the kill and nothing says how long.
+	ackAtKill bool
 	// inWork: the kill came before the delivery's transaction ended —
 	// the statement held never ran, a transaction of it was open, or no
 	// transaction of it had committed yet (see txEnded).
@@ -121,7 +135,9 @@ const ackPoll = 10 * time.Millisecond
 // trace's marker may come a look late, a statement or more. RabbitMQ shows a
 // client only the queue's ready messages: a message taken and acked looks
 // like one taken and held, and the watch, which follows on all the same,
-// marks no ack.
+// marks no ack while the instance lives. Once it is killed, a queue with
+// no consumer and nothing ready shows the message was acked before the
+// kill (amqp.Publisher.EmptyOnceGone), and the held statement is marked.
 func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boundary) (brokerWatch, error) {
 	var out brokerWatch
 	s.settleBefore(ctx)
@@ -234,6 +250,11 @@ follow:
 		owner.Kill()
 		killed = time.Now()
 		w.Cut()
+		if !acked && s.t.AMQP != nil {
+			if empty, known := s.emptyOnceGone(ctx); known && empty {
+				acked, out.said, out.ackAtKill = true, "acked", true
+			}
+		}
 	}
 	out.trace = w.Stop()
 	out.others, out.marked = w.Others(), w.Marked()
@@ -291,6 +312,22 @@ func (s *Session) ackedNow(ctx context.Context) bool {
 	}
 	c, err := bd.pub.Counts(ctx)
 	return err == nil && c.Acked != broker.Unknown && c.Pending == 0 && (c.Unacked == broker.Unknown || c.Unacked == 0)
+}
+
+// emptyOnceGone asks a RabbitMQ target's queue, once the instance is
+// killed, whether it holds nothing ready with no consumer left.
+func (s *Session) emptyOnceGone(ctx context.Context) (empty, known bool) {
+	bd, ok := s.dl.(*brokerDeliverer)
+	if !ok {
+		return false, false
+	}
+	q, ok := bd.pub.(interface {
+		EmptyOnceGone(context.Context, time.Duration) (bool, bool)
+	})
+	if !ok {
+		return false, false
+	}
+	return q.EmptyOnceGone(ctx, 5*time.Second)
 }
 
 // ackWord is how the trace marks the ack where the target's broker shows
