@@ -39,6 +39,9 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 	traced := func(hit *sqlproxy.Boundary) []consumer.Statement {
 		stmts := statementsOf(trace, hit)
 		markAnswer(stmts, trace, watch{a: bw.a, said: bw.said, reached: reached})
+		if sys.sess.t.AMQP != nil && len(stmts) > 0 {
+			stmts[0].AckUnseen = "RabbitMQ"
+		}
 		return stmts
 	}
 	if err != nil || a.Err != nil {
