@@ -88,8 +88,9 @@ func TestBrokerStatementFaults(t *testing.T) {
 	}
 }
 
-// TestBrokerCallCrash: behind JetStream and RabbitMQ, one instance
-// charging a stand-in provider is killed at its charge (crash: {after:
+// TestBrokerCallCrash: behind JetStream and RabbitMQ, an instance
+// charging a stand-in provider — the one there is, or of two the one
+// whose process made the call — is killed at its charge (crash: {after:
 // "POST /v1/charges"}): the effect performed, its answer withheld, the
 // instance killed and restarted, the broker redelivering. The safe
 // consumer's retry under its key is replayed, one charge; without a key
@@ -99,16 +100,22 @@ func TestBrokerCallCrash(t *testing.T) {
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	for _, b := range []struct {
-		name  string
-		setup func(t *testing.T, env map[string]string)
-	}{{"nats", natsStream}, {"amqp", amqpQueue}} {
-		src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/brokers/"+b.name+"-statements.yaml"))
+		name, file string
+		setup      func(t *testing.T, env map[string]string)
+	}{
+		{"nats", "nats-statements.yaml", natsStream},
+		{"amqp", "amqp-statements.yaml", amqpQueue},
+		// Two instances, one message each at a time: the one that made
+		// the call is the one killed.
+		{"amqp-2", "amqp-races.yaml", amqpQueue},
+	} {
+		src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/brokers/"+b.file))
 		if err != nil {
 			t.Fatal(err)
 		}
 		head, _, ok := strings.Cut(string(src), "\nchecks:\n")
 		if !ok || !strings.Contains(head, `--flaw, "${FLAW:-safe}"]`) {
-			t.Fatalf("%s-statements.yaml changed: its start command is not where this test looks", b.name)
+			t.Fatalf("%s changed: its start command is not where this test looks", b.file)
 		}
 		head = strings.Replace(head, "version: 1\n", "version: 1\nexternals:\n  payments:\n    http: {idempotency: {header: Idempotency-Key}, respond: {status: 201, body: '{\"id\": \"ch_{seq}\"}'}}\n    effect_key: \"{body.orderId}\"\n", 1)
 		head = strings.Replace(head, `--flaw, "${FLAW:-safe}"]`, `--flaw, "${FLAW:-safe}", --provider, "${REDELIVER_PAYMENTS_URL}"]`, 1)
@@ -131,6 +138,7 @@ func TestBrokerCallCrash(t *testing.T) {
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 				b.setup(t, env)
 				o := redeliver(t, env, "run", file, "-v")
+				t.Log(o.stdout)
 				if o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) {
 					t.Fatalf("want exit %d and %q, got\n%s", tt.exit, tt.want, o)
 				}
