@@ -17,16 +17,23 @@ import (
 // (crash: statements) and right after the payment's commit, the broker
 // redelivering after each kill. The safe consumer passes every boundary
 // (each trial fails unless its kill landed there); marker-after-effect
-// is caught on seeds 1–3 (behind Kafka, seed 2 here), killed after the payment's commit and before
-// the marker's, and the trace shows where. Nothing is left running.
+// and none (no marker) are caught on seeds 1–3 (behind Kafka, seed 2
+// here), killed after the payment's commit and before the marker's (or
+// with none at all), and the trace shows where. Nothing is left running.
 func TestBrokerStatementFaults(t *testing.T) {
 	t.Parallel()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
+	none := []string{
+		"killed at every statement boundary of one payment: FAIL: failed in ",
+		"invariant duplicate-effect broken: key O-30 has ",
+		"commit → COMMIT ✂ killed here, before the consumer saw the answer",
+		"invariant duplicate-effect broken: key O-31 has ",
+	}
 	for _, b := range []struct {
 		name  string
 		setup func(t *testing.T, env map[string]string)
-		seeds []string // of marker-after-effect
+		seeds []string // of the flaws
 	}{
 		{"nats", natsStream, []string{"1", "2", "3"}},
 		{"amqp", amqpQueue, []string{"1", "2", "3"}},
@@ -49,11 +56,16 @@ func TestBrokerStatementFaults(t *testing.T) {
 			{"marker-after-effect", "1", 1, nil},
 			{"marker-after-effect", "2", 1, nil},
 			{"marker-after-effect", "3", 1, nil},
+			// No marker at all: every kill after the payment's commit
+			// has the redelivery pay again.
+			{"none", "1", 1, none},
+			{"none", "2", 1, none},
+			{"none", "3", 1, none},
 		} {
 			if tt.flaw != "safe" && !slices.Contains(b.seeds, tt.seed) {
 				continue
 			}
-			if tt.exit == 1 {
+			if tt.exit == 1 && tt.want == nil {
 				tt.want = []string{
 					"killed at every statement boundary of one payment: FAIL: failed in 2 of 13 schedules; first in schedule 11 (killed after statement 5 (commit))",
 					// 2 rows, or more: on a loaded machine a redelivery's
