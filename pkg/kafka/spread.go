@@ -30,7 +30,7 @@ func (p *Publisher) Spread(ctx context.Context, n, members int, wait time.Durati
 			p.mu.Lock()
 			c := p.countsLocked()
 			p.mu.Unlock()
-			return nil, &broker.Error{Msg: fmt.Sprintf("consumer group %s did not settle within %s with %d members, %d of them holding a partition of topic %s, to take one copy of the event each: %s; give the topic at least %d partitions and each instance one member", p.cfg.Group, wait, members, n, p.cfg.Topic, groupNow(g), n), Counts: c}
+			return nil, &broker.Error{Msg: fmt.Sprintf("consumer group %s did not settle within %s with one member per started instance (%d in all) and %d of them holding a partition of topic %s, to take one copy of the event each: %s; give the topic at least %d partitions and each instance one member", p.cfg.Group, wait, members, n, p.cfg.Topic, groupNow(g), n), Counts: c}
 		}
 		t := time.NewTimer(20 * time.Millisecond)
 		select {
