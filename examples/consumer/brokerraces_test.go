@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,8 +17,8 @@ import (
 // boundary of each worker's statements; the trace names the instance
 // whose process held each connection, and the copies ran on both. The
 // safe consumer passes every schedule; check-then-act is caught on seeds
-// 1–3. The kill right after a commit lands in the instance that holds
-// the payment's connection.
+// 1–3 (behind Kafka, seed 1 here). The kill right after a commit lands
+// in the instance that holds the payment's connection.
 func TestBrokerRaces(t *testing.T) {
 	t.Parallel()
 	pg := pgDSN(t)
@@ -26,11 +27,15 @@ func TestBrokerRaces(t *testing.T) {
 		name  string
 		setup func(t *testing.T, env map[string]string)
 		race  string
-		kill  bool // the file kills the instance holding a commit too
+		kill  bool     // the file kills the instance holding a commit too
+		seeds []string // of check-then-act
 	}{
-		{"nats", natsStream, "two copies raced on two instances at every statement boundary", true},
-		{"amqp", amqpQueue, "two copies raced on two instances at every statement boundary", true},
-		{"kafka", func(t *testing.T, env map[string]string) { kafkaCluster(t, env) }, "two copies raced on two members at every statement boundary", false},
+		{"nats", natsStream, "two copies raced on two instances at every statement boundary", true, []string{"1", "2", "3"}},
+		{"amqp", amqpQueue, "two copies raced on two instances at every statement boundary", true, []string{"1", "2", "3"}},
+		// A Kafka race takes 3 to 4 minutes (both members start
+		// afresh and the group settles at each trial): one seed here;
+		// seeds 2 and 3 were run by hand.
+		{"kafka", func(t *testing.T, env map[string]string) { kafkaCluster(t, env) }, "two copies raced on two members at every statement boundary", false, []string{"1"}},
 	} {
 		file := "examples/consumer/brokers/" + b.name + "-races.yaml"
 		race := b.race
@@ -52,6 +57,9 @@ func TestBrokerRaces(t *testing.T) {
 			{"check-then-act", "2", 1, nil},
 			{"check-then-act", "3", 1, nil},
 		} {
+			if tt.flaw != "safe" && !slices.Contains(b.seeds, tt.seed) {
+				continue
+			}
 			if tt.exit == 1 {
 				tt.want = []*regexp.Regexp{
 					regexp.MustCompile(`(?m)^` + race + `: FAIL: failed in \d+ of \d+ schedules; first in schedule \d+ `),
