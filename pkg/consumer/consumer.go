@@ -244,6 +244,11 @@ type Statement struct {
 	// the ones after it ran after the answer. It is set on one statement
 	// of a trace at most.
 	AnsweredBefore string
+	// AckUnseen, when set, names the broker (RabbitMQ) the delivery came
+	// through, which shows no other client a consumer's ack: where the
+	// ack came is not known. It is set on the first statement of such a
+	// trace, where another broker's would mark the ack.
+	AckUnseen string
 	// Instance is the started instance (1, 2, …) whose process held the
 	// connection, behind a broker with several instances; 0 when there
 	// is one, or it is not known.

@@ -328,6 +328,8 @@ func (d *diagnosis) ackBeforeCommit() *Diagnosis {
 		answer = "the consumer group's offset was committed past the record"
 	case brokerAcked:
 		answer = "the broker showed the message acked"
+	case ackedAtTheLatest:
+		answer = "the broker showed, once the instance was killed, the message acked"
 	}
 	why := fmt.Sprintf("%s before statement %d, with its effect not yet committed", answer, answered+1)
 	if len(open) > 0 {
@@ -439,10 +441,13 @@ func (d *diagnosis) scopedFix(marker string) string {
 
 // How a trace marks a broker's ack (consumer.Statement.AnsweredBefore):
 // JetStream's durable showing the message acked, Kafka's group showing
-// its offset committed.
+// its offset committed, RabbitMQ's queue showing, once the killed
+// instance was gone, that it had been acked at the latest by the held
+// statement.
 const (
-	brokerAcked     = "acked"
-	offsetCommitted = "offset committed"
+	brokerAcked      = "acked"
+	offsetCommitted  = "offset committed"
+	ackedAtTheLatest = "acked at the latest"
 )
 
 // workedBefore reports whether the transaction that writes the effect

@@ -225,6 +225,16 @@ func TestDiagnose(t *testing.T) {
 			why: []string{"the broker showed the message acked before statement 1"},
 		},
 		{
+			// RabbitMQ: the ack seen once the killed instance was gone,
+			// so before the held statement, and said so.
+			name: "an ack RabbitMQ showed once the instance was killed is ack before commit",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), answered("acked at the latest", killedBefore(w(1, payment, ""))),
+			}},
+			want: AckBeforeCommit, evidence: []int{3},
+			why: []string{"the broker showed, once the instance was killed, the message acked before statement 3"},
+		},
+		{
 			// Two consumers of one event in one process, payments then
 			// points, sharing processed_messages keyed by the event id.
 			name: "marker not scoped: the other consumer's marker found, the effect skipped",

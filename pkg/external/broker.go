@@ -98,8 +98,25 @@ func leftover(ctx context.Context, t *scenario.Target, pub broker.Publisher) err
 }
 
 func (d *brokerDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}) Answer {
-	m := broker.Message{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: ev.Time, Data: ev.Data, MsgID: ev.MsgID, Key: ev.Key}
+	m := message(ev)
 	r, err := d.pub.Publish(ctx, m)
+	return d.answer(ctx, ev, m, r, err)
+}
+
+// deliverTo publishes ev to a partition named (a spreader's): a copy of
+// an event produced as an outbox with another partitioner does.
+func (d *brokerDeliverer) deliverTo(ctx context.Context, ev Event, partition int32) Answer {
+	m := message(ev)
+	r, err := d.pub.(spreader).PublishTo(ctx, m, partition)
+	return d.answer(ctx, ev, m, r, err)
+}
+
+func message(ev Event) broker.Message {
+	return broker.Message{ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Time: ev.Time, Data: ev.Data, MsgID: ev.MsgID, Key: ev.Key}
+}
+
+// answer is the delivery's answer from the broker's to its publish.
+func (d *brokerDeliverer) answer(ctx context.Context, ev Event, m broker.Message, r broker.Receipt, err error) Answer {
 	if err != nil {
 		return Answer{Kind: Unacked, Err: err}
 	}

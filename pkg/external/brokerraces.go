@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -33,10 +34,20 @@ func (sys *system) brokerRaced(ctx context.Context, c runner.Call, ev Event, spa
 		return nil, err
 	}
 	s.pullersWaiting(ctx, n)
+	parts, err := s.spread(ctx, n)
+	if err != nil {
+		w.Cut()
+		w.Stop()
+		return nil, err
+	}
 	answers := make([]Answer, n)
 	for i := range answers {
 		spans[i].Sent = time.Now()
-		answers[i] = s.dl.Deliver(ctx, ev, nil)
+		if parts != nil {
+			answers[i] = s.dl.(*brokerDeliverer).deliverTo(ctx, ev, parts[i])
+		} else {
+			answers[i] = s.dl.Deliver(ctx, ev, nil)
+		}
 		spans[i].Answered = time.Now()
 		if answers[i].Err != nil {
 			// The broker refused a copy: the run stops there (harnessError).
@@ -229,6 +240,33 @@ func (s *Session) pullersWaiting(ctx context.Context, n int) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// spreader is a broker that can hand n copies of one event to n members
+// of the group at once (Kafka): one partition of each of n members, and
+// a publish to a partition named, not the key's.
+type spreader interface {
+	Spread(ctx context.Context, n, members int, wait time.Duration) ([]int32, error)
+	PublishTo(ctx context.Context, m broker.Message, partition int32) (broker.Receipt, error)
+}
+
+// spread, behind Kafka, waits until every started instance is a member
+// of the group and n of them hold a partition, and returns one partition
+// of each of n members, for the copies to go one to each. Kafka keeps
+// one key's records in one partition, read by one member in order, so
+// the copies are produced as an outbox that republishes the event with
+// another partitioner than the key's puts them. Elsewhere (nil) the
+// broker spreads the copies itself.
+func (s *Session) spread(ctx context.Context, n int) ([]int32, error) {
+	bd, ok := s.dl.(*brokerDeliverer)
+	if !ok {
+		return nil, nil
+	}
+	sp, ok := bd.pub.(spreader)
+	if !ok {
+		return nil, nil
+	}
+	return sp.Spread(ctx, n, len(s.procs), s.t.DrainTimeout())
 }
 
 // pullersWait bounds how long pullersWaiting waits.

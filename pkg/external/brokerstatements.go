@@ -50,6 +50,9 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 			return stmts
 		}
 		markAnswer(stmts, trace, watch{a: bw.a, said: bw.said, reached: reached})
+		if sys.sess.t.AMQP != nil && len(stmts) > 0 {
+			stmts[0].AckUnseen = "RabbitMQ"
+		}
 		return stmts
 	}
 	if err != nil || a.Err != nil {
@@ -252,7 +255,7 @@ follow:
 		w.Cut()
 		if !acked && s.t.AMQP != nil {
 			if empty, known := s.emptyOnceGone(ctx); known && empty {
-				acked, out.said, out.ackAtKill = true, "acked", true
+				acked, out.said, out.ackAtKill = true, "acked at the latest", true
 			}
 		}
 	}
@@ -364,11 +367,12 @@ func (s *Session) takenEvery(ctx context.Context, poll time.Duration) error {
 	return err
 }
 
-// brokerCallCrash is crashAtCall behind a broker, with one started
-// instance: the delivery is published, and when the instance makes the
-// call the crash names, it is held there (before it is performed, or
-// after, its answer withheld), the instance killed, the call cut and the
-// instance restarted; the broker redelivers as after any crash. reached
+// brokerCallCrash is crashAtCall behind a broker: the delivery is
+// published, and when an instance makes the call the crash names, it is
+// held there (before it is performed, or after, its answer withheld),
+// the instance that made it killed (with several, the one whose process
+// holds the call's connection: caller), the call cut and the instance
+// restarted; the broker redelivers as after any crash. reached
 // is false when the broker says the instance took the message and no such
 // call came.
 func (s *Session) brokerCallCrash(ctx context.Context, ev Event, c *scenario.Crash) (a Answer, call standin.Call, reached bool, err error) {
@@ -387,11 +391,16 @@ func (s *Session) brokerCallCrash(ctx context.Context, ev Event, c *scenario.Cra
 		reached, call = true, h.Call()
 		cancel()
 		<-drained
-		s.proc.Kill()
+		owner := s.caller(h)
+		if owner == nil {
+			h.Cut()
+			return a, call, true, s.callUnowned(call)
+		}
+		owner.Kill()
 		killed := time.Now()
 		h.Cut()
 		a.Crashed, a.CrashCame = true, Unknown
-		if err := s.proc.Restart(ctx); err != nil {
+		if err := owner.Restart(ctx); err != nil {
 			return a, call, true, err
 		}
 		a.KilledAt, a.Restarted = killed, time.Now()

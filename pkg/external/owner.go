@@ -14,6 +14,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlproxy"
+	"github.com/redeliver/redeliver/pkg/standin"
 )
 
 // Which started instance owns a connection to the database proxy. Behind
@@ -187,4 +188,33 @@ func (s *Session) ownConnections(t *scenario.Target) {
 // claim a kill where none landed.
 func (s *Session) unowned() error {
 	return fmt.Errorf("redeliver could not tell which of the %d instances holds the connection held at the boundary (no process it started holds its client end, as /proc shows), so it killed none", len(s.procs))
+}
+
+// caller is the started instance that made a held call to an external's
+// stand-in: the one there is with one instance, else the one whose
+// process holds the client end of the call's connection (found as a
+// proxy connection's owner is); nil when no started instance does.
+func (s *Session) caller(h *standin.Hold) *Process {
+	if len(s.procs) <= 1 {
+		return s.proc
+	}
+	client, server := h.Conn()
+	if !client.IsValid() || !server.IsValid() {
+		return nil
+	}
+	chain, err := socketOwner(client, server, os.Getpid())
+	if err != nil {
+		return nil
+	}
+	o := ownership{procs: s.procs}
+	if i := o.instanceOf(chain); i > 0 {
+		return s.procs[i-1]
+	}
+	return nil
+}
+
+// callUnowned is the error of a crash at a call that no started
+// instance could be found to have made.
+func (s *Session) callUnowned(c standin.Call) error {
+	return fmt.Errorf("redeliver could not tell which of the %d instances made the call %s %s to %s held for the crash (no process it started holds its client end, as /proc shows), so it killed none", len(s.procs), c.Method, c.Path, c.External)
 }

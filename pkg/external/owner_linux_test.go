@@ -7,6 +7,10 @@ import (
 	"os/exec"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/standin"
+	"github.com/redeliver/redeliver/pkg/template"
 )
 
 // TestSocketOwner finds the process that holds the client end of a real
@@ -100,4 +104,55 @@ func TestSocketOwner(t *testing.T) {
 			t.Fatalf("got %v for a connection that is not there", chain)
 		}
 	})
+}
+
+// TestCaller finds the started instance that made a call held at an
+// external's stand-in: of two instances, the one whose process (curl
+// here) holds the call's connection; none when no instance's does; and
+// the one there is when there is one.
+func TestCaller(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("no curl to make the call:", err)
+	}
+	h, err := standin.StartHTTP("payments", standin.HTTPConfig{Status: 201}, template.Template{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	hd := h.Hold("POST", "/v1/charges", false)
+	defer hd.Stop()
+	call := exec.Command(curl, "-s", "-m", "30", "-X", "POST", "-d", "{}", h.URL()+"/v1/charges")
+	if err := call.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { call.Process.Kill(); call.Wait() })
+	idle := exec.Command("sleep", "60")
+	if err := idle.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idle.Process.Kill(); idle.Wait() })
+	select {
+	case <-hd.Held():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never reached the hold")
+	}
+	sleeper, caller := &Process{pid: idle.Process.Pid}, &Process{pid: call.Process.Pid}
+	for _, tt := range []struct {
+		name  string
+		procs []*Process
+		want  *Process
+	}{
+		{"the second of two made it", []*Process{sleeper, caller}, caller},
+		{"the first of two made it", []*Process{caller, sleeper}, caller},
+		{"no instance made it", []*Process{sleeper, {pid: os.Getppid()}}, nil},
+		{"one instance", []*Process{sleeper}, sleeper},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Session{procs: tt.procs, proc: tt.procs[0]}
+			if got := s.caller(hd); got != tt.want {
+				t.Errorf("caller = %p, want %p", got, tt.want)
+			}
+		})
+	}
 }

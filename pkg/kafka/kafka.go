@@ -61,6 +61,9 @@ type Publisher struct {
 	base        map[int32]int64
 	published   int64
 	unconfirmed int64
+	// manual produces to the partition a record names (PublishTo),
+	// opened on first use.
+	manual *kgo.Client
 }
 
 var _ broker.Publisher = (*Publisher)(nil)
@@ -207,7 +210,12 @@ func Record(m broker.Message, topic string, mode broker.Mode) *kgo.Record {
 // in-sync replica (acks=all). A refused or unconfirmed record is a
 // *broker.Error, counted as unconfirmed.
 func (p *Publisher) Publish(ctx context.Context, m broker.Message) (broker.Receipt, error) {
-	r, err := p.cl.ProduceSync(ctx, Record(m, p.cfg.Topic, p.cfg.Mode)).First()
+	return p.produce(ctx, p.cl, Record(m, p.cfg.Topic, p.cfg.Mode), m)
+}
+
+// produce produces r (the record of m) with cl and counts it.
+func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, rec *kgo.Record, m broker.Message) (broker.Receipt, error) {
+	r, err := cl.ProduceSync(ctx, rec).First()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -392,5 +400,10 @@ func uncommitted(off []partitionOffsets) string {
 // Close disconnects; it deletes nothing, created or not.
 func (p *Publisher) Close() error {
 	p.cl.Close()
+	p.mu.Lock()
+	if p.manual != nil {
+		p.manual.Close()
+	}
+	p.mu.Unlock()
 	return nil
 }

@@ -25,14 +25,19 @@ func traceLines(stmts []consumer.Statement, short bool) []string {
 
 // answeredMark is the line that says the consumer's answer came just
 // before st, or "": a status or an exit was answered ("← answered 202
-// here"); a broker's ack is said as it is ("← acked here").
+// here"); a broker's ack is said as it is ("← acked here"); behind a
+// broker that shows no ack, the first statement says so.
 func answeredMark(st consumer.Statement) string {
 	w := st.AnsweredBefore
 	switch {
+	case w == "" && st.AckUnseen != "":
+		return "← where the ack came is not known: " + st.AckUnseen + " shows no other client a consumer's ack"
 	case w == "":
 		return ""
 	case w[0] >= '0' && w[0] <= '9', strings.HasPrefix(w, "exit "):
 		return "← answered " + w + " here"
+	case strings.HasSuffix(w, " at the latest"):
+		return "← " + strings.TrimSuffix(w, " at the latest") + " here at the latest"
 	}
 	return "← " + w + " here"
 }
@@ -215,6 +220,9 @@ type StatementDoc struct {
 	// "exit 0"), on the first statement that came after it; absent
 	// elsewhere.
 	AnsweredBefore string `json:"answered_before,omitempty"`
+	// AckUnseen names the broker that shows no other client a
+	// consumer's ack (RabbitMQ), on a trace's first statement behind it.
+	AckUnseen string `json:"ack_unseen,omitempty"`
 	// Instance is the started instance (1, 2, …) whose process held the
 	// statement's connection, behind a broker with several instances;
 	// absent elsewhere.
@@ -227,7 +235,7 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	}
 	out := make([]StatementDoc, len(stmts))
 	for i, st := range stmts {
-		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore, Instance: st.Instance}
+		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore, AckUnseen: st.AckUnseen, Instance: st.Instance}
 		if st.Binary {
 			out[i].Prepared = "named"
 		}

@@ -121,6 +121,26 @@ func TestTraceLines(t *testing.T) {
 			"1. SELECT 1 FROM m WHERE id = $1 → 0 rows",
 			"2. commit ✂ killed here, before it reached the database",
 		}},
+		// Behind RabbitMQ, once the killed instance was gone: the ack
+		// came at the latest before the held statement.
+		{"acked at the latest behind RabbitMQ", []consumer.Statement{
+			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = $1", Answer: "SELECT 0"},
+			{Worker: 1, Text: "commit", Held: true, Before: true, AnsweredBefore: "acked at the latest"},
+		}, true, []string{
+			"1. SELECT 1 FROM m WHERE id = $1 → 0 rows",
+			"← acked here at the latest",
+			"2. commit ✂ killed here, before it reached the database",
+		}},
+		// Behind RabbitMQ, which shows no other client the ack: said
+		// once, before the first statement.
+		{"behind a broker that shows no ack", []consumer.Statement{
+			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = $1", Answer: "SELECT 0", AckUnseen: "RabbitMQ"},
+			{Worker: 1, Text: "commit", Held: true, Before: true},
+		}, true, []string{
+			"← where the ack came is not known: RabbitMQ shows no other client a consumer's ack",
+			"1. SELECT 1 FROM m WHERE id = $1 → 0 rows",
+			"2. commit ✂ killed here, before it reached the database",
+		}},
 		{"an offset committed, an exit answered", []consumer.Statement{
 			{Worker: 1, Text: "begin", Answer: "BEGIN", AnsweredBefore: "offset committed"},
 			{Worker: 1, Text: "commit", Answer: "COMMIT", AnsweredBefore: "exit 0"},

@@ -13,14 +13,16 @@ const ownersKnown = runtime.GOOS == "linux"
 // brokerRace checks a concurrent step of a broker target: the event is
 // published N times for N started instances to take one copy each, and
 // the race is explored at their statements, which redeliver sees
-// through its database proxy. Kafka hands every record of one key to the
-// one group member that reads its partition, in order: no two instances
-// can race on copies of one event there.
+// through its database proxy. Kafka keeps one key's records in one
+// partition, read by one member in order: there the copies go to
+// partitions of different members, as an outbox republishing the event
+// with another partitioner puts them, and the topic needs as many
+// partitions as copies.
 func (l *loader) brokerRace(n *yaml.Node, st *Step) {
 	t := l.s.Target
 	switch {
-	case t.Kafka != nil:
-		l.errorf(n, "concurrent: %d races copies of one event on several instances, and Kafka hands every record of one key to the one group member that reads its partition, in order, so no two instances can race on them: race the consumer behind JetStream or RabbitMQ, or publish the event again with times", st.Concurrent)
+	case t.Kafka != nil && t.Kafka.Create && t.Kafka.Partitions > 0 && t.Kafka.Partitions < st.Concurrent:
+		l.errorf(n, "concurrent: %d behind Kafka produces the %d copies to %d partitions held by %d members of the group, and create makes topic %s with partitions: %d: set partitions to %d or more", st.Concurrent, st.Concurrent, st.Concurrent, st.Concurrent, t.Kafka.Topic, t.Kafka.Partitions, st.Concurrent)
 	case l.s.Effects == nil || !l.s.Effects.Proxy:
 		l.errorf(n, "concurrent behind a broker is explored at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects and point the consumer at ${%s}, or publish the event again with times", DBURLVar)
 	case t.Start == nil:

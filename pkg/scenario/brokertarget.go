@@ -305,8 +305,8 @@ func (l *loader) brokerStep(n *yaml.Node, st *Step) {
 		l.errorf(n, "crash kills a consumer instance redeliver started, and this target has no start: add target start (command and ready; instances: N for several)")
 	case st.Crash.Statement() && l.s.Target.Start.Instances > 1 && !ownersKnown:
 		l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s kills the instance that holds the delivery's connection, and with instances: %d redeliver tells which one that is from /proc, which only Linux has: run one instance (drop instances) for statement faults, or use crash: {after: DURATION} or crash: random", st.Crash, l.s.Target.Start.Instances))
-	case st.Crash != nil && st.Crash.Kind == CrashExternal && l.s.Target.Start.Instances > 1:
-		l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s kills the instance that made the call, and with instances: %d redeliver cannot yet tell which one that is: run one instance (drop instances) for a crash at a call, or use crash: {after: DURATION} or crash: random", st.Crash, l.s.Target.Start.Instances))
+	case st.Crash != nil && st.Crash.Kind == CrashExternal && l.s.Target.Start.Instances > 1 && !ownersKnown:
+		l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s kills the instance that made the call, and with instances: %d redeliver tells which one that is from /proc, which only Linux has: run one instance (drop instances) for a crash at a call, or use crash: {after: DURATION} or crash: random", st.Crash, l.s.Target.Start.Instances))
 	case st.Crash != nil && st.Crash.Kind == CrashStatements && l.s.callsOut() && (l.s.Effects == nil || !l.s.Effects.Proxy):
 		// Elsewhere the boundaries may be the external calls' alone;
 		// behind a broker they are the statements' (without the proxy,

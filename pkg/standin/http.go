@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
@@ -251,7 +252,7 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if hold != nil && !hold.after {
-		if !h.wait(hold, c) {
+		if !h.wait(hold, c, r) {
 			abandon()
 			hold.finish()
 			return
@@ -308,7 +309,7 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 	h.mu.Unlock()
 
 	if hold != nil && hold.after {
-		if !h.wait(hold, c) {
+		if !h.wait(hold, c, r) {
 			h.mu.Lock()
 			c.Status = 0 // no answer was sent
 			h.mu.Unlock()
@@ -389,6 +390,9 @@ type Hold struct {
 	decided bool
 	cut     bool
 	call    Call
+	// client and server are the held call's connection: the caller's
+	// address and the stand-in's.
+	client, server netip.AddrPort
 }
 
 // Hold arranges that the next call whose "METHOD /path" matches (method
@@ -445,12 +449,18 @@ func (h *HTTP) claimHold(method, path string) *Hold {
 
 // wait holds the call c at hd until it is let go (true) or cut, or the
 // stand-in closes (false).
-func (h *HTTP) wait(hd *Hold, c *Call) bool {
+func (h *HTTP) wait(hd *Hold, c *Call, r *http.Request) bool {
 	h.mu.Lock()
 	snap := *c
 	h.mu.Unlock()
+	client, _ := netip.ParseAddrPort(r.RemoteAddr)
+	server, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	hd.mu.Lock()
 	hd.call = snap
+	hd.client = client
+	if a, ok := server.(*net.TCPAddr); ok {
+		hd.server = a.AddrPort()
+	}
 	hd.reached = true
 	close(hd.held)
 	hd.mu.Unlock()
@@ -473,6 +483,15 @@ func (hd *Hold) Call() Call {
 	hd.mu.Lock()
 	defer hd.mu.Unlock()
 	return hd.call
+}
+
+// Conn is the held call's connection (valid after Held is closed): the
+// caller's address and the stand-in's, for telling which process made
+// the call. Either is invalid when the connection was not TCP.
+func (hd *Hold) Conn() (client, server netip.AddrPort) {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	return hd.client, hd.server
 }
 
 // Cut ends the held call with no answer: its connection is closed. A call

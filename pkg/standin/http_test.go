@@ -334,6 +334,12 @@ func TestHTTPHold(t *testing.T) {
 			if c := hd.Call(); c.Performed != tt.after || c.Seq != 1 {
 				t.Errorf("held call performed=%v seq %d", c.Performed, c.Seq)
 			}
+			// The held call's connection: the stand-in's own address at
+			// one end, a loopback caller at the other.
+			client, server := hd.Conn()
+			if u := strings.TrimPrefix(h.URL(), "http://"); server.String() != u || !client.Addr().IsLoopback() || client.Port() == 0 || client.Port() == server.Port() {
+				t.Errorf("held call's connection %v → %v, want a loopback caller → %s", client, server, u)
+			}
 			if n := len(h.Calls()); n != map[bool]int{false: 0, true: 1}[tt.after] {
 				t.Errorf("%d calls recorded while held", n)
 			}
