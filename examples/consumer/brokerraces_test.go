@@ -71,7 +71,7 @@ func TestBrokerRaces(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%s/seed-%s", db.name, b.name, tt.flaw, tt.seed), func(t *testing.T) {
 					t.Parallel()
 					dsn := db.fresh(t)
-					brokerSlot(t)
+					db.brokerSlot(t)
 					env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
 					b.setup(t, env)
 					o := redeliver(t, env, "run", file, "-v", "--seed", tt.seed)

@@ -82,7 +82,7 @@ func TestBrokerStatementFaults(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%s/seed-%s", db.name, b.name, tt.flaw, tt.seed), func(t *testing.T) {
 					t.Parallel()
 					dsn := db.fresh(t)
-					brokerSlot(t)
+					db.brokerSlot(t)
 					env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
 					b.setup(t, env)
 					o := redeliver(t, env, "run", file, "-v", "--seed", tt.seed)
@@ -152,7 +152,7 @@ func TestBrokerCallCrash(t *testing.T) {
 				t.Run(db.name+"/"+b.name+"/"+tt.flaw, func(t *testing.T) {
 					t.Parallel()
 					dsn := db.fresh(t)
-					brokerSlot(t)
+					db.brokerSlot(t)
 					env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
 					b.setup(t, env)
 					o := redeliver(t, env, "run", file, "-v")
@@ -207,7 +207,7 @@ func TestBrokerStatementFaultsAfterAck(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%s/seed-%s", db.name, tt.broker, tt.flaw, seed), func(t *testing.T) {
 					t.Parallel()
 					dsn := db.fresh(t)
-					brokerSlot(t)
+					db.brokerSlot(t)
 					env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
 					tt.setup(t, env)
 					o := redeliver(t, env, "run", "examples/consumer/brokers/"+tt.broker+"-statements.yaml", "-v", "--seed", seed)

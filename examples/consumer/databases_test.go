@@ -23,7 +23,15 @@ type statementDB struct {
 	// statements is the example consumer's statement file on it, and
 	// dbVar the variable that file reads its effects.db from.
 	statements, dbVar string
+	// slot bounds the broker cases on it running at once: on PostgreSQL
+	// brokerSlot (the server's connections are shared with every other
+	// test); on MySQL the MySQL slot fresh took already bounds them.
+	slot func(t testing.TB)
 }
+
+// brokerSlot waits until a broker case may run on this database, after
+// fresh: its instances' connection pools stay within the server's.
+func (d statementDB) brokerSlot(t testing.TB) { d.slot(t) }
 
 // text returns s, a line of a PostgreSQL trace, as this database's trace
 // writes it: pgx sends "commit" and the server answers COMMIT; the MySQL
@@ -51,6 +59,7 @@ func statementDBs(t *testing.T) []statementDB {
 			says:       strings.NewReplacer(),
 			statements: "examples/consumer/statements.yaml",
 			dbVar:      "PGDB",
+			slot:       brokerSlot,
 		})
 	} else if os.Getenv("CI") == "true" {
 		t.Fatal("CI=true but REDELIVER_TEST_POSTGRES is not set")
@@ -67,6 +76,7 @@ func statementDBs(t *testing.T) []statementDB {
 			says:       mySays,
 			statements: "examples/consumer/statements-mysql.yaml",
 			dbVar:      "MYDB",
+			slot:       func(testing.TB) {},
 		})
 	} else if os.Getenv("CI") == "true" {
 		t.Fatal("CI=true but REDELIVER_TEST_MYSQL is not set")

@@ -220,7 +220,7 @@ func TestDiagnosisBehindEachBroker(t *testing.T) {
 						file = "examples/consumer/brokers/" + r.broker + "-races.yaml"
 					}
 					env := map[string]string{"CONSUMER": bin, "FLAW": r.flaw, "DATABASE_URL": db.fresh(t)}
-					brokerSlot(t)
+					db.brokerSlot(t)
 					setup[r.broker](t, env)
 					// Its subject is the diagnosis: the race-enabled
 					// redeliver runs the broker paths in the tests above.

@@ -48,7 +48,7 @@ func TestBrokerReplayKillWorking(t *testing.T) {
 			t.Run(db.name+"/"+tt.flaw, func(t *testing.T) {
 				t.Parallel()
 				dsn := db.fresh(t)
-				brokerSlot(t)
+				db.brokerSlot(t)
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
 				natsStream(t, env)
 				doc := filepath.Join(t.TempDir(), "replay.json")
