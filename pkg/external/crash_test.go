@@ -63,7 +63,7 @@ func TestCrashTiming(t *testing.T) {
 	}
 }
 
-// TestCrashLines: a check's line and a replay's say when the crashes came,
+// TestCrashLines: a check's line says when the crashes came,
 // and one whose crashes all came after the answer says it interrupted no
 // delivery.
 func TestCrashLines(t *testing.T) {
@@ -92,12 +92,6 @@ func TestCrashLines(t *testing.T) {
 			"7 deliveries: 7 crashes (6 before the answer, 1 after); table payments holds 1 row"},
 		{"an effects query", summary(nil, crashes(0, 1, 0), nil, ""),
 			"1 delivery: 1 crash after the answer; the effects query returns 1 row"},
-		{"a replay whose crash interrupted nothing", replayLine(crashes(0, 2, 0), false, "in payments"),
-			"2 deliveries (2 acked, 0 conflicts, 0 not acked, 2 crashes after the answer), 1 effect row in payments; all 2 crashes came after the answer: none interrupted a delivery"},
-		{"a replay whose crash interrupted one", replayLine(crashes(1, 0, 0), false, "from the effects query"),
-			"1 delivery (0 acked, 0 conflicts, 1 not acked, 1 crash before the answer), 1 effect row from the effects query"},
-		{"a broker replay", replayLine(crashes(0, 0, 2), true, "in payments"),
-			"2 published, 2 instance kills, 0 redelivered by the broker, 1 effect row in payments"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,7 +20,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/replay"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -204,10 +203,6 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 		return nil, &ReplayError{Err: err}
 	}
 	defer sess.Close()
-	name := fmt.Sprintf("replay of %d capture(s) into the target", len(o.Inputs))
-	if len(o.Inputs) == 1 {
-		name = "replay of " + o.Inputs[0] + " into the target"
-	}
 	dialect, table := sess.dialect()
 	j, err := openJournal(ctx)
 	if err != nil {
@@ -215,7 +210,8 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 	}
 	defer j.close()
 	rep := &replay.Report{Seed: o.Seed, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
-		Target:  &replay.Target{File: t.File, Consumer: sess.Describe(), Effects: sess.DescribeEffects(), Name: name},
+		Target: &replay.Target{File: t.File, Consumer: sess.Describe(), Effects: sess.DescribeEffects(),
+			Given: append([]string{}, o.Inputs...), Broker: t.Target.Broker(), Table: t.Effects.Table},
 		Verdict: invariant.Pass}
 	r := &replayer{o: *o, t: t, sess: sess, j: j, ids: newSeenFilter(), rep: rep}
 	t.r = r
@@ -276,7 +272,6 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 	rep.History = r.brokenHistory()
 	rep.Counters.Effects = effects
 	r.judged(dialect, table)
-	rep.Target.Line = r.line(pace, sess.rowsWhere())
 	rep.Target.Logs = t.Logs.Files()
 	return rep, nil
 }
@@ -329,58 +324,6 @@ func (t *ReplayTarget) Unfinished(o *replay.Options) *replay.Report {
 
 // Close has nothing to let go of: Replay stopped the consumer.
 func (t *ReplayTarget) Close() error { return nil }
-
-// line is the replay's line: replayLine, then the kills of --kill-every
-// or --kill-working, the bad records skipped and the invariants caught.
-func (r *replayer) line(pace nemesis.Pace, where string) string {
-	rep := r.rep
-	line := replayLine(rep.Counters, r.t.Target.Broker(), where)
-	if r.o.KillEvery > 0 {
-		line += "; " + pace.String()
-	}
-	if r.working != nil {
-		line += "; " + r.working.String()
-	}
-	if skipped := int64(r.eng.Bad.Count()); skipped > 0 {
-		line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
-	}
-	if len(rep.Violations) > 0 {
-		var names []string
-		for _, v := range rep.Violations {
-			names = append(names, v.Invariant)
-		}
-		line += "; caught " + strings.Join(names, ", ")
-	}
-	return line
-}
-
-// replayLine is the replay's line: its deliveries (or a broker's
-// publishes), its crashes by when they came, and the effect rows of the
-// whole table (where: "in payments").
-func replayLine(c consumer.Counters, broker bool, where string) string {
-	crashes := words.Crashes(c.Interrupted())
-	if crashes == "" {
-		crashes = "0 crashes"
-	}
-	deliveries := fmt.Sprintf("%d deliveries", c.Deliveries)
-	if c.Deliveries == 1 {
-		deliveries = "1 delivery"
-	}
-	line := fmt.Sprintf("%s (%d acked, %d conflicts, %d not acked, %s), %s %s", deliveries, c.Processed, c.Conflicts, c.Failed, crashes, words.Count(int64(c.Effects), "effect row"), where)
-	if broker {
-		line = fmt.Sprintf("%d published, %d instance kills, ", c.Published, c.Crashed)
-		if c.Uncounted {
-			line += "redeliveries not counted by the broker"
-		} else {
-			line += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
-		}
-		line += fmt.Sprintf(", %s %s", words.Count(int64(c.Effects), "effect row"), where)
-	}
-	if c.InterruptedNone() {
-		line += "; " + words.NotInterrupted(c.Crashed)
-	}
-	return line
-}
 
 // job is one captured event for a lane.
 type job struct {

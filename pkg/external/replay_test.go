@@ -314,8 +314,8 @@ func TestMaxBadSkipsAsTheBuiltInReplay(t *testing.T) {
 				if n := res.Capture.BadRecords; n != int64(tt.maxBad) {
 					t.Errorf("capture.bad_records %d, want %d", n, tt.maxBad)
 				}
-				if !strings.HasSuffix(res.Target.Line, fmt.Sprintf("; %d bad records skipped (--max-bad)", tt.maxBad)) {
-					t.Errorf("the line does not say what was skipped: %s", res.Target.Line)
+				if tg := res.Target; !slices.Equal(tg.Given, []string{"c.ndjson"}) || tg.Table != "payments" || tg.Broker {
+					t.Errorf("target facts %q, table %q, broker %v; want the capture given, table payments, no broker", tg.Given, tg.Table, tg.Broker)
 				}
 			}
 			if warn.String() != tt.warned {

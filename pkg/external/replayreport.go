@@ -54,11 +54,12 @@ func (r *replayer) judged(dialect, table string) {
 	}
 	rep.Over = r.over
 	if k := r.working; k != nil {
-		rep.Target.Working = &replay.WorkingKills{Probability: k.P, Drawn: k.Drawn, Killed: k.Killed, Interrupted: k.Interrupted, Missed: k.Missed, Untied: k.Untied, Line: k.String()}
+		rep.Target.Working = &replay.WorkingKills{Probability: k.P, Drawn: k.Drawn, Killed: k.Killed, Interrupted: k.Interrupted, Missed: k.Missed, Untied: k.Untied}
 	}
 	if p := r.pace; p != nil {
 		sec := func(d time.Duration) float64 { return float64(d.Round(time.Millisecond)) / float64(time.Second) }
-		rep.Target.Kills = &replay.Kills{Count: p.Kills, AskedSeconds: sec(p.Asked), EverySeconds: sec(p.Every), RestartSeconds: sec(p.Restart)}
+		rep.Target.Kills = &replay.Kills{Count: p.Kills, AskedSeconds: sec(p.Asked), EverySeconds: sec(p.Every), RestartSeconds: sec(p.Restart),
+			Asked: p.Asked, Every: p.Every, Restart: p.Restart}
 	}
 }
 

@@ -1255,15 +1255,6 @@ func (sys *system) copies(ctx context.Context, c runner.Call, key string, last *
 	return nil
 }
 
-// rowsWhere says whose rows the effect rows are: the whole effect table
-// (or what the effects query returns), not only the check's keys.
-func (s *Session) rowsWhere() string {
-	if s.fx.Table != "" {
-		return "in " + s.fx.Table
-	}
-	return "from the effects query"
-}
-
 // summary is the line of a check without say: the answers, the crashes by
 // when they came, how many rows the effect table holds (or the effects
 // query returns, when table is "") and what was caught. The rows are the

@@ -10,7 +10,6 @@ package nemesis
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -118,24 +117,4 @@ func PaceOf(asked time.Duration, kills []Kill) Pace {
 	}
 	p.Restart = restarts / time.Duration(len(kills))
 	return p
-}
-
-// String is how far apart the kills came: "one kill every 8.1s on
-// average (asked every 2s, counted from when the previous restart was
-// ready; restarts took 6.1s on average)".
-func (p Pace) String() string {
-	if p.Kills == 0 {
-		return fmt.Sprintf("no kill: the run ended within the first %s", round(p.Asked))
-	}
-	return fmt.Sprintf("one kill every %s on average (asked every %s, counted from when the previous restart was ready; restarts took %s on average)",
-		round(p.Every), round(p.Asked), round(p.Restart))
-}
-
-// round keeps a duration's figures a reader uses: milliseconds below a
-// second, hundredths of a second above.
-func round(d time.Duration) time.Duration {
-	if d >= time.Second {
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redeliver/redeliver/pkg/report/words"
 )
 
 type fake struct {
@@ -133,7 +135,8 @@ func TestPaceWords(t *testing.T) {
 		{300 * ms, []Kill{{At: 300 * ms, Restart: 41 * ms}, {At: 641 * ms, Restart: 43 * ms}},
 			"one kill every 321ms on average (asked every 300ms, counted from when the previous restart was ready; restarts took 42ms on average)"},
 	} {
-		if got := PaceOf(tt.asked, tt.kills).String(); got != tt.want {
+		p := PaceOf(tt.asked, tt.kills)
+		if got := words.KillPace(p.Kills, p.Asked, p.Every, p.Restart); got != tt.want {
 			t.Errorf("got  %q\nwant %q", got, tt.want)
 		}
 	}

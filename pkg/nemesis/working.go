@@ -1,11 +1,6 @@
 package nemesis
 
-import (
-	"fmt"
-	"strings"
-
-	"github.com/redeliver/redeliver/pkg/inject"
-)
+import "github.com/redeliver/redeliver/pkg/inject"
 
 // Working is the targeted nemesis (--kill-working): for each delivery,
 // with probability P drawn from --seed and the delivery's position in
@@ -60,37 +55,4 @@ func (k *WorkingKills) Add(reached, inWork, untied bool) {
 	default:
 		k.Missed++
 	}
-}
-
-// String says what the targeted nemesis did: "--kill-working 1: 20
-// deliveries drawn, 15 instance kills at their statements, 12 of them
-// interrupting a delivery (3 after its transaction ended); 5 drawn
-// deliveries ended before the boundary drawn (not killed)".
-func (k WorkingKills) String() string {
-	s := fmt.Sprintf("--kill-working %v: %s drawn", k.P, plural(k.Drawn, "delivery", "deliveries"))
-	if k.Drawn == 0 {
-		return s
-	}
-	s += fmt.Sprintf(", %s at their statements, %d of them interrupting a delivery", plural(k.Killed, "instance kill", "instance kills"), k.Interrupted)
-	if after := k.Killed - k.Interrupted; after > 0 {
-		s += fmt.Sprintf(" (%d after its transaction ended)", after)
-	}
-	var rest []string
-	if k.Missed > 0 {
-		rest = append(rest, fmt.Sprintf("%s ended before the boundary drawn (not killed)", plural(k.Missed, "drawn delivery", "drawn deliveries")))
-	}
-	if k.Untied > 0 {
-		rest = append(rest, fmt.Sprintf("%s with no statement tied to it by its event id or key (not killed)", plural(k.Untied, "drawn delivery", "drawn deliveries")))
-	}
-	if len(rest) > 0 {
-		s += "; " + strings.Join(rest, "; ")
-	}
-	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -3,6 +3,8 @@ package nemesis
 import (
 	"math"
 	"testing"
+
+	"github.com/redeliver/redeliver/pkg/report/words"
 )
 
 // TestWorkingPicks: the deliveries drawn are a function of --seed and
@@ -68,7 +70,7 @@ func TestWorkingKills(t *testing.T) {
 			if k.Drawn != k.Killed+k.Missed+k.Untied {
 				t.Errorf("drawn %d ≠ killed %d + missed %d + untied %d", k.Drawn, k.Killed, k.Missed, k.Untied)
 			}
-			if got := k.String(); got != tt.want {
+			if got := words.WorkingKills(k.P, k.Drawn, k.Killed, k.Interrupted, k.Missed, k.Untied); got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})

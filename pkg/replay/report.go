@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
@@ -88,10 +89,15 @@ type Target struct {
 	Kills *Kills `json:"kills,omitempty"`
 	// Working is what --kill-working did, when it was given.
 	Working *WorkingKills `json:"working_kills,omitempty"`
-	// Name is the replay's name and Line its line: the deliveries (or a
-	// broker's publishes), the crashes by when they came, the effect rows.
-	Name string `json:"-"`
-	Line string `json:"-"`
+	// Given are the captures as --input gave them, which name the replay;
+	// Broker says the consumer reads a broker the replay published to,
+	// and Table is its effect table ("" for an effects query). With the
+	// counters, the kills, the bad records and the broken invariants they
+	// are what pkg/report words the replay's line from. Given is empty
+	// when the replay stopped first.
+	Given  []string `json:"-"`
+	Broker bool     `json:"-"`
+	Table  string   `json:"-"`
 }
 
 // Kills are the instance kills of --kill-every: how many, the period
@@ -103,6 +109,9 @@ type Kills struct {
 	AskedSeconds   float64 `json:"asked_seconds"`
 	EverySeconds   float64 `json:"every_seconds"`
 	RestartSeconds float64 `json:"restart_seconds"`
+	// Asked, Every and Restart are the same periods before their
+	// rounding to the millisecond, which the text words.
+	Asked, Every, Restart time.Duration `json:"-"`
 }
 
 // WorkingKills are the kills of --kill-working: the deliveries drawn,
@@ -118,8 +127,6 @@ type WorkingKills struct {
 	Interrupted int     `json:"interrupted"`
 	Missed      int     `json:"missed"`
 	Untied      int     `json:"untied"`
-	// Line says it in words, for the coverage section.
-	Line string `json:"-"`
 }
 
 // Place is a line of a capture file. JSON writes it as file:line, the way

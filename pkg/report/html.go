@@ -727,8 +727,8 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 		if placed := chartCrashes(rep.Over); hr.Chart != nil && int64(k.Crashed) > placed {
 			hr.Chart.Caption += fmt.Sprintf(" %s of the %d are not on it: an instance killed on a timer stands for no delivery.", count(int64(k.Crashed)-placed, "crash", "crashes"), k.Crashed)
 		}
-		if t.Name != "" {
-			hr.Lines = append(hr.Lines, escape.Line(t.Name)+": "+escape.Line(t.Line))
+		if len(t.Given) > 0 {
+			hr.Lines = append(hr.Lines, escape.Line(targetReplayName(t))+": "+escape.Line(targetReplayLine(rep)))
 		}
 		hr.Lines = append(hr.Lines, targetCounterLine(k))
 	} else {

@@ -30,7 +30,7 @@ func targetReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	var b strings.Builder
 	t := r.Target
 	fmt.Fprintf(&b, "%s\n", p.dim.Sprint(escape.Line("target: "+t.Consumer+"; effects: "+t.Effects)))
-	fmt.Fprintf(&b, "%s: %s\n", escape.Line(t.Name), escape.Line(t.Line))
+	fmt.Fprintf(&b, "%s: %s\n", escape.Line(targetReplayName(t)), escape.Line(targetReplayLine(r)))
 	var broken []string
 	for _, v := range r.Violations {
 		broken = append(broken, v.Invariant)
@@ -63,12 +63,90 @@ func targetReplayText(w io.Writer, r *replay.Report, opts Options) error {
 		fmt.Fprintf(&b, "%s\n", p.dim.Sprint(targetCounterLine(r.Counters)))
 	}
 	if r.Passed() {
-		fmt.Fprintf(&b, "%s %s\n", p.pass.Sprint("PASS:"), escape.Line(t.Name))
+		fmt.Fprintf(&b, "%s %s\n", p.pass.Sprint("PASS:"), escape.Line(targetReplayName(t)))
 	} else {
 		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(broken, ", "), r.Seed)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// targetReplayName names a replay into a target by the captures given;
+// one that stopped first has neither name nor line.
+func targetReplayName(t *replay.Target) string {
+	if len(t.Given) == 0 {
+		return ""
+	}
+	if len(t.Given) == 1 {
+		return "replay of " + t.Given[0] + " into the target"
+	}
+	return fmt.Sprintf("replay of %d capture(s) into the target", len(t.Given))
+}
+
+// targetReplayLine is a replay into a target's line: its deliveries (or
+// a broker's publishes), its crashes by when they came and the effect
+// rows of the whole table, then the kills of --kill-every or
+// --kill-working, the bad records skipped and the invariants caught.
+func targetReplayLine(rep *replay.Report) string {
+	t := rep.Target
+	if len(t.Given) == 0 {
+		return ""
+	}
+	where := "from the effects query"
+	if t.Table != "" {
+		where = "in " + t.Table
+	}
+	line := countersLine(rep.Counters, t.Broker, where)
+	if k := t.Kills; k != nil {
+		line += "; " + words.KillPace(k.Count, k.Asked, k.Every, k.Restart)
+	}
+	if k := t.Working; k != nil {
+		line += "; " + workingKills(k)
+	}
+	if skipped := rep.Capture.BadRecords; skipped > 0 {
+		line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
+	}
+	if len(rep.Violations) > 0 {
+		var names []string
+		for _, v := range rep.Violations {
+			names = append(names, v.Invariant)
+		}
+		line += "; caught " + strings.Join(names, ", ")
+	}
+	return line
+}
+
+// countersLine is the start of a replay into a target's line: its
+// deliveries (or a broker's publishes), its crashes by when they came,
+// and the effect rows of the whole table (where: "in payments").
+func countersLine(c consumer.Counters, broker bool, where string) string {
+	crashes := words.Crashes(c.Interrupted())
+	if crashes == "" {
+		crashes = "0 crashes"
+	}
+	deliveries := fmt.Sprintf("%d deliveries", c.Deliveries)
+	if c.Deliveries == 1 {
+		deliveries = "1 delivery"
+	}
+	line := fmt.Sprintf("%s (%d acked, %d conflicts, %d not acked, %s), %s %s", deliveries, c.Processed, c.Conflicts, c.Failed, crashes, words.Count(int64(c.Effects), "effect row"), where)
+	if broker {
+		line = fmt.Sprintf("%d published, %d instance kills, ", c.Published, c.Crashed)
+		if c.Uncounted {
+			line += "redeliveries not counted by the broker"
+		} else {
+			line += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
+		}
+		line += fmt.Sprintf(", %s %s", words.Count(int64(c.Effects), "effect row"), where)
+	}
+	if c.InterruptedNone() {
+		line += "; " + words.NotInterrupted(c.Crashed)
+	}
+	return line
+}
+
+// workingKills says what --kill-working did.
+func workingKills(k *replay.WorkingKills) string {
+	return words.WorkingKills(k.Probability, k.Drawn, k.Killed, k.Interrupted, k.Missed, k.Untied)
 }
 
 // breach is one example of a broken invariant as a line: its detail and
@@ -144,7 +222,7 @@ func targetCounterLine(c consumer.Counters) string {
 // targetFigures is the last line of a target replay's step summary.
 func targetFigures(rep *replay.Report) string {
 	t := rep.Target
-	return fmt.Sprintf("target %s, effects %s, seed %d: %s", t.Consumer, t.Effects, rep.Seed, t.Line)
+	return fmt.Sprintf("target %s, effects %s, seed %d: %s", t.Consumer, t.Effects, rep.Seed, targetReplayLine(rep))
 }
 
 // ReplayCoverage is --coverage for a replay into a target: what the
@@ -178,7 +256,7 @@ func ReplayCoverage(w io.Writer, r *Replay) error {
 		}
 	}
 	if k := rep.Target.Working; k != nil {
-		fmt.Fprintf(&b, "  %s\n", k.Line)
+		fmt.Fprintf(&b, "  %s\n", workingKills(k))
 	} else {
 		fmt.Fprintf(&b, "  --crash, --kill-every: %s\n", kills)
 	}

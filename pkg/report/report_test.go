@@ -394,14 +394,15 @@ func TestTargetReplayText(t *testing.T) {
 	rep := &replay.Report{Seed: 7, Inputs: []replay.Input{{File: "cap.ndjson", Format: "cloudevents"}}, Verdict: invariant.Fail,
 		Invariants: []replay.InvariantCheck{{Name: dup.Invariant, Broken: 7}, {Name: lost.Invariant, Broken: 1}},
 		Violations: []replay.Violation{dup, lost},
-		Target:     &replay.Target{File: "t.yaml", Consumer: "exec c", Effects: "table payments", Name: "replay of cap.ndjson into the target", Line: "9 deliveries (…), 15 effect rows in payments"}}
+		Counters:   consumer.Counters{Deliveries: 9, Processed: 9, Effects: 15},
+		Target:     &replay.Target{File: "t.yaml", Consumer: "exec c", Effects: "table payments", Given: []string{"cap.ndjson"}, Table: "payments"}}
 	r := &Replay{Report: rep}
 	var b strings.Builder
 	if err := r.Render(&b, FormatText, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "target: exec c; effects: table payments\n" +
-		"replay of cap.ndjson into the target: 9 deliveries (…), 15 effect rows in payments\n" +
+		"replay of cap.ndjson into the target: 9 deliveries (9 acked, 0 conflicts, 0 not acked, 0 crashes), 15 effect rows in payments; caught duplicate-effect, lost-effect\n" +
 		"invariant duplicate-effect broken 7 times\n" +
 		"  key O-1 has 2 rows in payments (cap.ndjson:1)\n  key O-2 has 2 rows in payments (cap.ndjson:2)\n  key O-3 has 2 rows in payments (cap.ndjson:3)\n" +
 		"  key O-4 has 2 rows in payments (cap.ndjson:4)\n  key O-5 has 2 rows in payments (cap.ndjson:5)\n" +

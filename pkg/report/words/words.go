@@ -1,7 +1,8 @@
 // Package words holds the sentences a report prints about a check that are
 // not an invariant's (those are worded by the catalogue, package
 // invariant): which step, a failed expectation with what was expected and
-// what came, a check's summary line, a repeated check's tally. Whatever
+// what came, a check's summary line, a repeated check's tally, the kills
+// of --kill-every and --kill-working. Whatever
 // runs a check — the built-in handler's runner, a user's own consumer's —
 // words what it found here, so one expectation reads the same everywhere.
 //

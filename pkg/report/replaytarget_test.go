@@ -1,0 +1,67 @@
+package report
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/replay"
+)
+
+// TestTargetReplayLine: a replay into a target is named by the captures
+// given, and its line is worded from the report's facts: the counters
+// (a broker's publishes instead of deliveries), when the crashes came,
+// the effect table or query, the kills of --kill-every or
+// --kill-working, the bad records skipped and the invariants caught. A
+// replay that stopped first has neither.
+func TestTargetReplayLine(t *testing.T) {
+	crashes := func(before, after, unknown int) consumer.Counters {
+		return consumer.Counters{Deliveries: before + after + unknown, Processed: after + unknown, Failed: before,
+			Crashed: before + after + unknown, CrashedBeforeAnswer: before, CrashedAfterAnswer: after, Effects: 1}
+	}
+	for _, tt := range []struct {
+		name     string
+		rep      replay.Report
+		wantName string
+		wantLine string
+	}{
+		{"a replay whose crash interrupted nothing",
+			replay.Report{Counters: crashes(0, 2, 0), Target: &replay.Target{Given: []string{"cap.ndjson"}, Table: "payments"}},
+			"replay of cap.ndjson into the target",
+			"2 deliveries (2 acked, 0 conflicts, 0 not acked, 2 crashes after the answer), 1 effect row in payments; all 2 crashes came after the answer: none interrupted a delivery"},
+		{"a replay whose crash interrupted one, into an effects query",
+			replay.Report{Counters: crashes(1, 0, 0), Target: &replay.Target{Given: []string{"a.ndjson", "b.ndjson"}}},
+			"replay of 2 capture(s) into the target",
+			"1 delivery (0 acked, 0 conflicts, 1 not acked, 1 crash before the answer), 1 effect row from the effects query"},
+		{"a broker replay",
+			replay.Report{Counters: func() consumer.Counters { c := crashes(0, 0, 2); c.Published = 2; return c }(), Target: &replay.Target{Given: []string{"-"}, Table: "payments", Broker: true}},
+			"replay of - into the target",
+			"2 published, 2 instance kills, 0 redelivered by the broker, 1 effect row in payments"},
+		{"a broker that does not count redeliveries",
+			replay.Report{Counters: consumer.Counters{Published: 3, Uncounted: true}, Target: &replay.Target{Given: []string{"c"}, Table: "t", Broker: true}},
+			"replay of c into the target",
+			"3 published, 0 instance kills, redeliveries not counted by the broker, 0 effect rows in t"},
+		{"kills, bad records and invariants caught",
+			replay.Report{Counters: crashes(2, 0, 0), Capture: replay.CaptureReport{BadRecords: 1},
+				Violations: []replay.Violation{{Invariant: "duplicate-effect"}, {Invariant: "lost-effect"}},
+				Target: &replay.Target{Given: []string{"c"}, Table: "t",
+					Kills:   &replay.Kills{Count: 2, Asked: 2 * time.Second, Every: 8104 * time.Millisecond, Restart: 6099 * time.Millisecond},
+					Working: &replay.WorkingKills{Probability: 0.5, Drawn: 3, Killed: 2, Interrupted: 1, Missed: 1}}},
+			"replay of c into the target",
+			"2 deliveries (0 acked, 0 conflicts, 2 not acked, 2 crashes before the answer), 1 effect row in t; " +
+				"one kill every 8.1s on average (asked every 2s, counted from when the previous restart was ready; restarts took 6.1s on average); " +
+				"--kill-working 0.5: 3 deliveries drawn, 2 instance kills at their statements, 1 of them interrupting a delivery (1 after its transaction ended); 1 drawn delivery ended before the boundary drawn (not killed); " +
+				"1 bad record skipped (--max-bad); caught duplicate-effect, lost-effect"},
+		{"a replay that stopped first",
+			replay.Report{Counters: crashes(1, 0, 0), Target: &replay.Target{File: "t.yaml"}}, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := targetReplayName(tt.rep.Target); got != tt.wantName {
+				t.Errorf("name: got  %q\nwant %q", got, tt.wantName)
+			}
+			if got := targetReplayLine(&tt.rep); got != tt.wantLine {
+				t.Errorf("line: got  %q\nwant %q", got, tt.wantLine)
+			}
+		})
+	}
+}
