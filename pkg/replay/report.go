@@ -39,8 +39,11 @@ type Report struct {
 	Violations []Violation `json:"violations"`
 	// Unexpected are the deliveries that failed where no fault was
 	// injected: the handler could not do its work (a business key that did
-	// not resolve, a broken payload), which fails the replay.
-	Unexpected Unexpected `json:"unexpected_failures"`
+	// not resolve, a broken payload), which fails the replay. Nil when the
+	// consumer's failures are not counted apart: a user's consumer's
+	// rejected and unanswered deliveries are never acked, which its
+	// invariants judge.
+	Unexpected *Unexpected `json:"unexpected_failures,omitempty"`
 	// FailOn lists the findings --fail-on asked about; FailedOn those of
 	// them the capture holds.
 	// Strategies says, when the capture gives business keys, how every
@@ -257,7 +260,7 @@ func newReport(o Options, resumed bool, before int64) *Report {
 		r.Invariants = append(r.Invariants, InvariantCheck{Name: string(inv.Name), Description: inv.Meaning})
 	}
 	r.Capture.ReuseExamples, r.Capture.KeyExamples = []ReuseEx{}, []KeyExample{}
-	r.Unexpected.Examples = []FailureExample{}
+	r.Unexpected = &Unexpected{Examples: []FailureExample{}}
 	r.Strategies = []StrategyRow{}
 	r.examples = o.Examples
 	if r.examples <= 0 {
@@ -429,7 +432,7 @@ func (r *Report) locate(ctx context.Context, log ledger.CaptureLog) error {
 func (r *Report) decide(failOn []Finding) {
 	r.FailOnFindings(failOn)
 	r.Verdict = invariant.Pass
-	if len(r.Violations) > 0 || len(r.FailedOn) > 0 || r.Unexpected.Count > 0 {
+	if len(r.Violations) > 0 || len(r.FailedOn) > 0 || r.Unexpected != nil && r.Unexpected.Count > 0 {
 		r.Verdict = invariant.Fail
 	}
 }

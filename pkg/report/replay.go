@@ -90,7 +90,7 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	} else if r.NotCompared != "" {
 		fmt.Fprintf(&b, "strategies: not compared (%s)\n", r.NotCompared)
 	}
-	if u := r.Unexpected; u.Count > 0 {
+	if u := r.Unexpected; u != nil && u.Count > 0 {
 		fmt.Fprintf(&b, "failures: %s without an injected fault\n", count(u.Count, "delivery failed", "deliveries failed"))
 		for _, x := range u.Examples {
 			fmt.Fprintf(&b, "  %s at %s: %s\n", x.Event, consumer.Location(x.At), x.Error)
@@ -112,8 +112,8 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 		for _, f := range r.FailedOn {
 			why = append(why, string(f))
 		}
-		if r.Unexpected.Count > 0 {
-			why = append(why, count(r.Unexpected.Count, "delivery failed", "deliveries failed")+" without an injected fault")
+		if u := r.Unexpected; u != nil && u.Count > 0 {
+			why = append(why, count(u.Count, "delivery failed", "deliveries failed")+" without an injected fault")
 		}
 		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(why, ", "), r.Seed)
 	}

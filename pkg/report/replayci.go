@@ -103,9 +103,9 @@ func (r *Replay) checks() []replayCheck {
 		}
 		out = append(out, c)
 	}
-	// A target's rejected and unanswered deliveries are never-acked: its
-	// checks go on with --fail-on.
-	if rep.Target == nil {
+	// A replay that does not count failures apart (a target's rejected
+	// and unanswered deliveries are never-acked) goes on with --fail-on.
+	if rep.Unexpected != nil {
 		out = append(out, r.unexpectedCheck(deliveries))
 	}
 	return append(out, r.failOnChecks()...)
@@ -115,7 +115,7 @@ func (r *Replay) checks() []replayCheck {
 // where no fault was injected.
 func (r *Replay) unexpectedCheck(deliveries string) replayCheck {
 	rep := r.Report
-	u := rep.Unexpected
+	u := *rep.Unexpected
 	c := replayCheck{name: "failures only where injected", passed: u.Count == 0, kind: "delivery",
 		expected: "no delivery fails unless a fault was injected into it", got: count(u.Count, "delivery failed", "deliveries failed") + " without an injected fault", at: r.firstInput()}
 	if c.passed {

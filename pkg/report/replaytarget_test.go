@@ -1,10 +1,12 @@
 package report
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/replay"
 )
 
@@ -61,6 +63,41 @@ func TestTargetReplayLine(t *testing.T) {
 			}
 			if got := targetReplayLine(&tt.rep); got != tt.wantLine {
 				t.Errorf("line: got  %q\nwant %q", got, tt.wantLine)
+			}
+		})
+	}
+}
+
+// TestReplayUnexpectedCheck: the CI formats list the check that no
+// delivery failed without an injected fault when the report counts such
+// failures, failing it when one did, and leave it out when the report
+// does not count them (a replay into a target).
+func TestReplayUnexpectedCheck(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		unexpected *replay.Unexpected
+		want       string // the TAP line of the check; "" for none
+	}{
+		{"not counted", nil, ""},
+		{"none", &replay.Unexpected{}, "ok 1 - failures only where injected"},
+		{"one", &replay.Unexpected{Count: 1, Examples: []replay.FailureExample{{Event: "e1", At: replay.Place{File: "c.ndjson", Line: 4}, Error: "boom"}}},
+			"not ok 1 - failures only where injected"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := &replay.Report{Seed: 1, Inputs: []replay.Input{{File: "c.ndjson", Format: "cloudevents"}}, Unexpected: tt.unexpected, Verdict: invariant.Pass}
+			var b strings.Builder
+			if err := (&Replay{Report: rep}).Render(&b, FormatTAP, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			got := b.String()
+			if tt.want == "" {
+				if strings.Contains(got, "failures only where injected") || !strings.Contains(got, "\n1..0\n") {
+					t.Errorf("a report that does not count failures apart lists the check:\n%s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, "\n1..1\n") || !strings.Contains(got, "\n"+tt.want+"\n") {
+				t.Errorf("want %q among:\n%s", tt.want, got)
 			}
 		})
 	}
