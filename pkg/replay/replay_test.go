@@ -91,7 +91,7 @@ func TestFindings(t *testing.T) {
 			if strings.Join(keys, ",") != strings.Join(tt.keys, ",") {
 				t.Errorf("keys under several ids %v, want %v", keys, tt.keys)
 			}
-			if rep.Outcomes != tt.outcomes {
+			if *rep.Outcomes != tt.outcomes {
 				t.Errorf("outcomes %+v, want %+v", rep.Outcomes, tt.outcomes)
 			}
 			// One order under two ids: the default strategy (event-id)

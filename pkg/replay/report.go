@@ -24,7 +24,7 @@ type Report struct {
 	Store    string            `json:"store"`
 	Capture  CaptureReport     `json:"capture"`
 	Injected Injected          `json:"injected"`
-	Outcomes Outcomes          `json:"outcomes"`
+	Outcomes *Outcomes         `json:"outcomes,omitempty"` // what the built-in handler returned; nil for a consumer that answers instead (Counters)
 	Counters consumer.Counters `json:"counters"`
 	// Effects is how many effects the database holds after the replay;
 	// NewEffects how many this replay added (zero when a finished replay is
@@ -259,6 +259,7 @@ func newReport(o Options, resumed bool, before int64) *Report {
 	for _, inv := range Checked(o.Handler.Strategy) {
 		r.Invariants = append(r.Invariants, InvariantCheck{Name: string(inv.Name), Description: inv.Meaning})
 	}
+	r.Outcomes = &Outcomes{}
 	r.Capture.ReuseExamples, r.Capture.KeyExamples = []ReuseEx{}, []KeyExample{}
 	r.Unexpected = &Unexpected{Examples: []FailureExample{}}
 	r.Strategies = []StrategyRow{}

@@ -713,11 +713,28 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 		ins = append(ins, fmt.Sprintf("%s (%s)", escape.Input(in.File), in.Format))
 	}
 	hr.About = append(hr.About, "captures: "+strings.Join(ins, ", "))
-	o := rep.Outcomes
 	k := rep.Counters
 	in := rep.Injected
+	// Who consumed: a target names its consumer, its effects and its
+	// line; the built-in handler its strategy, store and writes.
 	if t := rep.Target; t != nil {
 		hr.About = append(hr.About, escape.Line("target: "+t.Consumer+"; effects: "+t.Effects), fmt.Sprintf("seed %d", rep.Seed))
+		if len(t.Given) > 0 {
+			hr.Lines = append(hr.Lines, escape.Line(targetReplayName(t))+": "+escape.Line(targetReplayLine(rep)))
+		}
+		hr.Lines = append(hr.Lines, targetCounterLine(k))
+	} else {
+		hr.About = append(hr.About, fmt.Sprintf("strategy %s on %s; seed %d", rep.Strategy, escape.Line(rep.Store), rep.Seed))
+		hr.Lines = append(hr.Lines,
+			fmt.Sprintf("%s, %s, %s written", count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"), count(rep.Effects, "effect", "effects")))
+	}
+	// What came of the deliveries: what the handler returned, when the
+	// report has its outcomes; else the consumer's answers.
+	if o := rep.Outcomes; o != nil {
+		classes := outcomesNamed(consumer.Processed, consumer.Duplicate, consumer.Conflict, consumer.Failed, consumer.Crashed)
+		hr.Totals = totals(int64(k.Deliveries), []int64{o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed}, classes)
+		hr.Chart = chartOf(rep.Over, classes, true)
+	} else {
 		classes := []htmlOutcome{outcomeOf(consumer.Acked), outcomeOf(consumer.Conflict), {Class: "unacked", Glyph: "↻", Word: "rejected or unacked"}}
 		hr.Totals = totals(int64(k.Deliveries), []int64{int64(k.Processed), int64(k.Conflicts), int64(k.Failed)}, classes)
 		if n := k.BrokerRedelivered; n > 0 {
@@ -727,17 +744,6 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 		if placed := chartCrashes(rep.Over); hr.Chart != nil && int64(k.Crashed) > placed {
 			hr.Chart.Caption += fmt.Sprintf(" %s of the %d are not on it: an instance killed on a timer stands for no delivery.", count(int64(k.Crashed)-placed, "crash", "crashes"), k.Crashed)
 		}
-		if len(t.Given) > 0 {
-			hr.Lines = append(hr.Lines, escape.Line(targetReplayName(t))+": "+escape.Line(targetReplayLine(rep)))
-		}
-		hr.Lines = append(hr.Lines, targetCounterLine(k))
-	} else {
-		hr.About = append(hr.About, fmt.Sprintf("strategy %s on %s; seed %d", rep.Strategy, escape.Line(rep.Store), rep.Seed))
-		classes := outcomesNamed(consumer.Processed, consumer.Duplicate, consumer.Conflict, consumer.Failed, consumer.Crashed)
-		hr.Totals = totals(int64(k.Deliveries), []int64{o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed}, classes)
-		hr.Chart = chartOf(rep.Over, classes, true)
-		hr.Lines = append(hr.Lines,
-			fmt.Sprintf("%s, %s, %s written", count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"), count(rep.Effects, "effect", "effects")))
 	}
 	hr.Lines = append(hr.Lines,
 		fmt.Sprintf("injected: %d redelivered after a crash before the ack, %d crashed mid-transaction and retried, %d rewound by %s, %d republished under a new id",

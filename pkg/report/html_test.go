@@ -101,7 +101,7 @@ func raceRun() *Run {
 // duplicate-effect on hostile ids, with the strategy table.
 func replayReport() *Replay {
 	r := &replay.Report{Seed: 3, Strategy: handler.CheckThenAct, Store: "SQLite in memory",
-		Outcomes: replay.Outcomes{Processed: 990_000, Duplicate: 9_000, Conflict: 500, Failed: 400, Crashed: 100},
+		Outcomes: &replay.Outcomes{Processed: 990_000, Duplicate: 9_000, Conflict: 500, Failed: 400, Crashed: 100},
 		Counters: consumer.Counters{Deliveries: 1_000_000, Redeliveries: 10_000},
 		Injected: replay.Injected{Redelivered: 9_000, Crashed: 100},
 		Effects:  990_100,
