@@ -64,7 +64,7 @@ func TestMySQLDiagnosisOfEachFlaw(t *testing.T) {
 		var runs []invocation
 		for i, tt := range tests {
 			env := consumerEnv(t, bin, tt.flaw)
-			env["MYDB"] = myDatabase(t, my, fmt.Sprintf("redeliver_my_diagnosis_%d_%d", i, seed))
+			env["MYDB"] = myDatabase(t, my, fmt.Sprintf("redeliver_my_diagnosis_%d_%d_%s", i, seed, suffix()))
 			if tt.file == execRace {
 				st, err := openStore(context.Background(), env["MYDB"])
 				if err != nil {
