@@ -135,30 +135,6 @@ func TestStatementDBsTranslateTheTrace(t *testing.T) {
 	}
 }
 
-// brokerSetup is one broker a broker test runs behind: its name, and what
-// gives the test a stream, queue or cluster of its own in env.
-type brokerSetup struct {
-	name  string
-	setup func(t *testing.T, env map[string]string)
-}
-
-// brokerOn is a broker on one database.
-type brokerOn struct {
-	brokerSetup
-	db statementDB
-}
-
-// onEachDB returns each broker on each database, database by database.
-func onEachDB(dbs []statementDB, brokers []brokerSetup) []brokerOn {
-	var on []brokerOn
-	for _, db := range dbs {
-		for _, b := range brokers {
-			on = append(on, brokerOn{b, db})
-		}
-	}
-	return on
-}
-
 // myDSN is the MySQL or MariaDB server the MySQL twins of the statement
 // tests run against (REDELIVER_TEST_MYSQL, a mysql:// URL).
 // Called by a test after t.Parallel: it waits for a slot (mySlots).
