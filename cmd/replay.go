@@ -11,10 +11,10 @@ import (
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
-	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -335,7 +335,7 @@ func runReplay(o *ReplayOptions) error {
 			return problem.Usagef("cannot write the findings %s: %v", o.Findings, err)
 		}
 	}
-	var logs *external.ConsumerLogs
+	var logs *proc.ConsumerLogs
 	if o.Target != "" {
 		if logs, err = o.replayTarget(&opts, out); err != nil {
 			return err

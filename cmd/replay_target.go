@@ -14,6 +14,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -67,7 +68,7 @@ func targetFindings(words []string) ([]replay.Finding, error) {
 // it loads the file, refuses what the target cannot take (the
 // consumer's Check, before anything is made), and makes the folder that
 // keeps the consumer's output.
-func (o *ReplayOptions) replayTarget(opts *replay.Options, out *output) (*external.ConsumerLogs, error) {
+func (o *ReplayOptions) replayTarget(opts *replay.Options, out *output) (*proc.ConsumerLogs, error) {
 	s := o.IO
 	src, err := os.ReadFile(o.Target)
 	if err != nil {
@@ -98,7 +99,7 @@ func (o *ReplayOptions) replayTarget(opts *replay.Options, out *output) (*extern
 // stopped is the error of a replay into a target that stopped: it says
 // on stderr what was sent, and where the consumer's output is kept, and
 // places a runtime error at the --target file.
-func (o *ReplayOptions) stopped(err error, logs *external.ConsumerLogs) error {
+func (o *ReplayOptions) stopped(err error, logs *proc.ConsumerLogs) error {
 	if o.Target == "" {
 		return err
 	}
@@ -154,7 +155,7 @@ func oneProcessor() (restore func()) {
 // kept: --logs DIR, or with --report FORMAT=FILE consumer-logs beside the
 // first report; nil when neither is given. The folder is made now, so a
 // mistake costs nothing.
-func consumerLogs(o *ReplayOptions, out *output, t *scenario.Target, secrets *redact.Secrets) (*external.ConsumerLogs, error) {
+func consumerLogs(o *ReplayOptions, out *output, t *scenario.Target, secrets *redact.Secrets) (*proc.ConsumerLogs, error) {
 	dir := o.LogDir
 	given := o.Changed["logs"]
 	switch {
@@ -172,5 +173,5 @@ func consumerLogs(o *ReplayOptions, out *output, t *scenario.Target, secrets *re
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, problem.Usagef("cannot keep the consumer's output in %s: %v", dir, unwrapPath(err))
 	}
-	return &external.ConsumerLogs{Dir: dir, Secrets: secrets}, nil
+	return &proc.ConsumerLogs{Dir: dir, Secrets: secrets}, nil
 }

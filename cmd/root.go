@@ -13,8 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/spf13/cobra"
 )
 
@@ -24,14 +24,14 @@ func Main() int {
 	// On Linux, redeliver runs each process it starts under a copy of
 	// itself that ends the process's descendants if redeliver is killed
 	// (SIGKILL); in that copy, this runs the process and never returns.
-	if code, ok := external.Supervise(); ok {
+	if code, ok := proc.Supervise(); ok {
 		return code
 	}
 	// Descendants of a started consumer that leave its process group are
 	// reparented to redeliver (on Linux), and stopped with it; after the
 	// run, none is left, however it ended.
-	external.Subreap()
-	defer external.EndStrays()
+	proc.Subreap()
+	defer proc.EndStrays()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Run(ctx, System(), os.Args[1:])

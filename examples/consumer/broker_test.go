@@ -27,9 +27,9 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	"github.com/redeliver/redeliver/pkg/amqp"
 	"github.com/redeliver/redeliver/pkg/broker"
-	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/nats"
 	"github.com/redeliver/redeliver/pkg/nemesis"
+	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -153,15 +153,15 @@ func rabbitMQ(t testing.TB) rig {
 
 // startInstances starts n copies of the consumer (the command bin), each
 // in its own process group, stopped when the test ends.
-func startInstances(t testing.TB, bin string, n int, r rig, dsn, flaw string, work time.Duration, prefetch int) []*external.Process {
+func startInstances(t testing.TB, bin string, n int, r rig, dsn, flaw string, work time.Duration, prefetch int) []*proc.Process {
 	t.Helper()
 	args := append([]string{bin, "--db", dsn, "--prefetch", strconv.Itoa(prefetch), "--work", work.String()}, r.args...)
 	if flaw != "" {
 		args = append(args, "--flaw", flaw)
 	}
-	var ps []*external.Process
+	var ps []*proc.Process
 	for i := 0; i < n; i++ {
-		p, err := external.StartProcess(context.Background(), &scenario.Start{Command: args, ReadyLine: "consuming", ReadyTimeout: time.Minute})
+		p, err := proc.Start(context.Background(), &scenario.Start{Command: args, ReadyLine: "consuming", ReadyTimeout: time.Minute})
 		if err != nil {
 			t.Fatalf("instance %d: %v", i+1, err)
 		}
@@ -188,7 +188,7 @@ func (o brokerOutcome) String() string {
 // under a new message id, as an outbox publishing twice), with a nemesis
 // killing an instance every killEvery until the consumers have drained,
 // and judges the payments table.
-func deliver(t testing.TB, r rig, ps []*external.Process, dsn string, events, republishEvery int, killEvery time.Duration) brokerOutcome {
+func deliver(t testing.TB, r rig, ps []*proc.Process, dsn string, events, republishEvery int, killEvery time.Duration) brokerOutcome {
 	t.Helper()
 	ctx := context.Background()
 	pub := r.open(t)

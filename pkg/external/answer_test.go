@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/escape"
+	"github.com/redeliver/redeliver/pkg/proc"
 )
 
 // TestAnswerWords: the consumer's stderr lines an exec failure quotes come
@@ -18,8 +19,8 @@ func TestAnswerWords(t *testing.T) {
 	}{
 		{"acked", Answer{Kind: Acked}, "acked", "acked"},
 		{"an exit without stderr", Answer{Kind: Unacked, Status: 3, Err: errors.New("exit status 3")}, "unacked (exit status 3)", "unacked (exit status 3)"},
-		{"an exit with stderr", Answer{Kind: Unacked, Status: 3, Err: errors.New("exit status 3" + stderrIntro + "first" + escape.QuoteSep + "second")},
-			"unacked (exit status 3)" + stderrIntro + "first\n    second", "unacked (exit status 3)"},
+		{"an exit with stderr", Answer{Kind: Unacked, Status: 3, Err: errors.New("exit status 3" + proc.StderrIntro + "first" + escape.QuoteSep + "second")},
+			"unacked (exit status 3)" + proc.StderrIntro + "first\n    second", "unacked (exit status 3)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -188,7 +189,7 @@ func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boun
 	}
 	var killed time.Time
 	var open bool
-	var owner *Process // the instance that holds the connection
+	var owner *proc.Process // the instance that holds the connection
 follow:
 	for {
 		select {

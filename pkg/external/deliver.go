@@ -8,15 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -105,9 +104,9 @@ func (a Answer) String() string {
 		return "unacked (no answer in time)"
 	case a.Err != nil:
 		// The consumer's stderr lines an exec failure quotes come last.
-		msg, lines, _ := strings.Cut(a.Err.Error(), stderrIntro)
+		msg, lines, _ := strings.Cut(a.Err.Error(), proc.StderrIntro)
 		if lines != "" {
-			lines = stderrIntro + lines
+			lines = proc.StderrIntro + lines
 		}
 		return "unacked (" + msg + ")" + lines
 	case a.Status != 0 && a.Body != "":
@@ -130,7 +129,7 @@ func (a Answer) consumerAcked() bool {
 // Short says the answer in a few words on one line: the consumer's stderr
 // lines an exec failure carries are left out.
 func (a Answer) Short() string {
-	s, _, _ := strings.Cut(a.String(), stderrIntro)
+	s, _, _ := strings.Cut(a.String(), proc.StderrIntro)
 	return s
 }
 
@@ -299,7 +298,7 @@ type execDeliverer struct {
 }
 
 func (d *execDeliverer) Describe() string {
-	return "exec " + commandLine(d.spec.Command, d.spec.Shown)
+	return "exec " + proc.CommandLine(d.spec.Command, d.spec.Shown)
 }
 
 func (d *execDeliverer) Forget() {}
@@ -310,19 +309,19 @@ type ExecError struct{ Err error }
 func (e *ExecError) Error() string { return e.Err.Error() }
 
 func (d *execDeliverer) Deliver(ctx context.Context, ev Event, kill <-chan struct{}) Answer {
-	cmd := exec.Command(program(d.spec.Command[0]), d.spec.Command[1:]...)
+	cmd := exec.Command(proc.Program(d.spec.Command[0]), d.spec.Command[1:]...)
 	cmd.Dir = d.spec.Dir
-	cmd.Env = environ(d.spec.Env)
+	cmd.Env = proc.Environ(d.spec.Env)
 	cmd.Stdin = bytes.NewReader(ev.Structured())
-	var stderr tail
-	c, err := spawn(cmd, nil, func(r io.Reader) { io.Copy(&stderr, r) })
+	var stderr proc.Tail
+	c, err := proc.Spawn(cmd, nil, func(r io.Reader) { io.Copy(&stderr, r) })
 	if err != nil {
-		return Answer{Kind: Unacked, Err: &ExecError{fmt.Errorf("cannot run %s: %v", d.spec.Command[0], unwrapExec(err))}}
+		return Answer{Kind: Unacked, Err: &ExecError{fmt.Errorf("cannot run %s: %v", d.spec.Command[0], proc.UnwrapExec(err))}}
 	}
 	done := make(chan error, 1)
 	// Once the process exits, what it left in its group and outside it
 	// is stopped, and its stderr read to the end.
-	go func() { done <- c.wait() }()
+	go func() { done <- c.Wait() }()
 	timer := time.NewTimer(d.spec.Timeout)
 	defer timer.Stop()
 	var a Answer
@@ -340,10 +339,7 @@ func (d *execDeliverer) Deliver(ctx context.Context, ev Event, kill <-chan struc
 	case <-ctx.Done():
 	}
 	if a.TimedOut || a.Killed || ctx.Err() != nil {
-		pid := cmd.Process.Pid
-		left := unadopted(pid)
-		signalGroup(pid, sigKill)
-		signalLeft(left, sigKill)
+		c.Kill()
 		err = <-done
 	}
 	var ee *exec.ExitError
@@ -365,42 +361,10 @@ func (d *execDeliverer) Deliver(ctx context.Context, ev Event, kill <-chan struc
 			a.Kind = Rejected
 		default:
 			a.Kind = Unacked
-			a.Err = fmt.Errorf("exit status %d%s", a.Status, stderr.last())
+			a.Err = fmt.Errorf("exit status %d%s", a.Status, stderr.Last())
 		}
 	default:
-		a.Kind, a.Err = Unacked, fmt.Errorf("%v%s", err, stderr.last())
+		a.Kind, a.Err = Unacked, fmt.Errorf("%v%s", err, stderr.Last())
 	}
 	return a
-}
-
-// program resolves a command's program as a shell would: a name with a
-// slash is a path from the current directory, a bare name is looked up
-// in PATH.
-func program(name string) string {
-	if strings.ContainsRune(name, '/') && !filepath.IsAbs(name) {
-		if abs, err := filepath.Abs(name); err == nil {
-			return abs
-		}
-	}
-	return name
-}
-
-func environ(extra map[string]string) []string {
-	env := os.Environ()
-	for k, v := range extra {
-		env = append(env, k+"="+v)
-	}
-	return env
-}
-
-func unwrapExec(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var ee *exec.Error
-	if errors.As(err, &ee) {
-		return ee.Err
-	}
-	return err
 }

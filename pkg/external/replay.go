@@ -19,6 +19,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/problem"
+	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -48,7 +49,7 @@ type ReplayTarget struct {
 	Externals []*scenario.External
 	// Logs, when set, keeps the output of every instance the replay
 	// starts, one file per instance and start.
-	Logs *ConsumerLogs
+	Logs *proc.ConsumerLogs
 
 	r *replayer // the replay, once Replay ran: Reproduce reads the capture again through it
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/nemesis"
+	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -44,9 +45,9 @@ type Session struct {
 	t    *scenario.Target
 	fx   *scenario.Effects
 	dl   deliverer
-	proc *Process // the first instance, or nil
+	proc *proc.Process // the first instance, or nil
 	// procs are every instance of start (start.instances), proc first.
-	procs []*Process
+	procs []*proc.Process
 	db    *effects.DB
 	// proxy stands between the consumer and its database (effects.proxy);
 	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL},
@@ -65,7 +66,7 @@ type Session struct {
 	// use that one alone.
 	dbVar string
 	// logs keeps the started instances' output, when set.
-	logs *ConsumerLogs
+	logs *proc.ConsumerLogs
 	// apart is how many statements of no delivery the last watched
 	// delivery let through.
 	apart int
@@ -80,7 +81,7 @@ type Session struct {
 	// own tells which started instance owns each connection to the
 	// proxy, behind a broker with several instances (owner.go); nil
 	// otherwise.
-	own *ownership
+	own *proc.Owners
 }
 
 // reusable reports whether the session can serve another trial after a
@@ -92,7 +93,7 @@ func (s *Session) reusable() bool {
 		return false
 	}
 	for _, p := range s.procs {
-		if !p.running() {
+		if !p.Running() {
 			return false
 		}
 	}
@@ -133,7 +134,7 @@ func OpenWith(ctx context.Context, t *scenario.Target, fx *scenario.Effects, ext
 
 // open is OpenWith, keeping the started instances' output in logs when
 // set.
-func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []*scenario.External, logs *ConsumerLogs) (*Session, error) {
+func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []*scenario.External, logs *proc.ConsumerLogs) (*Session, error) {
 	s := &Session{t: t, fx: fx, logs: logs}
 	db, err := effects.Open(ctx, fx)
 	if err != nil {
@@ -333,7 +334,7 @@ func uses(t *scenario.Target, name string) bool {
 // process group, with REDELIVER_INSTANCE set to its number (1, 2, …).
 // On a failure the ones started are left for Close to stop.
 func (s *Session) startInstances(ctx context.Context) error {
-	if err := RefuseIfAnswered(ctx, s.t.Start); err != nil {
+	if err := proc.RefuseIfAnswered(ctx, s.t.Start); err != nil {
 		return err
 	}
 	n := max(s.t.Start.Instances, 1)
@@ -346,14 +347,14 @@ func (s *Session) startInstances(ctx context.Context) error {
 			}
 			spec.Env["REDELIVER_INSTANCE"] = strconv.Itoa(i)
 		}
-		p, err := startProcess(ctx, &spec, s.logs, i)
+		p, err := proc.StartInstance(ctx, &spec, s.logs, i)
 		if err != nil {
 			return err
 		}
-		p.dead = func(ctx context.Context) { s.endBackends(ctx) }
+		p.Dead = func(ctx context.Context) { s.endBackends(ctx) }
 		s.procs = append(s.procs, p)
 		if s.own != nil {
-			s.own.register(p)
+			s.own.Register(p)
 		}
 	}
 	s.proc = s.procs[0]
@@ -380,7 +381,7 @@ func (s *Session) crashInstance(ctx context.Context, rng *rand.Rand) error {
 }
 
 // Process is the started consumer, or nil.
-func (s *Session) Process() *Process { return s.proc }
+func (s *Session) Process() *proc.Process { return s.proc }
 
 // Describe names the target in words.
 func (s *Session) Describe() string {
@@ -429,7 +430,7 @@ func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 		if a.Err != nil && !a.Killed && !a.TimedOut && s.t.HTTP != nil && s.dying() {
 			// The consumer is on its way out: give its exit the time
 			// to be seen.
-			s.proc.exited(2 * time.Second)
+			s.proc.Exited(2 * time.Second)
 		}
 		if died, msg := s.diedByItself(); died {
 			return errors.New(msg)
@@ -468,7 +469,7 @@ func execError(err error) *ExecError {
 // taken for dying. A reset from a consumer that lives on is only a reset,
 // and costs no wait.
 func (s *Session) dying() bool {
-	if exiting, known := s.proc.exiting(); known {
+	if exiting, known := s.proc.Exiting(); known {
 		return exiting
 	}
 	return !s.listening()
@@ -720,7 +721,7 @@ func tailed(err error) error {
 	if err == nil {
 		return nil
 	}
-	if i := strings.Index(err.Error(), stderrIntro); i >= 0 {
+	if i := strings.Index(err.Error(), proc.StderrIntro); i >= 0 {
 		return &tailError{err: err, at: i}
 	}
 	return err

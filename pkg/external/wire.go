@@ -2,13 +2,13 @@
 // over HTTP or as a process per delivery, starts, crashes and restarts it,
 // and judges it by the rows its own database ends up with.
 //
-// It owns a session with a user's consumer (its processes, instances behind
-// a broker, the statement proxy and the stand-ins around it), the System
-// and Lane adapters through which pkg/runner and pkg/replay drive it, and
-// the journal a long replay into it keeps. Of this module it may import
-// any package of pkg/ but the renderers (pkg/report), the sets of files
-// (pkg/suite), the built-in handler's PostgreSQL store and the benchmark
-// tools (pkg/bench).
+// It owns a session with a user's consumer (its instances, started
+// through pkg/proc, behind a broker, the statement proxy and the
+// stand-ins around it), the System and Lane adapters through which
+// pkg/runner and pkg/replay drive it, and the journal a long replay into
+// it keeps. Of this module it may import any package of pkg/ but the
+// renderers (pkg/report), the sets of files (pkg/suite), the built-in
+// handler's PostgreSQL store and the benchmark tools (pkg/bench).
 package external
 
 import (

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -143,26 +142,6 @@ func TestListening(t *testing.T) {
 	srv.Close()
 	if s.listening() {
 		t.Error("listening() = true after the consumer closed its socket")
-	}
-}
-
-// TestExiting: a started consumer that lives is not taken for dying; one
-// that was killed is.
-func TestExiting(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc here: a dying consumer is told by its address (TestListening)")
-	}
-	p, err := StartProcess(context.Background(), &scenario.Start{Command: []string{"sh", "-c", "echo ready; exec sleep 60"}, ReadyLine: "ready", ReadyTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
-	if exiting, known := p.exiting(); exiting || !known {
-		t.Errorf("a live consumer: exiting() = %v, %v; want false, true", exiting, known)
-	}
-	p.Kill()
-	if exiting, known := p.exiting(); !exiting || !known {
-		t.Errorf("a killed consumer: exiting() = %v, %v; want true, true", exiting, known)
 	}
 }
 

@@ -1,4 +1,4 @@
-package external
+package proc
 
 import (
 	"io"
@@ -23,10 +23,10 @@ var spawnMu sync.Mutex
 // by pid: a child of redeliver that is not among them is a stray.
 var live = map[int]int{}
 
-// child is one process redeliver started — a consumer, or an exec
+// Child is one process redeliver started — a consumer, or an exec
 // target's delivery — in a process group of its own, its stdout and
 // stderr read through pipes redeliver owns.
-type child struct {
+type Child struct {
 	// pid is the started process's: cmd's, or the one its supervisor
 	// started in its process group (see Supervise).
 	pid     int
@@ -35,16 +35,16 @@ type child struct {
 	readers sync.WaitGroup
 }
 
-// spawn starts cmd with stdout and stderr (each may be nil) reading its
+// Spawn starts cmd with stdout and stderr (each may be nil) reading its
 // output until it ends. A process that leaves a descendant holding the
 // pipes does not make redeliver wait for it.
-func spawn(cmd *exec.Cmd, stdout, stderr func(io.Reader)) (*child, error) {
+func Spawn(cmd *exec.Cmd, stdout, stderr func(io.Reader)) (*Child, error) {
 	return spawnAs(cmd, supervised.Load(), stdout, stderr)
 }
 
-// spawnAs is spawn, through a supervisor or not.
-func spawnAs(cmd *exec.Cmd, supervise bool, stdout, stderr func(io.Reader)) (*child, error) {
-	c := &child{cmd: cmd}
+// spawnAs is Spawn, through a supervisor or not.
+func spawnAs(cmd *exec.Cmd, supervise bool, stdout, stderr func(io.Reader)) (*Child, error) {
+	c := &Child{cmd: cmd}
 	cmd.SysProcAttr = sysProcAttr()
 	// A stray holding the read end of stdin cannot hold Wait either.
 	cmd.WaitDelay = outputGrace
@@ -137,10 +137,10 @@ func unregister(pid int) {
 	spawnMu.Unlock()
 }
 
-// wait waits for the process to exit, then ends what it left: the rest of
+// Wait waits for the process to exit, then ends what it left: the rest of
 // its process group, and the descendants that left the group and were
 // reparented to redeliver. It returns once its output is read.
-func (c *child) wait() error {
+func (c *Child) Wait() error {
 	err := c.cmd.Wait()
 	pid := c.cmd.Process.Pid
 	signalGroup(pid, sigKill)
@@ -158,7 +158,16 @@ func (c *child) wait() error {
 	return err
 }
 
-func (c *child) closePipes() {
+// Kill sends SIGKILL to the process group, and to the descendants that
+// left it; Wait then returns.
+func (c *Child) Kill() {
+	pid := c.cmd.Process.Pid
+	left := unadopted(pid)
+	signalGroup(pid, sigKill)
+	signalLeft(left, sigKill)
+}
+
+func (c *Child) closePipes() {
 	for _, r := range c.pipes {
 		r.Close()
 	}

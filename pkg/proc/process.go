@@ -1,4 +1,4 @@
-package external
+package proc
 
 import (
 	"bufio"
@@ -28,18 +28,18 @@ const StopGrace = 5 * time.Second
 // tailLines is how many of the consumer's last stderr lines an error shows.
 const tailLines = 10
 
-// stderrIntro introduces the consumer's last stderr lines in an error;
+// StderrIntro introduces the consumer's last stderr lines in an error;
 // the lines are quoted as escape.Message shows them.
-const stderrIntro = "; its last stderr lines:" + escape.QuoteSep
+const StderrIntro = "; its last stderr lines:" + escape.QuoteSep
 
-// tail keeps the last lines written to it.
-type tail struct {
+// Tail keeps the last lines written to it (a started process's stderr).
+type Tail struct {
 	mu    sync.Mutex
 	lines []string
 	part  string
 }
 
-func (t *tail) Write(p []byte) (int, error) {
+func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.part + string(p)
@@ -57,8 +57,8 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// last is ": its last stderr lines:\n  …", or "" when it wrote nothing.
-func (t *tail) last() string {
+// Last is StderrIntro and the lines kept, or "" when none was written.
+func (t *Tail) Last() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	lines := append([]string(nil), t.lines...)
@@ -68,7 +68,7 @@ func (t *tail) last() string {
 	if len(lines) == 0 {
 		return ""
 	}
-	return stderrIntro + strings.Join(lines, escape.QuoteSep)
+	return StderrIntro + strings.Join(lines, escape.QuoteSep)
 }
 
 // Process is a consumer redeliver started: it can be crashed (SIGKILL to
@@ -77,6 +77,10 @@ type Process struct {
 	spec *scenario.Start
 	// Started counts the starts, the first one included.
 	Started int
+	// Dead, when set, is called after a kill, before the consumer starts
+	// again: what the dead one left (its database backends) is ended
+	// before the new one starts.
+	Dead func(ctx context.Context)
 	// logs, when set, keeps the output of each start; instance is this
 	// instance's number (1, 2, …) in its file names.
 	logs     *ConsumerLogs
@@ -89,12 +93,8 @@ type Process struct {
 	done    chan struct{} // closed when the current process has exited
 	waitErr error
 	killing bool // an exit now is one redeliver caused
-	stderr  *tail
+	stderr  *Tail
 	ready   chan struct{} // closed when the ready line was printed
-	// dead, when set, is called after a kill, before the consumer starts
-	// again: what the dead one left (its database backends) is ended
-	// before the new one starts.
-	dead func(ctx context.Context)
 }
 
 // ConsumerError is a started consumer that failed: it could not start,
@@ -103,14 +103,14 @@ type ConsumerError struct{ Msg string }
 
 func (e *ConsumerError) Error() string { return e.Msg }
 
-// StartProcess starts the consumer and waits until it is ready.
-func StartProcess(ctx context.Context, spec *scenario.Start) (*Process, error) {
-	return startProcess(ctx, spec, nil, 1)
+// Start starts the consumer and waits until it is ready.
+func Start(ctx context.Context, spec *scenario.Start) (*Process, error) {
+	return StartInstance(ctx, spec, nil, 1)
 }
 
-// startProcess is StartProcess, keeping the output of instance in logs
-// when they are set.
-func startProcess(ctx context.Context, spec *scenario.Start, logs *ConsumerLogs, instance int) (*Process, error) {
+// StartInstance is Start, keeping the output of instance (1, 2, …) in
+// logs when they are set.
+func StartInstance(ctx context.Context, spec *scenario.Start, logs *ConsumerLogs, instance int) (*Process, error) {
 	p := &Process{spec: spec, logs: logs, instance: instance}
 	if err := p.start(ctx); err != nil {
 		// Interrupted while waiting, or exited leaving children: nothing
@@ -142,11 +142,11 @@ func readyClient() *http.Client {
 
 // Command is the consumer's command line, for messages, its secrets
 // masked (redact.Args).
-func (p *Process) Command() string { return commandLine(p.spec.Command, p.spec.Shown) }
+func (p *Process) Command() string { return CommandLine(p.spec.Command, p.spec.Shown) }
 
-// commandLine is a command for messages: as the file showed it (its
+// CommandLine is a command for messages: as the file showed it (its
 // secret variables masked) when it is known, its secrets masked.
-func commandLine(command, shown []string) string {
+func CommandLine(command, shown []string) string {
 	if len(shown) == len(command) {
 		return redact.Args(shown)
 	}
@@ -161,19 +161,19 @@ func (p *Process) Pid() int {
 }
 
 func (p *Process) start(ctx context.Context) error {
-	cmd := exec.Command(program(p.spec.Command[0]), p.spec.Command[1:]...)
+	cmd := exec.Command(Program(p.spec.Command[0]), p.spec.Command[1:]...)
 	cmd.Dir = p.spec.Dir
-	cmd.Env = environ(p.spec.Env)
-	st := &tail{}
+	cmd.Env = Environ(p.spec.Env)
+	st := &Tail{}
 	ready := make(chan struct{})
 	var lf *logFile
 	if p.logs != nil {
 		var err error
 		if lf, err = p.logs.open(p.instance, p.Started+1, cmd.Env); err != nil {
-			return &ConsumerError{fmt.Sprintf("cannot keep the output of the consumer %s in %s: %v", p.Command(), p.logs.Dir, unwrapExec(err))}
+			return &ConsumerError{fmt.Sprintf("cannot keep the output of the consumer %s in %s: %v", p.Command(), p.logs.Dir, UnwrapExec(err))}
 		}
 	}
-	c, err := spawn(cmd,
+	c, err := Spawn(cmd,
 		func(r io.Reader) { p.watchStdout(r, ready, lf) },
 		func(r io.Reader) {
 			if lf == nil {
@@ -186,7 +186,7 @@ func (p *Process) start(ctx context.Context) error {
 		})
 	if err != nil {
 		lf.close()
-		return &ConsumerError{fmt.Sprintf("cannot start the consumer %s: %v", p.Command(), unwrapExec(err))}
+		return &ConsumerError{fmt.Sprintf("cannot start the consumer %s: %v", p.Command(), UnwrapExec(err))}
 	}
 	done := make(chan struct{})
 	p.mu.Lock()
@@ -196,7 +196,7 @@ func (p *Process) start(ctx context.Context) error {
 	go func() {
 		// Once the consumer exits, what it left is stopped and its
 		// stderr read to the end.
-		err := c.wait()
+		err := c.Wait()
 		p.mu.Lock()
 		p.waitErr = err
 		p.mu.Unlock()
@@ -239,10 +239,10 @@ func (p *Process) waitReady(ctx context.Context) error {
 		case <-ready:
 			return nil
 		case <-done:
-			return &ConsumerError{fmt.Sprintf("the consumer %s exited (%s) before it was ready%s", p.Command(), p.exitStatus(), p.stderr.last())}
+			return &ConsumerError{fmt.Sprintf("the consumer %s exited (%s) before it was ready%s", p.Command(), p.exitStatus(), p.stderr.Last())}
 		case <-deadline.C:
 			p.kill()
-			return &ConsumerError{fmt.Sprintf("the consumer %s was not ready at %s within %s%s", p.Command(), p.readyWhat(), p.spec.ReadyTimeout, p.stderr.last())}
+			return &ConsumerError{fmt.Sprintf("the consumer %s was not ready at %s within %s%s", p.Command(), p.readyWhat(), p.spec.ReadyTimeout, p.stderr.Last())}
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(poll):
@@ -296,9 +296,9 @@ func (p *Process) exitStatus() string {
 	return p.waitErr.Error()
 }
 
-// exited waits up to d for the current process to exit, and reports
+// Exited waits up to d for the current process to exit, and reports
 // whether it has: a connection reset may arrive before the exit is seen.
-func (p *Process) exited(d time.Duration) bool {
+func (p *Process) Exited(d time.Duration) bool {
 	p.mu.Lock()
 	done := p.done
 	p.mu.Unlock()
@@ -313,11 +313,11 @@ func (p *Process) exited(d time.Duration) bool {
 // pfExiting is the flag of a Linux task that is exiting.
 const pfExiting = 0x4
 
-// exiting reports whether the current process is exiting or has exited,
+// Exiting reports whether the current process is exiting or has exited,
 // as /proc shows it; known is false where there is no /proc. A process
 // that dies resets its connections while it exits, before its exit can
 // be waited for.
-func (p *Process) exiting() (exiting, known bool) {
+func (p *Process) Exiting() (exiting, known bool) {
 	pid := p.Pid()
 	if pid == 0 {
 		return false, false
@@ -363,7 +363,7 @@ func (p *Process) DiedByItself() (bool, string) {
 	if killing {
 		return false, ""
 	}
-	return true, fmt.Sprintf("the consumer %s exited by itself (%s)%s", p.Command(), p.exitStatus(), p.stderr.last())
+	return true, fmt.Sprintf("the consumer %s exited by itself (%s)%s", p.Command(), p.exitStatus(), p.stderr.Last())
 }
 
 // kill sends SIGKILL to the process group, and to the descendants that
@@ -387,8 +387,8 @@ func (p *Process) Crash(ctx context.Context) error {
 	return p.start(ctx)
 }
 
-// running reports whether the current process has not exited.
-func (p *Process) running() bool {
+// Running reports whether the current process has not exited.
+func (p *Process) Running() bool {
 	p.mu.Lock()
 	done := p.done
 	p.mu.Unlock()
@@ -412,10 +412,10 @@ func (p *Process) Restart(ctx context.Context) error {
 	return p.start(ctx)
 }
 
-// buried calls dead, if it is set.
+// buried calls Dead, if it is set.
 func (p *Process) buried(ctx context.Context) {
-	if p.dead != nil {
-		p.dead(ctx)
+	if p.Dead != nil {
+		p.Dead(ctx)
 	}
 }
 

@@ -1,4 +1,4 @@
-package external
+package proc
 
 import (
 	"io"
@@ -68,13 +68,13 @@ func TestStraysAreEnded(t *testing.T) {
 		t.Skip("this kernel does not let a process be a child subreaper")
 	}
 	var out []byte
-	c, err := spawn(exec.Command("sh", "-c", "setsid sleep 600 & echo $!"),
+	c, err := Spawn(exec.Command("sh", "-c", "setsid sleep 600 & echo $!"),
 		func(r io.Reader) { out, _ = io.ReadAll(r) }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- c.wait() }()
+	go func() { done <- c.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -103,7 +103,7 @@ func TestOrphanInARunningGroupStays(t *testing.T) {
 		t.Skip("this kernel does not let a process be a child subreaper")
 	}
 	out := make(chan string, 1)
-	c, err := spawn(exec.Command("sh", "-c", "(sleep 600 & echo $!); exec sleep 600"),
+	c, err := Spawn(exec.Command("sh", "-c", "(sleep 600 & echo $!); exec sleep 600"),
 		func(r io.Reader) {
 			line := make([]byte, 32)
 			n, _ := r.Read(line)
@@ -117,7 +117,7 @@ func TestOrphanInARunningGroupStays(t *testing.T) {
 	defer func() {
 		if !waited {
 			signalGroup(leader, sigKill)
-			c.wait()
+			c.Wait()
 		}
 	}()
 	helper, err := strconv.Atoi(<-out)
@@ -139,7 +139,7 @@ func TestOrphanInARunningGroupStays(t *testing.T) {
 	}
 	signalGroup(leader, sigKill)
 	waited = true
-	if err := c.wait(); err == nil {
+	if err := c.Wait(); err == nil {
 		t.Fatal("the killed leader exited 0")
 	}
 	if syscall.Kill(helper, 0) == nil {

@@ -1,4 +1,4 @@
-package external
+package proc
 
 import (
 	"net"
@@ -106,11 +106,11 @@ func TestSocketOwner(t *testing.T) {
 	})
 }
 
-// TestCaller finds the started instance that made a call held at an
+// TestHolder finds the started instance that made a call held at an
 // external's stand-in: of two instances, the one whose process (curl
 // here) holds the call's connection; none when no instance's does; and
-// the one there is when there is one.
-func TestCaller(t *testing.T) {
+// the one there is when it does.
+func TestHolder(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		t.Skip("no curl to make the call:", err)
@@ -138,20 +138,21 @@ func TestCaller(t *testing.T) {
 		t.Fatal("the call never reached the hold")
 	}
 	sleeper, caller := &Process{pid: idle.Process.Pid}, &Process{pid: call.Process.Pid}
+	client, server := hd.Conn()
 	for _, tt := range []struct {
 		name  string
 		procs []*Process
-		want  *Process
+		want  int
 	}{
-		{"the second of two made it", []*Process{sleeper, caller}, caller},
-		{"the first of two made it", []*Process{caller, sleeper}, caller},
-		{"no instance made it", []*Process{sleeper, {pid: os.Getppid()}}, nil},
-		{"one instance", []*Process{sleeper}, sleeper},
+		{"the second of two made it", []*Process{sleeper, caller}, 2},
+		{"the first of two made it", []*Process{caller, sleeper}, 1},
+		{"no instance made it", []*Process{sleeper, {pid: os.Getppid()}}, 0},
+		{"the one instance made it", []*Process{caller}, 1},
+		{"the one instance did not", []*Process{sleeper}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Session{procs: tt.procs, proc: tt.procs[0]}
-			if got := s.caller(hd); got != tt.want {
-				t.Errorf("caller = %p, want %p", got, tt.want)
+			if got := Holder(tt.procs, client, server); got != tt.want {
+				t.Errorf("Holder = %d, want %d", got, tt.want)
 			}
 		})
 	}

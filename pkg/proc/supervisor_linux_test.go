@@ -1,4 +1,4 @@
-package external
+package proc
 
 import (
 	"bytes"
@@ -20,24 +20,6 @@ import (
 func TestMain(m *testing.M) {
 	if code, ok := superviseIfAsked(); ok {
 		syscall.Exit(code)
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_SLEEPER"); dsn != "" {
-		os.Exit(sleeper(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_MYSQL_SLEEPER"); dsn != "" {
-		os.Exit(mysqlSleeper(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_EXEC_SLEEPER"); dsn != "" {
-		os.Exit(execSleeper(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_SPLIT"); dsn != "" {
-		os.Exit(splitWriter(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_LATE"); dsn != "" {
-		os.Exit(lateWorker(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_SESSION"); dsn != "" {
-		os.Exit(sessionOfSleeper(dsn))
 	}
 	os.Exit(m.Run())
 }
@@ -61,9 +43,9 @@ func runAs(t *testing.T, supervise bool, stdin string, name string, args ...stri
 	var out []byte
 	c, err := spawnAs(cmd, supervise, func(r io.Reader) { out, _ = io.ReadAll(r) }, func(r io.Reader) { io.Copy(io.Discard, r) })
 	if err != nil {
-		return outcome{err: unwrapExec(err).Error()}
+		return outcome{err: UnwrapExec(err).Error()}
 	}
-	err = c.wait()
+	err = c.Wait()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
@@ -155,7 +137,7 @@ func TestSupervisorSharesTheGroup(t *testing.T) {
 				t.Errorf("the process %d: %+v, %v; want the child of the supervisor %d, in its group", c.pid, p, ok, cmd.Process.Pid)
 			}
 			signalGroup(cmd.Process.Pid, sig)
-			c.wait()
+			c.Wait()
 			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			if !ws.Signaled() || ws.Signal() != sig {
 				t.Errorf("the supervisor ended %v; want by %v", cmd.ProcessState, sig)
@@ -198,7 +180,7 @@ func BenchmarkStart(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := c.wait(); err != nil {
+				if err := c.Wait(); err != nil {
 					b.Fatal(err)
 				}
 			}

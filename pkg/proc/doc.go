@@ -1,0 +1,12 @@
+// Package proc owns the processes redeliver starts: a consumer under test
+// (started, checked for readiness, crashed, restarted, stopped, its output
+// kept) and an exec delivery's process. Each runs in a process group of its
+// own, through a supervisor on Linux (redeliver run again) that ends what
+// it started should redeliver itself be killed; what a process leaves
+// behind once it exited is found in /proc and ended. It also tells which
+// started instance holds a TCP connection, from the kernel's tables.
+//
+// Of this module it imports only pkg/escape, pkg/redact and pkg/scenario
+// (the consumer's start: command, environment, ready check), and it links
+// no database driver and no broker client.
+package proc
