@@ -66,6 +66,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		"effects":  {[]string{"escape", "problem", "rawio", "redact", "scenario"}, join(brokers, adapters)},
 		"standin":  {[]string{"template"}, join(drivers, adapters)},
 		"nemesis":  {[]string{"inject"}, none},
+		// The HTTP client of the deliveries to an http:// consumer.
+		"plainhttp": {[]string{"rawio"}, join(none, []string{mod + "external", mod + "scenario"})},
 		// The processes redeliver starts, and what they leave behind.
 		"proc": {[]string{"escape", "redact", "scenario"},
 			join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
@@ -80,7 +82,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			join(none, []string{mod + "external", mod + "effects", mod + "sqlproxy", mod + "suite"})},
 		// The user's own consumer, and sets of files.
 		"external": {[]string{"amqp", "broker", "capture", "consumer", "diagnose", "effects", "escape", "handler",
-			"inject", "invariant", "kafka", "ledger", "nats", "nemesis", "problem", "proc", "rawio", "redact", "replay",
+			"inject", "invariant", "kafka", "ledger", "nats", "nemesis", "plainhttp", "problem", "proc", "rawio", "redact", "replay",
 			"report/words", "runner", "scenario", "sqlite", "sqlproxy", "standin", "template"},
 			[]string{mod + "report", mod + "suite", mod + "postgres"}},
 		"external/consumertest": {nil, join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql"})},

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/plainhttp"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -106,7 +107,7 @@ const (
 // connections three deliveries take: one when the answers let the
 // connection be kept, three when they do not.
 func TestPlainClient(t *testing.T) {
-	big := "HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(maxBody+10) + "\r\n\r\n" + strings.Repeat("x", maxBody+10)
+	big := "HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(plainhttp.MaxBody+10) + "\r\n\r\n" + strings.Repeat("x", plainhttp.MaxBody+10)
 	tests := []struct {
 		name    string
 		answers []scriptedAnswer
@@ -262,7 +263,7 @@ func TestPlainClientWritesAsNetHTTP(t *testing.T) {
 // through the plain client and through net/http alike; another status
 // says none, and a 5xx without a body says its status only.
 func TestServerErrorBody(t *testing.T) {
-	long := strings.Repeat("é", headRunes+10)
+	long := strings.Repeat("é", plainhttp.HeadRunes+10)
 	tests := []struct {
 		name, raw, want string
 	}{
@@ -270,7 +271,7 @@ func TestServerErrorBody(t *testing.T) {
 		{"chunked", "HTTP/1.1 503 Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n5\r\ndown!\r\n0\r\n\r\n", "unacked (503: down!)"},
 		{"no body", "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n", "unacked (500)"},
 		{"not a 5xx", "HTTP/1.1 400 Bad Request\r\nContent-Length: 3\r\n\r\nbad", "rejected (400)"},
-		{"a long line", "HTTP/1.1 500 X\r\nContent-Length: " + strconv.Itoa(len(long)) + "\r\n\r\n" + long, "unacked (500: " + string([]rune(long)[:headRunes]) + "…)"},
+		{"a long line", "HTTP/1.1 500 X\r\nContent-Length: " + strconv.Itoa(len(long)) + "\r\n\r\n" + long, "unacked (500: " + string([]rune(long)[:plainhttp.HeadRunes]) + "…)"},
 	}
 	for _, tt := range tests {
 		for _, plain := range []bool{true, false} {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/plainhttp"
 	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -155,7 +156,7 @@ func newDeliverer(t *scenario.Target) deliverer {
 // client to an http:// target, through net/http otherwise.
 type httpDeliverer struct {
 	spec      *scenario.HTTPTarget
-	plain     *plainClient // nil: net/http makes every delivery
+	plain     *plainhttp.Client // nil: net/http makes every delivery
 	transport *http.Transport
 	client    *http.Client
 }
@@ -164,7 +165,7 @@ func newHTTPDeliverer(h *scenario.HTTPTarget) *httpDeliverer {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // a consumer under test is reached directly
 	tr.MaxIdleConnsPerHost = 64
-	return &httpDeliverer{spec: h, plain: newPlainClient(h), transport: tr, client: &http.Client{
+	return &httpDeliverer{spec: h, plain: plainhttp.New(h.URL, h.Method), transport: tr, client: &http.Client{
 		Transport: tr,
 		// A redirect is not an acknowledgement: report the 3xx as it came.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -177,7 +178,7 @@ func (d *httpDeliverer) Describe() string {
 
 func (d *httpDeliverer) Forget() {
 	if d.plain != nil {
-		d.plain.forget()
+		d.plain.Forget()
 	}
 	d.transport.CloseIdleConnections()
 }
@@ -205,8 +206,8 @@ func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}
 		if err != nil {
 			return Answer{Kind: Unacked, Err: err}
 		}
-		if plainHeaders(hdr) {
-			return d.plainDeliver(ctx, d.plain.request(body, hdr), now)
+		if plainhttp.Writable(hdr) {
+			return d.plainDeliver(ctx, d.plain.Request(body, hdr), now)
 		}
 	}
 	req, err := Request(d.spec, ev, now)
@@ -219,7 +220,7 @@ func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}
 	if err != nil {
 		return Answer{Kind: Unacked, Err: transportError(err), TimedOut: ctx.Err() == context.DeadlineExceeded, Refused: errors.Is(err, syscall.ECONNREFUSED)}
 	}
-	var first bodyHead
+	var first plainhttp.BodyHead
 	var sink io.Writer = io.Discard
 	if resp.StatusCode >= 500 {
 		sink = &first
@@ -231,7 +232,7 @@ func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}
 		// answering. A broker acts on the status it received.
 		_ = err
 	}
-	a := Answer{Kind: Classify(resp.StatusCode), Status: resp.StatusCode, Body: first.line()}
+	a := Answer{Kind: Classify(resp.StatusCode), Status: resp.StatusCode, Body: first.Line()}
 	if a.Kind == Unacked {
 		a.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
@@ -242,9 +243,9 @@ func (d *httpDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}
 // the delivery began, its deadline the target's timeout after it.
 func (d *httpDeliverer) plainDeliver(ctx context.Context, req *http.Request, sent time.Time) Answer {
 	deadline := sent.Add(d.spec.Timeout)
-	status, retry, head, err := d.plain.do(ctx, req, deadline)
+	status, retry, head, err := d.plain.Do(ctx, req, deadline)
 	if err != nil {
-		timedOut := err == errTimedOut || errors.Is(err, context.DeadlineExceeded)
+		timedOut := err == plainhttp.ErrTimedOut || errors.Is(err, context.DeadlineExceeded)
 		return Answer{Kind: Unacked, Err: transportError(err), TimedOut: timedOut, Refused: errors.Is(err, syscall.ECONNREFUSED)}
 	}
 	a := Answer{Kind: Classify(status), Status: status, Body: head}

@@ -1,4 +1,4 @@
-package external
+package plainhttp
 
 import (
 	"syscall"

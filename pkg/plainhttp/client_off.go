@@ -1,6 +1,6 @@
 //go:build nohttpclient
 
-package external
+package plainhttp
 
 // plainOff: built with -tags nohttpclient, net/http makes every delivery,
 // the variant the plain client's benchmark is measured beside.

@@ -1,6 +1,6 @@
 //go:build !nohttpclient
 
-package external
+package plainhttp
 
 // plainOff: the plain client makes the deliveries it can. Built with
 // -tags nohttpclient, net/http makes them all: the variant its benchmark

@@ -1,4 +1,4 @@
-package external
+package plainhttp
 
 import (
 	"bufio"
@@ -12,11 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
-// plainClient makes the deliveries to an http:// target over kept-alive
+// Client makes the deliveries to an http:// target over kept-alive
 // TCP connections, each request written and its answer read in the
 // delivery's own goroutine. net/http's client runs a reading and a writing
 // goroutine per connection and hands every request and answer between
@@ -32,7 +30,7 @@ import (
 // its socket (without reading) tells whether the consumer closed it while
 // it was idle, as net/http's reading goroutine would have noticed, so
 // that a delivery is not sent down a connection already closed.
-type plainClient struct {
+type Client struct {
 	url    *url.URL
 	host   string // the Host header
 	method string
@@ -41,7 +39,7 @@ type plainClient struct {
 
 	mu   sync.Mutex
 	idle []*plainConn
-	gen  int // raised by forget: connections of an older one are closed
+	gen  int // raised by Forget: connections of an older one are closed
 }
 
 // plainConn is one kept-alive connection.
@@ -50,11 +48,11 @@ type plainConn struct {
 	br   *bufio.Reader
 	bw   *bufio.Writer
 	gen  int
-	body io.LimitedReader // an answer's body, up to maxBody
+	body io.LimitedReader // an answer's body, up to MaxBody
 	idle func() bool      // whether it is still open and has nothing to read
 }
 
-// maxIdle is how many idle connections a plainClient keeps, as many as
+// maxIdle is how many idle connections a Client keeps, as many as
 // the net/http transport it replaces kept per host.
 const maxIdle = 64
 
@@ -62,20 +60,20 @@ const maxIdle = 64
 // the answer, as net/http's transport allows.
 const max1xx = 5
 
-// maxBody is how much of an answer's body is read: past it, the
+// MaxBody is how much of an answer's body is read: past it, the
 // connection is closed instead.
-const maxBody = 1 << 20
+const MaxBody = 1 << 20
 
-// newPlainClient returns the client for target h, or nil when its
-// deliveries are left to net/http: https, a URL with a user, a method
+// New returns the client for the target at rawURL, its requests made
+// with method, or nil when its deliveries are left to net/http: https, a URL with a user, a method
 // net/http would refuse, or a system where an idle connection cannot be
 // looked at.
-func newPlainClient(h *scenario.HTTPTarget) *plainClient {
+func New(rawURL, method string) *Client {
 	if !canPeek || plainOff {
 		return nil
 	}
-	u, err := url.Parse(h.URL)
-	if err != nil || u.Scheme != "http" || u.User != nil || u.Host == "" || !isToken(h.Method) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" || u.User != nil || u.Host == "" || !isToken(method) {
 		return nil
 	}
 	for _, c := range u.Host {
@@ -87,14 +85,14 @@ func newPlainClient(h *scenario.HTTPTarget) *plainClient {
 	if port == "" {
 		port = "80"
 	}
-	return &plainClient{
-		url: u, host: strings.TrimSuffix(u.Host, ":"), method: h.Method, addr: net.JoinHostPort(u.Hostname(), port),
+	return &Client{
+		url: u, host: strings.TrimSuffix(u.Host, ":"), method: method, addr: net.JoinHostPort(u.Hostname(), port),
 		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
 	}
 }
 
-// request is the request of one delivery, to the target's URL.
-func (p *plainClient) request(body []byte, hdr http.Header) *http.Request {
+// Request is the request of one delivery, to the target's URL.
+func (p *Client) Request(body []byte, hdr http.Header) *http.Request {
 	return &http.Request{
 		Method: p.method, URL: p.url, Host: p.host,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -102,9 +100,9 @@ func (p *plainClient) request(body []byte, hdr http.Header) *http.Request {
 	}
 }
 
-// forget closes the idle connections and every connection in use when it
+// Forget closes the idle connections and every connection in use when it
 // comes back: the consumer was restarted.
-func (p *plainClient) forget() {
+func (p *Client) Forget() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle = nil
@@ -117,7 +115,7 @@ func (p *plainClient) forget() {
 
 // get returns an idle connection the consumer has not closed, or dials a
 // new one.
-func (p *plainClient) get(ctx context.Context, deadline time.Time) (*plainConn, error) {
+func (p *Client) get(ctx context.Context, deadline time.Time) (*plainConn, error) {
 	for {
 		p.mu.Lock()
 		n := len(p.idle)
@@ -146,7 +144,7 @@ func (p *plainClient) get(ctx context.Context, deadline time.Time) (*plainConn, 
 
 // put keeps pc for the next delivery, unless the consumer was restarted
 // since it was dialled or enough are kept.
-func (p *plainClient) put(pc *plainConn) {
+func (p *Client) put(pc *plainConn) {
 	p.mu.Lock()
 	if pc.gen == p.gen && len(p.idle) < maxIdle {
 		p.idle = append(p.idle, pc)
@@ -157,19 +155,19 @@ func (p *plainClient) put(pc *plainConn) {
 	pc.c.Close()
 }
 
-// errTimedOut is a delivery whose answer did not come before its deadline.
-var errTimedOut = errors.New("no answer in time")
+// ErrTimedOut is a delivery whose answer did not come before its deadline.
+var ErrTimedOut = errors.New("no answer in time")
 
-// do sends req (its body in body) and reads the answer's status and
+// Do sends req (its body in body) and reads the answer's status and
 // Retry-After header. The delivery ends at deadline, or when ctx is done.
-func (p *plainClient) do(ctx context.Context, req *http.Request, deadline time.Time) (status int, retry, head string, err error) {
+func (p *Client) Do(ctx context.Context, req *http.Request, deadline time.Time) (status int, retry, head string, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, "", "", err
 	}
 	pc, err := p.get(ctx, deadline)
 	if err != nil {
 		if time.Now().After(deadline) {
-			return 0, "", "", errTimedOut
+			return 0, "", "", ErrTimedOut
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, "", "", cerr
@@ -225,53 +223,54 @@ func exchange(pc *plainConn, req *http.Request) (status int, retry, head string,
 		}
 	}
 	status, retry = resp.StatusCode, resp.Header.Get("Retry-After")
-	// The body is read to the end (up to maxBody) for the connection to
+	// The body is read to the end (up to MaxBody) for the connection to
 	// carry the next request; the status came, and a body cut short is
 	// not the answer's concern: a broker acts on the status it received.
-	pc.body = io.LimitedReader{R: resp.Body, N: maxBody}
-	var first bodyHead
+	pc.body = io.LimitedReader{R: resp.Body, N: MaxBody}
+	var first BodyHead
 	var sink io.Writer = io.Discard
 	if status >= 500 {
 		sink = &first
 	}
 	n, rerr := io.Copy(sink, &pc.body)
 	pc.body.R = nil
-	if rerr != nil || n == maxBody {
+	if rerr != nil || n == MaxBody {
 		// Not read to its end: Close would read the rest.
-		return status, retry, first.line(), false, nil
+		return status, retry, first.Line(), false, nil
 	}
 	resp.Body.Close()
 	keep = !resp.Close && status != http.StatusSwitchingProtocols
-	return status, retry, first.line(), keep, nil
+	return status, retry, first.Line(), keep, nil
 }
 
 // headBytes is how much of a 5xx answer's body is kept to show its first
-// line; headRunes how much of that line is shown.
-const (
-	headBytes = 1024
-	headRunes = 200
-)
+// line.
+const headBytes = 1024
 
-// bodyHead keeps the beginning of an answer's body and discards the rest.
-type bodyHead struct{ b []byte }
+// HeadRunes is how much of the first line of a 5xx answer's body is shown.
+const HeadRunes = 200
 
-func (h *bodyHead) Write(p []byte) (int, error) {
+// BodyHead keeps the beginning of an answer's body and discards the rest.
+type BodyHead struct{ b []byte }
+
+// Write keeps what fits of p and discards the rest.
+func (h *BodyHead) Write(p []byte) (int, error) {
 	if room := headBytes - len(h.b); room > 0 {
 		h.b = append(h.b, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
 }
 
-// line is the body's first line that is not blank, trimmed and cut to
-// headRunes, or "".
-func (h *bodyHead) line() string {
+// Line is the body's first line that is not blank, trimmed and cut to
+// HeadRunes, or "".
+func (h *BodyHead) Line() string {
 	for _, l := range strings.Split(string(h.b), "\n") {
 		l = strings.TrimSpace(l)
 		if l == "" {
 			continue
 		}
-		if r := []rune(l); len(r) > headRunes {
-			l = string(r[:headRunes]) + "…"
+		if r := []rune(l); len(r) > HeadRunes {
+			l = string(r[:HeadRunes]) + "…"
 		}
 		return l
 	}
@@ -279,11 +278,11 @@ func (h *bodyHead) line() string {
 }
 
 // connError is an error of the connection as transportError reads it: a
-// deadline that passed is errTimedOut.
+// deadline that passed is ErrTimedOut.
 func connError(err error) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return errTimedOut
+		return ErrTimedOut
 	}
 	return err
 }
@@ -313,11 +312,11 @@ func validValue(v string) bool {
 	return true
 }
 
-// plainHeaders reports whether the headers of a request are ones the
+// Writable reports whether the headers of a request are ones the
 // plain client writes as net/http's transport would: names that are
 // tokens, values without control bytes (the transport refuses the others,
 // and net/http gives that error).
-func plainHeaders(h http.Header) bool {
+func Writable(h http.Header) bool {
 	for k, vv := range h {
 		if !isToken(k) {
 			return false

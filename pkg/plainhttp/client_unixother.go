@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package external
+package plainhttp
 
 import "syscall"
 

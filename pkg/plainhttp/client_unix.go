@@ -1,6 +1,6 @@
 //go:build unix
 
-package external
+package plainhttp
 
 import (
 	"io"
