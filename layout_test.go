@@ -66,6 +66,10 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		"effects":  {[]string{"escape", "problem", "rawio", "redact", "scenario"}, join(brokers, adapters)},
 		"standin":  {[]string{"template"}, join(drivers, adapters)},
 		"nemesis":  {[]string{"inject"}, none},
+		// What a long replay into a user's consumer keeps of its deliveries.
+		"journal": {[]string{"consumer", "invariant", "sqlite"},
+			join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql", mod + "postgres",
+				mod + "effects", mod + "external", mod + "replay", mod + "runner", mod + "report"})},
 		// The HTTP client of the deliveries to an http:// consumer.
 		"plainhttp": {[]string{"rawio"}, join(none, []string{mod + "external", mod + "scenario"})},
 		// The processes redeliver starts, and what they leave behind.
@@ -82,7 +86,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			join(none, []string{mod + "external", mod + "effects", mod + "sqlproxy", mod + "suite"})},
 		// The user's own consumer, and sets of files.
 		"external": {[]string{"amqp", "broker", "capture", "consumer", "diagnose", "effects", "escape", "handler",
-			"inject", "invariant", "kafka", "ledger", "nats", "nemesis", "plainhttp", "problem", "proc", "rawio", "redact", "replay",
+			"inject", "invariant", "journal", "kafka", "ledger", "nats", "nemesis", "plainhttp", "problem", "proc", "rawio", "redact", "replay",
 			"report/words", "runner", "scenario", "sqlite", "sqlproxy", "standin", "template"},
 			[]string{mod + "report", mod + "suite", mod + "postgres"}},
 		"external/consumertest": {nil, join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql"})},

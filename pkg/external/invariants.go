@@ -1,6 +1,7 @@
 package external
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/redeliver/redeliver/pkg/effects"
@@ -43,8 +44,12 @@ func (d *Delivery) afterAll(change string) string {
 	return fmt.Sprintf("%s after %d deliveries", change, d.nth)
 }
 
-// answered is what the catalogue's judge needs of the delivery.
-func (d *Delivery) answered() invariant.Answered {
+// Event is the delivery's event id, and whether the consumer acked it: a
+// journal.Delivery.
+func (d *Delivery) Event() (id string, acked bool) { return d.EventID, d.Answer.consumerAcked() }
+
+// Answered is what the catalogue's judge needs of the delivery.
+func (d *Delivery) Answered() invariant.Answered {
 	return invariant.Answered{Record: &d.Record, Answer: d.Answer.Kind, ConsumerAcked: d.Answer.consumerAcked(),
 		Said: d.Answer.Short(), Changed: d.Changed, Duplicated: d.Duplicated, AtOnce: d.AtOnce, Expected: d.Expected}
 }
@@ -53,7 +58,7 @@ func (d *Delivery) answered() invariant.Answered {
 func answeredAll(history []*Delivery) []invariant.Answered {
 	out := make([]invariant.Answered, len(history))
 	for i, d := range history {
-		out[i] = d.answered()
+		out[i] = d.Answered()
 	}
 	return out
 }
@@ -62,6 +67,14 @@ func answeredAll(history []*Delivery) []invariant.Answered {
 // invariant, as the catalogue decides them.
 func judge(history []*Delivery, rows []effects.Row, table string) []invariant.Violation {
 	return invariant.JudgeRows(answeredAll(history), rowsOf(rows), table)
+}
+
+// eachRow gives each effect row of db, as the catalogue's judge reads
+// it, to the function it is given: what a journal judges.
+func eachRow(ctx context.Context, db *effects.DB) func(func(invariant.Row) error) error {
+	return func(f func(invariant.Row) error) error {
+		return db.EachRow(ctx, nil, func(r effects.Row) error { return f(invariant.Row(r)) })
+	}
 }
 
 // rowsOf is effect rows as the catalogue's judge reads them.

@@ -17,6 +17,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/journal"
 	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/proc"
@@ -82,9 +83,9 @@ type replayer struct {
 	sess  *Session
 	crash sync.RWMutex // a crash holds it alone; deliveries share it
 	mu    sync.Mutex
-	j     *journal    // what the judge needs of the deliveries so far
-	ids   *seenFilter // the event ids delivered: the journal is asked only on a maybe
-	seq   int         // deliveries made
+	j     *journal.Journal    // what the judge needs of the deliveries so far
+	ids   *journal.SeenFilter // the event ids delivered: the journal is asked only on a maybe
+	seq   int                 // deliveries made
 	// committed: the event ids whose effect a delivery that got no ack
 	// committed (a kill after the COMMIT, before the answer), under mu;
 	// an acked event's is the journal's to say.
@@ -205,16 +206,16 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 	}
 	defer sess.Close()
 	dialect, table := sess.dialect()
-	j, err := openJournal(ctx)
+	j, err := journal.Open(ctx)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
 	}
-	defer j.close()
+	defer j.Close()
 	rep := &replay.Report{Seed: o.Seed, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
 		Target: &replay.Target{File: t.File, Consumer: sess.Describe(), Effects: sess.DescribeEffects(),
 			Given: append([]string{}, o.Inputs...), Broker: t.Target.Broker(), Table: t.Effects.Table},
 		Verdict: invariant.Pass}
-	r := &replayer{o: *o, t: t, sess: sess, j: j, ids: newSeenFilter(), rep: rep}
+	r := &replayer{o: *o, t: t, sess: sess, j: j, ids: journal.NewSeenFilter(), rep: rep}
 	t.r = r
 	if o.KillWorking > 0 {
 		r.working = &nemesis.WorkingKills{P: o.KillWorking}
@@ -256,7 +257,7 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 	if where == "" {
 		where = "the effects query"
 	}
-	violations, effects, err := r.j.judge(ctx, func(f func(effects.Row) error) error { return sess.db.EachRow(ctx, nil, f) }, where)
+	violations, effects, err := r.j.Judge(ctx, eachRow(ctx, sess.db), where)
 	if err != nil {
 		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
@@ -528,8 +529,8 @@ func (r *replayer) rowsBefore(ctx context.Context, j job, ev Event) (seen, judge
 		return false, false, nil, false, nil
 	}
 	r.mu.Lock()
-	if r.ids.maybe(ev.ID) {
-		seen, judged, err = r.j.seen(ctx, ev.ID)
+	if r.ids.Maybe(ev.ID) {
+		seen, judged, err = r.j.Seen(ctx, ev.ID)
 	}
 	judged = judged || r.committed[ev.ID]
 	r.mu.Unlock()
@@ -555,7 +556,7 @@ func (r *replayer) committedBy(d *Delivery, judged bool, before, after []effects
 	defer r.mu.Unlock()
 	if judged {
 		if d.Duplicated = d.afterAll(duplicated(before, after)); d.Duplicated != "" {
-			r.j.changed(d)
+			r.j.Changed(d)
 		}
 	}
 	if changed(before, after) != "" {
@@ -572,8 +573,8 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 	var seen, acked bool
 	var err error
 	r.mu.Lock()
-	if r.ids.maybe(ev.ID) {
-		seen, acked, err = r.j.seen(ctx, ev.ID)
+	if r.ids.Maybe(ev.ID) {
+		seen, acked, err = r.j.Seen(ctx, ev.ID)
 	}
 	acked = acked || r.committed[ev.ID]
 	r.mu.Unlock()
@@ -626,7 +627,7 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 		}
 		if d.Changed != "" || d.Duplicated != "" {
 			r.mu.Lock()
-			r.j.changed(d)
+			r.j.Changed(d)
 			r.mu.Unlock()
 		}
 	}
@@ -645,7 +646,7 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer, span i
 	}
 	r.seq++
 	d := &Delivery{Record: invariant.Record{Seq: r.seq, EventID: ev.ID, Key: j.key, Result: res, Pos: j.ev.At, Span: span}, Answer: a}
-	seen, err := r.j.add(ctx, d)
+	seen, err := r.j.Add(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -658,7 +659,7 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer, span i
 		r.again[ev.ID]++
 		d.nth += r.again[ev.ID]
 	}
-	r.ids.add(ev.ID)
+	r.ids.Add(ev.ID)
 	count(&r.rep.Counters, a, seen, r.sess.t.Broker())
 	r.over.Add(time.Since(r.began).Milliseconds(), outcomeIndex(a.Kind), a.Crashed)
 	r.eng.Delivered()
@@ -679,7 +680,8 @@ func (r *replayer) brokenHistory() []invariant.Record {
 		}
 	}
 	var out []invariant.Record
-	for _, d := range r.j.hist {
+	for _, h := range r.j.History() {
+		d := h.(*Delivery)
 		if broken[d.Key] || (d.Key == "" && broken[d.EventID]) {
 			out = append(out, d.Record)
 		}

@@ -4,11 +4,12 @@
 //
 // It owns a session with a user's consumer (its instances, started
 // through pkg/proc, behind a broker, the statement proxy and the
-// stand-ins around it), the System and Lane adapters through which
-// pkg/runner and pkg/replay drive it, and the journal a long replay into
-// it keeps. Of this module it may import any package of pkg/ but the
-// renderers (pkg/report), the sets of files (pkg/suite), the built-in
-// handler's PostgreSQL store and the benchmark tools (pkg/bench).
+// stand-ins around it) and the System and Lane adapters through which
+// pkg/runner and pkg/replay drive it; the journal a long replay into it
+// keeps is pkg/journal's, its HTTP client pkg/plainhttp's. Of this module
+// it may import any package of pkg/ but the renderers (pkg/report), the
+// sets of files (pkg/suite), the built-in handler's PostgreSQL store and
+// the benchmark tools (pkg/bench).
 package external
 
 import (

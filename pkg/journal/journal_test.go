@@ -1,4 +1,4 @@
-package external
+package journal
 
 import (
 	"context"
@@ -10,9 +10,24 @@ import (
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
-	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/invariant"
 )
+
+// delivery is a delivery as the tests give it to the journal.
+type delivery struct {
+	invariant.Record
+	kind                consumer.Outcome
+	said                string
+	acked               bool // by the consumer
+	changed, duplicated string
+}
+
+func (d *delivery) Event() (string, bool) { return d.EventID, d.acked }
+
+func (d *delivery) Answered() invariant.Answered {
+	return invariant.Answered{Record: &d.Record, Answer: d.kind, ConsumerAcked: d.acked, Said: d.said,
+		Changed: d.changed, Duplicated: d.duplicated}
+}
 
 // TestJournalJudgesAsHistory: the invariants a replay decides over its
 // journal, which keeps per event and per key what the judge needs, are
@@ -26,14 +41,14 @@ import (
 // many.
 func TestJournalJudgesAsHistory(t *testing.T) {
 	ctx := context.Background()
-	kinds := []Kind{Acked, Acked, Acked, Conflict, Rejected, Unacked}
+	kinds := []consumer.Outcome{consumer.Acked, consumer.Acked, consumer.Acked, consumer.Conflict, consumer.Rejected, consumer.Unacked}
 	reached := map[invariant.Name]int{}
 	spilled := map[string]int{}
 	for seed := uint64(1); seed <= 40; seed++ {
 		for _, mode := range []string{"memory", "journal", "deliveries", "rows"} {
 			rng := rand.New(rand.NewPCG(seed, 3))
-			var hist []*Delivery
-			j, err := openJournal(ctx)
+			var hist []Delivery
+			j, err := Open(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,48 +74,51 @@ func TestJournalJudgesAsHistory(t *testing.T) {
 				if rng.IntN(20) == 0 {
 					key = fmt.Sprintf("k%d", rng.IntN(events)) // one id, another key
 				}
-				a := Answer{Kind: kinds[rng.IntN(len(kinds))], Status: 200}
-				if rng.IntN(10) == 0 {
-					a.Dropped = true
+				kind, status := kinds[rng.IntN(len(kinds))], 200
+				// An ack dropped on purpose: acked by the consumer, not
+				// by the broker.
+				dropped := rng.IntN(10) == 0
+				res := consumer.Result{Outcome: kind}
+				if kind == consumer.Unacked {
+					status = 500 + rng.IntN(3)
 				}
-				res := consumer.Result{Outcome: consumer.Outcome(a.Kind)}
-				if a.Kind == Unacked {
-					a.Status = 500 + rng.IntN(3)
-					res.Err = errors.New(a.String())
+				d := &delivery{Record: invariant.Record{Seq: i + 1, EventID: fmt.Sprintf("evt-%d", e), Key: key, Result: res,
+					Pos: consumer.Location{File: []string{"a.ndjson", "b.ndjson"}[rng.IntN(2)], Line: i + 1}},
+					kind: kind, said: fmt.Sprintf("%s (%d)", kind, status), acked: kind == consumer.Acked || dropped && status == 200}
+				if kind == consumer.Unacked {
+					d.Result.Err = errors.New(d.said)
 				}
-				d := &Delivery{Record: invariant.Record{Seq: i + 1, EventID: fmt.Sprintf("evt-%d", e), Key: key, Result: res,
-					Pos: consumer.Location{File: []string{"a.ndjson", "b.ndjson"}[rng.IntN(2)], Line: i + 1}}, Answer: a}
 				if rng.IntN(15) == 0 {
-					d.Changed = "amount 1 became 2"
+					d.changed = "amount 1 became 2"
 				}
 				if rng.IntN(15) == 0 {
-					d.Duplicated = "amount 2 became 3"
+					d.duplicated = "amount 2 became 3"
 				}
 				before := false
 				for _, h := range hist {
-					before = before || h.EventID == d.EventID
+					before = before || h.(*delivery).EventID == d.EventID
 				}
 				hist = append(hist, d)
 				// add says whether the event had a delivery before (a
 				// delivery counts as a redelivery then).
-				if seen, err := j.add(ctx, d); err != nil || seen != before {
+				if seen, err := j.Add(ctx, d); err != nil || seen != before {
 					t.Fatalf("seed %d, %s, delivery %d of %s: add says seen %v (err %v), want %v", seed, mode, i+1, d.EventID, seen, err, before)
 				}
-				j.changed(d)
+				j.Changed(d)
 			}
-			var rows []effects.Row
+			var rows []invariant.Row
 			for i := 0; i < rng.IntN(2*events); i++ {
 				ev := ""
 				if rng.IntN(4) > 0 {
 					ev = fmt.Sprintf("evt-%d", rng.IntN(events))
 				}
-				rows = append(rows, effects.Row{Key: fmt.Sprintf("k%d", rng.IntN(events)), Event: ev, Values: fmt.Sprintf(`["%d"]`, rng.IntN(5))})
+				rows = append(rows, invariant.Row{Key: fmt.Sprintf("k%d", rng.IntN(events)), Event: ev, Values: fmt.Sprintf(`["%d"]`, rng.IntN(5))})
 			}
 			// The table as Rows gives it to judge: sorted by values.
-			sorted := append([]effects.Row(nil), rows...)
+			sorted := append([]invariant.Row(nil), rows...)
 			sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].Values < sorted[b].Values })
-			want := judge(hist, sorted, "payments")
-			got, n, err := j.judge(ctx, func(f func(effects.Row) error) error {
+			want := invariant.JudgeRows(answeredAll(hist), sorted, "payments")
+			got, n, err := j.Judge(ctx, func(f func(invariant.Row) error) error {
 				for _, r := range rows {
 					if err := f(r); err != nil {
 						return err
@@ -111,7 +129,7 @@ func TestJournalJudgesAsHistory(t *testing.T) {
 			if j.spilled {
 				spilled[mode]++
 			}
-			j.close()
+			j.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +154,7 @@ func TestJournalJudgesAsHistory(t *testing.T) {
 			t.Errorf("%s: only %d of 40 histories moved into the journal part way: the test could not tell", mode, spilled[mode])
 		}
 	}
-	for _, inv := range Invariants {
+	for _, inv := range invariant.Checked(invariant.Database, nil) {
 		if reached[inv.Name] == 0 {
 			t.Errorf("no generated history broke %s: the test could not tell", inv.Name)
 		}
@@ -156,32 +174,32 @@ func show(vs []invariant.Violation) string {
 // redelivery of the event before it.
 func BenchmarkJournal(b *testing.B) {
 	ctx := context.Background()
-	j, err := openJournal(ctx)
+	j, err := Open(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer j.close()
+	defer j.Close()
 	j.memDeliveries = 0
-	ds := make([]*Delivery, b.N)
+	ds := make([]*delivery, b.N)
 	for i := range ds {
 		e := i
 		if i%10 == 9 {
 			e = i - 1
 		}
-		a := Answer{Kind: Acked, Status: 201}
+		kind, said := consumer.Acked, "acked (201)"
 		if i%10 == 8 {
-			a = Answer{Kind: Unacked, Status: 201, Dropped: true}
+			kind, said = consumer.Unacked, "unacked (201, its ack dropped)"
 		}
-		res := consumer.Result{Outcome: consumer.Outcome(a.Kind)}
-		if a.Kind == Unacked {
-			res.Err = errors.New(a.String())
+		res := consumer.Result{Outcome: kind}
+		if kind == consumer.Unacked {
+			res.Err = errors.New(said)
 		}
-		ds[i] = &Delivery{Record: invariant.Record{Seq: i + 1, EventID: fmt.Sprintf("evt-%d", e), Key: fmt.Sprintf("O-%d", e),
-			Result: res, Pos: consumer.Location{File: "c.ndjson", Line: e + 1}}, Answer: a}
+		ds[i] = &delivery{Record: invariant.Record{Seq: i + 1, EventID: fmt.Sprintf("evt-%d", e), Key: fmt.Sprintf("O-%d", e),
+			Result: res, Pos: consumer.Location{File: "c.ndjson", Line: e + 1}}, kind: kind, said: said, acked: true}
 	}
 	b.ResetTimer()
 	for _, d := range ds {
-		if _, err := j.add(ctx, d); err != nil {
+		if _, err := j.Add(ctx, d); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package external
+package journal
 
 import (
 	"fmt"
@@ -10,16 +10,16 @@ import (
 func TestSeenFilter(t *testing.T) {
 	for _, n := range []int{1, 1000, 100000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			f := newSeenFilter()
+			f := NewSeenFilter()
 			for i := 0; i < n; i++ {
-				f.add(fmt.Sprintf("evt-%d", i))
+				f.Add(fmt.Sprintf("evt-%d", i))
 			}
 			maybe := 0
 			for i := 0; i < n; i++ {
-				if !f.maybe(fmt.Sprintf("evt-%d", i)) {
+				if !f.Maybe(fmt.Sprintf("evt-%d", i)) {
 					t.Fatalf("evt-%d was added and is taken for new", i)
 				}
-				if f.maybe(fmt.Sprintf("new-%d", i)) {
+				if f.Maybe(fmt.Sprintf("new-%d", i)) {
 					maybe++
 				}
 			}

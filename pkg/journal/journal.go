@@ -1,4 +1,16 @@
-package external
+// Package journal keeps what the judge needs of a long replay's
+// deliveries into a user's consumer, per event and per key, in a private
+// SQLite database whose memory is its page cache however long the
+// capture, and decides the catalogue's invariants over its tables as
+// they are decided over a history. A short replay's deliveries are kept
+// in memory and judged as a history. What a delivery is, and what it
+// answered, is the caller's (pkg/external): the journal is given what
+// the catalogue's judge reads of it (invariant.Answered).
+//
+// Of this module it imports only pkg/consumer, pkg/invariant and
+// pkg/sqlite, and it links no broker client and no driver of a user's
+// database.
+package journal
 
 import (
 	"context"
@@ -8,10 +20,21 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/redeliver/redeliver/pkg/effects"
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
+
+// Delivery is one delivery as the journal is given it.
+type Delivery interface {
+	// Event is the delivery's event id, and whether the consumer acked it
+	// (invariant.Answered's ConsumerAcked).
+	Event() (id string, acked bool)
+	// Answered is what the catalogue's judge needs of the delivery. A
+	// delivery kept in memory is asked again when it is judged: what a
+	// redelivery changed is known only after it was added.
+	Answered() invariant.Answered
+}
 
 // A replay into a target does not keep its deliveries: what the judge
 // needs of them is kept per event and per key in a journal, a private
@@ -32,12 +55,12 @@ import (
 // as a history; the first delivery past that moves them into the
 // journal, in order, and the journal keeps the rest. The effect rows are
 // kept in memory the same way, up to memRows.
-type journal struct {
+type Journal struct {
 	db *sqlite.Scratch
 	// The history while the replay is short, and the event ids it
 	// delivered with whether the consumer acked one; nil once moved into
 	// the journal (spilled).
-	hist                   []*Delivery
+	hist                   []Delivery
 	acks                   map[string]bool
 	spilled                bool
 	memDeliveries, memRows int
@@ -54,12 +77,12 @@ type journal struct {
 	batch   int
 	pending []journalRow
 	held    map[string]bool
-	ids     *seenFilter
+	ids     *SeenFilter
 	args    []any
 	queries map[[2]int]string
 	// Deliveries whose conflict, or whose redelivery of an acked event,
 	// changed the key's rows, in order.
-	changes []*Delivery
+	changes []Delivery
 }
 
 // journalCacheKiB is the journal's page cache.
@@ -92,7 +115,8 @@ type journalRow struct {
 	ackedRow              bool // answered acked: a row of the acked table
 }
 
-func openJournal(ctx context.Context) (*journal, error) {
+// Open opens an empty journal, in a private SQLite database of its own.
+func Open(ctx context.Context) (*Journal, error) {
 	db, err := sqlite.OpenScratch(journalCacheKiB)
 	if err != nil {
 		return nil, err
@@ -101,11 +125,12 @@ func openJournal(ctx context.Context) (*journal, error) {
 		db.Close()
 		return nil, err
 	}
-	return &journal{db: db, files: map[string]int64{}, stmts: map[string]*sql.Stmt{},
+	return &Journal{db: db, files: map[string]int64{}, stmts: map[string]*sql.Stmt{},
 		acks: map[string]bool{}, memDeliveries: memDeliveries, memRows: memRows, batch: journalHeld}, nil
 }
 
-func (j *journal) close() error {
+// Close closes the journal and removes its database.
+func (j *Journal) Close() error {
 	for _, st := range j.stmts {
 		st.Close()
 	}
@@ -113,7 +138,7 @@ func (j *journal) close() error {
 }
 
 // stmt is q prepared once: every delivery runs the same few statements.
-func (j *journal) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+func (j *Journal) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st := j.stmts[q]; st != nil {
 		return st, nil
 	}
@@ -131,12 +156,12 @@ func (j *journal) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 
 // write runs one statement of the journal, in a transaction of up to
 // journalBatch rows.
-func (j *journal) write(ctx context.Context, q string, args ...any) error {
+func (j *Journal) write(ctx context.Context, q string, args ...any) error {
 	return j.writeRows(ctx, 1, q, args...)
 }
 
 // writeRows is write for a statement that writes n rows.
-func (j *journal) writeRows(ctx context.Context, n int, q string, args ...any) error {
+func (j *Journal) writeRows(ctx context.Context, n int, q string, args ...any) error {
 	ctx = context.WithoutCancel(ctx)
 	if j.writes == 0 {
 		if _, err := j.db.ExecContext(ctx, "BEGIN"); err != nil {
@@ -157,7 +182,7 @@ func (j *journal) writeRows(ctx context.Context, n int, q string, args ...any) e
 	return nil
 }
 
-func (j *journal) commit(ctx context.Context) error {
+func (j *Journal) commit(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	if j.writes == 0 {
 		return nil
@@ -167,9 +192,13 @@ func (j *journal) commit(ctx context.Context) error {
 	return err
 }
 
-// seen says whether event id had a delivery, and whether the consumer
+// History is the deliveries kept in memory, in the order they were
+// added; nil once they moved into the journal.
+func (j *Journal) History() []Delivery { return j.hist }
+
+// Seen says whether event id had a delivery, and whether the consumer
 // acked one.
-func (j *journal) seen(ctx context.Context, id string) (seen, acked bool, err error) {
+func (j *Journal) Seen(ctx context.Context, id string) (seen, acked bool, err error) {
 	if !j.spilled {
 		acked, seen = j.acks[id]
 		return seen, acked, nil
@@ -178,7 +207,7 @@ func (j *journal) seen(ctx context.Context, id string) (seen, acked bool, err er
 	if heldAcked {
 		return true, true, nil
 	}
-	if !j.ids.maybe(id) {
+	if !j.ids.Maybe(id) {
 		return false, false, nil
 	}
 	seen, acked, err = j.stored(ctx, id)
@@ -187,7 +216,7 @@ func (j *journal) seen(ctx context.Context, id string) (seen, acked bool, err er
 
 // stored says whether event id has a delivery written in the journal, and
 // whether the consumer acked one.
-func (j *journal) stored(ctx context.Context, id string) (seen, acked bool, err error) {
+func (j *Journal) stored(ctx context.Context, id string) (seen, acked bool, err error) {
 	ctx = context.WithoutCancel(ctx)
 	st, err := j.stmt(ctx, `SELECT acked FROM event WHERE id = ?`)
 	if err != nil {
@@ -200,7 +229,7 @@ func (j *journal) stored(ctx context.Context, id string) (seen, acked bool, err 
 	return err == nil, acked, err
 }
 
-func (j *journal) file(name string) int64 {
+func (j *Journal) file(name string) int64 {
 	n, ok := j.files[name]
 	if !ok {
 		n = int64(len(j.names))
@@ -210,14 +239,15 @@ func (j *journal) file(name string) int64 {
 	return n
 }
 
-// add records delivery d, and says whether its event had a delivery
+// Add records delivery d, and says whether its event had a delivery
 // before it.
-func (j *journal) add(ctx context.Context, d *Delivery) (seen bool, err error) {
+func (j *Journal) Add(ctx context.Context, d Delivery) (seen bool, err error) {
 	if j.spilled {
 		return j.insert(ctx, d)
 	}
-	acked, seen := j.acks[d.EventID]
-	j.acks[d.EventID] = acked || d.Answer.consumerAcked()
+	id, consumerAcked := d.Event()
+	acked, seen := j.acks[id]
+	j.acks[id] = acked || consumerAcked
 	j.hist = append(j.hist, d)
 	if len(j.hist) > j.memDeliveries {
 		return seen, j.spill(ctx)
@@ -226,10 +256,10 @@ func (j *journal) add(ctx context.Context, d *Delivery) (seen bool, err error) {
 }
 
 // spill moves the history kept in memory into the journal, in order.
-func (j *journal) spill(ctx context.Context) error {
+func (j *Journal) spill(ctx context.Context) error {
 	hist := j.hist
 	j.hist, j.acks, j.spilled = nil, nil, true
-	j.held, j.ids = map[string]bool{}, newSeenFilter()
+	j.held, j.ids = map[string]bool{}, NewSeenFilter()
 	for _, d := range hist {
 		if _, err := j.insert(ctx, d); err != nil {
 			return err
@@ -240,9 +270,10 @@ func (j *journal) spill(ctx context.Context) error {
 
 // insert holds delivery d for the journal, writing the held ones once
 // they are a batch, and says whether its event had a delivery before it.
-func (j *journal) insert(ctx context.Context, d *Delivery) (seen bool, err error) {
+func (j *Journal) insert(ctx context.Context, dv Delivery) (seen bool, err error) {
+	d := dv.Answered()
 	_, seen = j.held[d.EventID]
-	if !seen && j.ids.maybe(d.EventID) {
+	if !seen && j.ids.Maybe(d.EventID) {
 		if seen, _, err = j.stored(ctx, d.EventID); err != nil {
 			return false, err
 		}
@@ -251,15 +282,15 @@ func (j *journal) insert(ctx context.Context, d *Delivery) (seen bool, err error
 	if d.Result.Err != nil {
 		errText = d.Result.Err.Error()
 	}
-	settled := d.Answer.Kind == Acked || d.Answer.Kind == Conflict
+	settled := d.Answer == consumer.Acked || d.Answer == consumer.Conflict
 	j.pending = append(j.pending, journalRow{
-		id: d.EventID, key: d.Key, answer: d.Answer.Short(), kind: string(d.Answer.Kind), err: errText,
+		id: d.EventID, key: d.Key, answer: d.Said, kind: string(d.Answer), err: errText,
 		seq: d.Seq, file: j.file(d.Pos.File), line: d.Pos.Line, col: d.Pos.Col,
-		settled: settled, unexpected: !settled && !d.Expected, acked: d.Answer.consumerAcked(),
-		conflicted: d.Answer.Kind == Conflict && !d.Expected, ackedRow: d.Answer.Kind == Acked,
+		settled: settled, unexpected: !settled && !d.Expected, acked: d.ConsumerAcked,
+		conflicted: d.Answer == consumer.Conflict && !d.Expected, ackedRow: d.Answer == consumer.Acked,
 	})
-	j.held[d.EventID] = j.held[d.EventID] || d.Answer.consumerAcked()
-	j.ids.add(d.EventID)
+	j.held[d.EventID] = j.held[d.EventID] || d.ConsumerAcked
+	j.ids.Add(d.EventID)
 	if len(j.pending) >= j.batch {
 		return seen, j.flush(ctx)
 	}
@@ -290,7 +321,7 @@ const (
 )
 
 // query is the statement writing n rows of a table.
-func (j *journal) query(table, n int) string {
+func (j *Journal) query(table, n int) string {
 	if q, ok := j.queries[[2]int{table, n}]; ok {
 		return q
 	}
@@ -331,7 +362,7 @@ func chunk(n int) int {
 }
 
 // flush writes the held deliveries.
-func (j *journal) flush(ctx context.Context) error {
+func (j *Journal) flush(ctx context.Context) error {
 	rows := j.pending
 	if len(rows) == 0 {
 		return nil
@@ -360,7 +391,7 @@ func (j *journal) flush(ctx context.Context) error {
 }
 
 // many writes rows into a table, in order, many a statement.
-func (j *journal) many(ctx context.Context, table int, rows []journalRow, values func(*journalRow, []any) []any) error {
+func (j *Journal) many(ctx context.Context, table int, rows []journalRow, values func(*journalRow, []any) []any) error {
 	for len(rows) > 0 {
 		n := chunk(len(rows))
 		args := j.args[:0]
@@ -377,16 +408,16 @@ func (j *journal) many(ctx context.Context, table int, rows []journalRow, values
 	return nil
 }
 
-// changed keeps a delivery that changed its key's rows.
-func (j *journal) changed(d *Delivery) {
-	if (d.Answer.Kind == Conflict && d.Changed != "") || d.Duplicated != "" {
+// Changed keeps a delivery that changed its key's rows.
+func (j *Journal) Changed(d Delivery) {
+	if a := d.Answered(); (a.Answer == consumer.Conflict && a.Changed != "") || a.Duplicated != "" {
 		j.changes = append(j.changes, d)
 	}
 }
 
 // tables is the journal as the catalogue's judge queries it: an
 // invariant.Journal.
-type tables struct{ j *journal }
+type tables struct{ j *Journal }
 
 func (t tables) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return t.j.db.QueryContext(ctx, q, args...)
@@ -396,16 +427,17 @@ func (t tables) File(n int64) string { return t.j.names[n] }
 
 func (t tables) Changed() []invariant.Answered { return answeredAll(t.j.changes) }
 
-// judge reads the effect rows each gives into the journal and returns
-// every broken invariant as judge would over the whole history, and the
-// number of effect rows.
-func (j *journal) judge(ctx context.Context, each func(func(effects.Row) error) error, table string) ([]invariant.Violation, int, error) {
+// Judge reads the effect rows each gives (as effects.DB.EachRow does)
+// into the journal and returns
+// every broken invariant as invariant.JudgeRows would over the whole
+// history, and the number of effect rows.
+func (j *Journal) Judge(ctx context.Context, each func(func(invariant.Row) error) error, table string) ([]invariant.Violation, int, error) {
 	n := 0
-	var mem []effects.Row
-	write := func(r effects.Row) error {
+	var mem []invariant.Row
+	write := func(r invariant.Row) error {
 		return j.write(ctx, `INSERT INTO effect VALUES (?, ?, ?)`, r.Key, r.Event, r.Values)
 	}
-	err := each(func(r effects.Row) error {
+	err := each(func(r invariant.Row) error {
 		n++
 		if j.spilled {
 			return write(r)
@@ -429,7 +461,7 @@ func (j *journal) judge(ctx context.Context, each func(func(effects.Row) error) 
 		// The rows as effects.DB.Rows gives them: in the order of their
 		// values.
 		sort.SliceStable(mem, func(a, b int) bool { return mem[a].Values < mem[b].Values })
-		return judge(j.hist, mem, table), n, nil
+		return invariant.JudgeRows(answeredAll(j.hist), mem, table), n, nil
 	}
 	if err == nil {
 		err = j.flush(ctx)
@@ -448,4 +480,13 @@ func (j *journal) judge(ctx context.Context, each func(func(effects.Row) error) 
 		return nil, 0, err
 	}
 	return out, n, nil
+}
+
+// answeredAll is what the judge needs of each delivery of a history.
+func answeredAll(history []Delivery) []invariant.Answered {
+	out := make([]invariant.Answered, len(history))
+	for i, d := range history {
+		out[i] = d.Answered()
+	}
+	return out
 }
