@@ -33,8 +33,9 @@ MY_LOCAL := mysql://root@127.0.0.1:3306/test
 # packages) so the short ones fill in beside them; go test starts them in
 # this order. Up to TEST_P test binaries run at once: the end-to-end ones
 # spend much of their time waiting on the processes, brokers and databases
-# they drive, so more than one per core keeps both cores busy. A
-# package's binary may run 30 minutes (go test's default is 10): the
+# they drive, so more than one per core keeps both cores busy (and the
+# example consumer's package runs four of its tests at once). A
+# package's binary may run 45 minutes (go test's default is 10): the
 # end-to-end packages start hundreds of processes, and a loaded machine
 # slows them, not their verdicts. A
 # race-enabled program sleeps a second at exit by default;
@@ -61,8 +62,8 @@ test: ## vet, then every test with the race detector
 	if [ "$$my" = off ]; then my=; fi; \
 	if [ -n "$$my" ]; then echo "make test: MySQL tests run against $$my (REDELIVER_TEST_MYSQL=off skips them)"; \
 	else echo "make test: no MySQL at 127.0.0.1:3306, its tests are skipped; set REDELIVER_TEST_MYSQL=mysql://USER@HOST:PORT/DB to run them"; fi; \
-	echo "$(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(TEST_PKGS)"; \
-	REDELIVER_TEST_POSTGRES="$$pg" REDELIVER_TEST_MYSQL="$$my" GORACE="$${GORACE:-atexit_sleep_ms=10}" $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(TEST_PKGS)
+	echo "$(GO) test -race -count=1 -p $(TEST_P) -timeout 45m $(TEST_PKGS)"; \
+	REDELIVER_TEST_POSTGRES="$$pg" REDELIVER_TEST_MYSQL="$$my" GORACE="$${GORACE:-atexit_sleep_ms=10}" $(GO) test -race -count=1 -p $(TEST_P) -timeout 45m $(TEST_PKGS)
 	$(GO) test -race -count=1 -timeout 30m -run '$(KFAKE_RUN)' $(KFAKE)
 
 # The Node.js peer replay is compared with (docs/peer), installed outside

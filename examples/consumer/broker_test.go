@@ -284,11 +284,12 @@ func deliver(t testing.TB, r rig, ps []*proc.Process, dsn string, events, republ
 	return o
 }
 
-// brokerSlots bounds the broker cases running at once: each starts up to
-// three consumer instances, each with a PostgreSQL pool holding a
-// connection per delivery in flight (8), and a server's default is 100
-// connections in all, shared with every other test.
-var brokerSlots = make(chan struct{}, 2)
+// brokerSlots bounds the broker cases on PostgreSQL running at once: each
+// starts up to three consumer instances, each with a PostgreSQL pool
+// holding a connection per delivery in flight (8), and a server's default
+// is 100 connections in all, shared with every other test: three cases
+// hold at most 72.
+var brokerSlots = make(chan struct{}, 3)
 
 // brokerSlot waits for a slot, held until the test (and its instances)
 // ends.

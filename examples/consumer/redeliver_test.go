@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,6 +62,19 @@ func TestMain(m *testing.M) {
 type removeBuilt struct{ m *testing.M }
 
 func (r removeBuilt) Run() int {
+	// The tests here spend their time waiting on the consumers, brokers
+	// and databases they drive, not computing (a broker case's redeliver
+	// and consumer use about 2 s of CPU in 20 s): four run at once,
+	// unless -parallel says otherwise, and the slots below bound the
+	// ones that share a server.
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", "4")
+	}
 	code := r.m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
