@@ -303,7 +303,7 @@ func redeliverCmd(env map[string]string, args ...string) (*exec.Cmd, string) {
 	for k, v := range env {
 		c.Env = append(c.Env, k+"="+v)
 	}
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.SysProcAttr = runAttr()
 	return c, marker
 }
 
@@ -524,7 +524,7 @@ func startConsumer(t *testing.T, port, db, flaw, work, marker string) *consumerP
 	t.Helper()
 	c := exec.Command("consumer", "--listen", "127.0.0.1:"+port, "--db", db, "--flaw", flaw, "--work", work)
 	c.Env = append(os.Environ(), runMarker+"="+marker)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.SysProcAttr = runAttr()
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	if err := c.Start(); err != nil {
