@@ -27,6 +27,7 @@ const (
 	CheckThenAct       Pattern = "check-then-act"
 	EffectMarkerApart  Pattern = "effect-and-marker-apart"
 	MarkerMissing      Pattern = "marker-missing"
+	MarkerIgnored      Pattern = "marker-ignored"
 	AckBeforeCommit    Pattern = "ack-before-commit"
 	AdditiveUpsert     Pattern = "additive-upsert"
 	ExternalWithoutKey Pattern = "external-call-without-key"
@@ -42,6 +43,8 @@ func (p Pattern) Words() string {
 		return "effect and marker apart"
 	case MarkerMissing:
 		return "marker missing"
+	case MarkerIgnored:
+		return "marker ignored"
 	case AckBeforeCommit:
 		return "ack before commit"
 	case AdditiveUpsert:
@@ -98,7 +101,7 @@ func Diagnose(f Facts) *Diagnosis {
 		return nil
 	}
 	d := &diagnosis{Facts: f, effect: strings.ToLower(unquote(f.EffectTable)), stmts: parse(f.Trace)}
-	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerMissing} {
+	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerIgnored, d.markerMissing} {
 		if r := try(); r != nil {
 			sort.Ints(r.Evidence)
 			r.Evidence = uniq(r.Evidence)
@@ -763,6 +766,85 @@ func sortedWorkers[T any](m map[int]T) []int {
 	}
 	sort.Ints(ws)
 	return ws
+}
+
+// markerIgnored: the effect was written twice, and a worker's insert of
+// the marker in the effect's transaction wrote no row — its key was
+// there, so the event had been processed — and the same worker then wrote
+// the effect anyway, in that transaction, which committed: the insert's
+// answer was never read. The worker read nothing of the marker's table
+// before that insert (a lookup that found no row is check-then-act's
+// evidence, weighed before this), and the insert skips an existing key
+// without changing it (ON CONFLICT DO NOTHING, INSERT IGNORE, or MySQL's
+// ON DUPLICATE KEY UPDATE that changed nothing and counted 0 rows).
+func (d *diagnosis) markerIgnored() *Diagnosis {
+	if !d.duplicated() {
+		return nil
+	}
+	for i, g := range d.stmts {
+		if !d.refused(g) || d.readBefore(g) {
+			continue
+		}
+		marker := g.tables[0]
+		for _, e := range d.stmts[i+1:] {
+			if e.worker != g.worker || e.tx != g.tx || !e.wrote(d.effect) || e.committed == 0 {
+				continue
+			}
+			ev := []int{g.n, e.n, e.committed}
+			why := fmt.Sprintf("%s's insert into %s at statement %d wrote no row (the event's marker was there)", who(d.stmts, g), marker, g.n)
+			if o := d.markedBy(g); o != nil {
+				why = fmt.Sprintf("worker %d wrote the event's row in %s at statement %d, committed at statement %d; worker %d's insert of it at statement %d wrote no row",
+					o.worker, marker, o.n, o.committed, g.worker, g.n)
+				ev = append(ev, o.n, o.committed)
+			}
+			why += fmt.Sprintf(", and it wrote %s anyway at statement %d, committed at statement %d, in the same transaction — the marker's insert guards nothing when its answer is not read", d.effect, e.n, e.committed)
+			return &Diagnosis{Pattern: MarkerIgnored, Evidence: ev, Why: why, Fix: d.ignoredFix(marker)}
+		}
+	}
+	return nil
+}
+
+// refused reports whether g is an insert into a table other than the
+// effect's, in a transaction, that skipped its row because the key was
+// there: it ran, counted 0 rows, and skips or leaves an existing row.
+func (d *diagnosis) refused(g stmt) bool {
+	return g.kind == write && g.verb == "insert" && g.ran && g.rows == 0 && g.tx != 0 && len(g.tables) > 0 &&
+		!g.on(d.effect) && (g.guard || g.upsert && !g.additive)
+}
+
+// readBefore reports whether g's worker read g's table before g.
+func (d *diagnosis) readBefore(g stmt) bool {
+	for _, r := range d.stmts[:g.n-1] {
+		if r.worker == g.worker && r.kind == read && r.on(g.tables[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+// markedBy is another worker's committed insert that wrote the row of
+// g's table g then found, when the trace holds one.
+func (d *diagnosis) markedBy(g stmt) *stmt {
+	for i, o := range d.stmts {
+		if o.worker != g.worker && o.kind == write && o.verb == "insert" && o.ran && o.rows > 0 && o.committed != 0 && o.on(g.tables[0]) {
+			return &d.stmts[i]
+		}
+	}
+	return nil
+}
+
+// ignoredFix is the change that makes the marker's insert the guard it
+// was meant to be, in the dialect of the consumer's database.
+func (d *diagnosis) ignoredFix(marker string) string {
+	switch d.Dialect {
+	case "mysql":
+		return fmt.Sprintf("read the marker insert's affected rows: INSERT IGNORE INTO %s … (unique key on the event id) and go on only if it affected 1 row (else ROLLBACK and answer as a duplicate); then write %s and COMMIT", marker, d.effect)
+	case "sqlite":
+		return fmt.Sprintf("read the marker insert's answer: INSERT INTO %s … ON CONFLICT DO NOTHING and go on only if changes() is 1 (else ROLLBACK and answer as a duplicate); then write %s and COMMIT", marker, d.effect)
+	case "postgres":
+		return fmt.Sprintf("read the marker insert's answer: INSERT INTO %s … ON CONFLICT DO NOTHING RETURNING …, and go on only if a row came back (else ROLLBACK and answer as a duplicate); then write %s and COMMIT", marker, d.effect)
+	}
+	return fmt.Sprintf("read the marker insert's answer: go on only if it inserted a row (else roll back and answer as a duplicate); then write %s and commit", d.effect)
 }
 
 // markerMissing: the effect was written twice and the trace shows no

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,12 @@ const (
 	sharedMarker = "INSERT INTO processed_messages (event_id) VALUES ($1) ON CONFLICT (event_id) DO NOTHING"
 	scopedLookup = "SELECT 1 FROM consumer_markers WHERE consumer = $1 AND event_id = $2"
 	pointsInsert = "INSERT INTO points (order_id, event_id, points) VALUES ($1, $2, $3)"
+
+	// The example consumer's statements on MySQL.
+	myLookup  = "SELECT m.payload, (SELECT min(p.id) FROM payments p WHERE p.event_id = m.event_id) FROM processed_messages m WHERE m.event_id = ?"
+	myCharge  = "INSERT INTO provider_charges (idempotency_key, order_id, amount, request) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = id"
+	myMarker  = "INSERT INTO processed_messages (event_id, payload) VALUES (?, ?) ON DUPLICATE KEY UPDATE event_id = event_id"
+	myPayment = "INSERT INTO payments (order_id, event_id, amount, charge_id) VALUES (?, ?, ?, ?)"
 )
 
 // w is a statement of worker n.
@@ -397,6 +404,109 @@ func TestDiagnose(t *testing.T) {
 			fix: []string{"INSERT IGNORE INTO processed"},
 		},
 
+		{
+			// The example's none, two deliveries raced on PostgreSQL, as
+			// the proxy showed it: no lookup, the marker's insert in the
+			// effect's transaction, its answer unread.
+			name: "marker ignored: the marker's insert wrote no row and the payment was written anyway",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				ext(w(1, charge, "INSERT 0 1"), 1), ext(w(2, charge, "INSERT 0 0"), 1), w(1, "begin", "BEGIN"), ext(w(1, marker, "INSERT 0 1"), 2),
+				ext(w(2, charged, "SELECT 1"), 2), ext(w(1, payment, "INSERT 0 1"), 3), w(1, "commit", "COMMIT"), w(2, "begin", "BEGIN"),
+				ext(w(2, marker, "INSERT 0 0"), 3), ext(w(2, payment, "INSERT 0 1"), 4), w(2, "commit", "COMMIT"),
+			}},
+			want: MarkerIgnored, evidence: []int{4, 7, 9, 10, 11},
+			why: []string{"worker 1 wrote the event's row in processed_messages at statement 4, committed at statement 7; worker 2's insert of it at statement 9 wrote no row, and it wrote payments anyway at statement 10, committed at statement 11, in the same transaction"},
+			fix: []string{"INSERT INTO processed_messages … ON CONFLICT DO NOTHING RETURNING …, and go on only if a row came back", "then write payments and COMMIT"},
+		},
+		{
+			// The same on MySQL: the marker an upsert that changes nothing
+			// (0 rows), listed before the other's COMMIT that it waited for.
+			name: "marker ignored on MySQL: ON DUPLICATE KEY UPDATE counted 0 rows, the payment written anyway",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, myCharge, "INSERT 1"), w(2, myCharge, "INSERT 0"), w(1, "START TRANSACTION", "OK"), w(1, myMarker, "INSERT 1"),
+				w(2, "SELECT id, request FROM provider_charges WHERE idempotency_key = ?", "SELECT 1"), w(1, myPayment, "INSERT 1"), w(2, "START TRANSACTION", "OK"),
+				w(2, myMarker, "INSERT 0"), w(1, "COMMIT", "OK"), w(2, myPayment, "INSERT 1"), w(2, "COMMIT", "OK"),
+			}},
+			want: MarkerIgnored, evidence: []int{4, 8, 9, 10, 11},
+			why: []string{"worker 1 wrote the event's row in processed_messages at statement 4, committed at statement 9; worker 2's insert of it at statement 8 wrote no row, and it wrote payments anyway at statement 10, committed at statement 11"},
+			fix: []string{"INSERT IGNORE INTO processed_messages", "go on only if it affected 1 row"},
+		},
+		{
+			name: "marker ignored in one delivery: INSERT IGNORE affected no row, the effect written after it",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "START TRANSACTION", "OK"), w(1, "INSERT IGNORE INTO processed (id) VALUES (?)", "INSERT 0"), w(1, "INSERT INTO payments VALUES (?)", "INSERT 1"), w(1, "COMMIT", "OK"),
+			}},
+			want: MarkerIgnored, evidence: []int{2, 3, 4},
+			why: []string{"the delivery's insert into processed at statement 2 wrote no row (the event's marker was there), and it wrote payments anyway at statement 3, committed at statement 4"},
+		},
+		{
+			name: "near miss: check-then-act on MySQL, its marker ignored too, keeps its own name",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, myLookup, "SELECT 0"), w(2, myLookup, "SELECT 0"), w(1, "START TRANSACTION", "OK"), w(1, myMarker, "INSERT 1"), w(1, myPayment, "INSERT 1"),
+				w(2, "START TRANSACTION", "OK"), w(2, myMarker, "INSERT 0"), w(1, "COMMIT", "OK"), w(2, myPayment, "INSERT 1"), w(2, "COMMIT", "OK"),
+			}},
+			want: CheckThenAct,
+		},
+		{
+			name: "near miss: a marker's insert that wrote no row, then the effect, rolled back: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 0"), w(1, payment, "INSERT 0 1"), w(1, "rollback", "ROLLBACK"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: the safe consumer's guard wrote no row and it stopped, a duplicate made elsewhere: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 0"), w(1, lookup, "SELECT 1"), w(1, "rollback", "ROLLBACK"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: a guarded insert outside the effect's transaction (the provider's charge) wrote no row: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, charge, "INSERT 0 0"), w(1, charged, "SELECT 1"), w(1, "begin", "BEGIN"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: the marker's insert wrote no row after the effect's write: not marker ignored",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "begin", "BEGIN"), w(1, payment, "INSERT 0 1"), w(1, marker, "INSERT 0 0"), w(1, "commit", "COMMIT"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: a plain insert that counted no row is no skipped marker",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "begin", "BEGIN"), w(1, "INSERT INTO processed_messages (event_id) SELECT $1 WHERE false", "INSERT 0 0"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: a MySQL upsert of the marker that changed its row (2 rows) is no skipped marker",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, "START TRANSACTION", "OK"), w(1, "INSERT INTO processed (id, at) VALUES (?, ?) ON DUPLICATE KEY UPDATE at = VALUES(at)", "INSERT 2"), w(1, myPayment, "INSERT 1"), w(1, "COMMIT", "OK"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: the marker ignored, but an effect lost, not duplicated: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: lost, Trace: []consumer.Statement{
+				w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 0"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"),
+			}},
+			want: NotRecognised,
+		},
+		{
+			// The example's none killed after its COMMIT: the trace is the
+			// killed attempt's, its marker written; the redelivery that
+			// skipped it is not in the trace.
+			name: "near miss: none killed after its COMMIT shows the safe consumer's statements: nothing named",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				w(1, myCharge, "INSERT 1"), w(1, "START TRANSACTION", "OK"), w(1, myMarker, "INSERT 1"), w(1, myPayment, "INSERT 1"), killedAfter(w(1, "COMMIT", "OK")),
+			}},
+			want: NotRecognised,
+		},
+
 		// Near misses: alike, and not the pattern.
 		{
 			name: "near miss: the safe consumer's race (the marker insert found the other's row and it stopped) breaks nothing",
@@ -547,5 +657,21 @@ func TestDiagnose(t *testing.T) {
 func TestDiagnoseNothingRecorded(t *testing.T) {
 	if d := Diagnose(Facts{EffectTable: "payments", Violations: duplicate}); d != nil {
 		t.Errorf("got %+v, want none", d)
+	}
+}
+
+// TestSchemasNameEachPattern: the JSON schemas users validate reports
+// against list every pattern a diagnosis can carry.
+func TestSchemasNameEachPattern(t *testing.T) {
+	for _, schema := range []string{"../../docs/report.schema.json", "../../docs/replay.schema.json"} {
+		b, err := os.ReadFile(schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []Pattern{CheckThenAct, EffectMarkerApart, MarkerMissing, MarkerIgnored, AckBeforeCommit, AdditiveUpsert, ExternalWithoutKey, UnstableKey, MarkerNotScoped, NotRecognised} {
+			if !strings.Contains(string(b), `"`+string(p)+`"`) {
+				t.Errorf("%s does not name the pattern %s", schema, p)
+			}
+		}
 	}
 }
