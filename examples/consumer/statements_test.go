@@ -589,7 +589,7 @@ func TestCallsInTheTrace(t *testing.T) {
 			{"safe", file, 0, []string{"(13 schedules)", "2. POST /v1/charges Idempotency-Key: payment-O-41 (payments) → 201 (ch_1)\n    3. begin → BEGIN"}},
 			{"charge-without-key", file, 1, []string{"invariant unkeyed-external-call broken", "2. POST /v1/charges (no Idempotency-Key) (payments) → 201 (ch_1)"}},
 			{"safe", db.provider, 0, []string{"charged once: 1 delivery: 1 acked; table provider_charges holds 1 row (13 schedules)"}},
-			{"external-without-key", db.provider, 1, []string{"first in schedule 5 (killed after statement 2 (INSERT INTO provider_charges", "invariant duplicate-effect broken: key O-41 has 2 rows in provider_charges"}},
+			{"external-without-key", db.provider, 1, []string{"first in schedule 5 (killed after statement 2 (INSERT INTO provider_charges", "invariant duplicate-effect broken: key O-41 has 2 rows in provider_charges", "  why: not recognised\n"}},
 		} {
 			env := consumerEnv(t, bin, tc.flaw)
 			env[db.dbVar] = db.another(t)
