@@ -238,33 +238,38 @@ func TestDiagnosisBehindEachBroker(t *testing.T) {
 
 // TestDiagnosisInTheTextReport: the text report of the example consumer
 // with marker-after-effect says why and the fix right after the
-// invariant, with the statement numbers of the trace below.
+// invariant, with the statement numbers of the trace below. On
+// PostgreSQL and on MySQL or MariaDB, whose fix is said in its own SQL.
 func TestDiagnosisInTheTextReport(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
-	env := consumerEnv(t, bin, "marker-after-effect")
-	env["PGDB"] = schemaDSN(t, pg, "redeliver_diagnosis_text")
-	withPlainRedeliver(t, env)
-	runConcurrently(t, []invocation{{
-		name: "marker-after-effect",
-		env:  env,
-		args: []string{"run", "examples/consumer/exec-statements.yaml"},
-		check: func(t *testing.T, o outcome) {
-			want := strings.Join([]string{
-				"  invariant duplicate-effect broken: key O-60 has 2 rows in payments (events evt-60, evt-60), by step 1 (examples/consumer/exec-statements.yaml:36:9)",
-				"  why: effect and marker apart — the delivery wrote payments at statement 4, committed at statement 5 with no write to processed_messages in its transaction; the kill after statement 5 came before processed_messages was written, so the redelivery found no row in processed_messages and made the effect again",
-				"  fix: make the marker insert the guard, in the effect's transaction: INSERT INTO processed_messages … ON CONFLICT DO NOTHING RETURNING …; go on only if a row was inserted (else answer as a duplicate), then write payments and COMMIT",
-				"  statements of the delivery:",
-			}, "\n")
-			if o.exit != 1 || !strings.Contains(o.stdout, want) {
-				t.Errorf("want exit 1 and\n%s\ngot\n%s", want, o)
-			}
-			if !strings.Contains(o.stdout, "    4. INSERT INTO payments") || !strings.Contains(o.stdout, "    5. commit → COMMIT ✂ killed here") {
-				t.Errorf("the trace does not number the evidence as the diagnosis does:\n%s", o)
-			}
-		},
-	}})
+	eachDB(t, dbs, func(t *testing.T, db statementDB) {
+		env := consumerEnv(t, bin, "marker-after-effect")
+		env[db.dbVar] = db.another(t)
+		withPlainRedeliver(t, env)
+		runConcurrently(t, []invocation{{
+			name: "marker-after-effect",
+			env:  env,
+			args: []string{"run", db.exec},
+			check: func(t *testing.T, o outcome) {
+				want := strings.Join([]string{
+					"  invariant duplicate-effect broken: key O-60 has 2 rows in payments (events evt-60, evt-60), by step 1 (" + db.exec + db.pick(":36:9)", ":34:9)"),
+					"  why: effect and marker apart — the delivery wrote payments at statement 4, committed at statement 5 with no write to processed_messages in its transaction; the kill after statement 5 came before processed_messages was written, so the redelivery found no row in processed_messages and made the effect again",
+					"  fix: " + db.pick(
+						"make the marker insert the guard, in the effect's transaction: INSERT INTO processed_messages … ON CONFLICT DO NOTHING RETURNING …; go on only if a row was inserted (else answer as a duplicate), then write payments and COMMIT",
+						"give processed_messages a unique key on the event id and, in the effect's transaction, INSERT IGNORE INTO processed_messages first; go on only if it affected 1 row (else answer as a duplicate), then write payments and COMMIT"),
+					"  statements of the delivery:",
+				}, "\n")
+				if o.exit != 1 || !strings.Contains(o.stdout, want) {
+					t.Errorf("want exit 1 and\n%s\ngot\n%s", want, o)
+				}
+				if !strings.Contains(o.stdout, "    4. INSERT INTO payments") || !strings.Contains(o.stdout, db.text("    5. commit → COMMIT ✂ killed here")) {
+					t.Errorf("the trace does not number the evidence as the diagnosis does:\n%s", o)
+				}
+			},
+		}})
+	})
 }
 
 // TestReplayGroupsByPattern: a replay into the example consumer through
@@ -272,15 +277,19 @@ func TestDiagnosisInTheTextReport(t *testing.T) {
 // keys of each broken invariant by the pattern their kill's statements
 // show, in the text and the JSON report (valid against its schema's
 // words: a pattern of the diagnosis); the safe consumer passes with
-// none.
+// none. On PostgreSQL and on MySQL or MariaDB.
 func TestReplayGroupsByPattern(t *testing.T) {
 	t.Parallel()
-	pg := pgDSN(t)
+	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	capture := filepath.Join(t.TempDir(), "capture.ndjson")
 	writeCapture(t, capture, 40)
+	eachDB(t, dbs, func(t *testing.T, db statementDB) { replayGroupsByPattern(t, db, bin, capture) })
+}
+
+func replayGroupsByPattern(t *testing.T, db statementDB, bin, capture string) {
 	var runs []invocation
-	for i, tt := range []struct {
+	for _, tt := range []struct {
 		flaw, want, pattern string
 		exit                int
 	}{
@@ -290,12 +299,12 @@ func TestReplayGroupsByPattern(t *testing.T) {
 	} {
 		for _, format := range []string{"text", "json"} {
 			env := consumerEnv(t, bin, tt.flaw)
-			env["PGDB"] = schemaDSN(t, pg, fmt.Sprintf("redeliver_replay_diagnosis_%d_%s", i, format))
+			env[db.dbVar] = db.another(t)
 			withPlainRedeliver(t, env)
 			runs = append(runs, invocation{
 				name: tt.flaw + "/" + format,
 				env:  env,
-				args: []string{"replay", capture, "--target", "examples/consumer/target-proxy.yaml", "--crash", "0.3", "--seed", "4", "--format", format},
+				args: []string{"replay", capture, "--target", db.target, "--crash", "0.3", "--seed", "4", "--format", format},
 				check: func(t *testing.T, o outcome) {
 					if o.exit != tt.exit {
 						t.Fatalf("want exit %d, got\n%s", tt.exit, o)
