@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv("REDELIVER_TEST_EXEC_SLEEPER"); dsn != "" {
 		os.Exit(execSleeper(dsn))
 	}
+	if dsn := os.Getenv("REDELIVER_TEST_MYSQL_EXEC_SLEEPER"); dsn != "" {
+		os.Exit(mysqlExecSleeper(dsn))
+	}
 	if dsn := os.Getenv("REDELIVER_TEST_SPLIT"); dsn != "" {
 		os.Exit(splitWriter(dsn))
 	}
