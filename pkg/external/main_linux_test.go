@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv("REDELIVER_TEST_SPLIT"); dsn != "" {
 		os.Exit(splitWriter(dsn))
 	}
+	if dsn := os.Getenv("REDELIVER_TEST_MYSQL_SPLIT"); dsn != "" {
+		os.Exit(mysqlSplitWriter(dsn))
+	}
 	if dsn := os.Getenv("REDELIVER_TEST_LATE"); dsn != "" {
 		os.Exit(lateWorker(dsn))
 	}
