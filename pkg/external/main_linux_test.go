@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv("REDELIVER_TEST_LATE"); dsn != "" {
 		os.Exit(lateWorker(dsn))
 	}
+	if dsn := os.Getenv("REDELIVER_TEST_MYSQL_LATE"); dsn != "" {
+		os.Exit(mysqlLateWorker(dsn))
+	}
 	if dsn := os.Getenv("REDELIVER_TEST_SESSION"); dsn != "" {
 		os.Exit(sessionOfSleeper(dsn))
 	}
