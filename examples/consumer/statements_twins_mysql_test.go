@@ -10,7 +10,7 @@ import (
 // TestMySQLDiagnosisOfEachFlaw: the twin of TestDiagnosisOfEachFlaw's
 // statement rows, all of them, on MySQL or MariaDB (statements-mysql.yaml
 // over HTTP, exec-statements-mysql.yaml with a race appended, one process
-// per delivery), on seeds 1–3: every check a flaw fails is named by the
+// per delivery), on seeds 1–3 (ack-before-commit on seed 1): every check a flaw fails is named by the
 // same pattern as on PostgreSQL, no failing check by another; the safe
 // consumer carries no diagnosis. Its externals rows have no twin: they
 // kill at the stand-ins, not at statements, through no proxy.
@@ -57,13 +57,18 @@ func TestMySQLDiagnosisOfEachFlaw(t *testing.T) {
 		{"marker-after-effect", execRace, "effect-and-marker-apart", []string{one, "killed before the marker is written", raced}},
 		{"check-then-act", execRace, "check-then-act", []string{raced}},
 	}
-	// One seed at a time, five runs at once, as on PostgreSQL: among nine
-	// runs at once, ack-before-commit's unforced run could end between
-	// the answer and the first statement after it, and the check then had
-	// no boundary after the answer to kill at.
+	// One seed at a time. ack-before-commit runs on seed 1 alone, that
+	// seed five runs at once as on PostgreSQL: among nine runs at once
+	// its unforced run could end between the answer and the first
+	// statement after it, and the check then had no boundary after the
+	// answer to kill at; the other seeds run their eight at once, as
+	// five at a time took a minute more.
 	for seed := 1; seed <= 3; seed++ {
 		var runs []invocation
 		for i, tt := range tests {
+			if tt.flaw == "ack-before-commit" && seed != 1 {
+				continue
+			}
 			env := consumerEnv(t, bin, tt.flaw)
 			env["MYDB"] = myDatabase(t, my, fmt.Sprintf("redeliver_my_diagnosis_%d_%d_%s", i, seed, suffix()))
 			if tt.file == execRace {
@@ -81,6 +86,10 @@ func TestMySQLDiagnosisOfEachFlaw(t *testing.T) {
 				check: func(t *testing.T, o outcome) { checkDiagnoses(t, o, tt.pattern, tt.named) },
 			})
 		}
-		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { runAtMost(t, runs, 5) })
+		atOnce := len(runs)
+		if seed == 1 {
+			atOnce = 5
+		}
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { runAtMost(t, runs, atOnce) })
 	}
 }
