@@ -319,7 +319,7 @@ func TestRaceOnOneSharedConnection(t *testing.T) {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
 			dsn := db.fresh(t)
-			s := rewrite(t, db.statements, readExample(t, db.statements), "timeout: 10s", "timeout: 2s", `--poll, "${POLL:-0s}"]`, `--poll, "${POLL:-0s}", --pool, "1"]`)
+			s := rewrite(t, db.statements, readExample(t, db.statements), "timeout: 10s", "timeout: 4s", `--poll, "${POLL:-0s}"]`, `--poll, "${POLL:-0s}", --pool, "1"]`)
 			race := strings.Index(s, "  - name: two deliveries raced")
 			s = s[:strings.Index(s, "checks:")] + "checks:\n" + s[race:]
 			file := writeTemp(t, "shared.yaml", s)
