@@ -214,7 +214,7 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 	rep := &replay.Report{Seed: o.Seed, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
 		Target: &replay.Target{File: t.File, Consumer: sess.Describe(), Effects: sess.DescribeEffects(),
 			Given: append([]string{}, o.Inputs...), Broker: t.Target.Broker(), Table: t.Effects.Table},
-		Verdict: invariant.Pass}
+		Timelines: true, Verdict: invariant.Pass}
 	r := &replayer{o: *o, t: t, sess: sess, j: j, ids: journal.NewSeenFilter(), rep: rep}
 	t.r = r
 	if o.KillWorking > 0 {
@@ -310,7 +310,7 @@ func (t *ReplayTarget) Reproduce(ctx context.Context, _ *replay.Options, rep *re
 // verdict error.
 func (t *ReplayTarget) Unfinished(o *replay.Options) *replay.Report {
 	r := &replay.Report{Seed: o.Seed, Inputs: []replay.Input{}, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
-		Target: &replay.Target{File: t.File, Logs: t.Logs.Files()}, Verdict: invariant.Error}
+		Target: &replay.Target{File: t.File, Logs: t.Logs.Files()}, Timelines: true, Verdict: invariant.Error}
 	format := o.Capture.Format
 	if format == "" {
 		format = capture.Auto

@@ -75,6 +75,11 @@ type Report struct {
 	Breaches []invariant.Violation `json:"-"`
 	History  []invariant.Record    `json:"-"`
 	Drains   []runner.Drain        `json:"-"`
+	// Timelines says the consumer keeps what the timelines above are
+	// drawn from (a replay into a target does). The built-in replay
+	// judges the rows it stored and keeps no record of when or in what
+	// order it made each delivery, which its HTML report says.
+	Timelines bool `json:"-"`
 
 	examples int   // how many examples a list keeps
 	keyed    int64 // deliveries of the capture that came with a business key
@@ -169,6 +174,11 @@ type CaptureReport struct {
 	BadRecords         int64        `json:"bad_records"`
 	ReuseExamples      []ReuseEx    `json:"identity_reuse_examples"`
 	KeyExamples        []KeyExample `json:"keys_with_several_ids_examples"`
+	// Counted says the ids and business keys above were counted: the
+	// built-in replay's ledger counts them; a replay into a target
+	// counts only the bad records it skipped, and its reports leave the
+	// rest out.
+	Counted bool `json:"-"`
 }
 
 // ReuseEx is an id delivered with a different payload: where first, and where changed.
@@ -261,6 +271,7 @@ func newReport(o Options, resumed bool, before int64) *Report {
 	}
 	r.Outcomes = &Outcomes{}
 	r.Capture.ReuseExamples, r.Capture.KeyExamples = []ReuseEx{}, []KeyExample{}
+	r.Capture.Counted = true
 	r.Unexpected = &Unexpected{Examples: []FailureExample{}}
 	r.Strategies = []StrategyRow{}
 	r.examples = o.Examples

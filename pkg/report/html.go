@@ -715,16 +715,23 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 	hr.About = append(hr.About, "captures: "+strings.Join(ins, ", "))
 	k := rep.Counters
 	in := rep.Injected
-	// Who consumed: a target names its consumer, its effects and its
-	// line; the built-in handler its strategy, store and writes.
+	// What took the deliveries, from the facts the report holds: the
+	// handler's strategy and store, or the consumer redeliver reached and
+	// its effects; then the replay's line when it has one, and its
+	// counters: a consumer's answers, or what the handler wrote.
+	if rep.Strategy != "" {
+		hr.About = append(hr.About, fmt.Sprintf("strategy %s on %s", rep.Strategy, escape.Line(rep.Store)))
+	}
 	if t := rep.Target; t != nil {
-		hr.About = append(hr.About, escape.Line("target: "+t.Consumer+"; effects: "+t.Effects), fmt.Sprintf("seed %d", rep.Seed))
-		if len(t.Given) > 0 {
-			hr.Lines = append(hr.Lines, escape.Line(targetReplayName(t))+": "+escape.Line(targetReplayLine(rep)))
-		}
+		hr.About = append(hr.About, escape.Line("target: "+t.Consumer+"; effects: "+t.Effects))
+	}
+	hr.About = append(hr.About, fmt.Sprintf("seed %d", rep.Seed))
+	if name := replayName(rep); name != "" {
+		hr.Lines = append(hr.Lines, escape.Line(name)+": "+escape.Line(replayLine(rep)))
+	}
+	if answers(rep) {
 		hr.Lines = append(hr.Lines, targetCounterLine(k))
 	} else {
-		hr.About = append(hr.About, fmt.Sprintf("strategy %s on %s; seed %d", rep.Strategy, escape.Line(rep.Store), rep.Seed))
 		hr.Lines = append(hr.Lines,
 			fmt.Sprintf("%s, %s, %s written", count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"), count(rep.Effects, "effect", "effects")))
 	}
@@ -793,14 +800,14 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 			escape.Input(rep.Reproducer), count(int64(rep.ReproducerSteps), "delivery", "deliveries")))
 	}
 	switch {
-	case rep.Target != nil && rep.Verdict != invariant.Error:
+	case rep.Timelines && rep.Verdict != invariant.Error:
 		drawn := brokenKeys(hr, rep)
 		hr.Summary = summarised(int64(k.Deliveries), drawn > 0)
 		if drawn > 0 && len(rep.History) == 0 {
 			hr.Summary += " This replay was too long to keep its deliveries in memory: its broken keys are listed without their timelines."
 		}
 		p.Legend = outcomesNamed(consumer.Acked, consumer.Conflict, consumer.Rejected, consumer.Unacked)
-	case rep.Target != nil:
+	case rep.Timelines:
 		hr.Summary = summarised(int64(k.Deliveries), false)
 	case len(rep.Violations) > 0:
 		hr.Summary = summarised(int64(k.Deliveries), false) + " No timeline of its first broken keys is drawn: the built-in replay keeps no record of when or in what order it made each delivery, only the rows it stored and judges; a reproducer (--emit-scenario) replays the first broken key as a scenario, whose page draws it."

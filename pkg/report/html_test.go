@@ -146,6 +146,7 @@ func targetReplay() *Replay {
 	var vs []invariant.Violation
 	rep := &replay.Report{Seed: 9, Inputs: []replay.Input{{File: "orders.ndjson", Format: "cloudevents"}},
 		Counters:   consumer.Counters{Deliveries: 24, Processed: 24},
+		Timelines:  true,
 		Target:     &replay.Target{File: "target.yaml", Consumer: "http://127.0.0.1:8080/events", Effects: "table payments (key order_id) in postgres", Given: []string{"orders.ndjson"}, Table: "payments"},
 		Invariants: []replay.InvariantCheck{{Name: "duplicate-key", Description: "one business key got more than one effect row", Broken: 12}},
 		Verdict:    invariant.Fail,

@@ -221,23 +221,7 @@ func ReplayJUnit(w io.Writer, r *Replay) error {
 	} else {
 		checks := r.checks()
 		for _, in := range rep.Inputs {
-			props := []junitProp{
-				{Name: "format", Value: in.Format},
-				{Name: "strategy", Value: string(rep.Strategy)},
-				{Name: "store", Value: replayStore(rep.Store)},
-				{Name: "seed", Value: strconv.FormatInt(rep.Seed, 10)},
-			}
-			if t := rep.Target; t != nil {
-				// As run's JUnit names a target file's: store target, then
-				// the consumer and its effects.
-				props = []junitProp{
-					{Name: "format", Value: in.Format},
-					{Name: "store", Value: StoreTarget},
-					{Name: "seed", Value: strconv.FormatInt(rep.Seed, 10)},
-					{Name: "target", Value: t.Consumer},
-					{Name: "effects", Value: t.Effects},
-				}
-			}
+			props := append([]junitProp{{Name: "format", Value: in.Format}}, ranProps(rep)...)
 			s := junitSuite{Name: in.File, File: in.File, Time: junitTime(r.Duration), Properties: &junitProps{Props: props}}
 			for _, c := range checks {
 				tc := junitTestCase{Name: c.name, Classname: in.File, Time: junitTime(0), SystemOut: newJUnitText(c.line)}
@@ -316,11 +300,11 @@ func ReplayTAP(w io.Writer, r *Replay) error {
 	for _, in := range rep.Inputs {
 		ins = append(ins, fmt.Sprintf("%s (%s)", in.File, in.Format))
 	}
-	if t := rep.Target; t != nil {
-		fmt.Fprintf(&b, "# replay: %s; target %s; effects %s; seed %d\n", oneLine(strings.Join(ins, ", ")), oneLine(t.Consumer), oneLine(t.Effects), rep.Seed)
-	} else {
-		fmt.Fprintf(&b, "# replay: %s; strategy %s on %s; seed %d\n", oneLine(strings.Join(ins, ", ")), rep.Strategy, oneLine(rep.Store), rep.Seed)
+	head := []string{oneLine(strings.Join(ins, ", "))}
+	for _, ran := range ranBy(rep, " ") {
+		head = append(head, oneLine(ran))
 	}
+	fmt.Fprintf(&b, "# replay: %s; seed %d\n", strings.Join(head, "; "), rep.Seed)
 	for _, c := range checks {
 		var diag *tapDiagnostic
 		if !c.passed {
@@ -398,17 +382,58 @@ func (r *Replay) Summarize(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(captures), cell(c.name), result, cell(line))
 	}
-	if rep.Target != nil {
-		fmt.Fprintf(&b, "\n%s\n\n", cell(targetFigures(rep)))
-		_, err := io.WriteString(w, b.String())
-		return err
-	}
-	o := rep.Outcomes
-	fmt.Fprintf(&b, "\n%s\n\n", cell(fmt.Sprintf("strategy %s on %s, seed %d: %s, %d processed, %d duplicate, %d conflict, %d failed, %d crashed, %s",
-		rep.Strategy, rep.Store, rep.Seed, count(int64(rep.Counters.Deliveries), "delivery", "deliveries"),
-		o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed, count(rep.Effects, "effect", "effects"))))
+	fmt.Fprintf(&b, "\n%s\n\n", cell(replayFigures(rep)))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ranBy names what took a replay's deliveries, from the facts its
+// report holds: the built-in handler's strategy and store, then the
+// consumer redeliver reached and its effects, each as its name and
+// value apart by sep ("target" sep "exec …").
+func ranBy(rep *replay.Report, sep string) []string {
+	var out []string
+	if rep.Strategy != "" {
+		out = append(out, "strategy"+sep+string(rep.Strategy)+" on "+rep.Store)
+	}
+	if t := rep.Target; t != nil {
+		out = append(out, "target"+sep+t.Consumer, "effects"+sep+t.Effects)
+	}
+	return out
+}
+
+// ranProps are the JUnit properties of what took a replay's deliveries,
+// as run's JUnit names a file's: its strategy, the store (target for a
+// consumer that keeps its own database), the seed, then the consumer and
+// its effects.
+func ranProps(rep *replay.Report) []junitProp {
+	var props []junitProp
+	if rep.Strategy != "" {
+		props = append(props, junitProp{Name: "strategy", Value: string(rep.Strategy)})
+	}
+	store := StoreTarget
+	if rep.Store != "" {
+		store = replayStore(rep.Store)
+	}
+	props = append(props, junitProp{Name: "store", Value: store}, junitProp{Name: "seed", Value: strconv.FormatInt(rep.Seed, 10)})
+	if t := rep.Target; t != nil {
+		props = append(props, junitProp{Name: "target", Value: t.Consumer}, junitProp{Name: "effects", Value: t.Effects})
+	}
+	return props
+}
+
+// replayFigures is the last line of a replay's step summary: what took
+// its deliveries and the seed, then its line, or the handler's outcomes.
+func replayFigures(rep *replay.Report) string {
+	var figures []string
+	if line := replayLine(rep); line != "" {
+		figures = append(figures, line)
+	}
+	if o := rep.Outcomes; o != nil {
+		figures = append(figures, fmt.Sprintf("%s, %d processed, %d duplicate, %d conflict, %d failed, %d crashed, %s",
+			count(int64(rep.Counters.Deliveries), "delivery", "deliveries"), o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed, count(rep.Effects, "effect", "effects")))
+	}
+	return fmt.Sprintf("%s: %s", strings.Join(append(ranBy(rep, " "), fmt.Sprintf("seed %d", rep.Seed)), ", "), strings.Join(figures, "; "))
 }
 
 // replayStore names a replay's store as run's JUnit reports name theirs

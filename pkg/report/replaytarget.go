@@ -1,80 +1,29 @@
 package report
 
 import (
-	"slices"
-
 	"fmt"
-	"github.com/redeliver/redeliver/pkg/diagnose"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
-	"github.com/redeliver/redeliver/pkg/escape"
-	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/diagnose"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report/words"
 )
 
-// replayExamples is how many breaches of one invariant a target replay's
-// text report shows without -v, as the built-in replay shows its examples.
+// replayExamples is how many examples of one broken invariant a replay's
+// text report shows without -v (the built-in replay keeps no more).
 const replayExamples = 5
 
-// targetReplayText writes a replay into a target the way the built-in
-// replay's report reads: the target, the replay's line (its deliveries,
-// crashes and effect rows, on a FAIL too), then each broken invariant
-// with how often it broke and its first examples — every one with -v —
-// and a verdict naming the broken invariants and the --seed value.
-func targetReplayText(w io.Writer, r *replay.Report, opts Options) error {
-	p := newPainter(opts.Color)
-	var b strings.Builder
+// replayName names a replay by the captures given, when its report
+// says them: a replay into a target does, and one that stopped first has
+// neither name nor line; the built-in replay's header names its captures
+// instead.
+func replayName(r *replay.Report) string {
 	t := r.Target
-	fmt.Fprintf(&b, "%s\n", p.dim.Sprint(escape.Line("target: "+t.Consumer+"; effects: "+t.Effects)))
-	fmt.Fprintf(&b, "%s: %s\n", escape.Line(targetReplayName(t)), escape.Line(targetReplayLine(r)))
-	var broken []string
-	for _, v := range r.Violations {
-		broken = append(broken, v.Invariant)
-		fmt.Fprintf(&b, "invariant %s broken %s\n", v.Invariant, count(v.Count, "time", "times"))
-		shown := v.Examples
-		if !opts.Verbose && len(shown) > replayExamples {
-			shown = shown[:replayExamples]
-		}
-		for _, x := range shown {
-			fmt.Fprintf(&b, "  %s\n", escape.Line(breach(x)))
-		}
-		if more := v.Count - int64(len(shown)); more > 0 {
-			fmt.Fprintf(&b, "  and %d more (every one with -v, in the JSON report, or in --findings FILE)\n", more)
-		}
-		for _, line := range patternGroups(v.Examples, opts.Verbose) {
-			fmt.Fprintf(&b, "  %s\n", escape.Line(line))
-		}
-	}
-	for _, f := range r.FailedOn {
-		broken = append(broken, string(f))
-		fmt.Fprintf(&b, "--fail-on %s: the capture holds %s\n", f, findingWords(f))
-	}
-	if r.Reproducer != "" {
-		fmt.Fprintf(&b, "reproducer: %s (%s; run it with redeliver run %s)\n", escape.Input(r.Reproducer), count(int64(r.ReproducerSteps), "delivery", "deliveries"), escape.Input(r.Reproducer))
-	}
-	if len(t.Logs) > 0 {
-		fmt.Fprintf(&b, "consumer output: %s\n", escape.Line(logFiles(t.Logs)))
-	}
-	if opts.Verbose {
-		fmt.Fprintf(&b, "%s\n", p.dim.Sprint(targetCounterLine(r.Counters)))
-	}
-	if r.Passed() {
-		fmt.Fprintf(&b, "%s %s\n", p.pass.Sprint("PASS:"), escape.Line(targetReplayName(t)))
-	} else {
-		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(broken, ", "), r.Seed)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// targetReplayName names a replay into a target by the captures given;
-// one that stopped first has neither name nor line.
-func targetReplayName(t *replay.Target) string {
-	if len(t.Given) == 0 {
+	if t == nil || len(t.Given) == 0 {
 		return ""
 	}
 	if len(t.Given) == 1 {
@@ -83,15 +32,16 @@ func targetReplayName(t *replay.Target) string {
 	return fmt.Sprintf("replay of %d capture(s) into the target", len(t.Given))
 }
 
-// targetReplayLine is a replay into a target's line: its deliveries (or
-// a broker's publishes), its crashes by when they came and the effect
-// rows of the whole table, then the kills of --kill-every or
-// --kill-working, the bad records skipped and the invariants caught.
-func targetReplayLine(rep *replay.Report) string {
-	t := rep.Target
-	if len(t.Given) == 0 {
+// replayLine is a replay's line, for a replay that has a name (see
+// replayName): its deliveries (or a broker's publishes), its crashes by
+// when they came and the effect rows of the whole table, then the kills
+// of --kill-every or --kill-working, the bad records skipped and the
+// invariants caught.
+func replayLine(rep *replay.Report) string {
+	if replayName(rep) == "" {
 		return ""
 	}
+	t := rep.Target
 	where := "from the effects query"
 	if t.Table != "" {
 		where = "in " + t.Table
@@ -158,50 +108,6 @@ func breach(x replay.Example) string {
 	return x.Detail
 }
 
-// TargetReplayDocument is the JSON report of a replay into a target: the
-// built-in replay's document (docs/replay-json.md, the same schema) with
-// the target and its effects in place of a strategy and a store, and
-// without what only the built-in handler counts (the capture's findings,
-// the handler's outcomes, the strategies compared); fail_on and failed_on
-// only when --fail-on was given.
-type TargetReplayDocument struct {
-	Schema          int                     `json:"schema"`
-	Tool            string                  `json:"tool"`
-	Command         string                  `json:"command"`
-	Inputs          []replay.Input          `json:"inputs"`
-	Seed            int64                   `json:"seed"`
-	Target          *replay.Target          `json:"target"`
-	Injected        replay.Injected         `json:"injected"`
-	Counters        consumer.Counters       `json:"counters"`
-	Crashes         *CrashesDoc             `json:"crashes,omitempty"`
-	Effects         int64                   `json:"effects"`
-	Invariants      []replay.InvariantCheck `json:"invariants"`
-	Violations      []replay.Violation      `json:"violations"`
-	Reproducer      string                  `json:"reproducer,omitempty"`
-	ReproducerSteps int                     `json:"reproducer_steps,omitempty"`
-	FailOn          []replay.Finding        `json:"fail_on,omitempty"`
-	FailedOn        *[]replay.Finding       `json:"failed_on,omitempty"` // with fail_on, even when empty
-	Verdict         invariant.Verdict       `json:"verdict"`
-	Duration        float64                 `json:"duration_seconds"`
-	Errors          []ErrorDoc              `json:"errors"`
-}
-
-// targetReplayDocument is the JSON document of a replay into a target.
-func targetReplayDocument(r *Replay) *TargetReplayDocument {
-	rep := r.Report
-	var failedOn *[]replay.Finding
-	if len(rep.FailOn) > 0 {
-		failedOn = &rep.FailedOn
-	}
-	return &TargetReplayDocument{Schema: SchemaVersion, Tool: "redeliver", Command: "replay",
-		Inputs: rep.Inputs, Seed: rep.Seed, Target: rep.Target, Injected: rep.Injected,
-		Counters: rep.Counters, Crashes: crashesDoc(rep.Counters), Effects: rep.Effects,
-		Invariants: rep.Invariants, Violations: rep.Violations,
-		Reproducer: rep.Reproducer, ReproducerSteps: rep.ReproducerSteps,
-		FailOn: rep.FailOn, FailedOn: failedOn,
-		Verdict: rep.Verdict, Duration: seconds(r.Duration), Errors: errorDocs(r.Errors)}
-}
-
 // targetCounterLine is what -v adds to a target's report: its counters,
 // which are the consumer's answers; the handler's words do not apply.
 func targetCounterLine(c consumer.Counters) string {
@@ -219,21 +125,16 @@ func targetCounterLine(c consumer.Counters) string {
 	return s
 }
 
-// targetFigures is the last line of a target replay's step summary.
-func targetFigures(rep *replay.Report) string {
-	t := rep.Target
-	return fmt.Sprintf("target %s, effects %s, seed %d: %s", t.Consumer, t.Effects, rep.Seed, targetReplayLine(rep))
-}
-
 // ReplayCoverage is --coverage for a replay into a target: what the
 // replay injected, from --seed, and when each kill came against the
 // consumer's answer (before it: the kill interrupted a delivery), so a
 // replay whose kills all came after the answer says it tested no crash
-// mid-delivery. The built-in replay has no such section: its injected:
-// line says what it injected.
+// mid-delivery. A report with the built-in handler's outcomes has no
+// such section: its injected: line says what it injected at the
+// handler's fault points, and no kill comes against an answer.
 func ReplayCoverage(w io.Writer, r *Replay) error {
 	rep := r.Report
-	if rep.Target == nil {
+	if !answers(rep) {
 		return nil
 	}
 	in, c := rep.Injected, rep.Counters
@@ -255,7 +156,8 @@ func ReplayCoverage(w io.Writer, r *Replay) error {
 			kills += "; redeliver does not know whether any interrupted a delivery: it killed consumer instances, not a delivery it made"
 		}
 	}
-	if k := rep.Target.Working; k != nil {
+	if t := rep.Target; t != nil && t.Working != nil {
+		k := t.Working
 		fmt.Fprintf(&b, "  %s\n", workingKills(k))
 	} else {
 		fmt.Fprintf(&b, "  --crash, --kill-every: %s\n", kills)

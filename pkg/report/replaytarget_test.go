@@ -58,10 +58,10 @@ func TestTargetReplayLine(t *testing.T) {
 			replay.Report{Counters: crashes(1, 0, 0), Target: &replay.Target{File: "t.yaml"}}, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := targetReplayName(tt.rep.Target); got != tt.wantName {
+			if got := replayName(&tt.rep); got != tt.wantName {
 				t.Errorf("name: got  %q\nwant %q", got, tt.wantName)
 			}
-			if got := targetReplayLine(&tt.rep); got != tt.wantLine {
+			if got := replayLine(&tt.rep); got != tt.wantLine {
 				t.Errorf("line: got  %q\nwant %q", got, tt.wantLine)
 			}
 		})
