@@ -125,3 +125,55 @@ func TestReplayTextSectionsFromFacts(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayRanByFromFacts: the CI formats name what took a replay's
+// deliveries from the facts its report holds — the handler's strategy
+// and store, the consumer redeliver reached and its effects, or both —
+// in the TAP header, the JUnit properties and the step summary.
+func TestReplayRanByFromFacts(t *testing.T) {
+	handler := func(r *replay.Report) {
+		r.Strategy, r.Store, r.Outcomes = "none", "SQLite file r.db", &replay.Outcomes{Processed: 1}
+		r.Counters.Deliveries, r.Effects = 1, 1
+	}
+	target := func(r *replay.Report) {
+		r.Target = &replay.Target{Consumer: "exec c", Effects: "table t", Given: []string{"c.ndjson"}, Table: "t"}
+	}
+	for _, tt := range []struct {
+		name        string
+		add         func(*replay.Report)
+		tap, figure string
+		props       string
+	}{
+		{"the handler", handler, "# replay: c.ndjson (cloudevents); strategy none on SQLite file r.db; seed 1",
+			"strategy none on SQLite file r.db, seed 1: 1 delivery, 1 processed, 0 duplicate, 0 conflict, 0 failed, 0 crashed, 1 effect",
+			"format strategy=none store=sqlite-file seed=1"},
+		{"a target", target, "# replay: c.ndjson (cloudevents); target exec c; effects table t; seed 1",
+			"target exec c, effects table t, seed 1: 0 deliveries (0 acked, 0 conflicts, 0 not acked, 0 crashes), 0 effect rows in t",
+			"format store=target seed=1 target=exec c effects=table t"},
+		{"both", func(r *replay.Report) { handler(r); target(r) },
+			"# replay: c.ndjson (cloudevents); strategy none on SQLite file r.db; target exec c; effects table t; seed 1",
+			"strategy none on SQLite file r.db, target exec c, effects table t, seed 1: 1 delivery (0 acked, 0 conflicts, 0 not acked, 0 crashes), 0 effect rows in t; 1 delivery, 1 processed, 0 duplicate, 0 conflict, 0 failed, 0 crashed, 1 effect",
+			"format strategy=none store=sqlite-file seed=1 target=exec c effects=table t"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := factsReport(tt.add)
+			var b strings.Builder
+			if err := ReplayTAP(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), "\n"+tt.tap+"\n") {
+				t.Errorf("TAP header: want %q in\n%s", tt.tap, b.String())
+			}
+			if got := replayFigures(r.Report); got != tt.figure {
+				t.Errorf("summary figures:\ngot  %q\nwant %q", got, tt.figure)
+			}
+			props := []string{"format"}
+			for _, p := range ranProps(r.Report) {
+				props = append(props, p.Name+"="+p.Value)
+			}
+			if got := strings.Join(props, " "); got != tt.props {
+				t.Errorf("JUnit properties:\ngot  %q\nwant %q", got, tt.props)
+			}
+		})
+	}
+}
