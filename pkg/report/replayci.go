@@ -300,10 +300,7 @@ func ReplayTAP(w io.Writer, r *Replay) error {
 	for _, in := range rep.Inputs {
 		ins = append(ins, fmt.Sprintf("%s (%s)", in.File, in.Format))
 	}
-	head := []string{oneLine(strings.Join(ins, ", "))}
-	for _, ran := range ranBy(rep, " ") {
-		head = append(head, oneLine(ran))
-	}
+	head := append([]string{oneLine(strings.Join(ins, ", "))}, ranBy(rep, oneLine)...)
 	fmt.Fprintf(&b, "# replay: %s; seed %d\n", strings.Join(head, "; "), rep.Seed)
 	for _, c := range checks {
 		var diag *tapDiagnostic
@@ -389,15 +386,15 @@ func (r *Replay) Summarize(w io.Writer) error {
 
 // ranBy names what took a replay's deliveries, from the facts its
 // report holds: the built-in handler's strategy and store, then the
-// consumer redeliver reached and its effects, each as its name and
-// value apart by sep ("target" sep "exec …").
-func ranBy(rep *replay.Report, sep string) []string {
+// consumer redeliver reached and its effects ("target exec …"), each
+// name given as the format escapes it (esc).
+func ranBy(rep *replay.Report, esc func(string) string) []string {
 	var out []string
 	if rep.Strategy != "" {
-		out = append(out, "strategy"+sep+string(rep.Strategy)+" on "+rep.Store)
+		out = append(out, "strategy "+string(rep.Strategy)+" on "+esc(rep.Store))
 	}
 	if t := rep.Target; t != nil {
-		out = append(out, "target"+sep+t.Consumer, "effects"+sep+t.Effects)
+		out = append(out, "target "+esc(t.Consumer), "effects "+esc(t.Effects))
 	}
 	return out
 }
@@ -433,7 +430,7 @@ func replayFigures(rep *replay.Report) string {
 		figures = append(figures, fmt.Sprintf("%s, %d processed, %d duplicate, %d conflict, %d failed, %d crashed, %s",
 			count(int64(rep.Counters.Deliveries), "delivery", "deliveries"), o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed, count(rep.Effects, "effect", "effects")))
 	}
-	return fmt.Sprintf("%s: %s", strings.Join(append(ranBy(rep, " "), fmt.Sprintf("seed %d", rep.Seed)), ", "), strings.Join(figures, "; "))
+	return fmt.Sprintf("%s: %s", strings.Join(append(ranBy(rep, func(s string) string { return s }), fmt.Sprintf("seed %d", rep.Seed)), ", "), strings.Join(figures, "; "))
 }
 
 // replayStore names a replay's store as run's JUnit reports name theirs
