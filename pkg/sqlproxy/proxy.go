@@ -684,10 +684,10 @@ type Statement struct {
 	bound      *bound        // and how they were bound, for Params (PostgreSQL)
 	// Params are the values bound to it, when a watch was on as it came
 	// (PostgreSQL's Bind, MySQL's COM_STMT_EXECUTE); nil otherwise.
-	Params []Param
-	loose      bool          // autocommitted: sent outside any transaction
-	carries    bool          // its text or values carry a mark of the delivery
-	txn        *txn          // the transaction it was sent in (nil: autocommitted)
+	Params  []Param
+	loose   bool // autocommitted: sent outside any transaction
+	carries bool // its text or values carry a mark of the delivery
+	txn     *txn // the transaction it was sent in (nil: autocommitted)
 }
 
 // Started is when the statement came from the client.
