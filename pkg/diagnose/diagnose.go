@@ -103,13 +103,16 @@ func Diagnose(f Facts) *Diagnosis {
 	// The patterns of one attempt read the killed attempt's statements
 	// alone, as they read a trace that holds no redelivery; those that
 	// need the redelivery's (what it found, what it wrote again) read
-	// the whole trace after them, where the first found nothing.
+	// the whole trace: a provider's key, whose evidence is the two
+	// attempts' values and names the cause where apart would name only
+	// the window, beside the externals'; the marker ignored across the
+	// kill last, where the others found nothing.
 	killed := f
 	killed.Trace = killedAttempt(f.Trace)
 	effect := strings.ToLower(unquote(f.EffectTable))
 	d := &diagnosis{Facts: killed, effect: effect, stmts: parse(killed.Trace)}
 	whole := &diagnosis{Facts: f, effect: effect, stmts: parse(f.Trace)}
-	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerIgnored, d.markerMissing, whole.keyInTable, whole.ignoredAgain} {
+	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, whole.keyInTable, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerIgnored, d.markerMissing, whole.ignoredAgain} {
 		if r := try(); r != nil {
 			sort.Ints(r.Evidence)
 			r.Evidence = uniq(r.Evidence)
