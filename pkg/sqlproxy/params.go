@@ -274,6 +274,9 @@ func numeric(v []byte) (string, bool) {
 		x.Mul(x, base).Add(x, big.NewInt(int64(d)))
 	}
 	exp := 4 * (weight - n + 1) // a power of ten
+	if x.Sign() == 0 {
+		exp = 0
+	}
 	digits := x.String()
 	switch {
 	case exp >= 0:
