@@ -3,7 +3,6 @@ package sqlproxy
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"math/big"
 	"strconv"
@@ -333,18 +332,6 @@ func mysqlParams(values [][]byte, types []byte, params int) []Param {
 
 func isDateType(t byte) bool {
 	return t == typeDate || t == typeDateTime || t == typeTimestamp || t == typeTime
-}
-
-// String is p as a trace shows it: the text, NULL, or its bytes marked
-// as not read.
-func (p Param) String() string {
-	switch {
-	case p.Null:
-		return "NULL"
-	case p.Undecoded:
-		return fmt.Sprintf("(binary %s)", p.Text)
-	}
-	return p.Text
 }
 
 // described takes a ParameterDescription: the types of the statement

@@ -670,7 +670,10 @@ type Statement struct {
 	// Owner is what the proxy's OwnerFunc said of the connection it came
 	// on (see Proxy.Owners); 0 when not known.
 	Owner int
-	own   *ownerSlot
+	// Params are the values bound to it, when a watch was on as it came
+	// (PostgreSQL's Bind, MySQL's COM_STMT_EXECUTE); nil otherwise.
+	Params []Param
+	own    *ownerSlot
 
 	simple     bool
 	start      time.Time
@@ -682,12 +685,9 @@ type Statement struct {
 	atReady    bool          // the answer is held at the ReadyForQuery after it
 	values     [][]byte      // bound values, kept while a watch looks for marks
 	bound      *bound        // and how they were bound, for Params (PostgreSQL)
-	// Params are the values bound to it, when a watch was on as it came
-	// (PostgreSQL's Bind, MySQL's COM_STMT_EXECUTE); nil otherwise.
-	Params  []Param
-	loose   bool // autocommitted: sent outside any transaction
-	carries bool // its text or values carry a mark of the delivery
-	txn     *txn // the transaction it was sent in (nil: autocommitted)
+	loose      bool          // autocommitted: sent outside any transaction
+	carries    bool          // its text or values carry a mark of the delivery
+	txn        *txn          // the transaction it was sent in (nil: autocommitted)
 }
 
 // Started is when the statement came from the client.
