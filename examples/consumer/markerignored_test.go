@@ -24,7 +24,7 @@ func TestDiagnosisMarkerIgnored(t *testing.T) {
 		one    = "killed at every statement boundary of one payment"
 		commit = "killed right after the payment's commit, before it answers"
 		raced  = "two deliveries raced at every statement boundary"
-		race  = `
+		race   = `
   - name: two deliveries raced at every statement boundary
     steps:
       - deliver: {id: evt-62, source: /orders, type: order.paid, data: {orderId: O-62, amount: 62}}
