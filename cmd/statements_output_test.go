@@ -132,3 +132,59 @@ func TestAnswerMarkerInReports(t *testing.T) {
 		t.Errorf("the HTML statements table lacks the answer's row")
 	}
 }
+
+// TestRedeliveryInReports: a failing check's trace that goes on with the
+// redelivery after the kill, its statements' bound values with it, says
+// so in every format: a heading line in text, JUnit and TAP, a row in
+// HTML, redelivery and params in the JSON, which stays valid against the
+// schema.
+func TestRedeliveryInReports(t *testing.T) {
+	toRoot(t)
+	trace := []consumer.Statement{
+		{Worker: 1, Text: "begin", Answer: "BEGIN"},
+		{Worker: 1, Text: "INSERT INTO processed VALUES ($1) ON CONFLICT DO NOTHING", Answer: "INSERT 0 1", Extended: true, Sync: 1, Params: []consumer.Param{{Text: "evt-1"}}},
+		{Worker: 1, Text: "commit", Answer: "COMMIT", Held: true},
+		{Worker: 1, Text: "begin", Answer: "BEGIN", Redelivery: true},
+		{Worker: 1, Text: "INSERT INTO processed VALUES ($1) ON CONFLICT DO NOTHING", Answer: "INSERT 0 0", Extended: true, Sync: 1, Redelivery: true, Params: []consumer.Param{{Text: "evt-1"}, {Null: true}, {Text: "00ff", Undecoded: true}}},
+		{Worker: 1, Text: "commit", Answer: "COMMIT", Redelivery: true},
+	}
+	v := invariant.Violation{Invariant: "duplicate-effect", EventID: "evt-1", Detail: "key O-1 has 2 rows in payments"}
+	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
+		Checks: []runner.CheckResult{{Name: "one payment", Line: "1 delivery", Trace: trace, Violations: []invariant.Violation{v},
+			Failures: []runner.Failure{{Step: 1, Pos: consumer.Location{File: "s.yaml", Line: 9, Col: 9}, Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: "duplicate-effect"}}}}}
+	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 1}
+	render := func(f report.Format) string {
+		var b bytes.Buffer
+		if err := report.Render(&b, f, run, report.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	text := render(report.FormatText)
+	if want := "✂ killed here, before the consumer saw the answer\n  after the restart, the redelivery:\n    4. begin → BEGIN\n"; !strings.Contains(text, want) {
+		t.Errorf("text lacks %q:\n%s", want, text)
+	}
+	if want := "\n       bound: 'evt-1', NULL, (binary, not read)\n"; !strings.Contains(text, want) {
+		t.Errorf("text lacks %q:\n%s", want, text)
+	}
+	js := render(report.FormatJSON)
+	validJSON(t, js)
+	for _, want := range []string{`"redelivery": true`, `"params": [`, `null,`, `"binary": "00ff"`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("the JSON lacks %s:\n%s", want, js)
+		}
+	}
+	junit := render(report.FormatJUnit)
+	validJUnit(t, junit)
+	tap := render(report.FormatTAP)
+	validTAP(t, tap, 0, 1)
+	// TAP's YAML doubles the quotes of a value it quotes.
+	for name, doc := range map[string]string{"JUnit": junit, "TAP": strings.ReplaceAll(tap, "''", "'")} {
+		if !strings.Contains(doc, "after the restart, the redelivery:") || !strings.Contains(doc, "bound: 'evt-1', NULL") {
+			t.Errorf("the %s failure lacks the redelivery or the bound values:\n%s", name, doc)
+		}
+	}
+	if html := render(report.FormatHTML); !strings.Contains(html, "<td>after the restart, the redelivery:</td>") {
+		t.Errorf("the HTML statements table lacks the redelivery's row")
+	}
+}

@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS payments (
 -- transaction, deduplicated only by the idempotency key the caller sends.
 CREATE TABLE IF NOT EXISTS provider_charges (
     id              BIGINT AUTO_INCREMENT PRIMARY KEY,
-    idempotency_key VARCHAR(191) NOT NULL UNIQUE,
+    idempotency_key VARCHAR(191) UNIQUE,       -- NULL: a charge made without a key
     order_id        VARCHAR(191) NOT NULL,
     amount          DECIMAL(20, 2) NOT NULL,
     request         TEXT NOT NULL,

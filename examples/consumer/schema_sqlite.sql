@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS payments (
 -- transaction, deduplicated only by the idempotency key the caller sends.
 CREATE TABLE IF NOT EXISTS provider_charges (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
-    idempotency_key TEXT NOT NULL UNIQUE,
+    idempotency_key TEXT UNIQUE,       -- NULL: a charge made without a key
     order_id        TEXT NOT NULL,
     amount          NUMERIC NOT NULL,
     request         TEXT NOT NULL,

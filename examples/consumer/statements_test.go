@@ -569,8 +569,9 @@ checks:
 // MySQL), in the text report and in the JSON one; without its key the
 // flaw is caught there. The file itself, the consumer simulating its
 // provider: the safe consumer passes every boundary, and
-// external-without-key is caught at its charge. On PostgreSQL and on
-// MySQL or MariaDB.
+// external-without-key and random-key are caught at the charge and named
+// from the key each attempt's insert bound (none; one per attempt). On
+// PostgreSQL and on MySQL or MariaDB.
 func TestCallsInTheTrace(t *testing.T) {
 	t.Parallel()
 	dbs := statementDBs(t)
@@ -589,7 +590,11 @@ func TestCallsInTheTrace(t *testing.T) {
 			{"safe", file, 0, []string{"(13 schedules)", "2. POST /v1/charges Idempotency-Key: payment-O-41 (payments) → 201 (ch_1)\n    3. begin → BEGIN"}},
 			{"charge-without-key", file, 1, []string{"invariant unkeyed-external-call broken", "2. POST /v1/charges (no Idempotency-Key) (payments) → 201 (ch_1)"}},
 			{"safe", db.provider, 0, []string{"charged once: 1 delivery: 1 acked; table provider_charges holds 1 row (13 schedules)"}},
-			{"external-without-key", db.provider, 1, []string{"first in schedule 5 (killed after statement 2 (INSERT INTO provider_charges", "invariant duplicate-effect broken: key O-41 has 2 rows in provider_charges", "  why: not recognised\n"}},
+			{"external-without-key", db.provider, 1, []string{"first in schedule 5 (killed after statement 2 (INSERT INTO provider_charges", "invariant duplicate-effect broken: key O-41 has 2 rows in provider_charges",
+				"  why: external call without a key — statements 2, 4 inserted into provider_charges with no idempotency_key (NULL or empty), one before the kill and one in the redelivery",
+				"  after the restart, the redelivery:\n", "       bound: NULL, 'O-41', '41', 'order=O-41 amount=41'\n"}},
+			{"random-key", db.provider, 1, []string{"first in schedule 5 (killed after statement 2 (INSERT INTO provider_charges",
+				"  why: unstable key — statements 2, 4 inserted into provider_charges under 2 different values of idempotency_key, one before the kill and one in the redelivery"}},
 		} {
 			env := consumerEnv(t, bin, tc.flaw)
 			env[db.dbVar] = db.another(t)

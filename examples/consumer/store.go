@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -442,10 +440,11 @@ func (s *store) insertPayment(ctx context.Context, tx querier, ev event, charge 
 // makes a new charge for every call without a key. It writes in its own
 // transaction: a rollback of the consumer's does not undo a charge.
 func (s *store) charge(ctx context.Context, key string, ev event) (int64, error) {
+	// A call without a key is stored with none (NULL), which no unique
+	// key matches: every one is a new charge.
+	var bound any = key
 	if key == "" {
-		var b [12]byte
-		rand.Read(b[:])
-		key = "unkeyed-" + hex.EncodeToString(b[:])
+		bound = nil
 	}
 	request := fmt.Sprintf("order=%s amount=%s", ev.orderID, ev.amount)
 	var id int64
@@ -453,7 +452,7 @@ func (s *store) charge(ctx context.Context, key string, ev event) (int64, error)
 	if s.mysql {
 		var res sql.Result
 		res, err = s.db.ExecContext(ctx, `INSERT INTO provider_charges (idempotency_key, order_id, amount, request) VALUES (?, ?, ?, ?)
-			ON DUPLICATE KEY UPDATE id = id`, key, ev.orderID, ev.amount, request)
+			ON DUPLICATE KEY UPDATE id = id`, bound, ev.orderID, ev.amount, request)
 		var n int64
 		if err == nil {
 			n, err = res.RowsAffected()
@@ -465,7 +464,7 @@ func (s *store) charge(ctx context.Context, key string, ev event) (int64, error)
 		}
 	} else {
 		err = s.db.QueryRowContext(ctx, `INSERT INTO provider_charges (idempotency_key, order_id, amount, request) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`, key, ev.orderID, ev.amount, request).Scan(&id)
+			ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`, bound, ev.orderID, ev.amount, request).Scan(&id)
 	}
 	if err == nil {
 		return id, nil

@@ -253,4 +253,25 @@ type Statement struct {
 	// connection, behind a broker with several instances; 0 when there
 	// is one, or it is not known.
 	Instance int
+	// Redelivery marks a statement of the delivery made again after the
+	// kill and the restart, until it was answered and its connections
+	// were idle: the statements of a trace before the first so marked
+	// are the killed attempt's, those after it the redelivery's.
+	Redelivery bool
+	// Params are the values bound to the statement, in order, where the
+	// proxy saw them (PostgreSQL's Bind, MySQL's COM_STMT_EXECUTE); nil
+	// for a statement that binds none or whose values were not seen.
+	Params []Param
+}
+
+// Param is one value bound to a statement.
+type Param struct {
+	// Text is the value as text (a number in decimal, a string as it
+	// is); empty for a NULL, and the bytes in hex when Undecoded.
+	Text string
+	Null bool
+	// Undecoded: the value came in a binary format of a type redeliver
+	// does not read; Text holds its bytes in hex, and nothing is read
+	// from it.
+	Undecoded bool
 }

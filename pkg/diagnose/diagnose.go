@@ -100,8 +100,19 @@ func Diagnose(f Facts) *Diagnosis {
 	if len(f.Trace) == 0 && len(f.Calls) == 0 && !externalBreach(f.Violations) {
 		return nil
 	}
-	d := &diagnosis{Facts: f, effect: strings.ToLower(unquote(f.EffectTable)), stmts: parse(f.Trace)}
-	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerIgnored, d.markerMissing} {
+	// The patterns of one attempt read the killed attempt's statements
+	// alone, as they read a trace that holds no redelivery; those that
+	// need the redelivery's (what it found, what it wrote again) read
+	// the whole trace: a provider's key, whose evidence is the two
+	// attempts' values and names the cause where apart would name only
+	// the window, beside the externals'; the marker ignored across the
+	// kill last, where the others found nothing.
+	killed := f
+	killed.Trace = killedAttempt(f.Trace)
+	effect := strings.ToLower(unquote(f.EffectTable))
+	d := &diagnosis{Facts: killed, effect: effect, stmts: parse(killed.Trace)}
+	whole := &diagnosis{Facts: f, effect: effect, stmts: parse(f.Trace)}
+	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, whole.keyInTable, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerIgnored, d.markerMissing, whole.ignoredAgain} {
 		if r := try(); r != nil {
 			sort.Ints(r.Evidence)
 			r.Evidence = uniq(r.Evidence)
@@ -109,6 +120,16 @@ func Diagnose(f Facts) *Diagnosis {
 		}
 	}
 	return &Diagnosis{Pattern: NotRecognised}
+}
+
+// killedAttempt is a trace up to the redelivery's statements.
+func killedAttempt(trace []consumer.Statement) []consumer.Statement {
+	for i, st := range trace {
+		if st.Redelivery {
+			return trace[:i]
+		}
+	}
+	return trace
 }
 
 func externalBreach(vs []invariant.Violation) bool {

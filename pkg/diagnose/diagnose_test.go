@@ -62,6 +62,36 @@ func ext(st consumer.Statement, sync int) consumer.Statement {
 	return st
 }
 
+// again marks statements as the redelivery's, after the kill.
+func again(sts ...consumer.Statement) []consumer.Statement {
+	out := make([]consumer.Statement, len(sts))
+	for i, st := range sts {
+		st.Redelivery = true
+		out[i] = st
+	}
+	return out
+}
+
+// bound gives st the values bound to it: a string each, nil for NULL.
+func bound(st consumer.Statement, values ...any) consumer.Statement {
+	for _, v := range values {
+		switch v := v.(type) {
+		case nil:
+			st.Params = append(st.Params, consumer.Param{Null: true})
+		case consumer.Param:
+			st.Params = append(st.Params, v)
+		default:
+			st.Params = append(st.Params, consumer.Param{Text: v.(string)})
+		}
+	}
+	return st
+}
+
+// trace is the killed attempt's statements, then the redelivery's.
+func trace(killed []consumer.Statement, redelivery ...consumer.Statement) []consumer.Statement {
+	return append(append([]consumer.Statement{}, killed...), again(redelivery...)...)
+}
+
 func answered(said string, st consumer.Statement) consumer.Statement {
 	st.AnsweredBefore = said
 	return st
@@ -504,6 +534,146 @@ func TestDiagnose(t *testing.T) {
 			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
 				w(1, myCharge, "INSERT 1"), w(1, "START TRANSACTION", "OK"), w(1, myMarker, "INSERT 1"), w(1, myPayment, "INSERT 1"), killedAfter(w(1, "COMMIT", "OK")),
 			}},
+			want: NotRecognised,
+		},
+
+		{
+			// The example's none killed after its COMMIT, with the
+			// redelivery that followed: its marker insert wrote no row,
+			// and it paid again.
+			name: "marker ignored across the kill: the redelivery's marker insert wrote no row and it paid again",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: trace([]consumer.Statement{
+				ext(w(1, charge, "INSERT 0 1"), 1), w(1, "begin", "BEGIN"), ext(w(1, marker, "INSERT 0 1"), 2), ext(w(1, payment, "INSERT 0 1"), 3), killedAfter(w(1, "commit", "COMMIT")),
+			}, ext(w(1, charge, "INSERT 0 0"), 1), ext(w(1, charged, "SELECT 1"), 2), w(1, "begin", "BEGIN"), ext(w(1, marker, "INSERT 0 0"), 3), ext(w(1, payment, "INSERT 0 1"), 4), w(1, "commit", "COMMIT"))},
+			want: MarkerIgnored, evidence: []int{3, 4, 5, 9, 10, 11},
+			why: []string{"the killed attempt wrote payments at statement 4, committed at statement 5, with its row in processed_messages (statement 3); after the restart, the redelivery's insert into processed_messages at statement 9 wrote no row (the event's marker was there), and it wrote payments anyway at statement 10, committed at statement 11"},
+			fix: []string{"INSERT INTO processed_messages … ON CONFLICT DO NOTHING RETURNING …"},
+		},
+		{
+			name: "marker ignored across the kill on MySQL: the redelivery's upsert of the marker counted 0 rows",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, myCharge, "INSERT 1"), w(1, "START TRANSACTION", "OK"), w(1, myMarker, "INSERT 1"), w(1, myPayment, "INSERT 1"), killedAfter(w(1, "COMMIT", "OK")),
+			}, w(1, myCharge, "INSERT 0"), w(1, "START TRANSACTION", "OK"), w(1, myMarker, "INSERT 0"), w(1, myPayment, "INSERT 1"), w(1, "COMMIT", "OK"))},
+			want: MarkerIgnored, evidence: []int{3, 4, 5, 8, 9, 10},
+			fix: []string{"INSERT IGNORE INTO processed_messages"},
+		},
+		{
+			name: "near miss: the safe consumer's redelivery found the marker and stopped: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), killedAfter(w(1, "commit", "COMMIT")),
+			}, w(1, lookup, "SELECT 1"))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: the redelivery's marker insert wrote no row and it rolled back, no effect: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), killedAfter(w(1, "commit", "COMMIT")),
+			}, w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 0"), w(1, "rollback", "ROLLBACK"))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: the redelivery read the marker before its insert: not marker ignored",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), killedAfter(w(1, "commit", "COMMIT")),
+			}, w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 0"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: the killed attempt's effect never committed: the redelivery's skipped marker explains no duplicate",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), killedBefore(w(1, "commit", "COMMIT")),
+			}, w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 0"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: marker-after-effect killed after its commit keeps its name with the redelivery in the trace",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, payment, "INSERT 0 1"), killedAfter(w(1, "commit", "COMMIT")),
+			}, w(1, lookup, "SELECT 0"), w(1, "begin", "BEGIN"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"), w(1, sharedMarker, "INSERT 0 1"))},
+			want: EffectMarkerApart, evidence: []int{3, 4},
+		},
+
+		// A provider kept as a table of the consumer's database (the
+		// effect table), the idempotency key a bound value.
+		{
+			name: "external call without a key: the provider's table got a row per attempt, each with a NULL key",
+			facts: Facts{Dialect: "postgres", EffectTable: "provider_charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				bound(ext(w(1, lookup, "SELECT 0"), 1), "evt-41"), killedAfter(bound(ext(w(1, charge, "INSERT 0 1"), 2), nil, "O-41", "41", "order=O-41"))},
+				bound(ext(w(1, lookup, "SELECT 0"), 1), "evt-41"), bound(ext(w(1, charge, "INSERT 0 1"), 2), nil, "O-41", "41", "order=O-41"),
+				w(1, "begin", "BEGIN"), ext(w(1, marker, "INSERT 0 1"), 3), ext(w(1, payment, "INSERT 0 1"), 4), w(1, "commit", "COMMIT"))},
+			want: ExternalWithoutKey, evidence: []int{2, 4},
+			why: []string{"statements 2, 4 inserted into provider_charges with no idempotency_key (NULL or empty), one before the kill and one in the redelivery"},
+			fix: []string{"send an idempotency_key with every call to provider_charges", "the same on every attempt"},
+		},
+		{
+			name: "unstable key: the provider's table got a row per attempt, each under a key of its own",
+			facts: Facts{Dialect: "postgres", EffectTable: "provider_charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				bound(ext(w(1, lookup, "SELECT 0"), 1), "evt-41"), killedAfter(bound(ext(w(1, charge, "INSERT 0 1"), 2), "fc40", "O-41", "41", "order=O-41"))},
+				bound(ext(w(1, lookup, "SELECT 0"), 1), "evt-41"), bound(ext(w(1, charge, "INSERT 0 1"), 2), "9a1e", "O-41", "41", "order=O-41"))},
+			want: UnstableKey, evidence: []int{2, 4},
+			why: []string{"under 2 different values of idempotency_key"},
+			fix: []string{"never from a random UUID"},
+		},
+		{
+			name: "unstable key on MySQL: the ? placeholders' values",
+			facts: Facts{Dialect: "mysql", EffectTable: "provider_charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				killedAfter(bound(w(1, myCharge, "INSERT 1"), "k1", "O-41", "41", "r"))},
+				bound(w(1, myCharge, "INSERT 1"), "k2", "O-41", "41", "r"))},
+			want: UnstableKey, evidence: []int{1, 2},
+		},
+		{
+			name: "external call without a key, read from the literal text of a simple query",
+			facts: Facts{Dialect: "postgres", EffectTable: "charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, lookup, "SELECT 0"), killedAfter(w(1, "INSERT INTO charges (order_id, idem_key) VALUES ('O-1', NULL)", "INSERT 0 1"))},
+				w(1, lookup, "SELECT 0"), w(1, "INSERT INTO charges (order_id, idem_key) VALUES ('O-1', NULL)", "INSERT 0 1"))},
+			want: ExternalWithoutKey, evidence: []int{2, 4},
+		},
+		{
+			name: "unstable key, read from literals",
+			facts: Facts{Dialect: "postgres", EffectTable: "charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, lookup, "SELECT 0"), killedAfter(w(1, "INSERT INTO charges (order_id, idempotency_key) VALUES ('O-1', 'a-1')", "INSERT 0 1"))},
+				w(1, lookup, "SELECT 0"), w(1, "INSERT INTO charges (order_id, idempotency_key) VALUES ('O-1', 'a-2')", "INSERT 0 1"))},
+			want: UnstableKey,
+		},
+		{
+			name: "near miss: the keys' values were not seen: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "provider_charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				killedAfter(ext(w(1, charge, "INSERT 0 1"), 1))}, ext(w(1, charge, "INSERT 0 1"), 1))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: a key in a binary format not read: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "provider_charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				killedAfter(bound(ext(w(1, charge, "INSERT 0 1"), 1), consumer.Param{Text: "00ff", Undecoded: true}, "O-41", "41", "r"))},
+				bound(ext(w(1, charge, "INSERT 0 1"), 1), consumer.Param{Text: "01ff", Undecoded: true}, "O-41", "41", "r"))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: one key on both rows (a provider table with no unique key) is neither without a key nor unstable",
+			facts: Facts{Dialect: "postgres", EffectTable: "provider_charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				killedAfter(bound(ext(w(1, charge, "INSERT 0 1"), 1), "payment-O-41", "O-41", "41", "r"))},
+				bound(ext(w(1, charge, "INSERT 0 1"), 1), "payment-O-41", "O-41", "41", "r"))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: one row without a key, one with: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "provider_charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				killedAfter(bound(ext(w(1, charge, "INSERT 0 1"), 1), nil, "O-41", "41", "r"))},
+				bound(ext(w(1, charge, "INSERT 0 1"), 1), "payment-O-41", "O-41", "41", "r"))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: the safe provider's redelivery found the key (0 rows): one row, nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "provider_charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				killedAfter(bound(ext(w(1, charge, "INSERT 0 1"), 1), "payment-O-41", "O-41", "41", "r"))},
+				bound(ext(w(1, charge, "INSERT 0 0"), 1), "payment-O-41", "O-41", "41", "r"), bound(ext(w(1, charged, "SELECT 1"), 2), "payment-O-41"))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: no column of the insert holds an idempotency key: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, lookup, "SELECT 0"), killedAfter(bound(ext(w(1, "INSERT INTO charges (order_id, ref) VALUES ($1, $2)", "INSERT 0 1"), 1), "O-1", "a"))},
+				w(1, lookup, "SELECT 0"), bound(ext(w(1, "INSERT INTO charges (order_id, ref) VALUES ($1, $2)", "INSERT 0 1"), 1), "O-1", "b"))},
 			want: NotRecognised,
 		},
 

@@ -42,7 +42,9 @@ type stmt struct {
 	committed int
 	killed    bool // the kill came here
 	held      bool // a race held its worker here, then let it go
+	again     bool // it is the redelivery's, after the kill and the restart
 	text      string
+	params    []consumer.Param
 }
 
 var (
@@ -74,12 +76,24 @@ func parse(trace []consumer.Statement) []stmt {
 	open := map[int]int{}  // worker → its open transaction's number (0: none)
 	txs := map[int][]int{} // transaction → its statements (indexes)
 	implicit := map[int]bool{}
-	type group struct{ worker, sync int }
+	type group struct {
+		worker, sync int
+		again        bool
+	}
 	groups := map[group]int{} // a Sync's implicit transaction
 	synced := map[int]bool{}  // those transactions a Sync ended
 	next := 0
+	again := false
 	for i, st := range trace {
-		s := stmt{n: i + 1, worker: st.Worker, rows: -1, text: st.Text}
+		if st.Redelivery && !again {
+			// The kill ended the killed attempt's connections: what
+			// they had open rolled back, and the redelivery's come
+			// afresh.
+			again = true
+			clear(open)
+			clear(implicit)
+		}
+		s := stmt{n: i + 1, worker: st.Worker, rows: -1, text: st.Text, again: again, params: st.Params}
 		s.ran = !(st.Held && st.Before) && st.Answer != "" && !strings.HasPrefix(st.Answer, "ERROR")
 		s.killed = st.Held && !st.Released
 		s.held = st.Held && st.Released
@@ -111,7 +125,7 @@ func parse(trace []consumer.Statement) []stmt {
 			s.tx = open[s.worker]
 			switch {
 			case s.tx == 0 && st.Extended:
-				g := group{s.worker, st.Sync}
+				g := group{s.worker, st.Sync, again}
 				if groups[g] == 0 {
 					next++
 					groups[g] = next

@@ -464,13 +464,25 @@ func statementsOf(trace []sqlproxy.Statement, hit *sqlproxy.Boundary) []consumer
 		}
 	}
 	for i, st := range trace {
-		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer, Extended: st.Extended && !st.Binary, Binary: st.Binary, Name: st.Name, Sync: st.Sync, Instance: st.Owner}
+		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer, Extended: st.Extended && !st.Binary, Binary: st.Binary, Name: st.Name, Sync: st.Sync, Instance: st.Owner, Params: paramsOf(st.Params)}
 		if i == held {
 			out[i].Held, out[i].Before = true, !hit.After
 			if !hit.After {
 				out[i].Answer = ""
 			}
 		}
+	}
+	return out
+}
+
+// paramsOf are bound values in the reports' vocabulary.
+func paramsOf(ps []sqlproxy.Param) []consumer.Param {
+	if ps == nil {
+		return nil
+	}
+	out := make([]consumer.Param, len(ps))
+	for i, p := range ps {
+		out[i] = consumer.Param{Text: p.Text, Null: p.Null, Undecoded: p.Undecoded}
 	}
 	return out
 }
@@ -533,17 +545,34 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 		c.Rec.Fail(words.NotReached(what, traceLines(trace), a.Short()))
 		return a, nil
 	}
-	c.Rec.Trace(traced(at))
+	killed := traced(at)
+	c.Rec.Trace(killed)
 	if a.Kind != Unacked {
 		return a, nil
 	}
 	// No ack arrived: the broker redelivers. The redelivery is followed
 	// past its answer too, so that what it commits after answering is
-	// judged, not what it had committed when its answer came.
-	return sys.once(ctx, c, ev, key, tolerate, func() (Answer, error) {
-		wd, err := sys.sess.watchedMarked(ctx, ev, nil, nil)
-		return wd.a, err
+	// judged, not what it had committed when its answer came; its
+	// statements follow the killed attempt's in the trace, for what the
+	// redelivery did (found the marker, or wrote the effect again) is
+	// the other half of a duplicate's evidence.
+	calledAgain := sys.sess.callCount()
+	var again watch
+	a, err = sys.once(ctx, c, ev, key, tolerate, func() (Answer, error) {
+		var err error
+		again, err = sys.sess.watchedMarked(ctx, ev, nil, nil)
+		return again.a, err
 	})
+	if len(again.trace) > 0 {
+		// Its answer is not marked: a trace marks one, the killed
+		// attempt's.
+		stmts := sys.sess.withCalls(statementsOf(again.trace, nil), again.trace, ev.ID, calledAgain, time.Time{}, "")
+		for i := range stmts {
+			stmts[i].Redelivery = true
+		}
+		c.Rec.Trace(append(killed, stmts...))
+	}
+	return a, err
 }
 
 // stallLimit bounds how long a race holds a worker when the others

@@ -319,7 +319,7 @@ func htmlCheckOf(id string, c *runner.CheckResult, broker string, d *diagnose.Di
 		}
 	}
 	hc.Timeline = tl
-	hc.Statements = statementsOf(c.Trace)
+	hc.Statements = statementsOf(shownTrace(c))
 	if d != nil {
 		lines := diagnosisLines(d)
 		hc.Diagnosis = &htmlDiagnosis{Pattern: string(d.Pattern), Why: escape.Line(lines[0])}
@@ -1065,10 +1065,17 @@ func statementsOf(stmts []consumer.Statement) *htmlStatements {
 		}
 		hs.Heads = append(hs.Heads, head)
 	}
+	again := false
 	for i, line := range statementLines(stmts, true) {
 		st := stmts[i]
 		if len(hs.Workers) > 1 || st.Instance > 0 {
 			_, line, _ = strings.Cut(line, ": ")
+		}
+		if st.Redelivery && !again {
+			again = true
+			mark := htmlStatementRow{Cells: make([]string, len(hs.Workers)), Mark: true}
+			mark.Cells[slices.Index(hs.Workers, st.Worker)] = RedeliveryHeading
+			hs.Rows = append(hs.Rows, mark)
 		}
 		if m := answeredMark(st); m != "" {
 			mark := htmlStatementRow{Cells: make([]string, len(hs.Workers)), Mark: true}

@@ -247,7 +247,7 @@ func checkDoc(c runner.CheckResult) CheckDoc {
 		Duration: seconds(c.Duration), Counters: c.Counters, Declared: c.Declared,
 		Failures: []FailureDoc{}, Violations: []ViolationDoc{}, Deliveries: []DeliveryDoc{},
 		Reconciliation: append([]string{}, c.Reconciliation...),
-		Statements:     statementDocs(c.Trace),
+		Statements:     statementDocs(shownTrace(&c)),
 	}
 	if cd.Declared == nil {
 		cd.Declared = []string{}

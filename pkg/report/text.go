@@ -60,7 +60,7 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 			if c.Passed {
 				fmt.Fprintf(&b, "%s%s: %s\n", indent, escape.Line(c.Name), escape.Line(c.Line))
 				if opts.Verbose {
-					writeTrace(&b, p, indent, c.Trace)
+					writeTrace(&b, p, indent, shownTrace(&c))
 				}
 			} else {
 				failed++
@@ -113,6 +113,10 @@ func writeTrace(b *strings.Builder, p painter, indent string, trace []consumer.S
 	}
 	fmt.Fprintf(b, "%s  %s\n", indent, p.dim.Sprint(traceHeading(trace)))
 	for _, line := range traceLines(trace, true) {
+		if line == RedeliveryHeading {
+			fmt.Fprintf(b, "%s  %s\n", indent, p.dim.Sprint(line))
+			continue
+		}
 		fmt.Fprintf(b, "%s    %s\n", indent, p.dim.Sprint(escape.Line(line)))
 	}
 }

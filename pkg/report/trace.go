@@ -5,22 +5,87 @@ import (
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/runner"
 )
+
+// shownTrace is the trace a report shows of a check: whole where the
+// check failed; where it passed, without the redelivery after a kill,
+// which says nothing a passing check needs said.
+func shownTrace(c *runner.CheckResult) []consumer.Statement {
+	if !c.Passed {
+		return c.Trace
+	}
+	for i, st := range c.Trace {
+		if st.Redelivery {
+			return c.Trace[:i]
+		}
+	}
+	return c.Trace
+}
 
 // traceLines words the statements of the delivery a statement fault
 // landed in, one a line (statementLines), with a line where the
 // consumer's answer came when statements came after it: "← answered 202
 // here".
+//
+// The statements of the redelivery that followed a kill come after a
+// line of their own, RedeliveryHeading, and go on with the numbers; the
+// values bound to a statement follow it on a line "bound: …" (each cut
+// to a length and, when short, a few of them).
 func traceLines(stmts []consumer.Statement, short bool) []string {
 	lines := statementLines(stmts, short)
 	out := make([]string, 0, len(lines)+1)
+	again := false
 	for i, line := range lines {
+		if stmts[i].Redelivery && !again {
+			again = true
+			out = append(out, RedeliveryHeading)
+		}
 		if m := answeredMark(stmts[i]); m != "" {
 			out = append(out, m)
 		}
 		out = append(out, line)
+		if b := boundLine(stmts[i].Params, short); b != "" {
+			out = append(out, "   "+b)
+		}
 	}
 	return out
+}
+
+// RedeliveryHeading is the line of a trace that sets the statements of
+// the redelivery after a kill apart from those of the killed attempt.
+const RedeliveryHeading = "after the restart, the redelivery:"
+
+// boundLine words the values bound to a statement: "bound: NULL,
+// 'O-41', '41'"; each value cut to maxParam runes, and when short no
+// more than maxParams of them. "" when none were seen.
+func boundLine(ps []consumer.Param, short bool) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	limit, count := 200, len(ps)
+	if short {
+		limit, count = 32, min(len(ps), 8)
+	}
+	words := make([]string, 0, count+1)
+	for _, p := range ps[:count] {
+		switch {
+		case p.Null:
+			words = append(words, "NULL")
+		case p.Undecoded:
+			words = append(words, "(binary, not read)")
+		default:
+			v := p.Text
+			if r := []rune(v); len(r) > limit {
+				v = string(r[:limit-1]) + "…"
+			}
+			words = append(words, "'"+v+"'")
+		}
+	}
+	if count < len(ps) {
+		words = append(words, fmt.Sprintf("… (%d more)", len(ps)-count))
+	}
+	return "bound: " + strings.Join(words, ", ")
 }
 
 // answeredMark is the line that says the consumer's answer came just
@@ -125,11 +190,16 @@ func traceHeading(stmts []consumer.Statement) string {
 // Sync" when none came after them. A simple Query ends itself and has no
 // note.
 func protocolNotes(stmts []consumer.Statement) []string {
-	type group struct{ worker, sync int }
+	// The redelivery's connections are new ones: their Syncs are
+	// counted afresh.
+	type group struct {
+		worker, sync int
+		again        bool
+	}
 	members := map[group][]int{}
 	for i, st := range stmts {
 		if st.Extended {
-			g := group{st.Worker, st.Sync}
+			g := group{st.Worker, st.Sync, st.Redelivery}
 			members[g] = append(members[g], i)
 		}
 	}
@@ -149,7 +219,7 @@ func protocolNotes(stmts []consumer.Statement) []string {
 			}
 			notes[i] = "named " + name
 		}
-		m := members[group{st.Worker, st.Sync}]
+		m := members[group{st.Worker, st.Sync, st.Redelivery}]
 		if m[len(m)-1] != i {
 			continue
 		}
@@ -227,6 +297,15 @@ type StatementDoc struct {
 	// statement's connection, behind a broker with several instances;
 	// absent elsewhere.
 	Instance int `json:"instance,omitempty"`
+	// Redelivery marks a statement of the redelivery that followed the
+	// kill and the restart: the trace's statements before the first so
+	// marked are the killed attempt's. Absent (false) elsewhere.
+	Redelivery bool `json:"redelivery,omitempty"`
+	// Params are the values bound to the statement, in order (null for
+	// a NULL), where the proxy saw them; a value in a binary format
+	// redeliver does not read is {"binary": HEX}. Absent when none were
+	// seen.
+	Params []any `json:"params,omitempty"`
 }
 
 func statementDocs(stmts []consumer.Statement) []StatementDoc {
@@ -235,7 +314,17 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	}
 	out := make([]StatementDoc, len(stmts))
 	for i, st := range stmts {
-		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore, AckUnseen: st.AckUnseen, Instance: st.Instance}
+		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore, AckUnseen: st.AckUnseen, Instance: st.Instance, Redelivery: st.Redelivery}
+		for _, p := range st.Params {
+			switch {
+			case p.Null:
+				out[i].Params = append(out[i].Params, nil)
+			case p.Undecoded:
+				out[i].Params = append(out[i].Params, map[string]string{"binary": p.Text})
+			default:
+				out[i].Params = append(out[i].Params, p.Text)
+			}
+		}
 		if st.Binary {
 			out[i].Prepared = "named"
 		}

@@ -1,10 +1,12 @@
 package report
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/runner"
 )
 
 func TestTraceLines(t *testing.T) {
@@ -64,6 +66,30 @@ func TestTraceLines(t *testing.T) {
 			"worker ?: 3. POST /v1/charges Idempotency-Key: k (payments) → 201 (ch_1) ⏸ held here, before payments performed it, while the others ran",
 			"worker ?: 4. POST /v1/charges Idempotency-Key: k (payments) → 201 (ch_1) replayed",
 			"worker ?: 5. POST /v1/refunds Idempotency-Key: r (payments) → 201 ⏸ answer held here, its effect performed, while the others ran",
+		}},
+		{"the redelivery after the kill, its Syncs counted afresh, and the values bound", []consumer.Statement{
+			{Worker: 1, Text: "begin", Answer: "BEGIN"},
+			{Worker: 1, Text: "INSERT INTO m VALUES ($1, $2)", Answer: "INSERT 0 1", Extended: true, Sync: 1, Params: []consumer.Param{{Text: "evt-1"}, {Null: true}}},
+			{Worker: 1, Text: "commit", Answer: "COMMIT", Held: true},
+			{Worker: 1, Text: "begin", Answer: "BEGIN", Redelivery: true},
+			{Worker: 1, Text: "INSERT INTO m VALUES ($1, $2)", Answer: "INSERT 0 0", Extended: true, Sync: 1, Redelivery: true, Params: []consumer.Param{{Text: strings.Repeat("x", 40)}, {Text: "00ff", Undecoded: true}}},
+			{Worker: 1, Text: "commit", Answer: "COMMIT", Redelivery: true},
+		}, true, []string{
+			"1. begin → BEGIN",
+			"2. INSERT INTO m VALUES ($1, $2) [unnamed, Sync] → INSERT 0 1",
+			"   bound: 'evt-1', NULL",
+			"3. commit → COMMIT ✂ killed here, before the consumer saw the answer",
+			"after the restart, the redelivery:",
+			"4. begin → BEGIN",
+			"5. INSERT INTO m VALUES ($1, $2) [unnamed, Sync] → INSERT 0 0",
+			"   bound: '" + strings.Repeat("x", 31) + "…', (binary, not read)",
+			"6. commit → COMMIT",
+		}},
+		{"many values bound, cut when short", []consumer.Statement{
+			{Worker: 1, Text: "INSERT INTO m VALUES (…)", Answer: "INSERT 1", Binary: true, Name: "3", Params: []consumer.Param{{Text: "1"}, {Text: "2"}, {Text: "3"}, {Text: "4"}, {Text: "5"}, {Text: "6"}, {Text: "7"}, {Text: "8"}, {Text: "9"}, {Text: "10"}}},
+		}, true, []string{
+			"1. INSERT INTO m VALUES (…) [prepared 3] → INSERT 1",
+			"   bound: '1', '2', '3', '4', '5', '6', '7', '8', … (2 more)",
 		}},
 		{"MySQL's binary protocol", []consumer.Statement{
 			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = ?", Answer: "SELECT 0", Binary: true, Name: "7"},
@@ -184,6 +210,7 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 1, Text: "e", Answer: "E", Extended: true},
 		{Worker: 1, Text: "f", Answer: "F", AnsweredBefore: "202"},
 		{Worker: 1, Text: "g", Answer: "G", Instance: 3},
+		{Worker: 1, Text: "h", Answer: "H", Redelivery: true, Params: []consumer.Param{{Text: "k"}, {Null: true}, {Text: "00ff", Undecoded: true}}},
 	})
 	want := []StatementDoc{
 		{Worker: 1, Text: "a", Answer: "A"},
@@ -193,9 +220,13 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 1, Text: "e", Answer: "E", Prepared: "unnamed"},
 		{Worker: 1, Text: "f", Answer: "F", AnsweredBefore: "202"},
 		{Worker: 1, Text: "g", Answer: "G", Instance: 3},
+		{Worker: 1, Text: "h", Answer: "H", Redelivery: true, Params: []any{"k", nil, map[string]string{"binary": "00ff"}}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d statements, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("statement %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -215,5 +246,34 @@ func TestTraceHeading(t *testing.T) {
 		if got := traceHeading(tt.stmts); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.stmts, got, tt.want)
 		}
+	}
+}
+
+// TestRedeliveryShownWhereFailed: the redelivery after a kill is in the
+// trace of a check that failed — under its own heading in the text
+// report, marked in the JSON one — and left out of a passing check's.
+func TestRedeliveryShownWhereFailed(t *testing.T) {
+	trace := []consumer.Statement{
+		{Worker: 1, Text: "begin", Answer: "BEGIN"},
+		{Worker: 1, Text: "commit", Answer: "COMMIT", Held: true},
+		{Worker: 1, Text: "SELECT 1 FROM processed WHERE id = $1", Answer: "SELECT 1", Redelivery: true},
+	}
+	failed := runner.CheckResult{Name: "failed", Trace: trace, Failures: []runner.Failure{{Message: "the check expected 1 effect row for key O-1, got 2"}}}
+	passed := runner.CheckResult{Name: "passed", Passed: true, Line: "ok", Trace: trace}
+	files := []*runner.FileResult{{File: "s.yaml", Target: "POST http://127.0.0.1/events", Checks: []runner.CheckResult{failed, passed}}}
+	var text strings.Builder
+	if err := Text(&text, files, Options{Verbose: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := "    2. commit → COMMIT ✂ killed here, before the consumer saw the answer\n  after the restart, the redelivery:\n    3. SELECT 1 FROM processed WHERE id = $1 → 1 row\npassed: ok\n  statements of the delivery:\n    1. begin → BEGIN\n    2. commit → COMMIT ✂ killed here, before the consumer saw the answer\n"
+	if !strings.Contains(text.String(), want) || strings.Count(text.String(), "redelivery:") != 1 {
+		t.Errorf("want\n%s\nin\n%s", want, text.String())
+	}
+	var doc strings.Builder
+	if err := JSON(&doc, &Run{Command: "run", Files: files}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(doc.String(), `"redelivery": true`); n != 1 {
+		t.Errorf("%d statements marked as the redelivery's, want 1 (the failed check's):\n%s", n, doc.String())
 	}
 }

@@ -186,6 +186,7 @@ func (c *conn) command(pk myPacket, w *bufio.Writer) bool {
 			ps.long = nil
 			if c.p.current() != nil {
 				st.values = values
+				st.Params = mysqlParams(values, ps.types, ps.params)
 			}
 			cmd.stmts = []*Statement{st}
 		}

@@ -156,7 +156,7 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.nextID++
-		c := &conn{p: p, id: p.nextID, client: nc, stmts: map[string]string{}, portals: map[string]*Statement{}}
+		c := &conn{p: p, id: p.nextID, client: nc, stmts: map[string]string{}, preps: map[string]*prepared{}, portals: map[string]*Statement{}}
 		c.own = p.ask(c.id, nc)
 		p.conns[c] = struct{}{}
 		p.wg.Add(1)
@@ -189,12 +189,16 @@ type conn struct {
 
 	// Seen by the client-to-server side only.
 	stmts   map[string]string     // prepared statements by name: their text
+	preps   map[string]*prepared  // and the types of their parameters
 	portals map[string]*Statement // portals by name: the statement bound
 	pid     atomic.Int32          // the server process, from BackendKeyData
 	// syncs counts the client's Syncs; unsynced are the statements
 	// bound since the last one.
 	syncs    int
 	unsynced []*Statement
+	// describing are the statements Described whose
+	// ParameterDescription has not come (c.mu).
+	describing []*prepared
 	// own is who owns its client end, when the proxy asks (owner.go).
 	own *ownerSlot
 
@@ -323,10 +327,24 @@ func (c *conn) fromClient() {
 		case 'P':
 			if name, text, ok := parseMsg(m); ok {
 				c.stmts[name] = text
+				p := &prepared{}
+				if types := parseTypes(m); len(types) > 0 {
+					p.types.Store(&types)
+				}
+				c.preps[name] = p
+			}
+		case 'D':
+			if name, ok := describeStatement(m); ok && c.preps[name] != nil {
+				c.mu.Lock()
+				c.describing = append(c.describing, c.preps[name])
+				c.mu.Unlock()
 			}
 		case 'B':
 			if portal, stmt, ok := bindMsg(m); ok {
 				st := &Statement{Text: c.stmts[stmt], Extended: true, Name: stmt, values: c.watchedValues(m)}
+				if st.values != nil {
+					st.bound = &bound{values: st.values, formats: bindFormats(m), prep: c.preps[stmt]}
+				}
 				c.portals[portal] = st
 				c.unsynced = append(c.unsynced, st)
 				sts = []*Statement{st}
@@ -348,6 +366,7 @@ func (c *conn) fromClient() {
 			if kind, name, ok := closeMsg(m); ok {
 				if kind == 'S' {
 					delete(c.stmts, name)
+					delete(c.preps, name)
 				} else {
 					delete(c.portals, name)
 				}
@@ -518,8 +537,11 @@ func (c *conn) fromServer() {
 		case 's':
 			done = c.answer("SUSPENDED", false)
 		case 'E':
+			c.forgetDescribes()
 			code, _ := errorCode(m)
 			done = c.answer("ERROR "+code, true)
+		case 't':
+			c.described(m)
 		case 'Z':
 			done = c.ready(readyStatus(m))
 			if atReady != nil {
@@ -648,7 +670,10 @@ type Statement struct {
 	// Owner is what the proxy's OwnerFunc said of the connection it came
 	// on (see Proxy.Owners); 0 when not known.
 	Owner int
-	own   *ownerSlot
+	// Params are the values bound to it, when a watch was on as it came
+	// (PostgreSQL's Bind, MySQL's COM_STMT_EXECUTE); nil otherwise.
+	Params []Param
+	own    *ownerSlot
 
 	simple     bool
 	start      time.Time
@@ -659,6 +684,7 @@ type Statement struct {
 	settled    chan struct{} // closed once atReady is known
 	atReady    bool          // the answer is held at the ReadyForQuery after it
 	values     [][]byte      // bound values, kept while a watch looks for marks
+	bound      *bound        // and how they were bound, for Params (PostgreSQL)
 	loose      bool          // autocommitted: sent outside any transaction
 	carries    bool          // its text or values carry a mark of the delivery
 	txn        *txn          // the transaction it was sent in (nil: autocommitted)

@@ -401,7 +401,10 @@ func copyStatements(stmts []*Statement) []Statement {
 		if st.own != nil {
 			out[i].Owner = int(st.own.v.Load())
 		}
-		out[i].hold, out[i].mu, out[i].values, out[i].own = nil, nil, nil, nil
+		if st.bound != nil {
+			out[i].Params = st.bound.params()
+		}
+		out[i].hold, out[i].mu, out[i].values, out[i].own, out[i].bound = nil, nil, nil, nil, nil
 	}
 	return out
 }
