@@ -47,68 +47,13 @@ func (l *loader) effects(n *yaml.Node) {
 	var dbSeen, keyOfSeen bool
 	var tableNode, keyNode, eventNode, queryNode, resetNode, allowNode *yaml.Node
 	l.mapping(n, "effects", []field{
-		{"db", func(k, v *yaml.Node) {
-			dbSeen = true
-			e.DBPos = l.pos(v)
-			if s, ok := l.xstr(v, "db"); ok {
-				if s == "" {
-					l.errorf(v, "db is empty; expected postgres://…, mysql://… or a SQLite file path")
-				} else if i := strings.Index(s, "://"); i > 0 && !knownDB(s[:i]) {
-					l.errorf(v, "db %s: unknown database %q; expected postgres://…, mysql://… or a SQLite file path", redact.URL(s), s[:i])
-				} else if i > 0 && s[:i] != "sqlite" && s[:i] != "file" {
-					if _, err := url.Parse(s); err != nil {
-						l.errorf(v, "db is not a valid URL: %v", redact.Error(err))
-					}
-				}
-				e.DB = s
-			}
-		}},
-		{"reset", func(k, v *yaml.Node) {
-			resetNode, e.ResetPos = k, l.pos(k)
-			if v.Kind != yaml.SequenceNode {
-				l.errorf(v, "reset must be a list of SQL statements such as [\"DELETE FROM payments\"], not %s", describe(v))
-				return
-			}
-			for _, sn := range v.Content {
-				if s, ok := l.xstr(resolve(sn), "reset statement"); ok {
-					if strings.TrimSpace(s) == "" {
-						l.errorf(sn, "reset statement is empty")
-						continue
-					}
-					e.Reset = append(e.Reset, s)
-				}
-			}
-		}},
-		{"allow_reset", func(k, v *yaml.Node) {
-			allowNode = k
-			if v.Kind != yaml.SequenceNode {
-				l.errorf(v, "allow_reset must be a list of database hosts such as [db.ci.internal], not %s", describe(v))
-				return
-			}
-			for _, hn := range v.Content {
-				if h, ok := l.xstr(resolve(hn), "allow_reset entry"); ok {
-					if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/@ ") {
-						l.errorf(hn, "allow_reset entry must be a host name or IP such as db.ci.internal, not %q", h)
-						continue
-					}
-					e.AllowReset = append(e.AllowReset, h)
-				}
-			}
-		}},
+		{"db", func(k, v *yaml.Node) { dbSeen = true; l.effectsDB(e, v) }},
+		{"reset", func(k, v *yaml.Node) { resetNode, e.ResetPos = k, l.pos(k); e.Reset = l.resetStatements(v) }},
+		{"allow_reset", func(k, v *yaml.Node) { allowNode = k; e.AllowReset = l.allowReset(v) }},
 		{"table", func(k, v *yaml.Node) { tableNode = v; e.Table = l.name(v, "table", identifier) }},
 		{"key", func(k, v *yaml.Node) { keyNode = v; e.Key = l.name(v, "key", column) }},
 		{"event", func(k, v *yaml.Node) { eventNode = v; e.Event = l.name(v, "event", column) }},
-		{"query", func(k, v *yaml.Node) {
-			queryNode, e.QueryPos = v, l.pos(v)
-			if s, ok := l.xstr(v, "query"); ok {
-				if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "SELECT") && !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "WITH") {
-					l.errorf(v, "query must be a SELECT returning a key column (and optionally event), not %q", s)
-				} else if more, ok := oneStatement(s); !ok {
-					l.errorf(v, "query must be one statement, and a ; is followed by more (%q): a second statement may write where the first only reads", more)
-				}
-				e.Query = s
-			}
-		}},
+		{"query", func(k, v *yaml.Node) { queryNode, e.QueryPos = v, l.pos(v); e.Query = l.effectsQuery(v) }},
 		{"key_of", func(k, v *yaml.Node) { keyOfSeen = true; e.KeyOf = l.keyOf(v) }},
 		{"ignore_columns", func(k, v *yaml.Node) { e.IgnoreColumns = l.columns(v) }},
 		{"proxy", func(k, v *yaml.Node) { e.Proxy, e.ProxyPos = l.boolean(v, "proxy"), l.pos(k) }},
@@ -139,6 +84,78 @@ func (l *loader) effects(n *yaml.Node) {
 	if allowNode != nil && resetNode == nil {
 		l.errorf(allowNode, "allow_reset names the hosts reset may empty, and effects has no reset; remove allow_reset")
 	}
+}
+
+// effectsDB reads db: the consumer's database, whose scheme must be one
+// redeliver reads (or none, for a SQLite file).
+func (l *loader) effectsDB(e *Effects, v *yaml.Node) {
+	e.DBPos = l.pos(v)
+	if s, ok := l.xstr(v, "db"); ok {
+		if s == "" {
+			l.errorf(v, "db is empty; expected postgres://…, mysql://… or a SQLite file path")
+		} else if i := strings.Index(s, "://"); i > 0 && !knownDB(s[:i]) {
+			l.errorf(v, "db %s: unknown database %q; expected postgres://…, mysql://… or a SQLite file path", redact.URL(s), s[:i])
+		} else if i > 0 && s[:i] != "sqlite" && s[:i] != "file" {
+			if _, err := url.Parse(s); err != nil {
+				l.errorf(v, "db is not a valid URL: %v", redact.Error(err))
+			}
+		}
+		e.DB = s
+	}
+}
+
+// resetStatements reads reset: the statements that empty the consumer's
+// tables before the file runs.
+func (l *loader) resetStatements(v *yaml.Node) []string {
+	var out []string
+	if v.Kind != yaml.SequenceNode {
+		l.errorf(v, "reset must be a list of SQL statements such as [\"DELETE FROM payments\"], not %s", describe(v))
+		return nil
+	}
+	for _, sn := range v.Content {
+		if s, ok := l.xstr(resolve(sn), "reset statement"); ok {
+			if strings.TrimSpace(s) == "" {
+				l.errorf(sn, "reset statement is empty")
+				continue
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// allowReset reads allow_reset: the database hosts besides this machine
+// that reset may empty.
+func (l *loader) allowReset(v *yaml.Node) []string {
+	var out []string
+	if v.Kind != yaml.SequenceNode {
+		l.errorf(v, "allow_reset must be a list of database hosts such as [db.ci.internal], not %s", describe(v))
+		return nil
+	}
+	for _, hn := range v.Content {
+		if h, ok := l.xstr(resolve(hn), "allow_reset entry"); ok {
+			if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/@ ") {
+				l.errorf(hn, "allow_reset entry must be a host name or IP such as db.ci.internal, not %q", h)
+				continue
+			}
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// effectsQuery reads query: one SELECT returning a key column, and
+// optionally event.
+func (l *loader) effectsQuery(v *yaml.Node) string {
+	if s, ok := l.xstr(v, "query"); ok {
+		if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "SELECT") && !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "WITH") {
+			l.errorf(v, "query must be a SELECT returning a key column (and optionally event), not %q", s)
+		} else if more, ok := oneStatement(s); !ok {
+			l.errorf(v, "query must be one statement, and a ; is followed by more (%q): a second statement may write where the first only reads", more)
+		}
+		return s
+	}
+	return ""
 }
 
 // columns reads ignore_columns: a list of column names, each once.
