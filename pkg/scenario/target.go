@@ -172,29 +172,7 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 				h.IDHeader = s
 			}
 		}},
-		{"secret_env", func(k, v *yaml.Node) {
-			secretNode = k
-			s, ok := l.str(v, "secret_env")
-			if !ok {
-				return
-			}
-			if !envName.MatchString(s) {
-				l.errorf(v, "secret_env must name an environment variable such as WEBHOOK_SECRET, not %q", s)
-				return
-			}
-			h.SecretEnv = s
-			secret, set := os.LookupEnv(s)
-			if !set || secret == "" {
-				l.errorf(v, "the environment variable %s (secret_env) is not set; it holds the webhook signing secret", s)
-				return
-			}
-			if err := CheckSecret(secret); err != nil {
-				l.errorf(v, "the secret in %s: %v", s, err)
-				return
-			}
-			h.Secret = secret
-			l.secret(secret)
-		}},
+		{"secret_env", func(k, v *yaml.Node) { secretNode = k; l.secretEnv(h, v) }},
 	})
 	if n.Kind != yaml.MappingNode {
 		return h
@@ -202,6 +180,40 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 	if !urlSeen {
 		l.errorf(n, "target http needs url: the address the consumer listens on, such as http://127.0.0.1:8080/events")
 	}
+	l.httpMode(n, h, idHeaderNode, secretNode, modeNode)
+	return h
+}
+
+// secretEnv reads secret_env: the environment variable holding a
+// standard-webhooks signing secret, which must be set to one.
+func (l *loader) secretEnv(h *HTTPTarget, v *yaml.Node) {
+	s, ok := l.str(v, "secret_env")
+	if !ok {
+		return
+	}
+	if !envName.MatchString(s) {
+		l.errorf(v, "secret_env must name an environment variable such as WEBHOOK_SECRET, not %q", s)
+		return
+	}
+	h.SecretEnv = s
+	secret, set := os.LookupEnv(s)
+	if !set || secret == "" {
+		l.errorf(v, "the environment variable %s (secret_env) is not set; it holds the webhook signing secret", s)
+		return
+	}
+	if err := CheckSecret(secret); err != nil {
+		l.errorf(v, "the secret in %s: %v", s, err)
+		return
+	}
+	h.Secret = secret
+	l.secret(secret)
+}
+
+// httpMode checks the fields that belong to one mode against the mode
+// an HTTP target has (idHeaderNode, secretNode and modeNode are where
+// id_header, secret_env and mode are written, or nil), and gives mode
+// raw its default id header.
+func (l *loader) httpMode(n *yaml.Node, h *HTTPTarget, idHeaderNode, secretNode, modeNode *yaml.Node) {
 	if h.Mode == ModeRaw && h.IDHeader == "" {
 		h.IDHeader = "Idempotency-Key"
 	}
@@ -218,7 +230,6 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 	if secretNode != nil && h.Mode != ModeStandardWebhooks {
 		l.errorf(secretNode, "secret_env is for mode standard-webhooks, which signs deliveries; mode %s does not", h.Mode)
 	}
-	return h
 }
 
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
