@@ -77,8 +77,12 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
 		// The engines and the reports.
 		"runner": {[]string{"consumer", "handler", "invariant", "problem", "report/words", "scenario"},
+			join(none, []string{mod + "builtin", mod + "report", mod + "replay", mod + "external", mod + "effects", mod + "sqlproxy"})},
+		// The systems the runner drives: the built-in handler's, beside
+		// the user's consumer's (external, below).
+		"builtin": {[]string{"consumer", "handler", "invariant", "report/words", "runner", "scenario"},
 			join(none, []string{mod + "report", mod + "replay", mod + "external", mod + "effects", mod + "sqlproxy"})},
-		"replay": {[]string{"broker", "capture", "consumer", "escape", "handler", "inject", "invariant", "ledger",
+		"replay": {[]string{"broker", "builtin", "capture", "consumer", "escape", "handler", "inject", "invariant", "ledger",
 			"problem", "redact", "runner", "scenario", "template"},
 			join(none, []string{mod + "report", mod + "external", mod + "effects", mod + "sqlproxy"})},
 		"report": {[]string{"consumer", "diagnose", "escape", "handler", "invariant", "ledger", "problem", "replay",
@@ -90,7 +94,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			"report/words", "runner", "scenario", "sqlite", "sqlproxy", "standin", "template"},
 			[]string{mod + "report", mod + "suite", mod + "postgres"}},
 		"external/consumertest": {nil, join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql"})},
-		"suite": {[]string{"consumer", "effects", "external", "invariant", "postgres", "problem", "report/words",
+		"suite": {[]string{"builtin", "consumer", "effects", "external", "invariant", "postgres", "problem", "report/words",
 			"runner", "scenario", "sqlite"}, []string{mod + "report"}},
 	}
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./pkg/...").CombinedOutput()

@@ -5,11 +5,13 @@
 // steps where the system can hold its workers.
 //
 // It owns the checks, steps, history, expectations, verdict and the
-// exploration of schedules, and the built-in System (builtin.go). Of this
-// module it imports pkg/scenario, pkg/handler, pkg/consumer, pkg/invariant,
-// pkg/problem and pkg/report/words, and it never links a store, a database
-// driver, a broker client, the replay, the renderers (pkg/report) or a
-// user's consumer (pkg/external).
+// exploration of schedules; the Systems it drives live beside it, the
+// built-in handler's in pkg/builtin and a user's consumer's in
+// pkg/external, and import it. Of this module it imports pkg/scenario,
+// pkg/handler, pkg/consumer, pkg/invariant, pkg/problem and
+// pkg/report/words, and it never links a store, a database driver, a
+// broker client, the built-in handler's System (pkg/builtin), the replay,
+// the renderers (pkg/report) or a user's consumer (pkg/external).
 package runner
 
 import (
