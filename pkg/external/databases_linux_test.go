@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,17 +59,51 @@ func testDBs(t *testing.T) []testDB {
 	return dbs
 }
 
+// driverOf is the database/sql driver of a DSN as testDB.dsn writes it.
+func driverOf(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres") {
+		return "pgx"
+	}
+	return "mysql"
+}
+
+// dollarParam is a PostgreSQL parameter: $1, $2 …
+var dollarParam = regexp.MustCompile(`\$[0-9]+`)
+
+// params writes a PostgreSQL statement's parameters ($1, $2 …) as this
+// database's driver takes them: ? on MySQL.
+func (d *testDB) params(q string) string {
+	if !d.mysql() {
+		return q
+	}
+	return dollarParam.ReplaceAllString(q, "?")
+}
+
+// insertIgnore writes an INSERT that writes nothing where the row's key
+// is there already: ON CONFLICT DO NOTHING, INSERT IGNORE.
+func (d *testDB) insertIgnore(insert string) string {
+	if d.mysql() {
+		return strings.Replace(insert, "INSERT", "INSERT IGNORE", 1)
+	}
+	return insert + " ON CONFLICT DO NOTHING"
+}
+
+// says writes a PostgreSQL trace's statement as this database's trace
+// writes it: go-sql-driver/mysql begins with START TRANSACTION.
+func (d *testDB) says(s string) string {
+	if d.mysql() && s == "begin" {
+		return "START TRANSACTION"
+	}
+	return s
+}
+
 // mysql reports whether it is MySQL or MariaDB.
 func (d *testDB) mysql() bool { return d.name == "mysql" }
 
 // open connects the test's own connection, closed when the test ends.
 func (d *testDB) open(t *testing.T) {
 	t.Helper()
-	driver := "pgx"
-	if d.mysql() {
-		driver = "mysql"
-	}
-	db, err := sql.Open(driver, d.dsn)
+	db, err := sql.Open(driverOf(d.dsn), d.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

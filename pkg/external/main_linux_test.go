@@ -25,7 +25,6 @@ func TestMain(m *testing.M) {
 		{"REDELIVER_TEST_SPLIT", splitWriter},
 		{"REDELIVER_TEST_MYSQL_SPLIT", mysqlSplitWriter},
 		{"REDELIVER_TEST_LATE", lateWorker},
-		{"REDELIVER_TEST_MYSQL_LATE", mysqlLateWorker},
 		{"REDELIVER_TEST_SESSION", sessionOfSleeper},
 	} {
 		if dsn := os.Getenv(p.env); dsn != "" {
