@@ -23,7 +23,6 @@ func TestMain(m *testing.M) {
 		{"REDELIVER_TEST_EXEC_SLEEPER", execSleeper},
 		{"REDELIVER_TEST_MYSQL_EXEC_SLEEPER", mysqlExecSleeper},
 		{"REDELIVER_TEST_SPLIT", splitWriter},
-		{"REDELIVER_TEST_MYSQL_SPLIT", mysqlSplitWriter},
 		{"REDELIVER_TEST_LATE", lateWorker},
 		{"REDELIVER_TEST_SESSION", sessionOfSleeper},
 	} {
