@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -91,7 +90,9 @@ func (d *DB) newGuardian(cmd *exec.Cmd) (*Guardian, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.Env = append(withoutVar(os.Environ(), guardianEnv), guardianEnv+"="+strconv.Itoa(os.Getpid()))
+	// redeliver's own environment never holds guardianEnv: a guardian
+	// unsets it.
+	cmd.Env = append(os.Environ(), guardianEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.ExtraFiles = []*os.File{r}
 	// Its word, should it fail to end the threads, goes where
 	// redeliver's own went.
@@ -105,16 +106,6 @@ func (d *DB) newGuardian(cmd *exec.Cmd) (*Guardian, error) {
 	g := &Guardian{w: w, cmd: cmd}
 	g.send(strconv.Quote(d.dsn))
 	return g, nil
-}
-
-func withoutVar(env []string, name string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // guard is the guardian's work: it reads its pipe until "stop" (it

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
 // lateWorker is a consumer of payments, through the proxy (dsn: a
@@ -163,15 +162,7 @@ checks:
     expect:
       effects: {O-1: 1}
 `, addr, os.Args[0], addr, addr, lookup, pay, tc.mode, db.dsn, tbl, tbl)
-					sc, err := scenario.Load("late.yaml", []byte(src))
-					if err != nil {
-						t.Fatal(err)
-					}
-					res, err := RunFile(ctx, sc, Options{Seed: 1})
-					if err != nil {
-						t.Fatal(err)
-					}
-					c := res.Checks[0]
+					c := firstCheck(t, ctx, "late.yaml", src)
 					said := c.Line
 					for _, f := range c.Failures {
 						said += "\n" + f.Message

@@ -13,132 +13,62 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlproxy"
 	"github.com/redeliver/redeliver/pkg/template"
 )
 
-// sleeper is a consumer that dies badly: it takes a lock on its table
-// inside a transaction, says it is ready, and sleeps in the database for
-// an hour. Its table is REDELIVER_TEST_TABLE.
+// sleeper is a consumer that dies badly (dsn: a postgres:// URL or a Go
+// MySQL DSN), on its table REDELIVER_TEST_TABLE. On PostgreSQL it locks
+// the table inside a transaction, says it is ready, and sleeps in the
+// database for an hour. On MySQL it writes the row 'held' inside a
+// transaction (holding its lock), says it is ready, then locks the row
+// 'blocker' and sleeps for an hour — or, while another session holds
+// that row, waits for it as long, a wait the server does not end when
+// the client goes.
 func sleeper(dsn string) int {
-	ctx := context.Background()
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cfg.RuntimeParams["application_name"] = sleeperApp
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if _, err := c.Exec(ctx, "BEGIN; LOCK TABLE "+os.Getenv("REDELIVER_TEST_TABLE")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Println("ready")
-	_, err = c.Exec(ctx, "SELECT pg_sleep(3600)")
-	fmt.Fprintln(os.Stderr, err)
-	return 1
-}
-
-// mysqlSleeper is sleeper on MySQL (dsn a Go MySQL DSN): it writes the
-// row 'held' of its table inside a transaction (holding its lock), says
-// it is ready, then locks the row 'blocker' and sleeps in the database
-// for an hour — or, while another session holds that row, waits for it
-// for as long, a wait the server does not end when the client goes.
-func mysqlSleeper(dsn string) int {
-	ctx := context.Background()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	c, err := db.Conn(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	table := os.Getenv("REDELIVER_TEST_TABLE")
-	for _, q := range []string{"SET SESSION innodb_lock_wait_timeout = 3600", "BEGIN", "INSERT INTO " + table + " VALUES ('held')"} {
-		if _, err := c.ExecContext(ctx, q); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	hold := []string{"SET application_name = '" + sleeperApp + "'", "BEGIN", "LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE"}
+	sleep := "SELECT pg_sleep(3600)"
+	if driverOf(dsn) == "mysql" {
+		hold = []string{"SET SESSION innodb_lock_wait_timeout = 3600", "BEGIN", "INSERT INTO " + table + " VALUES ('held')"}
+		sleep = "SELECT k, SLEEP(3600) AS " + mysqlSleeperMark + " FROM " + table + " WHERE k = 'blocker' FOR UPDATE"
+	}
+	ctx := context.Background()
+	c, err := sleeperConn(ctx, dsn, hold)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	fmt.Println("ready")
-	_, err = c.ExecContext(ctx, "SELECT k, SLEEP(3600) AS "+mysqlSleeperMark+" FROM "+table+" WHERE k = 'blocker' FOR UPDATE")
+	_, err = c.ExecContext(ctx, sleep)
 	fmt.Fprintln(os.Stderr, err)
 	return 1
 }
 
-// execSleeper is an exec delivery that leaves a backend busy: one
-// connection takes a lock on its table inside a transaction and sleeps in
-// the database for an hour, while another then inserts into the table —
-// the statement a test kills the delivery before.
+// execSleeper is an exec delivery that leaves a server process busy
+// (dsn: a postgres:// URL or a Go MySQL DSN): one connection locks its
+// table inside a transaction (on MySQL, SELECT … FOR UPDATE, which on an
+// empty table holds the gap every insert needs) and sleeps in the
+// database for an hour, while another then inserts into the table — the
+// statement a test kills the delivery before.
 func execSleeper(dsn string) int {
-	ctx := context.Background()
 	io.Copy(io.Discard, os.Stdin)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cfg.RuntimeParams["application_name"] = sleeperApp
-	sleeping, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	table := os.Getenv("REDELIVER_TEST_TABLE")
-	if _, err := sleeping.Exec(ctx, "BEGIN; LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	hold := []string{"SET application_name = '" + sleeperApp + "'", "BEGIN", "LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE"}
+	sleep := "SELECT pg_sleep(3600)"
+	if driverOf(dsn) == "mysql" {
+		hold = []string{"BEGIN", "SELECT k FROM " + table + " FOR UPDATE"}
+		sleep = "SELECT SLEEP(3600) AS " + mysqlSleeperMark
 	}
-	go sleeping.Exec(ctx, "SELECT pg_sleep(3600)")
-	other, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// The sleep is sent before the insert that is held.
-	time.Sleep(200 * time.Millisecond)
-	if _, err := other.Exec(ctx, "INSERT INTO "+table+" VALUES ('x')"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
-
-// mysqlExecSleeper is execSleeper on MySQL (dsn a Go MySQL DSN): one
-// of its connections locks its table's rows (SELECT … FOR UPDATE in a
-// transaction, which on an empty table holds the gap every insert needs)
-// and sleeps in the database, while another inserts a row.
-func mysqlExecSleeper(dsn string) int {
 	ctx := context.Background()
-	io.Copy(io.Discard, os.Stdin)
-	db, err := sql.Open("mysql", dsn)
+	sleeping, err := sleeperConn(ctx, dsn, hold)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	table := os.Getenv("REDELIVER_TEST_TABLE")
-	sleeping, err := db.Conn(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	for _, q := range []string{"BEGIN", "SELECT k FROM " + table + " FOR UPDATE"} {
-		if _, err := sleeping.ExecContext(ctx, q); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	go sleeping.ExecContext(ctx, "SELECT SLEEP(3600) AS "+mysqlSleeperMark)
-	other, err := db.Conn(ctx)
+	go sleeping.ExecContext(ctx, sleep)
+	other, err := sleeperConn(ctx, dsn, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -152,23 +82,41 @@ func mysqlExecSleeper(dsn string) int {
 	return 0
 }
 
-// sleeperSession is a Session whose consumer is the sleeper the test
-// binary runs when sleeperEnv is set, proxied, on table.
-func sleeperSession(ctx context.Context, dsn, sleeperEnv, table string) (*Session, error) {
+// sleeperConn is a connection to dsn that has run hold.
+func sleeperConn(ctx context.Context, dsn string, hold []string) (*sql.Conn, error) {
+	db, err := sql.Open(driverOf(dsn), dsn)
+	if err != nil {
+		return nil, err
+	}
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range hold {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return c, nil
+}
+
+// sleeperSession is a Session whose consumer is the sleeper, proxied, on
+// table.
+func sleeperSession(ctx context.Context, dsn, table string) (*Session, error) {
 	target := &scenario.Target{
 		HTTP: &scenario.HTTPTarget{URL: "http://127.0.0.1:1/events"},
 		Start: &scenario.Start{Command: []string{os.Args[0]}, ReadyLine: "ready", ReadyTimeout: 10 * time.Second,
-			Env: map[string]string{sleeperEnv: "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": table}},
+			Env: map[string]string{"REDELIVER_TEST_SLEEPER": "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": table}},
 	}
 	kof, _ := template.Parse("{data.k}")
 	return Open(ctx, target, &scenario.Effects{DB: dsn, Table: table, Key: "k", KeyOf: kof, Proxy: true})
 }
 
 // sessionOfSleeper stands for redeliver itself: it opens a session with
-// the sleeper REDELIVER_TEST_SESSION_SLEEPER names as its consumer, on
-// REDELIVER_TEST_TABLE, says so, and waits to be killed.
+// the sleeper as its consumer, on REDELIVER_TEST_TABLE, says so, and
+// waits to be killed.
 func sessionOfSleeper(dsn string) int {
-	s, err := sleeperSession(context.Background(), dsn, os.Getenv("REDELIVER_TEST_SESSION_SLEEPER"), os.Getenv("REDELIVER_TEST_TABLE"))
+	s, err := sleeperSession(context.Background(), dsn, os.Getenv("REDELIVER_TEST_TABLE"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -216,7 +164,7 @@ func TestKilledConsumerLeavesNoBackend(t *testing.T) {
 			db.open(t)
 			table := "backends_left"
 			db.sleepersTable(t, ctx, table)
-			s, err := sleeperSession(ctx, db.dsn, db.sleeperEnv, table)
+			s, err := sleeperSession(ctx, db.dsn, table)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +236,7 @@ func TestRedeliverKilledLeavesNoBackend(t *testing.T) {
 				defer c.ExecContext(context.Background(), "ROLLBACK")
 			}
 			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), "REDELIVER_TEST_SESSION="+db.dsn, "REDELIVER_TEST_SESSION_SLEEPER="+db.sleeperEnv, "REDELIVER_TEST_TABLE="+table)
+			cmd.Env = append(os.Environ(), "REDELIVER_TEST_SESSION="+db.dsn, "REDELIVER_TEST_TABLE="+table)
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -335,7 +283,7 @@ func TestKilledExecDeliveryLeavesNoBackend(t *testing.T) {
 			db.table(t, ctx, table, "k "+db.text+" PRIMARY KEY")
 			db.end(db.sleepers(t))
 			target := &scenario.Target{Exec: &scenario.ExecTarget{Command: []string{os.Args[0]}, Timeout: 10 * time.Second,
-				Env: map[string]string{db.execSleeperEnv: "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": table}}}
+				Env: map[string]string{"REDELIVER_TEST_EXEC_SLEEPER": "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": table}}}
 			kof, _ := template.Parse("{data.k}")
 			s, err := Open(ctx, target, &scenario.Effects{DB: db.dsn, Table: table, Key: "k", KeyOf: kof, Proxy: true})
 			if err != nil {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
 // testDB is a database the statement tests of this package run on:
@@ -26,8 +28,6 @@ type testDB struct {
 	admin *sql.DB
 	// text is the column type of a short key.
 	text string
-	// sleeperEnv names the test binary's sleeper on it (TestMain).
-	sleeperEnv, execSleeperEnv string
 }
 
 // testDBs returns the databases this machine names: REDELIVER_TEST_POSTGRES
@@ -37,8 +37,7 @@ func testDBs(t *testing.T) []testDB {
 	t.Helper()
 	var dbs []testDB
 	if pg := os.Getenv("REDELIVER_TEST_POSTGRES"); pg != "" {
-		dbs = append(dbs, testDB{name: "postgres", dsn: pg, text: "text",
-			sleeperEnv: "REDELIVER_TEST_SLEEPER", execSleeperEnv: "REDELIVER_TEST_EXEC_SLEEPER"})
+		dbs = append(dbs, testDB{name: "postgres", dsn: pg, text: "text"})
 	} else if os.Getenv("CI") == "true" {
 		t.Fatal("REDELIVER_TEST_POSTGRES is not set under CI=true")
 	} else {
@@ -49,8 +48,7 @@ func testDBs(t *testing.T) []testDB {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dbs = append(dbs, testDB{name: "mysql", dsn: cfg.FormatDSN(), text: "VARCHAR(40)",
-			sleeperEnv: "REDELIVER_TEST_MYSQL_SLEEPER", execSleeperEnv: "REDELIVER_TEST_MYSQL_EXEC_SLEEPER"})
+		dbs = append(dbs, testDB{name: "mysql", dsn: cfg.FormatDSN(), text: "VARCHAR(40)"})
 	} else if os.Getenv("CI") == "true" {
 		t.Fatal("REDELIVER_TEST_MYSQL is not set under CI=true")
 	} else {
@@ -205,4 +203,19 @@ func mysqlDSNOf(t *testing.T, dsn string) string {
 		host += ":3306"
 	}
 	return user + "@tcp(" + host + ")" + strings.TrimSuffix(u.Path, "/")
+}
+
+// firstCheck loads src as the file name and runs it on seed 1, and
+// returns its first check.
+func firstCheck(t *testing.T, ctx context.Context, name, src string) runner.CheckResult {
+	t.Helper()
+	sc, err := scenario.Load(name, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunFile(ctx, sc, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Checks[0]
 }

@@ -19,9 +19,7 @@ func TestMain(m *testing.M) {
 		run func(dsn string) int
 	}{
 		{"REDELIVER_TEST_SLEEPER", sleeper},
-		{"REDELIVER_TEST_MYSQL_SLEEPER", mysqlSleeper},
 		{"REDELIVER_TEST_EXEC_SLEEPER", execSleeper},
-		{"REDELIVER_TEST_MYSQL_EXEC_SLEEPER", mysqlExecSleeper},
 		{"REDELIVER_TEST_SPLIT", splitWriter},
 		{"REDELIVER_TEST_LATE", lateWorker},
 		{"REDELIVER_TEST_SESSION", sessionOfSleeper},

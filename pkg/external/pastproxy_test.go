@@ -121,15 +121,7 @@ checks:
       - deliver: {id: evt-1, data: {orderId: O-1}}
         crash: statements
 `, addr, os.Args[0], addr, db.dsn, addr, tc.read, db.params("INSERT INTO split_payments (order_id) VALUES ($1)"), db.params("INSERT INTO split_processed (event_id) VALUES ($1)"), db.dsn)
-					sc, err := scenario.Load("split.yaml", []byte(src))
-					if err != nil {
-						t.Fatal(err)
-					}
-					res, err := RunFile(ctx, sc, Options{Seed: 1})
-					if err != nil {
-						t.Fatal(err)
-					}
-					c := res.Checks[0]
+					c := firstCheck(t, ctx, "split.yaml", src)
 					var msgs []string
 					for _, f := range c.Failures {
 						msgs = append(msgs, f.Message)
