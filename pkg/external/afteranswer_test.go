@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // lateWorker is a consumer of payments, through the proxy (dsn: a
@@ -110,36 +109,31 @@ func lateWorker(dsn string) int {
 // that reads once more after answering passes, and the kill after that
 // last read is said to have interrupted nothing.
 func TestBoundariesAfterTheAnswer(t *testing.T) {
-	for _, db := range testDBs(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			db.open(t)
-			for _, tc := range []struct {
-				mode      string
-				passed    bool
-				schedules int
-				// answered is the statement the marker is on, by its
-				// text's start in a PostgreSQL trace; "": none.
-				answered   string
-				want, lack []string
-			}{
-				{"ack-first", false, 9, "begin", []string{"after the answer):", "was acked but key O-1 has no row"}, nil},
-				{"safe", true, 9, "", nil, []string{"interrupted nothing"}},
-				{"trailing", true, 11, "SELECT count(*)", []string{"(11 schedules); 1 schedule's kill came after the answer and after the delivery's last statement, its work over: it interrupted nothing"}, nil},
-			} {
-				t.Run(tc.mode, func(t *testing.T) {
-					tbl := "late_" + strings.ReplaceAll(tc.mode, "-", "_")
-					db.table(t, ctx, tbl, "event_id "+db.text+" PRIMARY KEY, order_id "+db.text)
-					ln, err := net.Listen("tcp", "127.0.0.1:0")
-					if err != nil {
-						t.Fatal(err)
-					}
-					addr := ln.Addr().String()
-					ln.Close()
-					lookup := db.params("SELECT count(*) FROM " + tbl + " WHERE event_id = $1")
-					pay := db.insertIgnore(db.params("INSERT INTO " + tbl + " (order_id, event_id) VALUES ($1, $2)"))
-					src := fmt.Sprintf(`version: 1
+	eachDB(t, 3*time.Minute, func(t *testing.T, ctx context.Context, db testDB) {
+		for _, tc := range []struct {
+			mode      string
+			passed    bool
+			schedules int
+			// answered is the statement the marker is on, by its
+			// text's start in a PostgreSQL trace; "": none.
+			answered   string
+			want, lack []string
+		}{
+			{"ack-first", false, 9, "begin", []string{"after the answer):", "was acked but key O-1 has no row"}, nil},
+			{"safe", true, 9, "", nil, []string{"interrupted nothing"}},
+			{"trailing", true, 11, "SELECT count(*)", []string{"(11 schedules); 1 schedule's kill came after the answer and after the delivery's last statement, its work over: it interrupted nothing"}, nil},
+		} {
+			t.Run(tc.mode, func(t *testing.T) {
+				tbl := db.table(t, ctx, "late_"+strings.ReplaceAll(tc.mode, "-", "_"), "event_id "+db.text+" PRIMARY KEY, order_id "+db.text)
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				addr := ln.Addr().String()
+				ln.Close()
+				lookup := db.params("SELECT count(*) FROM " + tbl + " WHERE event_id = $1")
+				pay := db.insertIgnore(db.params("INSERT INTO " + tbl + " (order_id, event_id) VALUES ($1, $2)"))
+				src := fmt.Sprintf(`version: 1
 target:
   http: {url: "http://%s/events"}
   start:
@@ -162,38 +156,37 @@ checks:
     expect:
       effects: {O-1: 1}
 `, addr, os.Args[0], addr, addr, lookup, pay, tc.mode, db.dsn, tbl, tbl)
-					c := firstCheck(t, ctx, "late.yaml", src)
-					said := c.Line
-					for _, f := range c.Failures {
-						said += "\n" + f.Message
+				c := firstCheck(t, ctx, "late.yaml", src)
+				said := c.Line
+				for _, f := range c.Failures {
+					said += "\n" + f.Message
+				}
+				if c.Passed != tc.passed || c.Schedules != tc.schedules {
+					t.Fatalf("passed %v in %d schedules, want %v in %d:\n%s", c.Passed, c.Schedules, tc.passed, tc.schedules, said)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(said, w) {
+						t.Errorf("the check does not say %q:\n%s", w, said)
 					}
-					if c.Passed != tc.passed || c.Schedules != tc.schedules {
-						t.Fatalf("passed %v in %d schedules, want %v in %d:\n%s", c.Passed, c.Schedules, tc.passed, tc.schedules, said)
+				}
+				for _, w := range tc.lack {
+					if strings.Contains(said, w) {
+						t.Errorf("the check says %q:\n%s", w, said)
 					}
-					for _, w := range tc.want {
-						if !strings.Contains(said, w) {
-							t.Errorf("the check does not say %q:\n%s", w, said)
+				}
+				marked := ""
+				for _, st := range c.Trace {
+					if st.AnsweredBefore != "" {
+						if marked != "" {
+							t.Errorf("the answer is marked twice in the trace")
 						}
+						marked = st.Text
 					}
-					for _, w := range tc.lack {
-						if strings.Contains(said, w) {
-							t.Errorf("the check says %q:\n%s", w, said)
-						}
-					}
-					marked := ""
-					for _, st := range c.Trace {
-						if st.AnsweredBefore != "" {
-							if marked != "" {
-								t.Errorf("the answer is marked twice in the trace")
-							}
-							marked = st.Text
-						}
-					}
-					if answered := db.says(tc.answered); answered == "" && marked != "" || !strings.HasPrefix(marked, answered) {
-						t.Errorf("the answer's marker is on %q, want on %q", marked, answered)
-					}
-				})
-			}
-		})
-	}
+				}
+				if answered := db.says(tc.answered); answered == "" && marked != "" || !strings.HasPrefix(marked, answered) {
+					t.Errorf("the answer's marker is on %q, want on %q", marked, answered)
+				}
+			})
+		}
+	})
 }

@@ -28,11 +28,11 @@ import (
 // the client goes.
 func sleeper(dsn string) int {
 	table := os.Getenv("REDELIVER_TEST_TABLE")
-	hold := []string{"SET application_name = '" + sleeperApp + "'", "BEGIN", "LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE"}
+	hold := []string{"SET application_name = '" + sleeperMark(table) + "'", "BEGIN", "LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE"}
 	sleep := "SELECT pg_sleep(3600)"
 	if driverOf(dsn) == "mysql" {
 		hold = []string{"SET SESSION innodb_lock_wait_timeout = 3600", "BEGIN", "INSERT INTO " + table + " VALUES ('held')"}
-		sleep = "SELECT k, SLEEP(3600) AS " + mysqlSleeperMark + " FROM " + table + " WHERE k = 'blocker' FOR UPDATE"
+		sleep = "SELECT k, SLEEP(3600) AS " + sleeperMark(table) + " FROM " + table + " WHERE k = 'blocker' FOR UPDATE"
 	}
 	ctx := context.Background()
 	c, err := sleeperConn(ctx, dsn, hold)
@@ -55,11 +55,11 @@ func sleeper(dsn string) int {
 func execSleeper(dsn string) int {
 	io.Copy(io.Discard, os.Stdin)
 	table := os.Getenv("REDELIVER_TEST_TABLE")
-	hold := []string{"SET application_name = '" + sleeperApp + "'", "BEGIN", "LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE"}
+	hold := []string{"SET application_name = '" + sleeperMark(table) + "'", "BEGIN", "LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE"}
 	sleep := "SELECT pg_sleep(3600)"
 	if driverOf(dsn) == "mysql" {
 		hold = []string{"BEGIN", "SELECT k FROM " + table + " FOR UPDATE"}
-		sleep = "SELECT SLEEP(3600) AS " + mysqlSleeperMark
+		sleep = "SELECT SLEEP(3600) AS " + sleeperMark(table)
 	}
 	ctx := context.Background()
 	sleeping, err := sleeperConn(ctx, dsn, hold)
@@ -128,23 +128,23 @@ func sessionOfSleeper(dsn string) int {
 }
 
 // sleepersTable makes the table the sleepers lock, with the row
-// 'blocker' the MySQL sleeper sleeps on.
-func (d *testDB) sleepersTable(t *testing.T, ctx context.Context, table string) {
+// 'blocker' the MySQL sleeper sleeps on, and returns its name.
+func (d *testDB) sleepersTable(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
-	d.table(t, ctx, table, "k "+d.text+" PRIMARY KEY")
+	table := d.table(t, ctx, name, "k "+d.text+" PRIMARY KEY")
 	if _, err := d.admin.ExecContext(ctx, "INSERT INTO "+table+" VALUES ('blocker')"); err != nil {
 		t.Fatal(err)
 	}
-	d.end(d.sleepers(t))
+	return table
 }
 
-// awaitSleepers waits up to limit until ok holds of the sleepers' server
-// processes, and returns them.
-func (d *testDB) awaitSleepers(t *testing.T, limit time.Duration, ok func([]int64) bool) []int64 {
+// awaitSleepers waits up to limit until ok holds of the server processes
+// of the sleepers on table, and returns them.
+func (d *testDB) awaitSleepers(t *testing.T, table string, limit time.Duration, ok func([]int64) bool) []int64 {
 	t.Helper()
 	var got []int64
 	for deadline := time.Now().Add(limit); ; time.Sleep(100 * time.Millisecond) {
-		if got = d.sleepers(t); ok(got) || time.Now().After(deadline) {
+		if got = d.sleepers(t, table); ok(got) || time.Now().After(deadline) {
 			return got
 		}
 	}
@@ -157,42 +157,36 @@ func (d *testDB) awaitSleepers(t *testing.T, limit time.Duration, ok func([]int6
 // free at once. PostgreSQL's is cancelled, then terminated; MySQL's is
 // ended with KILL CONNECTION.
 func TestKilledConsumerLeavesNoBackend(t *testing.T) {
-	for _, db := range testDBs(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			db.open(t)
-			table := "backends_left"
-			db.sleepersTable(t, ctx, table)
-			s, err := sleeperSession(ctx, db.dsn, table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The sleeper says it is ready just before it sends the sleep.
-			first := db.awaitSleepers(t, 10*time.Second, func(ids []int64) bool { return len(ids) == 1 })
-			if len(first) != 1 {
-				s.Close()
-				t.Fatalf("the sleeper has server processes %v, want 1", first)
-			}
-			if err := s.proc.Crash(ctx); err != nil {
-				s.Close()
-				t.Fatal(err)
-			}
-			got := db.awaitSleepers(t, 10*time.Second, func(ids []int64) bool { return len(ids) == 1 && ids[0] != first[0] })
-			if len(got) != 1 || got[0] == first[0] {
-				s.Close()
-				t.Fatalf("after a kill and a restart the sleepers' server processes are %v, want one other than %v", got, first)
-			}
+	eachDB(t, 60*time.Second, func(t *testing.T, ctx context.Context, db testDB) {
+		table := db.sleepersTable(t, ctx, "backends_left")
+		s, err := sleeperSession(ctx, db.dsn, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The sleeper says it is ready just before it sends the sleep.
+		first := db.awaitSleepers(t, table, 10*time.Second, func(ids []int64) bool { return len(ids) == 1 })
+		if len(first) != 1 {
 			s.Close()
-			if got := db.sleepers(t); len(got) != 0 {
-				db.end(got)
-				t.Fatalf("server processes %v of the stopped consumer still run", got)
-			}
-			if err := db.locked(ctx, table); err != nil {
-				t.Fatalf("the table is still locked: %v", err)
-			}
-		})
-	}
+			t.Fatalf("the sleeper has server processes %v, want 1", first)
+		}
+		if err := s.proc.Crash(ctx); err != nil {
+			s.Close()
+			t.Fatal(err)
+		}
+		got := db.awaitSleepers(t, table, 10*time.Second, func(ids []int64) bool { return len(ids) == 1 && ids[0] != first[0] })
+		if len(got) != 1 || got[0] == first[0] {
+			s.Close()
+			t.Fatalf("after a kill and a restart the sleepers' server processes are %v, want one other than %v", got, first)
+		}
+		s.Close()
+		if got := db.sleepers(t, table); len(got) != 0 {
+			db.end(got)
+			t.Fatalf("server processes %v of the stopped consumer still run", got)
+		}
+		if err := db.locked(ctx, table); err != nil {
+			t.Fatalf("the table is still locked: %v", err)
+		}
+	})
 }
 
 // TestRedeliverKilledLeavesNoBackend: when redeliver itself is killed
@@ -205,68 +199,62 @@ func TestKilledConsumerLeavesNoBackend(t *testing.T) {
 // outlives its client: there the thread waits on a row the test holds,
 // and redeliver's guardian kills it.
 func TestRedeliverKilledLeavesNoBackend(t *testing.T) {
-	for _, db := range testDBs(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			db.open(t)
-			if !db.mysql() {
-				var version int
-				if err := db.admin.QueryRowContext(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
-					t.Fatal(err)
-				}
-				if version < 140000 {
-					t.Skip("a server before PostgreSQL 14 cannot look for a client that is gone")
-				}
+	eachDB(t, 90*time.Second, func(t *testing.T, ctx context.Context, db testDB) {
+		if !db.mysql() {
+			var version int
+			if err := db.admin.QueryRowContext(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+				t.Fatal(err)
 			}
-			table := "backends_killed"
-			db.sleepersTable(t, ctx, table)
-			if db.mysql() {
-				// The row the sleeper then waits for, held until the end.
-				c, err := db.admin.Conn(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				for _, q := range []string{"BEGIN", "SELECT k FROM " + table + " WHERE k = 'blocker' FOR UPDATE"} {
-					if _, err := c.ExecContext(ctx, q); err != nil {
-						t.Fatal(err)
-					}
-				}
-				defer c.ExecContext(context.Background(), "ROLLBACK")
+			if version < 140000 {
+				t.Skip("a server before PostgreSQL 14 cannot look for a client that is gone")
 			}
-			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), "REDELIVER_TEST_SESSION="+db.dsn, "REDELIVER_TEST_TABLE="+table)
-			out, err := cmd.StdoutPipe()
+		}
+		table := db.sleepersTable(t, ctx, "backends_killed")
+		if db.mysql() {
+			// The row the sleeper then waits for, held until the end.
+			c, err := db.admin.Conn(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
+			defer c.Close()
+			for _, q := range []string{"BEGIN", "SELECT k FROM " + table + " WHERE k = 'blocker' FOR UPDATE"} {
+				if _, err := c.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
 			}
-			defer cmd.Process.Kill()
-			line, err := bufio.NewReader(out).ReadString('\n')
-			if line != "open\n" {
-				t.Fatalf("the session did not open: %q, %v", line, err)
-			}
-			if got := db.awaitSleepers(t, 10*time.Second, func(ids []int64) bool { return len(ids) == 1 }); len(got) != 1 {
-				t.Fatalf("the sleeper has server processes %v, want 1", got)
-			}
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			killed := time.Now()
-			cmd.Wait()
-			if left := db.awaitSleepers(t, 30*time.Second, func(ids []int64) bool { return len(ids) == 0 }); len(left) != 0 {
-				db.end(left)
-				t.Fatalf("server processes %v of the consumer still run 30 s after redeliver was killed", left)
-			}
-			t.Logf("the consumer's server process ended %s after redeliver was killed", time.Since(killed).Round(100*time.Millisecond))
-			if err := db.locked(ctx, table); err != nil {
-				t.Fatalf("the table is still locked: %v", err)
-			}
-		})
-	}
+			defer c.ExecContext(context.Background(), "ROLLBACK")
+		}
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "REDELIVER_TEST_SESSION="+db.dsn, "REDELIVER_TEST_TABLE="+table)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if line != "open\n" {
+			t.Fatalf("the session did not open: %q, %v", line, err)
+		}
+		if got := db.awaitSleepers(t, table, 10*time.Second, func(ids []int64) bool { return len(ids) == 1 }); len(got) != 1 {
+			t.Fatalf("the sleeper has server processes %v, want 1", got)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		cmd.Wait()
+		if left := db.awaitSleepers(t, table, 30*time.Second, func(ids []int64) bool { return len(ids) == 0 }); len(left) != 0 {
+			db.end(left)
+			t.Fatalf("server processes %v of the consumer still run 30 s after redeliver was killed", left)
+		}
+		t.Logf("the consumer's server process ended %s after redeliver was killed", time.Since(killed).Round(100*time.Millisecond))
+		if err := db.locked(ctx, table); err != nil {
+			t.Fatalf("the table is still locked: %v", err)
+		}
+	})
 }
 
 // TestKilledExecDeliveryLeavesNoBackend: an exec delivery killed at a
@@ -274,36 +262,29 @@ func TestRedeliverKilledLeavesNoBackend(t *testing.T) {
 // database holding a lock, leaves no server process (MySQL thread)
 // behind once the kill is over, not only once the run ends.
 func TestKilledExecDeliveryLeavesNoBackend(t *testing.T) {
-	for _, db := range testDBs(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			db.open(t)
-			table := "backends_exec_left"
-			db.table(t, ctx, table, "k "+db.text+" PRIMARY KEY")
-			db.end(db.sleepers(t))
-			target := &scenario.Target{Exec: &scenario.ExecTarget{Command: []string{os.Args[0]}, Timeout: 10 * time.Second,
-				Env: map[string]string{"REDELIVER_TEST_EXEC_SLEEPER": "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": table}}}
-			kof, _ := template.Parse("{data.k}")
-			s, err := Open(ctx, target, &scenario.Effects{DB: db.dsn, Table: table, Key: "k", KeyOf: kof, Proxy: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			a, _, reached, err := s.watched(ctx, Event{ID: "evt-1", Key: "x", Data: []byte(`{"k":"x"}`)}, &sqlproxy.Boundary{Words: "insert into " + table})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reached || !a.Killed {
-				t.Fatalf("the delivery was not killed before its insert (reached %v, %+v)", reached, a)
-			}
-			if got := db.sleepers(t); len(got) != 0 {
-				db.end(got)
-				t.Fatalf("server processes %v of the killed exec delivery still run after the kill", got)
-			}
-			if err := db.locked(ctx, table); err != nil {
-				t.Fatalf("the table is still locked: %v", err)
-			}
-		})
-	}
+	eachDB(t, 60*time.Second, func(t *testing.T, ctx context.Context, db testDB) {
+		table := db.table(t, ctx, "backends_exec_left", "k "+db.text+" PRIMARY KEY")
+		target := &scenario.Target{Exec: &scenario.ExecTarget{Command: []string{os.Args[0]}, Timeout: 10 * time.Second,
+			Env: map[string]string{"REDELIVER_TEST_EXEC_SLEEPER": "${" + scenario.DBURLVar + "}", "REDELIVER_TEST_TABLE": table}}}
+		kof, _ := template.Parse("{data.k}")
+		s, err := Open(ctx, target, &scenario.Effects{DB: db.dsn, Table: table, Key: "k", KeyOf: kof, Proxy: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		a, _, reached, err := s.watched(ctx, Event{ID: "evt-1", Key: "x", Data: []byte(`{"k":"x"}`)}, &sqlproxy.Boundary{Words: "insert into " + table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reached || !a.Killed {
+			t.Fatalf("the delivery was not killed before its insert (reached %v, %+v)", reached, a)
+		}
+		if got := db.sleepers(t, table); len(got) != 0 {
+			db.end(got)
+			t.Fatalf("server processes %v of the killed exec delivery still run after the kill", got)
+		}
+		if err := db.locked(ctx, table); err != nil {
+			t.Fatalf("the table is still locked: %v", err)
+		}
+	})
 }

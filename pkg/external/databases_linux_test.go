@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,19 @@ func (d *testDB) says(s string) string {
 	return s
 }
 
+// eachDB runs f as a subtest on each of testDBs, its connection open,
+// within limit.
+func eachDB(t *testing.T, limit time.Duration, f func(t *testing.T, ctx context.Context, db testDB)) {
+	for _, db := range testDBs(t) {
+		t.Run(db.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
+			defer cancel()
+			db.open(t)
+			f(t, ctx, db)
+		})
+	}
+}
+
 // mysql reports whether it is MySQL or MariaDB.
 func (d *testDB) mysql() bool { return d.name == "mysql" }
 
@@ -109,10 +123,12 @@ func (d *testDB) open(t *testing.T) {
 	d.admin = db
 }
 
-// table makes an empty table of columns (name type, …) with its first
-// column its key, dropped when the test ends.
-func (d *testDB) table(t *testing.T, ctx context.Context, name, columns string) {
+// table makes an empty table of columns (name type, …), dropped when
+// the test ends, and returns its name: name with this test process's id,
+// so that runs of the test at once on one server do not meet.
+func (d *testDB) table(t *testing.T, ctx context.Context, name, columns string) string {
 	t.Helper()
+	name += "_" + strconv.Itoa(os.Getpid())
 	ddl := "CREATE TABLE " + name + " (" + columns + ")"
 	if d.mysql() {
 		ddl += " ENGINE=InnoDB"
@@ -123,21 +139,21 @@ func (d *testDB) table(t *testing.T, ctx context.Context, name, columns string) 
 		}
 	}
 	t.Cleanup(func() { d.admin.Exec("DROP TABLE IF EXISTS " + name) })
+	return name
 }
 
-// sleeperApp names the PostgreSQL sleepers' connections.
-const sleeperApp = "redeliver-test-sleeper"
+// sleeperMark names the connections of the sleepers on table: their
+// application_name on PostgreSQL; on MySQL, it is in what they sleep in.
+// The test finds their server processes by it.
+func sleeperMark(table string) string { return "redeliver_sleeper_" + table }
 
-// mysqlSleeperMark is in what the MySQL sleepers sleep in: the test
-// finds their threads by it.
-const mysqlSleeperMark = "redeliver_test_sleeper"
-
-// sleepers lists the sleepers' server processes (threads) still there.
-func (d *testDB) sleepers(t *testing.T) []int64 {
+// sleepers lists the server processes (threads) of the sleepers on
+// table still there.
+func (d *testDB) sleepers(t *testing.T, table string) []int64 {
 	t.Helper()
-	q, arg := "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", sleeperApp
+	q, arg := "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", sleeperMark(table)
 	if d.mysql() {
-		q, arg = "SELECT id FROM information_schema.processlist WHERE info LIKE ? AND id <> CONNECTION_ID()", "%"+mysqlSleeperMark+"%"
+		q, arg = "SELECT id FROM information_schema.processlist WHERE info LIKE ? AND id <> CONNECTION_ID()", "%"+sleeperMark(table)+"%"
 	}
 	rows, err := d.admin.Query(q, arg)
 	if err != nil {

@@ -82,26 +82,22 @@ func splitWriter(viaProxy string) int {
 // past it fails crash: statements in one sentence, instead of passing
 // with its reads' boundaries alone.
 func TestWritesPastTheProxyAreNamed(t *testing.T) {
-	for _, db := range testDBs(t) {
-		t.Run(db.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			db.open(t)
-			db.table(t, ctx, "split_payments", "order_id "+db.text)
-			db.table(t, ctx, "split_processed", "event_id "+db.text+" PRIMARY KEY")
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
-			read := db.params("SELECT 1 FROM split_processed WHERE event_id = $1")
-			for _, tc := range []struct{ read, want string }{
-				{read, "the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-1 changed the effect rows, and the statements it ran through ${REDELIVER_DB_URL} only read (" + read + " → SELECT 0)"},
-				{db.params("SELECT 1 FROM split_processed WHERE event_id = lower($1)"), ""},
-			} {
-				t.Run(tc.read, func(t *testing.T) {
-					src := fmt.Sprintf(`version: 1
+	eachDB(t, 60*time.Second, func(t *testing.T, ctx context.Context, db testDB) {
+		payments := db.table(t, ctx, "split_payments", "order_id "+db.text)
+		processed := db.table(t, ctx, "split_processed", "event_id "+db.text+" PRIMARY KEY")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		read := db.params("SELECT 1 FROM " + processed + " WHERE event_id = $1")
+		for _, tc := range []struct{ name, read, want string }{
+			{"a plain read", read, "the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-1 changed the effect rows, and the statements it ran through ${REDELIVER_DB_URL} only read (" + read + " → SELECT 0)"},
+			{"a read calling a function", db.params("SELECT 1 FROM " + processed + " WHERE event_id = lower($1)"), ""},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				src := fmt.Sprintf(`version: 1
 target:
   http: {url: "http://%s/events"}
   start:
@@ -111,8 +107,8 @@ target:
 effects:
   db: %q
   proxy: true
-  reset: ["DELETE FROM split_payments", "DELETE FROM split_processed"]
-  table: split_payments
+  reset: ["DELETE FROM %s", "DELETE FROM %s"]
+  table: %s
   key: order_id
   key_of: "{data.orderId}"
 checks:
@@ -120,22 +116,21 @@ checks:
     steps:
       - deliver: {id: evt-1, data: {orderId: O-1}}
         crash: statements
-`, addr, os.Args[0], addr, db.dsn, addr, tc.read, db.params("INSERT INTO split_payments (order_id) VALUES ($1)"), db.params("INSERT INTO split_processed (event_id) VALUES ($1)"), db.dsn)
-					c := firstCheck(t, ctx, "split.yaml", src)
-					var msgs []string
-					for _, f := range c.Failures {
-						msgs = append(msgs, f.Message)
-					}
-					switch {
-					case tc.want == "" && !c.Passed:
-						t.Errorf("a read that may have written failed the check: %s", strings.Join(msgs, "; "))
-					case tc.want != "" && (c.Passed || !strings.Contains(strings.Join(msgs, "\n"), tc.want)):
-						t.Errorf("passed %v, failures:\n%s\nwant one containing %q", c.Passed, strings.Join(msgs, "\n"), tc.want)
-					}
-				})
-			}
-		})
-	}
+`, addr, os.Args[0], addr, db.dsn, addr, tc.read, db.params("INSERT INTO "+payments+" (order_id) VALUES ($1)"), db.params("INSERT INTO "+processed+" (event_id) VALUES ($1)"), db.dsn, payments, processed, payments)
+				c := firstCheck(t, ctx, "split.yaml", src)
+				var msgs []string
+				for _, f := range c.Failures {
+					msgs = append(msgs, f.Message)
+				}
+				switch {
+				case tc.want == "" && !c.Passed:
+					t.Errorf("a read that may have written failed the check: %s", strings.Join(msgs, "; "))
+				case tc.want != "" && (c.Passed || !strings.Contains(strings.Join(msgs, "\n"), tc.want)):
+					t.Errorf("passed %v, failures:\n%s\nwant one containing %q", c.Passed, strings.Join(msgs, "\n"), tc.want)
+				}
+			})
+		}
+	})
 }
 
 // TestDBVarNamesWhatTheConsumerUses: messages name the variable the
