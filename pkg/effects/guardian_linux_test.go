@@ -22,13 +22,7 @@ func TestMain(m *testing.M) {
 // word (redeliver died) kills the threads it was told of and not told
 // ended, and leaves the others; one told to stop kills nothing.
 func TestGuardianEndsWhatItWasToldOf(t *testing.T) {
-	dsn := os.Getenv("REDELIVER_TEST_MYSQL")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("REDELIVER_TEST_MYSQL is not set under CI=true")
-		}
-		t.Skip("set REDELIVER_TEST_MYSQL to run the MySQL effects tests")
-	}
+	dsn := mysqlDSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d, err := Open(ctx, &scenario.Effects{DB: dsn})
