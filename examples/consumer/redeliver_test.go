@@ -97,6 +97,10 @@ func (r removeBuilt) Run() int {
 // to end at least once, every check shown able to fail.
 func heavy() bool { return os.Getenv("REDELIVER_TEST_HEAVY") != "" }
 
+// heavyAll says whether REDELIVER_TEST_HEAVY=all asks for the matrices'
+// every row on every database and seed besides: longer than CI's hour.
+func heavyAll() bool { return os.Getenv("REDELIVER_TEST_HEAVY") == "all" }
+
 // heavyOnly leaves t, a test or subtest, to the heavy tier: called at its
 // top where make test shows the same check failing elsewhere, why saying
 // where (another seed of the same table, the other database's twin of
