@@ -35,11 +35,15 @@ MY_LOCAL := mysql://root@127.0.0.1:3306/test
 # spend much of their time waiting on the processes, brokers and databases
 # they drive, so more than one per core keeps both cores busy (and the
 # example consumer's package runs four of its tests at once). make test is
-# the quick tier: each package within go test's default 10 minutes, even on
-# a loaded machine. A race-enabled program sleeps a second at exit by
-# default; GORACE=atexit_sleep_ms=10 keeps its report and drops the wait.
-TEST_PKGS := ./examples/consumer . ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...
-TEST_P    ?= 4
+# the quick tier. A package's binary may run TEST_TIMEOUT: go test's own
+# 10 minutes hold on a quiet machine, but on one shared at load average 20
+# the root package's scripts (each redeliver and consumer they start the
+# race-enabled test binary) have taken 12.5 minutes. A race-enabled
+# program sleeps a second at exit by default; GORACE=atexit_sleep_ms=10
+# keeps its report and drops the wait.
+TEST_PKGS    := ./examples/consumer . ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...
+TEST_P       ?= 4
+TEST_TIMEOUT ?= 30m
 # make test-heavy is the heavy tier (REDELIVER_TEST_HEAVY=1): every seed,
 # both databases' twins, the broker matrices and the long runs of the
 # example consumer's end-to-end tests, the quick tier's among them; CI runs
@@ -71,9 +75,9 @@ TEST_DBS = pg="$${REDELIVER_TEST_POSTGRES:-}"; \
 test: ## vet, then the quick tier of every test with the race detector
 	$(GO) vet ./... $(KFAKE)
 	@$(TEST_DBS); \
-	echo "$(GO) test -race -count=1 -p $(TEST_P) $(TEST_PKGS)"; \
-	$(GO) test -race -count=1 -p $(TEST_P) $(TEST_PKGS)
-	$(GO) test -race -count=1 -run '$(KFAKE_RUN)' $(KFAKE)
+	echo "$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)"; \
+	$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE)
 
 test-heavy: ## the heavy tier: every seed, both databases' twins, the broker matrices, the long runs
 	@$(TEST_DBS); \
