@@ -45,9 +45,10 @@ TEST_PKGS    := ./examples/consumer . ./pkg/sqlite ./pkg/replay ./pkg/runner ./c
 TEST_P       ?= 4
 TEST_TIMEOUT ?= 30m
 # make test-heavy is the heavy tier (REDELIVER_TEST_HEAVY=1): every seed,
-# both databases' twins, the broker matrices and the long runs of the
-# example consumer's end-to-end tests, the quick tier's among them; CI runs
-# it after make test. Its package may run 60 minutes.
+# both databases' twins and the broker matrices of the example consumer's
+# end-to-end tests, the quick tier's among them; CI runs it after make
+# test. Its package may run 60 minutes. REDELIVER_TEST_HEAVY=all adds the
+# long runs (repetitions and event counts), longer than CI's hour.
 HEAVY_PKGS    := ./examples/consumer
 HEAVY_TIMEOUT ?= 60m
 # The patched copy of the in-process Kafka the tests start (pkg/kafka/kfake,
@@ -79,7 +80,7 @@ test: ## vet, then the quick tier of every test with the race detector
 	$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE)
 
-test-heavy: ## the heavy tier: every seed, both databases' twins, the broker matrices, the long runs
+test-heavy: ## the heavy tier: every seed, both databases' twins, the broker matrices
 	@$(TEST_DBS); \
 	echo "REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS)"; \
 	REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS)

@@ -319,14 +319,14 @@ func pgDSN(t testing.TB) string {
 // lookup and its commit), so every kill lands on an instance holding a
 // full prefetch window mid-transaction; the test asserts at least
 // minKills kills and redeliveries by the broker. More events would only
-// repeat those kills: REDELIVER_TEST_HEAVY=1 sends 20,000 with no work
+// repeat those kills: REDELIVER_TEST_HEAVY=all sends 20,000 with no work
 // held, at full speed.
 func TestBrokersUnderNemesis(t *testing.T) {
 	heavyOnly(t, "its nemesis is the test's own; make test kills instances behind each broker through redeliver (TestBrokerReplayUnderNemesis)")
 	t.Parallel()
 	pg := pgDSN(t)
 	events, work := 600, 100*time.Millisecond
-	if heavy() {
+	if heavyAll() {
 		events, work = 20000, 0
 	}
 	const minKills = 3

@@ -92,13 +92,14 @@ func (r removeBuilt) Run() int {
 
 // heavy says whether REDELIVER_TEST_HEAVY (make test-heavy) asks for the
 // heavy tier: every seed, every database's twin and every broker of the
-// matrices, and the long versions of the slow tests (their repetitions
-// and event counts). make test runs the quick tier, each capability end
-// to end at least once, every check shown able to fail.
+// matrices. make test runs the quick tier, each capability end to end at
+// least once, every check shown able to fail.
 func heavy() bool { return os.Getenv("REDELIVER_TEST_HEAVY") != "" }
 
 // heavyAll says whether REDELIVER_TEST_HEAVY=all asks for the matrices'
-// every row on every database and seed besides: longer than CI's hour.
+// every row on every database and seed besides, and the long versions of
+// the slow tests (their repetitions and event counts): longer than CI's
+// hour.
 func heavyAll() bool { return os.Getenv("REDELIVER_TEST_HEAVY") == "all" }
 
 // heavyOnly leaves t, a test or subtest, to the heavy tier: called at its
@@ -140,9 +141,9 @@ func firstSeed(t testing.TB, seed string, seeds []string) {
 	}
 }
 
-// scaled is light, or heavyN under REDELIVER_TEST_HEAVY.
+// scaled is light, or heavyN under REDELIVER_TEST_HEAVY=all.
 func scaled(light, heavyN int) int {
-	if heavy() {
+	if heavyAll() {
 		return heavyN
 	}
 	return light
@@ -442,7 +443,7 @@ const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // delivery, a dropped answer), so a repetition can only meet a slower or
 // faster schedule, and a second run proves the fresh start. Every
 // consumer start costs a process, which is most of this test's time.
-// REDELIVER_TEST_HEAVY=1 runs every file 50 times.
+// REDELIVER_TEST_HEAVY=all runs every file 50 times.
 func TestShippedScenariosSafe(t *testing.T) {
 	t.Parallel()
 	bin := buildConsumer(t)
@@ -517,7 +518,7 @@ func TestFlawCaught(t *testing.T) {
 
 // TestPythonConsumerScenario: the Python consumer passes its scenario,
 // crashes included: this checks that redeliver drives a consumer in
-// another language. Once (10 times under REDELIVER_TEST_HEAVY):
+// another language. Once (10 times under REDELIVER_TEST_HEAVY=all):
 // examples/python-consumer tests the consumer itself, and the one run
 // already holds eight deliveries at once and a sweep of kills, each kill
 // a new Python process, which is most of this test's time.
