@@ -106,13 +106,15 @@ func Diagnose(f Facts) *Diagnosis {
 	// the whole trace: a provider's key, whose evidence is the two
 	// attempts' values and names the cause where apart would name only
 	// the window, beside the externals'; the marker ignored across the
-	// kill last, where the others found nothing.
+	// kill last, where the others found nothing. No marker at all is
+	// read across both attempts: a redelivery that writes one shows the
+	// killed attempt stopped before its marker, not that there is none.
 	killed := f
 	killed.Trace = killedAttempt(f.Trace)
 	effect := strings.ToLower(unquote(f.EffectTable))
 	d := &diagnosis{Facts: killed, effect: effect, stmts: parse(killed.Trace)}
 	whole := &diagnosis{Facts: f, effect: effect, stmts: parse(f.Trace)}
-	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, whole.keyInTable, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerIgnored, d.markerMissing, whole.ignoredAgain} {
+	for _, try := range []func() *Diagnosis{d.unstableKey, d.withoutKey, whole.keyInTable, d.additiveUpsert, d.ackBeforeCommit, d.notScoped, d.apart, d.checkThenAct, d.markerIgnored, whole.markerMissing, whole.ignoredAgain} {
 		if r := try(); r != nil {
 			sort.Ints(r.Evidence)
 			r.Evidence = uniq(r.Evidence)

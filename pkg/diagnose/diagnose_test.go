@@ -636,6 +636,42 @@ func TestDiagnose(t *testing.T) {
 			want: UnstableKey,
 		},
 		{
+			name: "external call without a key, read from an INSERT … SELECT's literals",
+			facts: Facts{Dialect: "postgres", EffectTable: "charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, "begin", "BEGIN"), w(1, "INSERT INTO charges (idem_key, order_id) SELECT NULL, 'O-1' WHERE NULL IS NULL OR NOT EXISTS (SELECT 1 FROM charges WHERE idem_key = NULL)", "INSERT 0 1"), killedAfter(w(1, "commit", "COMMIT"))},
+				w(1, "begin", "BEGIN"), w(1, "INSERT INTO charges (idem_key, order_id) SELECT NULL, 'O-1' WHERE NULL IS NULL OR NOT EXISTS (SELECT 1 FROM charges WHERE idem_key = NULL)", "INSERT 0 1"), w(1, "commit", "COMMIT"),
+				w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"))},
+			want: ExternalWithoutKey, evidence: []int{2, 5},
+		},
+		{
+			name: "unstable key, read from an INSERT … SELECT's bound values",
+			facts: Facts{Dialect: "postgres", EffectTable: "charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				killedAfter(bound(w(1, "INSERT INTO charges (order_id, idempotency_key) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM charges WHERE idempotency_key = $2)", "INSERT 0 1"), "O-1", "k-1"))},
+				bound(w(1, "INSERT INTO charges (order_id, idempotency_key) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM charges WHERE idempotency_key = $2)", "INSERT 0 1"), "O-1", "k-2"))},
+			want: UnstableKey, evidence: []int{1, 2},
+		},
+		{
+			name: "near miss: an INSERT … SELECT from a table gives no value to read: nothing named",
+			facts: Facts{Dialect: "postgres", EffectTable: "charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, lookup, "SELECT 0"), killedAfter(w(1, "INSERT INTO charges (order_id, idem_key) SELECT order_id, key FROM staged", "INSERT 0 1"))},
+				w(1, lookup, "SELECT 0"), w(1, "INSERT INTO charges (order_id, idem_key) SELECT order_id, key FROM staged", "INSERT 0 1"))},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: killed before its marker, and the redelivery writes one: not marker missing",
+			facts: Facts{Dialect: "postgres", EffectTable: "charges", Violations: duplicate, Trace: trace([]consumer.Statement{
+				w(1, "begin", "BEGIN"), w(1, "INSERT INTO charges (order_id) VALUES ('O-1')", "INSERT 0 1"), killedAfter(w(1, "commit", "COMMIT"))},
+				w(1, "begin", "BEGIN"), w(1, "INSERT INTO charges (order_id) VALUES ('O-1')", "INSERT 0 1"), w(1, "commit", "COMMIT"),
+				w(1, "begin", "BEGIN"), w(1, marker, "INSERT 0 1"), w(1, payment, "INSERT 0 1"), w(1, "commit", "COMMIT"))},
+			want: NotRecognised,
+		},
+		{
+			name: "marker missing across the kill: neither attempt reads or writes a marker",
+			facts: Facts{Dialect: "postgres", EffectTable: "payments", Violations: duplicate, Trace: trace([]consumer.Statement{
+				killedAfter(w(1, payment, "INSERT 0 1"))}, w(1, payment, "INSERT 0 1"))},
+			want: MarkerMissing, evidence: []int{1, 2},
+		},
+		{
 			name: "near miss: the keys' values were not seen: nothing named",
 			facts: Facts{Dialect: "postgres", EffectTable: "provider_charges", Violations: duplicate, Trace: trace([]consumer.Statement{
 				killedAfter(ext(w(1, charge, "INSERT 0 1"), 1))}, ext(w(1, charge, "INSERT 0 1"), 1))},

@@ -148,7 +148,7 @@ func (d *diagnosis) attempts(at []int) string {
 }
 
 var (
-	insertColumnsRE = regexp.MustCompile(`(?is)^\s*(?:insert|replace)\s+(?:ignore\s+)?(?:into\s+)?[\w."` + "`" + `]+\s*\(([^)]*)\)\s*values\s*\(`)
+	insertColumnsRE = regexp.MustCompile(`(?is)^\s*(?:insert|replace)\s+(?:ignore\s+)?(?:into\s+)?[\w."` + "`" + `]+\s*\(([^)]*)\)\s*(values\s*\(|select\s)`)
 	dollarRE        = regexp.MustCompile(`^\$(\d+)$`)
 	castRE          = regexp.MustCompile(`(?s)::\s*[\w ]+(?:\(\d+\))?$`)
 )
@@ -165,8 +165,15 @@ func idempotencyKey(s stmt) (column string, key *string, ok bool) {
 		return "", nil, false
 	}
 	cols := splitTop(s.text[m[2]:m[3]])
-	values, rest, ok := tuple(s.text[m[1]:])
-	if !ok || len(values) != len(cols) || strings.HasPrefix(strings.TrimSpace(rest), ",") {
+	var values []string
+	if strings.EqualFold(s.text[m[4]:m[4]+1], "s") {
+		values, ok = selectList(s.text[m[1]:])
+	} else {
+		var rest string
+		values, rest, ok = tuple(s.text[m[1]:])
+		ok = ok && !strings.HasPrefix(strings.TrimSpace(rest), ",")
+	}
+	if !ok || len(values) != len(cols) {
 		return "", nil, false
 	}
 	at := -1
@@ -249,6 +256,60 @@ func tuple(s string) (values []string, rest string, ok bool) {
 		}
 	}
 	return nil, "", false
+}
+
+// selectList reads the values of an INSERT … SELECT's select list, s
+// the text after its SELECT: each value's text, to the first FROM,
+// WHERE or other clause outside parentheses and quotes, or the end.
+func selectList(s string) (values []string, ok bool) {
+	depth, from := 0, 0
+	quote := byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')' && depth > 0:
+			depth--
+		case c == ')':
+			return nil, false
+		case depth > 0:
+		case c == ',':
+			values = append(values, s[from:i])
+			from = i + 1
+		case c == ';':
+			return append(values, s[from:i]), true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if clauseAt(s[i+1:]) {
+				return append(values, s[from:i]), true
+			}
+		}
+	}
+	if quote != 0 || depth != 0 {
+		return nil, false
+	}
+	return append(values, s[from:]), true
+}
+
+// clauseAt reports whether s starts with a keyword that ends a select
+// list.
+func clauseAt(s string) bool {
+	for _, k := range []string{"from", "where", "union", "returning", "on", "limit", "order", "group", "having", "window"} {
+		if len(s) >= len(k) && strings.EqualFold(s[:len(k)], k) && (len(s) == len(k) || !isWordByte(s[len(k)])) {
+			return true
+		}
+	}
+	return false
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // placeholders counts the ? placeholders of a value's text, outside
