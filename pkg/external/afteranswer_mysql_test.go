@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -177,7 +178,7 @@ checks:
 				t.Fatal(err)
 			}
 			c := res.Checks[0]
-			said := c.Line
+			said := report.CheckLine(c.Line)
 			for _, f := range c.Failures {
 				said += "\n" + f.Message
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -172,7 +173,7 @@ checks:
 				t.Fatal(err)
 			}
 			c := res.Checks[0]
-			said := c.Line
+			said := report.CheckLine(c.Line)
 			for _, f := range c.Failures {
 				said += "\n" + f.Message
 			}

@@ -90,7 +90,7 @@ func StepSummary(w io.Writer, run *Run) error {
 	b.WriteString("| file | check | result | report |\n|---|---|---|---|\n")
 	for _, f := range run.Files {
 		for _, c := range f.Checks {
-			result, line := "✅ pass", c.Line
+			result, line := "✅ pass", CheckLine(c.Line)
 			if !c.Passed {
 				result, line = "❌ fail", located(c.Failures[0])
 			}

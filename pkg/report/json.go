@@ -243,7 +243,7 @@ func judgedBy(run *Run) []*invariant.Invariant {
 
 func checkDoc(c runner.CheckResult) CheckDoc {
 	cd := CheckDoc{
-		Name: c.Name, Location: locationOf(c.Pos), Passed: c.Passed, Line: c.Line, Schedules: c.Schedules,
+		Name: c.Name, Location: locationOf(c.Pos), Passed: c.Passed, Line: CheckLine(c.Line), Schedules: c.Schedules,
 		Duration: seconds(c.Duration), Counters: c.Counters, Declared: c.Declared,
 		Failures: []FailureDoc{}, Violations: []ViolationDoc{}, Deliveries: []DeliveryDoc{},
 		Reconciliation: append([]string{}, c.Reconciliation...),

@@ -135,7 +135,7 @@ func JUnit(w io.Writer, run *Run) error {
 		for _, c := range f.Checks {
 			d := c.Duration.Round(time.Millisecond)
 			total += d
-			tc := junitTestCase{Name: c.Name, Classname: f.File, Time: junitTime(d), SystemOut: newJUnitText(c.Name + ": " + c.Line)}
+			tc := junitTestCase{Name: c.Name, Classname: f.File, Time: junitTime(d), SystemOut: newJUnitText(c.Name + ": " + CheckLine(c.Line))}
 			if !c.Passed {
 				first := c.Failures[0]
 				tc.SystemOut = newJUnitText(c.Name + ": FAIL: " + located(first))

@@ -58,7 +58,7 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 			total++
 			names = append(names, escape.Line(c.Name))
 			if c.Passed {
-				fmt.Fprintf(&b, "%s%s: %s\n", indent, escape.Line(c.Name), escape.Line(c.Line))
+				fmt.Fprintf(&b, "%s%s: %s\n", indent, escape.Line(c.Name), escape.Line(CheckLine(c.Line)))
 				if opts.Verbose {
 					writeTrace(&b, p, indent, shownTrace(&c))
 				}

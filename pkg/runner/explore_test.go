@@ -9,6 +9,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -60,7 +61,7 @@ func TestUnforcedRaceIsCaught(t *testing.T) {
 				}
 				c := res.Checks[0]
 				if c.Passed {
-					t.Fatalf("run %d: the race passed: %s", run, c.Line)
+					t.Fatalf("run %d: the race passed: %s", run, report.CheckLine(c.Line))
 				}
 				if c.Schedules != 11 {
 					t.Errorf("run %d: %d schedules, want 11", run, c.Schedules)
@@ -123,9 +124,9 @@ func TestExploredDeclaredViolations(t *testing.T) {
 			}
 			c := res.Checks[0]
 			if c.Passed != tt.passed {
-				t.Fatalf("passed = %v, want %v: %s %+v", c.Passed, tt.passed, c.Line, c.Failures)
+				t.Fatalf("passed = %v, want %v: %s %+v", c.Passed, tt.passed, report.CheckLine(c.Line), c.Failures)
 			}
-			got := c.Line
+			got := report.CheckLine(c.Line)
 			if !c.Passed {
 				got = c.Failures[0].Message
 			} else if !strings.Contains(got, "(11 schedules, caught duplicate-effect in ") {

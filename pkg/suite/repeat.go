@@ -85,13 +85,15 @@ func foldChecks(tallies []tally, runs int) []runner.CheckResult {
 		c.Counters = t.counters
 		c.Passed = t.failed == 0
 		var broken []string
+		var tallied []runner.Tallied
 		for _, inv := range invariant.All {
 			if k := t.broken[inv.Name]; k > 0 {
 				broken = append(broken, fmt.Sprintf("%s in %d", inv.Name, k))
+				tallied = append(tallied, runner.Tallied{Invariant: inv.Name, N: k})
 			}
 		}
 		if c.Passed {
-			c.Line = words.Repeated(c.Line, runs, 0, 0, broken)
+			c.Line.Repeated = &runner.Repeated{Runs: runs, Broken: tallied}
 		} else {
 			fs := make([]runner.Failure, 0, len(c.Failures)+1)
 			for i, f := range c.Failures {
