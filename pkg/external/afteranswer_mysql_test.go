@@ -180,7 +180,7 @@ checks:
 			c := res.Checks[0]
 			said := report.CheckLine(c.Line)
 			for _, f := range c.Failures {
-				said += "\n" + f.Message
+				said += "\n" + report.FailureMessage(f)
 			}
 			if c.Passed != tc.passed || c.Schedules != tc.schedules {
 				t.Fatalf("passed %v in %d schedules, want %v in %d:\n%s", c.Passed, c.Schedules, tc.passed, tc.schedules, said)

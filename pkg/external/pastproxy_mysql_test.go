@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -153,7 +154,7 @@ checks:
 			c := res.Checks[0]
 			var msgs []string
 			for _, f := range c.Failures {
-				msgs = append(msgs, f.Message)
+				msgs = append(msgs, report.FailureMessage(f))
 			}
 			switch {
 			case tc.want == "" && !c.Passed:

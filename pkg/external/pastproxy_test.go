@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -138,7 +139,7 @@ checks:
 			c := res.Checks[0]
 			var msgs []string
 			for _, f := range c.Failures {
-				msgs = append(msgs, f.Message)
+				msgs = append(msgs, report.FailureMessage(f))
 			}
 			switch {
 			case tc.want == "" && !c.Passed:

@@ -63,7 +63,7 @@ func Annotations(w io.Writer, run *Run) error {
 				if at.File == "" {
 					at = consumer.Location{File: f.File}
 				}
-				b.WriteString(errorCommand(at, "redeliver: "+c.Name, fl.Message) + "\n")
+				b.WriteString(errorCommand(at, "redeliver: "+c.Name, FailureMessage(fl)) + "\n")
 			}
 		}
 	}

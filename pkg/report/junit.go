@@ -226,7 +226,7 @@ func failureBody(fs []runner.Failure) string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "%s\n", f.Message)
+		fmt.Fprintf(&b, "%s\n", FailureMessage(f))
 		if f.Expected != "" || f.Got != "" {
 			fmt.Fprintf(&b, "expected: %s\ngot: %s\n", f.Expected, f.Got)
 		}

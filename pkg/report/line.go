@@ -84,3 +84,20 @@ func tallied(ts []runner.Tallied) []string {
 	}
 	return out
 }
+
+// FailureMessage words a check's failure: what the check found, with how
+// many schedules or runs failed when the check was explored or repeated.
+// Every format prints this message.
+func FailureMessage(f runner.Failure) string {
+	s := f.Message
+	if f.InSchedules > 0 {
+		s = words.InNoSchedule(s, f.InSchedules)
+	}
+	if e := f.Explored; e != nil {
+		s = words.Explored(s, e.Schedules, e.Failed, e.First, e.Name, nil)
+	}
+	if r := f.Repeated; r != nil {
+		s = words.Repeated(s, r.Runs, r.Failed, r.First, tallied(r.Broken))
+	}
+	return s
+}

@@ -50,6 +50,8 @@ func TestCheckLine(t *testing.T) {
 			Values: map[string]int64{"deliveries": 3, "rows.payments": 1}, Caught: dup},
 			"3 sent, 1 rows, broke duplicate-effect"},
 		{"a say, nothing broken", runner.Line{Say: template.MustParse("broke {violations}")}, "broke none"},
+		{"a crash that interrupted nothing", runner.Line{Summary: handler(1, 1, 0, 1), AfterAnswers: 1},
+			"1 delivery: 1 processed, 1 crashed; the crash came after the answer: it interrupted no delivery"},
 		{"crashes that interrupted nothing", runner.Line{Say: template.MustParse("ok"), AfterAnswers: 2},
 			"ok; all 2 crashes came after the answer: none interrupted a delivery"},
 		{"explored", runner.Line{Summary: handler(4, 4, 0, 0), Explored: &runner.Explored{Schedules: 11,
@@ -66,6 +68,34 @@ func TestCheckLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := CheckLine(tt.line); got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFailureMessage: a failure of an explored or repeated check is
+// worded from its facts, as the runner once wrote it.
+func TestFailureMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		f    runner.Failure
+		want string
+	}{
+		{"plain", runner.Failure{Message: "step 1 expected x"}, "step 1 expected x"},
+		{"explored", runner.Failure{Message: "invariant x broken", Explored: &runner.ExploredFailure{Schedules: 11, Failed: 2, First: 4, Name: "held at after-check, released together"}},
+			"failed in 2 of 11 schedules; first in schedule 4 (held at after-check, released together): invariant x broken"},
+		{"in no schedule", runner.Failure{Message: "expected exactly the violations duplicate-effect, got none", InSchedules: 11},
+			"expected exactly the violations duplicate-effect, got none (in 11 schedules)"},
+		{"repeated", runner.Failure{Message: "step 1 expected x", Repeated: &runner.RepeatedFailure{Runs: 3, Failed: 2, First: 1, Broken: []runner.Tallied{{Invariant: "duplicate-effect", N: 2}}}},
+			"failed in 2 of 3 runs (invariants broken: duplicate-effect in 2); first in run 1: step 1 expected x"},
+		{"explored, then repeated", runner.Failure{Message: "m", Explored: &runner.ExploredFailure{Schedules: 3, Failed: 1, First: 2, Name: "unforced"},
+			Repeated: &runner.RepeatedFailure{Runs: 2, Failed: 1, First: 2}},
+			"failed in 1 of 2 runs (invariants broken: none); first in run 2: failed in 1 of 3 schedules; first in schedule 2 (unforced): m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FailureMessage(tt.f); got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})

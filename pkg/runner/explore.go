@@ -235,7 +235,7 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 			// consumer's answer, whatever the recording saw.
 			what += ", after the answer"
 		}
-		fs[0].Message = words.Explored(fs[0].Message, n, failed, first+1, what, nil)
+		fs[0].Explored = &ExploredFailure{Schedules: n, Failed: failed, First: first + 1, Name: what}
 		out.Failures = fs
 		out.Passed = false
 		return out
@@ -280,7 +280,7 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	Verdict(&u, c)
 	if !u.Passed {
 		for i := range u.Failures {
-			u.Failures[i].Message = words.InNoSchedule(u.Failures[i].Message, n)
+			u.Failures[i].InSchedules = n
 		}
 		out.Failures, out.Passed = u.Failures, false
 	}

@@ -67,8 +67,9 @@ func TestUnforcedRaceIsCaught(t *testing.T) {
 					t.Errorf("run %d: %d schedules, want 11", run, c.Schedules)
 				}
 				f := c.Failures[0]
-				if f.Invariant != invariant.DuplicateEffect.Name || !strings.Contains(f.Message, " schedules; first in schedule ") || !strings.Contains(f.Message, "held at ") && !strings.Contains(f.Message, "(unforced)") {
-					t.Errorf("run %d: first failure %q (%s), want duplicate-effect in a named schedule", run, f.Message, f.Invariant)
+				msg := report.FailureMessage(f)
+				if f.Invariant != invariant.DuplicateEffect.Name || !strings.Contains(msg, " schedules; first in schedule ") || !strings.Contains(msg, "held at ") && !strings.Contains(msg, "(unforced)") {
+					t.Errorf("run %d: first failure %q (%s), want duplicate-effect in a named schedule", run, msg, f.Invariant)
 				}
 			}
 		})
@@ -128,7 +129,7 @@ func TestExploredDeclaredViolations(t *testing.T) {
 			}
 			got := report.CheckLine(c.Line)
 			if !c.Passed {
-				got = c.Failures[0].Message
+				got = report.FailureMessage(c.Failures[0])
 			} else if !strings.Contains(got, "(11 schedules, caught duplicate-effect in ") {
 				t.Errorf("line %q does not count the schedules that caught it", got)
 			}

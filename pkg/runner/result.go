@@ -18,6 +18,30 @@ type Failure struct {
 	Got      string
 	// Invariant is set when the failure is a broken invariant.
 	Invariant invariant.Name
+	// Message is what the check found; pkg/report words it with what
+	// exploring the check's schedules or repeating its file added:
+	// Explored and Repeated on its first failure, InSchedules on a
+	// failure no schedule answered.
+	Explored *ExploredFailure
+	// InSchedules, on a failure of an explored check that no schedule
+	// answered (a declared violation none broke), is how many ran.
+	InSchedules int
+	Repeated    *RepeatedFailure
+}
+
+// ExploredFailure is how a check explored under several schedules
+// failed: in how many of them, and the first, 1-based, by how its
+// workers were held ("held at after-check, released together").
+type ExploredFailure struct {
+	Schedules, Failed, First int
+	Name                     string
+}
+
+// RepeatedFailure is how a check of a file run several times failed: in
+// how many runs, the first, and in how many runs each invariant broke.
+type RepeatedFailure struct {
+	Runs, Failed, First int
+	Broken              []Tallied
 }
 
 // CheckResult is the outcome of one check.

@@ -35,7 +35,7 @@ func runSrc(t *testing.T, src string) *runner.FileResult {
 func messages(c runner.CheckResult) string {
 	var out []string
 	for _, f := range c.Failures {
-		out = append(out, f.Message+" @"+f.Pos.String())
+		out = append(out, report.FailureMessage(f)+" @"+f.Pos.String())
 	}
 	return strings.Join(out, "\n")
 }
