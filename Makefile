@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION) -X github.com/redeliver/redeliver/cmd.commit=$(COMMIT)
 
-.PHONY: build examples run test bench bench-runner bench-go bench-variants lint fuzz clean
+.PHONY: build examples run test test-heavy bench bench-runner bench-go bench-variants lint fuzz clean
 
 build: ## build bin/redeliver
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -28,20 +28,29 @@ PG_LOCAL := postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 # password, database test); REDELIVER_TEST_MYSQL=off skips them.
 MY_LOCAL := mysql://root@127.0.0.1:3306/test
 
-# Every package, the longest first (the root package's scripts, the
-# example consumer's end-to-end runs, then the store, replay and runner
+# Every package, the longest first (the example consumer's end-to-end
+# runs, the root package's scripts, then the store, replay and runner
 # packages) so the short ones fill in beside them; go test starts them in
 # this order. Up to TEST_P test binaries run at once: the end-to-end ones
 # spend much of their time waiting on the processes, brokers and databases
 # they drive, so more than one per core keeps both cores busy (and the
-# example consumer's package runs four of its tests at once). A
-# package's binary may run 45 minutes (go test's default is 10): the
-# end-to-end packages start hundreds of processes, and a loaded machine
-# slows them, not their verdicts. A
-# race-enabled program sleeps a second at exit by default;
-# GORACE=atexit_sleep_ms=10 keeps its report and drops the wait.
-TEST_PKGS := . ./examples/consumer ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...
-TEST_P    ?= 4
+# example consumer's package runs four of its tests at once). make test is
+# the quick tier. A package's binary may run TEST_TIMEOUT: go test's own
+# 10 minutes hold on a quiet machine, but on one shared at load average 20
+# the root package's scripts (each redeliver and consumer they start the
+# race-enabled test binary) have taken 12.5 minutes. A race-enabled
+# program sleeps a second at exit by default; GORACE=atexit_sleep_ms=10
+# keeps its report and drops the wait.
+TEST_PKGS    := ./examples/consumer . ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...
+TEST_P       ?= 4
+TEST_TIMEOUT ?= 30m
+# make test-heavy is the heavy tier (REDELIVER_TEST_HEAVY=1): every seed,
+# both databases' twins and the broker matrices of the example consumer's
+# end-to-end tests, the quick tier's among them; CI runs it after make
+# test. Its package may run 60 minutes. REDELIVER_TEST_HEAVY=all adds the
+# long runs (repetitions and event counts), longer than CI's hour.
+HEAVY_PKGS    := ./examples/consumer
+HEAVY_TIMEOUT ?= 60m
 # The patched copy of the in-process Kafka the tests start (pkg/kafka/kfake,
 # a module of its own, outside ./...): its classic group coordinator's
 # tests, each fix's among them, run as a dependency of this module, whose
@@ -50,21 +59,31 @@ TEST_P    ?= 4
 KFAKE     := github.com/twmb/franz-go/pkg/kfake
 KFAKE_RUN ?= Classic
 
-test: ## vet, then every test with the race detector
-	$(GO) vet ./... $(KFAKE)
-	@pg="$${REDELIVER_TEST_POSTGRES:-}"; \
+# The databases the tests run against, said in one line each, exported to
+# the go test beside them (a shell prefix of the recipes below).
+TEST_DBS = pg="$${REDELIVER_TEST_POSTGRES:-}"; \
 	if [ -z "$$pg" ] && bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432' 2>/dev/null; then pg='$(PG_LOCAL)'; fi; \
 	if [ "$$pg" = off ]; then pg=; fi; \
-	if [ -n "$$pg" ]; then echo "make test: PostgreSQL tests run against $$pg (REDELIVER_TEST_POSTGRES=off skips them)"; \
-	else echo "make test: no PostgreSQL at 127.0.0.1:5432, its tests are skipped; set REDELIVER_TEST_POSTGRES=postgres://USER@HOST:PORT/DB to run them"; fi; \
+	if [ -n "$$pg" ]; then echo "make $@: PostgreSQL tests run against $$pg (REDELIVER_TEST_POSTGRES=off skips them)"; \
+	else echo "make $@: no PostgreSQL at 127.0.0.1:5432, its tests are skipped; set REDELIVER_TEST_POSTGRES=postgres://USER@HOST:PORT/DB to run them"; fi; \
 	my="$${REDELIVER_TEST_MYSQL:-}"; \
 	if [ -z "$$my" ] && bash -c 'exec 3<>/dev/tcp/127.0.0.1/3306' 2>/dev/null; then my='$(MY_LOCAL)'; fi; \
 	if [ "$$my" = off ]; then my=; fi; \
-	if [ -n "$$my" ]; then echo "make test: MySQL tests run against $$my (REDELIVER_TEST_MYSQL=off skips them)"; \
-	else echo "make test: no MySQL at 127.0.0.1:3306, its tests are skipped; set REDELIVER_TEST_MYSQL=mysql://USER@HOST:PORT/DB to run them"; fi; \
-	echo "$(GO) test -race -count=1 -p $(TEST_P) -timeout 45m $(TEST_PKGS)"; \
-	REDELIVER_TEST_POSTGRES="$$pg" REDELIVER_TEST_MYSQL="$$my" GORACE="$${GORACE:-atexit_sleep_ms=10}" $(GO) test -race -count=1 -p $(TEST_P) -timeout 45m $(TEST_PKGS)
-	$(GO) test -race -count=1 -timeout 30m -run '$(KFAKE_RUN)' $(KFAKE)
+	if [ -n "$$my" ]; then echo "make $@: MySQL tests run against $$my (REDELIVER_TEST_MYSQL=off skips them)"; \
+	else echo "make $@: no MySQL at 127.0.0.1:3306, its tests are skipped; set REDELIVER_TEST_MYSQL=mysql://USER@HOST:PORT/DB to run them"; fi; \
+	export REDELIVER_TEST_POSTGRES="$$pg" REDELIVER_TEST_MYSQL="$$my" GORACE="$${GORACE:-atexit_sleep_ms=10}"
+
+test: ## vet, then the quick tier of every test with the race detector
+	$(GO) vet ./... $(KFAKE)
+	@$(TEST_DBS); \
+	echo "$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)"; \
+	$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE)
+
+test-heavy: ## the heavy tier: every seed, both databases' twins, the broker matrices
+	@$(TEST_DBS); \
+	echo "REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS)"; \
+	REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS)
 
 # The Node.js peer replay is compared with (docs/peer), installed outside
 # the repository: cp -r docs/peer DIR && (cd DIR && npm install).

@@ -81,8 +81,12 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
 		// The engines and the reports.
 		"runner": {[]string{"consumer", "handler", "invariant", "problem", "report/words", "scenario", "template"},
+			join(none, []string{mod + "builtin", mod + "report", mod + "replay", mod + "external", mod + "effects", mod + "sqlproxy"})},
+		// The systems the runner drives: the built-in handler's, beside
+		// the user's consumer's (external, below).
+		"builtin": {[]string{"consumer", "handler", "invariant", "report/words", "runner", "scenario"},
 			join(none, []string{mod + "report", mod + "replay", mod + "external", mod + "effects", mod + "sqlproxy"})},
-		"replay": {[]string{"broker", "capture", "consumer", "escape", "handler", "inject", "invariant", "ledger",
+		"replay": {[]string{"broker", "builtin", "capture", "consumer", "escape", "handler", "inject", "invariant", "ledger",
 			"problem", "redact", "runner", "scenario", "template"},
 			join(none, []string{mod + "report", mod + "external", mod + "effects", mod + "sqlproxy"})},
 		"report": {[]string{"consumer", "diagnose", "escape", "handler", "invariant", "ledger", "problem", "replay",
@@ -94,7 +98,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			"report/words", "runner", "scenario", "sqlite", "sqlproxy", "standin", "template"},
 			[]string{mod + "report", mod + "suite", mod + "postgres"}},
 		"external/consumertest": {nil, join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql"})},
-		"suite": {[]string{"consumer", "effects", "external", "invariant", "postgres", "problem",
+		"suite": {[]string{"builtin", "consumer", "effects", "external", "invariant", "postgres", "problem",
 			"runner", "scenario", "sqlite"}, []string{mod + "report"}},
 	}
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./pkg/...").CombinedOutput()
@@ -134,8 +138,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	}
 }
 
-// TestRunnersMakeNoReportLine: what runs a check (pkg/runner, the
-// user's consumer's System in pkg/external, the repeats of pkg/suite)
+// TestRunnersMakeNoReportLine: what runs a check (pkg/runner, its Systems
+// in pkg/builtin and pkg/external, the repeats of pkg/suite)
 // hands pkg/report the facts of a check's line and of how an explored or
 // repeated check failed, never the sentences: only pkg/report calls the
 // words that make them.
@@ -143,7 +147,7 @@ func TestRunnersMakeNoReportLine(t *testing.T) {
 	t.Parallel()
 	line := []string{"Summary", "Tally", "Crashes", "NotInterrupted", "Explored", "Repeated", "InNoSchedule",
 		"Unreached", "InterruptedNothing", "Unraced"}
-	for _, dir := range []string{"pkg/runner", "pkg/suite", "pkg/external"} {
+	for _, dir := range []string{"pkg/runner", "pkg/builtin", "pkg/suite", "pkg/external"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

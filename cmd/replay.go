@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -17,7 +18,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/report"
-	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 	"github.com/schollz/progressbar/v3"
@@ -344,7 +344,7 @@ func runReplay(o *ReplayOptions) error {
 	} else {
 		opts.Open = sqlite.OpenLedger
 		opts.OpenSplit = sqlite.OpenSplitLedger
-		opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		opts.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 			return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/spf13/cobra"
@@ -25,6 +26,12 @@ func Main() int {
 	// itself that ends the process's descendants if redeliver is killed
 	// (SIGKILL); in that copy, this runs the process and never returns.
 	if code, ok := proc.Supervise(); ok {
+		return code
+	}
+	// Relaying a MySQL database, redeliver runs a copy of itself that
+	// ends the consumer's threads if redeliver is killed; in that copy,
+	// this does its work and returns.
+	if code, ok := effects.RunGuardian(); ok {
 		return code
 	}
 	// Descendants of a started consumer that leave its process group are

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -17,7 +18,7 @@ import (
 	"github.com/redeliver/redeliver/scenarios"
 )
 
-func memory(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+func memory(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 	return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 }
 
@@ -47,7 +48,7 @@ func library(t *testing.T, dir string) []*scenario.Scenario {
 
 func run(t *testing.T, s *scenario.Scenario) *runner.FileResult {
 	t.Helper()
-	res, err := runner.RunFile(context.Background(), s, memory)
+	res, err := builtin.RunFile(context.Background(), s, memory)
 	if err != nil {
 		t.Fatalf("%s: %v", s.File, err)
 	}

@@ -319,13 +319,14 @@ func pgDSN(t testing.TB) string {
 // lookup and its commit), so every kill lands on an instance holding a
 // full prefetch window mid-transaction; the test asserts at least
 // minKills kills and redeliveries by the broker. More events would only
-// repeat those kills: REDELIVER_TEST_HEAVY=1 sends 20,000 with no work
+// repeat those kills: REDELIVER_TEST_HEAVY=all sends 20,000 with no work
 // held, at full speed.
 func TestBrokersUnderNemesis(t *testing.T) {
+	heavyOnly(t, "its nemesis is the test's own; make test kills instances behind each broker through redeliver (TestBrokerReplayUnderNemesis)")
 	t.Parallel()
 	pg := pgDSN(t)
 	events, work := 600, 100*time.Millisecond
-	if heavy() {
+	if heavyAll() {
 		events, work = 20000, 0
 	}
 	const minKills = 3
@@ -367,6 +368,7 @@ func TestBrokersUnderNemesis(t *testing.T) {
 // hold acked work, so it keeps 200 events (a few seconds of work, several
 // kills).
 func TestBrokerFlawsCaught(t *testing.T) {
+	heavyOnly(t, "it judges by the test's own counts; make test catches these flaws behind each broker through redeliver (TestShippedBrokerScenarios, TestBrokerReplayUnderNemesis, TestBrokerRaces)")
 	t.Parallel()
 	pg := pgDSN(t)
 	cases := []struct {

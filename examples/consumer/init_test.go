@@ -16,35 +16,8 @@ import (
 func TestInitTargetStarter(t *testing.T) {
 	t.Parallel()
 	bin := buildConsumer(t)
-	dir := filepath.Join(t.TempDir(), "my-consumer")
-	env := map[string]string{}
-	withPlainRedeliver(t, env)
-	if o := redeliver(t, env, "init", "--target", "http", dir); o.exit != 0 {
-		t.Fatalf("init: %s", o)
-	}
-	file := filepath.Join(dir, "consumer.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fill := []struct{ what, yaml string }{
-		{"the URL your service", `"http://127.0.0.1:${PORT}/events"`},
-		{"the program that runs", `"${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${DATABASE_URL}", --flaw, "${FLAW}"`},
-		{"the URL that answers 2xx", `"http://127.0.0.1:${PORT}/healthz"`},
-		{"a statement that empties", `"DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"`},
-		{"your effect table", "payments"},
-		{"the column naming", "order_id"},
-	}
-	for _, f := range fill {
-		re := regexp.MustCompile(`"<fill in: ` + regexp.QuoteMeta(f.what) + `[^>]*>"`)
-		if !re.Match(data) {
-			t.Fatalf("the starter has no placeholder %q:\n%s", f.what, data)
-		}
-		data = re.ReplaceAllLiteral(data, []byte(f.yaml))
-	}
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, data := initStarter(t, "my-consumer")
+	fillStarter(t, dir, data, "${DATABASE_URL}")
 	for _, tt := range []struct {
 		flaw, want string
 		exit       int
@@ -80,38 +53,11 @@ func TestInitTargetStarterOnEachDB(t *testing.T) {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
 			dsn := db.fresh(t)
-			dir := filepath.Join(t.TempDir(), "my-service")
-			env := map[string]string{}
-			withPlainRedeliver(t, env)
-			if o := redeliver(t, env, "init", "--target", "http", "--db", dsn, dir); o.exit != 0 {
-				t.Fatalf("init: %s", o)
-			}
-			file := filepath.Join(dir, "consumer.yaml")
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, data := initStarter(t, "my-service", "--db", dsn)
 			if !strings.Contains(string(data), "proxy: true") || !strings.Contains(string(data), "crash: statements") || !strings.Contains(string(data), `db: "${DATABASE_URL:-`+dsn+`}"`) {
 				t.Fatalf("the starter has no proxy, no statement check or not the database:\n%s", data)
 			}
-			fill := []struct{ what, yaml string }{
-				{"the URL your service", `"http://127.0.0.1:${PORT}/events"`},
-				{"the program that runs", `"${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "${REDELIVER_DB_URL}", --flaw, "${FLAW}"`},
-				{"the URL that answers 2xx", `"http://127.0.0.1:${PORT}/healthz"`},
-				{"a statement that empties", `"DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"`},
-				{"your effect table", "payments"},
-				{"the column naming", "order_id"},
-			}
-			for _, f := range fill {
-				re := regexp.MustCompile(`"<fill in: ` + regexp.QuoteMeta(f.what) + `[^>]*>"`)
-				if !re.Match(data) {
-					t.Fatalf("the starter has no placeholder %q:\n%s", f.what, data)
-				}
-				data = re.ReplaceAllLiteral(data, []byte(f.yaml))
-			}
-			if err := os.WriteFile(file, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			fillStarter(t, dir, data, "${REDELIVER_DB_URL}")
 			for _, tt := range []struct {
 				flaw, want string
 				exit       int
@@ -134,5 +80,48 @@ func TestInitTargetStarterOnEachDB(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// initStarter runs `redeliver init --target http` with args into a new
+// directory name, and returns the directory and the consumer.yaml it
+// wrote there.
+func initStarter(t *testing.T, name string, args ...string) (string, []byte) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	env := map[string]string{}
+	withPlainRedeliver(t, env)
+	if o := redeliver(t, env, append(append([]string{"init", "--target", "http"}, args...), dir)...); o.exit != 0 {
+		t.Fatalf("init: %s", o)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "consumer.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, data
+}
+
+// fillStarter fills in data, the starter init wrote to dir, for this
+// consumer the way a user does: each quoted "<fill in: …>" replaced, the
+// consumer given the database db names.
+func fillStarter(t *testing.T, dir string, data []byte, db string) {
+	t.Helper()
+	fill := []struct{ what, yaml string }{
+		{"the URL your service", `"http://127.0.0.1:${PORT}/events"`},
+		{"the program that runs", `"${CONSUMER}", --listen, "127.0.0.1:${PORT}", --db, "` + db + `", --flaw, "${FLAW}"`},
+		{"the URL that answers 2xx", `"http://127.0.0.1:${PORT}/healthz"`},
+		{"a statement that empties", `"DELETE FROM payments", "DELETE FROM processed_messages", "DELETE FROM provider_charges"`},
+		{"your effect table", "payments"},
+		{"the column naming", "order_id"},
+	}
+	for _, f := range fill {
+		re := regexp.MustCompile(`"<fill in: ` + regexp.QuoteMeta(f.what) + `[^>]*>"`)
+		if !re.Match(data) {
+			t.Fatalf("the starter has no placeholder %q:\n%s", f.what, data)
+		}
+		data = re.ReplaceAllLiteral(data, []byte(f.yaml))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "consumer.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -102,6 +102,9 @@ func TestKafkaReplayUnderNemesis(t *testing.T) {
 		{"ack-before-commit", "lost-effect", "50ms", "2s"},
 	} {
 		t.Run(tt.flaw, func(t *testing.T) {
+			if tt.flaw != "commit-before-work" {
+				heavyOnly(t, "make test catches lost-effect behind Kafka under kills with commit-before-work, and the safe consumer passes the kills of TestKafkaScenario")
+			}
 			t.Parallel()
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "WORK": tt.work, "DATABASE_URL": freshSchema(t, pg)}

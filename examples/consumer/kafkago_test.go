@@ -138,6 +138,7 @@ func TestKafkaGoReplayUnderNemesis(t *testing.T) {
 		{"commit-before-work", "lost-effect", "50ms"},
 	} {
 		t.Run(tt.flaw, func(t *testing.T) {
+			heavyOnly(t, "its subject is the example's kafka-go client; make test replays under kills into the franz-go members (TestKafkaReplayUnderNemesis)")
 			t.Parallel()
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": kafkaGoCommand, "FLAW": tt.flaw, "WORK": tt.work, "DATABASE_URL": freshSchema(t, pg)}

@@ -38,7 +38,7 @@ func TestBrokerReplayKillWorking(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, db := range dbs {
-		for _, tt := range []struct {
+		for i, tt := range []struct {
 			flaw, invariant string
 		}{
 			{"safe", ""},
@@ -46,6 +46,7 @@ func TestBrokerReplayKillWorking(t *testing.T) {
 			{"marker-after-effect", "duplicate-effect"},
 		} {
 			t.Run(db.name+"/"+tt.flaw, func(t *testing.T) {
+				onTurn(t, i, dbs, db)
 				t.Parallel()
 				dsn := db.fresh(t)
 				db.brokerSlot(t)

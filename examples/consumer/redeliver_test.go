@@ -75,6 +75,14 @@ func (r removeBuilt) Run() int {
 	if !set {
 		flag.Set("test.parallel", "4")
 	}
+	// The consumer and the plain redeliver build side by side, beside the
+	// first tests, rather than one after the other inside the first test
+	// to ask for them, with the tests behind it waiting.
+	if dir, err := os.MkdirTemp("", "example-consumer-"); err == nil {
+		built.dir = dir
+		go built.once.Do(buildTheConsumer)
+		go plainRedeliver.once.Do(buildPlainRedeliver)
+	}
 	code := r.m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
@@ -82,14 +90,60 @@ func (r removeBuilt) Run() int {
 	return code
 }
 
-// heavy says whether REDELIVER_TEST_HEAVY asks for the long versions of
-// the slow tests: the same cases, with the repetitions and event counts
-// they had before make test was made to fit in a minute and a half.
+// heavy says whether REDELIVER_TEST_HEAVY (make test-heavy) asks for the
+// heavy tier: every seed, every database's twin and every broker of the
+// matrices. make test runs the quick tier, each capability end to end at
+// least once, every check shown able to fail.
 func heavy() bool { return os.Getenv("REDELIVER_TEST_HEAVY") != "" }
 
-// scaled is light, or heavyN under REDELIVER_TEST_HEAVY.
+// heavyAll says whether REDELIVER_TEST_HEAVY=all asks for the matrices'
+// every row on every database and seed besides, and the long versions of
+// the slow tests (their repetitions and event counts): longer than CI's
+// hour.
+func heavyAll() bool { return os.Getenv("REDELIVER_TEST_HEAVY") == "all" }
+
+// heavyOnly leaves t, a test or subtest, to the heavy tier: called at its
+// top where make test shows the same check failing elsewhere, why saying
+// where (another seed of the same table, the other database's twin of
+// the same code path).
+func heavyOnly(t testing.TB, why string) {
+	t.Helper()
+	if !heavy() {
+		t.Skipf("heavy tier (make test-heavy, or REDELIVER_TEST_HEAVY=1): %s", why)
+	}
+}
+
+// onTurn leaves row i of a table run on each of dbs to the heavy tier
+// on every database but one: make test runs it on dbs[i%len(dbs)], the
+// databases taking turns along the rows, so each still runs its share;
+// for tables whose subject (a broker, a seed) is not the database, whose
+// proxy the statement tests run on each.
+func onTurn(t testing.TB, i int, dbs []statementDB, db statementDB) {
+	t.Helper()
+	if turn := dbs[i%len(dbs)]; turn.name != db.name {
+		heavyOnly(t, "make test runs this row on "+turn.name)
+	}
+}
+
+// seedRuns says whether a row of a table run on seeds 1–3 runs on seed
+// in this tier: seed 1 in make test, where the row's verdict is the same
+// on every seed (the heavy tier shows it on each), every seed in the
+// heavy tier.
+func seedRuns(seed any) bool { return heavy() || fmt.Sprint(seed) == "1" }
+
+// firstSeed leaves every seed but the first of a row to the heavy tier:
+// where the row's verdict is the same on every seed, as the heavy tier
+// shows, one seed shows its check able to fail.
+func firstSeed(t testing.TB, seed string, seeds []string) {
+	t.Helper()
+	if len(seeds) > 0 && seed != seeds[0] {
+		heavyOnly(t, "make test runs this row on seed "+seeds[0])
+	}
+}
+
+// scaled is light, or heavyN under REDELIVER_TEST_HEAVY=all.
 func scaled(light, heavyN int) int {
-	if heavy() {
+	if heavyAll() {
 		return heavyN
 	}
 	return light
@@ -142,20 +196,7 @@ var built struct {
 // the publishers and the judging stay race-checked.
 func buildConsumer(t testing.TB) string {
 	t.Helper()
-	built.once.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			built.noGoTool = true
-			return
-		}
-		if built.dir, built.err = os.MkdirTemp("", "example-consumer-"); built.err != nil {
-			return
-		}
-		built.bin = filepath.Join(built.dir, "consumer")
-		if out, err := exec.Command(goTool, "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build the consumer: %v\n%s", err, out)
-		}
-	})
+	built.once.Do(buildTheConsumer)
 	switch {
 	case built.noGoTool && os.Getenv("CI") == "true":
 		t.Fatal("CI=true but the go command is not on PATH")
@@ -165,6 +206,24 @@ func buildConsumer(t testing.TB) string {
 		t.Fatal(built.err)
 	}
 	return built.bin
+}
+
+// buildTheConsumer is buildConsumer's build, started by TestMain.
+func buildTheConsumer() {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		built.noGoTool = true
+		return
+	}
+	if built.dir == "" {
+		if built.dir, built.err = os.MkdirTemp("", "example-consumer-"); built.err != nil {
+			return
+		}
+	}
+	built.bin = filepath.Join(built.dir, "consumer")
+	if out, err := exec.Command(goTool, "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
+		built.err = fmt.Errorf("go build the consumer: %v\n%s", err, out)
+	}
 }
 
 // redeliverBin is the environment entry that names the redeliver binary
@@ -186,23 +245,29 @@ var plainRedeliver struct {
 // those paths is race-checked by the root package's target scripts, and a
 // race-enabled redeliver takes about three times the CPU, most of these
 // tests' cost. The broker runs, the nemesis and Ctrl-C keep the
-// race-enabled one, and so does every run under REDELIVER_TEST_HEAVY.
+// race-enabled one. The heavy tier keeps the plain one too: it runs every
+// seed and twin of these tests, and three times their CPU would not fit
+// beside make test in CI's hour.
 func withPlainRedeliver(t testing.TB, env map[string]string) {
 	t.Helper()
-	if heavy() {
-		return
-	}
 	buildConsumer(t) // the folder, and the go command
-	plainRedeliver.once.Do(func() {
-		plainRedeliver.bin = filepath.Join(built.dir, "redeliver")
-		if out, err := exec.Command("go", "build", "-o", plainRedeliver.bin, repoRoot).CombinedOutput(); err != nil {
-			plainRedeliver.err = fmt.Errorf("go build redeliver: %v\n%s", err, out)
-		}
-	})
+	plainRedeliver.once.Do(buildPlainRedeliver)
 	if plainRedeliver.err != nil {
 		t.Fatal(plainRedeliver.err)
 	}
 	env[redeliverBin] = plainRedeliver.bin
+}
+
+// buildPlainRedeliver is withPlainRedeliver's build, started by TestMain
+// beside the consumer's, into its folder.
+func buildPlainRedeliver() {
+	if built.dir == "" {
+		built.once.Do(buildTheConsumer)
+	}
+	plainRedeliver.bin = filepath.Join(built.dir, "redeliver")
+	if out, err := exec.Command("go", "build", "-o", plainRedeliver.bin, repoRoot).CombinedOutput(); err != nil {
+		plainRedeliver.err = fmt.Errorf("go build redeliver: %v\n%s", err, out)
+	}
 }
 
 // consumerEnv is the environment the scenarios read: the consumer binary,
@@ -378,7 +443,7 @@ const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // delivery, a dropped answer), so a repetition can only meet a slower or
 // faster schedule, and a second run proves the fresh start. Every
 // consumer start costs a process, which is most of this test's time.
-// REDELIVER_TEST_HEAVY=1 runs every file 50 times.
+// REDELIVER_TEST_HEAVY=all runs every file 50 times.
 func TestShippedScenariosSafe(t *testing.T) {
 	t.Parallel()
 	bin := buildConsumer(t)
@@ -453,7 +518,7 @@ func TestFlawCaught(t *testing.T) {
 
 // TestPythonConsumerScenario: the Python consumer passes its scenario,
 // crashes included: this checks that redeliver drives a consumer in
-// another language. Once (10 times under REDELIVER_TEST_HEAVY):
+// another language. Once (10 times under REDELIVER_TEST_HEAVY=all):
 // examples/python-consumer tests the consumer itself, and the one run
 // already holds eight deliveries at once and a sweep of kills, each kill
 // a new Python process, which is most of this test's time.

@@ -35,7 +35,7 @@ func writeCapture(tb testing.TB, path string, n int) {
 }
 
 // replayLines is the capture size of TestReplayIntoConsumer: 500 lines
-// (2,000 under REDELIVER_TEST_HEAVY) make about 50 redeliveries, 5
+// (2,000 under REDELIVER_TEST_HEAVY=all) make about 50 redeliveries, 5
 // crashes and 25 concurrent duplicates, and the test asserts that crashes
 // happened; make bench runs BenchmarkReplayIntoConsumer on 100,000.
 func replayLines() int { return scaled(500, 2000) }

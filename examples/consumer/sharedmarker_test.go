@@ -182,7 +182,9 @@ func TestDiagnosisMarkerNotScoped(t *testing.T) {
 		dbs = append(dbs, db{"postgres", pg, false})
 	}
 	if os.Getenv("REDELIVER_TEST_MYSQL") != "" {
-		dbs = append(dbs, db{"mysql", "", true})
+		// One MySQL slot for the test's two runs there: taken twice, the
+		// second waited for a test that held the other.
+		dbs = append(dbs, db{"mysql", myDSN(t), true})
 	}
 	if len(dbs) == 0 {
 		t.Skip("set REDELIVER_TEST_POSTGRES or REDELIVER_TEST_MYSQL to run the two consumers on a database")
@@ -196,7 +198,7 @@ func TestDiagnosisMarkerNotScoped(t *testing.T) {
 				env["SHARED"], name = "--shared", d.name+"/shared"
 			}
 			if d.mysql {
-				env["EFFECTSDB"] = myDatabase(t, myDSN(t), "redeliver_sharedmarker_"+suffix())
+				env["EFFECTSDB"] = myDatabase(t, d.dsn, "redeliver_sharedmarker_"+suffix())
 			} else {
 				env["EFFECTSDB"] = freshSchema(t, d.dsn)
 			}

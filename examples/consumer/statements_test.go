@@ -104,6 +104,9 @@ func TestStatementFaults(t *testing.T) {
 		}
 		var runs []invocation
 		for _, tt := range tests {
+			if !seedRuns(tt.seed) {
+				continue
+			}
 			env := consumerEnv(t, bin, tt.flaw)
 			env[db.dbVar] = db.another(t)
 			withPlainRedeliver(t, env)
@@ -253,6 +256,9 @@ func statementFaultsWithAPoller(t *testing.T, inTx bool) {
 		}
 		var runs []invocation
 		for _, tt := range tests {
+			if !seedRuns(tt.seed) {
+				continue
+			}
 			env := consumerEnv(t, bin, tt.flaw)
 			env["POLL"] = "3ms"
 			env["POLL_TX"] = strconv.FormatBool(inTx)
@@ -459,6 +465,9 @@ func TestAckBeforeCommitAtStatements(t *testing.T) {
 		}
 		var runs []invocation
 		for _, tt := range tests {
+			if !seedRuns(tt.seed) {
+				continue
+			}
 			env := consumerEnv(t, bin, tt.flaw)
 			env[db.dbVar] = db.another(t)
 			withPlainRedeliver(t, env)

@@ -75,9 +75,14 @@ type DB struct {
 	stmts  map[*sql.DB]map[string]*sql.Stmt
 	// app is the application_name of redeliver's own PostgreSQL
 	// connections, by which a reset or a read that waits on a lock is
-	// found; lockWait is how long it may wait before the holder is named.
+	// found; on MySQL, own holds the thread ids of its connections
+	// instead. lockWait is how long it may wait before the holder is
+	// named.
 	app      string
+	own      *threadIDs
 	lockWait time.Duration
+	// dsn is the driver's DSN, which a guardian is given (guardian.go).
+	dsn string
 	// SQLite: the file was there when a key's rows were read; the next
 	// reads of a key's rows do not look for it again (a replay reads them
 	// at every redelivery).
@@ -197,7 +202,8 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 	case Postgres:
 		d.db, d.app, err = openPostgres(dsn)
 	case MySQL:
-		d.db, err = sql.Open("mysql", dsn)
+		d.db, d.own, err = openMySQL(dsn)
+		d.dsn = dsn
 	default:
 		d.path = dsn
 		// Read and reset only: the consumer owns the file; wait for its

@@ -16,13 +16,7 @@ import (
 // lock another holds, and Terminate kills them, rolling back what they
 // held.
 func TestMySQLThreads(t *testing.T) {
-	dsn := os.Getenv("REDELIVER_TEST_MYSQL")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("REDELIVER_TEST_MYSQL is not set under CI=true")
-		}
-		t.Skip("set REDELIVER_TEST_MYSQL to run the MySQL effects tests")
-	}
+	dsn := mysqlDSN(t)
 	ctx := context.Background()
 	d, err := Open(ctx, &scenario.Effects{DB: dsn})
 	if err != nil {
@@ -102,4 +96,19 @@ func TestMySQLThreads(t *testing.T) {
 	if busy, _ := d.Busy(ctx, []int32{h, w}); len(busy) != 0 {
 		t.Errorf("Busy after the kill = %v", busy)
 	}
+}
+
+// mysqlDSN is the MySQL or MariaDB server the MySQL effects tests run
+// against (REDELIVER_TEST_MYSQL); without it they are skipped, but under
+// CI=true, where they fail.
+func mysqlDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("REDELIVER_TEST_MYSQL")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("REDELIVER_TEST_MYSQL is not set under CI=true")
+		}
+		t.Skip("set REDELIVER_TEST_MYSQL to run the MySQL effects tests")
+	}
+	return dsn
 }

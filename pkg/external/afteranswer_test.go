@@ -4,6 +4,7 @@ package external
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,36 +15,41 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redeliver/redeliver/pkg/report"
-	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
-// lateWorker is a consumer of payments on the table REDELIVER_TEST_LATE_TABLE,
-// through the proxy (dsn), listening on REDELIVER_TEST_LISTEN. Its
-// REDELIVER_TEST_LATE_MODE says when it answers: "ack-first" answers 202
-// once its marker lookup found nothing, then inserts the payment in a
-// transaction; "safe" inserts it, commits, then answers 200; "trailing"
-// is safe, and after its answer reads the payment back once more.
+// lateWorker is a consumer of payments, through the proxy (dsn: a
+// postgres:// URL or a Go MySQL DSN), listening on REDELIVER_TEST_LISTEN.
+// It looks its event up with REDELIVER_TEST_LATE_LOOKUP and pays with
+// REDELIVER_TEST_LATE_PAY, each taking the event id (and the order) as
+// parameters. Its REDELIVER_TEST_LATE_MODE says when it answers:
+// "ack-first" answers 202 once its lookup found nothing, then inserts the
+// payment in a transaction; "safe" inserts it, commits, then answers 200;
+// "trailing" is safe, and after its answer looks the payment up once
+// more.
 func lateWorker(dsn string) int {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
+	db, err := sql.Open(driverOf(dsn), dsn)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	tbl, mode := os.Getenv("REDELIVER_TEST_LATE_TABLE"), os.Getenv("REDELIVER_TEST_LATE_MODE")
+	lookup, mode := os.Getenv("REDELIVER_TEST_LATE_LOOKUP"), os.Getenv("REDELIVER_TEST_LATE_MODE")
 	ln, err := net.Listen("tcp", os.Getenv("REDELIVER_TEST_LISTEN"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	pay := func(id, order string) error {
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "INSERT INTO "+tbl+" (order_id, event_id) VALUES ($1, $2) ON CONFLICT (event_id) DO NOTHING", order, id)
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
 			return err
-		})
+		}
+		if _, err := tx.ExecContext(ctx, os.Getenv("REDELIVER_TEST_LATE_PAY"), order, id); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
 	}
 	// The answer is sent at once, and what comes after it a moment
 	// later: where the answer came among the statements is then plain.
@@ -66,7 +72,7 @@ func lateWorker(dsn string) int {
 			return
 		}
 		var n int
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl+" WHERE event_id = $1", ev.ID).Scan(&n); err != nil {
+		if err := db.QueryRowContext(ctx, lookup, ev.ID).Scan(&n); err != nil {
 			w.WriteHeader(500)
 			return
 		}
@@ -89,7 +95,7 @@ func lateWorker(dsn string) int {
 		answer(w, 200)
 		if mode == "trailing" {
 			later()
-			pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl+" WHERE event_id = $1", ev.ID).Scan(&n)
+			db.QueryRowContext(ctx, lookup, ev.ID).Scan(&n)
 		}
 	}))
 	return 1
@@ -105,49 +111,37 @@ func lateWorker(dsn string) int {
 // that reads once more after answering passes, and the kill after that
 // last read is said to have interrupted nothing.
 func TestBoundariesAfterTheAnswer(t *testing.T) {
-	dsn := os.Getenv("REDELIVER_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("set REDELIVER_TEST_POSTGRES to run the database proxy tests")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-	for _, tc := range []struct {
-		mode       string
-		passed     bool
-		schedules  int
-		answered   string // the statement the marker is on, by its text's start; "": none
-		want, lack []string
-	}{
-		{"ack-first", false, 9, "begin", []string{"after the answer):", "was acked but key O-1 has no row"}, nil},
-		{"safe", true, 9, "", nil, []string{"interrupted nothing"}},
-		{"trailing", true, 11, "SELECT count(*)", []string{"(11 schedules); 1 schedule's kill came after the answer and after the delivery's last statement, its work over: it interrupted nothing"}, nil},
-	} {
-		t.Run(tc.mode, func(t *testing.T) {
-			tbl := "late_" + strings.ReplaceAll(tc.mode, "-", "_")
-			for _, q := range []string{"DROP TABLE IF EXISTS " + tbl, "CREATE TABLE " + tbl + " (order_id text, event_id text PRIMARY KEY)"} {
-				if _, err := admin.Exec(ctx, q); err != nil {
+	eachDB(t, 3*time.Minute, func(t *testing.T, ctx context.Context, db testDB) {
+		for _, tc := range []struct {
+			mode      string
+			passed    bool
+			schedules int
+			// answered is the statement the marker is on, by its
+			// text's start in a PostgreSQL trace; "": none.
+			answered   string
+			want, lack []string
+		}{
+			{"ack-first", false, 9, "begin", []string{"after the answer):", "was acked but key O-1 has no row"}, nil},
+			{"safe", true, 9, "", nil, []string{"interrupted nothing"}},
+			{"trailing", true, 11, "SELECT count(*)", []string{"(11 schedules); 1 schedule's kill came after the answer and after the delivery's last statement, its work over: it interrupted nothing"}, nil},
+		} {
+			t.Run(tc.mode, func(t *testing.T) {
+				tbl := db.table(t, ctx, "late_"+strings.ReplaceAll(tc.mode, "-", "_"), "event_id "+db.text+" PRIMARY KEY, order_id "+db.text)
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			t.Cleanup(func() { admin.Exec(context.Background(), "DROP TABLE IF EXISTS "+tbl) })
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
-			src := fmt.Sprintf(`version: 1
+				addr := ln.Addr().String()
+				ln.Close()
+				lookup := db.params("SELECT count(*) FROM " + tbl + " WHERE event_id = $1")
+				pay := db.insertIgnore(db.params("INSERT INTO " + tbl + " (order_id, event_id) VALUES ($1, $2)"))
+				src := fmt.Sprintf(`version: 1
 target:
   http: {url: "http://%s/events"}
   start:
     command: [%q]
     ready: "tcp://%s"
-    env: {REDELIVER_TEST_LATE: "${REDELIVER_DB_URL}", REDELIVER_TEST_LISTEN: %q, REDELIVER_TEST_LATE_TABLE: %q, REDELIVER_TEST_LATE_MODE: %q}
+    env: {REDELIVER_TEST_LATE: "${REDELIVER_DB_URL}", REDELIVER_TEST_LISTEN: %q, REDELIVER_TEST_LATE_LOOKUP: %q, REDELIVER_TEST_LATE_PAY: %q, REDELIVER_TEST_LATE_MODE: %q}
 effects:
   db: %q
   proxy: true
@@ -163,45 +157,38 @@ checks:
         crash: statements
     expect:
       effects: {O-1: 1}
-`, addr, os.Args[0], addr, addr, tbl, tc.mode, dsn, tbl, tbl)
-			sc, err := scenario.Load("late.yaml", []byte(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := RunFile(ctx, sc, Options{Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := res.Checks[0]
-			said := report.CheckLine(c.Line)
-			for _, f := range c.Failures {
-				said += "\n" + report.FailureMessage(f)
-			}
-			if c.Passed != tc.passed || c.Schedules != tc.schedules {
-				t.Fatalf("passed %v in %d schedules, want %v in %d:\n%s", c.Passed, c.Schedules, tc.passed, tc.schedules, said)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(said, w) {
-					t.Errorf("the check does not say %q:\n%s", w, said)
+`, addr, os.Args[0], addr, addr, lookup, pay, tc.mode, db.dsn, tbl, tbl)
+				c := firstCheck(t, ctx, "late.yaml", src)
+				said := report.CheckLine(c.Line)
+				for _, f := range c.Failures {
+					said += "\n" + report.FailureMessage(f)
 				}
-			}
-			for _, w := range tc.lack {
-				if strings.Contains(said, w) {
-					t.Errorf("the check says %q:\n%s", w, said)
+				if c.Passed != tc.passed || c.Schedules != tc.schedules {
+					t.Fatalf("passed %v in %d schedules, want %v in %d:\n%s", c.Passed, c.Schedules, tc.passed, tc.schedules, said)
 				}
-			}
-			marked := ""
-			for _, st := range c.Trace {
-				if st.AnsweredBefore != "" {
-					if marked != "" {
-						t.Errorf("the answer is marked twice in the trace")
+				for _, w := range tc.want {
+					if !strings.Contains(said, w) {
+						t.Errorf("the check does not say %q:\n%s", w, said)
 					}
-					marked = st.Text
 				}
-			}
-			if tc.answered == "" && marked != "" || !strings.HasPrefix(marked, tc.answered) {
-				t.Errorf("the answer's marker is on %q, want on %q", marked, tc.answered)
-			}
-		})
-	}
+				for _, w := range tc.lack {
+					if strings.Contains(said, w) {
+						t.Errorf("the check says %q:\n%s", w, said)
+					}
+				}
+				marked := ""
+				for _, st := range c.Trace {
+					if st.AnsweredBefore != "" {
+						if marked != "" {
+							t.Errorf("the answer is marked twice in the trace")
+						}
+						marked = st.Text
+					}
+				}
+				if answered := db.says(tc.answered); answered == "" && marked != "" || !strings.HasPrefix(marked, answered) {
+					t.Errorf("the answer's marker is on %q, want on %q", marked, answered)
+				}
+			})
+		}
+	})
 }

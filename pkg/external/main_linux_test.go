@@ -3,37 +3,30 @@ package external
 import (
 	"os"
 	"testing"
+
+	"github.com/redeliver/redeliver/pkg/effects"
 )
 
 // TestMain runs this test binary as one of the processes the tests start
-// when a test asked for one.
+// when a test asked for one: a consumer, or redeliver's guardian of a
+// MySQL consumer's threads.
 func TestMain(m *testing.M) {
-	if dsn := os.Getenv("REDELIVER_TEST_SLEEPER"); dsn != "" {
-		os.Exit(sleeper(dsn))
+	if code, ok := effects.RunGuardian(); ok {
+		os.Exit(code)
 	}
-	if dsn := os.Getenv("REDELIVER_TEST_MYSQL_SLEEPER"); dsn != "" {
-		os.Exit(mysqlSleeper(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_EXEC_SLEEPER"); dsn != "" {
-		os.Exit(execSleeper(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_MYSQL_EXEC_SLEEPER"); dsn != "" {
-		os.Exit(mysqlExecSleeper(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_SPLIT"); dsn != "" {
-		os.Exit(splitWriter(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_MYSQL_SPLIT"); dsn != "" {
-		os.Exit(mysqlSplitWriter(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_LATE"); dsn != "" {
-		os.Exit(lateWorker(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_MYSQL_LATE"); dsn != "" {
-		os.Exit(mysqlLateWorker(dsn))
-	}
-	if dsn := os.Getenv("REDELIVER_TEST_SESSION"); dsn != "" {
-		os.Exit(sessionOfSleeper(dsn))
+	for _, p := range []struct {
+		env string
+		run func(dsn string) int
+	}{
+		{"REDELIVER_TEST_SLEEPER", sleeper},
+		{"REDELIVER_TEST_EXEC_SLEEPER", execSleeper},
+		{"REDELIVER_TEST_SPLIT", splitWriter},
+		{"REDELIVER_TEST_LATE", lateWorker},
+		{"REDELIVER_TEST_SESSION", sessionOfSleeper},
+	} {
+		if dsn := os.Getenv(p.env); dsn != "" {
+			os.Exit(p.run(dsn))
+		}
 	}
 	os.Exit(m.Run())
 }

@@ -4,6 +4,7 @@ package external
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,24 +15,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
 // splitWriter is a consumer that reads through the proxy and writes past
-// it: it looks for its marker on REDELIVER_TEST_SPLIT (the proxy), then
-// writes the payment and the marker in two transactions on a connection
-// of its own to REDELIVER_TEST_DIRECT — a read pool and a write pool
+// it: it looks for its marker on REDELIVER_TEST_SPLIT (the proxy: a
+// postgres:// URL or a Go MySQL DSN) with REDELIVER_TEST_SPLIT_READ, then
+// writes the payment and the marker in two transactions, with
+// REDELIVER_TEST_SPLIT_PAY and REDELIVER_TEST_SPLIT_MARK, on a pool of
+// its own to REDELIVER_TEST_DIRECT — a read pool and a write pool
 // configured apart. It listens on REDELIVER_TEST_LISTEN.
 func splitWriter(viaProxy string) int {
-	ctx := context.Background()
-	read, err := pgx.Connect(ctx, viaProxy)
+	read, err := sql.Open(driverOf(viaProxy), viaProxy)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	write, err := pgx.Connect(ctx, os.Getenv("REDELIVER_TEST_DIRECT"))
+	direct := os.Getenv("REDELIVER_TEST_DIRECT")
+	write, err := sql.Open(driverOf(direct), direct)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -55,7 +57,7 @@ func splitWriter(viaProxy string) int {
 			return
 		}
 		var n int
-		rows, err := read.Query(r.Context(), os.Getenv("REDELIVER_TEST_SPLIT_READ"), ev.ID)
+		rows, err := read.QueryContext(r.Context(), os.Getenv("REDELIVER_TEST_SPLIT_READ"), ev.ID)
 		if err != nil {
 			w.WriteHeader(500)
 			return
@@ -68,8 +70,8 @@ func splitWriter(viaProxy string) int {
 			return
 		}
 		if n == 0 {
-			write.Exec(r.Context(), "INSERT INTO split_payments (order_id) VALUES ($1)", ev.Data.OrderID)
-			write.Exec(r.Context(), "INSERT INTO split_processed (event_id) VALUES ($1)", ev.ID)
+			write.ExecContext(r.Context(), os.Getenv("REDELIVER_TEST_SPLIT_PAY"), ev.Data.OrderID)
+			write.ExecContext(r.Context(), os.Getenv("REDELIVER_TEST_SPLIT_MARK"), ev.ID)
 		}
 		w.WriteHeader(200)
 	}))
@@ -81,45 +83,33 @@ func splitWriter(viaProxy string) int {
 // past it fails crash: statements in one sentence, instead of passing
 // with its reads' boundaries alone.
 func TestWritesPastTheProxyAreNamed(t *testing.T) {
-	dsn := os.Getenv("REDELIVER_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("set REDELIVER_TEST_POSTGRES to run the database proxy tests")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-	for _, q := range []string{"CREATE TABLE IF NOT EXISTS split_payments (order_id text)", "CREATE TABLE IF NOT EXISTS split_processed (event_id text PRIMARY KEY)"} {
-		if _, err := admin.Exec(ctx, q); err != nil {
+	eachDB(t, 60*time.Second, func(t *testing.T, ctx context.Context, db testDB) {
+		payments := db.table(t, ctx, "split_payments", "order_id "+db.text)
+		processed := db.table(t, ctx, "split_processed", "event_id "+db.text+" PRIMARY KEY")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	for _, tc := range []struct{ read, want string }{
-		{"SELECT 1 FROM split_processed WHERE event_id = $1", "the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-1 changed the effect rows, and the statements it ran through ${REDELIVER_DB_URL} only read (SELECT 1 FROM split_processed WHERE event_id = $1 → SELECT 0)"},
-		{"SELECT 1 FROM split_processed WHERE event_id = lower($1)", ""},
-	} {
-		t.Run(tc.read, func(t *testing.T) {
-			src := fmt.Sprintf(`version: 1
+		addr := ln.Addr().String()
+		ln.Close()
+		read := db.params("SELECT 1 FROM " + processed + " WHERE event_id = $1")
+		for _, tc := range []struct{ name, read, want string }{
+			{"a plain read", read, "the consumer wrote to the database without going through ${REDELIVER_DB_URL}: the delivery of evt-1 changed the effect rows, and the statements it ran through ${REDELIVER_DB_URL} only read (" + read + " → SELECT 0)"},
+			{"a read calling a function", db.params("SELECT 1 FROM " + processed + " WHERE event_id = lower($1)"), ""},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				src := fmt.Sprintf(`version: 1
 target:
   http: {url: "http://%s/events"}
   start:
     command: [%q]
     ready: "tcp://%s"
-    env: {REDELIVER_TEST_SPLIT: "${REDELIVER_DB_URL}", REDELIVER_TEST_DIRECT: %q, REDELIVER_TEST_LISTEN: %q, REDELIVER_TEST_SPLIT_READ: %q}
+    env: {REDELIVER_TEST_SPLIT: "${REDELIVER_DB_URL}", REDELIVER_TEST_DIRECT: %q, REDELIVER_TEST_LISTEN: %q, REDELIVER_TEST_SPLIT_READ: %q, REDELIVER_TEST_SPLIT_PAY: %q, REDELIVER_TEST_SPLIT_MARK: %q}
 effects:
   db: %q
   proxy: true
-  reset: ["DELETE FROM split_payments", "DELETE FROM split_processed"]
-  table: split_payments
+  reset: ["DELETE FROM %s", "DELETE FROM %s"]
+  table: %s
   key: order_id
   key_of: "{data.orderId}"
 checks:
@@ -127,28 +117,21 @@ checks:
     steps:
       - deliver: {id: evt-1, data: {orderId: O-1}}
         crash: statements
-`, addr, os.Args[0], addr, dsn, addr, tc.read, dsn)
-			sc, err := scenario.Load("split.yaml", []byte(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := RunFile(ctx, sc, Options{Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := res.Checks[0]
-			var msgs []string
-			for _, f := range c.Failures {
-				msgs = append(msgs, report.FailureMessage(f))
-			}
-			switch {
-			case tc.want == "" && !c.Passed:
-				t.Errorf("a read that may have written failed the check: %s", strings.Join(msgs, "; "))
-			case tc.want != "" && (c.Passed || !strings.Contains(strings.Join(msgs, "\n"), tc.want)):
-				t.Errorf("passed %v, failures:\n%s\nwant one containing %q", c.Passed, strings.Join(msgs, "\n"), tc.want)
-			}
-		})
-	}
+`, addr, os.Args[0], addr, db.dsn, addr, tc.read, db.params("INSERT INTO "+payments+" (order_id) VALUES ($1)"), db.params("INSERT INTO "+processed+" (event_id) VALUES ($1)"), db.dsn, payments, processed, payments)
+				c := firstCheck(t, ctx, "split.yaml", src)
+				var msgs []string
+				for _, f := range c.Failures {
+					msgs = append(msgs, report.FailureMessage(f))
+				}
+				switch {
+				case tc.want == "" && !c.Passed:
+					t.Errorf("a read that may have written failed the check: %s", strings.Join(msgs, "; "))
+				case tc.want != "" && (c.Passed || !strings.Contains(strings.Join(msgs, "\n"), tc.want)):
+					t.Errorf("passed %v, failures:\n%s\nwant one containing %q", c.Passed, strings.Join(msgs, "\n"), tc.want)
+				}
+			})
+		}
+	})
 }
 
 // TestDBVarNamesWhatTheConsumerUses: messages name the variable the

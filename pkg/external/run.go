@@ -53,6 +53,9 @@ type Session struct {
 	// dbURL is the database through it, the consumer's ${REDELIVER_DB_URL},
 	// and jdbcURL the same for PgJDBC, its ${REDELIVER_JDBC_URL}.
 	proxy *sqlproxy.Proxy
+	// guardian ends the consumer's MySQL threads should redeliver be
+	// killed (effects.Guardian).
+	guardian *effects.Guardian
 	// stands are the stand-ins of the externals the consumer calls;
 	// flying counts the deliveries in flight by event, which label
 	// their calls.
@@ -218,6 +221,7 @@ func (s *Session) Close() {
 		s.endBackends(ctx)
 		cancel()
 		s.proxy.Close()
+		s.guardian.Stop()
 	}
 	s.db.Close()
 }
@@ -244,6 +248,14 @@ func (s *Session) startProxy(ctx context.Context) error {
 		return fmt.Errorf("cannot start the database proxy: %w", err)
 	}
 	s.proxy = p
+	// MySQL has no client_connection_check_interval: a guardian, told
+	// of each thread, ends them should redeliver be killed.
+	if s.guardian, err = s.db.StartGuardian(); err != nil {
+		return err
+	}
+	if s.guardian != nil {
+		p.Track(s.guardian.Track)
+	}
 	// PostgreSQL 14 and later know the setting; an older server would
 	// refuse every connection that sets it.
 	if v, err := s.db.ServerVersion(ctx); err == nil && v >= 140000 {

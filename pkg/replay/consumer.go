@@ -10,7 +10,7 @@ import (
 )
 
 // Consumer is a consumer as a replay drives it: the built-in handler on
-// its store (this package's builtin, when Options.Consumer is nil), or
+// its store (this package's builtinReplay, when Options.Consumer is nil), or
 // the user's own consumer named by a --target file (pkg/external's
 // ReplayTarget). The replay (Run) owns what is the same for both — the
 // options and their check, the captures' check, the --findings file and
@@ -47,7 +47,7 @@ func (o *Options) consumer() Consumer {
 	if o.Consumer != nil {
 		return o.Consumer
 	}
-	return &builtin{}
+	return &builtinReplay{}
 }
 
 // writeFindings writes the --findings file: every entry c lists behind

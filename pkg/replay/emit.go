@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/ledger"
-	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/tidwall/gjson"
 
@@ -86,7 +86,7 @@ func invariantOf(ctx context.Context, o Options, steps []step, want invariant.Na
 	if err != nil {
 		return "", false
 	}
-	fr, err := runner.RunFile(ctx, sc, func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+	fr, err := builtin.RunFile(ctx, sc, func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 		return o.OpenScenario(ctx, s)
 	})
 	if err != nil || fr.Passed() {

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
@@ -103,7 +104,7 @@ type Options struct {
 	// (pkg/sqlite's OpenLedger); OpenScenario the store a reproducer is
 	// checked on.
 	Open         ledger.Opener
-	OpenScenario runner.Opener
+	OpenScenario builtin.Opener
 	// OpenSplit, if set, opens the store of a replay that keeps nothing in
 	// parts handled side by side (pkg/sqlite's OpenSplitLedger), one per
 	// core up to four, whenever the replay allows it (see splitParts).
@@ -188,7 +189,7 @@ const maxRewind = 1_000_000
 
 // Check refuses what the built-in handler cannot replay with and fills in
 // its defaults.
-func (*builtin) Check(o *Options) error {
+func (*builtinReplay) Check(o *Options) error {
 	if strings.HasPrefix(o.DB, "postgres://") || strings.HasPrefix(o.DB, "postgresql://") {
 		return inputf("replay runs on embedded SQLite: --db takes :memory: or a file, not a PostgreSQL URL (redeliver run --db postgres://… runs scenarios on PostgreSQL)")
 	}
@@ -306,10 +307,10 @@ func checkInputs(o Options) error {
 	return nil
 }
 
-// builtin is the built-in handler as a replay's consumer: the captures
+// builtinReplay is the built-in handler as a replay's consumer: the captures
 // replayed into its store, which it keeps open for the findings and the
 // reproducer.
-type builtin struct {
+type builtinReplay struct {
 	db     ledger.Ledger
 	log    ledger.CaptureLog
 	broken []ledger.Broken
@@ -318,7 +319,7 @@ type builtin struct {
 
 // Replay replays the captures into the store, then judges the capture's
 // findings and the invariants, and compares the strategies.
-func (b *builtin) Replay(ctx context.Context, o *Options) (*Report, error) {
+func (b *builtinReplay) Replay(ctx context.Context, o *Options) (*Report, error) {
 	// The Go heap of a replay is small and does not grow with the capture
 	// (chunks in flight, the redelivery queue; the database lives in C
 	// memory or on disk), but every delivery leaves garbage behind in the
@@ -418,22 +419,22 @@ func (b *builtin) Replay(ctx context.Context, o *Options) (*Report, error) {
 
 // Findings lists every entry behind the capture findings, from the
 // capture log.
-func (b *builtin) Findings(ctx context.Context, _ *Report, add func(v any) error) error {
+func (b *builtinReplay) Findings(ctx context.Context, _ *Report, add func(v any) error) error {
 	return listFindings(ctx, b.log, add)
 }
 
 // Reproduce shrinks the deliveries of the first broken invariant's event
 // into a scenario.
-func (b *builtin) Reproduce(ctx context.Context, o *Options, _ *Report) ([]byte, int, error) {
+func (b *builtinReplay) Reproduce(ctx context.Context, o *Options, _ *Report) ([]byte, int, error) {
 	return emit(ctx, *o, b.broken)
 }
 
 // Unfinished is the built-in replay's report of a replay that stopped
 // before it had one.
-func (*builtin) Unfinished(o *Options) *Report { return unfinished(*o) }
+func (*builtinReplay) Unfinished(o *Options) *Report { return unfinished(*o) }
 
 // Close closes the store and the capture log, and puts the GC back.
-func (b *builtin) Close() error {
+func (b *builtinReplay) Close() error {
 	var err error
 	if b.log != nil {
 		err = b.log.Close()

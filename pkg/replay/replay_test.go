@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/capture"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
@@ -330,7 +330,7 @@ func TestReproducer(t *testing.T) {
 			if err != nil {
 				t.Fatalf("reproducer does not load: %v", err)
 			}
-			fr, err := runner.RunFile(context.Background(), sc, func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+			fr, err := builtin.RunFile(context.Background(), sc, func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 				return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 			})
 			if err != nil {
@@ -579,7 +579,7 @@ func TestOneEffectPerKeyForEveryStrategy(t *testing.T) {
 func runSQLite(ctx context.Context, o Options) (*Report, error) {
 	o.Open = sqlite.OpenLedger
 	o.OpenSplit = sqlite.OpenSplitLedger
-	o.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+	o.OpenScenario = func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 	}
 	return Run(ctx, o)

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -146,7 +147,7 @@ func runScenario(t *testing.T, src string) *Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr, err := runner.RunFile(context.Background(), s, func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+	fr, err := builtin.RunFile(context.Background(), s, func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 		return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 	})
 	if err != nil {

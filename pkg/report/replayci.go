@@ -401,7 +401,7 @@ func ranBy(rep *replay.Report, esc func(string) string) []string {
 
 // ranProps are the JUnit properties of what took a replay's deliveries,
 // as run's JUnit names a file's: its strategy, the store (target for a
-// consumer that keeps its own database), the seed, then the consumer and
+// consumer that keeps its own database), the run's seed, then the consumer and
 // its effects.
 func ranProps(rep *replay.Report) []junitProp {
 	var props []junitProp
@@ -420,7 +420,7 @@ func ranProps(rep *replay.Report) []junitProp {
 }
 
 // replayFigures is the last line of a replay's step summary: what took
-// its deliveries and the seed, then its line, or the handler's outcomes.
+// its deliveries and the run's seed, then its line, or the handler's outcomes.
 func replayFigures(rep *replay.Report) string {
 	var figures []string
 	if line := replayLine(rep); line != "" {

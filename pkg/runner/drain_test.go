@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
@@ -43,7 +44,7 @@ checks:
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := runner.Builtin(s, memory)
+		k := builtin.Kind(s, memory)
 		open := k.Open
 		k.Open = func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
 			sys, err := open(ctx, s)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -55,7 +56,7 @@ func TestUnforcedRaceIsCaught(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			open := st.open(t)
 			for run := 1; run <= 2; run++ {
-				res, err := runner.RunFile(context.Background(), s, open)
+				res, err := builtin.RunFile(context.Background(), s, open)
 				if err != nil {
 					t.Fatalf("run %d: %v", run, err)
 				}
@@ -85,7 +86,7 @@ func TestUnforcedRaceOnSafeStrategies(t *testing.T) {
 		for _, strategy := range []handler.Strategy{handler.ConsumerScoped, handler.BusinessKey, handler.ExternalKey} {
 			t.Run(st.name+"/"+string(strategy), func(t *testing.T) {
 				s := unforcedRace(t, strategy, "    expect:\n      rows: {shipments: 1, processed: 1}\n")
-				res, err := runner.RunFile(context.Background(), s, st.open(t))
+				res, err := builtin.RunFile(context.Background(), s, st.open(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -119,7 +120,7 @@ func TestExploredDeclaredViolations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := unforcedRace(t, tt.strategy, "    violations: [duplicate-effect]\n")
-			res, err := runner.RunFile(context.Background(), s, memory)
+			res, err := builtin.RunFile(context.Background(), s, memory)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +210,7 @@ checks:
 	}
 	for _, st := range stores(t) {
 		t.Run(st.name, func(t *testing.T) {
-			res, err := runner.RunFile(context.Background(), s, st.open(t))
+			res, err := builtin.RunFile(context.Background(), s, st.open(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +245,7 @@ checks:
 func TestExploredDurationCountsEveryTrial(t *testing.T) {
 	const opening = 30 * time.Millisecond
 	s := unforcedRace(t, handler.CheckThenAct, "")
-	k := runner.Builtin(s, memory)
+	k := builtin.Kind(s, memory)
 	open := k.Open
 	k.Open = func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
 		time.Sleep(opening)

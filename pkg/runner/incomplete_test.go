@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/handler"
-	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
 // dying is a store whose server goes away after a number of transactions,
 // as a PostgreSQL backend does when it is terminated.
 type dying struct {
-	runner.Store
+	builtin.Store
 	left int
 }
 
@@ -41,7 +41,7 @@ checks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = runner.RunFile(context.Background(), s, func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+	_, err = builtin.RunFile(context.Background(), s, func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 		st, err := memory(ctx, s)
 		return &dying{Store: st, left: 4}, err
 	})

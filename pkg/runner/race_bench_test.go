@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redeliver/redeliver/pkg/runner"
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -25,7 +25,7 @@ func BenchmarkForcedRace(b *testing.B) {
 				ctx := context.Background()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					res, err := runner.RunFile(ctx, s, open)
+					res, err := builtin.RunFile(ctx, s, open)
 					if err != nil {
 						b.Fatal(err)
 					}

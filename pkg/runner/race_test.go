@@ -9,10 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/postgres"
-	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
@@ -23,20 +23,20 @@ type store struct {
 	// open returns an opener of fresh stores, and whether a forced race at
 	// after-check makes the safe strategies' lookups race (so that the
 	// unique constraints, not a lock, stop the second insert).
-	open        func(t testing.TB) runner.Opener
+	open        func(t testing.TB) builtin.Opener
 	lookupsRace bool
 }
 
 func stores(t testing.TB) []store {
 	out := []store{
-		{name: "sqlite-memory", open: func(t testing.TB) runner.Opener {
-			return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		{name: "sqlite-memory", open: func(t testing.TB) builtin.Opener {
+			return func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 				return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 			}
 		}},
-		{name: "sqlite-file", open: func(t testing.TB) runner.Opener {
+		{name: "sqlite-file", open: func(t testing.TB) builtin.Opener {
 			path := filepath.Join(t.TempDir(), "race.db")
-			return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+			return func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 				return sqlite.Create(ctx, path, s.Handler.Config)
 			}
 		}},
@@ -46,7 +46,7 @@ func stores(t testing.TB) []store {
 		t.Log("PostgreSQL race tests skipped: set REDELIVER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run them")
 		return out
 	}
-	return append(out, store{name: "postgres", lookupsRace: true, open: func(t testing.TB) runner.Opener {
+	return append(out, store{name: "postgres", lookupsRace: true, open: func(t testing.TB) builtin.Opener {
 		srv, err := postgres.Connect(context.Background(), dsn, false)
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +55,7 @@ func stores(t testing.TB) []store {
 		// As redeliver run does: one schema, emptied before each later
 		// run (an explored check runs many).
 		var db *postgres.DB
-		return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		return func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 			if db != nil {
 				return reused{db}, db.Reset(ctx)
 			}
@@ -75,8 +75,8 @@ func (reused) Close() error { return nil }
 // safety net settled.
 type refusals struct{ n atomic.Int64 }
 
-func (r *refusals) wrap(open runner.Opener) runner.Opener {
-	return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+func (r *refusals) wrap(open builtin.Opener) builtin.Opener {
+	return func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 		st, err := open(ctx, s)
 		if err != nil {
 			return nil, err
@@ -86,7 +86,7 @@ func (r *refusals) wrap(open runner.Opener) runner.Opener {
 }
 
 type countingStore struct {
-	runner.Store
+	builtin.Store
 	r *refusals
 }
 
@@ -158,7 +158,7 @@ func TestRaceScenarios(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := runner.RunFile(context.Background(), s, st.open(t))
+				res, err := builtin.RunFile(context.Background(), s, st.open(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -215,7 +215,7 @@ func TestForcedRaceOutcomes(t *testing.T) {
 					t.Fatal(err)
 				}
 				var r refusals
-				res, err := runner.RunFile(context.Background(), s, r.wrap(st.open(t)))
+				res, err := builtin.RunFile(context.Background(), s, r.wrap(st.open(t)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -274,7 +274,7 @@ func TestInOrderRelease(t *testing.T) {
 					t.Fatal(err)
 				}
 				var r refusals
-				res, err := runner.RunFile(context.Background(), s, r.wrap(st.open(t)))
+				res, err := builtin.RunFile(context.Background(), s, r.wrap(st.open(t)))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,14 +5,16 @@
 // steps where the system can hold its workers.
 //
 // It owns the checks, steps, history, expectations, verdict and the
-// exploration of schedules, and the built-in System (builtin.go). A check's
-// report line, and how an explored check failed, it keeps as facts
-// (Line, ExploredFailure) that pkg/report words; the sentences of a step's
-// expectations it takes from pkg/report/words. Of this module it imports
-// pkg/scenario, pkg/handler, pkg/consumer, pkg/invariant, pkg/problem,
-// pkg/template and pkg/report/words, and it never links a store, a
-// database driver, a broker client, the replay, the renderers (pkg/report)
-// or a user's consumer (pkg/external).
+// exploration of schedules; the Systems it drives live beside it, the
+// built-in handler's in pkg/builtin and a user's consumer's in
+// pkg/external, and import it. A check's report line, and how an
+// explored check failed, it keeps as facts (Line, ExploredFailure) that
+// pkg/report words; the sentences of a step's expectations it takes from
+// pkg/report/words. Of this module it imports pkg/scenario, pkg/handler,
+// pkg/consumer, pkg/invariant, pkg/problem, pkg/template and
+// pkg/report/words, and it never links a store, a database driver, a
+// broker client, the built-in handler's System (pkg/builtin), the replay,
+// the renderers (pkg/report) or a user's consumer (pkg/external).
 package runner
 
 import (

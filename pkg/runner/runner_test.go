@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -15,7 +16,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
 
-func memory(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+func memory(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 	return sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 }
 
@@ -25,7 +26,7 @@ func runSrc(t *testing.T, src string) *runner.FileResult {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	res, err := runner.RunFile(context.Background(), s, memory)
+	res, err := builtin.RunFile(context.Background(), s, memory)
 	if err != nil {
 		t.Fatalf("RunFile: %v", err)
 	}
@@ -160,7 +161,7 @@ checks:
 
 // brokenStore fails every transaction: a database error is a runtime error,
 // not a failed check.
-type brokenStore struct{ runner.Store }
+type brokenStore struct{ builtin.Store }
 
 func (brokenStore) Begin(context.Context) (handler.Tx, error) {
 	return nil, errors.New("disk I/O error")
@@ -171,11 +172,11 @@ func TestStoreErrorIsARuntimeError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+	open := func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 		st, err := memory(ctx, s)
 		return brokenStore{st}, err
 	}
-	_, err = runner.RunFile(context.Background(), s, open)
+	_, err = builtin.RunFile(context.Background(), s, open)
 	if problem.KindOf(err) != problem.Environment || !strings.Contains(err.Error(), "delivering e (s.yaml:5:9): begin") && !strings.Contains(err.Error(), "disk I/O error") {
 		t.Fatalf("err = %v, want an environment problem naming the delivery", err)
 	}
@@ -185,7 +186,7 @@ func TestInterruptStopsTheRun(t *testing.T) {
 	s, _ := scenario.Load("s.yaml", []byte("version: 1\nchecks:\n  - name: c\n    steps:\n      - deliver: {id: e}\n"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := runner.RunFile(ctx, s, memory); !errors.Is(err, context.Canceled) {
+	if _, err := builtin.RunFile(ctx, s, memory); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }

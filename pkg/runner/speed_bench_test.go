@@ -6,10 +6,10 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
@@ -26,7 +26,7 @@ func benchFile(b *testing.B, src string, deliveries int) {
 	runtime.ReadMemStats(&before)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := runner.RunFile(ctx, s, memory)
+		res, err := builtin.RunFile(ctx, s, memory)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -116,7 +116,7 @@ checks:
 			t.Fatal(err)
 		}
 		var st *stateReads
-		res, err := runner.RunFile(context.Background(), s, func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		res, err := builtin.RunFile(context.Background(), s, func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 			db, err := sqlite.Create(ctx, sqlite.Memory, s.Handler.Config)
 			st = &stateReads{DB: db}
 			return st, err

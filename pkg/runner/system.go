@@ -11,7 +11,7 @@ import (
 )
 
 // System is a consumer under test as the runner drives it: the built-in
-// handler on its store (this package's builtin), or the user's own
+// handler on its store (pkg/builtin), or the user's own
 // consumer over HTTP, as a process or behind a broker (pkg/external). The
 // runner owns what is the same for both — the checks and their steps, the
 // history, the expectations, labels, the verdict, the report line, and

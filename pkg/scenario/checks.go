@@ -131,17 +131,65 @@ func (l *loader) sayFields(n *yaml.Node, t template.Template) {
 	}
 }
 
+// stepNodes are the fields of a step as the loader reads them: those
+// its kind is decided by, and those only one kind of step may have.
+type stepNodes struct {
+	deliver, expect, advance *yaml.Node
+	interleave, messageID    *yaml.Node
+	// modifiers are the fields only a deliver step may have, targetOnly
+	// those only a target-mode step may have, handlerOnly those only the
+	// built-in handler's steps may have.
+	modifiers, targetOnly []*yaml.Node
+	handlerOnly           map[string]bool
+}
+
 func (l *loader) step(n *yaml.Node) *Step {
 	st := &Step{Pos: l.pos(n), Times: 1}
-	var deliverNode, expectNode, advanceNode, interleaveNode, messageIDNode *yaml.Node
-	var modifiers []*yaml.Node  // fields that only a deliver step may have
-	var targetOnly []*yaml.Node // fields that only a target-mode step may have
-	handlerOnly := map[string]bool{}
-	ok := l.mapping(n, "a step", []field{
-		{"deliver", func(k, v *yaml.Node) { deliverNode = v; st.Event = l.event(v) }},
+	f := &stepNodes{handlerOnly: map[string]bool{}}
+	if !l.mapping(n, "a step", l.stepFields(st, f)) {
+		return nil
+	}
+	if l.targetMode {
+		l.targetStep(n, st, f.handlerOnly)
+	} else {
+		for _, k := range f.targetOnly {
+			l.errorf(k, "%s is a fault from outside for a target (your own consumer); the built-in handler takes fail: POINT", k.Value)
+		}
+	}
+	switch {
+	case f.deliver != nil && f.advance != nil:
+		l.errorf(f.advance, "a step either delivers or advances the clock, not both")
+		return nil
+	case f.deliver != nil:
+		st.Kind = Deliver
+		l.deliverChecks(n, st, f)
+		return st
+	case f.advance != nil:
+		st.Kind = Advance
+		if f.expect != nil {
+			l.errorf(f.expect, "an advance step cannot have expect; put the state check in a step of its own")
+		}
+	case f.expect != nil:
+		st.Kind = Inspect
+		st.State = l.state(f.expect, "a state check")
+	default:
+		l.errorf(n, "this step does nothing; expected deliver, expect or advance")
+		return nil
+	}
+	for _, m := range f.modifiers {
+		l.errorf(m, "%s belongs to a deliver step", m.Value)
+	}
+	return st
+}
+
+// stepFields reads the fields of a step into st, keeping in f the nodes
+// the step's kind and its checks need.
+func (l *loader) stepFields(st *Step, f *stepNodes) []field {
+	return []field{
+		{"deliver", func(k, v *yaml.Node) { f.deliver = v; st.Event = l.event(v) }},
 		{"fail", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
-			handlerOnly["fail"] = true
+			f.modifiers = append(f.modifiers, k)
+			f.handlerOnly["fail"] = true
 			s, ok := l.str(v, "fail")
 			if !ok {
 				return
@@ -153,8 +201,8 @@ func (l *loader) step(n *yaml.Node) *Step {
 			l.errorf(v, "unknown fault point %q; expected %s", s, oneOf(words(consumer.FaultPoints)))
 		}},
 		{"consumer", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
-			handlerOnly["consumer"] = true
+			f.modifiers = append(f.modifiers, k)
+			f.handlerOnly["consumer"] = true
 			if s, ok := l.str(v, "consumer"); ok {
 				st.Consumer = s
 				if s == "" {
@@ -163,21 +211,21 @@ func (l *loader) step(n *yaml.Node) *Step {
 			}
 		}},
 		{"times", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
+			f.modifiers = append(f.modifiers, k)
 			st.Times, _ = l.integer(v, "times", 1, MaxTimes)
 		}},
 		{"concurrent", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
+			f.modifiers = append(f.modifiers, k)
 			st.Concurrent, _ = l.integer(v, "concurrent", 2, MaxConcurrent)
 		}},
 		{"interleave", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
-			interleaveNode = k
-			handlerOnly["interleave"] = true
+			f.modifiers = append(f.modifiers, k)
+			f.interleave = k
+			f.handlerOnly["interleave"] = true
 			l.interleave(st, v)
 		}},
 		{"label", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
+			f.modifiers = append(f.modifiers, k)
 			s, ok := l.str(v, "label")
 			if !ok {
 				return
@@ -188,11 +236,11 @@ func (l *loader) step(n *yaml.Node) *Step {
 			}
 			st.Label = s
 		}},
-		{"expect", func(k, v *yaml.Node) { expectNode = v }},
-		{"advance", func(k, v *yaml.Node) { advanceNode = v; st.Advance, _ = l.duration(v, "advance") }},
+		{"expect", func(k, v *yaml.Node) { f.expect = v }},
+		{"advance", func(k, v *yaml.Node) { f.advance = v; st.Advance, _ = l.duration(v, "advance") }},
 		{"drop", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
-			targetOnly = append(targetOnly, k)
+			f.modifiers = append(f.modifiers, k)
+			f.targetOnly = append(f.targetOnly, k)
 			if s, ok := l.str(v, "drop"); ok {
 				if s != "response" {
 					l.errorf(v, "drop must be response (the answer is cut off, so the delivery is redelivered), not %q", s)
@@ -201,19 +249,19 @@ func (l *loader) step(n *yaml.Node) *Step {
 			}
 		}},
 		{"crash", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
-			targetOnly = append(targetOnly, k)
+			f.modifiers = append(f.modifiers, k)
+			f.targetOnly = append(f.targetOnly, k)
 			st.Crash = l.crash(v)
 		}},
 		{"delay", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
-			targetOnly = append(targetOnly, k)
+			f.modifiers = append(f.modifiers, k)
+			f.targetOnly = append(f.targetOnly, k)
 			st.Delay = l.delay(v, "delay")
 		}},
 		{"message_id", func(k, v *yaml.Node) {
-			modifiers = append(modifiers, k)
-			targetOnly = append(targetOnly, k)
-			messageIDNode = k
+			f.modifiers = append(f.modifiers, k)
+			f.targetOnly = append(f.targetOnly, k)
+			f.messageID = k
 			if s, ok := l.str(v, "message_id"); ok {
 				if strings.TrimSpace(s) == "" {
 					l.errorf(v, "message_id is empty; it is the broker's message id to publish the event under")
@@ -221,70 +269,42 @@ func (l *loader) step(n *yaml.Node) *Step {
 				st.MessageID = s
 			}
 		}},
-	})
-	if !ok {
-		return nil
+	}
+}
+
+// deliverChecks reads a deliver step's expect and checks what depends on
+// its other fields, or (in the later checks) on the rest of the file.
+func (l *loader) deliverChecks(n *yaml.Node, st *Step, f *stepNodes) {
+	if f.expect != nil {
+		if st.Concurrent > 0 {
+			l.errorf(f.expect, "a concurrent step has one outcome per worker, so it takes no expect; the invariants check it, and a state check can follow it")
+		} else if l.targetMode {
+			st.Expect = l.answer(f.expect)
+		} else {
+			st.Expect = l.expectation(f.expect)
+		}
 	}
 	if l.targetMode {
-		l.targetStep(n, st, handlerOnly)
-	} else {
-		for _, k := range targetOnly {
-			l.errorf(k, "%s is a fault from outside for a target (your own consumer); the built-in handler takes fail: POINT", k.Value)
-		}
+		// The target block may come later in the file: check at the end.
+		l.deliverSteps = append(l.deliverSteps, deliverStep{n: n, messageID: f.messageID, st: st})
 	}
-	switch {
-	case deliverNode != nil && advanceNode != nil:
-		l.errorf(advanceNode, "a step either delivers or advances the clock, not both")
-		return nil
-	case deliverNode != nil:
-		st.Kind = Deliver
-		if expectNode != nil {
-			if st.Concurrent > 0 {
-				l.errorf(expectNode, "a concurrent step has one outcome per worker, so it takes no expect; the invariants check it, and a state check can follow it")
-			} else if l.targetMode {
-				st.Expect = l.answer(expectNode)
-			} else {
-				st.Expect = l.expectation(expectNode)
-			}
-		}
-		if l.targetMode {
-			// The target block may come later in the file: check at the end.
-			l.deliverSteps = append(l.deliverSteps, deliverStep{n: n, messageID: messageIDNode, st: st})
-		}
-		if st.Concurrent > 0 && st.Times > 1 {
-			l.errorf(n, "a step takes times or concurrent, not both")
-		}
-		if interleaveNode != nil && st.Concurrent == 0 {
-			l.errorf(interleaveNode, "interleave holds concurrent workers at a fault point, so it needs concurrent: N (2 to %d) on the same step", MaxConcurrent)
-		}
-		if st.Fail != "" || st.Interleave != "" {
-			// The handler block may come later in the file: check at the end.
-			l.faultSteps = append(l.faultSteps, st)
-		}
-		if st.Consumer != "" {
-			// The handler block may come later in the file: check at the end.
-			l.consumerSteps = append(l.consumerSteps, st)
-		}
-		if st.Label != "" {
-			l.labels[st.Label] = st.Pos
-		}
-		return st
-	case advanceNode != nil:
-		st.Kind = Advance
-		if expectNode != nil {
-			l.errorf(expectNode, "an advance step cannot have expect; put the state check in a step of its own")
-		}
-	case expectNode != nil:
-		st.Kind = Inspect
-		st.State = l.state(expectNode, "a state check")
-	default:
-		l.errorf(n, "this step does nothing; expected deliver, expect or advance")
-		return nil
+	if st.Concurrent > 0 && st.Times > 1 {
+		l.errorf(n, "a step takes times or concurrent, not both")
 	}
-	for _, m := range modifiers {
-		l.errorf(m, "%s belongs to a deliver step", m.Value)
+	if f.interleave != nil && st.Concurrent == 0 {
+		l.errorf(f.interleave, "interleave holds concurrent workers at a fault point, so it needs concurrent: N (2 to %d) on the same step", MaxConcurrent)
 	}
-	return st
+	if st.Fail != "" || st.Interleave != "" {
+		// The handler block may come later in the file: check at the end.
+		l.faultSteps = append(l.faultSteps, st)
+	}
+	if st.Consumer != "" {
+		// The handler block may come later in the file: check at the end.
+		l.consumerSteps = append(l.consumerSteps, st)
+	}
+	if st.Label != "" {
+		l.labels[st.Label] = st.Pos
+	}
 }
 
 var eventFields = []string{"id", "source", "type", "subject", "schema", "time", "headers", "data"}

@@ -67,6 +67,18 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	for _, st := range l.stateChecks {
 		l.validateState(st)
 	}
+	l.validateCrashSteps()
+	l.validateProxy()
+	l.validateFaultSteps()
+	l.validateDeliverSteps()
+	l.validateConsumerSteps()
+	return s
+}
+
+// validateCrashSteps checks each crash against the rest of the file:
+// whom it can kill, and where it can land.
+func (l *loader) validateCrashSteps() {
+	s := l.s
 	for _, st := range l.crashSteps {
 		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil && !s.Target.Broker() {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
@@ -79,12 +91,24 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash: %s lands at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects, and point the consumer at ${%s}", st.Crash, DBURLVar))
 		}
 	}
+}
+
+// validateProxy checks that the database proxy a file names is one it
+// can have: asked for, and relaying a consumer redeliver starts.
+func (l *loader) validateProxy() {
+	s := l.s
 	if l.dbURLNode != nil && s.Target != nil && (s.Effects == nil || !s.Effects.Proxy) {
 		l.errorf(l.dbURLNode, "${%s} is the database address through redeliver's proxy; add proxy: true to effects", l.dbURLVar)
 	}
 	if s.Effects != nil && s.Effects.Proxy && s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil {
 		l.errs = append(l.errs, errorf(s.Effects.ProxyPos, "proxy: true relays the connections of a consumer redeliver starts, and this target has no start: add target start with ${%s} in its env", DBURLVar))
 	}
+}
+
+// validateFaultSteps checks that the handler's strategy reaches each
+// fault point a step fails or holds at.
+func (l *loader) validateFaultSteps() {
+	s := l.s
 	if s.Target == nil {
 		for _, st := range l.faultSteps {
 			for _, p := range []struct {
@@ -97,13 +121,17 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 			}
 		}
 	}
-	l.validateDeliverSteps()
+}
+
+// validateConsumerSteps checks that a step naming its consumer runs a
+// consumer-scoped handler, the strategy that keeps several consumers.
+func (l *loader) validateConsumerSteps() {
+	s := l.s
 	for _, st := range l.consumerSteps {
 		if s.Handler.Strategy != handler.ConsumerScoped {
 			l.errs = append(l.errs, errorf(st.Pos, "consumer on a step needs strategy consumer-scoped; a %s handler is one consumer (set handler.consumer)", s.Handler.Strategy))
 		}
 	}
-	return s
 }
 
 func (l *loader) handler(n *yaml.Node) {

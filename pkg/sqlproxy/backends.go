@@ -33,7 +33,20 @@ func (p *Proxy) keep(body []byte) {
 		p.backends = map[int32]Backend{}
 	}
 	p.backends[b.PID] = b
+	track := p.track
 	p.mu.Unlock()
+	if track != nil {
+		track(b.PID, true)
+	}
+}
+
+// Track has f told of each server process the proxy learns (known) and
+// of each it forgets: what Backends lists. Call it before the first
+// connection.
+func (p *Proxy) Track(f func(pid int32, known bool)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.track = f
 }
 
 // Backends lists the server processes of every connection made through
@@ -57,9 +70,15 @@ func (p *Proxy) Backends() []Backend {
 // Forget drops server processes known to have ended.
 func (p *Proxy) Forget(pids []int32) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, pid := range pids {
 		delete(p.backends, pid)
+	}
+	track := p.track
+	p.mu.Unlock()
+	if track != nil {
+		for _, pid := range pids {
+			track(pid, false)
+		}
 	}
 }
 

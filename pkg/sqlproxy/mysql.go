@@ -66,7 +66,11 @@ func (p *Proxy) keepMySQL(id uint32) {
 		p.backends = map[int32]Backend{}
 	}
 	p.backends[int32(id)] = Backend{PID: int32(id)}
+	track := p.track
 	p.mu.Unlock()
+	if track != nil {
+		track(int32(id), true)
+	}
 }
 
 // errMySQLCancel: MySQL has no cancel request a proxy could forward

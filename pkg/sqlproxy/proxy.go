@@ -52,6 +52,8 @@ type Proxy struct {
 	// backends are the server processes of the connections, by pid
 	// (backends.go).
 	backends map[int32]Backend
+	// track is told of what backends learns and forgets (Track).
+	track func(pid int32, known bool)
 	// tlsRefused counts the connections that asked for TLS.
 	tlsRefused atomic.Int64
 	// checkEvery is how often, in milliseconds, a connection's server

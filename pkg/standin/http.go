@@ -218,25 +218,7 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 	c.Delivery = h.delivery
 	gen := h.gen
 	hold := h.claimHold(r.Method, r.URL.Path)
-	what := perform
-	var entry *idemEntry // this call's own, when it is the first with its key
-	var status int
-	var answer string
-	if c.IdemKey != "" {
-		if e, ok := h.idem[c.IdemKey]; ok {
-			switch {
-			case !e.done:
-				what = conflict
-			case !sameBody(e.body, body):
-				what = mismatch
-			default:
-				what, status, answer = replay, e.status, e.answer
-			}
-		} else {
-			entry = &idemEntry{body: body}
-			h.idem[c.IdemKey] = entry
-		}
-	}
+	what, entry, status, answer := h.lookUp(c.IdemKey, body)
 	h.mu.Unlock()
 
 	// abandon ends the call before it was performed: no effect, no answer.
@@ -269,9 +251,63 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	h.mu.Lock()
+	status, answer, contentType, fault := h.respond(c, what, gen, entry, status, answer)
+	c.Status, c.Answer = status, answer
+	h.record(gen, c)
+	h.mu.Unlock()
+
+	if hold != nil && hold.after {
+		if !h.wait(hold, c, r) {
+			h.mu.Lock()
+			c.Status = 0 // no answer was sent
+			h.mu.Unlock()
+			hijackClose(w)
+			hold.finish()
+			return
+		}
+	}
+	if fault == "timeout" {
+		hijackClose(w)
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	if what == replay {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, answer)
+}
+
+// lookUp decides by a call's idempotency key whether it is performed or
+// answered as the first call with its key was (status and answer, once
+// that one is done); entry is the call's own when it is the first with
+// its key. h.mu is held.
+func (h *HTTP) lookUp(key string, body []byte) (what outcome, entry *idemEntry, status int, answer string) {
+	if key == "" {
+		return perform, nil, 0, ""
+	}
+	if e, ok := h.idem[key]; ok {
+		switch {
+		case !e.done:
+			return conflict, nil, 0, ""
+		case !sameBody(e.body, body):
+			return mismatch, nil, 0, ""
+		}
+		return replay, nil, e.status, e.answer
+	}
+	entry = &idemEntry{body: body}
+	h.idem[key] = entry
+	return perform, entry, 0, ""
+}
+
+// respond performs the call's effect when what says so and returns the
+// answer it gets, with the fault the stand-in was told to make after
+// the effect ("timeout", "500" or none). A replay keeps the first call's
+// status and answer. h.mu is held.
+func (h *HTTP) respond(c *Call, what outcome, gen int, entry *idemEntry, status int, answer string) (int, string, string, string) {
 	contentType := h.cfg.ContentType
 	fault := ""
-	h.mu.Lock()
 	switch what {
 	case perform:
 		n := 0
@@ -304,30 +340,7 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 	case mismatch:
 		status, answer, contentType = http.StatusUnprocessableEntity, mismatchAnswer, problemType
 	}
-	c.Status, c.Answer = status, answer
-	h.record(gen, c)
-	h.mu.Unlock()
-
-	if hold != nil && hold.after {
-		if !h.wait(hold, c, r) {
-			h.mu.Lock()
-			c.Status = 0 // no answer was sent
-			h.mu.Unlock()
-			hijackClose(w)
-			hold.finish()
-			return
-		}
-	}
-	if fault == "timeout" {
-		hijackClose(w)
-		return
-	}
-	w.Header().Set("Content-Type", contentType)
-	if what == replay {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, answer)
+	return status, answer, contentType, fault
 }
 
 // record keeps c unless a Reset came since the call arrived. h.mu is held.

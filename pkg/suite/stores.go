@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/postgres"
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
 )
@@ -44,11 +44,11 @@ func openStores(ctx context.Context, scenarios []*scenario.Scenario, opts Option
 }
 
 // opener returns the opener of scenario i: each call makes a fresh store.
-func (st *stores) opener(i int) runner.Opener {
+func (st *stores) opener(i int) builtin.Opener {
 	if st.server != nil {
 		// A file's repetitions share its schema, emptied before each.
 		var db *postgres.DB
-		return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+		return func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 			if db != nil {
 				return reused{db}, db.Reset(ctx)
 			}
@@ -61,7 +61,7 @@ func (st *stores) opener(i int) runner.Opener {
 		}
 	}
 	path := st.paths[i]
-	return func(ctx context.Context, s *scenario.Scenario) (runner.Store, error) {
+	return func(ctx context.Context, s *scenario.Scenario) (builtin.Store, error) {
 		db, err := sqlite.Create(ctx, path, s.Handler.Config)
 		if errors.Is(err, sqlite.ErrNotOurs) || errors.Is(err, sqlite.ErrNotRegular) || errors.Is(err, sqlite.ErrBadPath) {
 			return nil, &problem.Error{Kind: problem.InvalidInput, Msg: err.Error(), Err: err}

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/external"
 	"github.com/redeliver/redeliver/pkg/problem"
@@ -206,7 +207,7 @@ func Run(ctx context.Context, scenarios []*scenario.Scenario, opts Options) (*Re
 		// One runner for every kind of consumer: the built-in handler on
 		// this file's store, or the user's own, each repetition of which
 		// draws other random crash delays.
-		builtin := runner.Builtin(s, st.opener(i))
+		builtin := builtin.Kind(s, st.opener(i))
 		kind := func() runner.Kind { return builtin }
 		if s.Target != nil {
 			seed := opts.Seed

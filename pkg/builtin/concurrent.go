@@ -1,4 +1,4 @@
-package runner
+package builtin
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/runner"
 )
 
 // workerOpener is a store that can give each worker of a concurrent step a
@@ -28,7 +29,7 @@ type writeLocker interface {
 
 // Concurrent delivers one event from st.Concurrent workers at the same
 // moment, each through its own connection, and records every outcome.
-func (b *builtin) Concurrent(ctx context.Context, c Call) (consumer.Result, error) {
+func (b *builtin) Concurrent(ctx context.Context, c runner.Call) (consumer.Result, error) {
 	st := c.St
 	d, scope := b.delivery(st)
 	inject := handler.FailAt(st.Fail)

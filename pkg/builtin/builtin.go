@@ -1,4 +1,4 @@
-package runner
+package builtin
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/report/words"
+	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -30,17 +31,17 @@ type Opener func(ctx context.Context, s *scenario.Scenario) (Store, error)
 
 // RunFile runs every check of a scenario through the built-in handler, on
 // stores open creates (see Run).
-func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*FileResult, error) {
-	return Run(ctx, s, Builtin(s, open))
+func RunFile(ctx context.Context, s *scenario.Scenario, open Opener) (*runner.FileResult, error) {
+	return runner.Run(ctx, s, Kind(s, open))
 }
 
-// Builtin is the kind of system the built-in handler is: the file's
+// Kind is the kind of system the built-in handler is: the file's
 // handler on a store open creates, with the payment gateway its strategy
 // may call. Its concurrent steps are explored at the fault points the
 // strategy reaches.
-func Builtin(s *scenario.Scenario, open Opener) Kind {
-	return Kind{
-		Open: func(ctx context.Context, s *scenario.Scenario) (System, error) {
+func Kind(s *scenario.Scenario, open Opener) runner.Kind {
+	return runner.Kind{
+		Open: func(ctx context.Context, s *scenario.Scenario) (runner.System, error) {
 			store, err := open(ctx, s)
 			if err != nil {
 				return nil, err
@@ -71,7 +72,7 @@ type builtin struct {
 }
 
 func newBuiltin(s *scenario.Scenario, store Store) (*builtin, error) {
-	b := &builtin{s: s, store: store, now: Epoch, attempts: map[[2]string]int{}}
+	b := &builtin{s: s, store: store, now: runner.Epoch, attempts: map[[2]string]int{}}
 	if s.Handler.Strategy.CallsOut() {
 		g, err := handler.NewPaymentGateway()
 		if err != nil {
@@ -97,7 +98,7 @@ func (b *builtin) Close() error {
 	return b.store.Close()
 }
 
-func (b *builtin) Describe(fr *FileResult) { fr.Strategy = b.s.Handler.Strategy }
+func (b *builtin) Describe(fr *runner.FileResult) { fr.Strategy = b.s.Handler.Strategy }
 
 func (b *builtin) Advance(d time.Duration) { b.now = b.now.Add(d) }
 
@@ -117,7 +118,7 @@ func (b *builtin) delivery(st *scenario.Step) (consumer.Delivery, string) {
 	return d, b.h.Scope(d)
 }
 
-func (b *builtin) Deliver(ctx context.Context, c Call) (consumer.Result, error) {
+func (b *builtin) Deliver(ctx context.Context, c runner.Call) (consumer.Result, error) {
 	d, scope := b.delivery(c.St)
 	unit := [2]string{d.EventID, scope}
 	b.attempts[unit]++
@@ -158,7 +159,7 @@ func (b *builtin) Deliver(ctx context.Context, c Call) (consumer.Result, error) 
 // record records one delivery the handler made, when and on which lane
 // it ran, and counts it; repeat: it may be kept as a repeat of the record
 // before.
-func (b *builtin) record(ctx context.Context, c Call, d consumer.Delivery, scope string, res consumer.Result, span invariant.Span, repeat bool) (*invariant.Record, error) {
+func (b *builtin) record(ctx context.Context, c runner.Call, d consumer.Delivery, scope string, res consumer.Result, span invariant.Span, repeat bool) (*invariant.Record, error) {
 	var se *handler.StoreError
 	if errors.As(res.Err, &se) {
 		if ctx.Err() != nil {
@@ -312,7 +313,7 @@ func (b *builtin) readDigest(ctx context.Context) (uint64, error) {
 
 // Judge decides the catalogue's invariants over the whole run's history
 // and what the store and the gateway hold, and reconciles the two.
-func (b *builtin) Judge(ctx context.Context, history []invariant.Record, res *CheckResult) ([]invariant.Violation, error) {
+func (b *builtin) Judge(ctx context.Context, history []invariant.Record, res *runner.CheckResult) ([]invariant.Violation, error) {
 	st, err := b.state(ctx)
 	if err != nil {
 		return nil, err
@@ -336,7 +337,7 @@ func (b *builtin) Total(file *consumer.Counters, c consumer.Counters) {
 }
 
 // Say gives {charges}.
-func (b *builtin) Say(ctx context.Context, _ *CheckResult, values map[string]int64, fields []string) error {
+func (b *builtin) Say(ctx context.Context, _ *runner.CheckResult, values map[string]int64, fields []string) error {
 	for _, f := range fields {
 		if f == "charges" {
 			n, err := b.charges(ctx)
@@ -350,9 +351,9 @@ func (b *builtin) Say(ctx context.Context, _ *CheckResult, values map[string]int
 }
 
 // Summary is what the handler counted: what came of each delivery.
-func (b *builtin) Summary(res *CheckResult) Summary {
+func (b *builtin) Summary(res *runner.CheckResult) runner.Summary {
 	c := res.Counters
-	return Summary{Deliveries: c.Deliveries, Tallies: []Tally{
+	return runner.Summary{Deliveries: c.Deliveries, Tallies: []runner.Tally{
 		{N: c.Processed, Word: "processed"},
 		{N: c.Duplicates, Word: "duplicate", Plural: true},
 		{N: c.Conflicts, Word: "conflict", Plural: true},
