@@ -1,8 +1,12 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -76,7 +80,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		"proc": {[]string{"escape", "redact", "scenario"},
 			join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
 		// The engines and the reports.
-		"runner": {[]string{"consumer", "handler", "invariant", "problem", "report/words", "scenario"},
+		"runner": {[]string{"consumer", "handler", "invariant", "problem", "report/words", "scenario", "template"},
 			join(none, []string{mod + "builtin", mod + "report", mod + "replay", mod + "external", mod + "effects", mod + "sqlproxy"})},
 		// The systems the runner drives: the built-in handler's, beside
 		// the user's consumer's (external, below).
@@ -94,7 +98,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			"report/words", "runner", "scenario", "sqlite", "sqlproxy", "standin", "template"},
 			[]string{mod + "report", mod + "suite", mod + "postgres"}},
 		"external/consumertest": {nil, join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql"})},
-		"suite": {[]string{"builtin", "consumer", "effects", "external", "invariant", "postgres", "problem", "report/words",
+		"suite": {[]string{"builtin", "consumer", "effects", "external", "invariant", "postgres", "problem",
 			"runner", "scenario", "sqlite"}, []string{mod + "report"}},
 	}
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./pkg/...").CombinedOutput()
@@ -130,6 +134,52 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	for name := range rules {
 		if !seen[name] {
 			t.Errorf("TestDependenciesPointOneWay has a row for pkg/%s, which go list did not list", name)
+		}
+	}
+}
+
+// TestRunnersMakeNoReportLine: what runs a check (pkg/runner, its Systems
+// in pkg/builtin and pkg/external, the repeats of pkg/suite)
+// hands pkg/report the facts of a check's line and of how an explored or
+// repeated check failed, never the sentences: only pkg/report calls the
+// words that make them.
+func TestRunnersMakeNoReportLine(t *testing.T) {
+	t.Parallel()
+	line := []string{"Summary", "Tally", "Crashes", "NotInterrupted", "Explored", "Repeated", "InNoSchedule",
+		"Unreached", "InterruptedNothing", "Unraced"}
+	for _, dir := range []string{"pkg/runner", "pkg/builtin", "pkg/suite", "pkg/external"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			words := ""
+			for _, imp := range f.Imports {
+				if imp.Path.Value == `"github.com/redeliver/redeliver/pkg/report/words"` {
+					words = "words"
+					if imp.Name != nil {
+						words = imp.Name.Name
+					}
+				}
+			}
+			if words == "" {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == words && slices.Contains(line, sel.Sel.Name) {
+						t.Errorf("%s calls words.%s: a check's line and an explored or repeated failure are worded by pkg/report from facts", name, sel.Sel.Name)
+					}
+				}
+				return true
+			})
 		}
 	}
 }

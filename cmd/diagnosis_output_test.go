@@ -35,11 +35,11 @@ func TestDiagnosisInReports(t *testing.T) {
 	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
 		Dialect: "postgres", EffectTable: "payments",
 		Checks: []runner.CheckResult{
-			{Name: "raced", Line: "2 deliveries", Trace: trace, Violations: []invariant.Violation{v}, Failures: failure},
-			{Name: "unread", Line: "1 delivery", Trace: trace[:1], Violations: []invariant.Violation{v}, Failures: failure},
+			{Name: "raced", Line: said("2 deliveries"), Trace: trace, Violations: []invariant.Violation{v}, Failures: failure},
+			{Name: "unread", Line: said("1 delivery"), Trace: trace[:1], Violations: []invariant.Violation{v}, Failures: failure},
 		}}
 	builtin := &runner.FileResult{File: "b.yaml", Name: "b", Strategy: "check-then-act",
-		Checks: []runner.CheckResult{{Name: "built-in", Line: "2 deliveries", Violations: []invariant.Violation{v}, Failures: failure}}}
+		Checks: []runner.CheckResult{{Name: "built-in", Line: said("2 deliveries"), Violations: []invariant.Violation{v}, Failures: failure}}}
 	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr, builtin}, Store: report.StoreTarget, Workers: 2}
 	render := func(f report.Format) string {
 		var b bytes.Buffer

@@ -623,13 +623,13 @@ func TestJUnitTimesAddUp(t *testing.T) {
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	files := []*runner.FileResult{
 		{File: "a.yaml", Name: "a", Strategy: "target", Checks: []runner.CheckResult{
-			{Name: "one", Passed: true, Line: "1 delivery", Duration: ms(0.6)},
-			{Name: "two", Passed: true, Line: "1 delivery", Duration: ms(0.6)},
-			{Name: "three", Passed: true, Line: "1 delivery", Duration: ms(1250.6)},
+			{Name: "one", Passed: true, Line: said("1 delivery"), Duration: ms(0.6)},
+			{Name: "two", Passed: true, Line: said("1 delivery"), Duration: ms(0.6)},
+			{Name: "three", Passed: true, Line: said("1 delivery"), Duration: ms(1250.6)},
 		}},
 		{File: "b.yaml", Name: "b", Strategy: "target", Checks: []runner.CheckResult{
-			{Name: "one", Passed: true, Line: "1 delivery", Duration: ms(0.4)},
-			{Name: "two", Passed: true, Line: "1 delivery", Duration: ms(0.4)},
+			{Name: "one", Passed: true, Line: said("1 delivery"), Duration: ms(0.4)},
+			{Name: "two", Passed: true, Line: said("1 delivery"), Duration: ms(0.4)},
 		}},
 	}
 	run := &report.Run{Command: "run", Files: files, Store: report.StoreTarget, Workers: 1, Duration: 2 * time.Second}

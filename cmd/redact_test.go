@@ -32,7 +32,7 @@ func TestOutputRedacts(t *testing.T) {
 			Command: "run", Store: report.StoreSQLiteMemory, Workers: 1,
 			Files: []*runner.FileResult{{
 				File: "t.yaml", Name: "t", Strategy: "target", Target: "exec consumer " + leak, Effects: "query in " + leak,
-				Checks: []runner.CheckResult{{Name: "one", Line: "one: " + leak, Failures: []runner.Failure{{Message: "cannot read " + leak, Got: leak}}}},
+				Checks: []runner.CheckResult{{Name: "one", Line: said("one: " + leak), Failures: []runner.Failure{{Message: "cannot read " + leak, Got: leak}}}},
 			}},
 			Errors: []*problem.Error{{Kind: problem.Environment, Pos: problem.Pos{File: "t.yaml"}, Msg: "cannot reach " + leak}},
 		}
@@ -101,7 +101,7 @@ func TestOutputMasksSecretValues(t *testing.T) {
 				Files: []*runner.FileResult{{
 					File: "t.yaml", Name: "t", Strategy: "target", Target: "exec sh -c login xxxxx",
 					Checks: []runner.CheckResult{{
-						Name: "one", Line: "one: " + echoed, Schedules: 2,
+						Name: "one", Line: said("one: " + echoed), Schedules: 2,
 						Failures: []runner.Failure{{Message: echoed, Got: secret, Expected: "acked"}},
 						Trace:    []consumer.Statement{{Worker: 1, Text: "SELECT check_login('app', '" + secret + "')", Answer: "SELECT 1", Held: true}},
 					}},

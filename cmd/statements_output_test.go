@@ -24,7 +24,7 @@ func TestStatementTraceInReports(t *testing.T) {
 	}
 	v := invariant.Violation{Invariant: "duplicate-effect", EventID: "evt-1", Detail: "key O-1 has 2 rows in payments"}
 	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
-		Checks: []runner.CheckResult{{Name: "raced", Line: "2 deliveries", Trace: trace, Violations: []invariant.Violation{v},
+		Checks: []runner.CheckResult{{Name: "raced", Line: said("2 deliveries"), Trace: trace, Violations: []invariant.Violation{v},
 			Failures: []runner.Failure{{Step: 1, Pos: consumer.Location{File: "s.yaml", Line: 9, Col: 9}, Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: "duplicate-effect"}}}}}
 	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 2}
 	render := func(f report.Format) string {
@@ -69,7 +69,7 @@ func TestPassingStatementsUnderVerbose(t *testing.T) {
 		{Worker: 1, Text: "COMMIT", Answer: "COMMIT"},
 	}
 	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
-		Checks: []runner.CheckResult{{Name: "one payment", Passed: true, Line: "1 delivery: 1 acked", Trace: trace, Schedules: 7}}}
+		Checks: []runner.CheckResult{{Name: "one payment", Passed: true, Line: said("1 delivery: 1 acked"), Trace: trace, Schedules: 7}}}
 	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 1}
 	for _, verbose := range []bool{false, true} {
 		var b bytes.Buffer
@@ -99,7 +99,7 @@ func TestAnswerMarkerInReports(t *testing.T) {
 	}
 	v := invariant.Violation{Invariant: "lost-effect", EventID: "evt-1", Detail: "event evt-1 was acked but key O-1 has no row in payments"}
 	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
-		Checks: []runner.CheckResult{{Name: "one payment", Line: "1 delivery", Trace: trace, Violations: []invariant.Violation{v},
+		Checks: []runner.CheckResult{{Name: "one payment", Line: said("1 delivery"), Trace: trace, Violations: []invariant.Violation{v},
 			Failures: []runner.Failure{{Step: 1, Pos: consumer.Location{File: "s.yaml", Line: 9, Col: 9}, Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: "lost-effect"}}}}}
 	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 1}
 	render := func(f report.Format) string {
@@ -150,7 +150,7 @@ func TestRedeliveryInReports(t *testing.T) {
 	}
 	v := invariant.Violation{Invariant: "duplicate-effect", EventID: "evt-1", Detail: "key O-1 has 2 rows in payments"}
 	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
-		Checks: []runner.CheckResult{{Name: "one payment", Line: "1 delivery", Trace: trace, Violations: []invariant.Violation{v},
+		Checks: []runner.CheckResult{{Name: "one payment", Line: said("1 delivery"), Trace: trace, Violations: []invariant.Violation{v},
 			Failures: []runner.Failure{{Step: 1, Pos: consumer.Location{File: "s.yaml", Line: 9, Col: 9}, Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: "duplicate-effect"}}}}}
 	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 1}
 	render := func(f report.Format) string {

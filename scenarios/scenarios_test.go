@@ -10,6 +10,7 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/builtin"
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlite"
@@ -58,7 +59,7 @@ func failures(res *runner.FileResult) string {
 	var b strings.Builder
 	for _, c := range res.Checks {
 		for _, f := range c.Failures {
-			b.WriteString(c.Name + ": " + f.Message + " (" + f.Pos.String() + ")\n")
+			b.WriteString(c.Name + ": " + report.FailureMessage(f) + " (" + f.Pos.String() + ")\n")
 		}
 	}
 	return b.String()

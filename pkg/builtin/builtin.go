@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
-	"strconv"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
@@ -338,29 +337,29 @@ func (b *builtin) Total(file *consumer.Counters, c consumer.Counters) {
 }
 
 // Say gives {charges}.
-func (b *builtin) Say(ctx context.Context, _ *runner.CheckResult, values map[string]string, fields []string) error {
+func (b *builtin) Say(ctx context.Context, _ *runner.CheckResult, values map[string]int64, fields []string) error {
 	for _, f := range fields {
 		if f == "charges" {
 			n, err := b.charges(ctx)
 			if err != nil {
 				return err
 			}
-			values[f] = strconv.Itoa(n)
+			values[f] = int64(n)
 		}
 	}
 	return nil
 }
 
-// Summary is the report line of a check without say.
-func (b *builtin) Summary(res *runner.CheckResult, caught []string) string {
+// Summary is what the handler counted: what came of each delivery.
+func (b *builtin) Summary(res *runner.CheckResult) runner.Summary {
 	c := res.Counters
-	return words.Summary(c.Deliveries, []words.Tally{
+	return runner.Summary{Deliveries: c.Deliveries, Tallies: []runner.Tally{
 		{N: c.Processed, Word: "processed"},
 		{N: c.Duplicates, Word: "duplicate", Plural: true},
 		{N: c.Conflicts, Word: "conflict", Plural: true},
 		{N: c.Failed, Word: "failure", Plural: true},
 		{N: c.Crashed, Word: "crashed"},
-	}, "", caught)
+	}}
 }
 
 // storeSnapshotter is a store that can copy what it holds and put the

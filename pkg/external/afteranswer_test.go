@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redeliver/redeliver/pkg/report"
 )
 
 // lateWorker is a consumer of payments, through the proxy (dsn: a
@@ -157,9 +159,9 @@ checks:
       effects: {O-1: 1}
 `, addr, os.Args[0], addr, addr, lookup, pay, tc.mode, db.dsn, tbl, tbl)
 				c := firstCheck(t, ctx, "late.yaml", src)
-				said := c.Line
+				said := report.CheckLine(c.Line)
 				for _, f := range c.Failures {
-					said += "\n" + f.Message
+					said += "\n" + report.FailureMessage(f)
 				}
 				if c.Passed != tc.passed || c.Schedules != tc.schedules {
 					t.Fatalf("passed %v in %d schedules, want %v in %d:\n%s", c.Passed, c.Schedules, tc.passed, tc.schedules, said)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
+	"github.com/redeliver/redeliver/pkg/report"
+	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -86,11 +88,11 @@ func TestCrashLines(t *testing.T) {
 		got  string
 		want string
 	}{
-		{"a crash after the answer", summary(nil, crashes(0, 1, 0), nil, "payments"),
+		{"a crash after the answer", report.CheckLine(runner.Line{Summary: summary(nil, crashes(0, 1, 0), "payments")}),
 			"1 delivery: 1 crash after the answer; table payments holds 1 row"},
-		{"a sweep", summary(nil, crashes(6, 1, 0), nil, "payments"),
+		{"a sweep", report.CheckLine(runner.Line{Summary: summary(nil, crashes(6, 1, 0), "payments")}),
 			"7 deliveries: 7 crashes (6 before the answer, 1 after); table payments holds 1 row"},
-		{"an effects query", summary(nil, crashes(0, 1, 0), nil, ""),
+		{"an effects query", report.CheckLine(runner.Line{Summary: summary(nil, crashes(0, 1, 0), "")}),
 			"1 delivery: 1 crash after the answer; the effects query returns 1 row"},
 	}
 	for _, tt := range tests {

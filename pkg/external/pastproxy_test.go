@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -120,7 +121,7 @@ checks:
 				c := firstCheck(t, ctx, "split.yaml", src)
 				var msgs []string
 				for _, f := range c.Failures {
-					msgs = append(msgs, f.Message)
+					msgs = append(msgs, report.FailureMessage(f))
 				}
 				switch {
 				case tc.want == "" && !c.Passed:

@@ -878,14 +878,14 @@ func (sys *system) Total(file *consumer.Counters, c consumer.Counters) {
 }
 
 // Summary is the line of a check without say.
-func (sys *system) Summary(res *runner.CheckResult, caught []string) string {
-	return summary(res.History, res.Counters, caught, sys.sess.fx.Table)
+func (sys *system) Summary(res *runner.CheckResult) runner.Summary {
+	return summary(res.History, res.Counters, sys.sess.fx.Table)
 }
 
 // Say: a consumer under test has no duplicate outcome; its duplicates
 // are the redeliveries it was sent.
-func (sys *system) Say(_ context.Context, res *runner.CheckResult, values map[string]string, _ []string) error {
-	values["duplicates"] = strconv.Itoa(res.Counters.Redeliveries)
+func (sys *system) Say(_ context.Context, res *runner.CheckResult, values map[string]int64, _ []string) error {
+	values["duplicates"] = int64(res.Counters.Redeliveries)
 	return nil
 }
 
@@ -1273,26 +1273,18 @@ func (sys *system) copies(ctx context.Context, c runner.Call, key string, last *
 // query returns, when table is "") and what was caught. The rows are the
 // table's, every earlier check's included, not the check's own: the line
 // says so ("table payments holds 4 rows").
-func summary(history []invariant.Record, c consumer.Counters, caught []string, table string) string {
+func summary(history []invariant.Record, c consumer.Counters, table string) runner.Summary {
 	counts := map[consumer.Outcome]int{}
 	for _, r := range history {
 		counts[r.Result.Outcome]++
 	}
-	var tallies []words.Tally
+	s := runner.Summary{Deliveries: c.Deliveries, Effects: &runner.Effects{Table: table, Rows: int64(c.Effects)}, Apart: c.Apart}
 	for _, k := range []Kind{Acked, Conflict, Rejected, Unacked} {
-		tallies = append(tallies, words.Tally{N: counts[consumer.Outcome(k)], Word: string(k)})
+		s.Tallies = append(s.Tallies, runner.Tally{N: counts[consumer.Outcome(k)], Word: string(k)})
 	}
-	tallies = append(tallies, words.Tally{N: c.Crashed, Said: words.Crashes(c.Interrupted())})
-	rows := words.Count(int64(c.Effects), "row")
-	said := "the effects query returns " + rows
-	if table != "" {
-		said = "table " + table + " holds " + rows
-	}
-	line := words.Summary(c.Deliveries, tallies, said, caught)
-	if c.Apart > 0 {
-		line += "; " + words.Count(int64(c.Apart), "statement") + " of no delivery let through, never crashed at"
-	}
-	return line
+	before, after, unknown := c.Interrupted()
+	s.Tallies = append(s.Tallies, runner.Tally{N: c.Crashed, Crashes: &runner.Crashes{Before: before, After: after, Unknown: unknown}})
+	return s
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

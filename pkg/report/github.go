@@ -63,7 +63,7 @@ func Annotations(w io.Writer, run *Run) error {
 				if at.File == "" {
 					at = consumer.Location{File: f.File}
 				}
-				b.WriteString(errorCommand(at, "redeliver: "+c.Name, fl.Message) + "\n")
+				b.WriteString(errorCommand(at, "redeliver: "+c.Name, FailureMessage(fl)) + "\n")
 			}
 		}
 	}
@@ -90,7 +90,7 @@ func StepSummary(w io.Writer, run *Run) error {
 	b.WriteString("| file | check | result | report |\n|---|---|---|---|\n")
 	for _, f := range run.Files {
 		for _, c := range f.Checks {
-			result, line := "✅ pass", c.Line
+			result, line := "✅ pass", CheckLine(c.Line)
 			if !c.Passed {
 				result, line = "❌ fail", located(c.Failures[0])
 			}

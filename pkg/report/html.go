@@ -283,7 +283,7 @@ func legend(run *Run) []htmlOutcome {
 // words them, and its timeline with the deliveries that broke an
 // invariant marked.
 func htmlCheckOf(id string, c *runner.CheckResult, broker string, d *diagnose.Diagnosis) htmlCheck {
-	hc := htmlCheck{ID: id, Name: escape.Line(c.Name), Pos: escape.Line(c.Pos.String()), Passed: c.Passed, Line: escape.Line(c.Line)}
+	hc := htmlCheck{ID: id, Name: escape.Line(c.Name), Pos: escape.Line(c.Pos.String()), Passed: c.Passed, Line: escape.Line(CheckLine(c.Line))}
 	for _, f := range c.Failures {
 		hc.Failures = append(hc.Failures, locatedLines(f))
 	}

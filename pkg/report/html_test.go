@@ -48,7 +48,7 @@ func raceRun() *Run {
 		Check: 2, Step: 1, Pos: consumer.Location{File: "race.yaml", Line: 14, Col: 9},
 		Span: invariant.Span{Sent: at(100), Answered: at(900), Lane: 2, HeldAt: consumer.AfterCheck, Held: at(200), Released: at(700)}}
 	v := invariant.Violation{Invariant: invariant.DuplicateEffect.Name, EventID: "evt-1", Consumer: "default", Detail: "event evt-1 has 2 rows in shipments (ids 1, 2) for consumer default", By: &by}
-	race := runner.CheckResult{Name: "two workers at once", Pos: consumer.Location{File: "race.yaml", Line: 11, Col: 5}, Line: "2 deliveries: 2 processed, caught duplicate-effect",
+	race := runner.CheckResult{Name: "two workers at once", Pos: consumer.Location{File: "race.yaml", Line: 11, Col: 5}, Line: said("2 deliveries: 2 processed, caught duplicate-effect"),
 		Held: []consumer.FaultPoint{consumer.AfterCheck}, Schedules: 3,
 		Counters: consumer.Counters{Deliveries: 2, Processed: 2, Effects: 2},
 		History: []invariant.Record{
@@ -60,13 +60,13 @@ func raceRun() *Run {
 	}
 	runner.Verdict(&race, &scenario.Check{Pos: race.Pos})
 	race.Failures[0].Message = "explored under 3 schedules, 2 failed; the first failing one, 2 of 3 (workers held at after-check): " + race.Failures[0].Message
-	repeats := runner.CheckResult{Name: "redelivered five times", Pos: consumer.Location{File: "race.yaml", Line: 5, Col: 5}, Passed: true, Line: "5 deliveries: 1 processed, 4 duplicates",
+	repeats := runner.CheckResult{Name: "redelivered five times", Pos: consumer.Location{File: "race.yaml", Line: 5, Col: 5}, Passed: true, Line: said("5 deliveries: 1 processed, 4 duplicates"),
 		Counters: consumer.Counters{Deliveries: 5, Processed: 1, Duplicates: 4},
 		History: []invariant.Record{
 			{Seq: 1, EventID: "evt-0", Result: consumer.Result{Outcome: consumer.Processed}, Check: 1, Step: 1, Span: invariant.Span{Sent: at(0), Answered: at(40)}},
 			{Seq: 2, EventID: "evt-0", Result: consumer.Result{Outcome: consumer.Duplicate}, Check: 1, Step: 1, Repeats: 3, Span: invariant.Span{Sent: at(50), Answered: at(90)}},
 		}}
-	crash := runner.CheckResult{Name: hostile[0], Pos: consumer.Location{File: "target.yaml", Line: 7, Col: 5}, Line: hostile[1],
+	crash := runner.CheckResult{Name: hostile[0], Pos: consumer.Location{File: "target.yaml", Line: 7, Col: 5}, Line: said(hostile[1]),
 		Counters: consumer.Counters{Deliveries: 2, Crashed: 1, BrokerRedelivered: 1},
 		History: []invariant.Record{
 			{Seq: 1, EventID: hostile[2], Key: hostile[1], Result: consumer.Result{Outcome: consumer.Unacked, Said: "no answer: killed"}, Step: 1, Pos: consumer.Location{File: "target.yaml", Line: 9, Col: 9},
@@ -421,7 +421,7 @@ func kafkaRun() *Run {
 		hist = append(hist, r)
 	}
 	c := runner.CheckResult{Name: "orders under kills", Pos: consumer.Location{File: "kafka.yaml", Line: 20, Col: 5}, Passed: true,
-		Line: "40 deliveries: 40 acked, 1 crash at an unknown time", Counters: consumer.Counters{Deliveries: 40, Processed: 40, Crashed: 1, BrokerRedelivered: 3},
+		Line: said("40 deliveries: 40 acked, 1 crash at an unknown time"), Counters: consumer.Counters{Deliveries: 40, Processed: 40, Crashed: 1, BrokerRedelivered: 3},
 		History: hist, Drains: []runner.Drain{{From: at(40*800 + 700), To: at(4_200_000)}}}
 	return &Run{Command: "run", Seed: 5, Files: []*runner.FileResult{{File: "kafka.yaml", Name: "orders through Kafka", Strategy: "target",
 		Target: "Kafka 127.0.0.1:9092, topic orders, consumer group shipping (binary)", Effects: "table payments (key order_id) in postgres",

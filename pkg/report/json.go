@@ -243,7 +243,7 @@ func judgedBy(run *Run) []*invariant.Invariant {
 
 func checkDoc(c runner.CheckResult) CheckDoc {
 	cd := CheckDoc{
-		Name: c.Name, Location: locationOf(c.Pos), Passed: c.Passed, Line: c.Line, Schedules: c.Schedules,
+		Name: c.Name, Location: locationOf(c.Pos), Passed: c.Passed, Line: CheckLine(c.Line), Schedules: c.Schedules,
 		Duration: seconds(c.Duration), Counters: c.Counters, Declared: c.Declared,
 		Failures: []FailureDoc{}, Violations: []ViolationDoc{}, Deliveries: []DeliveryDoc{},
 		Reconciliation: append([]string{}, c.Reconciliation...),
@@ -253,7 +253,7 @@ func checkDoc(c runner.CheckResult) CheckDoc {
 		cd.Declared = []string{}
 	}
 	for _, f := range c.Failures {
-		cd.Failures = append(cd.Failures, FailureDoc{Step: f.Step, Message: f.Message, Expected: f.Expected, Got: f.Got, Invariant: string(f.Invariant), Location: locationOf(f.Pos)})
+		cd.Failures = append(cd.Failures, FailureDoc{Step: f.Step, Message: FailureMessage(f), Expected: f.Expected, Got: f.Got, Invariant: string(f.Invariant), Location: locationOf(f.Pos)})
 	}
 	for _, v := range c.Violations {
 		vd := ViolationDoc{Invariant: string(v.Invariant), EventID: v.EventID, Consumer: v.Consumer, External: v.External, Detail: v.Detail}

@@ -135,7 +135,7 @@ func JUnit(w io.Writer, run *Run) error {
 		for _, c := range f.Checks {
 			d := c.Duration.Round(time.Millisecond)
 			total += d
-			tc := junitTestCase{Name: c.Name, Classname: f.File, Time: junitTime(d), SystemOut: newJUnitText(c.Name + ": " + c.Line)}
+			tc := junitTestCase{Name: c.Name, Classname: f.File, Time: junitTime(d), SystemOut: newJUnitText(c.Name + ": " + CheckLine(c.Line))}
 			if !c.Passed {
 				first := c.Failures[0]
 				tc.SystemOut = newJUnitText(c.Name + ": FAIL: " + located(first))
@@ -226,7 +226,7 @@ func failureBody(fs []runner.Failure) string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "%s\n", f.Message)
+		fmt.Fprintf(&b, "%s\n", FailureMessage(f))
 		if f.Expected != "" || f.Got != "" {
 			fmt.Fprintf(&b, "expected: %s\ngot: %s\n", f.Expected, f.Got)
 		}

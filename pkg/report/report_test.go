@@ -207,7 +207,7 @@ func TestCoverageText(t *testing.T) {
 func TestJUnitHarnessErrors(t *testing.T) {
 	run := &Run{Store: StoreSQLiteMemory, Seed: 7,
 		Files: []*runner.FileResult{{File: "a.yaml", Name: "a", Strategy: handler.EventID, Checks: []runner.CheckResult{
-			{Name: "first", Passed: true, Line: "ok"},
+			{Name: "first", Passed: true, Line: said("ok")},
 		}}},
 		Errors: []*problem.Error{
 			{Kind: problem.Environment, Pos: consumer.Location{File: "a.yaml"}, Msg: "database is locked"},

@@ -127,10 +127,10 @@ func writeTAPDiagnostic(b *strings.Builder, diag any) error {
 
 func failureDiagnostic(fs []runner.Failure) *tapDiagnostic {
 	first := fs[0]
-	d := &tapDiagnostic{Message: first.Message, Severity: "fail", Expected: first.Expected, Got: first.Got, Invariant: string(first.Invariant), At: tapLocation(first.Pos)}
+	d := &tapDiagnostic{Message: FailureMessage(first), Severity: "fail", Expected: first.Expected, Got: first.Got, Invariant: string(first.Invariant), At: tapLocation(first.Pos)}
 	if len(fs) > 1 {
 		for _, f := range fs {
-			d.More = append(d.More, tapFailure{Message: f.Message, Expected: f.Expected, Got: f.Got, Invariant: string(f.Invariant), At: tapLocation(f.Pos)})
+			d.More = append(d.More, tapFailure{Message: FailureMessage(f), Expected: f.Expected, Got: f.Got, Invariant: string(f.Invariant), At: tapLocation(f.Pos)})
 		}
 	}
 	return d

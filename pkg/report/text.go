@@ -58,7 +58,7 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 			total++
 			names = append(names, escape.Line(c.Name))
 			if c.Passed {
-				fmt.Fprintf(&b, "%s%s: %s\n", indent, escape.Line(c.Name), escape.Line(c.Line))
+				fmt.Fprintf(&b, "%s%s: %s\n", indent, escape.Line(c.Name), escape.Line(CheckLine(c.Line)))
 				if opts.Verbose {
 					writeTrace(&b, p, indent, shownTrace(&c))
 				}
@@ -125,11 +125,12 @@ func writeTrace(b *strings.Builder, p painter, indent string, trace []consumer.S
 // quotes from a consumer's stderr (escape.QuoteSep) follow it, each on a
 // line of its own, as escape.Message writes them.
 func locatedLines(f runner.Failure) string {
-	head, _, ok := strings.Cut(f.Message, escape.QuoteSep)
+	msg := FailureMessage(f)
+	head, _, ok := strings.Cut(msg, escape.QuoteSep)
 	if !ok {
 		return located(f)
 	}
-	quoted := f.Message[len(head):]
+	quoted := msg[len(head):]
 	if p := f.Pos.String(); p != "" {
 		if h, colon := strings.CutSuffix(head, ":"); colon {
 			head = fmt.Sprintf("%s (%s):", h, p)
@@ -142,9 +143,9 @@ func locatedLines(f runner.Failure) string {
 
 func located(f runner.Failure) string {
 	if s := f.Pos.String(); s != "" {
-		return escape.Line(fmt.Sprintf("%s (%s)", f.Message, s))
+		return escape.Line(fmt.Sprintf("%s (%s)", FailureMessage(f), s))
 	}
-	return escape.Line(f.Message)
+	return escape.Line(FailureMessage(f))
 }
 
 func counterLine(f *runner.FileResult) string {

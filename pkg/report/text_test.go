@@ -12,7 +12,7 @@ import (
 )
 
 func passing(name string) runner.CheckResult {
-	return runner.CheckResult{Name: name, Passed: true, Line: name + " ok"}
+	return runner.CheckResult{Name: name, Passed: true, Line: said(name + " ok")}
 }
 
 func failing(name string) runner.CheckResult {

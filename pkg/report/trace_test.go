@@ -259,7 +259,7 @@ func TestRedeliveryShownWhereFailed(t *testing.T) {
 		{Worker: 1, Text: "SELECT 1 FROM processed WHERE id = $1", Answer: "SELECT 1", Redelivery: true},
 	}
 	failed := runner.CheckResult{Name: "failed", Trace: trace, Failures: []runner.Failure{{Message: "the check expected 1 effect row for key O-1, got 2"}}}
-	passed := runner.CheckResult{Name: "passed", Passed: true, Line: "ok", Trace: trace}
+	passed := runner.CheckResult{Name: "passed", Passed: true, Line: said("ok"), Trace: trace}
 	files := []*runner.FileResult{{File: "s.yaml", Target: "POST http://127.0.0.1/events", Checks: []runner.CheckResult{failed, passed}}}
 	var text strings.Builder
 	if err := Text(&text, files, Options{Verbose: true}); err != nil {

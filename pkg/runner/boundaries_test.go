@@ -37,7 +37,7 @@ func (manyStatements) Close() error                                     { return
 func (manyStatements) Advance(time.Duration)                            {}
 func (manyStatements) Settle(context.Context, *consumer.Counters) error { return nil }
 func (manyStatements) Count(context.Context, string) (int64, error)     { return 0, nil }
-func (manyStatements) Summary(*runner.CheckResult, []string) string     { return "" }
+func (manyStatements) Summary(*runner.CheckResult) runner.Summary       { return runner.Summary{} }
 func (manyStatements) Total(*consumer.Counters, consumer.Counters)      {}
 func (manyStatements) Describe(*runner.FileResult)                      {}
 func (manyStatements) Judge(context.Context, []invariant.Record, *runner.CheckResult) ([]invariant.Violation, error) {

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/redeliver/redeliver/pkg/consumer"
@@ -236,7 +235,7 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 			// consumer's answer, whatever the recording saw.
 			what += ", after the answer"
 		}
-		fs[0].Message = words.Explored(fs[0].Message, n, failed, first+1, what, nil)
+		fs[0].Explored = &ExploredFailure{Schedules: n, Failed: failed, First: first + 1, Name: what}
 		out.Failures = fs
 		out.Passed = false
 		return out
@@ -254,28 +253,22 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 		}
 	}
 	out.Violations = union
-	var caught []string
+	ex := &Explored{Schedules: n}
 	for _, inv := range invariant.All {
 		if k := broken[inv.Name]; k > 0 {
-			caught = append(caught, fmt.Sprintf("%s in %d", inv.Name, k))
+			ex.Caught = append(ex.Caught, Tallied{Invariant: inv.Name, N: k})
 		}
 	}
-	out.Line = words.Explored(out.Line, n, 0, 0, "", caught)
-	unreached, idle := 0, 0
 	for _, r := range results {
-		unreached += r.Unreached
+		ex.Unreached += r.Unreached
 		if r.Counters.CrashedSpent > 0 {
-			idle++
+			ex.Idle++
 		}
 	}
-	if out.Unreached = unreached; unreached > 0 {
-		out.Line += "; " + words.Unreached(unreached)
-	}
-	if idle > 0 {
-		out.Line += "; " + words.InterruptedNothing(idle)
-	}
+	out.Unreached = ex.Unreached
+	out.Line.Explored = ex
 	if unraced := unracedOf(results); unraced > 0 {
-		out.Line += "; " + words.Unraced(unraced)
+		ex.Unraced = unraced
 		if unraced == n-1 {
 			// No hold raced anything: a pass would claim races that
 			// never happened.
@@ -287,7 +280,7 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	Verdict(&u, c)
 	if !u.Passed {
 		for i := range u.Failures {
-			u.Failures[i].Message = words.InNoSchedule(u.Failures[i].Message, n)
+			u.Failures[i].InSchedules = n
 		}
 		out.Failures, out.Passed = u.Failures, false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/report"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -61,14 +62,15 @@ func TestUnforcedRaceIsCaught(t *testing.T) {
 				}
 				c := res.Checks[0]
 				if c.Passed {
-					t.Fatalf("run %d: the race passed: %s", run, c.Line)
+					t.Fatalf("run %d: the race passed: %s", run, report.CheckLine(c.Line))
 				}
 				if c.Schedules != 11 {
 					t.Errorf("run %d: %d schedules, want 11", run, c.Schedules)
 				}
 				f := c.Failures[0]
-				if f.Invariant != invariant.DuplicateEffect.Name || !strings.Contains(f.Message, " schedules; first in schedule ") || !strings.Contains(f.Message, "held at ") && !strings.Contains(f.Message, "(unforced)") {
-					t.Errorf("run %d: first failure %q (%s), want duplicate-effect in a named schedule", run, f.Message, f.Invariant)
+				msg := report.FailureMessage(f)
+				if f.Invariant != invariant.DuplicateEffect.Name || !strings.Contains(msg, " schedules; first in schedule ") || !strings.Contains(msg, "held at ") && !strings.Contains(msg, "(unforced)") {
+					t.Errorf("run %d: first failure %q (%s), want duplicate-effect in a named schedule", run, msg, f.Invariant)
 				}
 			}
 		})
@@ -124,11 +126,11 @@ func TestExploredDeclaredViolations(t *testing.T) {
 			}
 			c := res.Checks[0]
 			if c.Passed != tt.passed {
-				t.Fatalf("passed = %v, want %v: %s %+v", c.Passed, tt.passed, c.Line, c.Failures)
+				t.Fatalf("passed = %v, want %v: %s %+v", c.Passed, tt.passed, report.CheckLine(c.Line), c.Failures)
 			}
-			got := c.Line
+			got := report.CheckLine(c.Line)
 			if !c.Passed {
-				got = c.Failures[0].Message
+				got = report.FailureMessage(c.Failures[0])
 			} else if !strings.Contains(got, "(11 schedules, caught duplicate-effect in ") {
 				t.Errorf("line %q does not count the schedules that caught it", got)
 			}

@@ -6,6 +6,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
+	"github.com/redeliver/redeliver/pkg/template"
 )
 
 // Failure is one way a check did not hold: an expectation or an invariant.
@@ -17,14 +18,40 @@ type Failure struct {
 	Got      string
 	// Invariant is set when the failure is a broken invariant.
 	Invariant invariant.Name
+	// Message is what the check found; pkg/report words it with what
+	// exploring the check's schedules or repeating its file added:
+	// Explored and Repeated on its first failure, InSchedules on a
+	// failure no schedule answered.
+	Explored *ExploredFailure
+	// InSchedules, on a failure of an explored check that no schedule
+	// answered (a declared violation none broke), is how many ran.
+	InSchedules int
+	Repeated    *RepeatedFailure
+}
+
+// ExploredFailure is how a check explored under several schedules
+// failed: in how many of them, and the first, 1-based, by how its
+// workers were held ("held at after-check, released together").
+type ExploredFailure struct {
+	Schedules, Failed, First int
+	Name                     string
+}
+
+// RepeatedFailure is how a check of a file run several times failed: in
+// how many runs, the first, and in how many runs each invariant broke.
+type RepeatedFailure struct {
+	Runs, Failed, First int
+	Broken              []Tallied
 }
 
 // CheckResult is the outcome of one check.
 type CheckResult struct {
-	Name     string
-	Pos      consumer.Location
-	Passed   bool
-	Line     string // the report line: the check's say, or a plain summary
+	Name   string
+	Pos    consumer.Location
+	Passed bool
+	// Line is what the check's report line says, as facts; pkg/report
+	// words it.
+	Line     Line
 	Failures []Failure
 	// Violations are the invariants this check broke (newly, in this check).
 	Violations []invariant.Violation
@@ -60,6 +87,94 @@ type CheckResult struct {
 	Calls []invariant.Call
 	// boundaries are the statement boundaries a recording run saw.
 	boundaries []Boundary
+}
+
+// Line is what a check's report line says, as facts: the check's say:
+// template with the values of its placeholders, or what its system
+// counted; then what the check's crashes interrupted, and what exploring
+// its schedules or repeating its file added. pkg/report words it.
+type Line struct {
+	// Say is the check's say: template; zero: the line is the Summary.
+	Say template.Template
+	// Values are the values of the counting placeholders Say uses, by
+	// name ({deliveries}, {rows.payments}); {violations} is Caught.
+	Values map[string]int64
+	// Summary is what the system counted, for a check without say.
+	Summary Summary
+	// Caught are the invariants the check broke, each once, in the order
+	// they broke.
+	Caught []invariant.Name
+	// AfterAnswers is the check's crashes when every one came after the
+	// consumer's answers and none while it still worked: they
+	// interrupted nothing (0: not so).
+	AfterAnswers int
+	// Explored is set on a check explored under several schedules that
+	// passed in every one.
+	Explored *Explored
+	// Repeated is set on a check of a file run several times that passed
+	// in every run.
+	Repeated *Repeated
+}
+
+// Summary is what a system counted in a check: its deliveries and
+// tallies, and the effect rows it read when it names them.
+type Summary struct {
+	Deliveries int
+	Tallies    []Tally
+	// Effects, when set, is the effect rows the consumer's database
+	// holds.
+	Effects *Effects
+	// Apart counts the statements of no delivery the database proxy let
+	// through, never crashed at.
+	Apart int
+}
+
+// Tally is one count of a summary: 3 of Word ("duplicate"), or the
+// crashes by when each came against the answer.
+type Tally struct {
+	N    int
+	Word string
+	// Plural: the word takes an s when N is not 1.
+	Plural bool
+	// Crashes, when set, splits N by when each crash came.
+	Crashes *Crashes
+}
+
+// Crashes are crashes by when each came against the consumer's answer:
+// before it, after it, or not known (a broker's instance kills).
+type Crashes struct{ Before, After, Unknown int }
+
+// Effects are the rows read from a consumer's effects: from Table, or
+// from its effects query when Table is empty.
+type Effects struct {
+	Table string
+	Rows  int64
+}
+
+// Explored is what exploring a check's schedules added to its line: how
+// many were run, in how many each invariant broke, and the schedules
+// that tested less than they were meant to.
+type Explored struct {
+	Schedules int
+	Caught    []Tallied
+	// Unreached: schedules whose boundary no worker reached (they ran
+	// unforced); Idle: schedules whose kill came after the answer and
+	// after the delivery's last statement (it interrupted nothing);
+	// Unraced: schedules behind a broker whose hold raced nothing.
+	Unreached, Idle, Unraced int
+}
+
+// Repeated is what running a check's file several times added: the runs,
+// and in how many each invariant broke.
+type Repeated struct {
+	Runs   int
+	Broken []Tallied
+}
+
+// Tallied is an invariant with how many schedules or runs broke it.
+type Tallied struct {
+	Invariant invariant.Name
+	N         int
 }
 
 // Drain is one wait for a broker's consumer to take what was published:

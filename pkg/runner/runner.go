@@ -7,8 +7,11 @@
 // It owns the checks, steps, history, expectations, verdict and the
 // exploration of schedules; the Systems it drives live beside it, the
 // built-in handler's in pkg/builtin and a user's consumer's in
-// pkg/external, and import it. Of this module it imports pkg/scenario,
-// pkg/handler, pkg/consumer, pkg/invariant, pkg/problem and
+// pkg/external, and import it. A check's report line, and how an
+// explored check failed, it keeps as facts (Line, ExploredFailure) that
+// pkg/report words; the sentences of a step's expectations it takes from
+// pkg/report/words. Of this module it imports pkg/scenario, pkg/handler,
+// pkg/consumer, pkg/invariant, pkg/problem, pkg/template and
 // pkg/report/words, and it never links a store, a database driver, a
 // broker client, the built-in handler's System (pkg/builtin), the replay,
 // the renderers (pkg/report) or a user's consumer (pkg/external).
@@ -20,7 +23,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -845,21 +847,22 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// line is the check's report line: its say, or the system's summary; a
-// check whose crashes all came after the consumer's answers says so,
-// whatever its say, so that a PASS does not claim an interrupted delivery.
+// line gathers the facts of the check's report line: its say with the
+// values it uses, or the system's summary; and whether its crashes all
+// came after the consumer's answers, said whatever its say, so that a
+// PASS does not claim an interrupted delivery.
 func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 	cnt := cr.res.Counters
-	var names []string
+	l := Line{Say: c.Say}
 	for _, v := range cr.res.Violations {
-		if !slices.Contains(names, string(v.Invariant)) {
-			names = append(names, string(v.Invariant))
+		if !slices.Contains(l.Caught, v.Invariant) {
+			l.Caught = append(l.Caught, v.Invariant)
 		}
 	}
 	if c.Say.IsZero() {
-		cr.res.Line = cr.sys.Summary(cr.res, names)
+		l.Summary = cr.sys.Summary(cr.res)
 	} else {
-		values := SayValues(cnt, names)
+		l.Values = SayValues(cnt)
 		fields := c.Say.Fields()
 		for _, f := range fields {
 			if t, ok := strings.CutPrefix(f, "rows."); ok {
@@ -867,36 +870,35 @@ func (cr *checkRun) line(ctx context.Context, c *scenario.Check) error {
 				if err != nil {
 					return err
 				}
-				values[f] = strconv.FormatInt(n, 10)
+				l.Values[f] = n
 			}
 		}
-		if err := cr.sys.Say(ctx, cr.res, values, fields); err != nil {
+		if err := cr.sys.Say(ctx, cr.res, l.Values, fields); err != nil {
 			return err
 		}
-		cr.res.Line = c.Say.Expand(func(name string) string { return values[name] })
 	}
 	if cnt.InterruptedNone() {
-		cr.res.Line += "; " + words.NotInterrupted(cnt.Crashed)
+		l.AfterAnswers = cnt.Crashed
 	}
+	cr.res.Line = l
 	return nil
 }
 
-// SayValues are the values of a say line's placeholders
-// (scenario.SayPlaceholders) for a check's counters and the invariants it
-// broke; {charges} and {rows.TABLE} are read from the system by the
-// caller.
-func SayValues(cnt consumer.Counters, violations []string) map[string]string {
-	return map[string]string{
-		"deliveries":        strconv.Itoa(cnt.Deliveries),
-		"effects":           strconv.Itoa(cnt.Effects),
-		"duplicates":        strconv.Itoa(cnt.Duplicates),
-		"conflicts":         strconv.Itoa(cnt.Conflicts),
-		"failures":          strconv.Itoa(cnt.Failed),
-		"crashes":           strconv.Itoa(cnt.Crashed),
-		"violations":        words.List(violations),
-		"charges":           "0",
-		"orphan_charges":    strconv.Itoa(cnt.OrphanCharges),
-		"uncharged_effects": strconv.Itoa(cnt.UnchargedEffects),
-		"key_conflicts":     strconv.Itoa(cnt.KeyConflicts),
+// SayValues are the values of a say line's counting placeholders
+// (scenario.SayPlaceholders, but {violations}, which is Line.Caught) for
+// a check's counters; {charges} and {rows.TABLE} are read from the system
+// by the caller.
+func SayValues(cnt consumer.Counters) map[string]int64 {
+	return map[string]int64{
+		"deliveries":        int64(cnt.Deliveries),
+		"effects":           int64(cnt.Effects),
+		"duplicates":        int64(cnt.Duplicates),
+		"conflicts":         int64(cnt.Conflicts),
+		"failures":          int64(cnt.Failed),
+		"crashes":           int64(cnt.Crashed),
+		"charges":           0,
+		"orphan_charges":    int64(cnt.OrphanCharges),
+		"uncharged_effects": int64(cnt.UnchargedEffects),
+		"key_conflicts":     int64(cnt.KeyConflicts),
 	}
 }

@@ -43,11 +43,12 @@ type System interface {
 	// from what the consumer holds now; it may set the result's
 	// reconciliation and state counters.
 	Judge(ctx context.Context, history []invariant.Record, res *CheckResult) ([]invariant.Violation, error)
-	// Summary is the report line of a check without say.
-	Summary(res *CheckResult, caught []string) string
+	// Summary is what the system counted in a check, for the report
+	// line of a check without say.
+	Summary(res *CheckResult) Summary
 	// Say gives the say placeholders only the system knows a value
 	// (fields lists those the line uses).
-	Say(ctx context.Context, res *CheckResult, values map[string]string, fields []string) error
+	Say(ctx context.Context, res *CheckResult, values map[string]int64, fields []string) error
 	// Total adds a check's counters to the file's.
 	Total(file *consumer.Counters, check consumer.Counters)
 	// Describe names the system in the file's result.

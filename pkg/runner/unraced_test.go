@@ -9,32 +9,32 @@ import (
 )
 
 // TestFoldUnraced: a race behind a broker whose holds raced nothing in
-// some schedules says how many on the check's line; one none of whose
+// some schedules says how many among its line's facts; one none of whose
 // holds raced anything fails, since a pass would claim races that never
 // happened.
 func TestFoldUnraced(t *testing.T) {
 	c := &scenario.Check{Name: "race"}
 	passed := func(unraced int) CheckResult {
-		return CheckResult{Name: "race", Passed: true, Line: "2 deliveries", Counters: consumer.Counters{Unraced: unraced}}
+		return CheckResult{Name: "race", Passed: true, Counters: consumer.Counters{Unraced: unraced}}
 	}
 	plan := make([]schedule, 3)
 	for _, tt := range []struct {
 		name    string
 		results []CheckResult
 		pass    bool
-		line    string
+		unraced int
 	}{
-		{"every hold raced", []CheckResult{passed(0), passed(0), passed(0)}, true, ""},
-		{"one hold raced nothing", []CheckResult{passed(0), passed(1), passed(0)}, true, "1 schedule raced nothing"},
-		{"no hold raced", []CheckResult{passed(0), passed(1), passed(1)}, false, "2 schedules raced nothing"},
+		{"every hold raced", []CheckResult{passed(0), passed(0), passed(0)}, true, 0},
+		{"one hold raced nothing", []CheckResult{passed(0), passed(1), passed(0)}, true, 1},
+		{"no hold raced", []CheckResult{passed(0), passed(1), passed(1)}, false, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := fold(c, plan, tt.results)
 			if got.Passed != tt.pass {
 				t.Errorf("passed = %v, want %v (%+v)", got.Passed, tt.pass, got.Failures)
 			}
-			if tt.line == "" && strings.Contains(got.Line, "raced nothing") || !strings.Contains(got.Line, tt.line) {
-				t.Errorf("line %q, want %q in it", got.Line, tt.line)
+			if e := got.Line.Explored; e == nil || e.Unraced != tt.unraced {
+				t.Errorf("line %+v, want %d schedules unraced in it", got.Line, tt.unraced)
 			}
 			if !tt.pass && (len(got.Failures) == 0 || !strings.Contains(got.Failures[len(got.Failures)-1].Message, "none of the 2 schedules raced the copies")) {
 				t.Errorf("failures %+v, want one saying no schedule raced", got.Failures)

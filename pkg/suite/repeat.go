@@ -6,7 +6,6 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -84,19 +83,19 @@ func foldChecks(tallies []tally, runs int) []runner.CheckResult {
 		c := t.first
 		c.Counters = t.counters
 		c.Passed = t.failed == 0
-		var broken []string
+		var broken []runner.Tallied
 		for _, inv := range invariant.All {
 			if k := t.broken[inv.Name]; k > 0 {
-				broken = append(broken, fmt.Sprintf("%s in %d", inv.Name, k))
+				broken = append(broken, runner.Tallied{Invariant: inv.Name, N: k})
 			}
 		}
 		if c.Passed {
-			c.Line = words.Repeated(c.Line, runs, 0, 0, broken)
+			c.Line.Repeated = &runner.Repeated{Runs: runs, Broken: broken}
 		} else {
 			fs := make([]runner.Failure, 0, len(c.Failures)+1)
 			for i, f := range c.Failures {
 				if i == 0 {
-					f.Message = words.Repeated(f.Message, runs, t.failed, t.firstFailed, broken)
+					f.Repeated = &runner.RepeatedFailure{Runs: runs, Failed: t.failed, First: t.firstFailed, Broken: broken}
 				}
 				fs = append(fs, f)
 			}

@@ -3,7 +3,9 @@
 //
 // Of this module it imports pkg/runner and what it runs files against (the
 // stores pkg/sqlite and pkg/postgres, a user's consumer through
-// pkg/external and pkg/effects), and never the renderers (pkg/report).
+// pkg/external and pkg/effects), and never the renderers (pkg/report) nor
+// their words: a repeated check's line and first failure carry how the
+// runs went as facts (runner.Repeated, runner.RepeatedFailure).
 package suite
 
 import (

@@ -2,9 +2,11 @@
 // not an invariant's (those are worded by the catalogue, package
 // invariant): which step, a failed expectation with what was expected and
 // what came, a check's summary line, a repeated check's tally, the kills
-// of --kill-every and --kill-working. Whatever
-// runs a check — the built-in handler's runner, a user's own consumer's —
-// words what it found here, so one expectation reads the same everywhere.
+// of --kill-every and --kill-working. Whatever runs a check — the
+// built-in handler's runner, a user's own consumer's — words what a step
+// found here, so one expectation reads the same everywhere; a check's
+// line, and how an explored or repeated check failed, only pkg/report
+// words, from the facts the runner keeps.
 //
 // It imports no other package of this module, so that any runner may import
 // it.
