@@ -18,9 +18,11 @@ import (
 // (crash: statements) and right after the payment's commit, the broker
 // redelivering after each kill. The safe consumer passes every boundary
 // (each trial fails unless its kill landed there); marker-after-effect
-// and none (no marker) are caught on seeds 1–3 (behind Kafka, seed 2
-// here), killed after the payment's commit and before the marker's (or
-// with none at all), and the trace shows where. Nothing is left running.
+// and none (its marker's insert unread) are caught on seeds 1–3 (behind
+// Kafka, seed 2 here), killed after the payment's commit and before the
+// marker's (or its insert unread), and the trace shows where — for none,
+// with the broker's redelivery after it, named marker ignored. Nothing
+// is left running.
 func TestBrokerStatementFaults(t *testing.T) {
 	t.Parallel()
 	dbs := statementDBs(t)
@@ -30,6 +32,10 @@ func TestBrokerStatementFaults(t *testing.T) {
 		"invariant duplicate-effect broken: key O-30 has ",
 		"commit → COMMIT ✂ killed here, before the consumer saw the answer",
 		"invariant duplicate-effect broken: key O-31 has ",
+		// The broker's redelivery after the kill follows in the trace:
+		// its marker insert wrote no row, and it paid again.
+		"after the restart, the redelivery:",
+		"why: marker ignored — the killed attempt wrote payments at statement ",
 	}
 	for _, db := range dbs {
 		for bi, b := range []struct {
@@ -58,8 +64,8 @@ func TestBrokerStatementFaults(t *testing.T) {
 				{"marker-after-effect", "1", 1, nil},
 				{"marker-after-effect", "2", 1, nil},
 				{"marker-after-effect", "3", 1, nil},
-				// No marker at all: every kill after the payment's commit
-				// has the redelivery pay again.
+				// The marker's insert unread: every kill after the
+				// payment's commit has the redelivery pay again.
 				{"none", "1", 1, none},
 				{"none", "2", 1, none},
 				{"none", "3", 1, none},

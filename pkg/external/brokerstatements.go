@@ -30,7 +30,7 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 	before, _ := sys.sess.db.Rows(ctx, &key)
 	a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
 		var err error
-		bw, err = sys.sess.brokerWatched(ctx, ev, at)
+		bw, err = sys.sess.brokerWatched(ctx, ev, at, true)
 		c.Rec.Counters().Apart += len(bw.others)
 		return bw.a, err
 	})
@@ -92,7 +92,9 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 		c.Rec.Fail(words.NotReached(what, traceLines(trace), "its broker (it took the message)"))
 		return a, nil
 	}
-	c.Rec.Trace(traced(at))
+	// The redelivery the broker made on its own after the kill follows
+	// the killed attempt's statements, as over HTTP.
+	c.Rec.Trace(withRedelivery(traced(at), statementsOf(bw.again, nil)))
 	return a, nil
 }
 
@@ -113,6 +115,11 @@ type brokerWatch struct {
 	// the statement held never ran, a transaction of it was open, or no
 	// transaction of it had committed yet (see txEnded).
 	inWork bool
+	// again are the statements the restarted instance ran for the
+	// message the broker handed out again after the kill, when the
+	// broker showed no ack before it and a statement of them carried the
+	// delivery's mark.
+	again []sqlproxy.Statement
 }
 
 // ackPoll is how often the broker is asked whether the delivery was
@@ -131,7 +138,10 @@ const ackPoll = 10 * time.Millisecond
 // the instance restarted: the broker hands the message out again as
 // after any crash (JetStream once its AckWait passes, RabbitMQ as soon as
 // the channel closes, Kafka to the member that reads the partition from
-// its last committed offset) — unless it was acked already.
+// its last committed offset) — unless it was acked already. With again,
+// the statements the restarted instance runs for that redelivery are
+// followed too (redelivered), until the broker says the message was
+// taken and the delivery's connections are idle.
 //
 // The ack is seen where the broker shows it to another client: JetStream
 // in the durable's info (nothing pending, nothing awaiting an ack), Kafka
@@ -142,7 +152,7 @@ const ackPoll = 10 * time.Millisecond
 // marks no ack while the instance lives. Once it is killed, a queue with
 // no consumer and nothing ready shows the message was acked before the
 // kill (amqp.Publisher.EmptyOnceGone), and the held statement is marked.
-func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boundary) (brokerWatch, error) {
+func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boundary, again bool) (brokerWatch, error) {
 	var out brokerWatch
 	s.settleBefore(ctx)
 	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
@@ -270,12 +280,64 @@ follow:
 			// after it.
 			out.a.CrashCame, out.a.InWork = AfterAnswer, out.inWork
 		}
+		// The watch of the redelivery is on before the restart: a
+		// broker hands the message to the restarted instance as soon as
+		// it consumes.
+		var next *sqlproxy.Watch
+		if again && !acked {
+			if next, err = s.proxy.Watch(nil, ev.ID, ev.Key); err != nil {
+				return out, err
+			}
+		}
 		if err := owner.Restart(ctx); err != nil {
+			if next != nil {
+				next.Stop()
+			}
 			return out, err
 		}
 		out.a.KilledAt, out.a.Restarted = killed, time.Now()
+		if next != nil {
+			if out.again, err = s.redelivered(ctx, next); err != nil {
+				return out, err
+			}
+		}
 	}
 	return out, nil
+}
+
+// redelivered follows on w the statements the restarted instance runs
+// for the message the broker hands out again, until the broker says the
+// consumer took everything published (as the check's drain does) and
+// the delivery's connections are idle outside a transaction and quiet
+// (answerQuiet), or idleLimit passed. It returns them only where one
+// carried the delivery's mark: unmarked, they cannot be told from
+// another's. A drain that fails is the check's to say, when it drains.
+func (s *Session) redelivered(ctx context.Context, w *sqlproxy.Watch) ([]sqlproxy.Statement, error) {
+	err := s.taken(ctx)
+	if err == nil {
+		w.Answered()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		limit := time.After(idleLimit)
+	follow:
+		for !w.Finished(answerQuiet) {
+			select {
+			case <-tick.C:
+			case <-limit:
+				break follow
+			case <-ctx.Done():
+				break follow
+			}
+		}
+	}
+	stmts := w.Stop()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil || !w.Marked() {
+		return nil, nil
+	}
+	return stmts, nil
 }
 
 // txEnded reports whether a transaction of a delivery killed at at had

@@ -1,8 +1,10 @@
 package external
 
 import (
+	"reflect"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/sqlproxy"
 )
 
@@ -62,6 +64,32 @@ func TestTxEnded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := txEnded(tt.trace, &tt.at); got != tt.want {
 				t.Errorf("txEnded at %s = %v, want %v", tt.at, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWithRedelivery: the redelivery's statements follow the killed
+// attempt's, each marked as the redelivery's, the killed attempt's left
+// as they were; with none, the trace is the killed attempt's.
+func TestWithRedelivery(t *testing.T) {
+	killed := func() []consumer.Statement {
+		return []consumer.Statement{{Text: "begin"}, {Text: "commit", Held: true}}
+	}
+	for _, tt := range []struct {
+		name  string
+		again []consumer.Statement
+		want  []consumer.Statement
+	}{
+		{"none", nil, killed()},
+		{"two", []consumer.Statement{{Text: "INSERT INTO processed_messages"}, {Text: "INSERT INTO payments"}}, []consumer.Statement{
+			{Text: "begin"}, {Text: "commit", Held: true},
+			{Text: "INSERT INTO processed_messages", Redelivery: true}, {Text: "INSERT INTO payments", Redelivery: true},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := withRedelivery(killed(), tt.again); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("withRedelivery = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

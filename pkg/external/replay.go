@@ -477,7 +477,7 @@ func (r *replayer) killWorking(ctx context.Context, j job, ev Event) error {
 	sent := time.Now()
 	var bw brokerWatch
 	if err == nil {
-		bw, err = r.sess.brokerWatched(ctx, ev, at)
+		bw, err = r.sess.brokerWatched(ctx, ev, at, false)
 	}
 	r.crash.Unlock()
 	if err != nil {

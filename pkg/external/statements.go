@@ -564,15 +564,23 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 		return again.a, err
 	})
 	if len(again.trace) > 0 {
-		// Its answer is not marked: a trace marks one, the killed
-		// attempt's.
 		stmts := sys.sess.withCalls(statementsOf(again.trace, nil), again.trace, ev.ID, calledAgain, time.Time{}, "")
-		for i := range stmts {
-			stmts[i].Redelivery = true
-		}
-		c.Rec.Trace(append(killed, stmts...))
+		c.Rec.Trace(withRedelivery(killed, stmts))
 	}
 	return a, err
+}
+
+// withRedelivery is a killed attempt's statements followed by those of
+// the redelivery after the kill, marked as the redelivery's. Its answer
+// is not marked: a trace marks one, the killed attempt's.
+func withRedelivery(killed, again []consumer.Statement) []consumer.Statement {
+	if len(again) == 0 {
+		return killed
+	}
+	for i := range again {
+		again[i].Redelivery = true
+	}
+	return append(killed, again...)
 }
 
 // stallLimit bounds how long a race holds a worker when the others
