@@ -233,35 +233,27 @@ func idempotencyKey(s stmt) (column string, key *string, ok bool) {
 // tuple reads the values of a VALUES tuple whose "(" came before s, to
 // its ")": each value's text, and what follows the ")".
 func tuple(s string) (values []string, rest string, ok bool) {
-	depth, from := 0, 0
-	quote := byte(0)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"' || c == '`':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')' && depth > 0:
-			depth--
-		case c == ')':
-			return append(values, s[from:i]), s[i+1:], true
-		case c == ',' && depth == 0:
-			values = append(values, s[from:i])
-			from = i + 1
-		}
+	values, end, closed := list(s, false)
+	if !closed {
+		return nil, "", false
 	}
-	return nil, "", false
+	return values, s[end+1:], true
 }
 
 // selectList reads the values of an INSERT … SELECT's select list, s
 // the text after its SELECT: each value's text, to the first FROM,
-// WHERE or other clause outside parentheses and quotes, or the end.
+// WHERE or other clause outside parentheses and quotes, a ";", or the
+// end.
 func selectList(s string) (values []string, ok bool) {
+	values, _, closed := list(s, true)
+	return values, values != nil && !closed
+}
+
+// list splits s at its commas outside parentheses and quotes, up to a
+// ")" that closes none of them (closed, at end) or, with clauses, a ";",
+// a clause keyword after a space, or the end of s; nil when s ends
+// inside a quote or parentheses.
+func list(s string, clauses bool) (values []string, end int, closed bool) {
 	depth, from := 0, 0
 	quote := byte(0)
 	for i := 0; i < len(s); i++ {
@@ -278,23 +270,20 @@ func selectList(s string) (values []string, ok bool) {
 		case c == ')' && depth > 0:
 			depth--
 		case c == ')':
-			return nil, false
+			return append(values, s[from:i]), i, true
 		case depth > 0:
 		case c == ',':
 			values = append(values, s[from:i])
 			from = i + 1
-		case c == ';':
-			return append(values, s[from:i]), true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			if clauseAt(s[i+1:]) {
-				return append(values, s[from:i]), true
-			}
+		case !clauses:
+		case c == ';', (c == ' ' || c == '\t' || c == '\n' || c == '\r') && clauseAt(s[i+1:]):
+			return append(values, s[from:i]), i, false
 		}
 	}
-	if quote != 0 || depth != 0 {
-		return nil, false
+	if !clauses || quote != 0 || depth != 0 {
+		return nil, len(s), false
 	}
-	return append(values, s[from:]), true
+	return append(values, s[from:]), len(s), false
 }
 
 // clauseAt reports whether s starts with a keyword that ends a select
