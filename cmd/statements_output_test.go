@@ -22,18 +22,7 @@ func TestStatementTraceInReports(t *testing.T) {
 		{Worker: 2, Text: "INSERT INTO payments VALUES ($1) -- </failure><x>\x1b[31m", Answer: "INSERT 0 1"},
 		{Worker: 2, Text: "commit", Answer: "COMMIT", Held: true},
 	}
-	v := invariant.Violation{Invariant: "duplicate-effect", EventID: "evt-1", Detail: "key O-1 has 2 rows in payments"}
-	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
-		Checks: []runner.CheckResult{{Name: "raced", Line: said("2 deliveries"), Trace: trace, Violations: []invariant.Violation{v},
-			Failures: []runner.Failure{{Step: 1, Pos: consumer.Location{File: "s.yaml", Line: 9, Col: 9}, Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: "duplicate-effect"}}}}}
-	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 2}
-	render := func(f report.Format) string {
-		var b bytes.Buffer
-		if err := report.Render(&b, f, run, report.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
+	render := tracedCheck(t, "raced", "2 deliveries", trace, 2)
 	text := render(report.FormatText)
 	for _, want := range []string{"statements of the delivery:", "worker 1: 1. SELECT payload FROM processed WHERE id = $1 → 0 rows ⏸ answer held here", "worker 2: 3. commit → COMMIT ✂ killed here"} {
 		if !strings.Contains(text, want) {
@@ -148,18 +137,7 @@ func TestRedeliveryInReports(t *testing.T) {
 		{Worker: 1, Text: "INSERT INTO processed VALUES ($1) ON CONFLICT DO NOTHING", Answer: "INSERT 0 0", Extended: true, Sync: 1, Redelivery: true, Params: []consumer.Param{{Text: "evt-1"}, {Null: true}, {Text: "00ff", Undecoded: true}}},
 		{Worker: 1, Text: "commit", Answer: "COMMIT", Redelivery: true},
 	}
-	v := invariant.Violation{Invariant: "duplicate-effect", EventID: "evt-1", Detail: "key O-1 has 2 rows in payments"}
-	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
-		Checks: []runner.CheckResult{{Name: "one payment", Line: said("1 delivery"), Trace: trace, Violations: []invariant.Violation{v},
-			Failures: []runner.Failure{{Step: 1, Pos: consumer.Location{File: "s.yaml", Line: 9, Col: 9}, Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: "duplicate-effect"}}}}}
-	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: 1}
-	render := func(f report.Format) string {
-		var b bytes.Buffer
-		if err := report.Render(&b, f, run, report.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
+	render := tracedCheck(t, "one payment", "1 delivery", trace, 1)
 	text := render(report.FormatText)
 	if want := "✂ killed here, before the consumer saw the answer\n  after the restart, the redelivery:\n    4. begin → BEGIN\n"; !strings.Contains(text, want) {
 		t.Errorf("text lacks %q:\n%s", want, text)
@@ -186,5 +164,24 @@ func TestRedeliveryInReports(t *testing.T) {
 	}
 	if html := render(report.FormatHTML); !strings.Contains(html, "<td>after the restart, the redelivery:</td>") {
 		t.Errorf("the HTML statements table lacks the redelivery's row")
+	}
+}
+
+// tracedCheck renders, in a format it is given, a target run of one
+// check named name, whose line says line, that broke duplicate-effect
+// with trace, run by workers workers.
+func tracedCheck(t *testing.T, name, line string, trace []consumer.Statement, workers int) func(report.Format) string {
+	t.Helper()
+	v := invariant.Violation{Invariant: "duplicate-effect", EventID: "evt-1", Detail: "key O-1 has 2 rows in payments"}
+	fr := &runner.FileResult{File: "s.yaml", Name: "s", Strategy: "target", Target: "POST http://127.0.0.1:1/e (structured)", Effects: "table payments (key order_id) in PostgreSQL 127.0.0.1:5432/test",
+		Checks: []runner.CheckResult{{Name: name, Line: said(line), Trace: trace, Violations: []invariant.Violation{v},
+			Failures: []runner.Failure{{Step: 1, Pos: consumer.Location{File: "s.yaml", Line: 9, Col: 9}, Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: "duplicate-effect"}}}}}
+	run := &report.Run{Command: "run", Files: []*runner.FileResult{fr}, Store: report.StoreTarget, Workers: workers}
+	return func(f report.Format) string {
+		var b bytes.Buffer
+		if err := report.Render(&b, f, run, report.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
 	}
 }
