@@ -168,8 +168,9 @@ func checkDiagnoses(t *testing.T, o outcome, pattern string, must []string) {
 // MySQL by turns, its seed turning 1, 2, 3 along the rows (18 runs);
 // make test the rows of those no other of its tests shows
 // (brokerDiagnosisQuick); REDELIVER_TEST_HEAVY=all every row on both
-// databases on seeds 1–3 (108 runs, too long for CI's hour). The database or broker a row needs and the machine lacks
-// skips that row, saying so (under CI it fails, as elsewhere).
+// databases on seeds 1–3 (108 runs, too long for CI's hour). The database
+// or broker a row needs and the machine lacks skips that row, saying so
+// (under CI it fails, as elsewhere).
 func TestDiagnosisBehindEachBroker(t *testing.T) {
 	t.Parallel()
 	bin := buildConsumer(t)
@@ -263,8 +264,7 @@ func TestDiagnosisBehindEachBroker(t *testing.T) {
 // behind a broker. TestBrokerStatementFaults asserts the safe consumer's
 // pass and marker-after-effect's "why: effect and marker apart" behind
 // JetStream and RabbitMQ, TestBrokerStatementFaultsAfterAck
-// ack-before-commit's why and its ack mark behind both; left here are check-then-act's race
-// behind JetStream and RabbitMQ, commit-before-work behind Kafka, and
+// ack-before-commit's why and its ack mark behind both; left here are
 // check-then-act's race behind JetStream and RabbitMQ, and
 // commit-before-work behind Kafka (which also shows make test the kills at
 // statements behind Kafka, and the offset commit marked).
