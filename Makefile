@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/redeliver/redeliver/cmd.version=$(VERSION) -X github.com/redeliver/redeliver/cmd.commit=$(COMMIT)
 
-.PHONY: build examples run test test-heavy bench bench-runner bench-go bench-variants lint fuzz clean
+.PHONY: build examples run test test-heavy bench bench-runner bench-go bench-variants lint fuzz clean cross
 
 build: ## build bin/redeliver
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -80,10 +80,19 @@ test: ## vet, then the quick tier of every test with the race detector
 	$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE)
 
-test-heavy: ## the heavy tier: every seed, both databases' twins, the broker matrices
+test-heavy: cross ## the heavy tier: the builds for other systems, every seed, both databases' twins, the broker matrices
 	@$(TEST_DBS); \
 	echo "REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS)"; \
 	REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS)
+
+# What only Linux or Unix has (the supervisor and /proc, process groups,
+# file locks, a child's peak memory) sits behind build tags, with a
+# stand-in elsewhere that says what it cannot do: the module must build for
+# Windows and macOS too. From a cold cache each build takes minutes (most
+# of it modernc.org/sqlite), so it runs in the heavy tier, not make test.
+cross: ## the module built for Windows and macOS
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build ./...
+	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build ./...
 
 # The Node.js peer replay is compared with (docs/peer), installed outside
 # the repository: cp -r docs/peer DIR && (cd DIR && npm install).

@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -181,22 +180,5 @@ func TestRunnersMakeNoReportLine(t *testing.T) {
 				return true
 			})
 		}
-	}
-}
-
-// TestBuildsOnEveryOS: the module builds for Windows and macOS as well as
-// Linux. What only Linux has (the supervisor, /proc, process groups, file
-// locks, the peak memory of a child) sits behind build tags, and a feature
-// that cannot work elsewhere says so instead of failing to compile.
-func TestBuildsOnEveryOS(t *testing.T) {
-	t.Parallel()
-	for _, goos := range []string{"windows", "darwin"} {
-		t.Run(goos, func(t *testing.T) {
-			c := exec.Command("go", "build", "./...")
-			c.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=0")
-			if out, err := c.CombinedOutput(); err != nil {
-				t.Fatalf("GOOS=%s go build ./...: %v\n%s", goos, err, out)
-			}
-		})
 	}
 }
