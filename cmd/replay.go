@@ -67,15 +67,8 @@ type ReplayOptions struct {
 	Changed map[string]bool
 }
 
-// NewCmdReplay builds redeliver replay on the given streams. Its RunE fills
-// a ReplayOptions from the arguments and flags and checks it; then it
-// calls runF with it, or, when runF is nil, replays the captures.
-func NewCmdReplay(s *Streams, runF func(*ReplayOptions) error) *cobra.Command {
-	o := &ReplayOptions{IO: s}
-	c := &cobra.Command{
-		Use:   "replay LOG|nats://HOST:PORT/STREAM|kafka://HOST:PORT/TOPIC...",
-		Short: "Replay captured event logs with injected duplicates and faults",
-		Long: `Replay captured event logs through the handler, streaming them, and inject the
+// replayLong is replay's help.
+const replayLong = `Replay captured event logs through the handler, streaming them, and inject the
 duplicates real brokers make. The report says what the capture holds (repeated
 ids, ids reused with a different payload, business keys under several ids), what
 was injected, what the handler did, which invariants broke, and the --seed value:
@@ -147,7 +140,17 @@ finding; TAP has a test point for each. A broken
 invariant names its first examples and the capture lines that delivered
 them, and its GitHub annotation points at the first of those lines.
 
-` + exitHelp,
+` + exitHelp
+
+// NewCmdReplay builds redeliver replay on the given streams. Its RunE fills
+// a ReplayOptions from the arguments and flags and checks it; then it
+// calls runF with it, or, when runF is nil, replays the captures.
+func NewCmdReplay(s *Streams, runF func(*ReplayOptions) error) *cobra.Command {
+	o := &ReplayOptions{IO: s}
+	c := &cobra.Command{
+		Use:   "replay LOG|nats://HOST:PORT/STREAM|kafka://HOST:PORT/TOPIC...",
+		Short: "Replay captured event logs with injected duplicates and faults",
+		Long:  replayLong,
 		Example: `  redeliver replay capture.ndjson
   redeliver replay --target target.yaml --redeliver 0.1 --crash 0.01 --parallel 4 capture.ndjson
   redeliver replay --strategy none --redeliver 0.3 --emit-scenario repro.yaml capture.ndjson
@@ -172,7 +175,12 @@ them, and its GitHub annotation points at the first of those lines.
 			return runReplay(o)
 		}),
 	}
-	f := c.Flags()
+	replayFlags(c.Flags(), o)
+	return c
+}
+
+// replayFlags defines replay's flags on f, into o.
+func replayFlags(f *pflag.FlagSet, o *ReplayOptions) {
 	f.StringVar(&o.DB, "db", ":memory:", "database: :memory: or a file (kept; replaying onto it again resumes)")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for every injected fault")
 	f.StringVar(&o.Input, "input", "auto", "capture format: auto, cloudevents, kcat, sqs, nats or ndjson")
@@ -204,7 +212,6 @@ them, and its GitHub annotation points at the first of those lines.
 	f.Float64Var(&o.KillWorking, "kill-working", 0, "with a broker --target through the effects proxy: for each delivery, with this probability drawn from --seed, SIGKILL the instance working on it at a boundary of its statements, and restart it")
 	f.StringVar(&o.LogDir, "logs", "", "with a --target that starts the consumer: keep each instance's stdout and stderr in DIR, one file per instance and start (default with --report FORMAT=FILE: consumer-logs beside the first report)")
 	addOutputFlags(f, &o.Output)
-	return c
 }
 
 // validate refuses the flag values that need no I/O to be found wrong,

@@ -480,68 +480,90 @@ func (d *DB) eachRow(ctx context.Context, key *string, f func(Row) error) error 
 			d.found.Store(true)
 		}
 	}
-	q := d.spec.Query
-	var args []any
-	what := "the effects query"
-	keyCol, eventCol := "key", "event"
-	if q == "" {
-		what = "the effects table " + d.spec.Table
-		keyCol, eventCol = d.spec.Key, d.spec.Event
-		q = "SELECT * FROM " + d.quote(d.spec.Table)
-		if key != nil {
-			switch d.kind {
-			case Postgres:
-				q += " WHERE " + d.quote(keyCol) + "::text = $1"
-			default:
-				q += " WHERE " + d.quote(keyCol) + " = ?"
-			}
-			args = append(args, *key)
-		}
-	}
-	var rows *sql.Rows
-	var err error
-	if d.spec.Query != "" {
-		if at := d.spec.QueryPos.String(); at != "" {
-			what = "the effects query (" + at + ")"
-		}
-		var done func()
-		if key != nil {
-			// Only the key's rows: the query is filtered as a subquery,
-			// so a redelivery reads its key, not the whole table. A query
-			// that cannot be a subquery is read whole and filtered here.
-			rows, done, err = d.readOnly(ctx, d.keyQuery(q), *key)
-			if err != nil && ctx.Err() == nil && !wrote(err) {
-				if done != nil {
-					done()
-				}
-				rows, done, err = d.readOnly(ctx, q)
-			}
-		} else {
-			rows, done, err = d.readOnly(ctx, q)
-		}
-		if done != nil {
-			defer done()
-		}
-	} else {
-		rows, err = d.query(ctx, d.db, q, args...)
+	src := d.rowSource()
+	rows, done, err := d.openRows(ctx, key, src)
+	if done != nil {
+		defer done()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return d.readError(what, err)
+		return d.readError(src.what, err)
 	}
 	defer rows.Close()
+	return d.scanRows(ctx, rows, src, key, f)
+}
+
+// rowSource is where the effect rows are read from, as a message says it
+// ("the effects table payments"), and the names of their key and event
+// columns.
+type rowSource struct {
+	what, keyCol, eventCol string
+}
+
+func (d *DB) rowSource() rowSource {
+	if d.spec.Query == "" {
+		return rowSource{what: "the effects table " + d.spec.Table, keyCol: d.spec.Key, eventCol: d.spec.Event}
+	}
+	what := "the effects query"
+	if at := d.spec.QueryPos.String(); at != "" {
+		what = "the effects query (" + at + ")"
+	}
+	return rowSource{what: what, keyCol: "key", eventCol: "event"}
+}
+
+// openRows runs the read of the effect rows, or with key set, of that
+// key's: the table's, or the effects query's (done, when not nil, ends
+// its read-only transaction).
+func (d *DB) openRows(ctx context.Context, key *string, src rowSource) (rows *sql.Rows, done func(), err error) {
+	if d.spec.Query == "" {
+		q := "SELECT * FROM " + d.quote(d.spec.Table)
+		var args []any
+		if key != nil {
+			switch d.kind {
+			case Postgres:
+				q += " WHERE " + d.quote(src.keyCol) + "::text = $1"
+			default:
+				q += " WHERE " + d.quote(src.keyCol) + " = ?"
+			}
+			args = append(args, *key)
+		}
+		rows, err = d.query(ctx, d.db, q, args...)
+		return rows, nil, err
+	}
+	q := d.spec.Query
+	if key == nil {
+		return d.readOnly(ctx, q)
+	}
+	// Only the key's rows: the query is filtered as a subquery, so a
+	// redelivery reads its key, not the whole table. A query that cannot
+	// be a subquery is read whole and filtered here.
+	rows, done, err = d.readOnly(ctx, d.keyQuery(q), *key)
+	if err != nil && ctx.Err() == nil && !wrote(err) {
+		if done != nil {
+			done()
+		}
+		rows, done, err = d.readOnly(ctx, q)
+	}
+	return rows, done, err
+}
+
+// scanRows calls f with each row of rows (with key set, each of that
+// key), its columns checked first: the key's, the event's, and those
+// ignore_columns names.
+func (d *DB) scanRows(ctx context.Context, rows *sql.Rows, src rowSource, key *string, f func(Row) error) error {
+	what := src.what
 	cols, err := rows.Columns()
 	if err != nil {
 		return errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
 	}
 	ki, ei := -1, -1
 	for i, c := range cols {
-		if strings.EqualFold(c, keyCol) {
+		if strings.EqualFold(c, src.keyCol) {
 			ki = i
 		}
-		if eventCol != "" && strings.EqualFold(c, eventCol) {
+		if src.eventCol != "" && strings.EqualFold(c, src.eventCol) {
 			ei = i
 		}
 	}
@@ -549,10 +571,10 @@ func (d *DB) eachRow(ctx context.Context, key *string, f func(Row) error) error 
 		if d.spec.Query != "" {
 			return errorf("the effects query returns no column named key (it returns %s); write SELECT your_key_column AS key …", strings.Join(cols, ", "))
 		}
-		return errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, keyCol, strings.Join(cols, ", "))
+		return errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, src.keyCol, strings.Join(cols, ", "))
 	}
-	if eventCol != "" && ei < 0 && d.spec.Query == "" {
-		return errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, eventCol, strings.Join(cols, ", "))
+	if src.eventCol != "" && ei < 0 && d.spec.Query == "" {
+		return errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, src.eventCol, strings.Join(cols, ", "))
 	}
 	keep, err := d.compared(cols, what)
 	if err != nil {

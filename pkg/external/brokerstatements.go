@@ -153,156 +153,190 @@ const ackPoll = 10 * time.Millisecond
 // no consumer and nothing ready shows the message was acked before the
 // kill (amqp.Publisher.EmptyOnceGone), and the held statement is marked.
 func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boundary, again bool) (brokerWatch, error) {
-	var out brokerWatch
 	s.settleBefore(ctx)
 	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
 	if err != nil {
-		return out, err
+		return brokerWatch{}, err
 	}
-	out.a = s.dl.Deliver(ctx, ev, nil)
-	if out.a.Err != nil {
+	f := &brokerFollowing{s: s, w: w, ackWord: s.ackWord()}
+	f.out.a = s.dl.Deliver(ctx, ev, nil)
+	if f.out.a.Err != nil {
 		w.Stop()
-		return out, nil
+		return f.out, nil
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	drained := make(chan error, 1)
-	go func() { drained <- s.takenEvery(dctx, ackPoll) }()
-	ackWord := s.ackWord()
-	// seen is closed on the first look that shows the ack: the drain
-	// waits for a second one.
-	var seen chan struct{}
-	if ackWord != "" {
-		seen = make(chan struct{})
-		go func() {
-			for !s.ackedNow(dctx) {
-				select {
-				case <-dctx.Done():
-					return
-				case <-time.After(ackPoll):
-				}
-			}
-			close(seen)
-		}()
-	}
-	ticker := time.NewTicker(5 * time.Millisecond)
-	defer ticker.Stop()
-	var tick, limit <-chan time.Time
-	acked := false
-	// took: the broker says the consumer took the message; its
-	// statements are followed from now on until its work is over.
-	took := func() {
-		w.Answered()
-		if tick == nil {
-			tick, limit = ticker.C, time.After(idleLimit)
-		}
+	f.watchAck(dctx)
+	err = f.follow(ctx)
+	if err != nil {
+		w.Cut()
+		w.Stop()
+		return f.out, err
 	}
 	var killed time.Time
 	var open bool
 	var owner *proc.Process // the instance that holds the connection
+	if f.out.reached {
+		cancel()
+		if f.drained != nil {
+			<-f.drained
+		}
+		if !f.acked && f.ackWord != "" && s.ackedNow(ctx) {
+			// The held instance can ack nothing more: an ack the
+			// broker shows now came before the held statement.
+			f.ack(f.ackWord)
+		}
+		open = w.InTransaction()
+		if owner = s.holder(w); owner == nil {
+			w.Cut()
+			w.Stop()
+			return f.out, s.unowned()
+		}
+		owner.Kill()
+		killed = time.Now()
+		w.Cut()
+		if !f.acked && s.t.AMQP != nil {
+			if empty, known := s.emptyOnceGone(ctx); known && empty {
+				f.ack("acked at the latest")
+				f.out.ackAtKill = true
+			}
+		}
+	}
+	out := f.out
+	out.trace = w.Stop()
+	out.others, out.marked = w.Others(), w.Marked()
+	if !out.reached {
+		return out, nil
+	}
+	out.inWork = !at.After || open || !txEnded(out.trace, at)
+	out.a.Crashed, out.a.CrashCame = true, Unknown
+	if f.acked {
+		// The broker showed the ack before the hold: the kill came
+		// after it.
+		out.a.CrashCame, out.a.InWork = AfterAnswer, out.inWork
+	}
+	// The watch of the redelivery is on before the restart: a broker
+	// hands the message to the restarted instance as soon as it
+	// consumes.
+	var next *sqlproxy.Watch
+	if again && !f.acked {
+		if next, err = s.proxy.Watch(nil, ev.ID, ev.Key); err != nil {
+			return out, err
+		}
+	}
+	if err := owner.Restart(ctx); err != nil {
+		if next != nil {
+			next.Stop()
+		}
+		return out, err
+	}
+	out.a.KilledAt, out.a.Restarted = killed, time.Now()
+	if next != nil {
+		if out.again, err = s.redelivered(ctx, next); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// brokerFollowing is one delivery of brokerWatched while the proxy
+// follows it: the drain of the broker's queue (drained, nil once it
+// answered), the first look that shows the ack (seen), and what it saw.
+type brokerFollowing struct {
+	s       *Session
+	w       *sqlproxy.Watch
+	ackWord string // the broker's word for an ack; "": it shows none
+	acked   bool
+	drained chan error
+	seen    chan struct{}
+	// tick and limit run once the consumer took the message.
+	ticker      *time.Ticker
+	tick, limit <-chan time.Time
+	out         brokerWatch
+}
+
+func (f *brokerFollowing) ack(said string) { f.acked, f.out.said = true, said }
+
+// watchAck starts the drain, and, where the broker shows acks, the looks
+// for the ack: seen is closed on the first that shows it, and the drain
+// waits for a second one.
+func (f *brokerFollowing) watchAck(ctx context.Context) {
+	f.drained = make(chan error, 1)
+	go func() { f.drained <- f.s.takenEvery(ctx, ackPoll) }()
+	if f.ackWord == "" {
+		return
+	}
+	f.seen = make(chan struct{})
+	go func() {
+		for !f.s.ackedNow(ctx) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(ackPoll):
+			}
+		}
+		close(f.seen)
+	}()
+}
+
+// took: the broker says the consumer took the message; its statements
+// are followed from now on until its work is over.
+func (f *brokerFollowing) took() {
+	f.w.Answered()
+	if f.tick == nil {
+		f.tick, f.limit = f.ticker.C, time.After(idleLimit)
+	}
+}
+
+// follow waits until the delivery is held at the watched boundary or,
+// once the consumer took the message, its statements are over
+// (answerQuiet) or idleLimit passed; not held, it waits for the drain's
+// second look and for what the consumer still runs.
+func (f *brokerFollowing) follow(ctx context.Context) error {
+	f.ticker = time.NewTicker(5 * time.Millisecond)
+	defer f.ticker.Stop()
+	var err error
 follow:
 	for {
 		select {
-		case <-w.Held():
-			out.reached = true
+		case <-f.w.Held():
+			f.out.reached = true
 			break follow
-		case <-seen:
-			seen = nil
-			acked, out.said = true, ackWord
-			took()
-		case err = <-drained:
+		case <-f.seen:
+			f.seen = nil
+			f.ack(f.ackWord)
+			f.took()
+		case err = <-f.drained:
 			if err != nil {
 				break follow
 			}
-			drained = nil
-			if ackWord != "" && !acked {
-				acked, out.said = true, ackWord
+			f.drained = nil
+			if f.ackWord != "" && !f.acked {
+				f.ack(f.ackWord)
 			}
-			took()
-		case <-tick:
-			if w.Finished(answerQuiet) {
+			f.took()
+		case <-f.tick:
+			if f.w.Finished(answerQuiet) {
 				break follow
 			}
-		case <-limit:
+		case <-f.limit:
 			break follow
 		case <-ctx.Done():
 			err = ctx.Err()
 			break follow
 		}
 	}
-	if err == nil && !out.reached && drained != nil {
+	if err == nil && !f.out.reached && f.drained != nil {
 		// Followed to its end from the first look that showed the ack:
 		// the drain has its second look to make.
-		err = <-drained
+		err = <-f.drained
 	}
-	if err == nil && !out.reached {
+	if err == nil && !f.out.reached {
 		// What the consumer still runs (given up following, or not the
 		// delivery's) is waited out before the effects are read.
-		err = s.quiet(ctx)
+		err = f.s.quiet(ctx)
 	}
-	if err != nil {
-		w.Cut()
-		w.Stop()
-		return out, err
-	}
-	if out.reached {
-		cancel()
-		if drained != nil {
-			<-drained
-		}
-		if !acked && ackWord != "" && s.ackedNow(ctx) {
-			// The held instance can ack nothing more: an ack the
-			// broker shows now came before the held statement.
-			acked, out.said = true, ackWord
-		}
-		open = w.InTransaction()
-		if owner = s.holder(w); owner == nil {
-			w.Cut()
-			w.Stop()
-			return out, s.unowned()
-		}
-		owner.Kill()
-		killed = time.Now()
-		w.Cut()
-		if !acked && s.t.AMQP != nil {
-			if empty, known := s.emptyOnceGone(ctx); known && empty {
-				acked, out.said, out.ackAtKill = true, "acked at the latest", true
-			}
-		}
-	}
-	out.trace = w.Stop()
-	out.others, out.marked = w.Others(), w.Marked()
-	if out.reached {
-		out.inWork = !at.After || open || !txEnded(out.trace, at)
-		out.a.Crashed, out.a.CrashCame = true, Unknown
-		if acked {
-			// The broker showed the ack before the hold: the kill came
-			// after it.
-			out.a.CrashCame, out.a.InWork = AfterAnswer, out.inWork
-		}
-		// The watch of the redelivery is on before the restart: a
-		// broker hands the message to the restarted instance as soon as
-		// it consumes.
-		var next *sqlproxy.Watch
-		if again && !acked {
-			if next, err = s.proxy.Watch(nil, ev.ID, ev.Key); err != nil {
-				return out, err
-			}
-		}
-		if err := owner.Restart(ctx); err != nil {
-			if next != nil {
-				next.Stop()
-			}
-			return out, err
-		}
-		out.a.KilledAt, out.a.Restarted = killed, time.Now()
-		if next != nil {
-			if out.again, err = s.redelivered(ctx, next); err != nil {
-				return out, err
-			}
-		}
-	}
-	return out, nil
+	return err
 }
 
 // redelivered follows on w the statements the restarted instance runs

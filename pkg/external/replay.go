@@ -364,99 +364,106 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 	}
 	switch fault {
 	case inject.Concurrent:
-		r.mu.Lock()
-		r.injected.Concurrent++
-		r.mu.Unlock()
-		var wg sync.WaitGroup
-		answers := make([]Answer, 2)
-		spans := make([]invariant.Span, 2)
-		r.crash.RLock()
-		for i := range answers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				spans[i].Sent, spans[i].Lane = time.Now(), i+1
-				answers[i] = r.sess.deliver(ctx, ev, nil)
-				spans[i].Answered = time.Now()
-			}()
-		}
-		wg.Wait()
-		r.crash.RUnlock()
-		var last Answer
-		for i, a := range answers {
-			if err := r.sess.harnessError(a, ev, false); err != nil {
-				return err
-			}
-			if _, err := r.record(ctx, j, ev, a, spans[i]); err != nil {
-				return err
-			}
-			if a.Kind != Unacked {
-				return nil
-			}
-			last = a
-		}
-		// Neither took it: the broker redelivers.
-		return r.redeliver(ctx, j, ev, last)
+		return r.concurrent(ctx, j, ev)
 	case inject.Crash:
-		var a Answer
-		var err error
-		r.crash.Lock()
-		seen, judged, before, read, err := r.rowsBefore(ctx, j, ev)
-		if err != nil {
-			r.crash.Unlock()
-			return err
-		}
-		sent := time.Now()
-		if r.sess.proxy != nil {
-			// Through the proxy the kill lands at a statement boundary
-			// drawn from --seed and the position: the same on a rerun.
-			var stmts []consumer.Statement
-			a, stmts, err = r.sess.crashAtStatement(ctx, ev, statementBoundary(r.o.Seed, j.pos))
-			r.traces.keep(ev.ID, stmts)
-		} else {
-			a, err = r.sess.crash(ctx, ev, crashDelay(r.sess.t.Timeout(), r.o.Seed, j.pos))
-		}
-		// Read while the crash still holds the others back: what changed
-		// is this delivery's.
-		var after []effects.Row
-		if err == nil && read {
-			if after, err = r.sess.db.Rows(ctx, &j.key); err != nil && !seen {
-				read, err = false, nil // the consumer has not created its table yet
-			}
-		}
-		r.crash.Unlock()
-		if err != nil {
-			return err
-		}
-		a.Crashed = true
-		r.mu.Lock()
-		r.injected.Crashed++
-		r.mu.Unlock()
-		if err := r.sess.harnessError(a, ev, true); err != nil {
-			return err
-		}
-		span := invariant.Span{Sent: sent, Answered: time.Now(), Crash: string(a.CrashCame), Killed: a.KilledAt, Restarted: a.Restarted}
-		if span.Crash == "" {
-			span.Crash = "unknown"
-		}
-		d, err := r.record(ctx, j, ev, a, span)
-		if err != nil {
-			return err
-		}
-		if read {
-			r.committedBy(d, judged, before, after)
-		}
-		return r.redeliver(ctx, j, ev, a)
-	case inject.Redeliver:
-		a, err := r.one(ctx, j, ev, true)
-		if err != nil {
-			return err
-		}
-		return r.redeliver(ctx, j, ev, a)
+		return r.crashed(ctx, j, ev)
 	}
-	a, err := r.one(ctx, j, ev, false)
+	a, err := r.one(ctx, j, ev, fault == inject.Redeliver)
 	if err != nil {
 		return err
+	}
+	return r.redeliver(ctx, j, ev, a)
+}
+
+// concurrent delivers ev twice at once; when neither took it, the broker
+// redelivers.
+func (r *replayer) concurrent(ctx context.Context, j job, ev Event) error {
+	r.mu.Lock()
+	r.injected.Concurrent++
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	answers := make([]Answer, 2)
+	spans := make([]invariant.Span, 2)
+	r.crash.RLock()
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			spans[i].Sent, spans[i].Lane = time.Now(), i+1
+			answers[i] = r.sess.deliver(ctx, ev, nil)
+			spans[i].Answered = time.Now()
+		}()
+	}
+	wg.Wait()
+	r.crash.RUnlock()
+	var last Answer
+	for i, a := range answers {
+		if err := r.sess.harnessError(a, ev, false); err != nil {
+			return err
+		}
+		if _, err := r.record(ctx, j, ev, a, spans[i]); err != nil {
+			return err
+		}
+		if a.Kind != Unacked {
+			return nil
+		}
+		last = a
+	}
+	// Neither took it: the broker redelivers.
+	return r.redeliver(ctx, j, ev, last)
+}
+
+// crashed delivers ev with a kill of the consumer (at a statement
+// boundary through the proxy, else after a delay), the other deliveries
+// held back meanwhile, judges what the killed delivery committed, and
+// redelivers.
+func (r *replayer) crashed(ctx context.Context, j job, ev Event) error {
+	var a Answer
+	r.crash.Lock()
+	seen, judged, before, read, err := r.rowsBefore(ctx, j, ev)
+	if err != nil {
+		r.crash.Unlock()
+		return err
+	}
+	sent := time.Now()
+	if r.sess.proxy != nil {
+		// Through the proxy the kill lands at a statement boundary
+		// drawn from --seed and the position: the same on a rerun.
+		var stmts []consumer.Statement
+		a, stmts, err = r.sess.crashAtStatement(ctx, ev, statementBoundary(r.o.Seed, j.pos))
+		r.traces.keep(ev.ID, stmts)
+	} else {
+		a, err = r.sess.crash(ctx, ev, crashDelay(r.sess.t.Timeout(), r.o.Seed, j.pos))
+	}
+	// Read while the crash still holds the others back: what changed
+	// is this delivery's.
+	var after []effects.Row
+	if err == nil && read {
+		if after, err = r.sess.db.Rows(ctx, &j.key); err != nil && !seen {
+			read, err = false, nil // the consumer has not created its table yet
+		}
+	}
+	r.crash.Unlock()
+	if err != nil {
+		return err
+	}
+	a.Crashed = true
+	r.mu.Lock()
+	r.injected.Crashed++
+	r.mu.Unlock()
+	if err := r.sess.harnessError(a, ev, true); err != nil {
+		return err
+	}
+	span := invariant.Span{Sent: sent, Answered: time.Now(), Crash: string(a.CrashCame), Killed: a.KilledAt, Restarted: a.Restarted}
+	if span.Crash == "" {
+		span.Crash = "unknown"
+	}
+	d, err := r.record(ctx, j, ev, a, span)
+	if err != nil {
+		return err
+	}
+	if read {
+		r.committedBy(d, judged, before, after)
 	}
 	return r.redeliver(ctx, j, ev, a)
 }

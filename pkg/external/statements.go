@@ -91,114 +91,21 @@ const answerRace = 500 * time.Millisecond
 // answer — and, when at is given, holds and kills there as watched says.
 // rec, when given, is what the recording saw of at.
 func (s *Session) watchedMarked(ctx context.Context, ev Event, at *sqlproxy.Boundary, rec *recorded) (watch, error) {
-	var out watch
 	s.settleBefore(ctx)
 	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
 	if err != nil {
-		return out, err
+		return watch{}, err
 	}
-	kill := make(chan struct{})
-	answers := make(chan Answer, 1)
-	go func() { answers <- s.dl.Deliver(ctx, ev, kill) }()
-	quiet := answerQuiet
-	if s.t.Exec != nil {
-		quiet = 0
+	f := &following{s: s, w: w, kill: make(chan struct{}), answers: make(chan Answer, 1)}
+	f.got = f.answers
+	go func() { f.answers <- s.dl.Deliver(ctx, ev, f.kill) }()
+	if err := f.follow(ctx); err != nil {
+		return f.out, err
 	}
-	got := answers
-	// tick and limit run once the consumer answered.
-	ticker := time.NewTicker(5 * time.Millisecond)
-	defer ticker.Stop()
-	var tick, limit <-chan time.Time
-	answered := false
-	// take is the delivery's answer: the consumer's own goes on being
-	// followed; none (a timeout, a reset) ends the watch.
-	take := func(a Answer) bool {
-		out.a, answered, got = a, true, nil
-		if !ownAnswer(a) {
-			return false
-		}
-		out.answered, out.said = time.Now(), s.answerWord(a)
-		w.Answered()
-		return true
+	if f.out.reached {
+		f.killHeld(at, rec)
 	}
-	var killed time.Time
-follow:
-	for {
-		select {
-		case <-w.Held():
-			out.reached = true
-			break follow
-		case a := <-got:
-			if !take(a) {
-				break follow
-			}
-			tick, limit = ticker.C, time.After(idleLimit)
-		case <-tick:
-			if w.Finished(quiet) {
-				out.finished = true
-				break follow
-			}
-		case <-limit:
-			break follow
-		case <-ctx.Done():
-			close(kill)
-			w.Cut()
-			w.Stop()
-			if !answered {
-				out.a = <-answers
-			}
-			return out, ctx.Err()
-		}
-	}
-	if out.reached {
-		if !answered && rec != nil && (rec.afterAnswer || rec.answerNext) {
-			// The recording met this boundary after the answer: the
-			// consumer gave it before this statement, and the kill waits
-			// for it to arrive. Met right before the answer, the answer
-			// may have raced the statement there: the kill waits a
-			// moment for it.
-			wait := answerInFlight
-			if !rec.afterAnswer {
-				wait = answerRace
-			}
-			select {
-			case a := <-got:
-				take(a)
-			case <-time.After(wait):
-			}
-		}
-		// A kill after the answer interrupts the consumer's work on the
-		// delivery when the statement held before never runs, a
-		// transaction of it is open, or it had statements to come.
-		inWork := !at.After || w.InTransaction() || (rec != nil && rec.more)
-		spent := !inWork && rec != nil
-		if s.proc != nil {
-			s.proc.Kill()
-		}
-		killed = time.Now()
-		close(kill)
-		w.Cut()
-		if !answered {
-			out.a = <-answers
-			if ownAnswer(out.a) {
-				// Its answer was on its way when the kill came: the
-				// consumer had answered, and the kill came after.
-				answered = true
-				out.answered, out.said = killed, s.answerWord(out.a)
-			}
-		}
-		a := &out.a
-		if answered && ownAnswer(*a) {
-			a.Crashed, a.CrashCame, a.InWork, a.Spent = true, AfterAnswer, inWork, spent
-		} else {
-			// Held at a statement, the consumer had not answered:
-			// whatever came back is the kill's doing.
-			a.Killed, a.Crashed, a.CrashCame = true, true, BeforeAnswer
-			if a.Kind == "" || a.Status != 0 {
-				a.Kind, a.Status = Unacked, 0
-			}
-		}
-	}
+	out := f.out
 	out.trace = w.Stop()
 	out.marked = w.Marked()
 	s.apart = len(w.Others())
@@ -212,10 +119,131 @@ follow:
 		if err := s.proc.Restart(ctx); err != nil {
 			return out, err
 		}
-		out.a.KilledAt, out.a.Restarted = killed, time.Now()
+		out.a.KilledAt, out.a.Restarted = f.killed, time.Now()
 		s.dl.Forget()
 	}
 	return out, nil
+}
+
+// following is one delivery of watchedMarked while the proxy follows it:
+// the answer it waits for (got, nil once taken) and what it saw.
+type following struct {
+	s        *Session
+	w        *sqlproxy.Watch
+	kill     chan struct{}
+	answers  chan Answer
+	got      chan Answer
+	answered bool
+	killed   time.Time
+	out      watch
+}
+
+// take is the delivery's answer: the consumer's own goes on being
+// followed (true); none (a timeout, a reset) ends the watch.
+func (f *following) take(a Answer) bool {
+	f.out.a, f.answered, f.got = a, true, nil
+	if !ownAnswer(a) {
+		return false
+	}
+	f.out.answered, f.out.said = time.Now(), f.s.answerWord(a)
+	f.w.Answered()
+	return true
+}
+
+// follow waits until the delivery is held at the watched boundary, or,
+// once the consumer answered, its statements are over (answerQuiet; none
+// for an exec delivery, whose process has exited) or idleLimit passed. A
+// context ending first kills the delivery and returns its error.
+func (f *following) follow(ctx context.Context) error {
+	quiet := answerQuiet
+	if f.s.t.Exec != nil {
+		quiet = 0
+	}
+	// tick and limit run once the consumer answered.
+	ticker := time.NewTicker(5 * time.Millisecond)
+	defer ticker.Stop()
+	var tick, limit <-chan time.Time
+	for {
+		select {
+		case <-f.w.Held():
+			f.out.reached = true
+			return nil
+		case a := <-f.got:
+			if !f.take(a) {
+				return nil
+			}
+			tick, limit = ticker.C, time.After(idleLimit)
+		case <-tick:
+			if f.w.Finished(quiet) {
+				f.out.finished = true
+				return nil
+			}
+		case <-limit:
+			return nil
+		case <-ctx.Done():
+			close(f.kill)
+			f.w.Cut()
+			f.w.Stop()
+			if !f.answered {
+				f.out.a = <-f.answers
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// killHeld kills the consumer held at at and cuts its connection, and
+// says of the delivery's answer whether the kill came before it or after
+// (and then whether it interrupted the consumer's work). rec, when given,
+// is what the recording saw of at.
+func (f *following) killHeld(at *sqlproxy.Boundary, rec *recorded) {
+	if !f.answered && rec != nil && (rec.afterAnswer || rec.answerNext) {
+		// The recording met this boundary after the answer: the
+		// consumer gave it before this statement, and the kill waits
+		// for it to arrive. Met right before the answer, the answer
+		// may have raced the statement there: the kill waits a
+		// moment for it.
+		wait := answerInFlight
+		if !rec.afterAnswer {
+			wait = answerRace
+		}
+		select {
+		case a := <-f.got:
+			f.take(a)
+		case <-time.After(wait):
+		}
+	}
+	// A kill after the answer interrupts the consumer's work on the
+	// delivery when the statement held before never runs, a
+	// transaction of it is open, or it had statements to come.
+	inWork := !at.After || f.w.InTransaction() || (rec != nil && rec.more)
+	spent := !inWork && rec != nil
+	if f.s.proc != nil {
+		f.s.proc.Kill()
+	}
+	f.killed = time.Now()
+	close(f.kill)
+	f.w.Cut()
+	if !f.answered {
+		f.out.a = <-f.answers
+		if ownAnswer(f.out.a) {
+			// Its answer was on its way when the kill came: the
+			// consumer had answered, and the kill came after.
+			f.answered = true
+			f.out.answered, f.out.said = f.killed, f.s.answerWord(f.out.a)
+		}
+	}
+	a := &f.out.a
+	if f.answered && ownAnswer(*a) {
+		a.Crashed, a.CrashCame, a.InWork, a.Spent = true, AfterAnswer, inWork, spent
+	} else {
+		// Held at a statement, the consumer had not answered:
+		// whatever came back is the kill's doing.
+		a.Killed, a.Crashed, a.CrashCame = true, true, BeforeAnswer
+		if a.Kind == "" || a.Status != 0 {
+			a.Kind, a.Status = Unacked, 0
+		}
+	}
 }
 
 // ownAnswer reports whether an answer is the consumer's own: an HTTP
@@ -613,70 +641,104 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 	if sys.sess.t.Broker() {
 		return sys.brokerRaced(ctx, c, ev, spans)
 	}
-	n := c.St.Concurrent
-	h := c.Hold.Statement
-	var at *sqlproxy.Boundary // a hold at a statement
-	var ch *callHold          // a hold at a call
-	if h != nil && h.Call != "" {
+	r := &race{n: c.St.Concurrent, h: c.Hold.Statement, spans: spans}
+	if h := r.h; h != nil && h.Call != "" {
 		method, path, _ := strings.Cut(h.Call, " ")
-		ch = sys.sess.holdCall(method, path, h.Lane, h.After)
-		defer ch.stop()
+		r.ch = sys.sess.holdCall(method, path, h.Lane, h.After)
+		defer r.ch.stop()
 	} else {
-		at = boundary(nil, h)
+		r.at = boundary(nil, h)
 	}
 	before, _ := sys.sess.db.Rows(ctx, &ev.Key)
 	calledBefore := sys.sess.callCount()
 	sys.sess.settleBefore(ctx)
-	var w *sqlproxy.Watch
 	if sys.sess.proxy != nil {
 		var err error
-		if w, err = sys.sess.proxy.Watch(at, ev.ID, ev.Key); err != nil {
+		if r.w, err = sys.sess.proxy.Watch(r.at, ev.ID, ev.Key); err != nil {
 			return nil, err
 		}
 	}
-	answers := make([]Answer, n)
-	done := make(chan int, n)
+	r.answers = make([]Answer, r.n)
+	r.done = make(chan int, r.n)
+	r.finished = make([]bool, r.n)
 	gate := make(chan struct{})
-	for i := range answers {
+	for i := range r.answers {
 		go func() {
 			<-gate
 			spans[i].Sent = time.Now()
-			answers[i] = sys.sess.deliver(ctx, ev, nil)
+			r.answers[i] = sys.sess.deliver(ctx, ev, nil)
 			spans[i].Answered = time.Now()
-			done <- i
+			r.done <- i
 		}()
 	}
 	close(gate)
-	reached := false
-	heldLane, sure := 0, false // the worker that was held, and whether that is known
-	finished := make([]bool, n)
-	answered := 0
-	got := func(i int) { finished[i] = true; answered++ }
+	r.holdAndLetGo(ctx, sys)
+	if r.w != nil && sys.sess.t.Exec == nil && ownAnswers(r.answers) {
+		sys.sess.followPastAnswers(ctx, r.w)
+	}
+	var trace []sqlproxy.Statement
+	if r.w != nil {
+		trace = r.w.Stop()
+		c.Rec.Counters().Apart += len(r.w.Others())
+	}
+	if err := sys.recordRace(ctx, c, ev, r, trace, before, calledBefore); err != nil {
+		return nil, err
+	}
+	return r.answers, nil
+}
+
+// race is one delivery made by n workers at once, while the proxy
+// follows their statements (w, nil without one) and the schedule holds
+// one of them at a statement boundary (at) or an external call (ch).
+type race struct {
+	n        int
+	h        *runner.Boundary
+	at       *sqlproxy.Boundary
+	ch       *callHold
+	w        *sqlproxy.Watch
+	answers  []Answer
+	spans    []invariant.Span
+	done     chan int // a worker's index once it has its answer
+	finished []bool
+	answered int
+	// reached: a worker was held; heldLane is which (1-based), sure
+	// whether that is known; heldCall the call held, if one was.
+	reached  bool
+	heldLane int
+	sure     bool
+	heldCall *standin.Hold
+}
+
+func (r *race) got(i int) { r.finished[i] = true; r.answered++ }
+
+// holdAndLetGo waits for every worker's answer; when one is held, it
+// lets the others run (letOthersRun), lets it go, and draws the hold on
+// the worker still waiting.
+func (r *race) holdAndLetGo(ctx context.Context, sys *system) {
 	var held <-chan struct{}
-	if w != nil {
-		held = w.Held()
+	if r.w != nil {
+		held = r.w.Held()
 	}
 	var calls <-chan *standin.Hold
-	if ch != nil {
-		calls = ch.held
+	if r.ch != nil {
+		calls = r.ch.held
 	}
-	var heldCall *standin.Hold
-	for answered < n {
+	for r.answered < r.n {
 		select {
-		case i := <-done:
-			got(i)
+		case i := <-r.done:
+			r.got(i)
 			continue
 		case <-held:
-		case heldCall = <-calls:
+		case r.heldCall = <-calls:
 		}
-		held, calls, reached = nil, nil, true
+		held, calls, r.reached = nil, nil, true
 		heldAt := time.Now()
-		sys.letOthersRun(ctx, w, &answered, n, done, got)
+		sys.letOthersRun(ctx, r.w, &r.answered, r.n, r.done, r.got)
 		releasedAt := time.Now()
-		if heldCall != nil {
-			heldCall.Stop()
+		if r.heldCall != nil {
+			r.heldCall.Stop()
 		} else {
-			w.Release()
+			r.w.Release()
 		}
 		// A connection is not a request, nor is a call: the held worker
 		// is the one whose delivery is still waiting once the others
@@ -684,72 +746,66 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 		// one's lock), which is not known, and the hold is drawn on the
 		// first of them.
 		waiting := 0
-		for i := range spans {
-			if !finished[i] {
-				if waiting == 0 {
-					heldLane = i + 1
-					spans[i].Held, spans[i].Released = heldAt, releasedAt
-					switch {
-					case heldCall != nil:
-						spans[i].HeldAt = consumer.FaultPoint(callHeldWords(*h))
-					case at != nil:
-						spans[i].HeldAt = consumer.FaultPoint(heldWords(*at))
-					}
-				}
-				waiting++
+		for i := range r.spans {
+			if r.finished[i] {
+				continue
 			}
+			if waiting == 0 {
+				r.heldLane = i + 1
+				r.spans[i].Held, r.spans[i].Released = heldAt, releasedAt
+				switch {
+				case r.heldCall != nil:
+					r.spans[i].HeldAt = consumer.FaultPoint(callHeldWords(*r.h))
+				case r.at != nil:
+					r.spans[i].HeldAt = consumer.FaultPoint(heldWords(*r.at))
+				}
+			}
+			waiting++
 		}
-		sure = waiting == 1
+		r.sure = waiting == 1
 	}
-	if w != nil && sys.sess.t.Exec == nil && ownAnswers(answers) {
-		sys.sess.followPastAnswers(ctx, w)
-	}
-	var trace []sqlproxy.Statement
-	if w != nil {
-		trace = w.Stop()
-		c.Rec.Counters().Apart += len(w.Others())
-	}
+}
+
+// recordRace records what a race left for the check: a delivery past the
+// proxy, the boundaries a recording race found, a schedule that held no
+// worker, or the trace of the one that did.
+func (sys *system) recordRace(ctx context.Context, c runner.Call, ev Event, r *race, trace []sqlproxy.Statement, before []effects.Row, calledBefore []int) error {
 	switch {
-	case w != nil && len(trace) == 0:
-		if err := sys.bypassed(ctx, c, ev, ev.Key, before); err != nil {
-			return nil, err
-		}
-	case h == nil:
+	case r.w != nil && len(trace) == 0:
+		return sys.bypassed(ctx, c, ev, ev.Key, before)
+	case r.h == nil:
 		var bs []runner.Boundary
-		if w != nil {
+		if r.w != nil {
 			if past, err := sys.wrotePast(ctx, c, ev, ev.Key, before, trace); past || err != nil {
 				c.Rec.Trace(statementsOf(trace, nil))
-				if err != nil {
-					return nil, err
-				}
-				break
+				return err
 			}
-			bs = raceBoundaries(trace, w.Marked())
+			bs = raceBoundaries(trace, r.w.Marked())
 		}
 		c.Rec.Boundaries(append(bs, sys.sess.raceCallBoundaries(ev.ID, calledBefore)...))
-		if w != nil {
+		if r.w != nil {
 			c.Rec.Trace(sys.sess.raceTrace(statementsOf(trace, nil), trace, ev.ID, calledBefore, nil, false, 0))
 		}
-	case !reached:
+	case !r.reached:
 		// The workers took another path this time (one found the
 		// other's marker): the run was unforced, and says so.
 		c.Rec.Unreached()
 	default:
-		stmts := statementsOf(trace, at)
+		stmts := statementsOf(trace, r.at)
 		for i := range stmts {
 			if stmts[i].Held {
 				// Let go, it ran: its answer stands.
 				stmts[i].Released, stmts[i].Answer = true, trace[i].Answer
 			}
 		}
-		if sure {
-			matchLanes(stmts, heldLane, n)
-		} else {
-			heldLane = 0
+		lane := 0
+		if r.sure {
+			matchLanes(stmts, r.heldLane, r.n)
+			lane = r.heldLane
 		}
-		c.Rec.Trace(sys.sess.raceTrace(stmts, trace, ev.ID, calledBefore, heldCall, h != nil && h.After, heldLane))
+		c.Rec.Trace(sys.sess.raceTrace(stmts, trace, ev.ID, calledBefore, r.heldCall, r.h != nil && r.h.After, lane))
 	}
-	return answers, nil
+	return nil
 }
 
 // raceTrace is a race's statements with the workers' calls among them,

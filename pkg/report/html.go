@@ -400,38 +400,11 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation, d
 		}
 		tl.Omitted = fmt.Sprintf("and %s after these, not drawn: a timeline draws at most %d records", count(int64(more), "delivery", "deliveries"), htmlMaxBars)
 	}
-	broken := map[int][]string{}
-	for _, v := range vs {
-		if v.By != nil && !slices.Contains(broken[v.By.Seq], string(v.Invariant)) {
-			broken[v.By.Seq] = append(broken[v.By.Seq], string(v.Invariant))
-		}
-	}
-	timed := true
-	var t0, t1 time.Time
-	for i, r := range drawn {
-		s := r.Span
-		if s.Sent.IsZero() || s.Answered.Before(s.Sent) {
-			timed = false
-			break
-		}
-		if i == 0 || s.Sent.Before(t0) {
-			t0 = s.Sent
-		}
-		if i == 0 || s.Answered.After(t1) {
-			t1 = s.Answered
-		}
-	}
+	broken := brokenBySeq(vs)
 	if len(drawn) < len(history) {
 		drains = nil // they come after deliveries the timeline does not draw
 	}
-	for _, d := range drains {
-		if timed && d.To.After(t1) {
-			t1 = d.To
-		}
-	}
-	if !t1.After(t0) {
-		timed = false
-	}
+	t0, t1, timed := timedRange(drawn, drains)
 	var clk *clock
 	if timed {
 		clk = newClock(drawn, drains)
@@ -450,54 +423,8 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation, d
 	}
 	lanes := map[int]*htmlLane{}
 	for i, r := range drawn {
+		b := recordBar(id, r, i, len(drawn), clk, t0, broken)
 		s := r.Span
-		o := outcomeOf(r.Result.Outcome)
-		b := htmlBar{ID: fmt.Sprintf("%s-d%d", id, r.Seq), Seq: r.Seq, Outcome: o.Class, Glyph: o.Glyph}
-		if timed {
-			left := clk.x(s.Sent)
-			b.Left, b.Width = percent(left), percent(clk.x(s.Answered)-left)
-		} else {
-			b.Left, b.Width = percent(float64(i)*100/float64(len(drawn))), percent(100/float64(len(drawn)))
-		}
-		label := "#" + strconv.Itoa(r.Seq) + " " + o.Word
-		if r.Repeats > 0 {
-			label += " ×" + strconv.Itoa(r.Repeats+1)
-		}
-		b.Label = label
-		for seq := r.Seq; seq <= r.Seq+r.Repeats; seq++ {
-			b.Broken = append(b.Broken, broken[seq]...)
-		}
-		switch {
-		case s.Crash != "":
-			b.Crash = "killed (" + escape.Line(s.Crash) + ")"
-		case r.Result.Outcome == consumer.Crashed:
-			b.Crash = "crashed after its commit, before the ack"
-		}
-		if s.HeldAt != "" {
-			h := &htmlHeld{Label: heldLabel(s.HeldAt)}
-			if timed && !s.Held.IsZero() && !s.Released.Before(s.Held) && s.Answered.After(s.Sent) {
-				whole := float64(s.Answered.Sub(s.Sent))
-				h.Left = percent(float64(s.Held.Sub(s.Sent)) / whole * 100)
-				h.Width = percent(float64(s.Released.Sub(s.Held)) / whole * 100)
-				h.Label += " for " + span(s.Released.Sub(s.Held))
-			} else {
-				h.Left, h.Width = "0", "0"
-			}
-			b.Held = h
-		}
-		if !s.Restarted.IsZero() {
-			b.Restart = restartOf(s, t0, timed)
-		}
-		b.Title = barTitle(r, s, t0, timed)
-		if b.Crash != "" {
-			b.Title += "; " + b.Crash
-		}
-		if b.Restart != nil {
-			b.Title += "; " + b.Restart.Label
-		}
-		for _, inv := range b.Broken {
-			b.Title += "; broke " + inv
-		}
 		l := lanes[s.Lane]
 		if l == nil {
 			l = &htmlLane{Lane: s.Lane, Name: laneTitle(s.Lane)}
@@ -529,6 +456,97 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation, d
 		return tl, bars, nil
 	}
 	return tl, bars, tl.placeCalls(id, calls, vs, clk, t0, len(drawn) < len(history))
+}
+
+// brokenBySeq is, by each delivery's Seq, the invariants it broke.
+func brokenBySeq(vs []invariant.Violation) map[int][]string {
+	broken := map[int][]string{}
+	for _, v := range vs {
+		if v.By != nil && !slices.Contains(broken[v.By.Seq], string(v.Invariant)) {
+			broken[v.By.Seq] = append(broken[v.By.Seq], string(v.Invariant))
+		}
+	}
+	return broken
+}
+
+// timedRange is when the first delivery drawn was sent and the last
+// answered (or the last wait for the broker ended), and timed whether
+// every one recorded its times, so the timeline runs by the wall clock.
+func timedRange(drawn []invariant.Record, drains []runner.Drain) (t0, t1 time.Time, timed bool) {
+	for i, r := range drawn {
+		s := r.Span
+		if s.Sent.IsZero() || s.Answered.Before(s.Sent) {
+			return t0, t1, false
+		}
+		if i == 0 || s.Sent.Before(t0) {
+			t0 = s.Sent
+		}
+		if i == 0 || s.Answered.After(t1) {
+			t1 = s.Answered
+		}
+	}
+	for _, d := range drains {
+		if d.To.After(t1) {
+			t1 = d.To
+		}
+	}
+	return t0, t1, t1.After(t0)
+}
+
+// recordBar is the bar of record r, the i-th of n drawn: placed by clk (nil:
+// one slot per record), labelled, marked with its kill, hold, restart
+// and the invariants it broke.
+func recordBar(id string, r invariant.Record, i, n int, clk *clock, t0 time.Time, broken map[int][]string) htmlBar {
+	timed := clk != nil
+	s := r.Span
+	o := outcomeOf(r.Result.Outcome)
+	b := htmlBar{ID: fmt.Sprintf("%s-d%d", id, r.Seq), Seq: r.Seq, Outcome: o.Class, Glyph: o.Glyph}
+	if timed {
+		left := clk.x(s.Sent)
+		b.Left, b.Width = percent(left), percent(clk.x(s.Answered)-left)
+	} else {
+		b.Left, b.Width = percent(float64(i)*100/float64(n)), percent(100/float64(n))
+	}
+	label := "#" + strconv.Itoa(r.Seq) + " " + o.Word
+	if r.Repeats > 0 {
+		label += " ×" + strconv.Itoa(r.Repeats+1)
+	}
+	b.Label = label
+	for seq := r.Seq; seq <= r.Seq+r.Repeats; seq++ {
+		b.Broken = append(b.Broken, broken[seq]...)
+	}
+	switch {
+	case s.Crash != "":
+		b.Crash = "killed (" + escape.Line(s.Crash) + ")"
+	case r.Result.Outcome == consumer.Crashed:
+		b.Crash = "crashed after its commit, before the ack"
+	}
+	if s.HeldAt != "" {
+		h := &htmlHeld{Label: heldLabel(s.HeldAt)}
+		if timed && !s.Held.IsZero() && !s.Released.Before(s.Held) && s.Answered.After(s.Sent) {
+			whole := float64(s.Answered.Sub(s.Sent))
+			h.Left = percent(float64(s.Held.Sub(s.Sent)) / whole * 100)
+			h.Width = percent(float64(s.Released.Sub(s.Held)) / whole * 100)
+			h.Label += " for " + span(s.Released.Sub(s.Held))
+		} else {
+			h.Left, h.Width = "0", "0"
+		}
+		b.Held = h
+	}
+	if !s.Restarted.IsZero() {
+		b.Restart = restartOf(s, t0, timed)
+	}
+	b.Title = barTitle(r, s, t0, timed)
+	if b.Crash != "" {
+		b.Title += "; " + b.Crash
+	}
+	if b.Restart != nil {
+		b.Title += "; " + b.Restart.Label
+	}
+	for _, inv := range b.Broken {
+		b.Title += "; broke " + inv
+	}
+	return b
 }
 
 // restartOf places the restart of a consumer a crash killed on its
@@ -735,63 +753,12 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 		hr.Lines = append(hr.Lines,
 			fmt.Sprintf("%s, %s, %s written", count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"), count(rep.Effects, "effect", "effects")))
 	}
-	// What came of the deliveries: what the handler returned, when the
-	// report has its outcomes; else the consumer's answers.
-	if o := rep.Outcomes; o != nil {
-		classes := outcomesNamed(consumer.Processed, consumer.Duplicate, consumer.Conflict, consumer.Failed, consumer.Crashed)
-		hr.Totals = totals(int64(k.Deliveries), []int64{o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed}, classes)
-		hr.Chart = chartOf(rep.Over, classes, true)
-	} else {
-		classes := []htmlOutcome{outcomeOf(consumer.Acked), outcomeOf(consumer.Conflict), {Class: "unacked", Glyph: "↻", Word: "rejected or unacked"}}
-		hr.Totals = totals(int64(k.Deliveries), []int64{int64(k.Processed), int64(k.Conflicts), int64(k.Failed)}, classes)
-		if n := k.BrokerRedelivered; n > 0 {
-			hr.Beside = append(hr.Beside, htmlTotal{Class: "unacked", Glyph: "↻", Word: "redelivered by the broker", N: strconv.Itoa(n)})
-		}
-		hr.Chart = chartOf(rep.Over, classes, false)
-		if placed := chartCrashes(rep.Over); hr.Chart != nil && int64(k.Crashed) > placed {
-			hr.Chart.Caption += fmt.Sprintf(" %s of the %d are not on it: an instance killed on a timer stands for no delivery.", count(int64(k.Crashed)-placed, "crash", "crashes"), k.Crashed)
-		}
-	}
+	replayTotals(hr, rep)
 	hr.Lines = append(hr.Lines,
 		fmt.Sprintf("injected: %d redelivered after a crash before the ack, %d crashed mid-transaction and retried, %d rewound by %s, %d republished under a new id",
 			in.Redelivered, in.Crashed, in.Rewound, count(in.Rebalances, "rebalance", "rebalances"), in.Republished))
-	broken := map[string]*htmlInvariant{}
-	for _, ic := range rep.Invariants {
-		hr.Invariants = append(hr.Invariants, htmlInvariant{Name: ic.Name, Meaning: ic.Description, Broken: ic.Broken})
-	}
-	for i := range hr.Invariants {
-		broken[hr.Invariants[i].Name] = &hr.Invariants[i]
-	}
-	for _, v := range rep.Violations {
-		hi := broken[v.Invariant]
-		if hi == nil {
-			hr.Invariants = append(hr.Invariants, htmlInvariant{Name: v.Invariant, Broken: v.Count})
-			hi = &hr.Invariants[len(hr.Invariants)-1]
-		}
-		for i, x := range v.Examples {
-			if i == replayExamples {
-				break
-			}
-			hi.Examples = append(hi.Examples, escape.Line(breach(x)))
-		}
-		if more := v.Count - int64(len(hi.Examples)); more > 0 {
-			hi.More = fmt.Sprintf("and %d more", more)
-		}
-	}
-	for _, s := range rep.Strategies {
-		hs := htmlStrategy{Name: string(s.Strategy), Effects: s.Effects, Keys: s.Keys, MostPerKey: s.MostPerKey, Conflict: s.Conflicts, Safe: s.Safe, Verdict: "safe"}
-		if s.Strategy == rep.Strategy {
-			hs.Name += " (this replay)"
-		}
-		if !s.Safe {
-			why := append([]string{}, s.Broken...)
-			if s.Unexpected > 0 {
-				why = append(why, count(s.Unexpected, "unexpected failure", "unexpected failures"))
-			}
-			hs.Verdict = "unsafe: " + strings.Join(why, ", ")
-		}
-		hr.Strategies = append(hr.Strategies, hs)
-	}
+	replayInvariants(hr, rep)
+	replayStrategies(hr, rep)
 	if len(rep.Strategies) == 0 && rep.NotCompared != "" {
 		hr.Lines = append(hr.Lines, "strategies: not compared ("+escape.Line(rep.NotCompared)+")")
 	}
@@ -816,6 +783,75 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 	}
 	p.Replay = hr
 	return htmlPage.Execute(w, p)
+}
+
+// replayTotals adds what came of a replay's deliveries: what the handler
+// returned, when the report has its outcomes; else the consumer's
+// answers.
+func replayTotals(hr *htmlReplay, rep *replay.Report) {
+	k := rep.Counters
+	if o := rep.Outcomes; o != nil {
+		classes := outcomesNamed(consumer.Processed, consumer.Duplicate, consumer.Conflict, consumer.Failed, consumer.Crashed)
+		hr.Totals = totals(int64(k.Deliveries), []int64{o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed}, classes)
+		hr.Chart = chartOf(rep.Over, classes, true)
+	} else {
+		classes := []htmlOutcome{outcomeOf(consumer.Acked), outcomeOf(consumer.Conflict), {Class: "unacked", Glyph: "↻", Word: "rejected or unacked"}}
+		hr.Totals = totals(int64(k.Deliveries), []int64{int64(k.Processed), int64(k.Conflicts), int64(k.Failed)}, classes)
+		if n := k.BrokerRedelivered; n > 0 {
+			hr.Beside = append(hr.Beside, htmlTotal{Class: "unacked", Glyph: "↻", Word: "redelivered by the broker", N: strconv.Itoa(n)})
+		}
+		hr.Chart = chartOf(rep.Over, classes, false)
+		if placed := chartCrashes(rep.Over); hr.Chart != nil && int64(k.Crashed) > placed {
+			hr.Chart.Caption += fmt.Sprintf(" %s of the %d are not on it: an instance killed on a timer stands for no delivery.", count(int64(k.Crashed)-placed, "crash", "crashes"), k.Crashed)
+		}
+	}
+}
+
+// replayInvariants adds the invariants a replay checked, and the first
+// examples of each it broke.
+func replayInvariants(hr *htmlReplay, rep *replay.Report) {
+	broken := map[string]*htmlInvariant{}
+	for _, ic := range rep.Invariants {
+		hr.Invariants = append(hr.Invariants, htmlInvariant{Name: ic.Name, Meaning: ic.Description, Broken: ic.Broken})
+	}
+	for i := range hr.Invariants {
+		broken[hr.Invariants[i].Name] = &hr.Invariants[i]
+	}
+	for _, v := range rep.Violations {
+		hi := broken[v.Invariant]
+		if hi == nil {
+			hr.Invariants = append(hr.Invariants, htmlInvariant{Name: v.Invariant, Broken: v.Count})
+			hi = &hr.Invariants[len(hr.Invariants)-1]
+		}
+		for i, x := range v.Examples {
+			if i == replayExamples {
+				break
+			}
+			hi.Examples = append(hi.Examples, escape.Line(breach(x)))
+		}
+		if more := v.Count - int64(len(hi.Examples)); more > 0 {
+			hi.More = fmt.Sprintf("and %d more", more)
+		}
+	}
+}
+
+// replayStrategies adds the table of what each other strategy would have
+// done with the capture.
+func replayStrategies(hr *htmlReplay, rep *replay.Report) {
+	for _, s := range rep.Strategies {
+		hs := htmlStrategy{Name: string(s.Strategy), Effects: s.Effects, Keys: s.Keys, MostPerKey: s.MostPerKey, Conflict: s.Conflicts, Safe: s.Safe, Verdict: "safe"}
+		if s.Strategy == rep.Strategy {
+			hs.Name += " (this replay)"
+		}
+		if !s.Safe {
+			why := append([]string{}, s.Broken...)
+			if s.Unexpected > 0 {
+				why = append(why, count(s.Unexpected, "unexpected failure", "unexpected failures"))
+			}
+			hs.Verdict = "unsafe: " + strings.Join(why, ", ")
+		}
+		hr.Strategies = append(hr.Strategies, hs)
+	}
 }
 
 // brokenKeys adds the timelines of a replay into a target's first broken

@@ -148,14 +148,32 @@ func (s *SplitDB) invariants(ctx context.Context, g invariant.Guard, keyed bool,
 		return nil, fmt.Errorf("a replay with strategy %s is not split", g)
 	}
 	checks := func(inv *invariant.Invariant) bool { return inv.CheckedBy(invariant.Replay, g) }
-	type part struct {
-		dups          []splitFinding
-		dupCount      int64
-		lost, missing []unmatchedRow
-		nLost, nMiss  int64
-		err           error
-	}
 	pairs := checks(invariant.LostEffect) && checks(invariant.MissingMarker)
+	a, err := s.answers(ctx, pairs, checks(invariant.DuplicateKey) || keyed, limit)
+	if err != nil {
+		return nil, err
+	}
+	return s.broken(ctx, a, pairs)
+}
+
+// splitAnswers are the answers of the parts, merged: duplicate effects,
+// duplicate keys and the unmatched effects and markers, each counted,
+// and the first limit of each kept as examples.
+type splitAnswers struct {
+	dups, keys         []splitFinding
+	dupCount, keyCount int64
+	lost, missing      []unmatchedRow
+	nLost, nMiss       int64
+}
+
+// answers asks each part for its duplicate effects and, with pairs, its
+// unmatched rows (the parts at once), and with keys, the duplicate keys
+// across all of them, then merges what they answer.
+func (s *SplitDB) answers(ctx context.Context, pairs, keys bool, limit int) (splitAnswers, error) {
+	type part struct {
+		splitAnswers
+		err error
+	}
 	parts := make([]part, len(s.parts))
 	var wg sync.WaitGroup
 	for i, r := range s.parts {
@@ -169,48 +187,48 @@ func (s *SplitDB) invariants(ctx context.Context, g invariant.Guard, keyed bool,
 			}
 		}()
 	}
-	var keys []splitFinding
-	var keyCount int64
+	var a splitAnswers
 	var kerr error
-	if checks(invariant.DuplicateKey) || keyed {
+	if keys {
 		kerr = s.eachKey(ctx, func(key string, ids []int64, events []string) {
 			if len(ids) < 2 {
 				return
 			}
-			keyCount++
-			keys = append(keys, splitFinding{first: ids[0], ids: ids, eventIDs: events,
+			a.keyCount++
+			a.keys = append(a.keys, splitFinding{first: ids[0], ids: ids, eventIDs: events,
 				facts: invariant.Facts{Key: key, Table: s.effect, Rows: int64(len(ids))}})
-			if len(keys) > 4*limit+16 {
-				keys = firstFindings(keys, limit)
+			if len(a.keys) > 4*limit+16 {
+				a.keys = firstFindings(a.keys, limit)
 			}
 		})
 	}
 	wg.Wait()
 	if kerr != nil {
-		return nil, fmt.Errorf("check %s: %w", invariant.DuplicateKey, kerr)
+		return a, fmt.Errorf("check %s: %w", invariant.DuplicateKey, kerr)
 	}
-	var dups []splitFinding
-	var dupCount, nLost, nMiss int64
-	var lost, missing []unmatchedRow
 	for _, p := range parts {
 		if p.err != nil {
-			return nil, p.err
+			return a, p.err
 		}
-		dups, dupCount = append(dups, p.dups...), dupCount+p.dupCount
-		lost, missing = append(lost, p.lost...), append(missing, p.missing...)
-		nLost, nMiss = nLost+p.nLost, nMiss+p.nMiss
+		a.dups, a.dupCount = append(a.dups, p.dups...), a.dupCount+p.dupCount
+		a.lost, a.missing = append(a.lost, p.lost...), append(a.missing, p.missing...)
+		a.nLost, a.nMiss = a.nLost+p.nLost, a.nMiss+p.nMiss
 	}
-	dups, keys = firstFindings(dups, limit), firstFindings(keys, limit)
-	lost, missing = firstUnmatched(lost, limit), firstUnmatched(missing, limit)
+	a.dups, a.keys = firstFindings(a.dups, limit), firstFindings(a.keys, limit)
+	a.lost, a.missing = firstUnmatched(a.lost, limit), firstUnmatched(a.missing, limit)
+	return a, nil
+}
 
-	// Every id a report names, counted back.
+// broken words the merged answers as broken invariants, every effect id
+// they name counted back to its place in the whole replay.
+func (s *SplitDB) broken(ctx context.Context, a splitAnswers, pairs bool) ([]Broken, error) {
 	var named []int64
-	for _, fs := range [][]splitFinding{dups, keys} {
+	for _, fs := range [][]splitFinding{a.dups, a.keys} {
 		for _, f := range fs {
 			named = append(named, f.ids...)
 		}
 	}
-	for _, m := range missing {
+	for _, m := range a.missing {
 		named = append(named, m.id)
 	}
 	rank, err := s.ranks(ctx, named)
@@ -241,27 +259,28 @@ func (s *SplitDB) invariants(ctx context.Context, g invariant.Guard, keyed bool,
 		}
 		out = append(out, b)
 	}
-	add(invariant.DuplicateEffect, dupCount, dups)
-	add(invariant.DuplicateKey, keyCount, keys)
-	if pairs {
-		for _, u := range []struct {
-			inv   *invariant.Invariant
-			count int64
-			rows  []unmatchedRow
-		}{{invariant.LostEffect, nLost, lost}, {invariant.MissingMarker, nMiss, missing}} {
-			if u.count == 0 {
-				continue
-			}
-			b := Broken{Invariant: u.inv.Name, Count: u.count}
-			for _, m := range u.rows {
-				f := invariant.Facts{Event: m.event, Consumer: m.consumer, Table: s.effect}
-				if u.inv == invariant.MissingMarker {
-					f.IDs = ids([]int64{m.id})
-				}
-				b.Examples = append(b.Examples, invariant.Violation{Invariant: u.inv.Name, EventID: m.event, Consumer: m.consumer, Detail: u.inv.Say(f)})
-			}
-			out = append(out, b)
+	add(invariant.DuplicateEffect, a.dupCount, a.dups)
+	add(invariant.DuplicateKey, a.keyCount, a.keys)
+	if !pairs {
+		return out, nil
+	}
+	for _, u := range []struct {
+		inv   *invariant.Invariant
+		count int64
+		rows  []unmatchedRow
+	}{{invariant.LostEffect, a.nLost, a.lost}, {invariant.MissingMarker, a.nMiss, a.missing}} {
+		if u.count == 0 {
+			continue
 		}
+		b := Broken{Invariant: u.inv.Name, Count: u.count}
+		for _, m := range u.rows {
+			f := invariant.Facts{Event: m.event, Consumer: m.consumer, Table: s.effect}
+			if u.inv == invariant.MissingMarker {
+				f.IDs = ids([]int64{m.id})
+			}
+			b.Examples = append(b.Examples, invariant.Violation{Invariant: u.inv.Name, EventID: m.event, Consumer: m.consumer, Detail: u.inv.Say(f)})
+		}
+		out = append(out, b)
 	}
 	return out, nil
 }

@@ -12,11 +12,7 @@ import (
 func TestMySQLHoldAndRelease(t *testing.T) {
 	for _, binary := range []bool{false, true} {
 		for _, after := range []bool{false, true} {
-			p, cfg := mysqlThrough(t)
-			cfg.InterpolateParams = !binary
-			admin := mysqlOpen(t, mysqlServer(t))
-			tbl := mysqlTable(t, admin)
-			db := mysqlOpen(t, cfg)
+			p, admin, tbl, db := mysqlHeldSetup(t, binary)
 			w, err := p.Watch(&Boundary{Words: "insert", After: after})
 			if err != nil {
 				t.Fatal(err)
@@ -54,11 +50,7 @@ func TestMySQLHoldAndRelease(t *testing.T) {
 // prepare goes through; its execute is what is held).
 func TestMySQLHeldBeforeMeansNotRun(t *testing.T) {
 	for _, binary := range []bool{false, true} {
-		p, cfg := mysqlThrough(t)
-		cfg.InterpolateParams = !binary
-		admin := mysqlOpen(t, mysqlServer(t))
-		tbl := mysqlTable(t, admin)
-		db := mysqlOpen(t, cfg)
+		p, admin, tbl, db := mysqlHeldSetup(t, binary)
 		w, err := p.Watch(&Boundary{Words: "select count"})
 		if err != nil {
 			t.Fatal(err)

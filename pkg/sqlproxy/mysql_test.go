@@ -62,6 +62,17 @@ func mysqlThrough(t *testing.T) (*Proxy, *mysql.Config) {
 	return p, via
 }
 
+// mysqlHeldSetup is a proxy, a connection straight to the server
+// (admin), a new table, and a connection through the proxy in the text
+// protocol or, with binary, the binary one.
+func mysqlHeldSetup(t *testing.T, binary bool) (p *Proxy, admin *sql.DB, tbl string, db *sql.DB) {
+	t.Helper()
+	p, cfg := mysqlThrough(t)
+	cfg.InterpolateParams = !binary
+	admin = mysqlOpen(t, mysqlServer(t))
+	return p, admin, mysqlTable(t, admin), mysqlOpen(t, cfg)
+}
+
 // mysqlOpen opens a pool of one connection: a test's statements all go
 // on it, in order.
 func mysqlOpen(t *testing.T, cfg *mysql.Config) *sql.DB {
@@ -190,11 +201,7 @@ func TestMySQLHoldAndCut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, binary := range []bool{false, true} {
-				p, cfg := mysqlThrough(t)
-				cfg.InterpolateParams = !binary
-				admin := mysqlOpen(t, mysqlServer(t))
-				tbl := mysqlTable(t, admin)
-				db := mysqlOpen(t, cfg)
+				p, admin, tbl, db := mysqlHeldSetup(t, binary)
 				w, err := p.Watch(&tt.at)
 				if err != nil {
 					t.Fatal(err)
@@ -239,11 +246,7 @@ func TestMySQLHoldAndCut(t *testing.T) {
 // find it on seeing the answer, and a kill there keeps it.
 func TestMySQLAfterAutocommitIsCommitted(t *testing.T) {
 	for _, binary := range []bool{false, true} {
-		p, cfg := mysqlThrough(t)
-		cfg.InterpolateParams = !binary
-		admin := mysqlOpen(t, mysqlServer(t))
-		tbl := mysqlTable(t, admin)
-		db := mysqlOpen(t, cfg)
+		p, admin, tbl, db := mysqlHeldSetup(t, binary)
 		w, err := p.Watch(&Boundary{Index: 1, After: true})
 		if err != nil {
 			t.Fatal(err)

@@ -46,18 +46,10 @@ func parseTypes(m message) []uint32 {
 	if !ok {
 		return nil
 	}
-	if _, rest, ok = cstring(rest); !ok || len(rest) < 2 {
+	if _, rest, ok = cstring(rest); !ok {
 		return nil
 	}
-	n := int(binary.BigEndian.Uint16(rest))
-	rest = rest[2:]
-	if len(rest) < 4*n {
-		return nil
-	}
-	out := make([]uint32, n)
-	for i := range out {
-		out[i] = binary.BigEndian.Uint32(rest[4*i:])
-	}
+	out, _ := oids(rest)
 	return out
 }
 
@@ -73,8 +65,11 @@ func describeStatement(m message) (string, bool) {
 }
 
 // parameterTypes reads a ParameterDescription message.
-func parameterTypes(m message) ([]uint32, bool) {
-	b := m.body()
+func parameterTypes(m message) ([]uint32, bool) { return oids(m.body()) }
+
+// oids reads a count (Int16) and that many type OIDs (Int32 each), as
+// Parse and ParameterDescription hold them.
+func oids(b []byte) ([]uint32, bool) {
 	if len(b) < 2 {
 		return nil, false
 	}
