@@ -233,6 +233,11 @@ type Statement struct {
 	// Binary: it came in MySQL's binary protocol, a COM_STMT_EXECUTE of
 	// the statement prepared as Name (its id); each execute ends itself.
 	Binary bool
+	// Implicit: it came on a MySQL connection with autocommit off (SET
+	// autocommit = 0 before the delivery, as drivers such as Python's
+	// MySQLdb send on connecting): outside a transaction it opened one,
+	// which lasts until a COMMIT or ROLLBACK.
+	Implicit bool
 	// External, when set, makes this a call to that external's
 	// stand-in, not an SQL statement: Text is the call ("POST
 	// /v1/charges Idempotency-Key: payment-O-1"), Answer what the

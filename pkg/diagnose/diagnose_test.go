@@ -45,6 +45,12 @@ func killedAfter(st consumer.Statement) consumer.Statement {
 	return st
 }
 
+// implicit marks st as sent with MySQL's autocommit off.
+func implicit(st consumer.Statement) consumer.Statement {
+	st.Implicit = true
+	return st
+}
+
 func killedBefore(st consumer.Statement) consumer.Statement {
 	st.Held, st.Before, st.Answer = true, true, ""
 	return st
@@ -433,6 +439,18 @@ func TestDiagnose(t *testing.T) {
 			want: EffectMarkerApart, evidence: []int{3, 4},
 			fix: []string{"INSERT IGNORE INTO processed"},
 		},
+		{
+			// MySQLdb turns autocommit off as it connects: the trace has no
+			// SET, and the proxy marks each statement Implicit from the
+			// server's status.
+			name: "effect and marker apart on MySQL with autocommit off before the delivery",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				implicit(w(1, "SELECT 1 FROM processed WHERE id = ?", "SELECT 0")), implicit(w(1, "INSERT INTO payments VALUES (?)", "INSERT 0 1")), killedAfter(implicit(w(1, "COMMIT", "OK"))),
+			}},
+			want: EffectMarkerApart, evidence: []int{2, 3},
+			why: []string{"committed at statement 3 with no write to processed in its transaction"},
+			fix: []string{"INSERT IGNORE INTO processed"},
+		},
 
 		{
 			// The example's none, two deliveries raced on PostgreSQL, as
@@ -755,6 +773,13 @@ func TestDiagnose(t *testing.T) {
 			name: "near miss: MySQL with autocommit off, killed after the effect before the COMMIT",
 			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
 				w(1, "SET autocommit=0", "OK"), w(1, "SELECT 1 FROM processed WHERE id = ?", "SELECT 0"), killedAfter(w(1, "INSERT INTO payments VALUES (?)", "INSERT 0 1")),
+			}},
+			want: NotRecognised,
+		},
+		{
+			name: "near miss: MySQL with autocommit off before the delivery, killed after the effect before the COMMIT",
+			facts: Facts{Dialect: "mysql", EffectTable: "payments", Violations: duplicate, Trace: []consumer.Statement{
+				implicit(w(1, "SELECT 1 FROM processed WHERE id = ?", "SELECT 0")), killedAfter(implicit(w(1, "INSERT INTO payments VALUES (?)", "INSERT 0 1"))),
 			}},
 			want: NotRecognised,
 		},

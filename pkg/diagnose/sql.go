@@ -67,7 +67,8 @@ func unquote(t string) string {
 // parse reads a trace: each statement's kind, tables and answer, and the
 // transaction that committed it (per worker, in the order of the trace).
 // Outside BEGIN … COMMIT a statement commits on its own, except where
-// the trace shows otherwise: MySQL's SET autocommit = 0 opens a
+// the trace shows otherwise: MySQL's SET autocommit = 0 (in the trace,
+// or before it, as the proxy saw the server's status: Implicit) opens a
 // transaction at each statement until a COMMIT; PostgreSQL's extended
 // protocol commits the statements one Sync ended together, at that Sync,
 // and those no Sync followed not at all.
@@ -118,7 +119,7 @@ func parse(trace []consumer.Statement) []stmt {
 				delete(open, s.worker)
 			}
 		case read, write:
-			if open[s.worker] == 0 && implicit[s.worker] && s.ran {
+			if open[s.worker] == 0 && (implicit[s.worker] || st.Implicit) && s.ran {
 				next++
 				open[s.worker] = next
 			}

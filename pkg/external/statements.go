@@ -492,7 +492,7 @@ func statementsOf(trace []sqlproxy.Statement, hit *sqlproxy.Boundary) []consumer
 		}
 	}
 	for i, st := range trace {
-		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer, Extended: st.Extended && !st.Binary, Binary: st.Binary, Name: st.Name, Sync: st.Sync, Instance: st.Owner, Params: paramsOf(st.Params)}
+		out[i] = consumer.Statement{Worker: st.Lane, Text: st.Text, Answer: st.Answer, Extended: st.Extended && !st.Binary, Binary: st.Binary, Implicit: st.Implicit, Name: st.Name, Sync: st.Sync, Instance: st.Owner, Params: paramsOf(st.Params)}
 		if i == held {
 			out[i].Held, out[i].Before = true, !hit.After
 			if !hit.After {

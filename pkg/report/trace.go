@@ -188,7 +188,9 @@ func traceHeading(stmts []consumer.Statement) string {
 // "Sync" when it ended that statement alone, "Sync for 2–4" (the
 // statements' numbers in the trace) when it ended several together, "no
 // Sync" when none came after them. A simple Query ends itself and has no
-// note.
+// note. The first statement a worker sent with MySQL's autocommit off
+// (and the first after it was on again) says "autocommit off": from it
+// on, a statement outside a transaction opened one.
 func protocolNotes(stmts []consumer.Statement) []string {
 	// The redelivery's connections are new ones: their Syncs are
 	// counted afresh.
@@ -204,21 +206,30 @@ func protocolNotes(stmts []consumer.Statement) []string {
 		}
 	}
 	notes := make([]string, len(stmts))
+	implicit := map[group]bool{} // a worker's autocommit, by attempt
 	for i, st := range stmts {
+		if st.External == "" {
+			w := group{st.Worker, 0, st.Redelivery}
+			if st.Implicit && !implicit[w] {
+				notes[i] = "autocommit off"
+			}
+			implicit[w] = st.Implicit
+		}
 		if st.Binary {
-			notes[i] = "prepared " + st.Name
+			notes[i] = join(notes[i], "prepared "+st.Name)
 		}
 		if !st.Extended {
 			continue
 		}
-		notes[i] = "unnamed"
+		prep := "unnamed"
 		if st.Name != "" {
 			name := st.Name
 			if r := []rune(name); len(r) > 24 {
 				name = string(r[:23]) + "…"
 			}
-			notes[i] = "named " + name
+			prep = "named " + name
 		}
+		notes[i] = join(notes[i], prep)
 		m := members[group{st.Worker, st.Sync, st.Redelivery}]
 		if m[len(m)-1] != i {
 			continue
@@ -233,6 +244,14 @@ func protocolNotes(stmts []consumer.Statement) []string {
 		}
 	}
 	return notes
+}
+
+// join is two notes of a statement, comma-separated; either may be "".
+func join(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + ", " + b
 }
 
 // numbers words trace positions (0-based) as statement numbers: "2–4"
@@ -283,6 +302,10 @@ type StatementDoc struct {
 	// it: the statements of one worker with the same number were ended
 	// by one Sync. Absent while none came, and for a simple Query.
 	Sync int `json:"sync,omitempty"`
+	// AutocommitOff marks a statement that came on a MySQL connection
+	// with autocommit off: outside a transaction it opened one, which
+	// lasted until a COMMIT or ROLLBACK. Absent (false) elsewhere.
+	AutocommitOff bool `json:"autocommit_off,omitempty"`
 	// External names the stand-in of a call to an external (externals:)
 	// interleaved with the statements; absent for a statement.
 	External string `json:"external,omitempty"`
@@ -314,7 +337,7 @@ func statementDocs(stmts []consumer.Statement) []StatementDoc {
 	}
 	out := make([]StatementDoc, len(stmts))
 	for i, st := range stmts {
-		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore, AckUnseen: st.AckUnseen, Instance: st.Instance, Redelivery: st.Redelivery}
+		out[i] = StatementDoc{Worker: st.Worker, Text: st.Text, Answer: st.Answer, Name: st.Name, Sync: st.Sync, External: st.External, AnsweredBefore: st.AnsweredBefore, AckUnseen: st.AckUnseen, Instance: st.Instance, Redelivery: st.Redelivery, AutocommitOff: st.Implicit}
 		for _, p := range st.Params {
 			switch {
 			case p.Null:

@@ -100,6 +100,20 @@ func TestTraceLines(t *testing.T) {
 			"2. START TRANSACTION → OK",
 			"3. INSERT INTO m VALUES (?) [prepared 8] → INSERT 1 ✂ killed here, before the consumer saw the answer",
 		}},
+		// MySQLdb: autocommit off since it connected; the note comes on
+		// the first statement, and again on the redelivery's first.
+		{"MySQL with autocommit off", []consumer.Statement{
+			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = 'e'", Answer: "SELECT 0", Implicit: true},
+			{Worker: 1, Text: "INSERT INTO m VALUES (?)", Answer: "INSERT 1", Binary: true, Name: "8", Implicit: true},
+			{Worker: 1, Text: "COMMIT", Answer: "OK", Implicit: true, Held: true},
+			{Worker: 1, Text: "SELECT 1 FROM m WHERE id = 'e'", Answer: "SELECT 1", Implicit: true, Redelivery: true},
+		}, true, []string{
+			"1. SELECT 1 FROM m WHERE id = 'e' [autocommit off] → 0 rows",
+			"2. INSERT INTO m VALUES (?) [prepared 8] → INSERT 1",
+			"3. COMMIT → OK ✂ killed here, before the consumer saw the answer",
+			"after the restart, the redelivery:",
+			"4. SELECT 1 FROM m WHERE id = 'e' [autocommit off] → 1 row",
+		}},
 		{"killed at calls", []consumer.Statement{
 			{Worker: 1, Text: "POST /a", External: "p", Held: true, Before: true},
 			{Worker: 1, Text: "POST /b", Answer: "201", External: "p", Held: true},
@@ -209,7 +223,7 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 1, Text: "d", Answer: "D", Extended: true, Name: "s1", Sync: 4},
 		{Worker: 1, Text: "e", Answer: "E", Extended: true},
 		{Worker: 1, Text: "f", Answer: "F", AnsweredBefore: "202"},
-		{Worker: 1, Text: "g", Answer: "G", Instance: 3},
+		{Worker: 1, Text: "g", Answer: "G", Instance: 3, Implicit: true},
 		{Worker: 1, Text: "h", Answer: "H", Redelivery: true, Params: []consumer.Param{{Text: "k"}, {Null: true}, {Text: "00ff", Undecoded: true}}},
 	})
 	want := []StatementDoc{
@@ -219,7 +233,7 @@ func TestStatementDocs(t *testing.T) {
 		{Worker: 1, Text: "d", Answer: "D", Prepared: "named", Name: "s1", Sync: 4},
 		{Worker: 1, Text: "e", Answer: "E", Prepared: "unnamed"},
 		{Worker: 1, Text: "f", Answer: "F", AnsweredBefore: "202"},
-		{Worker: 1, Text: "g", Answer: "G", Instance: 3},
+		{Worker: 1, Text: "g", Answer: "G", Instance: 3, AutocommitOff: true},
 		{Worker: 1, Text: "h", Answer: "H", Redelivery: true, Params: []any{"k", nil, map[string]string{"binary": "00ff"}}},
 	}
 	if len(got) != len(want) {

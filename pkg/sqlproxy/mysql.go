@@ -40,6 +40,11 @@ type myConn struct {
 	// Guarded by conn.mu.
 	queue    []*myCommand
 	prepared map[uint32]*myPrepared
+	// noAutocommit: the server's last status said autocommit is off on
+	// the connection (SET autocommit = 0, which drivers such as Python's
+	// MySQLdb send as they connect): a statement outside a transaction
+	// opens one, which lasts until a COMMIT or ROLLBACK.
+	noAutocommit bool
 }
 
 // myPrepared is a statement the client prepared.
@@ -170,8 +175,11 @@ func (c *conn) command(pk myPacket, w *bufio.Writer) bool {
 		return true
 	case comQuery:
 		parts := splitMySQL(string(pl[1:]))
+		c.mu.Lock()
+		implicit := c.my.noAutocommit
+		c.mu.Unlock()
 		for i, text := range parts {
-			st := &Statement{Text: text}
+			st := &Statement{Text: text, Implicit: implicit}
 			if len(parts) > 1 {
 				st.Part, st.Parts = i+1, len(parts)
 			}
@@ -183,9 +191,10 @@ func (c *conn) command(pk myPacket, w *bufio.Writer) bool {
 		id, _ := stmtID(pl)
 		c.mu.Lock()
 		ps := c.my.prepared[id]
+		implicit := c.my.noAutocommit
 		c.mu.Unlock()
 		if ps != nil {
-			st := &Statement{Text: ps.text, Extended: true, Binary: true, Name: strconv.FormatUint(uint64(id), 10)}
+			st := &Statement{Text: ps.text, Extended: true, Binary: true, Name: strconv.FormatUint(uint64(id), 10), Implicit: implicit}
 			values := executeValues(pl, ps.params, &ps.types, ps.long)
 			ps.long = nil
 			if c.p.current() != nil {
@@ -265,9 +274,7 @@ func (c *conn) fromServerMySQL() {
 		}
 		if len(pk.payload) > 0 && pk.payload[0] == 0x00 {
 			if _, status, ok := okPacket(pk.payload); ok {
-				c.mu.Lock()
-				c.settleTx(txStatus(status))
-				c.mu.Unlock()
+				c.settleStatus(status)
 			}
 			break
 		}
@@ -595,7 +602,7 @@ func (r *myResponse) result(c *conn, answer string, isErr bool, status uint16, k
 	}
 	switch {
 	case known:
-		c.settleTx(txStatus(status))
+		c.settleMy(status)
 	case code == deadlock:
 		c.settleTx('I')
 	}
@@ -614,9 +621,16 @@ func (c *conn) finish(st *Statement, answer string) {
 	}
 }
 
-// settleStatus takes the server's status for the transaction.
+// settleStatus takes the server's status for the transaction and
+// autocommit.
 func (c *conn) settleStatus(status uint16) {
 	c.mu.Lock()
-	c.settleTx(txStatus(status))
+	c.settleMy(status)
 	c.mu.Unlock()
+}
+
+// settleMy is settleStatus with c.mu held.
+func (c *conn) settleMy(status uint16) {
+	c.settleTx(txStatus(status))
+	c.my.noAutocommit = status&serverAutocommit == 0
 }

@@ -542,3 +542,46 @@ func TestMySQLLoadDataLocalInfile(t *testing.T) {
 		t.Fatalf("trace:\n%s", traceLines(got))
 	}
 }
+
+// TestMySQLAutocommitOffIsSeen: a connection that turned autocommit off
+// before the watch (as Python's MySQLdb does on connecting) has its
+// statements marked Implicit, from the server's status, in both
+// protocols; once autocommit is on again, they are not.
+func TestMySQLAutocommitOffIsSeen(t *testing.T) {
+	for _, binary := range []bool{false, true} {
+		p, cfg := mysqlThrough(t)
+		cfg.InterpolateParams = !binary
+		db := mysqlOpen(t, cfg)
+		tbl := mysqlTable(t, db)
+		watched := func(stmts ...string) []Statement {
+			t.Helper()
+			w, err := p.Watch(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range stmts {
+				if _, err := db.Exec(q, "a"); err != nil {
+					t.Fatalf("binary %v: %s: %v", binary, q, err)
+				}
+			}
+			return w.Stop()
+		}
+		insert := "INSERT INTO " + tbl + " (k, n) VALUES (?, 1)"
+		if _, err := db.Exec("SET autocommit = 0"); err != nil {
+			t.Fatal(err)
+		}
+		st := watched(insert, "DELETE FROM "+tbl+" WHERE k = ?")
+		if len(st) != 2 || !st[0].Implicit || !st[1].Implicit {
+			t.Fatalf("binary %v: autocommit off: trace %+v, want both Implicit", binary, st)
+		}
+		if _, err := db.Exec("COMMIT"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec("SET autocommit = 1"); err != nil {
+			t.Fatal(err)
+		}
+		if st := watched(insert); len(st) != 1 || st[0].Implicit {
+			t.Fatalf("binary %v: autocommit on: trace %+v, want none Implicit", binary, st)
+		}
+	}
+}

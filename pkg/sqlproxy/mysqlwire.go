@@ -98,6 +98,7 @@ const (
 	capSSLVerifyServer   = 1 << 30
 	capCleared           = capSSL | capCompress | capZstdCompression | capOptionalMetadata | capQueryAttributes | capSSLVerifyServer
 	serverInTrans        = 0x0001
+	serverAutocommit     = 0x0002
 	serverMoreResults    = 0x0008
 	serverCursorExists   = 0x0040
 	greetingProtocol10   = 0x0a

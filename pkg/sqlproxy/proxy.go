@@ -664,6 +664,11 @@ type Statement struct {
 	// Extended too, Name the id its prepare was given; it ends itself,
 	// and Sync stays 0.
 	Binary bool
+	// Implicit: it came on a MySQL connection whose server status said
+	// autocommit was off (SET autocommit = 0, before the watch or in it):
+	// outside a transaction it opened one, which lasts until a COMMIT or
+	// ROLLBACK.
+	Implicit bool
 
 	// AfterAnswer: it was sent once the consumer had answered the
 	// delivery, as Watch.Answered says.
