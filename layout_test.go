@@ -63,12 +63,11 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		// Adapters: the stores, the brokers, the user's database.
 		"sqlite":   {[]string{"consumer", "escape", "handler", "invariant", "ledger", "problem"}, join(brokers, []string{mod + "postgres"})},
 		"postgres": {[]string{"handler", "redact"}, join(brokers, []string{"modernc.org/sqlite", mod + "sqlite"})},
-		"amqp":     {[]string{"broker", "redact"}, join(drivers, adapters)},
-		"kafka":    {[]string{"broker", "capture", "problem"}, join(drivers, adapters)},
-		"nats":     {[]string{"broker", "capture", "problem", "redact"}, join(drivers, adapters)},
+		"amqp":     {[]string{"broker", "redact", "report/words", "scenario"}, join(drivers, adapters)},
+		"kafka":    {[]string{"broker", "capture", "problem", "report/words", "scenario"}, join(drivers, adapters)},
+		"nats":     {[]string{"broker", "capture", "problem", "redact", "report/words", "scenario"}, join(drivers, adapters)},
 		"effects":  {[]string{"escape", "problem", "rawio", "redact", "scenario"}, join(brokers, adapters)},
 		"standin":  {[]string{"template"}, join(drivers, adapters)},
-		"nemesis":  {[]string{"inject"}, none},
 		// What a long replay into a user's consumer keeps of its deliveries.
 		"journal": {[]string{"consumer", "invariant", "sqlite"},
 			join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql", mod + "postgres",
@@ -76,7 +75,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		// The HTTP client of the deliveries to an http:// consumer.
 		"plainhttp": {[]string{"rawio"}, join(none, []string{mod + "external", mod + "scenario"})},
 		// The processes redeliver starts, and what they leave behind.
-		"proc": {[]string{"escape", "redact", "scenario"},
+		"proc": {[]string{"escape", "inject", "redact", "scenario"},
 			join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
 		// The engines and the reports.
 		"runner": {[]string{"consumer", "handler", "invariant", "problem", "report/words", "scenario", "template"},
@@ -92,8 +91,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			"report/words", "runner"},
 			join(none, []string{mod + "external", mod + "effects", mod + "sqlproxy", mod + "suite"})},
 		// The user's own consumer, and sets of files.
-		"external": {[]string{"amqp", "broker", "capture", "consumer", "diagnose", "effects", "escape", "handler",
-			"inject", "invariant", "journal", "kafka", "ledger", "nats", "nemesis", "plainhttp", "problem", "proc", "rawio", "redact", "replay",
+		"external": {[]string{"broker", "capture", "consumer", "diagnose", "effects", "escape", "handler",
+			"inject", "invariant", "journal", "ledger", "plainhttp", "problem", "proc", "rawio", "redact", "replay",
 			"report/words", "runner", "scenario", "sqlite", "sqlproxy", "standin", "template"},
 			[]string{mod + "report", mod + "suite", mod + "postgres"}},
 		"external/consumertest": {nil, join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql"})},

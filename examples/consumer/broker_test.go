@@ -28,7 +28,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/amqp"
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/nats"
-	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -192,17 +191,17 @@ func deliver(t testing.TB, r rig, ps []*proc.Process, dsn string, events, republ
 	t.Helper()
 	ctx := context.Background()
 	pub := r.open(t)
-	var stop func() []nemesis.Kill
+	var stop func() []proc.Kill
 	if killEvery > 0 {
-		in := make([]nemesis.Instance, len(ps))
+		in := make([]proc.Instance, len(ps))
 		for i, p := range ps {
 			in[i] = p
 		}
-		n := nemesis.New(killEvery, 1, in)
+		n := proc.NewNemesis(killEvery, 1, in)
 		nctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- n.Run(nctx) }()
-		stop = func() []nemesis.Kill {
+		stop = func() []proc.Kill {
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatalf("nemesis: %v", err)
@@ -247,7 +246,7 @@ func deliver(t testing.TB, r rig, ps []*proc.Process, dsn string, events, republ
 	for err := range errs {
 		t.Fatal(err)
 	}
-	var kills []nemesis.Kill
+	var kills []proc.Kill
 	if stop != nil {
 		// Kill on while the broker still has messages to hand out.
 		for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

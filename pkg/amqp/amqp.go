@@ -3,8 +3,10 @@
 // silently, and watches the consumer's queue until it is empty and stays
 // empty. It wraps github.com/rabbitmq/amqp091-go.
 //
-// Of this module it imports pkg/broker and pkg/redact, and it links no
-// database driver or store.
+// It registers the amqp: target of a scenario with pkg/broker
+// (target.go). Of this module it imports pkg/broker, pkg/redact,
+// pkg/report/words and pkg/scenario (whose AMQPTarget it opens), and it
+// links no database driver or store.
 package amqp
 
 import (

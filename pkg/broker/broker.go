@@ -2,7 +2,11 @@
 // consumer under test reads from: publish one delivery, say what became of
 // the deliveries so far, and decide — from the broker's own counters, not
 // a sleep — when the consumer has drained them. The adapters live beside
-// it, named for what they wrap: nats (JetStream) and amqp (RabbitMQ).
+// it, named for what they wrap: nats (JetStream), amqp (RabbitMQ) and
+// kafka. Each registers the scenario targets of its kind (Register,
+// target.go): the file format parses a target's fields into a type that
+// is a Target, and whoever publishes opens it through AdapterOf, never
+// naming a broker.
 //
 // Of this module it imports only pkg/redact and pkg/template, and it links
 // no broker client: the file format, the replay and the reports check

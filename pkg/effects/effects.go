@@ -4,8 +4,11 @@
 // names and otherwise only reads: it never creates, alters or drops a
 // table of the user's.
 //
-// It also owns where a connection string leads and whether it may be reset
-// (place.go). Of this module it imports pkg/escape, pkg/problem, pkg/rawio,
+// Each kind of database is a dialect (dialect.go): PostgreSQL
+// (postgres.go), MySQL and MariaDB (mysql.go) and a SQLite file
+// (sqlite.go), each listed once in dialects; the rest of the package asks
+// the dialect, never the kind. It also owns where a connection string
+// leads and whether it may be reset (place.go). Of this module it imports pkg/escape, pkg/problem, pkg/rawio,
 // pkg/redact and pkg/scenario; it links the PostgreSQL, MySQL and SQLite
 // drivers, and no broker client or store of the built-in handler.
 package effects
@@ -17,26 +20,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/rawio"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
 
 // Error is a failure of the effects database: unreachable, a missing
@@ -61,43 +53,22 @@ type Row struct {
 	Columns []string
 }
 
-// DB is the consumer's database, opened for judging.
+// DB is the consumer's database, opened for judging, through the
+// session its dialect opened.
 type DB struct {
+	s     session
 	db    *sql.DB
-	ro    *sql.DB // SQLite: the file under PRAGMA query_only, for the query
 	kind  string
 	where string // the database in words, without its user or password
-	path  string // SQLite: the file
 	spec  *scenario.Effects
-	// SQLite: the statements a replay runs once per delivery, prepared
-	// once (parsing them cost as much as running them).
-	stmtMu sync.Mutex
-	stmts  map[*sql.DB]map[string]*sql.Stmt
-	// app is the application_name of redeliver's own PostgreSQL
-	// connections, by which a reset or a read that waits on a lock is
-	// found; on MySQL, own holds the thread ids of its connections
-	// instead. lockWait is how long it may wait before the holder is
-	// named.
-	app      string
-	own      *threadIDs
+	// lockWait is how long a reset or a read may wait on a lock before
+	// the holder is named (locks.go).
 	lockWait time.Duration
-	// dsn is the driver's DSN, which a guardian is given (guardian.go).
-	dsn string
-	// SQLite: the file was there when a key's rows were read; the next
-	// reads of a key's rows do not look for it again (a replay reads them
-	// at every redelivery).
+	// The database was there when a key's rows were read (a SQLite file
+	// may not be yet); the next reads of a key's rows do not look for it
+	// again (a replay reads them at every redelivery).
 	found atomic.Bool
-	// MySQL: when Blocked last asked InnoDB, and what it said (see
-	// blockedEvery).
-	blockedMu  sync.Mutex
-	blockedAt  time.Time
-	blockedWas bool
 }
-
-// blockedEvery is how often Blocked asks InnoDB on MySQL: its
-// information_schema.innodb_trx is a cache refreshed only when it was
-// not read for 100 ms, so asking more often would keep it stale for ever.
-const blockedEvery = 150 * time.Millisecond
 
 // Where names the database in words, without its user or password:
 // "PostgreSQL 127.0.0.1:5432/test", "SQLite file effects.db".
@@ -119,53 +90,10 @@ func Describe(dsn string) string {
 // whereOf names a place, a SQLite file's path redacted as any configuration
 // string shown.
 func whereOf(p *Place) string {
-	if p.Kind == SQLite {
-		return "SQLite file " + redact.String(p.Name)
+	if p.File {
+		return KindName(p.Kind) + " file " + redact.String(p.Name)
 	}
 	return p.String()
-}
-
-// parse turns the db of a scenario into a driver, a driver DSN and a
-// description.
-func parse(dsn string) (kind, driverDSN, where string, err error) {
-	place, err := Parse(dsn)
-	if err != nil {
-		return "", "", "", errorf("the effects db is %v", err)
-	}
-	where = whereOf(place)
-	switch place.Kind {
-	case Postgres:
-		return Postgres, dsn, where, nil
-	case MySQL:
-		if NativeMySQL(dsn) {
-			// Already the driver's own form.
-			return MySQL, dsn, where, nil
-		}
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", "", "", errorf("the effects db is not a valid MySQL URL")
-		}
-		cfg := mysql.NewConfig()
-		cfg.Net = "tcp"
-		cfg.Addr = u.Host
-		if u.Port() == "" {
-			cfg.Addr = u.Host + ":3306"
-		}
-		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
-		cfg.DBName = strings.TrimPrefix(u.Path, "/")
-		cfg.Params = map[string]string{}
-		for k, v := range u.Query() {
-			cfg.Params[k] = v[0]
-		}
-		return MySQL, cfg.FormatDSN(), where, nil
-	}
-	path := place.Name
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", "", "", errorf("the effects db %s is not a usable path: %v", redact.String(path), err)
-	}
-	return SQLite, abs, where, nil
 }
 
 // CheckReset holds the reset statements to a database the user plainly
@@ -193,35 +121,21 @@ func CheckReset(e *scenario.Effects) *problem.Error {
 // SQLite file that does not exist yet is not an error: a consumer run as
 // a process per delivery may create it on its first delivery.
 func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
-	kind, dsn, where, err := parse(spec.DB)
+	dl := dialectFor(spec.DB)
+	place, err := dl.place(spec.DB)
 	if err != nil {
-		return nil, err
+		return nil, errorf("the effects db is %v", err)
 	}
-	d := &DB{kind: kind, where: where, spec: spec, lockWait: LockWait}
-	switch kind {
-	case Postgres:
-		d.db, d.app, err = openPostgres(dsn)
-	case MySQL:
-		d.db, d.own, err = openMySQL(dsn)
-		d.dsn = dsn
-	default:
-		d.path = dsn
-		// Read and reset only: the consumer owns the file; wait for its
-		// writers instead of failing with "database is locked".
-		d.db, err = sql.Open("sqlite", "file:"+dsn+"?mode=rw&_pragma=busy_timeout(10000)")
-		d.db.SetMaxOpenConns(1)
-		if err == nil && spec.Query != "" {
-			// The user's query runs where SQLite refuses any write.
-			d.ro, err = sql.Open("sqlite", "file:"+dsn+"?mode=rw&_pragma=busy_timeout(10000)&_pragma=query_only(1)")
-			if err != nil {
-				d.db.Close()
-			}
-		}
+	where := whereOf(place)
+	s, err := dl.open(spec.DB, place, spec)
+	if le := (*Error)(nil); errors.As(err, &le) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, errorf("cannot open the effects database %s: %v", where, err)
 	}
-	if kind != SQLite {
+	d := &DB{s: s, db: s.conn(), kind: dl.kind(), where: where, spec: spec, lockWait: LockWait}
+	if !place.File {
 		if err := d.db.PingContext(ctx); err != nil {
 			d.db.Close()
 			if ctx.Err() != nil {
@@ -233,58 +147,14 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 	return d, nil
 }
 
-// openPostgres opens a PostgreSQL effects database whose connections read
-// and write their sockets with raw system calls (pkg/rawio): a replay into
-// a target reads a redelivery's rows before and after it, and on the one
-// processor it runs on, each ordinary system call woke the runtime's
-// monitor thread. A URL pgx cannot parse is opened as before, and its
-// error comes when it is first reached.
-func openPostgres(dsn string) (*sql.DB, string, error) {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		db, err := sql.Open("pgx", dsn)
-		return db, "", err
-	}
-	dial := cfg.DialFunc
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return rawio.Conn(c), nil
-	}
-	app := cfg.RuntimeParams["application_name"]
-	if app == "" {
-		app = fmt.Sprintf("redeliver %d", os.Getpid())
-		cfg.RuntimeParams["application_name"] = app
-	}
-	return stdlib.OpenDB(*cfg), app, nil
-}
-
 // Close closes the connection.
 func (d *DB) Close() error {
-	d.stmtMu.Lock()
-	for _, m := range d.stmts {
-		for _, st := range m {
-			st.Close()
-		}
-	}
-	d.stmts = nil
-	d.stmtMu.Unlock()
-	if d.ro != nil {
-		d.ro.Close()
-	}
-	return d.db.Close()
+	d.s.close()
+	return nil
 }
 
-// exists reports whether a SQLite file is there yet.
-func (d *DB) exists() bool {
-	if d.kind != SQLite {
-		return true
-	}
-	_, err := os.Stat(d.path)
-	return err == nil
-}
+// exists reports whether the database is there yet.
+func (d *DB) exists() bool { return d.s.exists() }
 
 // Reset runs the scenario's reset statements, in order. On a SQLite file
 // that does not exist yet there is nothing to reset.
@@ -357,57 +227,13 @@ func (d *DB) CheckIgnored(ctx context.Context) error {
 // READ ONLY transaction on PostgreSQL and MySQL, rolled back by done,
 // and PRAGMA query_only on SQLite.
 func (d *DB) readOnly(ctx context.Context, q string, args ...any) (*sql.Rows, func(), error) {
-	if d.kind == SQLite {
-		rows, err := d.query(ctx, d.ro, q, args...)
-		return rows, nil, err
-	}
-	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	done := func() { _ = tx.Rollback() }
-	rows, err := tx.QueryContext(ctx, q, args...)
-	return rows, done, err
+	return d.s.readOnly(ctx, q, args...)
 }
 
 // keyQuery is the effects query q filtered to the rows of one key, its
 // one argument: q as a subquery (without a closing semicolon).
-// query runs q on db; on SQLite through a statement prepared once. A
-// statement that cannot be prepared (its table not there yet) is not
-// kept: q runs plainly, and fails as it would have.
-func (d *DB) query(ctx context.Context, db *sql.DB, q string, args ...any) (*sql.Rows, error) {
-	if d.kind != SQLite {
-		return db.QueryContext(ctx, q, args...)
-	}
-	d.stmtMu.Lock()
-	st := d.stmts[db][q]
-	if st == nil {
-		var err error
-		if st, err = db.PrepareContext(ctx, q); err != nil {
-			d.stmtMu.Unlock()
-			return db.QueryContext(ctx, q, args...)
-		}
-		if d.stmts == nil {
-			d.stmts = map[*sql.DB]map[string]*sql.Stmt{}
-		}
-		if d.stmts[db] == nil {
-			d.stmts[db] = map[string]*sql.Stmt{}
-		}
-		d.stmts[db][q] = st
-	}
-	d.stmtMu.Unlock()
-	return st.QueryContext(ctx, args...)
-}
-
 func (d *DB) keyQuery(q string) string {
-	q = strings.TrimRight(strings.TrimSpace(q), "; \t\r\n")
-	switch d.kind {
-	case Postgres:
-		return "SELECT * FROM (" + q + "\n) q WHERE q.key::text = $1"
-	case MySQL:
-		return "SELECT * FROM (" + q + "\n) q WHERE q.`key` = ?"
-	}
-	return "SELECT * FROM (" + q + "\n) q WHERE q.\"key\" = ?"
+	return d.s.keyQuery(strings.TrimRight(strings.TrimSpace(q), "; \t\r\n"))
 }
 
 // readError says why a read failed; a write the database refused is
@@ -419,29 +245,11 @@ func (d *DB) readError(what string, err error) error {
 	return errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
 }
 
-// wrote reports a database's refusal of a write in a read-only
-// transaction or connection.
-func wrote(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "25006" // read_only_sql_transaction
-	}
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1792 // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
-	}
-	return strings.Contains(err.Error(), "attempt to write a readonly database")
-}
-
 // quote quotes a (possibly schema-qualified) name for the database.
 func (d *DB) quote(name string) string {
-	q := `"`
-	if d.kind == MySQL {
-		q = "`"
-	}
 	parts := strings.Split(name, ".")
 	for i, p := range parts {
-		parts[i] = q + p + q
+		parts[i] = d.s.quote(p)
 	}
 	return strings.Join(parts, ".")
 }
@@ -521,15 +329,10 @@ func (d *DB) openRows(ctx context.Context, key *string, src rowSource) (rows *sq
 		q := "SELECT * FROM " + d.quote(d.spec.Table)
 		var args []any
 		if key != nil {
-			switch d.kind {
-			case Postgres:
-				q += " WHERE " + d.quote(src.keyCol) + "::text = $1"
-			default:
-				q += " WHERE " + d.quote(src.keyCol) + " = ?"
-			}
+			q += d.s.keyWhere(src.keyCol)
 			args = append(args, *key)
 		}
-		rows, err = d.query(ctx, d.db, q, args...)
+		rows, err = d.s.query(ctx, q, args...)
 		return rows, nil, err
 	}
 	q := d.spec.Query
@@ -682,14 +485,6 @@ func text(v any) string {
 	return fmt.Sprint(v)
 }
 
-func oneLine(err error) string {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Message
-	}
-	return strings.Join(strings.Fields(err.Error()), " ")
-}
-
 // Check holds what a file's effects ask to what redeliver can do with the
 // database they name: reset only where the user plainly meant it (see
 // CheckReset), and the statement proxy only on PostgreSQL reached without
@@ -712,50 +507,7 @@ func CheckProxy(e *scenario.Effects) *problem.Error {
 	if err != nil {
 		return problem.Invalid(e.DBPos, "db is %v", err)
 	}
-	switch {
-	case p.Kind == SQLite:
-		return problem.Invalid(e.ProxyPos, "proxy: true relays the PostgreSQL and MySQL wire protocols, and db is a SQLite file, which the consumer opens with no wire between: use a PostgreSQL or MySQL database, or remove proxy")
-	case p.Kind == MySQL && (len(p.Hosts) == 0 || !strings.Contains(p.Hosts[0], ":")):
-		return problem.Invalid(e.ProxyPos, "proxy: true relays TCP connections, and db is reached over a unix socket: name the database's host and port (tcp(127.0.0.1:3306))")
-	case p.Kind == MySQL:
-		if mode := mysqlTLS(e.DB); mode != "" && mode != "false" && mode != "preferred" {
-			return problem.Invalid(e.ProxyPos, "proxy: true relays plain TCP, and db asks for tls=%s: the proxy offers no TLS to the consumer and speaks none to the database; test against a database reachable without TLS, or remove proxy", mode)
-		}
-		return nil
-	case len(p.Hosts) == 0 || strings.HasPrefix(p.Hosts[0], "/"):
-		return problem.Invalid(e.ProxyPos, "proxy: true relays TCP connections, and db is reached over a unix socket: name the database's host and port (host=127.0.0.1 port=5432)")
-	}
-	if mode := sslMode(e.DB); mode == "require" || mode == "verify-ca" || mode == "verify-full" {
-		return problem.Invalid(e.ProxyPos, "proxy: true relays plain TCP, and db asks for sslmode=%s: the proxy speaks no TLS to the consumer or to the database; test against a database reachable without TLS, or remove proxy", mode)
-	}
-	return nil
-}
-
-// sslMode is the sslmode a PostgreSQL connection string asks for, or "".
-func sslMode(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		return u.Query().Get("sslmode")
-	}
-	for _, f := range strings.Fields(dsn) {
-		if v, ok := strings.CutPrefix(f, "sslmode="); ok {
-			return strings.Trim(v, "'")
-		}
-	}
-	return ""
-}
-
-// mysqlTLS is the tls a MySQL URL or Go DSN asks for, or "".
-func mysqlTLS(dsn string) string {
-	if NativeMySQL(dsn) {
-		if cfg, err := mysql.ParseDSN(dsn); err == nil {
-			return cfg.TLSConfig
-		}
-		return ""
-	}
-	if u, err := url.Parse(dsn); err == nil {
-		return u.Query().Get("tls")
-	}
-	return ""
+	return dialectOf(p.Kind).checkProxy(e, p)
 }
 
 // Upstream is the host:port the proxy relays to: the first host the
@@ -778,138 +530,24 @@ func ProxyURL(dsn, addr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if NativeMySQL(dsn) {
-		// The driver's own form, host and port replaced.
-		cfg, err := mysql.ParseDSN(dsn)
-		if err != nil {
-			return "", errors.New("db is not a Go MySQL DSN the driver can use")
-		}
-		cfg.Net, cfg.Addr = "tcp", addr
-		return cfg.FormatDSN(), nil
-	}
-	if u, err := url.Parse(dsn); err == nil && u.Scheme == "mysql" {
-		u.Host = addr
-		return u.String(), nil
-	}
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		u.Host = addr
-		q := u.Query()
-		q.Set("sslmode", "disable")
-		u.RawQuery = q.Encode()
-		return u.String(), nil
-	}
-	// A libpq keyword string: host, port and sslmode replaced.
-	var out []string
-	for _, f := range strings.Fields(dsn) {
-		k, _, _ := strings.Cut(f, "=")
-		switch strings.TrimSpace(k) {
-		case "host", "hostaddr", "port", "sslmode":
-			continue
-		}
-		out = append(out, f)
-	}
-	out = append(out, "host="+host, "port="+port, "sslmode=disable")
-	return strings.Join(out, " "), nil
+	return dialectFor(dsn).proxyURL(dsn, host, port)
 }
 
-// JDBCURL is dsn pointed at the proxy's addr as PgJDBC reads it, the
-// connection string a consumer on the JVM gets as ${REDELIVER_JDBC_URL}:
-// jdbc:postgresql://127.0.0.1:PORT/DB?user=…&password=…&sslmode=disable,
-// with currentSchema set to the search_path dsn gives (as a URL parameter
-// pgx reads, or in options=-csearch_path=…, as libpq reads it).
-func JDBCURL(dsn, addr string) (string, error) {
-	if KindOf(dsn) == MySQL {
-		return mysqlJDBCURL(dsn, addr)
-	}
-	cfg, err := pgconn.ParseConfig(dsn)
-	if err != nil {
-		return "", redact.Error(err)
-	}
-	q := url.Values{}
-	if cfg.User != "" {
-		q.Set("user", cfg.User)
-	}
-	if cfg.Password != "" {
-		q.Set("password", cfg.Password)
-	}
-	q.Set("sslmode", "disable")
-	if sp := searchPath(cfg.RuntimeParams); sp != "" {
-		q.Set("currentSchema", sp)
-	}
-	db := cfg.Database
-	if db == "" {
-		db = cfg.User
-	}
-	return "jdbc:postgresql://" + addr + "/" + url.PathEscape(db) + "?" + q.Encode(), nil
-}
-
-// mysqlJDBCURL is a MySQL dsn pointed at the proxy's addr as MySQL
-// Connector/J reads it: jdbc:mysql://127.0.0.1:PORT/DB?user=…&password=…,
-// without TLS, and allowed to fetch the server's RSA key for
-// caching_sha2_password's full exchange in plain TCP.
-func mysqlJDBCURL(dsn, addr string) (string, error) {
-	_, native, _, err := parse(dsn)
-	if err != nil {
-		return "", err
-	}
-	cfg, err := mysql.ParseDSN(native)
-	if err != nil {
-		return "", errors.New("db is not a MySQL connection string the driver can use")
-	}
-	q := url.Values{}
-	if cfg.User != "" {
-		q.Set("user", cfg.User)
-	}
-	if cfg.Passwd != "" {
-		q.Set("password", cfg.Passwd)
-	}
-	q.Set("sslMode", "DISABLED")
-	q.Set("allowPublicKeyRetrieval", "true")
-	return "jdbc:mysql://" + addr + "/" + url.PathEscape(cfg.DBName) + "?" + q.Encode(), nil
-}
-
-// searchPathOption is a search_path set in libpq's options: -c
-// search_path=a,b or -csearch_path=a,b.
-var searchPathOption = regexp.MustCompile(`(?:^|\s)-c\s*search_path=(\S+)`)
-
-// searchPath is the search_path runtime parameters set, or "".
-func searchPath(params map[string]string) string {
-	if sp := params["search_path"]; sp != "" {
-		return sp
-	}
-	if m := searchPathOption.FindStringSubmatch(params["options"]); m != nil {
-		return m[1]
-	}
-	return ""
-}
+// JDBCURL is dsn pointed at the proxy's addr as the database's JDBC
+// driver reads it, the connection string a consumer on the JVM gets as
+// ${REDELIVER_JDBC_URL}: PgJDBC's jdbc:postgresql://127.0.0.1:PORT/DB?…
+// or Connector/J's jdbc:mysql://….
+func JDBCURL(dsn, addr string) (string, error) { return dialectFor(dsn).jdbcURL(dsn, addr) }
 
 // Blocked reports whether any of the PostgreSQL server processes (or
 // MySQL threads, as InnoDB's information_schema.innodb_trx says) pids
 // waits for a lock: a worker held by the proxy holds it, and the others
 // can go no further until it is let go.
 func (d *DB) Blocked(ctx context.Context, pids []int32) (bool, error) {
-	if d.kind == MySQL && len(pids) > 0 {
-		// InnoDB's own view, which MySQL 8 and MariaDB both give.
-		d.blockedMu.Lock()
-		defer d.blockedMu.Unlock()
-		if time.Since(d.blockedAt) < blockedEvery {
-			return d.blockedWas, nil
-		}
-		var n int
-		err := d.db.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.innodb_trx WHERE trx_mysql_thread_id IN ("+idList(pids)+") AND trx_state = 'LOCK WAIT'").Scan(&n)
-		d.blockedAt, d.blockedWas = time.Now(), n > 0 && err == nil
-		return n > 0, err
-	}
-	if d.kind != Postgres || len(pids) == 0 {
+	if len(pids) == 0 {
 		return false, nil
 	}
-	list := make([]string, len(pids))
-	for i, p := range pids {
-		list[i] = strconv.Itoa(int(p))
-	}
-	var n int
-	err := d.db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid IN ("+strings.Join(list, ",")+") AND wait_event_type = 'Lock'").Scan(&n)
-	return n > 0, err
+	return d.s.blocked(ctx, pids)
 }
 
 // Busy lists those of the PostgreSQL server processes (or MySQL
@@ -917,17 +555,14 @@ func (d *DB) Blocked(ctx context.Context, pids []int32) (bool, error) {
 // inside a transaction, holding what locks they took. An idle one holds
 // none and goes when its socket closes.
 func (d *DB) Busy(ctx context.Context, pids []int32) ([]int32, error) {
-	if (d.kind != Postgres && d.kind != MySQL) || len(pids) == 0 {
+	if len(pids) == 0 {
 		return nil, nil
 	}
-	q, args := "SELECT pid FROM pg_stat_activity WHERE pid = ANY($1) AND state IS DISTINCT FROM 'idle'", []any{pids}
-	if d.kind == MySQL {
-		// A thread is busy running a command, or idle with a
-		// transaction open (InnoDB's).
-		list := idList(pids)
-		q, args = "SELECT id FROM information_schema.processlist WHERE id IN ("+list+") AND (command <> 'Sleep' OR id IN (SELECT trx_mysql_thread_id FROM information_schema.innodb_trx WHERE trx_mysql_thread_id IN ("+list+")))", nil
-	}
-	rows, err := d.db.QueryContext(ctx, q, args...)
+	return d.s.busy(ctx, pids)
+}
+
+// scanIDs reads the one column of rows as ids.
+func scanIDs(rows *sql.Rows, err error) ([]int32, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -952,47 +587,17 @@ func idList(pids []int32) string {
 	return strings.Join(list, ",")
 }
 
-// unknownThread reports whether a KILL found no such thread (1094).
-func unknownThread(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1094
-}
-
 // ServerVersion is the PostgreSQL server's version as a number
 // (server_version_num: 150004 for 15.4); 0 for another database.
-func (d *DB) ServerVersion(ctx context.Context) (int, error) {
-	if d.kind != Postgres {
-		return 0, nil
-	}
-	var v int
-	err := d.db.QueryRowContext(ctx, "SELECT current_setting('server_version_num')::int").Scan(&v)
-	return v, err
-}
+func (d *DB) ServerVersion(ctx context.Context) (int, error) { return d.s.serverVersion(ctx) }
 
 // Terminate ends the PostgreSQL server processes pids
 // (pg_terminate_backend, which a role may run on its own processes), or
-// the MySQL threads (KILL CONNECTION): the server rolls back what they
-// were doing at once, as after a crash.
+// the MySQL threads (KILL QUERY, then KILL CONNECTION): the server rolls
+// back what they were doing at once, as after a crash.
 func (d *DB) Terminate(ctx context.Context, pids []int32) error {
-	if d.kind == MySQL {
-		// KILL QUERY for every thread first: killed one at a time, a
-		// thread waiting on another's lock would be let go when the
-		// holder died and run its statement to its commit, after the
-		// kill. Then KILL CONNECTION: the server rolls back each
-		// thread's transaction and ends it. One already gone is no
-		// error.
-		for _, kill := range []string{"KILL QUERY ", "KILL CONNECTION "} {
-			for _, pid := range pids {
-				if _, err := d.db.ExecContext(ctx, kill+strconv.Itoa(int(pid))); err != nil && !unknownThread(err) {
-					return err
-				}
-			}
-		}
+	if len(pids) == 0 {
 		return nil
 	}
-	if d.kind != Postgres || len(pids) == 0 {
-		return nil
-	}
-	_, err := d.db.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS t(pid)", pids)
-	return err
+	return d.s.terminate(ctx, pids)
 }

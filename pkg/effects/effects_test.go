@@ -470,11 +470,12 @@ func TestKeyReadPreparedOnce(t *testing.T) {
 					}
 				}
 			}
-			on := db.db
+			lite := db.s.(*liteSession)
+			on := lite.db
 			if tt.spec.Query != "" {
-				on = db.ro
+				on = lite.ro
 			}
-			if n := len(db.stmts[on]); n != 1 {
+			if n := len(lite.stmts[on]); n != 1 {
 				t.Errorf("%d statements prepared for the key's rows, want 1", n)
 			}
 			if tt.spec.Table != "" {
@@ -568,4 +569,21 @@ func TestProxyURL(t *testing.T) {
 			t.Errorf("ProxyURL(%q) = %q, %v; want %q", tt.dsn, got, err, tt.want)
 		}
 	}
+}
+
+// parse is a connection string as the tests use it: its kind, the DSN
+// its driver opens (a SQLite file's absolute path), and where it is.
+func parse(dsn string) (kind, native, where string, err error) {
+	p, err := Parse(dsn)
+	if err != nil {
+		return "", "", "", err
+	}
+	native = dsn
+	switch p.Kind {
+	case MySQL:
+		native, err = mysqlDriverDSN(dsn)
+	case SQLite:
+		native, err = filepath.Abs(p.Name)
+	}
+	return p.Kind, native, whereOf(p), err
 }

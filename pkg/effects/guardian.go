@@ -104,7 +104,7 @@ func (d *DB) newGuardian(cmd *exec.Cmd) (*Guardian, error) {
 		return nil, fmt.Errorf("cannot start the guardian of the consumer's MySQL threads: %w", err)
 	}
 	g := &Guardian{w: w, cmd: cmd}
-	g.send(strconv.Quote(d.dsn))
+	g.send(strconv.Quote(d.s.guardianDSN()))
 	return g, nil
 }
 
@@ -154,8 +154,7 @@ func guard(pipe *os.File) int {
 	defer cancel()
 	db, err := sql.Open("mysql", dsn)
 	if err == nil {
-		d := &DB{kind: MySQL, db: db}
-		err = d.Terminate(ctx, left)
+		err = (&mySession{db: db}).terminate(ctx, left)
 		db.Close()
 	}
 	if err != nil {

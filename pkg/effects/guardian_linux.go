@@ -31,7 +31,7 @@ func RunGuardian() (int, bool) {
 // effects database; on another database, or in a program whose main
 // does not call RunGuardian, there is none (nil).
 func (d *DB) StartGuardian() (*Guardian, error) {
-	if d.kind != MySQL || d.dsn == "" || !guarding.Load() {
+	if d.s.guardianDSN() == "" || !guarding.Load() {
 		return nil, nil
 	}
 	cmd := exec.Command("/proc/self/exe")

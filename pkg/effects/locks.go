@@ -2,18 +2,13 @@ package effects
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/redeliver/redeliver/pkg/escape"
 )
 
 // LockWait is how long a reset statement or a read of the effects may
@@ -35,7 +30,7 @@ func (e *LockError) Error() string { return e.Msg }
 // is cancelled and a LockError names the session that holds it: its
 // pid (thread id), application name or user, state and query.
 func (d *DB) watchLocks(ctx context.Context, what string, f func(context.Context) error) error {
-	if d.kind == Postgres && d.app == "" || d.kind == MySQL && d.own == nil || d.kind == SQLite || d.lockWait <= 0 {
+	if !d.s.watchesLocks() || d.lockWait <= 0 {
 		return f(ctx)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -79,34 +74,7 @@ func (d *DB) watchLocks(ctx context.Context, what string, f func(context.Context
 // lockHolder names a session that holds a lock one of redeliver's
 // connections waits for, and the statement that ends it, or "" when
 // none waits.
-func (d *DB) lockHolder(ctx context.Context) (string, string, error) {
-	if d.kind == MySQL {
-		return d.mysqlLockHolder(ctx)
-	}
-	var pid int32
-	var app, state, query string
-	err := d.db.QueryRowContext(ctx, `SELECT b.pid, coalesce(b.application_name, ''), coalesce(b.state, ''), coalesce(b.query, '')
-		FROM pg_stat_activity w
-		CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS k(pid)
-		JOIN pg_stat_activity b ON b.pid = k.pid
-		WHERE w.application_name = $1 AND w.pid <> pg_backend_pid() AND w.wait_event_type = 'Lock'
-		ORDER BY b.backend_start LIMIT 1`, d.app).Scan(&pid, &app, &state, &query)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", nil
-	}
-	if err != nil {
-		return "", "", err
-	}
-	verb := "running"
-	if state != "active" {
-		verb = "whose last query was"
-	}
-	if state == "" {
-		state = "state unknown"
-	}
-	return fmt.Sprintf("backend %d (application %s, %s, %s %s)", pid, strconv.Quote(escape.Input(app)), state, verb, strconv.Quote(escape.Input(clip(query)))),
-		fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid), nil
-}
+func (d *DB) lockHolder(ctx context.Context) (string, string, error) { return d.s.lockHolder(ctx) }
 
 // clip shortens a query to 200 bytes.
 func clip(query string) string {
@@ -114,69 +82,6 @@ func clip(query string) string {
 		return query[:200] + "…"
 	}
 	return query
-}
-
-// mysqlLockWaits are the two ways a MySQL server says which transaction
-// waits for which, each giving, for a waiting thread among redeliver's
-// own (the IN list, filled in), the blocking thread's id, user, host,
-// command and query: MariaDB (and MySQL before 8) answer
-// information_schema.innodb_lock_waits; MySQL 8 dropped it for
-// performance_schema.data_lock_waits, whose thread ids are
-// performance_schema's own, mapped to the processlist's by
-// performance_schema.threads.
-var mysqlLockWaits = [2]string{
-	`SELECT b.trx_mysql_thread_id, coalesce(p.user, ''), coalesce(p.host, ''), coalesce(p.command, ''), coalesce(p.info, b.trx_query, '')
-		FROM information_schema.innodb_lock_waits w
-		JOIN information_schema.innodb_trx r ON r.trx_id = w.requesting_trx_id
-		JOIN information_schema.innodb_trx b ON b.trx_id = w.blocking_trx_id
-		LEFT JOIN information_schema.processlist p ON p.id = b.trx_mysql_thread_id
-		WHERE r.trx_mysql_thread_id IN (%s) AND r.trx_mysql_thread_id <> CONNECTION_ID()
-		ORDER BY b.trx_started LIMIT 1`,
-	`SELECT bt.processlist_id, coalesce(bt.processlist_user, ''), coalesce(bt.processlist_host, ''), coalesce(bt.processlist_command, ''), coalesce(bt.processlist_info, '')
-		FROM performance_schema.data_lock_waits w
-		JOIN performance_schema.threads rt ON rt.thread_id = w.requesting_thread_id
-		JOIN performance_schema.threads bt ON bt.thread_id = w.blocking_thread_id
-		WHERE rt.processlist_id IN (%s) AND rt.processlist_id <> CONNECTION_ID() AND bt.processlist_id IS NOT NULL
-		ORDER BY bt.processlist_id LIMIT 1`,
-}
-
-// mysqlLockHolder is lockHolder on MySQL: asked of the server's own
-// account of its lock waits, in whichever of mysqlLockWaits it answers
-// (the first that does is kept).
-func (d *DB) mysqlLockHolder(ctx context.Context) (string, string, error) {
-	ids := d.own.list()
-	if len(ids) == 0 {
-		return "", "", nil
-	}
-	var id int64
-	var user, host, command, query string
-	var err error
-	for i := int(d.own.asked.Load()); i < len(mysqlLockWaits); i++ {
-		err = d.db.QueryRowContext(ctx, fmt.Sprintf(mysqlLockWaits[i], ids)).Scan(&id, &user, &host, &command, &query)
-		if !unknownTable(err) {
-			d.own.asked.Store(int32(i))
-			break
-		}
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", nil
-	}
-	if err != nil {
-		return "", "", err
-	}
-	doing := "idle in a transaction"
-	if command != "Sleep" && query != "" {
-		doing = "running " + strconv.Quote(escape.Input(clip(query)))
-	}
-	return fmt.Sprintf("thread %d (user %s, %s)", id, strconv.Quote(escape.Input(user+"@"+host)), doing),
-		fmt.Sprintf("KILL %d", id), nil
-}
-
-// unknownTable reports whether a server has no such table (1109: an
-// unknown information_schema table; 1146: no such table).
-func unknownTable(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1109 || me.Number == 1146)
 }
 
 // threadIDs are the thread ids of redeliver's own connections to a
@@ -242,21 +147,4 @@ func (c ownConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		c.own.mu.Unlock()
 	}
 	return conn, nil
-}
-
-// openMySQL opens a MySQL effects database whose connections' thread ids
-// are kept. A DSN the driver cannot parse is opened as before, and its
-// error comes when it is first reached.
-func openMySQL(dsn string) (*sql.DB, *threadIDs, error) {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		db, err := sql.Open("mysql", dsn)
-		return db, nil, err
-	}
-	c, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	own := &threadIDs{ids: map[int64]struct{}{}}
-	return sql.OpenDB(ownConnector{c, own}), own, nil
 }

@@ -6,13 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redeliver/redeliver/pkg/amqp"
 	"github.com/redeliver/redeliver/pkg/broker"
-	"github.com/redeliver/redeliver/pkg/kafka"
-	"github.com/redeliver/redeliver/pkg/nats"
-	"github.com/redeliver/redeliver/pkg/nemesis"
-	"github.com/redeliver/redeliver/pkg/redact"
-	"github.com/redeliver/redeliver/pkg/report/words"
+	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -22,44 +17,26 @@ import (
 // confirm, or dropped as a duplicate never reached the consumer, and ends
 // the run.
 type brokerDeliverer struct {
-	pub  broker.Publisher
-	desc string
+	pub     broker.Publisher
+	desc    string
+	adapter broker.Adapter
 }
 
-// openBroker connects to a broker target's broker.
+// openBroker connects to a broker target's broker, through the adapter
+// its kind registered.
 func openBroker(ctx context.Context, t *scenario.Target) (*brokerDeliverer, error) {
-	switch {
-	case t.Kafka != nil:
-		k := t.Kafka
-		p, err := kafka.Open(ctx, kafka.Config{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, Mode: k.Mode, Create: k.Create, Partitions: k.Partitions})
-		if err != nil {
-			return nil, err
-		}
-		return &brokerDeliverer{pub: p, desc: fmt.Sprintf("Kafka %s, topic %s, consumer group %s (%s)", kafka.Name(k.Brokers), k.Topic, k.Group, k.Mode)}, nil
-	case t.NATS != nil:
-		n := t.NATS
-		p, err := nats.Open(ctx, nats.Config{URL: n.URL, Stream: n.Stream, Subject: n.Subject, Consumer: n.Durable, Mode: n.Mode, Create: n.Create, AckWait: n.AckWait})
-		if err != nil {
-			return nil, err
-		}
-		return &brokerDeliverer{pub: p, desc: fmt.Sprintf("JetStream %s, stream %s, subject %s, durable %s (%s)", redact.String(n.URL), n.Stream, n.Subject, n.Durable, n.Mode)}, nil
-	case t.AMQP != nil:
-		a := t.AMQP
-		p, err := amqp.Open(ctx, amqp.Config{URL: a.URL, Exchange: a.Exchange, RoutingKey: a.RoutingKey, Queue: a.Queue, Mode: a.Mode, Create: a.Create})
-		if err != nil {
-			return nil, err
-		}
-		ex := "the default exchange"
-		if a.Exchange != "" {
-			ex = "exchange " + a.Exchange
-		}
-		rk := a.Queue
-		if !a.RoutingKey.IsZero() {
-			rk = a.RoutingKey.String()
-		}
-		return &brokerDeliverer{pub: p, desc: fmt.Sprintf("RabbitMQ %s, %s, routing key %s, queue %s (%s)", p.Name(), ex, rk, a.Queue, a.Mode)}, nil
+	if t.Broker == nil {
+		return nil, errors.New("the target names no broker")
 	}
-	return nil, errors.New("the target names no broker")
+	a, err := broker.AdapterOf(t.Broker)
+	if err != nil {
+		return nil, err
+	}
+	p, desc, err := a.Open(ctx, t.Broker)
+	if err != nil {
+		return nil, err
+	}
+	return &brokerDeliverer{pub: p, desc: desc, adapter: a}, nil
 }
 
 // leftover fails a run whose started consumer would be handed messages
@@ -69,32 +46,16 @@ func openBroker(ctx context.Context, t *scenario.Target) (*brokerDeliverer, erro
 // at "the delivery's" statements could then land in a leftover's, and a
 // verdict would be about messages the file never sent. Nothing is
 // emptied: redeliver deletes nothing in a broker.
-func leftover(ctx context.Context, t *scenario.Target, pub broker.Publisher) error {
-	c, err := pub.Counts(ctx)
+func leftover(ctx context.Context, t *scenario.Target, d *brokerDeliverer) error {
+	c, err := d.pub.Counts(ctx)
 	if err != nil {
 		return err
 	}
-	unacked := max(c.Unacked, 0)
-	if c.Pending+unacked == 0 {
+	if c.Pending+max(c.Unacked, 0) == 0 {
 		return nil
 	}
 	const why = "the consumer redeliver starts would take them among the checks' deliveries (a run that was interrupted leaves its deliveries behind, with the file's own event ids)"
-	var msg string
-	switch {
-	case t.AMQP != nil:
-		msg = fmt.Sprintf("RabbitMQ queue %s holds %s before the run, and %s; empty it first (rabbitmqctl purge_queue %s) or give the target a queue of its own", t.AMQP.Queue, words.Count(c.Pending, "message"), why, t.AMQP.Queue)
-	case t.NATS != nil:
-		held := words.Count(c.Pending, "message") + " to deliver"
-		if unacked > 0 {
-			held += fmt.Sprintf(" and %d awaiting an ack", unacked)
-		}
-		msg = fmt.Sprintf("JetStream durable %s on stream %s has %s before the run, and %s; empty it first (nats stream purge %s, or nats consumer rm %s %s) or give the target a durable of its own", t.NATS.Durable, t.NATS.Stream, held, why, t.NATS.Stream, t.NATS.Stream, t.NATS.Durable)
-	case t.Kafka != nil:
-		msg = fmt.Sprintf("Kafka consumer group %s has %s of topic %s it has not committed before the run, and %s; move the group past them first (kafka-consumer-groups --reset-offsets --to-latest --group %s --topic %s --execute) or give the target a group of its own", t.Kafka.Group, words.Count(c.Pending, "record"), t.Kafka.Topic, why, t.Kafka.Group, t.Kafka.Topic)
-	default:
-		return nil
-	}
-	return &broker.Error{Msg: msg, Counts: c}
+	return &broker.Error{Msg: d.adapter.Leftover(t.Broker, c, why), Counts: c}
 }
 
 func (d *brokerDeliverer) Deliver(ctx context.Context, ev Event, _ <-chan struct{}) Answer {
@@ -177,12 +138,12 @@ func (s *Session) closeBroker() {
 // to its process group, then a restart). stop ends it and returns its
 // error, if a restart failed; pace says the kills so far and how far
 // apart they came.
-func (s *Session) nemesis(ctx context.Context, every time.Duration, seed int64) (pace func() nemesis.Pace, stop func() error) {
-	ins := make([]nemesis.Instance, len(s.procs))
+func (s *Session) nemesis(ctx context.Context, every time.Duration, seed int64) (pace func() proc.Pace, stop func() error) {
+	ins := make([]proc.Instance, len(s.procs))
 	for i, p := range s.procs {
 		ins[i] = p
 	}
-	n := nemesis.New(every, seed, ins)
+	n := proc.NewNemesis(every, seed, ins)
 	s.killer, s.killerBegan = n, time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -37,7 +37,7 @@ func (d *dropping) Close() error { return nil }
 // duplicate never reached the consumer, so it is not an acked delivery:
 // it ends the run with a sentence naming the event and its message id.
 func TestADroppedPublishStopsTheRun(t *testing.T) {
-	tg := &scenario.Target{NATS: &scenario.NATSTarget{URL: "nats://127.0.0.1:4222", Stream: "S", Durable: "d"}}
+	tg := &scenario.Target{Broker: &scenario.NATSTarget{URL: "nats://127.0.0.1:4222", Stream: "S", Durable: "d"}}
 	s := &Session{t: tg, dl: &brokerDeliverer{pub: &dropping{}}}
 	ev := Event{ID: "evt-1", Source: "/orders", Type: "paid"}
 	a := s.deliver(context.Background(), ev, nil)
@@ -96,7 +96,7 @@ func TestOpenBrokerAckWait(t *testing.T) {
 				}
 			})
 			subject, _ := broker.ParseRoute(strings.ToLower(stream) + ".{type}")
-			bd, err := openBroker(ctx, &scenario.Target{NATS: &scenario.NATSTarget{URL: url, Stream: stream, Subject: subject, Durable: "d", Create: true, Mode: broker.Binary, AckWait: tt.ackWait}})
+			bd, err := openBroker(ctx, &scenario.Target{Broker: &scenario.NATSTarget{URL: url, Stream: stream, Subject: subject, Durable: "d", Create: true, Mode: broker.Binary, AckWait: tt.ackWait}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,5 +110,49 @@ func TestOpenBrokerAckWait(t *testing.T) {
 				t.Fatalf("the created durable's AckWait is %s, want %s", got, tt.wantOnDur)
 			}
 		})
+	}
+}
+
+// counted is a broker that holds what an earlier run left.
+type counted struct {
+	dropping
+	c broker.Counts
+}
+
+func (c *counted) Counts(context.Context) (broker.Counts, error) { return c.c, nil }
+
+// TestLeftoverSaysHowToEmpty: messages a broker held before the run stop
+// it with a sentence naming them and the broker's own command to empty
+// them; nothing held, nothing said.
+func TestLeftoverSaysHowToEmpty(t *testing.T) {
+	const why = "the consumer redeliver starts would take them among the checks' deliveries (a run that was interrupted leaves its deliveries behind, with the file's own event ids)"
+	tests := []struct {
+		target broker.Target
+		counts broker.Counts
+		want   string
+	}{
+		{&scenario.AMQPTarget{Queue: "payments"}, broker.Counts{Pending: 1, Unacked: broker.Unknown},
+			"RabbitMQ queue payments holds 1 message before the run, and " + why + "; empty it first (rabbitmqctl purge_queue payments) or give the target a queue of its own"},
+		{&scenario.NATSTarget{Stream: "ORDERS", Durable: "pay"}, broker.Counts{Pending: 3, Unacked: 2},
+			"JetStream durable pay on stream ORDERS has 3 messages to deliver and 2 awaiting an ack before the run, and " + why + "; empty it first (nats stream purge ORDERS, or nats consumer rm ORDERS pay) or give the target a durable of its own"},
+		{&scenario.NATSTarget{Stream: "ORDERS", Durable: "pay"}, broker.Counts{Unacked: 1},
+			"JetStream durable pay on stream ORDERS has 0 messages to deliver and 1 awaiting an ack before the run, and " + why + "; empty it first (nats stream purge ORDERS, or nats consumer rm ORDERS pay) or give the target a durable of its own"},
+		{&scenario.KafkaTarget{Topic: "orders", Group: "pay"}, broker.Counts{Pending: 4},
+			"Kafka consumer group pay has 4 records of topic orders it has not committed before the run, and " + why + "; move the group past them first (kafka-consumer-groups --reset-offsets --to-latest --group pay --topic orders --execute) or give the target a group of its own"},
+		{&scenario.KafkaTarget{Topic: "orders", Group: "pay"}, broker.Counts{Unacked: broker.Unknown}, ""},
+	}
+	for _, tt := range tests {
+		a, err := broker.AdapterOf(tt.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = leftover(context.Background(), &scenario.Target{Broker: tt.target}, &brokerDeliverer{pub: &counted{c: tt.counts}, adapter: a})
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("%s, %+v:\n got %q\nwant %q", tt.target.Kind(), tt.counts, got, tt.want)
+		}
 	}
 }

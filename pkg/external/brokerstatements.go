@@ -51,8 +51,8 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 			return stmts
 		}
 		markAnswer(stmts, trace, watch{a: bw.a, said: bw.said, reached: reached})
-		if sys.sess.t.AMQP != nil && len(stmts) > 0 {
-			stmts[0].AckUnseen = "RabbitMQ"
+		if unseen := sys.sess.ackUnseen(); unseen != "" && len(stmts) > 0 {
+			stmts[0].AckUnseen = unseen
 		}
 		return stmts
 	}
@@ -195,7 +195,7 @@ func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boun
 		owner.Kill()
 		killed = time.Now()
 		w.Cut()
-		if !f.acked && s.t.AMQP != nil {
+		if !f.acked && s.ackUnseen() != "" {
 			if empty, known := s.emptyOnceGone(ctx); known && empty {
 				f.ack("acked at the latest")
 				f.out.ackAtKill = true
@@ -386,7 +386,7 @@ func txEnded(trace []sqlproxy.Statement, at *sqlproxy.Boundary) bool {
 		if held && !at.After {
 			return false
 		}
-		if committed(st) {
+		if st.Committed() {
 			return true
 		}
 		if held {
@@ -394,13 +394,6 @@ func txEnded(trace []sqlproxy.Statement, at *sqlproxy.Boundary) bool {
 		}
 	}
 	return false
-}
-
-// committed reports whether the server answered st as a commit that
-// committed: PostgreSQL's tag COMMIT (to a COMMIT or END; one of an
-// aborted transaction is answered ROLLBACK), MySQL's OK to a COMMIT.
-func committed(st sqlproxy.Statement) bool {
-	return st.Answer == "COMMIT" || st.Answer == "OK" && sqlproxy.Matches(st.Text, "commit")
 }
 
 // ackedNow asks the broker once whether the consumer acked everything
@@ -433,11 +426,17 @@ func (s *Session) emptyOnceGone(ctx context.Context) (empty, known bool) {
 // ackWord is how the trace marks the ack where the target's broker shows
 // it ("acked", "offset committed"), or "" where it does not (RabbitMQ).
 func (s *Session) ackWord() string {
-	switch {
-	case s.t.NATS != nil:
-		return "acked"
-	case s.t.Kafka != nil:
-		return "offset committed"
+	if bd, ok := s.dl.(*brokerDeliverer); ok {
+		return bd.adapter.AckWord
+	}
+	return ""
+}
+
+// ackUnseen names the target's broker where it shows no other client
+// the consumer's ack (RabbitMQ), or is "".
+func (s *Session) ackUnseen() string {
+	if bd, ok := s.dl.(*brokerDeliverer); ok && bd.adapter.AckWord == "" {
+		return bd.adapter.Name
 	}
 	return ""
 }

@@ -259,7 +259,7 @@ func (s *Session) performed(external, key string) (int64, bool) {
 // the call is then cut, unanswered, and the consumer restarted. reached
 // is false when the delivery ended without making the call.
 func (s *Session) crashAtCall(ctx context.Context, ev Event, c *scenario.Crash) (a Answer, call standin.Call, reached bool, err error) {
-	if s.t.Broker() {
+	if s.t.Broker != nil {
 		return s.brokerCallCrash(ctx, ev, c)
 	}
 	ch := s.holdCall(c.Method, c.Path, 1, c.AfterStatement)

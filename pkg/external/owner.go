@@ -36,7 +36,7 @@ func (s *Session) holder(w *sqlproxy.Watch) *proc.Process {
 // connection, for a broker target with several instances: the one to
 // kill at a statement boundary, the one a trace names.
 func (s *Session) ownConnections(t *scenario.Target) {
-	if !t.Broker() || t.Start == nil || t.Start.Instances < 2 {
+	if t.Broker == nil || t.Start == nil || t.Start.Instances < 2 {
 		return
 	}
 	s.own = proc.NewOwners(os.Getpid())

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +15,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/journal"
-	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/replay"
@@ -97,11 +93,11 @@ type replayer struct {
 	// The faults injected within deliveries (under mu); the engine
 	// counts the rebalances.
 	injected replay.Injected
-	began    time.Time     // when the replay began, for over
-	over     replay.Over   // the deliveries by the millisecond since began
-	pace     *nemesis.Pace // the kills of --kill-every, when given
+	began    time.Time   // when the replay began, for over
+	over     replay.Over // the deliveries by the millisecond since began
+	pace     *proc.Pace  // the kills of --kill-every, when given
 	// working counts the kills of --kill-working, under mu.
-	working *nemesis.WorkingKills
+	working *proc.WorkingKills
 	traces  crashTraces // the statements of the deliveries killed at one
 }
 
@@ -149,7 +145,7 @@ func (t *ReplayTarget) Check(o *replay.Options) error {
 	}
 	c := t.Target
 	switch {
-	case o.KillEvery > 0 && !c.Broker():
+	case o.KillEvery > 0 && c.Broker == nil:
 		return problem.Usagef("--kill-every kills consumer instances that read from a broker, and the target of %s is %s; use --crash", t.File, c.Channel())
 	case o.KillEvery > 0 && c.Start == nil:
 		return problem.Usagef("--kill-every kills the consumer instances redeliver started, and %s has no target start", t.File)
@@ -158,13 +154,13 @@ func (t *ReplayTarget) Check(o *replay.Options) error {
 		// clock while the consumer reads at its own pace, and a step cannot
 		// name the instance: a reproducer without them would pass.
 		return problem.Usagef("--emit-scenario cannot write the kills of --kill-every: they come by the clock, not after a delivery, so no scenario step can make them again (drop one of the two)")
-	case o.KillWorking > 0 && !c.Broker():
+	case o.KillWorking > 0 && c.Broker == nil:
 		return problem.Usagef("--kill-working kills consumer instances that read from a broker, and the target of %s is %s; use --crash", t.File, c.Channel())
 	case o.KillWorking > 0 && c.Start == nil:
 		return problem.Usagef("--kill-working kills the consumer instance redeliver started, and %s has no target start", t.File)
 	case o.KillWorking > 0 && (t.Effects == nil || !t.Effects.Proxy):
 		return problem.Usagef("--kill-working kills an instance at the statements of the delivery it works on, which redeliver sees only through its database proxy: set effects.proxy: true in %s", t.File)
-	case c.Broker() && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
+	case c.Broker != nil && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
 		return problem.Usagef("--redeliver, --crash and --concurrent act on a delivery's answer, and a %s target has none; kill instances with --kill-every", c.Channel())
 	case o.Crash > 0 && c.Start == nil && c.Exec == nil:
 		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", t.File)
@@ -177,24 +173,18 @@ func (t *ReplayTarget) Check(o *replay.Options) error {
 // and the consumer would see each event twice, once from the capture
 // and once from the replay.
 func ownChannel(in string, t *scenario.Target) error {
-	switch {
-	case t.Kafka != nil && broker.IsTopicURL(in):
-		u, err := broker.ParseTopicURL(in)
-		if err != nil || u.Topic != t.Kafka.Topic || !slices.ContainsFunc(u.Brokers, func(b string) bool { return slices.Contains(t.Kafka.Brokers, b) }) {
-			return nil
-		}
-		return problem.Usagef("%s is the topic the target's consumer reads; replaying it into the target would read back its own deliveries: replay another topic, or a capture of it", in)
-	case t.NATS != nil && broker.IsStreamURL(in):
-		u, err := broker.ParseStreamURL(in)
-		if err != nil || u.Stream != t.NATS.Stream {
-			return nil
-		}
-		if su, err := url.Parse(u.Server); err != nil || !strings.Contains(t.NATS.URL, su.Host) {
-			return nil
-		}
-		return problem.Usagef("%s is the stream the target's consumer reads; replaying it into the target would read back its own deliveries: replay another stream, or a capture of it", in)
+	if t.Broker == nil {
+		return nil
 	}
-	return nil
+	a, err := broker.AdapterOf(t.Broker)
+	if err != nil || a.ReadsBack == nil {
+		return nil
+	}
+	log := a.ReadsBack(t.Broker, in)
+	if log == "" {
+		return nil
+	}
+	return problem.Usagef("%s is the %s the target's consumer reads; replaying it into the target would read back its own deliveries: replay another %s, or a capture of it", in, log, log)
 }
 
 // Replay delivers captured events to the target with the seeded faults,
@@ -213,12 +203,12 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 	defer j.Close()
 	rep := &replay.Report{Seed: o.Seed, Invariants: []replay.InvariantCheck{}, Violations: []replay.Violation{},
 		Target: &replay.Target{File: t.File, Consumer: sess.Describe(), Effects: sess.DescribeEffects(),
-			Given: append([]string{}, o.Inputs...), Broker: t.Target.Broker(), Table: t.Effects.Table},
+			Given: append([]string{}, o.Inputs...), Broker: t.Target.Broker != nil, Table: t.Effects.Table},
 		Timelines: true, Verdict: invariant.Pass}
 	r := &replayer{o: *o, t: t, sess: sess, j: j, ids: journal.NewSeenFilter(), rep: rep}
 	t.r = r
 	if o.KillWorking > 0 {
-		r.working = &nemesis.WorkingKills{P: o.KillWorking}
+		r.working = &proc.WorkingKills{P: o.KillWorking}
 	}
 	r.eng = r.newEngine(o.Warn)
 	if o.Progress != nil {
@@ -226,7 +216,7 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 		r.eng.Progress = o.Progress
 	}
 	r.began = time.Now()
-	var pace nemesis.Pace
+	var pace proc.Pace
 	if o.KillEvery > 0 {
 		paceOf, stop := sess.nemesis(ctx, o.KillEvery, o.Seed)
 		defer stop()
@@ -359,7 +349,7 @@ func (r *replayer) deliver(ctx context.Context, j job, fault inject.Fault) error
 	if ev.ID == "" {
 		ev.ID = j.ev.ID
 	}
-	if r.working != nil && (nemesis.Working{P: r.o.KillWorking, Seed: r.o.Seed}).Picks(j.pos) {
+	if r.working != nil && (proc.Working{P: r.o.KillWorking, Seed: r.o.Seed}).Picks(j.pos) {
 		return r.killWorking(ctx, j, ev)
 	}
 	switch fault {
@@ -532,7 +522,7 @@ func (r *replayer) redeliver(ctx context.Context, j job, ev Event, a Answer) err
 // target's rows, read around an asynchronous publish, say nothing of the
 // delivery, and are not read.
 func (r *replayer) rowsBefore(ctx context.Context, j job, ev Event) (seen, judged bool, before []effects.Row, read bool, err error) {
-	if r.sess.t.Broker() {
+	if r.sess.t.Broker != nil {
 		return false, false, nil, false, nil
 	}
 	r.mu.Lock()
@@ -588,7 +578,7 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 	if err != nil {
 		return Answer{}, err
 	}
-	acked = acked && !r.sess.t.Broker()
+	acked = acked && r.sess.t.Broker == nil
 	key := j.key
 	var before []effects.Row
 	var a Answer
@@ -667,7 +657,7 @@ func (r *replayer) record(ctx context.Context, j job, ev Event, a Answer, span i
 		d.nth += r.again[ev.ID]
 	}
 	r.ids.Add(ev.ID)
-	count(&r.rep.Counters, a, seen, r.sess.t.Broker())
+	count(&r.rep.Counters, a, seen, r.sess.t.Broker != nil)
 	r.over.Add(time.Since(r.began).Milliseconds(), outcomeIndex(a.Kind), a.Crashed)
 	r.eng.Delivered()
 	return d, nil
@@ -710,7 +700,7 @@ func (r *replayer) placeKills() {
 // drain waits for a broker target's consumer to take everything the
 // replay published, and counts what the broker redelivered.
 func (r *replayer) drain(ctx context.Context) error {
-	if !r.sess.t.Broker() {
+	if r.sess.t.Broker == nil {
 		return nil
 	}
 	from := time.Since(r.began).Milliseconds()

@@ -391,8 +391,8 @@ func runTarget(ctx context.Context, t *ReplayTarget, o replay.Options) (*replay.
 // TestOwnChannel: a replay into a target refuses the topic or stream the
 // target's consumer reads as its capture, and nothing else.
 func TestOwnChannel(t *testing.T) {
-	k := &scenario.Target{Kafka: &scenario.KafkaTarget{Brokers: []string{"10.0.0.1:9092", "10.0.0.2:9092"}, Topic: "orders", Group: "g"}}
-	n := &scenario.Target{NATS: &scenario.NATSTarget{URL: "nats://10.0.0.1:4222", Stream: "ORDERS"}}
+	k := &scenario.Target{Broker: &scenario.KafkaTarget{Brokers: []string{"10.0.0.1:9092", "10.0.0.2:9092"}, Topic: "orders", Group: "g"}}
+	n := &scenario.Target{Broker: &scenario.NATSTarget{URL: "nats://10.0.0.1:4222", Stream: "ORDERS"}}
 	h := &scenario.Target{HTTP: &scenario.HTTPTarget{URL: "http://127.0.0.1:1/e"}}
 	tests := []struct {
 		in      string

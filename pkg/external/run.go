@@ -19,7 +19,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/nemesis"
 	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/report/words"
@@ -75,7 +74,7 @@ type Session struct {
 	apart int
 	// killer is the nemesis of --kill-every, started at killerBegan:
 	// the replay places its kills on its course.
-	killer      *nemesis.Nemesis
+	killer      *proc.Nemesis
 	killerBegan time.Time
 	// unclean is set when a delivery timed out or was refused: the
 	// consumer may still be at work, or gone, and the session is not
@@ -92,7 +91,7 @@ type Session struct {
 // started instance is running, and no broker holds messages of this
 // trial.
 func (s *Session) reusable() bool {
-	if s.t.Broker() || s.unclean.Load() {
+	if s.t.Broker != nil || s.unclean.Load() {
 		return false
 	}
 	for _, p := range s.procs {
@@ -165,7 +164,7 @@ func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []
 		t = withVars(t, vars)
 		s.t = t
 	}
-	if t.Broker() {
+	if t.Broker != nil {
 		// The broker first: with create: true, the stream or queue must
 		// exist before the consumer starts reading it.
 		bd, err := openBroker(ctx, t)
@@ -175,7 +174,7 @@ func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []
 		}
 		s.dl = bd
 		if t.Start != nil {
-			if err := leftover(ctx, t, bd.pub); err != nil {
+			if err := leftover(ctx, t, bd); err != nil {
 				s.Close()
 				return nil, err
 			}
@@ -239,9 +238,9 @@ func (s *Session) startProxy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	listen := sqlproxy.Listen
-	if s.db.Kind() == effects.MySQL {
-		listen = sqlproxy.ListenMySQL
+	listen, ok := sqlproxy.Listeners[s.db.Kind()]
+	if !ok {
+		return fmt.Errorf("the database proxy relays no %s wire", effects.KindName(s.db.Kind()))
 	}
 	p, err := listen(up)
 	if err != nil {
@@ -448,7 +447,7 @@ func (s *Session) harnessError(a Answer, ev Event, tolerateTimeout bool) error {
 			return errors.New(msg)
 		}
 	}
-	if s.t.Broker() && a.Err != nil {
+	if s.t.Broker != nil && a.Err != nil {
 		return a.Err
 	}
 	switch {
@@ -627,7 +626,7 @@ func ConsumerKind(sc *scenario.Scenario, opts Options) runner.Kind {
 		h.Write([]byte(s.File))
 		return &system{s: s, sess: sess, keep: kept, rng: rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())), seen: map[string]bool{}, acked: map[string]bool{},
 			committed: map[string]bool{}, delivered: map[string]int{}, dups: map[string]*dupRun{}, copied: map[string]bool{}}, nil
-	}, Copies: sc.Target != nil && !sc.Target.Broker()}
+	}, Copies: sc.Target != nil && sc.Target.Broker == nil}
 }
 
 // holdsCalls says whether a file declares an HTTP external, whose
@@ -762,7 +761,7 @@ func (sys *system) Advance(time.Duration) {}
 
 // Broker says the target's deliveries go through a broker, whose
 // consumer the check waits for (Settle).
-func (sys *system) Broker() bool { return sys.sess.t.Broker() }
+func (sys *system) Broker() bool { return sys.sess.t.Broker != nil }
 
 // Settle waits for a broker target's consumer to take what was published,
 // and adds what the broker redelivered meanwhile to c; with the database
@@ -772,7 +771,7 @@ func (sys *system) Settle(ctx context.Context, c *consumer.Counters) error {
 	if err := sys.sess.settleStandins(ctx); err != nil {
 		return err
 	}
-	if !sys.sess.t.Broker() {
+	if sys.sess.t.Broker == nil {
 		return tailed(sys.sess.quiet(ctx))
 	}
 	if err := sys.sess.drain(ctx, &sys.broker); err != nil {
@@ -932,7 +931,7 @@ func resultOf(a Answer) consumer.Result {
 // answered or maxRedeliveries went unanswered; never-acked judges what
 // is left. A broker target's broker redelivers by itself.
 func (sys *system) redeliver(ctx context.Context, c runner.Call, ev Event, key string, a Answer) (Answer, error) {
-	if sys.sess.t.Broker() {
+	if sys.sess.t.Broker != nil {
 		return a, nil
 	}
 	for n := 0; n < maxRedeliveries && a.Kind == Unacked; n++ {
@@ -966,7 +965,7 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 			return a, err
 		}
 		return sys.plain(ctx, c, ev, key, tolerate)
-	case st.Crash.Statement() && sys.sess.t.Broker():
+	case st.Crash.Statement() && sys.sess.t.Broker != nil:
 		return sys.brokerStatementCrash(ctx, c, ev, key, tolerate)
 	case st.Crash.Statement():
 		return sys.statementCrash(ctx, c, ev, key, tolerate)
@@ -975,7 +974,7 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 			a, _, reached, err := sys.sess.crashAtCall(ctx, ev, st.Crash)
 			if err == nil && !reached {
 				answered := a.Short()
-				if sys.sess.t.Broker() {
+				if sys.sess.t.Broker != nil {
 					answered = "its broker (it took the message)"
 				}
 				c.Rec.Fail(words.CallNotReached("crash: "+st.Crash.String(), sys.sess.callsSaid(ev.ID), answered))
@@ -987,7 +986,7 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 		}
 		// No ack arrived: the broker redelivers.
 		return sys.plain(ctx, c, ev, key, tolerate)
-	case st.Crash != nil && sys.sess.t.Broker():
+	case st.Crash != nil && sys.sess.t.Broker != nil:
 		// Publish, then kill a random instance: the broker redelivers
 		// whatever that instance held unacknowledged.
 		d := sys.crashDelays(st.Crash)[0]
@@ -1060,7 +1059,7 @@ func (sys *system) plain(ctx context.Context, c runner.Call, ev Event, key strin
 func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool, send func() (Answer, error)) (Answer, error) {
 	var before []effects.Row
 	seen := sys.seen[ev.ID] || sys.seen["\x00"+key]
-	broker := sys.sess.t.Broker()
+	broker := sys.sess.t.Broker != nil
 	committed := sys.committed[ev.ID] && !broker
 	read := seen || !broker
 	if read {
@@ -1174,7 +1173,7 @@ func (sys *system) record(c runner.Call, ev Event, key string, a Answer, span in
 	d := &Delivery{Record: *rec, Answer: a, Expected: c.St.Expect != nil}
 	sys.history = append(sys.history, d)
 	sys.delivered[ev.ID]++
-	count(c.Rec.Counters(), a, sys.seen[ev.ID], sys.sess.t.Broker())
+	count(c.Rec.Counters(), a, sys.seen[ev.ID], sys.sess.t.Broker != nil)
 	return d, rec
 }
 

@@ -638,7 +638,7 @@ func holdLimit(timeout time.Duration) time.Duration {
 // schedules to come. spans get each delivery's times, and the held one's
 // hold.
 func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []invariant.Span) ([]Answer, error) {
-	if sys.sess.t.Broker() {
+	if sys.sess.t.Broker != nil {
 		return sys.brokerRaced(ctx, c, ev, spans)
 	}
 	r := &race{n: c.St.Concurrent, h: c.Hold.Statement, spans: spans}

@@ -4,9 +4,11 @@
 // log. It wraps github.com/twmb/franz-go (kgo, and kadm for the admin
 // requests).
 //
-// Of this module it imports pkg/broker, pkg/capture (it registers kafka://
-// as a capture source) and pkg/problem, and it links no database driver or
-// store.
+// It registers the kafka: target of a scenario with pkg/broker
+// (target.go) and kafka:// as a capture source with pkg/capture. Of this
+// module it imports pkg/broker, pkg/capture, pkg/problem,
+// pkg/report/words and pkg/scenario (whose KafkaTarget it opens), and it
+// links no database driver or store.
 package kafka
 
 import (

@@ -3,9 +3,11 @@
 // nothing pending or awaiting an ack, and reads a stream back as a
 // captured log. It wraps github.com/nats-io/nats.go.
 //
-// Of this module it imports pkg/broker, pkg/capture (it registers nats://
-// as a capture source), pkg/problem and pkg/redact, and it links no
-// database driver or store.
+// It registers the nats: target of a scenario with pkg/broker (target.go)
+// and nats:// as a capture source with pkg/capture. Of this module it
+// imports pkg/broker, pkg/capture, pkg/problem, pkg/redact,
+// pkg/report/words and pkg/scenario (whose NATSTarget it opens), and it
+// links no database driver or store.
 package nats
 
 import (

@@ -20,9 +20,10 @@ const ownersKnown = runtime.GOOS == "linux"
 // partitions as copies.
 func (l *loader) brokerRace(n *yaml.Node, st *Step) {
 	t := l.s.Target
+	k, _ := t.Broker.(*KafkaTarget)
 	switch {
-	case t.Kafka != nil && t.Kafka.Create && t.Kafka.Partitions > 0 && t.Kafka.Partitions < st.Concurrent:
-		l.errorf(n, "concurrent: %d behind Kafka produces the %d copies to %d partitions held by %d members of the group, and create makes topic %s with partitions: %d: set partitions to %d or more", st.Concurrent, st.Concurrent, st.Concurrent, st.Concurrent, t.Kafka.Topic, t.Kafka.Partitions, st.Concurrent)
+	case k != nil && k.Create && k.Partitions > 0 && k.Partitions < st.Concurrent:
+		l.errorf(n, "concurrent: %d behind Kafka produces the %d copies to %d partitions held by %d members of the group, and create makes topic %s with partitions: %d: set partitions to %d or more", st.Concurrent, st.Concurrent, st.Concurrent, st.Concurrent, k.Topic, k.Partitions, st.Concurrent)
 	case l.s.Effects == nil || !l.s.Effects.Proxy:
 		l.errorf(n, "concurrent behind a broker is explored at the consumer's SQL statements, which redeliver sees only through its proxy: add proxy: true to effects and point the consumer at ${%s}, or publish the event again with times", DBURLVar)
 	case t.Start == nil:

@@ -21,14 +21,14 @@ const DefaultDrainTimeout = 60 * time.Second
 // NATSTarget publishes every delivery into a JetStream stream, for the
 // consumer reading the durable to take.
 type NATSTarget struct {
-	Pos          Pos
-	URL          string
-	Stream       string
-	Subject      broker.Route
-	Durable      string
-	Create       bool
-	Mode         broker.Mode
-	DrainTimeout time.Duration
+	Pos     Pos
+	URL     string
+	Stream  string
+	Subject broker.Route
+	Durable string
+	Create  bool
+	Mode    broker.Mode
+	Drain   time.Duration
 	// AckWait is how long the consumer has to ack before JetStream
 	// delivers a message again: a durable that create makes gets it
 	// (0: redeliver's short default), an existing one must have it.
@@ -42,14 +42,14 @@ const MinAckWait = 100 * time.Millisecond
 // AMQPTarget publishes every delivery to a RabbitMQ exchange, for the
 // consumer reading the queue to take.
 type AMQPTarget struct {
-	Pos          Pos
-	URL          string
-	Exchange     string
-	RoutingKey   broker.Route
-	Queue        string
-	Create       bool
-	Mode         broker.Mode
-	DrainTimeout time.Duration
+	Pos        Pos
+	URL        string
+	Exchange   string
+	RoutingKey broker.Route
+	Queue      string
+	Create     bool
+	Mode       broker.Mode
+	Drain      time.Duration
 }
 
 // KafkaTarget produces every delivery to a Kafka topic, keyed by its
@@ -62,29 +62,35 @@ type KafkaTarget struct {
 	Create  bool
 	// Partitions is how many partitions create gives the topic (0: the
 	// cluster's default).
-	Partitions   int
-	Mode         broker.Mode
-	DrainTimeout time.Duration
+	Partitions int
+	Mode       broker.Mode
+	Drain      time.Duration
 }
 
 // MaxPartitions bounds the partitions a file may ask create for.
 const MaxPartitions = 1024
 
-// Broker reports whether the target is a broker (nats, amqp or kafka):
-// its deliveries are publishes, and the broker decides when a check ends.
-func (t *Target) Broker() bool { return t.NATS != nil || t.AMQP != nil || t.Kafka != nil }
+// Kind is the target's key, nats; DrainTimeout how long its consumer
+// may take to drain a check.
+func (t *NATSTarget) Kind() string                { return "nats" }
+func (t *NATSTarget) DrainTimeout() time.Duration { return t.Drain }
+
+// Kind is the target's key, amqp; DrainTimeout how long its consumer
+// may take to drain a check.
+func (t *AMQPTarget) Kind() string                { return "amqp" }
+func (t *AMQPTarget) DrainTimeout() time.Duration { return t.Drain }
+
+// Kind is the target's key, kafka; DrainTimeout how long its consumer
+// may take to drain a check.
+func (t *KafkaTarget) Kind() string                { return "kafka" }
+func (t *KafkaTarget) DrainTimeout() time.Duration { return t.Drain }
 
 // DrainTimeout is how long a broker target's consumer may take to drain.
 func (t *Target) DrainTimeout() time.Duration {
-	switch {
-	case t.NATS != nil:
-		return t.NATS.DrainTimeout
-	case t.AMQP != nil:
-		return t.AMQP.DrainTimeout
-	case t.Kafka != nil:
-		return t.Kafka.DrainTimeout
+	if t.Broker == nil {
+		return 0
 	}
-	return 0
+	return t.Broker.DrainTimeout()
 }
 
 func (l *loader) boolean(n *yaml.Node, what string) bool {
@@ -145,7 +151,7 @@ func (l *loader) nonEmpty(n *yaml.Node, what string) string {
 }
 
 func (l *loader) natsTarget(n *yaml.Node) *NATSTarget {
-	t := &NATSTarget{Pos: l.pos(n), Mode: broker.Binary, DrainTimeout: DefaultDrainTimeout}
+	t := &NATSTarget{Pos: l.pos(n), Mode: broker.Binary, Drain: DefaultDrainTimeout}
 	seen := map[string]bool{}
 	l.mapping(n, "target nats", []field{
 		{"url", func(k, v *yaml.Node) {
@@ -157,7 +163,7 @@ func (l *loader) natsTarget(n *yaml.Node) *NATSTarget {
 		{"durable", func(k, v *yaml.Node) { seen["durable"] = true; t.Durable = l.nonEmpty(v, "durable") }},
 		{"create", func(k, v *yaml.Node) { t.Create = l.boolean(v, "create") }},
 		{"mode", func(k, v *yaml.Node) { t.Mode = l.brokerMode(v) }},
-		{"drain_timeout", func(k, v *yaml.Node) { t.DrainTimeout = l.timeout(v, "drain_timeout") }},
+		{"drain_timeout", func(k, v *yaml.Node) { t.Drain = l.timeout(v, "drain_timeout") }},
 		{"ack_wait", func(k, v *yaml.Node) {
 			t.AckWait = l.timeout(v, "ack_wait")
 			if t.AckWait > 0 && t.AckWait < MinAckWait {
@@ -182,7 +188,7 @@ func (l *loader) natsTarget(n *yaml.Node) *NATSTarget {
 }
 
 func (l *loader) amqpTarget(n *yaml.Node) *AMQPTarget {
-	t := &AMQPTarget{Pos: l.pos(n), Mode: broker.Binary, DrainTimeout: DefaultDrainTimeout}
+	t := &AMQPTarget{Pos: l.pos(n), Mode: broker.Binary, Drain: DefaultDrainTimeout}
 	seen := map[string]bool{}
 	l.mapping(n, "target amqp", []field{
 		{"url", func(k, v *yaml.Node) {
@@ -194,7 +200,7 @@ func (l *loader) amqpTarget(n *yaml.Node) *AMQPTarget {
 		{"queue", func(k, v *yaml.Node) { seen["queue"] = true; t.Queue = l.nonEmpty(v, "queue") }},
 		{"create", func(k, v *yaml.Node) { t.Create = l.boolean(v, "create") }},
 		{"mode", func(k, v *yaml.Node) { t.Mode = l.brokerMode(v) }},
-		{"drain_timeout", func(k, v *yaml.Node) { t.DrainTimeout = l.timeout(v, "drain_timeout") }},
+		{"drain_timeout", func(k, v *yaml.Node) { t.Drain = l.timeout(v, "drain_timeout") }},
 	})
 	if n.Kind != yaml.MappingNode {
 		return t
@@ -212,7 +218,7 @@ func (l *loader) amqpTarget(n *yaml.Node) *AMQPTarget {
 }
 
 func (l *loader) kafkaTarget(n *yaml.Node) *KafkaTarget {
-	t := &KafkaTarget{Pos: l.pos(n), Mode: broker.Binary, DrainTimeout: DefaultDrainTimeout}
+	t := &KafkaTarget{Pos: l.pos(n), Mode: broker.Binary, Drain: DefaultDrainTimeout}
 	seen := map[string]bool{}
 	l.mapping(n, "target kafka", []field{
 		{"brokers", func(k, v *yaml.Node) {
@@ -233,7 +239,7 @@ func (l *loader) kafkaTarget(n *yaml.Node) *KafkaTarget {
 			seen["partitions"] = true
 		}},
 		{"mode", func(k, v *yaml.Node) { t.Mode = l.brokerMode(v) }},
-		{"drain_timeout", func(k, v *yaml.Node) { t.DrainTimeout = l.timeout(v, "drain_timeout") }},
+		{"drain_timeout", func(k, v *yaml.Node) { t.Drain = l.timeout(v, "drain_timeout") }},
 	})
 	if n.Kind != yaml.MappingNode {
 		return t
@@ -362,7 +368,7 @@ func (l *loader) validateDeliverSteps() {
 	for _, d := range l.deliverSteps {
 		switch {
 		case l.s.Target == nil:
-		case l.s.Target.Broker():
+		case l.s.Target.Broker != nil:
 			l.brokerStep(d.n, d.st)
 		case d.messageID != nil:
 			l.errorf(d.messageID, "message_id is the id a broker target publishes under; this target is %s", l.channel())

@@ -80,7 +80,7 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 func (l *loader) validateCrashSteps() {
 	s := l.s
 	for _, st := range l.crashSteps {
-		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil && !s.Target.Broker() {
+		if s.Target != nil && s.Target.Start == nil && s.Target.Exec == nil && s.Target.Broker == nil {
 			l.errs = append(l.errs, errorf(st.Crash.Pos, "crash kills the consumer redeliver started, and this target has no start: add target start (command and ready) so it can be killed and restarted (an exec target's own process is killed without one)"))
 		}
 		if m, p, ok := strings.Cut(st.Crash.Words, " "); st.Crash.Kind == CrashStatement && ok && httpMethods[strings.ToUpper(m)] && s.callsOut() && !strings.HasPrefix(p, "/") {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"go.yaml.in/yaml/v3"
 )
@@ -17,13 +18,14 @@ import (
 // it: over HTTP or as a process per delivery, optionally started (and
 // crashed, and restarted) by redeliver.
 type Target struct {
-	Pos   Pos
-	HTTP  *HTTPTarget
-	Exec  *ExecTarget
-	NATS  *NATSTarget
-	AMQP  *AMQPTarget
-	Kafka *KafkaTarget
-	Start *Start
+	Pos  Pos
+	HTTP *HTTPTarget
+	Exec *ExecTarget
+	// Broker is the broker the deliveries are published into, for the
+	// consumer to read (a *NATSTarget, *AMQPTarget or *KafkaTarget):
+	// the broker, not redeliver, then decides when a check ends.
+	Broker broker.Target
+	Start  *Start
 }
 
 // HTTP modes: how an event is put on the wire.
@@ -79,12 +81,8 @@ func (t *Target) Channel() string {
 	switch {
 	case t.HTTP != nil:
 		return "http"
-	case t.NATS != nil:
-		return "nats"
-	case t.AMQP != nil:
-		return "amqp"
-	case t.Kafka != nil:
-		return "kafka"
+	case t.Broker != nil:
+		return t.Broker.Kind()
 	}
 	return "exec"
 }
@@ -107,9 +105,9 @@ func (l *loader) target(n *yaml.Node) {
 	l.mapping(n, "the target", []field{
 		{"http", func(k, v *yaml.Node) { channels = append(channels, k); t.HTTP = l.httpTarget(v) }},
 		{"exec", func(k, v *yaml.Node) { channels = append(channels, k); t.Exec = l.execTarget(v) }},
-		{"nats", func(k, v *yaml.Node) { channels = append(channels, k); t.NATS = l.natsTarget(v) }},
-		{"amqp", func(k, v *yaml.Node) { channels = append(channels, k); t.AMQP = l.amqpTarget(v) }},
-		{"kafka", func(k, v *yaml.Node) { channels = append(channels, k); t.Kafka = l.kafkaTarget(v) }},
+		{"nats", func(k, v *yaml.Node) { channels = append(channels, k); t.Broker = l.natsTarget(v) }},
+		{"amqp", func(k, v *yaml.Node) { channels = append(channels, k); t.Broker = l.amqpTarget(v) }},
+		{"kafka", func(k, v *yaml.Node) { channels = append(channels, k); t.Broker = l.kafkaTarget(v) }},
 		{"start", func(k, v *yaml.Node) { t.Start = l.start(v) }},
 	})
 	switch {
@@ -302,7 +300,7 @@ func (l *loader) validateTarget(root *yaml.Node, handlerNode, effectsNode *yaml.
 		}
 		return
 	}
-	if st := s.Target.Start; st != nil && st.Instances > 1 && !s.Target.Broker() {
+	if st := s.Target.Start; st != nil && st.Instances > 1 && s.Target.Broker == nil {
 		l.errs = append(l.errs, errorf(st.InstancesPos, "instances: %d needs a broker target (nats, amqp or kafka), where the copies share one queue; %s copies would each need their own address", st.Instances, s.Target.Channel()))
 	}
 	if handlerNode != nil {

@@ -349,12 +349,12 @@ func TestLoadBrokerTarget(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	n := s.Target.NATS
-	if n == nil || n.URL != "nats://127.0.0.1:4222" || n.Stream != "S" || n.Subject.String() != "s.{type}" || n.Durable != "d" || !n.Create || n.Mode != "structured" || n.DrainTimeout != 5*time.Second || n.AckWait != 2*time.Second {
+	n, _ := s.Target.Broker.(*NATSTarget)
+	if n == nil || n.URL != "nats://127.0.0.1:4222" || n.Stream != "S" || n.Subject.String() != "s.{type}" || n.Durable != "d" || !n.Create || n.Mode != "structured" || n.Drain != 5*time.Second || n.AckWait != 2*time.Second {
 		t.Errorf("nats = %+v", n)
 	}
-	if !s.Target.Broker() || s.Target.Channel() != "nats" {
-		t.Errorf("Broker() = %v, Channel() = %q", s.Target.Broker(), s.Target.Channel())
+	if s.Target.Broker == nil || s.Target.Channel() != "nats" {
+		t.Errorf("Broker = %v, Channel() = %q", s.Target.Broker, s.Target.Channel())
 	}
 	if st := s.Checks[0].Steps[0]; st.MessageID != "e-again" || st.Times != 2 {
 		t.Errorf("step = %+v", st)
@@ -363,8 +363,8 @@ func TestLoadBrokerTarget(t *testing.T) {
 	if s, err = Load("t.yaml", []byte(src)); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	a := s.Target.AMQP
-	if a == nil || a.Queue != "q" || a.Exchange != "" || !a.RoutingKey.IsZero() || a.Create || a.Mode != "binary" || a.DrainTimeout != DefaultDrainTimeout {
+	a, _ := s.Target.Broker.(*AMQPTarget)
+	if a == nil || a.Queue != "q" || a.Exchange != "" || !a.RoutingKey.IsZero() || a.Create || a.Mode != "binary" || a.Drain != DefaultDrainTimeout {
 		t.Errorf("amqp = %+v", a)
 	}
 	t.Setenv("REDELIVER_TEST_KAFKA", "10.0.0.1:9092, 10.0.0.2:9092")
@@ -372,12 +372,12 @@ func TestLoadBrokerTarget(t *testing.T) {
 	if s, err = Load("t.yaml", []byte(src)); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	k := s.Target.Kafka
-	if k == nil || strings.Join(k.Brokers, " ") != "10.0.0.1:9092 10.0.0.2:9092 h3:9093" || k.Topic != "orders.v1" || k.Group != "payments" || !k.Create || k.Partitions != 6 || k.Mode != "structured" || k.DrainTimeout != DefaultDrainTimeout {
+	k, _ := s.Target.Broker.(*KafkaTarget)
+	if k == nil || strings.Join(k.Brokers, " ") != "10.0.0.1:9092 10.0.0.2:9092 h3:9093" || k.Topic != "orders.v1" || k.Group != "payments" || !k.Create || k.Partitions != 6 || k.Mode != "structured" || k.Drain != DefaultDrainTimeout {
 		t.Errorf("kafka = %+v", k)
 	}
-	if !s.Target.Broker() || s.Target.Channel() != "kafka" || s.Target.DrainTimeout() != DefaultDrainTimeout {
-		t.Errorf("Broker() = %v, Channel() = %q", s.Target.Broker(), s.Target.Channel())
+	if s.Target.Broker == nil || s.Target.Channel() != "kafka" || s.Target.DrainTimeout() != DefaultDrainTimeout {
+		t.Errorf("Broker = %v, Channel() = %q", s.Target.Broker, s.Target.Channel())
 	}
 }
 

@@ -69,6 +69,14 @@ type Proxy struct {
 // port of 127.0.0.1.
 func Listen(upstream string) (*Proxy, error) { return listen(upstream, false) }
 
+// Listeners start a proxy by the kind of database whose wire it relays,
+// named as pkg/effects names the kinds (postgres, mysql): a database with
+// a wire of its own adds its listener here.
+var Listeners = map[string]func(upstream string) (*Proxy, error){
+	"postgres": Listen,
+	"mysql":    ListenMySQL,
+}
+
 // listen starts a proxy for the PostgreSQL server at upstream, or the
 // MySQL one.
 func listen(upstream string, mysql bool) (*Proxy, error) {
@@ -695,6 +703,14 @@ type Statement struct {
 	loose      bool          // autocommitted: sent outside any transaction
 	carries    bool          // its text or values carry a mark of the delivery
 	txn        *txn          // the transaction it was sent in (nil: autocommitted)
+}
+
+// Committed reports whether the server answered the statement as a
+// commit that committed: PostgreSQL's tag COMMIT (to a COMMIT or END; one
+// of an aborted transaction is answered ROLLBACK), MySQL's OK to a
+// COMMIT.
+func (s Statement) Committed() bool {
+	return s.Answer == "COMMIT" || s.Answer == "OK" && Matches(s.Text, "commit")
 }
 
 // Started is when the statement came from the client.

@@ -1,4 +1,4 @@
-package nemesis
+package proc
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func (f *fake) Crash(context.Context) error {
 func run(t *testing.T, seed int64, kills int) ([]Kill, []*fake) {
 	t.Helper()
 	fs := []*fake{{}, {}, {}}
-	n := New(time.Microsecond, seed, []Instance{fs[0], fs[1], fs[2]})
+	n := NewNemesis(time.Microsecond, seed, []Instance{fs[0], fs[1], fs[2]})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- n.Run(ctx) }()
@@ -72,7 +72,7 @@ func TestKillsFollowTheSeed(t *testing.T) {
 
 func TestFailedRestartStops(t *testing.T) {
 	bad := &fake{err: errors.New("not ready")}
-	n := New(time.Microsecond, 1, []Instance{bad})
+	n := NewNemesis(time.Microsecond, 1, []Instance{bad})
 	if err := n.Run(context.Background()); err == nil || err.Error() != "not ready" {
 		t.Fatalf("got %v, want the restart's error", err)
 	}
@@ -81,7 +81,7 @@ func TestFailedRestartStops(t *testing.T) {
 func TestNoInstancesWaits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := New(time.Millisecond, 1, nil).Run(ctx); err != nil {
+	if err := NewNemesis(time.Millisecond, 1, nil).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -96,7 +96,7 @@ func (s slow) Crash(context.Context) error { time.Sleep(s.ready); return nil }
 // and the pace says so, with the restarts' time.
 func TestPaceCountsTheRestarts(t *testing.T) {
 	const every, ready = 10 * time.Millisecond, 40 * time.Millisecond
-	n := New(every, 1, []Instance{slow{ready}, slow{ready}})
+	n := NewNemesis(every, 1, []Instance{slow{ready}, slow{ready}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- n.Run(ctx) }()

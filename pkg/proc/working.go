@@ -1,4 +1,4 @@
-package nemesis
+package proc
 
 import "github.com/redeliver/redeliver/pkg/inject"
 

@@ -1,12 +1,11 @@
-// Package nemesis kills consumer instances at random and restarts them,
-// so that a broker redelivers whatever a killed instance held in flight:
+package proc
+
+// The nemesis kills consumer instances at random and restarts them, so
+// that a broker redelivers whatever a killed instance held in flight:
 // JetStream once AckWait passes, RabbitMQ as soon as the channel closes.
-//
 // It also picks, by --seed, the deliveries whose worker is killed while
-// working on them (Working). Of this module it imports only pkg/inject, and
-// it links no database driver or broker client: the instances it kills are
-// its caller's (pkg/external's, and the example consumer's tests').
-package nemesis
+// working on them (Working, working.go). The instances it kills are its
+// caller's: an Instance is anything that can crash and come back.
 
 import (
 	"context"
@@ -40,9 +39,9 @@ type Nemesis struct {
 	kills []Kill
 }
 
-// New makes a nemesis over the instances; the same seed picks the same
+// NewNemesis makes a nemesis over the instances; the same seed picks the same
 // instances in the same order.
-func New(every time.Duration, seed int64, instances []Instance) *Nemesis {
+func NewNemesis(every time.Duration, seed int64, instances []Instance) *Nemesis {
 	return &Nemesis{every: every, instances: instances, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e656d65736973))}
 }
 
