@@ -98,25 +98,51 @@ func (t *Target) Timeout() time.Duration {
 	return DefaultTimeout
 }
 
+// brokerTargets are the brokers a target may publish into, by their key
+// in the file, each with what it names (for a message) and the parser of
+// its fields into its type, a broker.Target; the broker's adapter
+// registers the same key with pkg/broker to open it.
+var brokerTargets = []struct {
+	key, what string
+	parse     func(l *loader, v *yaml.Node) broker.Target
+}{
+	{"nats", "a JetStream stream", func(l *loader, v *yaml.Node) broker.Target { return l.natsTarget(v) }},
+	{"amqp", "a RabbitMQ queue", func(l *loader, v *yaml.Node) broker.Target { return l.amqpTarget(v) }},
+	{"kafka", "a Kafka topic and consumer group", func(l *loader, v *yaml.Node) broker.Target { return l.kafkaTarget(v) }},
+}
+
 func (l *loader) target(n *yaml.Node) {
 	t := &Target{Pos: l.pos(n)}
 	l.s.Target = t
 	var channels []*yaml.Node
-	l.mapping(n, "the target", []field{
+	keys := []string{"http", "exec"}
+	expected := []string{"http: (a URL the consumer listens on)", "exec: (a command run once per delivery)"}
+	fields := []field{
 		{"http", func(k, v *yaml.Node) { channels = append(channels, k); t.HTTP = l.httpTarget(v) }},
 		{"exec", func(k, v *yaml.Node) { channels = append(channels, k); t.Exec = l.execTarget(v) }},
-		{"nats", func(k, v *yaml.Node) { channels = append(channels, k); t.Broker = l.natsTarget(v) }},
-		{"amqp", func(k, v *yaml.Node) { channels = append(channels, k); t.Broker = l.amqpTarget(v) }},
-		{"kafka", func(k, v *yaml.Node) { channels = append(channels, k); t.Broker = l.kafkaTarget(v) }},
-		{"start", func(k, v *yaml.Node) { t.Start = l.start(v) }},
-	})
+	}
+	for _, b := range brokerTargets {
+		keys = append(keys, b.key)
+		expected = append(expected, b.key+": ("+b.what+")")
+		fields = append(fields, field{b.key, func(k, v *yaml.Node) { channels = append(channels, k); t.Broker = b.parse(l, v) }})
+	}
+	fields = append(fields, field{"start", func(k, v *yaml.Node) { t.Start = l.start(v) }})
+	l.mapping(n, "the target", fields)
 	switch {
 	case n.Kind != yaml.MappingNode:
 	case len(channels) == 0:
-		l.errorf(n, "the target names no channel; expected http: (a URL the consumer listens on), exec: (a command run once per delivery), nats: (a JetStream stream), amqp: (a RabbitMQ queue) or kafka: (a Kafka topic and consumer group)")
+		l.errorf(n, "the target names no channel; expected %s", orList(expected))
 	case len(channels) > 1:
-		l.errorf(channels[1], "the target has two channels; choose one of http, exec, nats, amqp or kafka")
+		l.errorf(channels[1], "the target has two channels; choose one of %s", orList(keys))
 	}
+}
+
+// orList joins xs as "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
 func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
