@@ -19,7 +19,8 @@ import (
 // interface, never through an adapter. No broker client is linked by the
 // file format, the replay or the reports: broker addresses and names are
 // checked in pkg/broker, which links none, and the adapters register the
-// logs they read (nats://, kafka://) with the capture readers. A package
+// targets they open (nats:, amqp:, kafka:) with pkg/broker and the logs
+// they read (nats://, kafka://) with the capture readers. A package
 // without a row fails: a new package says what it may import here.
 func TestDependenciesPointOneWay(t *testing.T) {
 	t.Parallel()
