@@ -24,28 +24,27 @@ type Replay struct {
 
 // Render writes the replay in one format. Structured formats ignore colour.
 func (r *Replay) Render(w io.Writer, f Format, opts Options) error {
-	switch f {
-	case FormatText:
-		if r.Incomplete() {
-			return textErrors(w, r.Errors, "replay")
+	for _, row := range formats {
+		if row.f == f {
+			return row.replay(w, r, opts)
 		}
-		if err := ReplayText(w, r.Report, opts); err != nil {
-			return err
-		}
-		if opts.Coverage {
-			return ReplayCoverage(w, r)
-		}
-		return nil
-	case FormatJSON:
-		return ReplayJSON(w, r)
-	case FormatJUnit:
-		return ReplayJUnit(w, r)
-	case FormatTAP:
-		return ReplayTAP(w, r)
-	case FormatHTML:
-		return ReplayHTML(w, r)
 	}
 	return errors.New("unknown report format " + string(f))
+}
+
+// textReplay is the text report of a replay, or the errors that stopped
+// it.
+func textReplay(w io.Writer, r *Replay, opts Options) error {
+	if r.Incomplete() {
+		return textErrors(w, r.Errors, "replay")
+	}
+	if err := ReplayText(w, r.Report, opts); err != nil {
+		return err
+	}
+	if opts.Coverage {
+		return ReplayCoverage(w, r)
+	}
+	return nil
 }
 
 // Incomplete reports whether the replay stopped before it had a verdict.

@@ -31,8 +31,35 @@ const (
 	FormatHTML  Format = "html"
 )
 
+// formats are the report formats, in the order help text names them:
+// each its writer of a run of scenario files and its writer of a replay.
+// A format is its constant and one row here; --format and --report
+// accept what this lists.
+var formats = []struct {
+	f      Format
+	run    func(w io.Writer, run *Run, opts Options) error
+	replay func(w io.Writer, r *Replay, opts Options) error
+}{
+	{FormatText, textRun, textReplay},
+	{FormatJSON, plain(JSON), plain(ReplayJSON)},
+	{FormatJUnit, plain(JUnit), plain(ReplayJUnit)},
+	{FormatTAP, plain(TAP), plain(ReplayTAP)},
+	{FormatHTML, plain(HTML), plain(ReplayHTML)},
+}
+
 // Formats lists every format, in the order help text names them.
-var Formats = []Format{FormatText, FormatJSON, FormatJUnit, FormatTAP, FormatHTML}
+var Formats = func() []Format {
+	out := make([]Format, len(formats))
+	for i, f := range formats {
+		out[i] = f.f
+	}
+	return out
+}()
+
+// plain is a writer that takes no options: a structured format's.
+func plain[T any](write func(io.Writer, T) error) func(io.Writer, T, Options) error {
+	return func(w io.Writer, v T, _ Options) error { return write(w, v) }
+}
 
 // ParseFormat returns the format a name stands for.
 func ParseFormat(name string) (Format, error) {
@@ -204,35 +231,34 @@ func (r *Run) Incomplete() bool { return len(r.Errors) > 0 }
 
 // Render writes the run in one format. Structured formats ignore colour.
 func Render(w io.Writer, f Format, run *Run, opts Options) error {
-	switch f {
-	case FormatText:
-		if len(run.Errors) > 0 {
-			return textErrors(w, run.Errors, "run")
+	for _, row := range formats {
+		if row.f == f {
+			return row.run(w, run, opts)
 		}
-		if err := Text(w, run.Files, opts); err != nil {
-			return err
-		}
-		if opts.Verbose && !onlyTargets(run) {
-			// A target file names what it tested on its own line; the
-			// handler's store and fault points say nothing about it.
-			if _, err := io.WriteString(w, boundaryLine(boundariesOf(run))+"\n"); err != nil {
-				return err
-			}
-		}
-		if opts.Coverage {
-			return Coverage(w, run)
-		}
-		return nil
-	case FormatJSON:
-		return JSON(w, run)
-	case FormatJUnit:
-		return JUnit(w, run)
-	case FormatTAP:
-		return TAP(w, run)
-	case FormatHTML:
-		return HTML(w, run)
 	}
 	return errors.New("unknown report format " + string(f))
+}
+
+// textRun is the text report of a run: its files and checks, or the
+// errors that stopped it.
+func textRun(w io.Writer, run *Run, opts Options) error {
+	if len(run.Errors) > 0 {
+		return textErrors(w, run.Errors, "run")
+	}
+	if err := Text(w, run.Files, opts); err != nil {
+		return err
+	}
+	if opts.Verbose && !onlyTargets(run) {
+		// A target file names what it tested on its own line; the
+		// handler's store and fault points say nothing about it.
+		if _, err := io.WriteString(w, boundaryLine(boundariesOf(run))+"\n"); err != nil {
+			return err
+		}
+	}
+	if opts.Coverage {
+		return Coverage(w, run)
+	}
+	return nil
 }
 
 // textErrors is the text report of a run (or replay) the harness could not
