@@ -94,7 +94,9 @@ func (s *Session) startStandins(ctx context.Context, exts []*scenario.External) 
 // and labels the calls the stand-ins receive from now on with the event
 // in flight: one event (a concurrent step's copies are one), or none when
 // deliveries of several events are in flight at once (parallel replay
-// lanes), where a call cannot be told to be one's.
+// lanes), where a call cannot be told to be one's. A subscriber to what
+// the consumer publishes is told when a delivery in flight alone ends:
+// what it published may arrive after its answer, and is still its.
 func (s *Session) inFlight(id string, n int) {
 	if len(s.stands) == 0 {
 		return
@@ -104,6 +106,7 @@ func (s *Session) inFlight(id string, n int) {
 	if s.flying == nil {
 		s.flying = map[string]int{}
 	}
+	alone := len(s.flying) == 1 && s.flying[id] > 0
 	if s.flying[id] += n; s.flying[id] <= 0 {
 		delete(s.flying, id)
 	}
@@ -115,8 +118,16 @@ func (s *Session) inFlight(id string, n int) {
 	}
 	for _, st := range s.stands {
 		st.rec.SetDelivery(label)
+		if l, ok := st.rec.(lateLabeller); ok && alone && len(s.flying) == 0 {
+			l.Ended(id)
+		}
 	}
 }
+
+// lateLabeller is a stand-in that receives asynchronously (a subscriber
+// to what the consumer publishes): what a delivery published may arrive
+// after its end, and is still the delivery's.
+type lateLabeller interface{ Ended(id string) }
 
 // resetStandins forgets what the stand-ins received, with the effects
 // database's reset.

@@ -64,9 +64,14 @@ type Published struct {
 	lost     error // the subscription ended before Close
 	seq      int
 	delivery string
-	calls    []*Call
-	seen     map[[2]string]bool // {Key, id} of the messages recorded
-	last     time.Time          // when the last message arrived
+	// after is the delivery that was in flight alone until ended (see
+	// Ended), which labels a message arriving within LateWindow with
+	// none in flight.
+	after string
+	ended time.Time
+	calls []*Call
+	seen  map[[2]string]bool // {Key, id} of the messages recorded
+	last  time.Time          // when the last message arrived
 }
 
 // StartPublished subscribes a stand-in named name where cfg says and
@@ -345,6 +350,9 @@ func (p *Published) record(path string, header map[string][]string, body []byte,
 	p.seq++
 	c.Seq = p.seq
 	c.Delivery = p.delivery
+	if c.Delivery == "" && p.after != "" && c.At.Sub(p.ended) < LateWindow {
+		c.Delivery = p.after
+	}
 	c.Performed = true
 	if id != "" {
 		k := [2]string{c.Key, id}
@@ -388,7 +396,23 @@ func (p *Published) Reset() {
 // SetDelivery labels the messages that arrive from now on with id ("" none).
 func (p *Published) SetDelivery(id string) {
 	p.mu.Lock()
-	p.delivery = id
+	p.delivery, p.after = id, ""
+	p.mu.Unlock()
+}
+
+// LateWindow is how long after the end of a delivery that was in flight
+// alone a message arriving with none in flight is still labelled with
+// it: publishing is asynchronous, and what a delivery published may reach
+// the subscriber after its answer (a loaded broker or machine takes
+// hundreds of milliseconds).
+const LateWindow = 2 * time.Second
+
+// Ended says that the delivery id, in flight alone, ended with no other
+// in flight: a message arriving within LateWindow, before another
+// delivery, is labelled with it.
+func (p *Published) Ended(id string) {
+	p.mu.Lock()
+	p.after, p.ended = id, time.Now()
 	p.mu.Unlock()
 }
 

@@ -392,3 +392,37 @@ func FuzzPublishedEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// TestPublishedLateLabel: a message arriving after the end of the
+// delivery that was in flight alone is still that delivery's, within
+// LateWindow and until another delivery begins; one arriving while
+// several were in flight, or long after, is no delivery's.
+func TestPublishedLateLabel(t *testing.T) {
+	p := &Published{name: "paid", done: make(chan struct{}), seen: map[[2]string]bool{}}
+	msg := func() string {
+		p.record("s", nil, []byte(`{}`), "", nil)
+		cs := p.Calls()
+		return cs[len(cs)-1].Delivery
+	}
+	p.SetDelivery("evt-1")
+	if got := msg(); got != "evt-1" {
+		t.Errorf("in flight: %q", got)
+	}
+	p.SetDelivery("")
+	p.Ended("evt-1")
+	if got := msg(); got != "evt-1" {
+		t.Errorf("just after its end: %q, want evt-1", got)
+	}
+	p.SetDelivery("evt-2")
+	p.SetDelivery("")
+	if got := msg(); got != "" {
+		t.Errorf("after a delivery that ended beside others: %q, want none", got)
+	}
+	p.Ended("evt-2")
+	p.mu.Lock()
+	p.ended = p.ended.Add(-LateWindow)
+	p.mu.Unlock()
+	if got := msg(); got != "" {
+		t.Errorf("LateWindow after its end: %q, want none", got)
+	}
+}
