@@ -4,9 +4,9 @@
 // empty. It wraps github.com/rabbitmq/amqp091-go.
 //
 // It registers the amqp: target of a scenario with pkg/broker
-// (target.go). Of this module it imports pkg/broker, pkg/redact,
-// pkg/report/words and pkg/scenario (whose AMQPTarget it opens), and it
-// links no database driver or store.
+// (target.go). Of this module it imports pkg/broker, pkg/redact and
+// pkg/scenario (whose AMQPTarget it opens), and it links no database
+// driver or store.
 package amqp
 
 import (

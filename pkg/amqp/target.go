@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/redeliver/redeliver/pkg/broker"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -33,7 +32,7 @@ func init() {
 		},
 		Leftover: func(bt broker.Target, c broker.Counts, why string) string {
 			t := bt.(*scenario.AMQPTarget)
-			return fmt.Sprintf("RabbitMQ queue %s holds %s before the run, and %s; empty it first (rabbitmqctl purge_queue %s) or give the target a queue of its own", t.Queue, words.Count(c.Pending, "message"), why, t.Queue)
+			return fmt.Sprintf("RabbitMQ queue %s holds %s before the run, and %s; empty it first (rabbitmqctl purge_queue %s) or give the target a queue of its own", t.Queue, broker.Count(c.Pending, "message"), why, t.Queue)
 		},
 	})
 }

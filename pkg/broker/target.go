@@ -81,3 +81,12 @@ func AdapterOf(t Target) (Adapter, error) {
 	}
 	return Adapter{}, fmt.Errorf("no broker adapter is linked in for target %s (linked: %s)", t.Kind(), strings.Join(kinds, ", "))
 }
+
+// Count says n of a broker's things in an adapter's sentence: "1
+// message", "3 records".
+func Count(n int64, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/handler"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
@@ -200,7 +199,7 @@ func (b *builtin) record(ctx context.Context, c runner.Call, d consumer.Delivery
 }
 
 // Inspect checks the markers and the charges a state expects.
-func (b *builtin) Inspect(ctx context.Context, name string, s *scenario.State, miss func(consumer.Location, words.Miss)) error {
+func (b *builtin) Inspect(ctx context.Context, step int, s *scenario.State, miss func(consumer.Location, runner.Miss)) error {
 	if len(s.Processed)+len(s.NotProcessed) > 0 {
 		markers, err := b.store.Markers(ctx)
 		if err != nil {
@@ -216,12 +215,12 @@ func (b *builtin) Inspect(ctx context.Context, name string, s *scenario.State, m
 		}
 		for _, ref := range s.Processed {
 			if !marked(ref) {
-				miss(ref.Pos, words.Marked(name, words.Event(ref.ID, ref.Consumer), true))
+				miss(ref.Pos, runner.Miss{Kind: runner.MissMarked, Step: step, Event: ref.ID, Consumer: ref.Consumer, Flag: true})
 			}
 		}
 		for _, ref := range s.NotProcessed {
 			if marked(ref) {
-				miss(ref.Pos, words.Marked(name, words.Event(ref.ID, ref.Consumer), false))
+				miss(ref.Pos, runner.Miss{Kind: runner.MissMarked, Step: step, Event: ref.ID, Consumer: ref.Consumer})
 			}
 		}
 	}
@@ -231,7 +230,7 @@ func (b *builtin) Inspect(ctx context.Context, name string, s *scenario.State, m
 			return err
 		}
 		if n != *s.Charges {
-			miss(s.ChargesPos, words.Charges(name, *s.Charges, n))
+			miss(s.ChargesPos, runner.Miss{Kind: runner.MissCharges, Step: step, WantN: int64(*s.Charges), GotN: int64(n)})
 		}
 	}
 	return nil

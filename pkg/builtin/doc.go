@@ -8,6 +8,7 @@
 // user's consumer's System (pkg/external), and the runner drives both.
 //
 // Of this module it imports pkg/runner, pkg/scenario, pkg/handler,
-// pkg/consumer, pkg/invariant and pkg/report/words; it links no store
-// adapter, database driver or broker client: its caller opens the store.
+// pkg/consumer and pkg/invariant; it links no store adapter, database
+// driver or broker client (its caller opens the store), and no words of
+// the reports: what it finds it hands the runner as facts (runner.Miss).
 package builtin

@@ -8,7 +8,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/proc"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlproxy"
@@ -77,7 +76,7 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 			shown = trace
 		}
 		c.Rec.Trace(statementsOf(shown, nil))
-		c.Rec.Fail(words.Untied(what, ev.ID, key, "${"+sys.sess.dbVar+"}", traceLines(shown)))
+		c.Rec.Fail(runner.Miss{Kind: runner.MissUntied, What: what, Event: ev.ID, Key: key, URL: "${" + sys.sess.dbVar + "}", Lines: traceLines(shown)})
 		return a, nil
 	case at == nil:
 		if past, err := sys.wrotePast(ctx, c, ev, key, before, trace); past || err != nil {
@@ -89,7 +88,7 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 		return a, nil
 	case !reached:
 		c.Rec.Trace(traced(nil))
-		c.Rec.Fail(words.NotReached(what, traceLines(trace), "its broker (it took the message)"))
+		c.Rec.Fail(runner.Miss{Kind: runner.MissNotReached, What: what, Lines: traceLines(trace), Said: "its broker (it took the message)"})
 		return a, nil
 	}
 	// The redelivery the broker made on its own after the kill follows

@@ -21,7 +21,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/proc"
 	"github.com/redeliver/redeliver/pkg/redact"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlproxy"
@@ -788,7 +787,7 @@ func (sys *system) Count(ctx context.Context, table string) (int64, error) {
 }
 
 // Inspect checks the effect rows a state expects of a business key.
-func (sys *system) Inspect(ctx context.Context, name string, s *scenario.State, miss func(consumer.Location, words.Miss)) error {
+func (sys *system) Inspect(ctx context.Context, step int, s *scenario.State, miss func(consumer.Location, runner.Miss)) error {
 	for _, kc := range s.Effects {
 		key := kc.Key
 		rows, err := sys.sess.db.Rows(ctx, &key)
@@ -796,12 +795,12 @@ func (sys *system) Inspect(ctx context.Context, name string, s *scenario.State, 
 			return err
 		}
 		if n := int64(len(rows)); n != kc.N {
-			miss(kc.Pos, words.KeyRows(name, kc.N, kc.Key, n))
+			miss(kc.Pos, runner.Miss{Kind: runner.MissKeyRows, Step: step, WantN: kc.N, Key: kc.Key, GotN: n})
 		}
 	}
 	for _, ec := range s.Externals {
 		if n, _ := sys.sess.performed(ec.External, ec.Key); n != ec.N {
-			miss(ec.Pos, words.ExternalEffects(name, ec.N, ec.External, ec.Key, n))
+			miss(ec.Pos, runner.Miss{Kind: runner.MissExternalEffects, Step: step, WantN: ec.N, What: ec.External, Key: ec.Key, GotN: n})
 		}
 	}
 	return nil
@@ -977,7 +976,7 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 				if sys.sess.t.Broker != nil {
 					answered = "its broker (it took the message)"
 				}
-				c.Rec.Fail(words.CallNotReached("crash: "+st.Crash.String(), sys.sess.callsSaid(ev.ID), answered))
+				c.Rec.Fail(runner.Miss{Kind: runner.MissCallNotReached, What: "crash: " + st.Crash.String(), Calls: sys.sess.callsSaid(ev.ID), Said: answered})
 			}
 			return a, err
 		})

@@ -13,7 +13,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/effects"
 	"github.com/redeliver/redeliver/pkg/inject"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 	"github.com/redeliver/redeliver/pkg/sqlproxy"
@@ -404,7 +403,7 @@ func (sys *system) callCrash(ctx context.Context, c runner.Call, ev Event, key s
 	a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
 		a, _, reached, err := sys.sess.crashAtCall(ctx, ev, crash)
 		if err == nil && !reached {
-			c.Rec.Fail(words.CallNotReached("crash: statements, "+h.Name+",", sys.sess.callsSaid(ev.ID), a.Short()))
+			c.Rec.Fail(runner.Miss{Kind: runner.MissCallNotReached, What: "crash: statements, " + h.Name + ",", Calls: sys.sess.callsSaid(ev.ID), Said: a.Short()})
 		}
 		return a, err
 	})
@@ -429,7 +428,7 @@ func (sys *system) callsRecorded(ctx context.Context, c runner.Call, ev Event, k
 		out = append(out, cb.b)
 	}
 	if len(out) == 0 {
-		c.Rec.Fail(words.CallNotReached("crash: statements", sys.sess.callsSaid(ev.ID), a.Short()))
+		c.Rec.Fail(runner.Miss{Kind: runner.MissCallNotReached, What: "crash: statements", Calls: sys.sess.callsSaid(ev.ID), Said: a.Short()})
 		return a, nil
 	}
 	c.Rec.Boundaries(out)
@@ -570,7 +569,7 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 			what = "crash: statements, " + c.Hold.Statement.Name + ","
 		}
 		c.Rec.Trace(traced(nil))
-		c.Rec.Fail(words.NotReached(what, traceLines(trace), a.Short()))
+		c.Rec.Fail(runner.Miss{Kind: runner.MissNotReached, What: what, Lines: traceLines(trace), Said: a.Short()})
 		return a, nil
 	}
 	killed := traced(at)
@@ -940,7 +939,7 @@ func (sys *system) bypassed(ctx context.Context, c runner.Call, ev Event, key st
 	if err != nil {
 		return err
 	}
-	c.Rec.Fail(words.Bypassed(ev.ID, "${"+sys.sess.dbVar+"}", wrote))
+	c.Rec.Fail(runner.Miss{Kind: runner.MissBypassed, Event: ev.ID, URL: "${" + sys.sess.dbVar + "}", Flag: wrote})
 	return nil
 }
 
@@ -973,7 +972,7 @@ func (sys *system) wrotePast(ctx context.Context, c runner.Call, ev Event, key s
 	if wrote, err := sys.wrote(ctx, key, before); !wrote || err != nil {
 		return false, err
 	}
-	c.Rec.Fail(words.WrotePast(ev.ID, "${"+sys.sess.dbVar+"}", traceLines(trace)))
+	c.Rec.Fail(runner.Miss{Kind: runner.MissWrotePast, Event: ev.ID, URL: "${" + sys.sess.dbVar + "}", Lines: traceLines(trace)})
 	return true, nil
 }
 

@@ -6,9 +6,9 @@
 //
 // It registers the kafka: target of a scenario with pkg/broker
 // (target.go) and kafka:// as a capture source with pkg/capture. Of this
-// module it imports pkg/broker, pkg/capture, pkg/problem,
-// pkg/report/words and pkg/scenario (whose KafkaTarget it opens), and it
-// links no database driver or store.
+// module it imports pkg/broker, pkg/capture, pkg/problem and
+// pkg/scenario (whose KafkaTarget it opens), and it links no database
+// driver or store.
 package kafka
 
 import (

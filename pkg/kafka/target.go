@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/redeliver/redeliver/pkg/broker"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -25,7 +24,7 @@ func init() {
 		},
 		Leftover: func(bt broker.Target, c broker.Counts, why string) string {
 			t := bt.(*scenario.KafkaTarget)
-			return fmt.Sprintf("Kafka consumer group %s has %s of topic %s it has not committed before the run, and %s; move the group past them first (kafka-consumer-groups --reset-offsets --to-latest --group %s --topic %s --execute) or give the target a group of its own", t.Group, words.Count(c.Pending, "record"), t.Topic, why, t.Group, t.Topic)
+			return fmt.Sprintf("Kafka consumer group %s has %s of topic %s it has not committed before the run, and %s; move the group past them first (kafka-consumer-groups --reset-offsets --to-latest --group %s --topic %s --execute) or give the target a group of its own", t.Group, broker.Count(c.Pending, "record"), t.Topic, why, t.Group, t.Topic)
 		},
 		AckWord: "offset committed",
 		ReadsBack: func(bt broker.Target, in string) string {

@@ -5,9 +5,9 @@
 //
 // It registers the nats: target of a scenario with pkg/broker (target.go)
 // and nats:// as a capture source with pkg/capture. Of this module it
-// imports pkg/broker, pkg/capture, pkg/problem, pkg/redact,
-// pkg/report/words and pkg/scenario (whose NATSTarget it opens), and it
-// links no database driver or store.
+// imports pkg/broker, pkg/capture, pkg/problem, pkg/redact and
+// pkg/scenario (whose NATSTarget it opens), and it links no database
+// driver or store.
 package nats
 
 import (

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/redact"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -27,7 +26,7 @@ func init() {
 		},
 		Leftover: func(bt broker.Target, c broker.Counts, why string) string {
 			t := bt.(*scenario.NATSTarget)
-			held := words.Count(c.Pending, "message") + " to deliver"
+			held := broker.Count(c.Pending, "message") + " to deliver"
 			if c.Unacked > 0 {
 				held += fmt.Sprintf(" and %d awaiting an ack", c.Unacked)
 			}

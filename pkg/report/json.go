@@ -253,7 +253,8 @@ func checkDoc(c runner.CheckResult) CheckDoc {
 		cd.Declared = []string{}
 	}
 	for _, f := range c.Failures {
-		cd.Failures = append(cd.Failures, FailureDoc{Step: f.Step, Message: FailureMessage(f), Expected: f.Expected, Got: f.Got, Invariant: string(f.Invariant), Location: locationOf(f.Pos)})
+		expected, got := ExpectedGot(f)
+		cd.Failures = append(cd.Failures, FailureDoc{Step: f.Step, Message: FailureMessage(f), Expected: expected, Got: got, Invariant: string(f.Invariant), Location: locationOf(f.Pos)})
 	}
 	for _, v := range c.Violations {
 		vd := ViolationDoc{Invariant: string(v.Invariant), EventID: v.EventID, Consumer: v.Consumer, External: v.External, Detail: v.Detail}

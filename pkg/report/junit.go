@@ -227,8 +227,8 @@ func failureBody(fs []runner.Failure) string {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "%s\n", FailureMessage(f))
-		if f.Expected != "" || f.Got != "" {
-			fmt.Fprintf(&b, "expected: %s\ngot: %s\n", f.Expected, f.Got)
+		if expected, got := ExpectedGot(f); expected != "" || got != "" {
+			fmt.Fprintf(&b, "expected: %s\ngot: %s\n", expected, got)
 		}
 		if s := f.Pos.String(); s != "" {
 			fmt.Fprintf(&b, "at: %s\n", s)

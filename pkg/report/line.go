@@ -1,8 +1,10 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
@@ -90,14 +92,97 @@ func tallied(ts []runner.Tallied) []string {
 // Every format prints this message.
 func FailureMessage(f runner.Failure) string {
 	s := f.Message
+	if f.Miss != nil {
+		s = missed(*f.Miss).Message
+	}
 	if f.InSchedules > 0 {
 		s = words.InNoSchedule(s, f.InSchedules)
 	}
 	if e := f.Explored; e != nil {
-		s = words.Explored(s, e.Schedules, e.Failed, e.First, e.Name, nil)
+		s = words.Explored(s, e.Schedules, e.Failed, e.First, scheduleName(e), nil)
 	}
 	if r := f.Repeated; r != nil {
 		s = words.Repeated(s, r.Runs, r.Failed, r.First, tallied(r.Broken))
+	}
+	return s
+}
+
+// ExpectedGot are a failure's expected and actual values, as the
+// structured reports carry them.
+func ExpectedGot(f runner.Failure) (expected, got string) {
+	if f.Miss != nil {
+		m := missed(*f.Miss)
+		return m.Expected, m.Got
+	}
+	return f.Expected, f.Got
+}
+
+// missed words an expectation that did not hold from its facts.
+func missed(m runner.Miss) words.Miss {
+	step := words.Step(m.Step, m.N, m.Of)
+	switch m.Kind {
+	case runner.MissOutcome:
+		return words.Outcome(step, m.Want, m.Got, m.Said)
+	case runner.MissStatus:
+		return words.Status(step, int(m.WantN), int(m.GotN), m.Said)
+	case runner.MissError:
+		var err error
+		if m.Flag {
+			err = errors.New(m.Got)
+		}
+		return words.Error(step, m.Want, err)
+	case runner.MissSameEffect:
+		return words.SameEffect(step, m.What, m.WantN, m.GotN)
+	case runner.MissRows:
+		return words.Rows(step, m.WantN, m.What, m.GotN)
+	case runner.MissKeyRows:
+		return words.KeyRows(step, m.WantN, m.Key, m.GotN)
+	case runner.MissExternalEffects:
+		return words.ExternalEffects(step, m.WantN, m.What, m.Key, m.GotN)
+	case runner.MissMarked:
+		return words.Marked(step, words.Event(m.Event, m.Consumer), m.Flag)
+	case runner.MissCharges:
+		return words.Charges(step, int(m.WantN), int(m.GotN))
+	case runner.MissViolations:
+		return words.Violations(m.Wants, m.Gots)
+	case runner.MissNeverRaced:
+		return words.Miss{Message: words.NeverRaced(int(m.WantN)), Expected: "copies raced", Got: "one after the other"}
+	case runner.MissCallNotReached:
+		return words.CallNotReached(m.What, m.Calls, m.Said)
+	case runner.MissNotReached:
+		return words.NotReached(m.What, m.Lines, m.Said)
+	case runner.MissBypassed:
+		return words.Bypassed(m.Event, m.URL, m.Flag)
+	case runner.MissWrotePast:
+		return words.WrotePast(m.Event, m.URL, m.Lines)
+	case runner.MissUntied:
+		return words.Untied(m.What, m.Event, m.Key, m.URL, m.Lines)
+	}
+	return words.Miss{Message: fmt.Sprintf("an expectation of kind %d did not hold", m.Kind)}
+}
+
+// scheduleName names the schedule an explored check first failed under,
+// as it can be written as interleave: ("held at after-check, released
+// together"; "step 2 held at …; step 4 unforced" for several steps).
+func scheduleName(e *runner.ExploredFailure) string {
+	hold := func(h runner.ScheduleHold) string {
+		if h.Statement != "" {
+			return h.Statement
+		}
+		return words.Hold(h.At, h.InOrder)
+	}
+	var s string
+	if len(e.Schedule) == 1 {
+		s = hold(e.Schedule[0])
+	} else {
+		parts := make([]string, len(e.Schedule))
+		for i, h := range e.Schedule {
+			parts[i] = words.Step(h.Step, 1, 1) + " " + hold(h)
+		}
+		s = strings.Join(parts, "; ")
+	}
+	if e.AfterAnswer {
+		s += ", after the answer"
 	}
 	return s
 }

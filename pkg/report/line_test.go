@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/invariant"
@@ -83,13 +84,13 @@ func TestFailureMessage(t *testing.T) {
 		want string
 	}{
 		{"plain", runner.Failure{Message: "step 1 expected x"}, "step 1 expected x"},
-		{"explored", runner.Failure{Message: "invariant x broken", Explored: &runner.ExploredFailure{Schedules: 11, Failed: 2, First: 4, Name: "held at after-check, released together"}},
+		{"explored", runner.Failure{Message: "invariant x broken", Explored: &runner.ExploredFailure{Schedules: 11, Failed: 2, First: 4, Schedule: []runner.ScheduleHold{{Step: 2, At: "after-check"}}}},
 			"failed in 2 of 11 schedules; first in schedule 4 (held at after-check, released together): invariant x broken"},
 		{"in no schedule", runner.Failure{Message: "expected exactly the violations duplicate-effect, got none", InSchedules: 11},
 			"expected exactly the violations duplicate-effect, got none (in 11 schedules)"},
 		{"repeated", runner.Failure{Message: "step 1 expected x", Repeated: &runner.RepeatedFailure{Runs: 3, Failed: 2, First: 1, Broken: []runner.Tallied{{Invariant: "duplicate-effect", N: 2}}}},
 			"failed in 2 of 3 runs (invariants broken: duplicate-effect in 2); first in run 1: step 1 expected x"},
-		{"explored, then repeated", runner.Failure{Message: "m", Explored: &runner.ExploredFailure{Schedules: 3, Failed: 1, First: 2, Name: "unforced"},
+		{"explored, then repeated", runner.Failure{Message: "m", Explored: &runner.ExploredFailure{Schedules: 3, Failed: 1, First: 2, Schedule: []runner.ScheduleHold{{Step: 1}}},
 			Repeated: &runner.RepeatedFailure{Runs: 2, Failed: 1, First: 2}},
 			"failed in 1 of 2 runs (invariants broken: none); first in run 2: failed in 1 of 3 schedules; first in schedule 2 (unforced): m"},
 	}
@@ -99,5 +100,50 @@ func TestFailureMessage(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestMissWords: each kind of miss is worded from its facts, with the
+// values the structured reports carry; a step repeated with times says
+// which delivery, and a schedule of several steps names each.
+func TestMissWords(t *testing.T) {
+	tests := []struct {
+		m                  runner.Miss
+		msg, expected, got string
+	}{
+		{runner.Miss{Kind: runner.MissOutcome, Step: 2, N: 2, Of: 3, Want: "acked", Got: "failed", Said: "failed (boom)"},
+			"step 2 (delivery 2 of 3) expected acked, got failed (boom)", "acked", "failed"},
+		{runner.Miss{Kind: runner.MissStatus, Step: 1, N: 1, Of: 1, WantN: 200, Said: "timeout"},
+			"step 1 expected status 200, got timeout", "200", "no status"},
+		{runner.Miss{Kind: runner.MissError, Step: 1, N: 1, Of: 1, Want: "boom"},
+			`step 1 expected an error containing "boom", got no error`, `error containing "boom"`, "no error"},
+		{runner.Miss{Kind: runner.MissError, Step: 1, N: 1, Of: 1, Want: "boom", Got: "bang", Flag: true},
+			`step 1 expected an error containing "boom", got "bang"`, `error containing "boom"`, "bang"},
+		{runner.Miss{Kind: runner.MissRows, WantN: 1, What: "payments", GotN: 2},
+			"the check expected 1 row in payments, got 2", "1", "2"},
+		{runner.Miss{Kind: runner.MissMarked, Step: 3, Event: "e1", Consumer: "billing"},
+			"step 3 expected e1 (consumer billing) not to be marked processed, it is", "not marked", "marked processed"},
+		{runner.Miss{Kind: runner.MissViolations, Wants: []string{"duplicate-effect"}},
+			"expected exactly the violations duplicate-effect, got none", "duplicate-effect", "none"},
+		{runner.Miss{Kind: runner.MissNotReached, What: "crash: statements", Said: "202"},
+			"crash: statements was never reached: the delivery ran no statement, and the consumer answered 202", "crash: statements", "not reached"},
+	}
+	for _, tt := range tests {
+		f := runner.Failure{Miss: &tt.m}
+		expected, got := ExpectedGot(f)
+		if msg := FailureMessage(f); msg != tt.msg || expected != tt.expected || got != tt.got {
+			t.Errorf("%+v:\n got %q (%q, %q)\nwant %q (%q, %q)", tt.m, msg, expected, got, tt.msg, tt.expected, tt.got)
+		}
+	}
+	for k := runner.MissOutcome; k <= runner.MissUntied; k++ {
+		if msg := FailureMessage(runner.Failure{Miss: &runner.Miss{Kind: k}}); strings.HasPrefix(msg, "an expectation of kind") {
+			t.Errorf("miss kind %d has no words: %q", k, msg)
+		}
+	}
+	e := &runner.ExploredFailure{Schedules: 5, Failed: 1, First: 3, AfterAnswer: true,
+		Schedule: []runner.ScheduleHold{{Step: 1, At: "after-check", InOrder: true}, {Step: 3, Statement: "killed after statement 2 (COMMIT)"}}}
+	want := "step 1 held at after-check, released in order; step 3 killed after statement 2 (COMMIT), after the answer"
+	if got := scheduleName(e); got != want {
+		t.Errorf("scheduleName = %q, want %q", got, want)
 	}
 }

@@ -127,10 +127,12 @@ func writeTAPDiagnostic(b *strings.Builder, diag any) error {
 
 func failureDiagnostic(fs []runner.Failure) *tapDiagnostic {
 	first := fs[0]
-	d := &tapDiagnostic{Message: FailureMessage(first), Severity: "fail", Expected: first.Expected, Got: first.Got, Invariant: string(first.Invariant), At: tapLocation(first.Pos)}
+	expected, got := ExpectedGot(first)
+	d := &tapDiagnostic{Message: FailureMessage(first), Severity: "fail", Expected: expected, Got: got, Invariant: string(first.Invariant), At: tapLocation(first.Pos)}
 	if len(fs) > 1 {
 		for _, f := range fs {
-			d.More = append(d.More, tapFailure{Message: FailureMessage(f), Expected: f.Expected, Got: f.Got, Invariant: string(f.Invariant), At: tapLocation(f.Pos)})
+			expected, got := ExpectedGot(f)
+			d.More = append(d.More, tapFailure{Message: FailureMessage(f), Expected: expected, Got: got, Invariant: string(f.Invariant), At: tapLocation(f.Pos)})
 		}
 	}
 	return d

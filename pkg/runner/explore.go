@@ -1,11 +1,8 @@
 package runner
 
 import (
-	"strings"
-
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -63,11 +60,13 @@ type Boundary struct {
 	AnswerNext bool
 }
 
-func (h Hold) String() string {
+// fact is the hold of step as a report carries it.
+func (h Hold) fact(step int) ScheduleHold {
+	f := ScheduleHold{Step: step, At: string(h.At), InOrder: h.InOrder}
 	if h.Statement != nil {
-		return h.Statement.Name
+		f.Statement = h.Statement.Name
 	}
-	return words.Hold(string(h.At), h.InOrder)
+	return f
 }
 
 // forces reports whether the hold changes how its step runs.
@@ -94,16 +93,14 @@ func (s *schedule) of(step int) (Hold, bool) {
 	return Hold{}, false
 }
 
-// String names the schedule so that it can be written as `interleave:`.
-func (s schedule) String() string {
-	if len(s.steps) == 1 {
-		return s.holds[0].String()
-	}
-	parts := make([]string, len(s.steps))
+// facts are the schedule's holds as a report carries them, to name it
+// as it can be written as `interleave:`.
+func (s schedule) facts() []ScheduleHold {
+	out := make([]ScheduleHold, len(s.steps))
 	for i, n := range s.steps {
-		parts[i] = words.Step(n, 1, 1) + " " + s.holds[i].String()
+		out[i] = s.holds[i].fact(n)
 	}
-	return strings.Join(parts, "; ")
+	return out
 }
 
 // schedules lists the schedules a check is explored under: nil when it has
@@ -229,13 +226,13 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	}
 	if first >= 0 {
 		fs := append([]Failure(nil), out.Failures...)
-		what := plan[first].String()
+		ef := &ExploredFailure{Schedules: n, Failed: failed, First: first + 1, Schedule: plan[first].facts()}
 		if cnt := results[first].Counters; cnt.CrashedInWork+cnt.CrashedSpent > 0 {
 			// The trial's kill at its statement came after the
 			// consumer's answer, whatever the recording saw.
-			what += ", after the answer"
+			ef.AfterAnswer = true
 		}
-		fs[0].Explored = &ExploredFailure{Schedules: n, Failed: failed, First: first + 1, Name: what}
+		fs[0].Explored = ef
 		out.Failures = fs
 		out.Passed = false
 		return out
@@ -272,7 +269,7 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 		if unraced == n-1 {
 			// No hold raced anything: a pass would claim races that
 			// never happened.
-			out.Failures = append(out.Failures, Failure{Pos: c.Pos, Message: words.NeverRaced(unraced), Expected: "copies raced", Got: "one after the other"})
+			out.Failures = append(out.Failures, Failure{Pos: c.Pos, Miss: &Miss{Kind: MissNeverRaced, WantN: int64(unraced)}})
 			out.Passed = false
 		}
 	}

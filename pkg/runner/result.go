@@ -11,9 +11,14 @@ import (
 
 // Failure is one way a check did not hold: an expectation or an invariant.
 type Failure struct {
-	Step     int // 1-based; 0 for the check itself
-	Pos      consumer.Location
-	Message  string // one sentence, without the location
+	Step int // 1-based; 0 for the check itself
+	Pos  consumer.Location
+	// Miss is the expectation that did not hold, or what the system
+	// could not do; pkg/report words it.
+	Miss *Miss
+	// Message, for a broken invariant, is its sentence (the
+	// catalogue's), without the location; Expected and Got its values.
+	Message  string
 	Expected string
 	Got      string
 	// Invariant is set when the failure is a broken invariant.
@@ -34,7 +39,22 @@ type Failure struct {
 // workers were held ("held at after-check, released together").
 type ExploredFailure struct {
 	Schedules, Failed, First int
-	Name                     string
+	// Schedule is the first that failed: the hold of each explored step.
+	Schedule []ScheduleHold
+	// AfterAnswer: that schedule's kill at a statement came after the
+	// consumer's answer, whatever the recording saw.
+	AfterAnswer bool
+}
+
+// ScheduleHold is how a schedule held one explored step: its workers at
+// fault point At, released together or in worker order (InOrder), or at
+// the statement boundary its system named Statement; neither is the step
+// unforced.
+type ScheduleHold struct {
+	Step      int
+	At        string
+	InOrder   bool
+	Statement string
 }
 
 // RepeatedFailure is how a check of a file run several times failed: in

@@ -9,12 +9,13 @@
 // built-in handler's in pkg/builtin and a user's consumer's in
 // pkg/external, and import it. A check's report line, and how an
 // explored check failed, it keeps as facts (Line, ExploredFailure) that
-// pkg/report words; the sentences of a step's expectations it takes from
-// pkg/report/words. Of this module it imports pkg/scenario, pkg/handler,
-// pkg/consumer, pkg/invariant, pkg/problem, pkg/template and
-// pkg/report/words, and it never links a store, a database driver, a
-// broker client, the built-in handler's System (pkg/builtin), the replay,
-// the renderers (pkg/report) or a user's consumer (pkg/external).
+// pkg/report words, and so are an expectation that did not hold and what
+// a system could not do (Miss). Of this module it imports pkg/scenario,
+// pkg/handler, pkg/consumer, pkg/invariant, pkg/problem and
+// pkg/template, and it never links a store, a database driver, a broker
+// client, the built-in handler's System (pkg/builtin), the replay, the
+// renderers (pkg/report, its words included) or a user's consumer
+// (pkg/external).
 package runner
 
 import (
@@ -29,7 +30,6 @@ import (
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -518,8 +518,8 @@ func (cr *checkRun) fork(sched *schedule) *checkRun {
 	return &checkRun{run: cr.run, res: &res, index: cr.index, explored: cr.explored, sched: sched, from: cr.from}
 }
 
-func (cr *checkRun) fail(step int, pos consumer.Location, m words.Miss) {
-	cr.res.Failures = append(cr.res.Failures, Failure{Step: step, Pos: pos, Message: m.Message, Expected: m.Expected, Got: m.Got})
+func (cr *checkRun) fail(step int, pos consumer.Location, m Miss) {
+	cr.res.Failures = append(cr.res.Failures, Failure{Step: step, Pos: pos, Miss: &m})
 }
 
 // deliver runs one deliver step: its deliveries one after another (times),
@@ -605,7 +605,7 @@ func (cr *checkRun) Held(p consumer.FaultPoint) { cr.res.held(p) }
 func (cr *checkRun) Unreached() { cr.res.Unreached++ }
 
 // Fail fails the check at the step being run.
-func (cr *checkRun) Fail(m words.Miss) { cr.fail(cr.step, cr.pos, m) }
+func (cr *checkRun) Fail(m Miss) { cr.fail(cr.step, cr.pos, m) }
 
 // Boundaries records a delivery's statement boundaries.
 func (cr *checkRun) Boundaries(b []Boundary) { cr.res.boundaries = b }
@@ -723,7 +723,7 @@ func (cr *checkRun) expect(step, n int, st *scenario.Step, res consumer.Result) 
 	if e == nil {
 		return
 	}
-	name := words.Step(step, n, st.Times)
+	at := Miss{Step: step, N: n, Of: st.Times}
 	said := res.Said
 	if said == "" {
 		said = string(res.Outcome)
@@ -736,35 +736,45 @@ func (cr *checkRun) expect(step, n int, st *scenario.Step, res consumer.Result) 
 		want = e.Answer
 	}
 	if want != "" && string(res.Outcome) != want {
-		cr.fail(step, st.Pos, words.Outcome(name, want, string(res.Outcome), said))
+		m := at
+		m.Kind, m.Want, m.Got, m.Said = MissOutcome, want, string(res.Outcome), said
+		cr.fail(step, st.Pos, m)
 	}
 	if e.Status != 0 && res.Status != e.Status {
-		cr.fail(step, st.Pos, words.Status(name, e.Status, res.Status, said))
+		m := at
+		m.Kind, m.WantN, m.GotN, m.Said = MissStatus, int64(e.Status), int64(res.Status), said
+		cr.fail(step, st.Pos, m)
 	}
 	if e.Error != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), e.Error)) {
-		cr.fail(step, st.Pos, words.Error(name, e.Error, res.Err))
+		m := at
+		m.Kind, m.Want = MissError, e.Error
+		if res.Err != nil {
+			m.Got, m.Flag = res.Err.Error(), true
+		}
+		cr.fail(step, st.Pos, m)
 	}
 	if e.SameEffectAs != "" {
 		want := cr.labels[e.SameEffectAs]
 		if res.EffectID != want || want == 0 {
-			cr.fail(step, st.Pos, words.SameEffect(name, e.SameEffectAs, want, res.EffectID))
+			m := at
+			m.Kind, m.What, m.WantN, m.GotN = MissSameEffect, e.SameEffectAs, want, res.EffectID
+			cr.fail(step, st.Pos, m)
 		}
 	}
 }
 
 // inspect compares what the consumer holds with an expected state.
 func (cr *checkRun) inspect(ctx context.Context, step int, s *scenario.State) error {
-	name := words.Step(step, 1, 1)
 	for _, rc := range s.Rows {
 		n, err := cr.sys.Count(ctx, rc.Table)
 		if err != nil {
 			return err
 		}
 		if n != rc.N {
-			cr.fail(step, rc.Pos, words.Rows(name, rc.N, rc.Table, n))
+			cr.fail(step, rc.Pos, Miss{Kind: MissRows, Step: step, WantN: rc.N, What: rc.Table, GotN: n})
 		}
 	}
-	return cr.sys.Inspect(ctx, name, s, func(pos consumer.Location, m words.Miss) { cr.fail(step, pos, m) })
+	return cr.sys.Inspect(ctx, step, s, func(pos consumer.Location, m Miss) { cr.fail(step, pos, m) })
 }
 
 func (cr *checkRun) invariants(ctx context.Context, c *scenario.Check) error {
@@ -821,8 +831,8 @@ func Verdict(res *CheckResult, c *scenario.Check) {
 		}
 		sort.Strings(extra)
 		if len(missing) > 0 || len(extra) > 0 {
-			m := words.Violations(c.Violations, sortedKeys(got))
-			res.Failures = append(res.Failures, Failure{Pos: c.ViolationsPos, Message: m.Message, Expected: m.Expected, Got: m.Got})
+			m := Miss{Kind: MissViolations, Wants: c.Violations, Gots: sortedKeys(got)}
+			res.Failures = append(res.Failures, Failure{Pos: c.ViolationsPos, Miss: &m})
 			for _, v := range res.Violations {
 				if !want[string(v.Invariant)] {
 					f := Failure{Message: v.String(), Invariant: v.Invariant, Expected: "no violation", Got: string(v.Invariant), Pos: c.Pos}

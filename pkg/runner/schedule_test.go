@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redeliver/redeliver/pkg/handler"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -23,10 +24,19 @@ func checkOf(t *testing.T, strategy handler.Strategy, steps string) *scenario.Ch
 	return s.Checks[0]
 }
 
+// names words each schedule's holds as a report names them.
 func names(ss []schedule) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = s.String()
+		var parts []string
+		for _, h := range s.facts() {
+			name := words.Hold(h.At, h.InOrder)
+			if len(s.steps) > 1 {
+				name = words.Step(h.Step, 1, 1) + " " + name
+			}
+			parts = append(parts, name)
+		}
+		out[i] = strings.Join(parts, "; ")
 	}
 	return out
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/invariant"
-	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -37,8 +36,8 @@ type System interface {
 	Count(ctx context.Context, table string) (int64, error)
 	// Inspect checks the parts of an expected state other than row counts
 	// (markers, charges, a key's effect rows), calling miss for each
-	// that does not hold; name is the step's name in words.
-	Inspect(ctx context.Context, name string, s *scenario.State, miss func(consumer.Location, words.Miss)) error
+	// that does not hold; step is the step's (0: the check's expect).
+	Inspect(ctx context.Context, step int, s *scenario.State, miss func(consumer.Location, Miss)) error
 	// Judge returns the invariants the check's deliveries broke, read
 	// from what the consumer holds now; it may set the result's
 	// reconciliation and state counters.
@@ -93,7 +92,7 @@ type Recorder interface {
 	Held(p consumer.FaultPoint)
 	// Fail fails the check at the step being run: a fault the file asked
 	// for that could not be made.
-	Fail(m words.Miss)
+	Fail(m Miss)
 	// Boundaries records, in a step explored at statement boundaries
 	// (Call.Hold.Statement nil), the boundaries its deliveries met, in
 	// the order they are to be tried, each named in words ("killed after

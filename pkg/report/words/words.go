@@ -2,14 +2,12 @@
 // not an invariant's (those are worded by the catalogue, package
 // invariant): which step, a failed expectation with what was expected and
 // what came, a check's summary line, a repeated check's tally, the kills
-// of --kill-every and --kill-working. Whatever runs a check — the
-// built-in handler's runner, a user's own consumer's — words what a step
-// found here, so one expectation reads the same everywhere; a check's
-// line, and how an explored or repeated check failed, only pkg/report
-// words, from the facts the runner keeps.
+// of --kill-every and --kill-working. Only pkg/report words with it, from
+// the facts what runs a check keeps (pkg/runner's Line and Miss, a
+// replay's report), so one expectation reads the same from every kind of
+// consumer and in every format.
 //
-// It imports no other package of this module, so that any runner may import
-// it.
+// It imports no other package of this module.
 package words
 
 import (
