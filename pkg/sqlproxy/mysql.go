@@ -411,6 +411,43 @@ func (r *myResponse) step(c *conn, pl []byte) (done bool, final *Statement) {
 	eof := c.my.deprecateEOF.Load()
 	isErr := pl[0] == 0xff
 	switch r.state {
+	case rsStart, rsInfile, rsColumns, rsColumnsEOF, rsRows:
+		return r.resultStep(c, pl, eof, isErr)
+	case rsAuth, rsOne:
+		return r.endStep(c, pl), nil
+	case rsPrepare:
+		id, cols, params, ok := prepareOK(pl)
+		if !ok {
+			return true, nil
+		}
+		c.mu.Lock()
+		c.my.prepared[id] = &myPrepared{text: r.cmd.text, params: params}
+		c.mu.Unlock()
+		r.id, r.params, r.cols = id, params, cols
+		return r.prepNext(eof, rsPrepare), nil
+	case rsPrepParams, rsPrepCols:
+		if r.left--; r.left == 0 {
+			return r.prepNext(eof, r.state), nil
+		}
+	case rsPrepParamsEOF, rsPrepColsEOF:
+		return r.prepNext(eof, r.state), nil
+	case rsFetch:
+		if isErr || isEOF(pl, eof) {
+			if !isErr {
+				c.settleStatus(endStatus(pl, eof))
+			}
+			return true, nil
+		}
+	case rsFieldList:
+		return isErr || isEOF(pl, eof), nil
+	}
+	return false, nil
+}
+
+// resultStep follows a packet of a statement's answer: an OK, an ERR, or
+// a result set (its column count, columns, rows and end).
+func (r *myResponse) resultStep(c *conn, pl []byte, eof, isErr bool) (done bool, final *Statement) {
+	switch r.state {
 	case rsStart, rsInfile:
 		switch {
 		case pl[0] == 0x00:
@@ -461,31 +498,14 @@ func (r *myResponse) step(c *conn, pl []byte) (done bool, final *Statement) {
 			return r.result(c, "SELECT "+strconv.Itoa(r.rows), false, endStatus(pl, eof), true, 0)
 		}
 		r.rows++
-	case rsPrepare:
-		id, cols, params, ok := prepareOK(pl)
-		if !ok {
-			return true, nil
-		}
-		c.mu.Lock()
-		c.my.prepared[id] = &myPrepared{text: r.cmd.text, params: params}
-		c.mu.Unlock()
-		r.id, r.params, r.cols = id, params, cols
-		return r.prepNext(eof, rsPrepare), nil
-	case rsPrepParams, rsPrepCols:
-		if r.left--; r.left == 0 {
-			return r.prepNext(eof, r.state), nil
-		}
-	case rsPrepParamsEOF, rsPrepColsEOF:
-		return r.prepNext(eof, r.state), nil
-	case rsFetch:
-		if isErr || isEOF(pl, eof) {
-			if !isErr {
-				c.settleStatus(endStatus(pl, eof))
-			}
-			return true, nil
-		}
-	case rsFieldList:
-		return isErr || isEOF(pl, eof), nil
+	}
+	return false, nil
+}
+
+// endStep follows the one packet that ends an authentication or another
+// command, and reports whether it did.
+func (r *myResponse) endStep(c *conn, pl []byte) bool {
+	switch r.state {
 	case rsAuth:
 		switch pl[0] {
 		case 0x00:
@@ -495,9 +515,9 @@ func (r *myResponse) step(c *conn, pl []byte) (done bool, final *Statement) {
 			if _, status, ok := okPacket(pl); ok {
 				c.settleStatus(status)
 			}
-			return true, nil
+			return true
 		case 0xff:
-			return true, nil
+			return true
 		}
 	case rsOne:
 		if r.cmd.kind == comResetConnection && pl[0] == 0x00 {
@@ -514,9 +534,9 @@ func (r *myResponse) step(c *conn, pl []byte) (done bool, final *Statement) {
 		case pl[0] == 0xfe && len(pl) < 9:
 			c.settleStatus(eofStatus(pl))
 		}
-		return true, nil
+		return true
 	}
-	return false, nil
+	return false
 }
 
 // prepNext moves a prepare's answer past the part from: parameter

@@ -325,94 +325,14 @@ func (c *conn) fromClient() {
 				gate = nil
 			}
 		}
-		// A statement is counted, and held before, at the message that
-		// starts its execution: a simple Query, or a Bind — where the
-		// server takes the snapshot a SELECT reads, so that holding the
-		// Execute alone would let it read the past.
-		var sts []*Statement
-		var executed *Statement
-		switch m.typ {
-		case 'Q':
-			sts = queryStatements(queryText(m))
-		case 'P':
-			if name, text, ok := parseMsg(m); ok {
-				c.stmts[name] = text
-				p := &prepared{}
-				if types := parseTypes(m); len(types) > 0 {
-					p.types.Store(&types)
-				}
-				c.preps[name] = p
-			}
-		case 'D':
-			if name, ok := describeStatement(m); ok && c.preps[name] != nil {
-				c.mu.Lock()
-				c.describing = append(c.describing, c.preps[name])
-				c.mu.Unlock()
-			}
-		case 'B':
-			if portal, stmt, ok := bindMsg(m); ok {
-				st := &Statement{Text: c.stmts[stmt], Extended: true, Name: stmt, values: c.watchedValues(m)}
-				if st.values != nil {
-					st.bound = &bound{values: st.values, formats: bindFormats(m), prep: c.preps[stmt]}
-				}
-				c.portals[portal] = st
-				c.unsynced = append(c.unsynced, st)
-				sts = []*Statement{st}
-			}
-		case 'E':
-			if portal, ok := executeMsg(m); ok {
-				executed = c.portals[portal]
-			}
-		case 'S':
-			c.syncs++
-			c.mu.Lock()
-			for _, st := range c.unsynced {
-				st.Sync = c.syncs
-			}
-			c.mu.Unlock()
-			clear(c.unsynced)
-			c.unsynced = c.unsynced[:0]
-		case 'C':
-			if kind, name, ok := closeMsg(m); ok {
-				if kind == 'S' {
-					delete(c.stmts, name)
-					delete(c.preps, name)
-				} else {
-					delete(c.portals, name)
-				}
-			}
-		}
+		sts, executed := c.starts(m)
 		for _, st := range sts {
 			if !c.send(st, w) {
 				return
 			}
 		}
-		if m.typ == 'Q' {
-			// Only the last statement of a query can be held after: the
-			// server answers at once for all of them.
-			if n := len(sts); n > 0 {
-				executed = sts[n-1]
-			}
-		}
-		if executed != nil {
-			gated := false
-			c.mu.Lock()
-			executed.execs++
-			if executed.execs > 1 && !executed.simple {
-				// A suspended portal run on: its next answer is its own,
-				// not the next statement's.
-				c.pending = append(c.pending, executed)
-			}
-			if executed.holdAnswer && executed.settled == nil {
-				// Before the server can answer, so that it finds where
-				// to hold.
-				executed.settled = make(chan struct{})
-				gate, gated = executed, true
-			}
-			c.mu.Unlock()
-			if gated && executed.simple {
-				gate.settle(true)
-			}
+		if g := c.executing(executed); g != nil {
+			gate = g
 		}
 		if _, err := w.Write(m.raw); err != nil {
 			return
@@ -423,6 +343,99 @@ func (c *conn) fromClient() {
 			}
 		}
 	}
+}
+
+// starts follows what a message from the client does to the connection's
+// prepared statements, portals and syncs, and returns the statements it
+// starts (sts, to be counted and held before) and the one whose execution
+// it starts or runs on (executed). A statement is counted, and held
+// before, at the message that starts its execution: a simple Query, or a
+// Bind — where the server takes the snapshot a SELECT reads, so that
+// holding the Execute alone would let it read the past.
+func (c *conn) starts(m message) (sts []*Statement, executed *Statement) {
+	switch m.typ {
+	case 'Q':
+		sts = queryStatements(queryText(m))
+		// Only the last statement of a query can be held after: the
+		// server answers at once for all of them.
+		if n := len(sts); n > 0 {
+			executed = sts[n-1]
+		}
+	case 'P':
+		if name, text, ok := parseMsg(m); ok {
+			c.stmts[name] = text
+			p := &prepared{}
+			if types := parseTypes(m); len(types) > 0 {
+				p.types.Store(&types)
+			}
+			c.preps[name] = p
+		}
+	case 'D':
+		if name, ok := describeStatement(m); ok && c.preps[name] != nil {
+			c.mu.Lock()
+			c.describing = append(c.describing, c.preps[name])
+			c.mu.Unlock()
+		}
+	case 'B':
+		if portal, stmt, ok := bindMsg(m); ok {
+			st := &Statement{Text: c.stmts[stmt], Extended: true, Name: stmt, values: c.watchedValues(m)}
+			if st.values != nil {
+				st.bound = &bound{values: st.values, formats: bindFormats(m), prep: c.preps[stmt]}
+			}
+			c.portals[portal] = st
+			c.unsynced = append(c.unsynced, st)
+			sts = []*Statement{st}
+		}
+	case 'E':
+		if portal, ok := executeMsg(m); ok {
+			executed = c.portals[portal]
+		}
+	case 'S':
+		c.syncs++
+		c.mu.Lock()
+		for _, st := range c.unsynced {
+			st.Sync = c.syncs
+		}
+		c.mu.Unlock()
+		clear(c.unsynced)
+		c.unsynced = c.unsynced[:0]
+	case 'C':
+		if kind, name, ok := closeMsg(m); ok {
+			if kind == 'S' {
+				delete(c.stmts, name)
+				delete(c.preps, name)
+			} else {
+				delete(c.portals, name)
+			}
+		}
+	}
+	return sts, executed
+}
+
+// executing counts an execution of executed (nil: none) and returns it
+// as the gate when its answer is to be held: what the client sends until
+// the hold ends waits if it would run anything.
+func (c *conn) executing(executed *Statement) (gate *Statement) {
+	if executed == nil {
+		return nil
+	}
+	c.mu.Lock()
+	executed.execs++
+	if executed.execs > 1 && !executed.simple {
+		// A suspended portal run on: its next answer is its own, not the
+		// next statement's.
+		c.pending = append(c.pending, executed)
+	}
+	if executed.holdAnswer && executed.settled == nil {
+		// Before the server can answer, so that it finds where to hold.
+		executed.settled = make(chan struct{})
+		gate = executed
+	}
+	c.mu.Unlock()
+	if gate != nil && executed.simple {
+		gate.settle(true)
+	}
+	return gate
 }
 
 // admit decides, while st's answer is held, whether the client's next

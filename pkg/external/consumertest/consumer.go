@@ -61,27 +61,28 @@ type event struct {
 //	--die-after N   exit with status 3 after N deliveries, by itself
 //	--silent-ready  print no "listening" line
 func Main(args []string) int {
+	var o options
 	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
-	listen := fs.String("listen", "", "")
-	execMode := fs.Bool("exec", false, "")
-	dbPath := fs.String("db", "", "")
-	flaw := fs.String("flaw", "", "")
-	work := fs.Duration("work", 0, "")
-	linger := fs.Duration("linger", 0, "")
-	lingerOnce := fs.String("linger-once", "", "")
-	pidfile := fs.String("pidfile", "", "")
-	dieAfter := fs.Int("die-after", 0, "")
-	hang := fs.Bool("hang", false, "")
-	answer := fs.Int("answer", 0, "")
-	rateLimit := fs.Int("rate-limit", 0, "")
-	resetFirst := fs.Bool("reset-first", false, "")
+	fs.StringVar(&o.listen, "listen", "", "")
+	fs.BoolVar(&o.execMode, "exec", false, "")
+	fs.StringVar(&o.dbPath, "db", "", "")
+	fs.StringVar(&o.flaw, "flaw", "", "")
+	fs.DurationVar(&o.work, "work", 0, "")
+	fs.DurationVar(&o.linger, "linger", 0, "")
+	fs.StringVar(&o.lingerOnce, "linger-once", "", "")
+	fs.StringVar(&o.pidfile, "pidfile", "", "")
+	fs.IntVar(&o.dieAfter, "die-after", 0, "")
+	fs.BoolVar(&o.hang, "hang", false, "")
+	fs.IntVar(&o.answer, "answer", 0, "")
+	fs.IntVar(&o.rateLimit, "rate-limit", 0, "")
+	fs.BoolVar(&o.resetFirst, "reset-first", false, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *pidfile != "" {
-		os.WriteFile(*pidfile, []byte(fmt.Sprint(os.Getpid())), 0o644)
+	if o.pidfile != "" {
+		os.WriteFile(o.pidfile, []byte(fmt.Sprint(os.Getpid())), 0o644)
 	}
-	db, err := sql.Open("sqlite", "file:"+*dbPath+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	db, err := sql.Open("sqlite", "file:"+o.dbPath+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -91,45 +92,70 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "schema:", err)
 		return 1
 	}
-	c := &consumer{db: db, flaw: *flaw, work: *work}
-	if *execMode {
-		var ev event
-		if err := json.NewDecoder(os.Stdin).Decode(&ev); err != nil {
-			fmt.Fprintln(os.Stderr, "bad event:", err)
-			return 66
-		}
-		status, err := c.handle(context.Background(), ev, nil)
-		time.Sleep(lingerFor(*linger, *lingerOnce))
-		switch {
-		case err != nil:
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		case status == http.StatusConflict:
-			return 65
-		}
-		return 0
+	c := &consumer{db: db, flaw: o.flaw, work: o.work}
+	if o.execMode {
+		return c.once(o)
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	mux.HandleFunc("POST /events", c.events(o))
+	fmt.Println("listening on", ln.Addr())
+	if err := http.Serve(ln, mux); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return 1
+}
+
+// options are the consumer's flags.
+type options struct {
+	listen, dbPath, flaw, lingerOnce, pidfile string
+	execMode, hang, resetFirst                bool
+	work, linger                              time.Duration
+	dieAfter, answer, rateLimit               int
+}
+
+// once handles the one event on stdin (--exec) and exits: 0 done, 65 a
+// conflict, 66 a bad event, 1 an error.
+func (c *consumer) once(o options) int {
+	var ev event
+	if err := json.NewDecoder(os.Stdin).Decode(&ev); err != nil {
+		fmt.Fprintln(os.Stderr, "bad event:", err)
+		return 66
+	}
+	status, err := c.handle(context.Background(), ev, nil)
+	time.Sleep(lingerFor(o.linger, o.lingerOnce))
+	switch {
+	case err != nil:
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	case status == http.StatusConflict:
+		return 65
+	}
+	return 0
+}
+
+// events is the handler of POST /events: one delivery each, with the
+// faults the flags ask for.
+func (c *consumer) events(o options) http.HandlerFunc {
 	deliveries := 0
 	first := map[string]time.Time{} // each event's first delivery
 	var firstMu sync.Mutex
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
-	mux.HandleFunc("POST /events", func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
 		deliveries++
-		if *dieAfter > 0 && deliveries > *dieAfter {
+		if o.dieAfter > 0 && deliveries > o.dieAfter {
 			fmt.Fprintln(os.Stderr, "giving up: out of memory (simulated)")
 			os.Exit(3)
 		}
-		if *hang {
+		if o.hang {
 			time.Sleep(time.Hour)
 		}
-		if *answer != 0 {
-			w.WriteHeader(*answer)
+		if o.answer != 0 {
+			w.WriteHeader(o.answer)
 			return
 		}
 		var ev event
@@ -147,7 +173,7 @@ func Main(args []string) int {
 			first[ev.ID] = at
 		}
 		firstMu.Unlock()
-		if *resetFirst && !seen {
+		if o.resetFirst && !seen {
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {
 				conn.(*net.TCPConn).SetLinger(0) // a reset, not a close
@@ -155,13 +181,13 @@ func Main(args []string) int {
 			}
 			return
 		}
-		if wait := time.Duration(*rateLimit) * time.Second; wait > 0 && time.Since(at) < wait {
-			w.Header().Set("Retry-After", fmt.Sprint(*rateLimit))
+		if wait := time.Duration(o.rateLimit) * time.Second; wait > 0 && time.Since(at) < wait {
+			w.Header().Set("Retry-After", fmt.Sprint(o.rateLimit))
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}
 		status, err := c.handle(r.Context(), ev, w)
-		time.Sleep(lingerFor(*linger, *lingerOnce))
+		time.Sleep(lingerFor(o.linger, o.lingerOnce))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			status = 500
@@ -169,14 +195,7 @@ func Main(args []string) int {
 		if status != 0 {
 			w.WriteHeader(status)
 		}
-	})
-	fmt.Println("listening on", ln.Addr())
-	return func() int {
-		if err := http.Serve(ln, mux); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-		return 1
-	}()
+	}
 }
 
 // handle processes one event. With ack-before-commit it answers on w before
