@@ -25,7 +25,7 @@ type dialect interface {
 	// place resolves dsn as its driver resolves it; nothing is dialled.
 	place(dsn string) (*Place, error)
 	// open opens what reads and resets the database at dsn, resolved to
-	// place; where names it in messages.
+	// place.
 	open(dsn string, place *Place, spec *scenario.Effects) (session, error)
 	// checkProxy refuses proxy: true where the proxy cannot stand
 	// between the consumer and this database (e.DB resolved to p).
@@ -47,7 +47,7 @@ type dialect interface {
 type session interface {
 	// conn is what reads and resets.
 	conn() *sql.DB
-	close()
+	close() error
 	// exists reports whether the database is there yet (a SQLite file a
 	// consumer creates on its first delivery).
 	exists() bool
@@ -77,6 +77,29 @@ type session interface {
 	// given, where a server cannot notice by itself that a client died
 	// (guardian.go); "" where none is needed.
 	guardianDSN() string
+}
+
+// server is what the sessions of a database server (postgres.go,
+// mysql.go) share: one pool, which reads and is there from the start.
+type server struct{ db *sql.DB }
+
+func (s server) conn() *sql.DB { return s.db }
+func (s server) close() error  { return s.db.Close() }
+func (s server) exists() bool  { return true }
+
+func (s server) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return s.db.QueryContext(ctx, q, args...)
+}
+
+// readOnly runs q in a READ ONLY transaction, which done rolls back.
+func (s server) readOnly(ctx context.Context, q string, args ...any) (*sql.Rows, func(), error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	done := func() { _ = tx.Rollback() }
+	rows, err := tx.QueryContext(ctx, q, args...)
+	return rows, done, err
 }
 
 // dialects are the databases a consumer's connection string may name,

@@ -8,9 +8,10 @@
 // (postgres.go), MySQL and MariaDB (mysql.go) and a SQLite file
 // (sqlite.go), each listed once in dialects; the rest of the package asks
 // the dialect, never the kind. It also owns where a connection string
-// leads and whether it may be reset (place.go). Of this module it imports pkg/escape, pkg/problem, pkg/rawio,
-// pkg/redact and pkg/scenario; it links the PostgreSQL, MySQL and SQLite
-// drivers, and no broker client or store of the built-in handler.
+// leads and whether it may be reset (place.go). Of this module it
+// imports pkg/escape, pkg/problem, pkg/rawio, pkg/redact and
+// pkg/scenario; it links the PostgreSQL, MySQL and SQLite drivers, and no
+// broker client or store of the built-in handler.
 package effects
 
 import (
@@ -57,8 +58,7 @@ type Row struct {
 // session its dialect opened.
 type DB struct {
 	s     session
-	db    *sql.DB
-	kind  string
+	dl    dialect
 	where string // the database in words, without its user or password
 	spec  *scenario.Effects
 	// lockWait is how long a reset or a read may wait on a lock before
@@ -75,7 +75,7 @@ type DB struct {
 func (d *DB) Where() string { return d.where }
 
 // Kind is postgres, mysql or sqlite.
-func (d *DB) Kind() string { return d.kind }
+func (d *DB) Kind() string { return d.dl.kind() }
 
 // Describe names the database for a report: its kind and where it is
 // (hosts, port and database; never the user or password).
@@ -134,10 +134,10 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 	if err != nil {
 		return nil, errorf("cannot open the effects database %s: %v", where, err)
 	}
-	d := &DB{s: s, db: s.conn(), kind: dl.kind(), where: where, spec: spec, lockWait: LockWait}
+	d := &DB{s: s, dl: dl, where: where, spec: spec, lockWait: LockWait}
 	if !place.File {
-		if err := d.db.PingContext(ctx); err != nil {
-			d.db.Close()
+		if err := s.conn().PingContext(ctx); err != nil {
+			s.close()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -148,10 +148,7 @@ func Open(ctx context.Context, spec *scenario.Effects) (*DB, error) {
 }
 
 // Close closes the connection.
-func (d *DB) Close() error {
-	d.s.close()
-	return nil
-}
+func (d *DB) Close() error { return d.s.close() }
 
 // exists reports whether the database is there yet.
 func (d *DB) exists() bool { return d.s.exists() }
@@ -167,7 +164,7 @@ func (d *DB) Reset(ctx context.Context) error {
 	}
 	for _, stmt := range d.spec.Reset {
 		err := d.watchLocks(ctx, fmt.Sprintf("the reset statement %q", stmt), func(ctx context.Context) error {
-			_, err := d.db.ExecContext(ctx, stmt)
+			_, err := d.s.conn().ExecContext(ctx, stmt)
 			return err
 		})
 		if le := (*LockError)(nil); errors.As(err, &le) {
@@ -206,7 +203,7 @@ func (d *DB) CheckIgnored(ctx context.Context) error {
 			defer done()
 		}
 	} else {
-		rows, err = d.db.QueryContext(ctx, q)
+		rows, err = d.s.conn().QueryContext(ctx, q)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -459,7 +456,7 @@ func (d *DB) Count(ctx context.Context, table string) (int64, error) {
 		return 0, errorf("the effects database %s does not exist", d.where)
 	}
 	var n int64
-	if err := d.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+d.quote(table)).Scan(&n); err != nil {
+	if err := d.s.conn().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+d.quote(table)).Scan(&n); err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}

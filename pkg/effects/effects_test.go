@@ -305,7 +305,7 @@ func TestQueryOnlyReads(t *testing.T) {
 // machine that allow_reset does not name, before connecting.
 func TestResetRefusedAway(t *testing.T) {
 	t.Setenv("PGHOST", "")
-	d := &DB{kind: Postgres, where: "db.example.com:5432/prod", spec: &scenario.Effects{
+	d := &DB{dl: postgresDialect{}, where: "db.example.com:5432/prod", spec: &scenario.Effects{
 		DB: "postgres://app:s3cret@db.example.com:5432/prod", Reset: []string{"DELETE FROM payments"},
 		ResetPos: scenario.Pos{File: "f.yaml", Line: 6, Col: 3},
 	}}

@@ -154,7 +154,7 @@ func guard(pipe *os.File) int {
 	defer cancel()
 	db, err := sql.Open("mysql", dsn)
 	if err == nil {
-		err = (&mySession{db: db}).terminate(ctx, left)
+		err = (&mySession{server: server{db}}).terminate(ctx, left)
 		db.Close()
 	}
 	if err != nil {

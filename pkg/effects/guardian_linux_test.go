@@ -52,7 +52,7 @@ func TestGuardianEndsWhatItWasToldOf(t *testing.T) {
 	}
 	alive := func(id int32) bool {
 		var n int
-		if err := d.db.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.processlist WHERE id = ?", id).Scan(&n); err != nil {
+		if err := d.s.conn().QueryRowContext(ctx, "SELECT count(*) FROM information_schema.processlist WHERE id = ?", id).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n > 0

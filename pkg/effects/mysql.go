@@ -97,7 +97,7 @@ func (mysqlDialect) open(dsn string, _ *Place, _ *scenario.Effects) (session, er
 	if err != nil {
 		return nil, err
 	}
-	return &mySession{db: db, own: own, dsn: native}, nil
+	return &mySession{server: server{db}, own: own, dsn: native}, nil
 }
 
 // openMySQL opens a MySQL effects database whose connections' thread ids
@@ -202,7 +202,7 @@ func (mysqlDialect) refusedWrite(err error) bool {
 // (nil where the DSN could not be read, and none is found); dsn is the
 // driver's, which a guardian is given.
 type mySession struct {
-	db  *sql.DB
+	server
 	own *threadIDs
 	dsn string
 	// When blocked last asked InnoDB, and what it said (see
@@ -217,9 +217,6 @@ type mySession struct {
 // not read for 100 ms, so asking more often would keep it stale for ever.
 const blockedEvery = 150 * time.Millisecond
 
-func (s *mySession) conn() *sql.DB              { return s.db }
-func (s *mySession) close()                     { s.db.Close() }
-func (s *mySession) exists() bool               { return true }
 func (s *mySession) quote(name string) string   { return "`" + name + "`" }
 func (s *mySession) keyWhere(col string) string { return " WHERE " + s.quote(col) + " = ?" }
 func (s *mySession) keyQuery(q string) string {
@@ -227,13 +224,6 @@ func (s *mySession) keyQuery(q string) string {
 }
 func (s *mySession) watchesLocks() bool  { return s.own != nil }
 func (s *mySession) guardianDSN() string { return s.dsn }
-func (s *mySession) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return s.db.QueryContext(ctx, q, args...)
-}
-
-func (s *mySession) readOnly(ctx context.Context, q string, args ...any) (*sql.Rows, func(), error) {
-	return readOnlyTx(ctx, s.db, q, args...)
-}
 
 // mysqlLockWaits are the two ways a MySQL server says which transaction
 // waits for which, each giving, for a waiting thread among redeliver's

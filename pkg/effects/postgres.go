@@ -69,7 +69,7 @@ func (postgresDialect) open(dsn string, _ *Place, _ *scenario.Effects) (session,
 	if err != nil {
 		return nil, err
 	}
-	return &pgSession{db: db, app: app}, nil
+	return &pgSession{server: server{db}, app: app}, nil
 }
 
 // openPostgres opens a PostgreSQL effects database whose connections read
@@ -199,13 +199,10 @@ func (postgresDialect) refusedWrite(err error) bool {
 // a read that waits on a lock is found ("" where the URL could not be
 // read, and none is found).
 type pgSession struct {
-	db  *sql.DB
+	server
 	app string
 }
 
-func (s *pgSession) conn() *sql.DB              { return s.db }
-func (s *pgSession) close()                     { s.db.Close() }
-func (s *pgSession) exists() bool               { return true }
 func (s *pgSession) quote(name string) string   { return `"` + name + `"` }
 func (s *pgSession) keyWhere(col string) string { return " WHERE " + s.quote(col) + "::text = $1" }
 func (s *pgSession) keyQuery(q string) string {
@@ -213,24 +210,6 @@ func (s *pgSession) keyQuery(q string) string {
 }
 func (s *pgSession) watchesLocks() bool  { return s.app != "" }
 func (s *pgSession) guardianDSN() string { return "" }
-func (s *pgSession) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return s.db.QueryContext(ctx, q, args...)
-}
-
-func (s *pgSession) readOnly(ctx context.Context, q string, args ...any) (*sql.Rows, func(), error) {
-	return readOnlyTx(ctx, s.db, q, args...)
-}
-
-// readOnlyTx runs q in a READ ONLY transaction, which done rolls back.
-func readOnlyTx(ctx context.Context, db *sql.DB, q string, args ...any) (*sql.Rows, func(), error) {
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	done := func() { _ = tx.Rollback() }
-	rows, err := tx.QueryContext(ctx, q, args...)
-	return rows, done, err
-}
 
 func (s *pgSession) lockHolder(ctx context.Context) (string, string, error) {
 	var pid int32

@@ -75,7 +75,7 @@ type liteSession struct {
 
 func (s *liteSession) conn() *sql.DB { return s.db }
 
-func (s *liteSession) close() {
+func (s *liteSession) close() error {
 	s.stmtMu.Lock()
 	for _, m := range s.stmts {
 		for _, st := range m {
@@ -87,7 +87,7 @@ func (s *liteSession) close() {
 	if s.ro != nil {
 		s.ro.Close()
 	}
-	s.db.Close()
+	return s.db.Close()
 }
 
 func (s *liteSession) exists() bool {

@@ -90,7 +90,7 @@ func TestMySQLThreads(t *testing.T) {
 		t.Error("the waiting update went on after its thread was killed")
 	}
 	var amount int
-	if err := d.db.QueryRowContext(ctx, "SELECT amount FROM threads_test WHERE event_id = 'e-1'").Scan(&amount); err != nil || amount != 10 {
+	if err := d.s.conn().QueryRowContext(ctx, "SELECT amount FROM threads_test WHERE event_id = 'e-1'").Scan(&amount); err != nil || amount != 10 {
 		t.Fatalf("after the kill the row holds %d (%v), want 10: the holder's update rolled back", amount, err)
 	}
 	// A killed thread ends once it sees its flag, a moment after the
