@@ -521,8 +521,10 @@ func (c *conn) send(st *Statement, w *bufio.Writer) bool {
 			return false
 		}
 	}
-	st.start = time.Now()
+	// Under the statement's lock: the watch has it already, and a race
+	// reads it as soon as its hold is let go.
 	c.mu.Lock()
+	st.start = time.Now()
 	c.pending = append(c.pending, st)
 	c.mu.Unlock()
 	return true

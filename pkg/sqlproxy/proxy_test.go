@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -436,5 +437,35 @@ func TestCloseWhileHeld(t *testing.T) {
 	}
 	if err := <-execd; err == nil {
 		t.Error("the held statement succeeded through a closed proxy")
+	}
+}
+
+// TestStopWhileHeld: a watch stopped while its boundary holds a
+// statement lets the statement go and reads the trace at once, as a race
+// does once its schedule is over. On one P the stopping goroutine reads
+// before the released connection runs again: a field the connection
+// writes, once let go, without the statement's lock is a data race under
+// -race, and fails the test.
+func TestStopWhileHeld(t *testing.T) {
+	p, dsn := through(t)
+	c := connect(t, dsn)
+	ctx := context.Background()
+	w, err := p.Watch(&Boundary{Words: "select"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, "SELECT $1::int", 1)
+		done <- err
+	}()
+	<-w.Held()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	st := w.Stop()
+	if err := <-done; err != nil {
+		t.Fatalf("after the stop: %v", err)
+	}
+	if len(st) != 1 || !strings.HasPrefix(Words(st[0].Text), "select") {
+		t.Fatalf("trace %+v", st)
 	}
 }
