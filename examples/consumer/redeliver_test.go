@@ -64,16 +64,24 @@ type removeBuilt struct{ m *testing.M }
 func (r removeBuilt) Run() int {
 	// The tests here spend their time waiting on the consumers, brokers
 	// and databases they drive, not computing (a broker case's redeliver
-	// and consumer use about 2 s of CPU in 20 s): four run at once,
-	// unless -parallel says otherwise, and the slots below bound the
-	// ones that share a server.
+	// and consumer use about 2 s of CPU in 20 s): ten run at once in
+	// make test, unless -parallel says otherwise, and the slots
+	// (brokerSlots, mySlots) bound the ones that share a server; a test
+	// waiting for a slot holds one of the ten. At four, the package took
+	// 7 minutes on a quiet 2-core machine, its CPU 57% of one core. The
+	// heavy tier, its broker matrices and nemeses timed against one
+	// another, keeps four.
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
 	if !set {
-		flag.Set("test.parallel", "4")
+		n := "10"
+		if heavy() {
+			n = "4"
+		}
+		flag.Set("test.parallel", n)
 	}
 	// The consumer and the plain redeliver build side by side, beside the
 	// first tests, rather than one after the other inside the first test
