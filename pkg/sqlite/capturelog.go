@@ -317,24 +317,56 @@ func (c *CaptureLog) Findings(ctx context.Context, limit int) (CaptureFindings, 
 	if err != nil {
 		return f, fmt.Errorf("count keys: %w", err)
 	}
-	files := map[int64]string{}
-	rows, err := c.conn.QueryContext(ctx, `SELECT id, name FROM temp.capture_files`)
+	loc, err := c.locator(ctx)
 	if err != nil {
 		return f, err
 	}
-	for rows.Next() {
+	if limit <= 0 {
+		return f, nil
+	}
+	if f.IdentityReuse > 0 {
+		if f.Reuse, err = c.reuseExamples(ctx, loc, limit); err != nil {
+			return f, err
+		}
+	}
+	if f.KeysWithSeveralIDs > 0 {
+		if f.Keys, err = c.keyExamples(ctx, loc, limit); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// locator reads the capture's files: where a line of one is, by its id.
+func (c *CaptureLog) locator(ctx context.Context) (locate, error) {
+	files := map[int64]string{}
+	err := c.query(ctx, func(rows *sql.Rows) error {
 		var id int64
 		var name string
 		if err := rows.Scan(&id, &name); err != nil {
-			rows.Close()
-			return f, err
+			return err
 		}
 		files[id] = name
-	}
-	rows.Close()
-	loc := func(file, line int64) consumer.Location { return consumer.Location{File: files[file], Line: int(line)} }
-	if f.IdentityReuse > 0 && limit > 0 {
-		rows, err := c.conn.QueryContext(ctx, `
+		return nil
+	}, `SELECT id, name FROM temp.capture_files`)
+	return func(file, line int64) consumer.Location { return consumer.Location{File: files[file], Line: int(line)} }, err
+}
+
+// reuseExamples are the first limit ids delivered with another payload:
+// where each first came, and the first delivery that differs.
+func (c *CaptureLog) reuseExamples(ctx context.Context, loc locate, limit int) ([]Reuse, error) {
+	var out []Reuse
+	err := c.query(ctx, func(rows *sql.Rows) error {
+		var ev, then string
+		var file, line int64
+		if err := rows.Scan(&ev, &file, &line, &then); err != nil {
+			return err
+		}
+		var tf, tl int64
+		fmt.Sscanf(then, "%d %d", &tf, &tl)
+		out = append(out, Reuse{EventID: ev, First: loc(file, line), Then: loc(tf, tl)})
+		return nil
+	}, `
 			SELECT c.event_id, c.file, c.line, (
 			    SELECT d.file || ' ' || d.line FROM capture d
 			    WHERE d.event_id = c.event_id AND d.identity <> c.identity AND d.rowid > c.rowid ORDER BY d.rowid LIMIT 1)
@@ -342,47 +374,37 @@ func (c *CaptureLog) Findings(ctx context.Context, limit int) (CaptureFindings, 
 			JOIN (SELECT event_id, min(rowid) AS first FROM capture GROUP BY event_id
 			      HAVING count(DISTINCT identity) > 1 ORDER BY first LIMIT ?) g ON c.rowid = g.first
 			ORDER BY c.rowid`, limit)
-		if err != nil {
-			return f, fmt.Errorf("find reused ids: %w", err)
-		}
-		for rows.Next() {
-			var ev, then string
-			var file, line int64
-			if err := rows.Scan(&ev, &file, &line, &then); err != nil {
-				rows.Close()
-				return f, err
-			}
-			var tf, tl int64
-			fmt.Sscanf(then, "%d %d", &tf, &tl)
-			f.Reuse = append(f.Reuse, Reuse{EventID: ev, First: loc(file, line), Then: loc(tf, tl)})
-		}
-		rows.Close()
+	if err != nil {
+		return out, fmt.Errorf("find reused ids: %w", err)
 	}
-	if f.KeysWithSeveralIDs > 0 && limit > 0 {
-		rows, err := c.conn.QueryContext(ctx, `
+	return out, nil
+}
+
+// keyExamples are the first limit business keys under several ids: how
+// many, some of them, and where the key first came.
+func (c *CaptureLog) keyExamples(ctx context.Context, loc locate, limit int) ([]KeyIDs, error) {
+	var out []KeyIDs
+	err := c.query(ctx, func(rows *sql.Rows) error {
+		var k KeyIDs
+		var first int64
+		if err := rows.Scan(&k.Key, &k.IDs, &first, &k.Some); err != nil {
+			return err
+		}
+		k.First = consumer.Location{Line: int(first)}
+		out = append(out, k)
+		return nil
+	}, `
 			SELECT business_key, count(DISTINCT event_id), min(rowid) AS first, group_concat(DISTINCT event_id)
 			FROM capture WHERE business_key <> '' GROUP BY business_key
 			HAVING count(DISTINCT event_id) > 1 ORDER BY first LIMIT ?`, limit)
-		if err != nil {
-			return f, fmt.Errorf("find keys: %w", err)
-		}
-		for rows.Next() {
-			var k KeyIDs
-			var first int64
-			if err := rows.Scan(&k.Key, &k.IDs, &first, &k.Some); err != nil {
-				rows.Close()
-				return f, err
-			}
-			k.First = consumer.Location{Line: int(first)}
-			f.Keys = append(f.Keys, k)
-		}
-		rows.Close()
-		for i := range f.Keys {
-			var file, line int64
-			if err := c.conn.QueryRowContext(ctx, `SELECT file, line FROM capture WHERE rowid = ?`, f.Keys[i].First.Line).Scan(&file, &line); err == nil {
-				f.Keys[i].First = loc(file, line)
-			}
+	if err != nil {
+		return out, fmt.Errorf("find keys: %w", err)
+	}
+	for i := range out {
+		var file, line int64
+		if err := c.conn.QueryRowContext(ctx, `SELECT file, line FROM capture WHERE rowid = ?`, out[i].First.Line).Scan(&file, &line); err == nil {
+			out[i].First = loc(file, line)
 		}
 	}
-	return f, nil
+	return out, nil
 }

@@ -15,21 +15,24 @@ func (c *CaptureLog) List(ctx context.Context, each func(ledger.Listed) error) e
 	if err := c.wait(); err != nil {
 		return err
 	}
-	files := map[int64]string{}
-	if err := c.query(ctx, func(rows *sql.Rows) error {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return err
-		}
-		files[id] = name
-		return nil
-	}, `SELECT id, name FROM temp.capture_files`); err != nil {
+	loc, err := c.locator(ctx)
+	if err != nil {
 		return err
 	}
-	loc := func(file, line int64) consumer.Location { return consumer.Location{File: files[file], Line: int(line)} }
+	for _, list := range []func(context.Context, locate, func(ledger.Listed) error) error{c.repeatedIDs, c.reusedIDs, c.keysWithIDs} {
+		if err := list(ctx, loc, each); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	// Ids delivered more than once, where each first appears.
+// locate is where a line of a capture file is, by the file's id.
+type locate func(file, line int64) consumer.Location
+
+// repeatedIDs lists the ids delivered more than once, where each first
+// appears.
+func (c *CaptureLog) repeatedIDs(ctx context.Context, loc locate, each func(ledger.Listed) error) error {
 	err := c.query(ctx, func(rows *sql.Rows) error {
 		var l ledger.Listed
 		var file, line int64
@@ -44,10 +47,14 @@ func (c *CaptureLog) List(ctx context.Context, each func(ledger.Listed) error) e
 	if err != nil {
 		return fmt.Errorf("list repeated ids: %w", err)
 	}
+	return nil
+}
 
-	// Ids delivered with another payload than the first time: the first
-	// delivery of the id, and the first that differs from it.
-	err = c.query(ctx, func(rows *sql.Rows) error {
+// reusedIDs lists the ids delivered with another payload than the first
+// time: the first delivery of the id, and the first that differs from
+// it.
+func (c *CaptureLog) reusedIDs(ctx context.Context, loc locate, each func(ledger.Listed) error) error {
+	err := c.query(ctx, func(rows *sql.Rows) error {
 		l := ledger.Listed{Finding: ledger.ListedIdentityReuse}
 		var f1, l1, f2, l2 int64
 		if err := rows.Scan(&l.ID, &f1, &l1, &f2, &l2); err != nil {
@@ -68,11 +75,14 @@ func (c *CaptureLog) List(ctx context.Context, each func(ledger.Listed) error) e
 	if err != nil {
 		return fmt.Errorf("list reused ids: %w", err)
 	}
+	return nil
+}
 
-	// Business keys under several ids, each with its ids in the order
-	// they first appear.
+// keysWithIDs lists the business keys under several ids, each with its
+// ids in the order they first appear.
+func (c *CaptureLog) keysWithIDs(ctx context.Context, loc locate, each func(ledger.Listed) error) error {
 	var cur *ledger.Listed
-	err = c.query(ctx, func(rows *sql.Rows) error {
+	err := c.query(ctx, func(rows *sql.Rows) error {
 		var key, id string
 		var file, line int64
 		if err := rows.Scan(&key, &id, &file, &line); err != nil {
