@@ -46,20 +46,7 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 	if c := r.Capture; c.Counted {
 		captureText(&b, c)
 	}
-	k := r.Counters
-	// The handler's account of the replay's course: what it returned at
-	// its fault points. A consumer that answers has its course in the
-	// replay's line.
-	if o := r.Outcomes; o != nil {
-		in := r.Injected
-		fmt.Fprintf(&b, "injected: %d redelivered after a crash before the ack, %d crashed mid-transaction and retried, %d rewound by %s, %d republished under a new id\n",
-			in.Redelivered, in.Crashed, in.Rewound, count(in.Rebalances, "rebalance", "rebalances"), in.Republished)
-		fmt.Fprintf(&b, "outcomes: %d processed, %d duplicate, %d conflict, %d failed, %d crashed\n", o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed)
-		fmt.Fprintf(&b, "counters: %s, %s, %s, %s, %d failed, %d crashed, %s written\n",
-			count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"),
-			count(int64(k.Duplicates), "skipped duplicate", "skipped duplicates"), count(int64(k.Conflicts), "identity conflict", "identity conflicts"),
-			k.Failed, k.Crashed, count(int64(k.Effects), "effect", "effects"))
-	}
+	courseText(&b, r)
 	switch {
 	case r.Resumed && r.NewEffects == 0:
 		fmt.Fprintf(&b, "resume: the database already held %s; this replay added none\n", count(r.Effects, "effect", "effects"))
@@ -90,13 +77,38 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 		fmt.Fprintf(&b, "consumer output: %s\n", escape.Line(logFiles(t.Logs)))
 	}
 	if opts.Verbose && answers(r) {
-		fmt.Fprintf(&b, "%s\n", p.dim.Sprint(targetCounterLine(k)))
+		fmt.Fprintf(&b, "%s\n", p.dim.Sprint(targetCounterLine(r.Counters)))
 	}
+	verdictText(&b, p, r, name)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// courseText is the handler's account of the replay's course: what it
+// returned at its fault points. A consumer that answers has its course in
+// the replay's line.
+func courseText(b *strings.Builder, r *replay.Report) {
+	o := r.Outcomes
+	if o == nil {
+		return
+	}
+	in, k := r.Injected, r.Counters
+	fmt.Fprintf(b, "injected: %d redelivered after a crash before the ack, %d crashed mid-transaction and retried, %d rewound by %s, %d republished under a new id\n",
+		in.Redelivered, in.Crashed, in.Rewound, count(in.Rebalances, "rebalance", "rebalances"), in.Republished)
+	fmt.Fprintf(b, "outcomes: %d processed, %d duplicate, %d conflict, %d failed, %d crashed\n", o.Processed, o.Duplicate, o.Conflict, o.Failed, o.Crashed)
+	fmt.Fprintf(b, "counters: %s, %s, %s, %s, %d failed, %d crashed, %s written\n",
+		count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"),
+		count(int64(k.Duplicates), "skipped duplicate", "skipped duplicates"), count(int64(k.Conflicts), "identity conflict", "identity conflicts"),
+		k.Failed, k.Crashed, count(int64(k.Effects), "effect", "effects"))
+}
+
+// verdictText is the replay's last line: PASS, or FAIL with what broke.
+func verdictText(b *strings.Builder, p painter, r *replay.Report, name string) {
 	switch {
 	case r.Passed() && name != "":
-		fmt.Fprintf(&b, "%s %s\n", p.pass.Sprint("PASS:"), escape.Line(name))
+		fmt.Fprintf(b, "%s %s\n", p.pass.Sprint("PASS:"), escape.Line(name))
 	case r.Passed():
-		fmt.Fprintf(&b, "%s %s, %s, no invariant broken (seed %d)\n", p.pass.Sprint("PASS:"), count(int64(k.Deliveries), "delivery", "deliveries"), count(r.Effects, "effect", "effects"), r.Seed)
+		fmt.Fprintf(b, "%s %s, %s, no invariant broken (seed %d)\n", p.pass.Sprint("PASS:"), count(int64(r.Counters.Deliveries), "delivery", "deliveries"), count(r.Effects, "effect", "effects"), r.Seed)
 	default:
 		var why []string
 		for _, v := range r.Violations {
@@ -108,10 +120,8 @@ func ReplayText(w io.Writer, r *replay.Report, opts Options) error {
 		if u := r.Unexpected; u != nil && u.Count > 0 {
 			why = append(why, count(u.Count, "delivery failed", "deliveries failed")+" without an injected fault")
 		}
-		fmt.Fprintf(&b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(why, ", "), r.Seed)
+		fmt.Fprintf(b, "%s %s (seed %d)\n", p.fail.Sprint("FAIL:"), strings.Join(why, ", "), r.Seed)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // captureText says what the capture holds: its deliveries, ids, repeats,
