@@ -46,28 +46,7 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 	n = resolve(n)
 	switch n.Kind {
 	case yaml.MappingNode:
-		b.WriteByte('{')
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := resolve(n.Content[i])
-			if k.Kind != yaml.ScalarNode {
-				return fmt.Errorf("line %d: a mapping key must be a plain value", k.Line)
-			}
-			if seen[k.Value] {
-				return fmt.Errorf("line %d: key %q appears twice", k.Line, k.Value)
-			}
-			seen[k.Value] = true
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			kj, _ := json.Marshal(k.Value)
-			b.Write(kj)
-			b.WriteByte(':')
-			if err := writeJSON(b, n.Content[i+1], depth+1); err != nil {
-				return err
-			}
-		}
-		b.WriteByte('}')
+		return writeJSONObject(b, n, depth)
 	case yaml.SequenceNode:
 		b.WriteByte('[')
 		for i, e := range n.Content {
@@ -79,43 +58,77 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 			}
 		}
 		b.WriteByte(']')
+		return nil
 	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			b.WriteString("null")
-		case "!!bool":
-			var v bool
-			if err := n.Decode(&v); err != nil {
-				return err
-			}
-			b.WriteString(strconv.FormatBool(v))
-		case "!!int":
-			var v any
-			if err := n.Decode(&v); err != nil {
-				return err
-			}
-			b.WriteString(fmt.Sprint(v))
-		case "!!float":
-			var v float64
-			if err := n.Decode(&v); err != nil {
-				return err
-			}
-			if math.IsInf(v, 0) || math.IsNaN(v) {
-				return fmt.Errorf("line %d: %s is not a JSON number", n.Line, n.Value)
-			}
-			if isJSONNumber(n.Value) {
-				b.WriteString(n.Value) // keep the spelling; identity canonicalises it
-			} else {
-				b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
-			}
-		case "!!str":
-			s, _ := json.Marshal(n.Value)
-			b.Write(s)
-		default:
-			return fmt.Errorf("line %d: a %s value cannot be written as JSON", n.Line, n.ShortTag())
-		}
+		return writeJSONScalar(b, n)
 	default:
 		return fmt.Errorf("line %d: unsupported YAML node", n.Line)
+	}
+}
+
+// writeJSONObject writes a mapping as a JSON object; its keys must be
+// plain values, each once.
+func writeJSONObject(b *bytes.Buffer, n *yaml.Node, depth int) error {
+	b.WriteByte('{')
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolve(n.Content[i])
+		if k.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: a mapping key must be a plain value", k.Line)
+		}
+		if seen[k.Value] {
+			return fmt.Errorf("line %d: key %q appears twice", k.Line, k.Value)
+		}
+		seen[k.Value] = true
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kj, _ := json.Marshal(k.Value)
+		b.Write(kj)
+		b.WriteByte(':')
+		if err := writeJSON(b, n.Content[i+1], depth+1); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// writeJSONScalar writes a scalar as the JSON value its tag says.
+func writeJSONScalar(b *bytes.Buffer, n *yaml.Node) error {
+	switch n.ShortTag() {
+	case "!!null":
+		b.WriteString("null")
+	case "!!bool":
+		var v bool
+		if err := n.Decode(&v); err != nil {
+			return err
+		}
+		b.WriteString(strconv.FormatBool(v))
+	case "!!int":
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return err
+		}
+		b.WriteString(fmt.Sprint(v))
+	case "!!float":
+		var v float64
+		if err := n.Decode(&v); err != nil {
+			return err
+		}
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return fmt.Errorf("line %d: %s is not a JSON number", n.Line, n.Value)
+		}
+		if isJSONNumber(n.Value) {
+			b.WriteString(n.Value) // keep the spelling; identity canonicalises it
+		} else {
+			b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	case "!!str":
+		s, _ := json.Marshal(n.Value)
+		b.Write(s)
+	default:
+		return fmt.Errorf("line %d: a %s value cannot be written as JSON", n.Line, n.ShortTag())
 	}
 	return nil
 }
