@@ -190,20 +190,7 @@ const (
 )
 
 func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	env := httpEnvelope(r.Method, r.URL.Path, r.URL.Query(), r.Header, body)
-	c := &Call{
-		External: h.name,
-		At:       time.Now(),
-		Method:   r.Method,
-		Path:     r.URL.Path,
-		Header:   r.Header.Clone(),
-		Body:     body,
-		Key:      expandKey(h.key, env),
-	}
-	if h.cfg.IdempotencyHeader != "" {
-		c.IdemKey = r.Header.Get(h.cfg.IdempotencyHeader)
-	}
+	c := h.newCall(r)
 
 	h.mu.Lock()
 	if h.closed {
@@ -218,7 +205,7 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 	c.Delivery = h.delivery
 	gen := h.gen
 	hold := h.claimHold(r.Method, r.URL.Path)
-	what, entry, status, answer := h.lookUp(c.IdemKey, body)
+	what, entry, status, answer := h.lookUp(c.IdemKey, c.Body)
 	h.mu.Unlock()
 
 	// abandon ends the call before it was performed: no effect, no answer.
@@ -240,15 +227,9 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if h.cfg.Latency > 0 {
-		t := time.NewTimer(h.cfg.Latency)
-		select {
-		case <-t.C:
-		case <-h.closing:
-			t.Stop()
-			abandon()
-			return
-		}
+	if !h.latency() {
+		abandon()
+		return
 	}
 
 	h.mu.Lock()
@@ -277,6 +258,41 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, answer)
+}
+
+// newCall is the call r makes, as the stand-in records it.
+func (h *HTTP) newCall(r *http.Request) *Call {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	env := httpEnvelope(r.Method, r.URL.Path, r.URL.Query(), r.Header, body)
+	c := &Call{
+		External: h.name,
+		At:       time.Now(),
+		Method:   r.Method,
+		Path:     r.URL.Path,
+		Header:   r.Header.Clone(),
+		Body:     body,
+		Key:      expandKey(h.key, env),
+	}
+	if h.cfg.IdempotencyHeader != "" {
+		c.IdemKey = r.Header.Get(h.cfg.IdempotencyHeader)
+	}
+	return c
+}
+
+// latency waits the stand-in's latency before a call is performed; false
+// when the stand-in closes first.
+func (h *HTTP) latency() bool {
+	if h.cfg.Latency <= 0 {
+		return true
+	}
+	t := time.NewTimer(h.cfg.Latency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-h.closing:
+		return false
+	}
 }
 
 // lookUp decides by a call's idempotency key whether it is performed or
