@@ -47,68 +47,31 @@ func (r *ReplayDB) KeyedInvariants(ctx context.Context, s invariant.Guard, limit
 	return r.invariants(ctx, s, true, limit)
 }
 
-func (r *ReplayDB) invariants(ctx context.Context, s invariant.Guard, keyed bool, limit int) (out []Broken, err error) {
+func (r *ReplayDB) invariants(ctx context.Context, s invariant.Guard, keyed bool, limit int) ([]Broken, error) {
 	conn := r.conn
 	if !r.private {
+		var err error
 		if conn, err = r.db.Conn(ctx); err != nil {
 			return nil, err
 		}
 		defer conn.Close()
 	}
-	t := `"` + r.effect + `"`
-	// Each query's four columns become the facts the catalogue words a
-	// breach from.
-	type query struct {
-		inv   *invariant.Invariant
-		sql   string
-		facts func(a, b, c, d string) invariant.Facts
-	}
-	checks := func(inv *invariant.Invariant) bool { return inv.CheckedBy(invariant.Replay, s) }
-	qs := []query{{invariant.DuplicateEffect,
-		`SELECT event_id, consumer, count(*), group_concat(id, ', ') FROM ` + t + ` GROUP BY event_id, consumer HAVING count(*) > 1 ORDER BY min(id)`,
-		func(ev, consumer, n, ids string) invariant.Facts {
-			return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect, Rows: count(n), IDs: list(ids)}
-		}}}
-	if checks(invariant.DuplicateKey) || keyed {
-		qs = append(qs, query{invariant.DuplicateKey,
-			`SELECT business_key, count(*), group_concat(id, ', '), group_concat(event_id, ', ') FROM ` + t + ` WHERE business_key IS NOT NULL GROUP BY business_key HAVING count(*) > 1 ORDER BY min(id)`,
-			func(key, n, ids, events string) invariant.Facts {
-				return invariant.Facts{Key: key, Table: r.effect, Rows: count(n), IDs: list(ids), Events: list(events)}
-			}})
-	}
-	pairs := checks(invariant.LostEffect) && checks(invariant.MissingMarker)
-	if pairs && !s.UsesKey() {
-		lost, missing, err := r.unmatched(ctx, conn, limit)
-		if err != nil {
+	pairs := invariant.LostEffect.CheckedBy(invariant.Replay, s) && invariant.MissingMarker.CheckedBy(invariant.Replay, s)
+	// Without a business key, a walk of both indexes side by side finds
+	// the markers and effects without their other half (unmatched); its
+	// findings come after the queries'.
+	walk := pairs && !s.UsesKey()
+	var lost, missing Broken
+	if walk {
+		var err error
+		if lost, missing, err = r.unmatched(ctx, conn, limit); err != nil {
 			return nil, err
 		}
-		defer func() {
-			for _, b := range []Broken{lost, missing} {
-				if b.Count > 0 && err == nil {
-					out = append(out, b)
-				}
-			}
-		}()
-	} else if pairs {
-		byKey := ""
-		if s.UsesKey() {
-			byKey = ` AND (p.business_key IS NULL OR NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.business_key = p.business_key))`
-		}
-		qs = append(qs,
-			query{invariant.LostEffect,
-				`SELECT p.event_id, p.consumer, '', '' FROM processed p WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.event_id = p.event_id AND e.consumer = p.consumer)` + byKey + ` ORDER BY p.event_id, p.consumer`,
-				func(ev, consumer, _, _ string) invariant.Facts {
-					return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect}
-				}},
-			query{invariant.MissingMarker,
-				`SELECT e.event_id, e.consumer, e.id, '' FROM ` + t + ` e WHERE NOT EXISTS (SELECT 1 FROM processed p WHERE p.event_id = e.event_id AND p.consumer = e.consumer) ORDER BY e.event_id, e.consumer`,
-				func(ev, consumer, id, _ string) invariant.Facts {
-					return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect, IDs: []string{id}}
-				}})
 	}
-	for _, q := range qs {
+	var out []Broken
+	for _, q := range r.invariantQueries(s, keyed, pairs && !walk) {
 		b := Broken{Invariant: q.inv.Name}
-		err = r.each(ctx, conn, q.sql, func(cols [4]string) {
+		err := r.each(ctx, conn, q.sql, func(cols [4]string) {
 			b.Count++
 			if len(b.Examples) < limit {
 				f := q.facts(cols[0], cols[1], cols[2], cols[3])
@@ -125,7 +88,54 @@ func (r *ReplayDB) invariants(ctx context.Context, s invariant.Guard, keyed bool
 			out = append(out, b)
 		}
 	}
+	for _, b := range []Broken{lost, missing} {
+		if b.Count > 0 {
+			out = append(out, b)
+		}
+	}
 	return out, nil
+}
+
+// An invariantQuery finds the breaches of one invariant: each row's four
+// columns become the facts the catalogue words a breach from.
+type invariantQuery struct {
+	inv   *invariant.Invariant
+	sql   string
+	facts func(a, b, c, d string) invariant.Facts
+}
+
+// invariantQueries are the queries of the invariants guard checks on a
+// replay: duplicate-effect always, duplicate-key when checked or keyed,
+// and, with pairs, lost-effect and missing-marker by business key.
+func (r *ReplayDB) invariantQueries(s invariant.Guard, keyed, pairs bool) []invariantQuery {
+	t := `"` + r.effect + `"`
+	qs := []invariantQuery{{invariant.DuplicateEffect,
+		`SELECT event_id, consumer, count(*), group_concat(id, ', ') FROM ` + t + ` GROUP BY event_id, consumer HAVING count(*) > 1 ORDER BY min(id)`,
+		func(ev, consumer, n, ids string) invariant.Facts {
+			return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect, Rows: count(n), IDs: list(ids)}
+		}}}
+	if invariant.DuplicateKey.CheckedBy(invariant.Replay, s) || keyed {
+		qs = append(qs, invariantQuery{invariant.DuplicateKey,
+			`SELECT business_key, count(*), group_concat(id, ', '), group_concat(event_id, ', ') FROM ` + t + ` WHERE business_key IS NOT NULL GROUP BY business_key HAVING count(*) > 1 ORDER BY min(id)`,
+			func(key, n, ids, events string) invariant.Facts {
+				return invariant.Facts{Key: key, Table: r.effect, Rows: count(n), IDs: list(ids), Events: list(events)}
+			}})
+	}
+	if !pairs {
+		return qs
+	}
+	byKey := ` AND (p.business_key IS NULL OR NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.business_key = p.business_key))`
+	return append(qs,
+		invariantQuery{invariant.LostEffect,
+			`SELECT p.event_id, p.consumer, '', '' FROM processed p WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` e WHERE e.event_id = p.event_id AND e.consumer = p.consumer)` + byKey + ` ORDER BY p.event_id, p.consumer`,
+			func(ev, consumer, _, _ string) invariant.Facts {
+				return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect}
+			}},
+		invariantQuery{invariant.MissingMarker,
+			`SELECT e.event_id, e.consumer, e.id, '' FROM ` + t + ` e WHERE NOT EXISTS (SELECT 1 FROM processed p WHERE p.event_id = e.event_id AND p.consumer = e.consumer) ORDER BY e.event_id, e.consumer`,
+			func(ev, consumer, id, _ string) invariant.Facts {
+				return invariant.Facts{Event: ev, Consumer: consumer, Table: r.effect, IDs: []string{id}}
+			}})
 }
 
 // unmatched walks the markers and the effects side by side, both in the
