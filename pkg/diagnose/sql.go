@@ -73,92 +73,122 @@ func unquote(t string) string {
 // protocol commits the statements one Sync ended together, at that Sync,
 // and those no Sync followed not at all.
 func parse(trace []consumer.Statement) []stmt {
-	out := make([]stmt, len(trace))
-	open := map[int]int{}  // worker → its open transaction's number (0: none)
-	txs := map[int][]int{} // transaction → its statements (indexes)
-	implicit := map[int]bool{}
-	type group struct {
-		worker, sync int
-		again        bool
+	p := &parser{
+		out:      make([]stmt, len(trace)),
+		open:     map[int]int{},
+		txs:      map[int][]int{},
+		implicit: map[int]bool{},
+		groups:   map[syncGroup]int{},
+		synced:   map[int]bool{},
 	}
-	groups := map[group]int{} // a Sync's implicit transaction
-	synced := map[int]bool{}  // those transactions a Sync ended
-	next := 0
-	again := false
 	for i, st := range trace {
-		if st.Redelivery && !again {
-			// The kill ended the killed attempt's connections: what
-			// they had open rolled back, and the redelivery's come
-			// afresh.
-			again = true
-			clear(open)
-			clear(implicit)
-		}
-		s := stmt{n: i + 1, worker: st.Worker, rows: -1, text: st.Text, again: again, params: st.Params}
-		s.ran = !(st.Held && st.Before) && st.Answer != "" && !strings.HasPrefix(st.Answer, "ERROR")
-		s.killed = st.Held && !st.Released
-		s.held = st.Held && st.Released
-		if st.External == "" {
-			classify(&s, strings.ToLower(strings.Join(strings.Fields(st.Text), " ")), st.Answer)
-		}
-		switch s.kind {
-		case autocommitOff, autocommitOn:
-			implicit[s.worker] = s.kind == autocommitOff
-		case begin:
-			if s.ran {
-				next++
-				open[s.worker] = next
-			}
-		case commit, rollback:
-			if tx := open[s.worker]; tx != 0 && s.ran {
-				if s.kind == commit {
-					for _, j := range txs[tx] {
-						out[j].committed = s.n
-					}
-				}
-				delete(open, s.worker)
-			}
-		case read, write:
-			if open[s.worker] == 0 && (implicit[s.worker] || st.Implicit) && s.ran {
-				next++
-				open[s.worker] = next
-			}
-			s.tx = open[s.worker]
-			switch {
-			case s.tx == 0 && st.Extended:
-				g := group{s.worker, st.Sync, again}
-				if groups[g] == 0 {
-					next++
-					groups[g] = next
-				}
-				s.tx = -groups[g]
-				synced[s.tx] = st.Sync != 0
-				txs[s.tx] = append(txs[s.tx], i)
-			case s.tx == 0 && s.ran && s.kind == write:
-				s.committed = s.n
-			case s.tx != 0:
-				txs[s.tx] = append(txs[s.tx], i)
-			}
-		}
-		out[i] = s
+		p.statement(i, st)
 	}
-	// A Sync's transaction: committed at its last statement, when every
-	// statement of it ran.
-	for tx, members := range txs {
-		if tx >= 0 || !synced[tx] {
+	p.commitSyncs()
+	return p.out
+}
+
+// A parser is parse's state along the trace.
+type parser struct {
+	out      []stmt
+	open     map[int]int   // worker → its open transaction's number (0: none)
+	txs      map[int][]int // transaction → its statements (indexes)
+	implicit map[int]bool  // worker → autocommit off
+	groups   map[syncGroup]int
+	synced   map[int]bool // those transactions a Sync ended
+	next     int          // the last transaction's number
+	again    bool         // the redelivery's statements have begun
+}
+
+// A syncGroup is the statements of a worker one Sync ends: an implicit
+// transaction of PostgreSQL's extended protocol.
+type syncGroup struct {
+	worker, sync int
+	again        bool
+}
+
+// statement reads the trace's ith statement.
+func (p *parser) statement(i int, st consumer.Statement) {
+	if st.Redelivery && !p.again {
+		// The kill ended the killed attempt's connections: what they had
+		// open rolled back, and the redelivery's come afresh.
+		p.again = true
+		clear(p.open)
+		clear(p.implicit)
+	}
+	s := stmt{n: i + 1, worker: st.Worker, rows: -1, text: st.Text, again: p.again, params: st.Params}
+	s.ran = !(st.Held && st.Before) && st.Answer != "" && !strings.HasPrefix(st.Answer, "ERROR")
+	s.killed = st.Held && !st.Released
+	s.held = st.Held && st.Released
+	if st.External == "" {
+		classify(&s, strings.ToLower(strings.Join(strings.Fields(st.Text), " ")), st.Answer)
+	}
+	switch s.kind {
+	case autocommitOff, autocommitOn:
+		p.implicit[s.worker] = s.kind == autocommitOff
+	case begin:
+		if s.ran {
+			p.next++
+			p.open[s.worker] = p.next
+		}
+	case commit, rollback:
+		if tx := p.open[s.worker]; tx != 0 && s.ran {
+			if s.kind == commit {
+				for _, j := range p.txs[tx] {
+					p.out[j].committed = s.n
+				}
+			}
+			delete(p.open, s.worker)
+		}
+	case read, write:
+		p.readOrWrite(i, &s, st)
+	}
+	p.out[i] = s
+}
+
+// readOrWrite places a read or a write in its transaction: the worker's
+// open one (autocommit off opens one), its Sync's, or none, where a
+// write that ran commits on its own.
+func (p *parser) readOrWrite(i int, s *stmt, st consumer.Statement) {
+	if p.open[s.worker] == 0 && (p.implicit[s.worker] || st.Implicit) && s.ran {
+		p.next++
+		p.open[s.worker] = p.next
+	}
+	s.tx = p.open[s.worker]
+	switch {
+	case s.tx == 0 && st.Extended:
+		g := syncGroup{s.worker, st.Sync, p.again}
+		if p.groups[g] == 0 {
+			p.next++
+			p.groups[g] = p.next
+		}
+		s.tx = -p.groups[g]
+		p.synced[s.tx] = st.Sync != 0
+		p.txs[s.tx] = append(p.txs[s.tx], i)
+	case s.tx == 0 && s.ran && s.kind == write:
+		s.committed = s.n
+	case s.tx != 0:
+		p.txs[s.tx] = append(p.txs[s.tx], i)
+	}
+}
+
+// commitSyncs commits each Sync's transaction at its last statement,
+// when every statement of it ran.
+func (p *parser) commitSyncs() {
+	for tx, members := range p.txs {
+		if tx >= 0 || !p.synced[tx] {
 			continue
 		}
 		last, all := members[len(members)-1], true
 		for _, j := range members {
-			all = all && out[j].ran
+			all = all && p.out[j].ran
 		}
 		for _, j := range members {
 			if all {
-				out[j].committed = out[last].n
+				p.out[j].committed = p.out[last].n
 			}
 		}
 	}
-	return out
 }
 
 func classify(s *stmt, text, answer string) {
