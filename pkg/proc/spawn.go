@@ -48,48 +48,16 @@ func spawnAs(cmd *exec.Cmd, supervise bool, stdout, stderr func(io.Reader)) (*Ch
 	cmd.SysProcAttr = sysProcAttr()
 	// A stray holding the read end of stdin cannot hold Wait either.
 	cmd.WaitDelay = outputGrace
-	var writeEnds []*os.File
-	pipe := func(read func(io.Reader)) (*os.File, error) {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		c.pipes = append(c.pipes, r)
-		writeEnds = append(writeEnds, w)
-		c.readers.Add(1)
-		go func() {
-			defer c.readers.Done()
-			read(r)
-			// Whatever the reader left is drained, so the writer never blocks.
-			io.Copy(io.Discard, r)
-		}()
-		return w, nil
+	writeEnds, err := c.outputs(stdout, stderr)
+	if err != nil {
+		return nil, err
 	}
 	closeAll := func() {
 		for _, w := range writeEnds {
 			w.Close()
 		}
 	}
-	if stdout != nil {
-		w, err := pipe(stdout)
-		if err != nil {
-			closeAll()
-			c.closePipes()
-			return nil, err
-		}
-		cmd.Stdout = w
-	}
-	if stderr != nil {
-		w, err := pipe(stderr)
-		if err != nil {
-			closeAll()
-			c.closePipes()
-			return nil, err
-		}
-		cmd.Stderr = w
-	}
 	var status *os.File
-	var err error
 	if supervise {
 		status, err = superviseCmd(cmd)
 	}
@@ -126,6 +94,40 @@ func spawnAs(cmd *exec.Cmd, supervise bool, stdout, stderr func(io.Reader)) (*Ch
 		return nil, err
 	}
 	return c, nil
+}
+
+// outputs gives the command a pipe for each of stdout and stderr that has
+// a reader, each read in a goroutine of its own until it ends, and
+// returns the write ends; on an error none is left open.
+func (c *Child) outputs(stdout, stderr func(io.Reader)) ([]*os.File, error) {
+	var writeEnds []*os.File
+	for _, o := range []struct {
+		read func(io.Reader)
+		to   *io.Writer
+	}{{stdout, &c.cmd.Stdout}, {stderr, &c.cmd.Stderr}} {
+		if o.read == nil {
+			continue
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, w := range writeEnds {
+				w.Close()
+			}
+			c.closePipes()
+			return nil, err
+		}
+		c.pipes = append(c.pipes, r)
+		writeEnds = append(writeEnds, w)
+		*o.to = w
+		c.readers.Add(1)
+		go func() {
+			defer c.readers.Done()
+			o.read(r)
+			// Whatever the reader left is drained, so the writer never blocks.
+			io.Copy(io.Discard, r)
+		}()
+	}
+	return writeEnds, nil
 }
 
 // unregister forgets a started process once it was waited for.
