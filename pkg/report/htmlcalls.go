@@ -100,35 +100,12 @@ func callLegend(files []htmlFile) []htmlOutcome {
 // (omitted), the calls after its last drawn one are left out with them.
 // It returns the marks by the call they stand for.
 func (tl *htmlTimeline) placeCalls(id string, calls []invariant.Call, vs []invariant.Violation, clk *clock, t0 time.Time, omitted bool) map[callRef]*htmlCall {
-	type placed struct {
-		c invariant.Call
-		x float64
-	}
 	end := clk.bursts[len(clk.bursts)-1].to
-	var in []placed
-	for _, c := range calls {
-		if c.At.IsZero() || c.At.Before(t0) || (omitted && c.At.After(end)) {
-			continue
-		}
-		x, during := clk.place(c.At)
-		if !during && c.Delivery != "" {
-			continue
-		}
-		in = append(in, placed{c, x})
-	}
+	in := placedCalls(calls, clk, t0, end, omitted)
 	if len(in) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(in, func(a, b placed) int { return a.c.At.Compare(b.c.At) })
-	broken := map[callRef][]string{}
-	for _, v := range vs {
-		for _, seq := range v.Calls {
-			ref := callRef{v.External, seq}
-			if !slices.Contains(broken[ref], string(v.Invariant)) {
-				broken[ref] = append(broken[ref], string(v.Invariant))
-			}
-		}
-	}
+	broken := brokenBy(vs)
 	var lanes []string
 	var drawn, left, others int
 	byLane := map[string]*htmlExternal{}
@@ -177,6 +154,44 @@ func (tl *htmlTimeline) placeCalls(id string, calls []invariant.Call, vs []invar
 		}
 	}
 	return marks
+}
+
+// A placedCall is a call and where the clock puts it.
+type placedCall struct {
+	c invariant.Call
+	x float64
+}
+
+// placedCalls are the calls placeCalls draws, in the order they came,
+// each where the clock puts it.
+func placedCalls(calls []invariant.Call, clk *clock, t0, end time.Time, omitted bool) []placedCall {
+	var in []placedCall
+	for _, c := range calls {
+		if c.At.IsZero() || c.At.Before(t0) || (omitted && c.At.After(end)) {
+			continue
+		}
+		x, during := clk.place(c.At)
+		if !during && c.Delivery != "" {
+			continue
+		}
+		in = append(in, placedCall{c, x})
+	}
+	slices.SortStableFunc(in, func(a, b placedCall) int { return a.c.At.Compare(b.c.At) })
+	return in
+}
+
+// brokenBy is, by call, the invariants whose violations name it.
+func brokenBy(vs []invariant.Violation) map[callRef][]string {
+	broken := map[callRef][]string{}
+	for _, v := range vs {
+		for _, seq := range v.Calls {
+			ref := callRef{v.External, seq}
+			if !slices.Contains(broken[ref], string(v.Invariant)) {
+				broken[ref] = append(broken[ref], string(v.Invariant))
+			}
+		}
+	}
+	return broken
 }
 
 // callOf is the mark of the call a violation names as the one that made
