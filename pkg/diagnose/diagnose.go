@@ -564,9 +564,16 @@ func (d *diagnosis) apart() *Diagnosis {
 	if len(markers) == 0 {
 		return nil
 	}
-	// A kill after the effect's commit, before any marker write: the
-	// marker is named only when the lookup read one table besides the
-	// effect's, since its write never came.
+	if found := d.apartAtKill(markers); found != nil {
+		return found
+	}
+	return d.apartInRace(markers)
+}
+
+// apartAtKill: a kill after the effect's commit, before any marker write.
+// The marker is named only when the lookup read one table besides the
+// effect's, since its write never came.
+func (d *diagnosis) apartAtKill(markers map[string]bool) *Diagnosis {
 	names := sortedKeys(markers)
 	marker := names[0]
 	for _, k := range d.stmts {
@@ -610,8 +617,12 @@ func (d *diagnosis) apart() *Diagnosis {
 			}
 		}
 	}
-	// A race: a worker's effect committed with no marker, its marker
-	// written after the commit; another worker made a second effect.
+	return nil
+}
+
+// apartInRace: a worker's effect committed with no marker, its marker
+// written after the commit; another worker made a second effect.
+func (d *diagnosis) apartInRace(markers map[string]bool) *Diagnosis {
 	for _, e := range d.stmts {
 		if !e.wrote(d.effect) || e.committed == 0 || d.txHoldsMarker(e, markers) {
 			continue
