@@ -41,17 +41,13 @@ func (b *builtin) Concurrent(ctx context.Context, c runner.Call) (consumer.Resul
 		ds[i] = d
 		ds[i].Attempt = b.attempts[unit]
 	}
-	lockOnBegin := false
-	if wl, ok := b.store.(writeLocker); ok {
-		lockOnBegin = wl.WriteLockOnBegin()
-	}
 	var bar *barrier
 	if st.Interleave != "" {
 		bar = newBarrier(st.Interleave, n, st.InOrder)
 	} else if c.Hold.At != "" {
 		bar = newBarrier(c.Hold.At, n, c.Hold.InOrder)
 	}
-	workers := make([]*worker, n)
+	workers, err := b.workers(ctx, n)
 	defer func() {
 		for _, w := range workers {
 			if w != nil {
@@ -59,18 +55,8 @@ func (b *builtin) Concurrent(ctx context.Context, c runner.Call) (consumer.Resul
 			}
 		}
 	}()
-	for i := range workers {
-		var store handler.Store = b.store
-		if wo, ok := b.store.(workerOpener); ok {
-			s, err := wo.Worker(ctx)
-			if err != nil {
-				return consumer.Result{}, fmt.Errorf("concurrent step (%s): %w", st.Pos, err)
-			}
-			store = s
-		}
-		w := &worker{index: i, store: store, lockOnBegin: lockOnBegin}
-		w.h = handler.New(b.s.Handler.Config, w, b.gatewayOrNil(), func() time.Time { return b.now })
-		workers[i] = w
+	if err != nil {
+		return consumer.Result{}, fmt.Errorf("concurrent step (%s): %w", st.Pos, err)
 	}
 	results := make([]consumer.Result, n)
 	spans := make([]invariant.Span, n)
@@ -102,6 +88,31 @@ func (b *builtin) Concurrent(ctx context.Context, c runner.Call) (consumer.Resul
 		}
 	}
 	return results[0], nil
+}
+
+// workers are a concurrent step's n workers, each with a handler on a
+// store of its own where the store can open one (a connection); those
+// opened before an error are returned with it, to be closed.
+func (b *builtin) workers(ctx context.Context, n int) ([]*worker, error) {
+	lockOnBegin := false
+	if wl, ok := b.store.(writeLocker); ok {
+		lockOnBegin = wl.WriteLockOnBegin()
+	}
+	workers := make([]*worker, n)
+	for i := range workers {
+		var store handler.Store = b.store
+		if wo, ok := b.store.(workerOpener); ok {
+			s, err := wo.Worker(ctx)
+			if err != nil {
+				return workers, err
+			}
+			store = s
+		}
+		w := &worker{index: i, store: store, lockOnBegin: lockOnBegin}
+		w.h = handler.New(b.s.Handler.Config, w, b.gatewayOrNil(), func() time.Time { return b.now })
+		workers[i] = w
+	}
+	return workers, nil
 }
 
 // worker is one concurrent worker's store. It follows the worker's
