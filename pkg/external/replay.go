@@ -216,56 +216,70 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 		r.eng.Progress = o.Progress
 	}
 	r.began = time.Now()
-	var pace proc.Pace
-	if o.KillEvery > 0 {
-		paceOf, stop := sess.nemesis(ctx, o.KillEvery, o.Seed)
-		defer stop()
-		err := r.run(ctx)
-		if err == nil {
-			err = r.drain(ctx)
-		}
-		if serr := stop(); err == nil {
-			err = serr
-		}
-		if err != nil {
-			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
-		}
-		pace = paceOf()
-		r.pace = &pace
-		rep.Counters.Crashed = pace.Kills
-	} else {
-		err := r.run(ctx)
-		if err == nil {
-			err = r.drain(ctx)
-		}
-		if err != nil {
-			return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
-		}
+	if err := r.deliverAll(ctx); err != nil {
+		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
 	r.placeKills()
-	where := t.Effects.Table
+	if err := r.judge(ctx, dialect, table); err != nil {
+		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
+	}
+	rep.Target.Logs = t.Logs.Files()
+	return rep, nil
+}
+
+// deliverAll delivers the capture and waits for the consumer to drain,
+// under the nemesis when the options ask for one (its pace kept for the
+// report).
+func (r *replayer) deliverAll(ctx context.Context) error {
+	if r.o.KillEvery <= 0 {
+		err := r.run(ctx)
+		if err == nil {
+			err = r.drain(ctx)
+		}
+		return err
+	}
+	paceOf, stop := r.sess.nemesis(ctx, r.o.KillEvery, r.o.Seed)
+	defer stop()
+	err := r.run(ctx)
+	if err == nil {
+		err = r.drain(ctx)
+	}
+	if serr := stop(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return err
+	}
+	pace := paceOf()
+	r.pace = &pace
+	r.rep.Counters.Crashed = pace.Kills
+	return nil
+}
+
+// judge judges the effect table, then the stand-ins' calls, into the
+// report; external-lost, which needs every acked event, is judged by
+// checks (redeliver run) alone.
+func (r *replayer) judge(ctx context.Context, dialect, table string) error {
+	where := r.t.Effects.Table
 	if where == "" {
 		where = "the effects query"
 	}
-	violations, effects, err := r.j.Judge(ctx, eachRow(ctx, sess.db), where)
+	violations, effects, err := r.j.Judge(ctx, eachRow(ctx, r.sess.db), where)
 	if err != nil {
-		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
+		return err
 	}
-	// The stand-ins' calls are judged too; external-lost, which needs
-	// every acked event, is judged by checks (redeliver run) alone.
-	if err := sess.settleStandins(ctx); err != nil {
-		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
+	if err := r.sess.settleStandins(ctx); err != nil {
+		return err
 	}
-	ext, err := sess.judgeExternals(nil)
+	ext, err := r.sess.judgeExternals(nil)
 	if err != nil {
-		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
+		return err
 	}
-	rep.Breaches = append(violations, ext...)
-	rep.History = r.brokenHistory()
-	rep.Counters.Effects = effects
+	r.rep.Breaches = append(violations, ext...)
+	r.rep.History = r.brokenHistory()
+	r.rep.Counters.Effects = effects
 	r.judged(dialect, table)
-	rep.Target.Logs = t.Logs.Files()
-	return rep, nil
+	return nil
 }
 
 // Findings lists every breach, one a line: the text report shows the
