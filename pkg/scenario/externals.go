@@ -150,66 +150,7 @@ func (l *loader) externals(n *yaml.Node) {
 			l.errorf(k, "external %q: a name has letters, digits, _ and - and starts with a letter (it names the variable REDELIVER_<NAME>_URL)", k.Value)
 			return
 		}
-		e := &External{Name: k.Value, Pos: l.pos(k)}
-		var channels []*yaml.Node
-		var fail *yaml.Node
-		keySeen := false
-		l.mapping(v, "external "+k.Value, []field{
-			{"http", func(k2, v2 *yaml.Node) { channels = append(channels, k2); e.HTTP = l.externalHTTP(v2, k.Value) }},
-			{"smtp", func(k2, v2 *yaml.Node) {
-				channels = append(channels, k2)
-				e.SMTP = true
-				if v2.Kind != yaml.MappingNode || len(v2.Content) > 0 {
-					l.errorf(v2, "external %s: smtp takes no settings yet; write smtp: {}", k.Value)
-				}
-			}},
-			{"nats", func(k2, v2 *yaml.Node) {
-				channels = append(channels, k2)
-				e.Publish = l.publishNATS(v2, k.Value)
-			}},
-			{"amqp", func(k2, v2 *yaml.Node) {
-				channels = append(channels, k2)
-				e.Publish = l.publishAMQP(v2, k.Value)
-			}},
-			{"kafka", func(k2, v2 *yaml.Node) {
-				channels = append(channels, k2)
-				e.Publish = l.publishKafka(v2, k.Value)
-			}},
-			{"effect_key", func(k2, v2 *yaml.Node) {
-				keySeen = true
-				e.EffectKey = l.tmpl(v2, "effect_key")
-				if s, ok := l.str(v2, "effect_key"); ok && strings.TrimSpace(s) == "" {
-					l.errorf(v2, "external %s: effect_key is empty; it says what one business effect is, such as \"{body.orderId}\"", k.Value)
-				}
-			}},
-			{"required", func(k2, v2 *yaml.Node) { e.Required = l.boolean(v2, "required") }},
-			{"fail", func(k2, v2 *yaml.Node) { fail = v2 }},
-		})
-		switch len(channels) {
-		case 0:
-			if unknownField(v, "http", "smtp", "nats", "amqp", "kafka", "effect_key", "required", "fail") {
-				// The unknown field is said already: a kind misspelt
-				// (smpt) needs no second sentence.
-				break
-			}
-			l.errorf(k, "external %s needs http: {…} (a provider called over HTTP), smtp: {} (a mail server), or nats, amqp or kafka: {…} (where the consumer publishes)", k.Value)
-		case 1:
-		default:
-			l.errorf(channels[1], "external %s has two kinds; choose one of http, smtp, nats, amqp and kafka", k.Value)
-		}
-		if keySeen {
-			l.checkEffectKey(e)
-		}
-		if !keySeen {
-			l.errorf(k, "external %s needs effect_key: what one business effect is there, such as \"{body.orderId}\" (a request) or \"{to}|{subject}\" (a mail)", k.Value)
-		}
-		if fail != nil {
-			if e.HTTP == nil {
-				l.errorf(fail, "external %s: fail loses the answer of an HTTP call after its effect; an smtp external has none", k.Value)
-			} else {
-				l.externalFail(fail, e)
-			}
-		}
+		e := l.external(k, v)
 		if other, ok := vars[e.Var()]; ok && e.Var() != "" {
 			l.errorf(k, "externals %s and %s would both be ${%s}; rename one", other, k.Value, e.Var())
 			return
@@ -217,6 +158,77 @@ func (l *loader) externals(n *yaml.Node) {
 		vars[e.Var()] = e.Name
 		l.s.Externals = append(l.s.Externals, e)
 	})
+}
+
+// external reads one external: its one kind, its effect key, whether it
+// is required, and the faults of an HTTP one.
+func (l *loader) external(k, v *yaml.Node) *External {
+	e := &External{Name: k.Value, Pos: l.pos(k)}
+	var channels []*yaml.Node
+	var fail *yaml.Node
+	keySeen := false
+	l.mapping(v, "external "+k.Value, []field{
+		{"http", func(k2, v2 *yaml.Node) { channels = append(channels, k2); e.HTTP = l.externalHTTP(v2, k.Value) }},
+		{"smtp", func(k2, v2 *yaml.Node) {
+			channels = append(channels, k2)
+			e.SMTP = true
+			if v2.Kind != yaml.MappingNode || len(v2.Content) > 0 {
+				l.errorf(v2, "external %s: smtp takes no settings yet; write smtp: {}", k.Value)
+			}
+		}},
+		{"nats", func(k2, v2 *yaml.Node) {
+			channels = append(channels, k2)
+			e.Publish = l.publishNATS(v2, k.Value)
+		}},
+		{"amqp", func(k2, v2 *yaml.Node) {
+			channels = append(channels, k2)
+			e.Publish = l.publishAMQP(v2, k.Value)
+		}},
+		{"kafka", func(k2, v2 *yaml.Node) {
+			channels = append(channels, k2)
+			e.Publish = l.publishKafka(v2, k.Value)
+		}},
+		{"effect_key", func(k2, v2 *yaml.Node) {
+			keySeen = true
+			e.EffectKey = l.tmpl(v2, "effect_key")
+			if s, ok := l.str(v2, "effect_key"); ok && strings.TrimSpace(s) == "" {
+				l.errorf(v2, "external %s: effect_key is empty; it says what one business effect is, such as \"{body.orderId}\"", k.Value)
+			}
+		}},
+		{"required", func(k2, v2 *yaml.Node) { e.Required = l.boolean(v2, "required") }},
+		{"fail", func(k2, v2 *yaml.Node) { fail = v2 }},
+	})
+	l.oneKind(k, v, channels)
+	if keySeen {
+		l.checkEffectKey(e)
+	} else {
+		l.errorf(k, "external %s needs effect_key: what one business effect is there, such as \"{body.orderId}\" (a request) or \"{to}|{subject}\" (a mail)", k.Value)
+	}
+	if fail != nil {
+		if e.HTTP == nil {
+			l.errorf(fail, "external %s: fail loses the answer of an HTTP call after its effect; an smtp external has none", k.Value)
+		} else {
+			l.externalFail(fail, e)
+		}
+	}
+	return e
+}
+
+// oneKind says what is wrong when an external names no kind, or two
+// (channels are the kind keys it has).
+func (l *loader) oneKind(k, v *yaml.Node, channels []*yaml.Node) {
+	switch len(channels) {
+	case 0:
+		if unknownField(v, "http", "smtp", "nats", "amqp", "kafka", "effect_key", "required", "fail") {
+			// The unknown field is said already: a kind misspelt (smpt)
+			// needs no second sentence.
+			return
+		}
+		l.errorf(k, "external %s needs http: {…} (a provider called over HTTP), smtp: {} (a mail server), or nats, amqp or kafka: {…} (where the consumer publishes)", k.Value)
+	case 1:
+	default:
+		l.errorf(channels[1], "external %s has two kinds; choose one of http, smtp, nats, amqp and kafka", k.Value)
+	}
 }
 
 // effectKeyFields are the placeholders an effect key may use, by the
