@@ -404,23 +404,7 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation, d
 	if len(drawn) < len(history) {
 		drains = nil // they come after deliveries the timeline does not draw
 	}
-	t0, t1, timed := timedRange(drawn, drains)
-	var clk *clock
-	if timed {
-		clk = newClock(drawn, drains)
-		tl.Scale = "by the wall clock from the check's first delivery, " + span(t1.Sub(t0)) + " in all; within a burst of deliveries time runs evenly, the idle time between bursts is cut short"
-		if len(drains) > 0 {
-			tl.Scale += ", and the waits for the broker's consumer take their share of the time, up to half the timeline"
-		}
-		tl.Ticks = clk.ticks(t0)
-		for _, d := range drains {
-			left := clk.x(d.From)
-			tl.Waits = append(tl.Waits, htmlWait{Left: percent(left), Width: percent(clk.x(d.To) - left),
-				Label: fmt.Sprintf("↦ the consumer took what was published from +%s to +%s (%s)", span(d.From.Sub(t0)), span(d.To.Sub(t0)), span(d.To.Sub(d.From)))})
-		}
-	} else {
-		tl.Scale = "in the order the deliveries were made (no times were recorded)"
-	}
+	clk, t0, timed := tl.scaleOf(drawn, drains)
 	lanes := map[int]*htmlLane{}
 	for i, r := range drawn {
 		b := recordBar(id, r, i, len(drawn), clk, t0, broken)
@@ -456,6 +440,30 @@ func timeline(id string, history []invariant.Record, vs []invariant.Violation, d
 		return tl, bars, nil
 	}
 	return tl, bars, tl.placeCalls(id, calls, vs, clk, t0, len(drawn) < len(history))
+}
+
+// scaleOf sets the timeline's scale, its ticks and the waits for the
+// broker's consumer: by the wall clock from the first delivery where the
+// records were timed (clk places a time), else in their order (clk is
+// nil).
+func (tl *htmlTimeline) scaleOf(drawn []invariant.Record, drains []runner.Drain) (clk *clock, t0 time.Time, timed bool) {
+	t0, t1, timed := timedRange(drawn, drains)
+	if !timed {
+		tl.Scale = "in the order the deliveries were made (no times were recorded)"
+		return nil, t0, false
+	}
+	clk = newClock(drawn, drains)
+	tl.Scale = "by the wall clock from the check's first delivery, " + span(t1.Sub(t0)) + " in all; within a burst of deliveries time runs evenly, the idle time between bursts is cut short"
+	if len(drains) > 0 {
+		tl.Scale += ", and the waits for the broker's consumer take their share of the time, up to half the timeline"
+	}
+	tl.Ticks = clk.ticks(t0)
+	for _, d := range drains {
+		left := clk.x(d.From)
+		tl.Waits = append(tl.Waits, htmlWait{Left: percent(left), Width: percent(clk.x(d.To) - left),
+			Label: fmt.Sprintf("↦ the consumer took what was published from +%s to +%s (%s)", span(d.From.Sub(t0)), span(d.To.Sub(t0)), span(d.To.Sub(d.From)))})
+	}
+	return clk, t0, true
 }
 
 // brokenBySeq is, by each delivery's Seq, the invariants it broke.
