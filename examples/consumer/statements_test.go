@@ -314,10 +314,12 @@ func TestStatementsPastTheProxy(t *testing.T) {
 // TestRaceOnOneSharedConnection: a consumer whose deliveries share one
 // connection (a pool of one) under concurrent: 2 and a 6 s timeout. While
 // one worker is held, the other waits for the connection where the
-// database cannot see it wait: the hold ends within half the timeout, so
-// the held delivery still answers in time, and the race passes. (With a
-// 4 s timeout, the 2 s left after the hold were once not enough for the
-// delivery behind it on a machine loaded by the rest of make test.) On
+// database cannot see it wait: the hold ends within half the timeout of
+// the deliveries' sending, so both still answer in time, and the race
+// passes. (The hold once ended half the timeout after the worker reached
+// its boundary: on a machine loaded by the rest of make test, a worker
+// held a second or two into its delivery left too little of the timeout
+// to the delivery behind it, and the run ended "did not answer".) On
 // PostgreSQL and on MySQL or MariaDB.
 func TestRaceOnOneSharedConnection(t *testing.T) {
 	t.Parallel()

@@ -615,11 +615,11 @@ func withRedelivery(killed, again []consumer.Statement) []consumer.Statement {
 // under the target's timeout.
 const stallLimit = 10 * time.Second
 
-// holdLimit is how long a race holds a worker at most: stallLimit, or
-// half the target's timeout when that is shorter, so that the held
-// delivery, let go, still answers in time — a consumer whose deliveries
-// share one connection has others that wait for it without the database
-// seeing them wait.
+// holdLimit is how long after its deliveries were sent a race holds a
+// worker at most: stallLimit, or half the target's timeout when that is
+// shorter, so that the held delivery, let go, still answers in time — a
+// consumer whose deliveries share one connection has others that wait
+// for it without the database seeing them wait.
 func holdLimit(timeout time.Duration) time.Duration {
 	if timeout > 0 && timeout/2 < stallLimit {
 		return timeout / 2
@@ -670,6 +670,7 @@ func (sys *system) raced(ctx context.Context, c runner.Call, ev Event, spans []i
 			r.done <- i
 		}()
 	}
+	r.sent = time.Now()
 	close(gate)
 	r.holdAndLetGo(ctx, sys)
 	if r.w != nil && sys.sess.t.Exec == nil && ownAnswers(r.answers) {
@@ -700,6 +701,9 @@ type race struct {
 	done     chan int // a worker's index once it has its answer
 	finished []bool
 	answered int
+	// sent is when the deliveries went; a hold ends within holdLimit of
+	// it.
+	sent time.Time
 	// reached: a worker was held; heldLane is which (1-based), sure
 	// whether that is known; heldCall the call held, if one was.
 	reached  bool
@@ -732,7 +736,7 @@ func (r *race) holdAndLetGo(ctx context.Context, sys *system) {
 		}
 		held, calls, r.reached = nil, nil, true
 		heldAt := time.Now()
-		sys.letOthersRun(ctx, r.w, &r.answered, r.n, r.done, r.got)
+		sys.letOthersRun(ctx, r.w, r.sent, &r.answered, r.n, r.done, r.got)
 		releasedAt := time.Now()
 		if r.heldCall != nil {
 			r.heldCall.Stop()
@@ -903,11 +907,12 @@ func matchLanes(stmts []consumer.Statement, heldLane, workers int) {
 // letOthersRun waits, while a worker is held, until all the other
 // deliveries have answered (counting them in answered), or one of the
 // others waits for a lock (as w sees them; nil: not seen), or the hold
-// limit passed.
-func (sys *system) letOthersRun(ctx context.Context, w *sqlproxy.Watch, answered *int, n int, done <-chan int, got func(int)) {
+// limit passed since the deliveries were sent: a worker held late in its
+// delivery is held for less, so that it too still answers in time.
+func (sys *system) letOthersRun(ctx context.Context, w *sqlproxy.Watch, sent time.Time, answered *int, n int, done <-chan int, got func(int)) {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.Now().Add(holdLimit(sys.sess.t.Timeout()))
+	deadline := sent.Add(holdLimit(sys.sess.t.Timeout()))
 	for *answered < n-1 {
 		select {
 		case i := <-done:
