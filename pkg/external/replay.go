@@ -195,7 +195,6 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 		return nil, &ReplayError{Err: err}
 	}
 	defer sess.Close()
-	dialect, table := sess.dialect()
 	j, err := journal.Open(ctx)
 	if err != nil {
 		return nil, &ReplayError{Err: err}
@@ -220,7 +219,7 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
 	r.placeKills()
-	if err := r.judge(ctx, dialect, table); err != nil {
+	if err := r.judge(ctx); err != nil {
 		return nil, &ReplayError{Err: err, Sent: r.eng.Deliveries()}
 	}
 	rep.Target.Logs = t.Logs.Files()
@@ -231,15 +230,12 @@ func (t *ReplayTarget) Replay(ctx context.Context, o *replay.Options) (*replay.R
 // under the nemesis when the options ask for one (its pace kept for the
 // report).
 func (r *replayer) deliverAll(ctx context.Context) error {
-	if r.o.KillEvery <= 0 {
-		err := r.run(ctx)
-		if err == nil {
-			err = r.drain(ctx)
-		}
-		return err
+	var paceOf func() proc.Pace
+	stop := func() error { return nil }
+	if r.o.KillEvery > 0 {
+		paceOf, stop = r.sess.nemesis(ctx, r.o.KillEvery, r.o.Seed)
+		defer stop()
 	}
-	paceOf, stop := r.sess.nemesis(ctx, r.o.KillEvery, r.o.Seed)
-	defer stop()
 	err := r.run(ctx)
 	if err == nil {
 		err = r.drain(ctx)
@@ -247,7 +243,7 @@ func (r *replayer) deliverAll(ctx context.Context) error {
 	if serr := stop(); err == nil {
 		err = serr
 	}
-	if err != nil {
+	if err != nil || paceOf == nil {
 		return err
 	}
 	pace := paceOf()
@@ -259,7 +255,7 @@ func (r *replayer) deliverAll(ctx context.Context) error {
 // judge judges the effect table, then the stand-ins' calls, into the
 // report; external-lost, which needs every acked event, is judged by
 // checks (redeliver run) alone.
-func (r *replayer) judge(ctx context.Context, dialect, table string) error {
+func (r *replayer) judge(ctx context.Context) error {
 	where := r.t.Effects.Table
 	if where == "" {
 		where = "the effects query"
@@ -278,7 +274,7 @@ func (r *replayer) judge(ctx context.Context, dialect, table string) error {
 	r.rep.Breaches = append(violations, ext...)
 	r.rep.History = r.brokenHistory()
 	r.rep.Counters.Effects = effects
-	r.judged(dialect, table)
+	r.judged(r.sess.dialect())
 	return nil
 }
 

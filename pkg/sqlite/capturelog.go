@@ -317,12 +317,12 @@ func (c *CaptureLog) Findings(ctx context.Context, limit int) (CaptureFindings, 
 	if err != nil {
 		return f, fmt.Errorf("count keys: %w", err)
 	}
+	if limit <= 0 || f.IdentityReuse == 0 && f.KeysWithSeveralIDs == 0 {
+		return f, nil // no example to place
+	}
 	loc, err := c.locator(ctx)
 	if err != nil {
 		return f, err
-	}
-	if limit <= 0 {
-		return f, nil
 	}
 	if f.IdentityReuse > 0 {
 		if f.Reuse, err = c.reuseExamples(ctx, loc, limit); err != nil {
