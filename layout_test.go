@@ -77,6 +77,9 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		// The processes redeliver starts, and what they leave behind.
 		"proc": {[]string{"escape", "inject", "redact", "scenario"},
 			join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
+		// The supervisor alone, and its build for the end-to-end tests.
+		"proc/internal/supervisor": {[]string{"proc"}, join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
+		"proc/proctest":            {nil, none},
 		// The engines and the reports.
 		"runner": {[]string{"consumer", "handler", "invariant", "problem", "scenario", "template"},
 			join(none, words, []string{mod + "builtin", mod + "report", mod + "replay", mod + "external", mod + "effects", mod + "sqlproxy"})},

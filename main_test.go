@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redeliver/redeliver/cmd"
 	"github.com/redeliver/redeliver/pkg/external/consumertest"
+	"github.com/redeliver/redeliver/pkg/proc/proctest"
 	"github.com/rogpeppe/go-internal/testscript"
 	_ "modernc.org/sqlite"
 )
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=10")
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(withSupervisor{m}, map[string]func(){
 		"redeliver": func() { os.Exit(cmd.Main()) },
 		// drop-kept-schemas FILE drops the PostgreSQL schemas that the
 		// "kept schema NAME" lines of FILE (a --keep run's stderr) name.
@@ -57,6 +58,25 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// withSupervisor runs the tests with the supervisor built on its own:
+// the scripts' redeliver, the race-enabled test binary, would otherwise
+// start itself again as the supervisor of every process it starts.
+type withSupervisor struct{ m *testing.M }
+
+func (w withSupervisor) Run() int {
+	dir, err := os.MkdirTemp("", "redeliver-supervisor-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := proctest.UseBuiltSupervisor(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return w.m.Run()
+}
+
 // TestScripts runs the end-to-end scripts in testdata/script: the real
 // command, its stdout, stderr and exit status. Each script starts with the
 // shipped scenarios copied into its work folder as scenarios/.
@@ -78,6 +98,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NO_COLOR", "")
 			env.Setenv("FORCE_COLOR", "")
 			env.Setenv("GITHUB_ACTIONS", "")
+			env.Setenv(proctest.ProgramEnv, os.Getenv(proctest.ProgramEnv))
 			// Scripts marked [postgres] run against this server, and skip without it.
 			env.Setenv("REDELIVER_TEST_POSTGRES", os.Getenv("REDELIVER_TEST_POSTGRES"))
 			// Scripts marked [nats] publish into this server, and skip without it (fail under CI).

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redeliver/redeliver/pkg/proc/proctest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -135,6 +136,7 @@ func TestReadmeTour(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("GITHUB_ACTIONS", "")
+			env.Setenv(proctest.ProgramEnv, os.Getenv(proctest.ProgramEnv))
 			return copyTree("scenarios", filepath.Join(env.WorkDir, "scenarios"))
 		},
 	})

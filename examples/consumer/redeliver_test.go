@@ -31,6 +31,7 @@ import (
 
 	"github.com/redeliver/redeliver/cmd"
 	"github.com/redeliver/redeliver/pkg/external/consumertest"
+	"github.com/redeliver/redeliver/pkg/proc/proctest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -91,6 +92,13 @@ func (r removeBuilt) Run() int {
 		built.dir = dir
 		go built.once.Do(buildTheConsumer)
 		go plainRedeliver.once.Do(buildPlainRedeliver)
+		// The race-enabled redeliver would otherwise start itself again
+		// as the supervisor of every process it starts.
+		if err := proctest.UseBuiltSupervisor(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.RemoveAll(dir)
+			return 1
+		}
 	}
 	code := r.m.Run()
 	if built.dir != "" {

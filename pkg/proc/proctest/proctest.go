@@ -1,0 +1,38 @@
+// Package proctest has the end-to-end tests start a supervisor built on
+// its own (pkg/proc/internal/supervisor), without the race detector, in
+// place of the race-enabled test binary run again: the tests start a
+// supervisor for every consumer and exec delivery, thousands in all, and
+// a race-enabled binary takes several times longer to start.
+//
+// It imports no package of this module: it builds one, by its path.
+package proctest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// ProgramEnv names the supervisor's program to every redeliver started
+// from here on (pkg/proc reads it); a test that gives its processes an
+// environment of their own (testscript's) passes it on.
+const ProgramEnv = "REDELIVER_INTERNAL_SUPERVISOR_PROGRAM"
+
+// UseBuiltSupervisor builds the supervisor into dir and names it in this
+// process's environment, which every redeliver the tests start inherits.
+// Off Linux, where there is no supervisor, it does nothing; where it
+// cannot build (no go command), it says why and sets nothing, the
+// supervisors then being redeliver itself.
+func UseBuiltSupervisor(dir string) error {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	bin := filepath.Join(dir, "supervisor")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/redeliver/redeliver/pkg/proc/internal/supervisor").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build the supervisor: %v\n%s", err, out)
+	}
+	return os.Setenv(ProgramEnv, bin)
+}
