@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -293,6 +294,66 @@ func transportError(err error) error {
 	return err
 }
 
+// together holds the stdin of a concurrent step's exec processes until
+// every one of them has started: each then reads the event at once,
+// however long the others took to start (a process per delivery, and
+// a supervisor before it, start in tens of milliseconds on a quiet
+// machine and in seconds on a loaded one, longer than a consumer's
+// window between its check and its act).
+type together struct {
+	left sync.WaitGroup
+	all  chan struct{}
+}
+
+type togetherKey struct{}
+
+// startTogether returns ctx for n exec deliveries that start together.
+func startTogether(ctx context.Context, n int) context.Context {
+	t := &together{all: make(chan struct{})}
+	t.left.Add(n)
+	go func() {
+		t.left.Wait()
+		close(t.all)
+	}()
+	return context.WithValue(ctx, togetherKey{}, t)
+}
+
+func togetherOf(ctx context.Context) *together {
+	t, _ := ctx.Value(togetherKey{}).(*together)
+	return t
+}
+
+// started says that one process started (or could not be started).
+func (t *together) started() {
+	if t != nil {
+		t.left.Done()
+	}
+}
+
+// held is r, read once every process started.
+func (t *together) held(ctx context.Context, r io.Reader) io.Reader {
+	return &heldReader{t: t, ctx: ctx, r: r}
+}
+
+type heldReader struct {
+	t    *together
+	ctx  context.Context
+	r    io.Reader
+	open bool
+}
+
+func (h *heldReader) Read(p []byte) (int, error) {
+	if !h.open {
+		select {
+		case <-h.t.all:
+		case <-h.ctx.Done():
+			return 0, h.ctx.Err()
+		}
+		h.open = true
+	}
+	return h.r.Read(p)
+}
+
 // execDeliverer runs one process per delivery, the event on its stdin.
 type execDeliverer struct {
 	spec *scenario.ExecTarget
@@ -313,9 +374,15 @@ func (d *execDeliverer) Deliver(ctx context.Context, ev Event, kill <-chan struc
 	cmd := exec.Command(proc.Program(d.spec.Command[0]), d.spec.Command[1:]...)
 	cmd.Dir = d.spec.Dir
 	cmd.Env = proc.Environ(d.spec.Env)
-	cmd.Stdin = bytes.NewReader(ev.Structured())
+	var stdin io.Reader = bytes.NewReader(ev.Structured())
+	together := togetherOf(ctx)
+	if together != nil {
+		stdin = together.held(ctx, stdin)
+	}
+	cmd.Stdin = stdin
 	var stderr proc.Tail
 	c, err := proc.Spawn(cmd, nil, func(r io.Reader) { io.Copy(&stderr, r) })
+	together.started()
 	if err != nil {
 		return Answer{Kind: Unacked, Err: &ExecError{fmt.Errorf("cannot run %s: %v", d.spec.Command[0], proc.UnwrapExec(err))}}
 	}

@@ -1208,13 +1208,17 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 		gate := make(chan struct{})
 		answers = make([]Answer, st.Concurrent)
 		var wg sync.WaitGroup
+		each := ctx
+		if sys.sess.t.Exec != nil {
+			each = startTogether(ctx, st.Concurrent)
+		}
 		for i := range answers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-gate
 				spans[i].Sent = time.Now()
-				answers[i] = sys.sess.deliver(ctx, ev, nil)
+				answers[i] = sys.sess.deliver(each, ev, nil)
 				spans[i].Answered = time.Now()
 			}()
 		}
