@@ -34,12 +34,12 @@ MY_LOCAL := mysql://root@127.0.0.1:3306/test
 # in this order. Up to TEST_P test binaries run at once: the end-to-end
 # ones spend much of their time waiting on the processes, brokers and
 # databases they drive, so more than one per core keeps both cores busy
-# (and the example consumer's package runs ten of its tests at once,
+# (and the example consumer's package runs six of its tests at once,
 # four in the heavy tier). make test is the quick tier. A package's
-# binary may run TEST_TIMEOUT: go test's own 10 minutes hold on a quiet
-# machine, but on one shared at load average 20 the root package's
-# scripts (each redeliver and consumer they start the race-enabled test
-# binary) have taken 12.5 minutes. A race-enabled program sleeps a
+# binary may run TEST_TIMEOUT: on a machine shared at load average 20,
+# or one whose processes start slowly, the root package's scripts (each
+# redeliver and consumer they start the race-enabled test binary) have
+# taken 11 to 12.5 minutes, past go test's own 10 (docs/development.md). A race-enabled program sleeps a
 # second at exit by default; GORACE=atexit_sleep_ms=10 keeps its report
 # and drops the wait.
 TEST_PKGS    := ./examples/consumer . ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...

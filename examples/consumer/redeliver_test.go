@@ -64,15 +64,17 @@ func TestMain(m *testing.M) {
 type removeBuilt struct{ m *testing.M }
 
 func (r removeBuilt) Run() int {
-	// The tests here spend their time waiting on the consumers, brokers
-	// and databases they drive, not computing (a broker case's redeliver
-	// and consumer use about 2 s of CPU in 20 s): ten run at once in
-	// make test, unless -parallel says otherwise, and the slots
-	// (brokerSlots, mySlots) bound the ones that share a server; a test
-	// waiting for a slot holds one of the ten. At four, the package took
-	// 7 minutes on a quiet 2-core machine, its CPU 57% of one core. The
-	// heavy tier, its broker matrices and nemeses timed against one
-	// another, keeps four.
+	// The tests here spend much of their time waiting on the consumers,
+	// brokers and databases they drive (a broker case's redeliver and
+	// consumer use about 2 s of CPU in 20 s): six run at once in make
+	// test, unless -parallel says otherwise, and the slots (brokerSlots,
+	// mySlots) bound the ones that share a server; a test waiting for a
+	// slot holds one of the six. At four, the package took 7 minutes on a
+	// quiet 2-core machine, its CPU 57% of one core; at ten, on a machine
+	// whose processes start several times slower, make test ran at load
+	// average 20 to 30, and the windows the flawed consumers open were
+	// missed. The heavy tier, its broker matrices and nemeses timed
+	// against one another, keeps four.
 	if !flag.Parsed() {
 		flag.Parse()
 	}
