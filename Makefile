@@ -39,7 +39,7 @@ MY_LOCAL := mysql://root@127.0.0.1:3306/test
 # binary may run TEST_TIMEOUT: on a machine shared at load average 20,
 # or one whose processes start slowly, the root package's scripts (each
 # redeliver and consumer they start the race-enabled test binary) have
-# taken 11 to 12.5 minutes, past go test's own 10 (docs/development.md). A race-enabled program sleeps a
+# taken 11 to 15 minutes, past go test's own 10 (docs/development.md). A race-enabled program sleeps a
 # second at exit by default; GORACE=atexit_sleep_ms=10 keeps its report
 # and drops the wait.
 TEST_PKGS    := ./examples/consumer . ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...

@@ -79,7 +79,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
 		// The supervisor alone, and its build for the end-to-end tests.
 		"proc/internal/supervisor": {[]string{"proc"}, join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
-		"proc/proctest":            {nil, none},
+		"proc/proctest":            {[]string{"proc"}, none},
 		// The engines and the reports.
 		"runner": {[]string{"consumer", "handler", "invariant", "problem", "scenario", "template"},
 			join(none, words, []string{mod + "builtin", mod + "report", mod + "replay", mod + "external", mod + "effects", mod + "sqlproxy"})},

@@ -45,18 +45,18 @@ func TestConcurrentExecReadsTogether(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if first, last := stamps(t, dir, "read.*"), slices.Max(calls); first < last {
+	if first, last := earliest(t, dir, "read.*", n), slices.Max(calls); first < last {
 		t.Errorf("a process read the event %v before the last one was started", time.Duration(last-first))
 	}
 }
 
-// stamps is the earliest of the nanosecond times in the files of dir
+// earliest is the earliest of the nanosecond times in the n files of dir
 // matching glob.
-func stamps(t *testing.T, dir, glob string) int64 {
+func earliest(t *testing.T, dir, glob string, n int) int64 {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, glob))
-	if len(files) != 4 {
-		t.Fatalf("%d files %s, want 4", len(files), glob)
+	if len(files) != n {
+		t.Fatalf("%d files %s, want %d", len(files), glob, n)
 	}
 	var out int64
 	for i, f := range files {

@@ -35,6 +35,13 @@ type Child struct {
 	readers sync.WaitGroup
 }
 
+// SupervisorProgramEnv, when set, names the program run as the supervisor
+// on Linux in place of redeliver itself: one whose main calls Supervise first
+// (pkg/proc/internal/supervisor, which the end-to-end tests build, since
+// the race-enabled test binaries they run as redeliver are several times
+// slower to start).
+const SupervisorProgramEnv = "REDELIVER_INTERNAL_SUPERVISOR_PROGRAM"
+
 // Spawn starts cmd with stdout and stderr (each may be nil) reading its
 // output until it ends. A process that leaves a descendant holding the
 // pipes does not make redeliver wait for it.

@@ -38,13 +38,6 @@ import (
 // started process's environment.
 const supervisorEnv = "REDELIVER_INTERNAL_SUPERVISOR"
 
-// supervisorProgramEnv, when set, names the program run as the supervisor
-// in place of redeliver itself: one whose main calls Supervise first
-// (pkg/proc/internal/supervisor, which the end-to-end tests build, since
-// the race-enabled test binaries they run as redeliver are several times
-// slower to start).
-const supervisorProgramEnv = "REDELIVER_INTERNAL_SUPERVISOR_PROGRAM"
-
 // supervisorFd is the supervisor's status pipe: "ok PID" once the process
 // started, "errno N" or "error TEXT" when it could not be.
 const supervisorFd = 3
@@ -250,7 +243,7 @@ func superviseCmd(cmd *exec.Cmd) (*os.File, error) {
 	env = append(withoutVar(env, supervisorEnv), supervisorEnv+"="+strconv.Itoa(os.Getpid()))
 	args := append([]string{os.Args[0], cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args, cmd.Env = "/proc/self/exe", args, env
-	if p := os.Getenv(supervisorProgramEnv); p != "" {
+	if p := os.Getenv(SupervisorProgramEnv); p != "" {
 		cmd.Path = p
 	}
 	cmd.ExtraFiles = []*os.File{w}

@@ -4,7 +4,7 @@
 // supervisor for every consumer and exec delivery, thousands in all, and
 // a race-enabled binary takes several times longer to start.
 //
-// It imports no package of this module: it builds one, by its path.
+// Of this module it imports only pkg/proc, whose variable it sets.
 package proctest
 
 import (
@@ -13,12 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+
+	"github.com/redeliver/redeliver/pkg/proc"
 )
 
 // ProgramEnv names the supervisor's program to every redeliver started
-// from here on (pkg/proc reads it); a test that gives its processes an
-// environment of their own (testscript's) passes it on.
-const ProgramEnv = "REDELIVER_INTERNAL_SUPERVISOR_PROGRAM"
+// from here on; a test that gives its processes an environment of their
+// own (testscript's) passes it on.
+const ProgramEnv = proc.SupervisorProgramEnv
 
 // UseBuiltSupervisor builds the supervisor into dir and names it in this
 // process's environment, which every redeliver the tests start inherits.
