@@ -85,7 +85,7 @@ func publishCapture(url, stream, file string) int {
 }
 
 func deleteStream(url, stream string) int {
-	nc, err := natsgo.Connect(url)
+	nc, err := natsgo.Connect(url, natsgo.Timeout(10*time.Second))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

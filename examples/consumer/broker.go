@@ -204,7 +204,7 @@ func (w *workers) run(f func()) {
 }
 
 func consumeJetStream(ctx context.Context, c *consumer, b brokerConfig, stdout io.Writer) error {
-	nc, err := natsgo.Connect(b.nats, natsgo.Name("example-consumer"))
+	nc, err := natsgo.Connect(b.nats, natsgo.Name("example-consumer"), natsgo.Timeout(10*time.Second))
 	if err != nil {
 		return fmt.Errorf("connect to NATS at %s: %w", b.nats, err)
 	}

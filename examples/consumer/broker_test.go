@@ -81,7 +81,7 @@ func jetStream(t testing.TB, ackWait time.Duration) rig {
 	reachable(t, "NATS", strings.TrimPrefix(url, "nats://"))
 	stream := "EXAMPLE_" + strings.ToUpper(suffix())
 	subject := strings.ToLower(stream) + ".payments"
-	nc, err := natsgo.Connect(url)
+	nc, err := natsgo.Connect(url, natsgo.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

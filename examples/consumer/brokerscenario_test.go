@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -98,7 +99,7 @@ func TestBrokerScenarioRunsAgain(t *testing.T) {
 				}
 			}
 			if stream := env["STREAM"]; stream != "" {
-				nc, err := natsgo.Connect(env["NATS"])
+				nc, err := natsgo.Connect(env["NATS"], natsgo.Timeout(10*time.Second))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,7 +129,7 @@ func natsStream(t *testing.T, env map[string]string) {
 	stream := "SCENARIO_" + strings.ToUpper(suffix())
 	env["NATS"], env["STREAM"] = u, stream
 	t.Cleanup(func() {
-		nc, err := natsgo.Connect(u)
+		nc, err := natsgo.Connect(u, natsgo.Timeout(10*time.Second))
 		if err != nil {
 			t.Error(err)
 			return
@@ -388,7 +389,7 @@ func TestBrokerLeftoverRefused(t *testing.T) {
 // run that was interrupted leaves it, and says how many the durable has
 // yet to deliver.
 func natsLeftover(t *testing.T, env map[string]string) func() int {
-	nc, err := natsgo.Connect(env["NATS"])
+	nc, err := natsgo.Connect(env["NATS"], natsgo.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

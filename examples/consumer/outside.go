@@ -106,7 +106,7 @@ func openPublisher(url string, noID bool) (*publisher, error) {
 	if err != nil || u.Scheme != "nats" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
 		return nil, fmt.Errorf("--publish %q is not nats://HOST:PORT/SUBJECT", url)
 	}
-	nc, err := natsgo.Connect("nats://"+u.Host, natsgo.Name("example-consumer-publisher"))
+	nc, err := natsgo.Connect("nats://"+u.Host, natsgo.Name("example-consumer-publisher"), natsgo.Timeout(10*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("--publish: %w", err)
 	}

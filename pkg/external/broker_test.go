@@ -71,7 +71,7 @@ func TestOpenBrokerAckWait(t *testing.T) {
 	} else {
 		c.Close()
 	}
-	nc, err := natsgo.Connect(url)
+	nc, err := natsgo.Connect(url, natsgo.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

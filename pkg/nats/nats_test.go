@@ -48,7 +48,7 @@ func unique(prefix string) string {
 // the test made.
 func admin(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
-	nc, err := natsgo.Connect(url)
+	nc, err := natsgo.Connect(url, natsgo.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func TestTopicReadsRecordsOfEverySize(t *testing.T) {
 func TestStreamReadsRecordsOfEverySize(t *testing.T) {
 	url := natsServer(t)
 	ctx := context.Background()
-	nc, err := natsgo.Connect(url)
+	nc, err := natsgo.Connect(url, natsgo.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func publishCapture(t *testing.T, url, file string, mode broker.Mode) string {
 	stream := "RDLV_REPLAY_" + strings.ToUpper(hex.EncodeToString(b))
 	subject, _ := broker.ParseRoute(strings.ToLower(stream) + ".{type}")
 	ctx := context.Background()
-	nc, err := natsgo.Connect(url)
+	nc, err := natsgo.Connect(url, natsgo.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestStreamFromSequence(t *testing.T) {
 		}
 	}
 	// The stream keeps no consumer behind.
-	nc, err := natsgo.Connect(url)
+	nc, err := natsgo.Connect(url, natsgo.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

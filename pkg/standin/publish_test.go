@@ -196,7 +196,7 @@ var orderKey = template.MustParse("{data.orderId}")
 
 func TestPublishedNATS(t *testing.T) {
 	server := reachable(t, "REDELIVER_TEST_NATS", "nats://127.0.0.1:4222", "NATS")
-	nc, err := natsgo.Connect(server)
+	nc, err := natsgo.Connect(server, natsgo.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
