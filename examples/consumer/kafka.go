@@ -25,8 +25,9 @@ import (
 
 // kafkaClient is a group member's client. joined is called each time the
 // group hands the member its partitions (the first time included, even
-// when there are none for it).
-func kafkaClient(b brokerConfig, joined func()) (*kgo.Client, error) {
+// when there are none for it); the client's warnings and errors (a join
+// or commit the group refused, a broker away) go to log.
+func kafkaClient(b brokerConfig, joined func(), log kgo.Logger) (*kgo.Client, error) {
 	heartbeat := min(3*time.Second, b.sessionTimeout/3)
 	return kgo.NewClient(
 		kgo.SeedBrokers(strings.Split(b.kafka, ",")...),
@@ -41,7 +42,23 @@ func kafkaClient(b brokerConfig, joined func()) (*kgo.Client, error) {
 		kgo.RebalanceTimeout(max(2*b.sessionTimeout, 5*time.Second)),
 		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { joined() }),
+		kgo.WithLogger(log),
 	)
+}
+
+// groupLog is the client's logger: its warnings and errors in the
+// consumer's log, so that a member that never gets into its group says
+// why.
+type groupLog struct{ c *consumer }
+
+func (groupLog) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (l groupLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	var b strings.Builder
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", keyvals[i], keyvals[i+1])
+	}
+	l.c.logf("kafka %s: %s%s", strings.ToLower(level.String()), msg, b.String())
 }
 
 // consumeKafka says it is consuming once it is a member of the group with
@@ -52,7 +69,7 @@ func consumeKafka(ctx context.Context, c *consumer, b brokerConfig, stdout io.Wr
 	var once sync.Once
 	cl, err := kafkaClient(b, func() {
 		once.Do(func() { fmt.Fprintf(stdout, "consuming %s as group %s (%s)\n", b.topic, b.group, c.flaw) })
-	})
+	}, groupLog{c})
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}
