@@ -99,6 +99,9 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			"runner", "scenario", "sqlite", "sqlproxy", "standin", "template"},
 			join(words, []string{mod + "report", mod + "suite", mod + "postgres"})},
 		"external/consumertest": {nil, join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql"})},
+		// The tests' consumer alone, built for the root package's scripts.
+		"external/consumertest/internal/consumer": {[]string{"external/consumertest"},
+			join(brokers, []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql"})},
 		"suite": {[]string{"builtin", "consumer", "effects", "external", "invariant", "postgres", "problem",
 			"runner", "scenario", "sqlite"}, join(words, []string{mod + "report"})},
 	}

@@ -58,9 +58,11 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// withSupervisor runs the tests with the supervisor built on its own:
-// the scripts' redeliver, the race-enabled test binary, would otherwise
-// start itself again as the supervisor of every process it starts.
+// withSupervisor runs the tests with the supervisor and the scripts'
+// consumer built on their own, without the race detector: the scripts'
+// redeliver, the race-enabled test binary, would otherwise start itself
+// again as the supervisor of every process it starts, and each consumer
+// would be that binary too.
 type withSupervisor struct{ m *testing.M }
 
 func (w withSupervisor) Run() int {
@@ -71,6 +73,10 @@ func (w withSupervisor) Run() int {
 	}
 	defer os.RemoveAll(dir)
 	if err := proctest.UseBuiltSupervisor(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := consumertest.UseBuilt(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
