@@ -25,38 +25,9 @@ func (s *Session) endBackends(ctx context.Context) ([]int32, error) {
 	if s.proxy == nil {
 		return nil, nil
 	}
-	var busy []int32
-	byPID := map[int32]sqlproxy.Backend{}
-	// The proxy sees a dead client's sockets close a moment after its
-	// death: a busy process whose client connection is still open is
-	// looked at again, for a while, before it is taken for a living
-	// instance's.
-	for wait := 0; ; wait++ {
-		all := s.proxy.Backends()
-		if len(all) == 0 {
-			return nil, nil
-		}
-		pids := make([]int32, len(all))
-		for i, b := range all {
-			pids[i], byPID[b.PID] = b.PID, b
-		}
-		var err error
-		if busy, err = s.db.Busy(ctx, pids); err != nil {
-			return nil, err
-		}
-		s.proxy.Forget(without(pids, busy))
-		open := 0
-		for _, pid := range busy {
-			if byPID[pid].Open {
-				open++
-			}
-		}
-		if open == 0 || wait == 10 {
-			break
-		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return nil, err
-		}
+	busy, byPID, err := s.busyBackends(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var orphans []int32
 	for _, pid := range busy {
@@ -74,7 +45,6 @@ func (s *Session) endBackends(ctx context.Context) ([]int32, error) {
 		for _, pid := range orphans {
 			s.proxy.Cancel(ctx, byPID[pid])
 		}
-		var err error
 		if left, err = s.waitEnded(ctx, orphans, backendGrace); err != nil || len(left) == 0 {
 			return left, err
 		}
@@ -83,6 +53,45 @@ func (s *Session) endBackends(ctx context.Context) ([]int32, error) {
 		return left, fmt.Errorf("cannot terminate the consumer's database backends %v: %w", left, err)
 	}
 	return s.waitEnded(ctx, left, 2*time.Second)
+}
+
+// busyBackends returns the server processes behind the proxy that are
+// busy, and the backends it listed by PID, once none of the busy ones
+// still has its client connection open, or after ten more looks; the
+// proxy forgets those that are not busy.
+func (s *Session) busyBackends(ctx context.Context) ([]int32, map[int32]sqlproxy.Backend, error) {
+	byPID := map[int32]sqlproxy.Backend{}
+	// The proxy sees a dead client's sockets close a moment after its
+	// death: a busy process whose client connection is still open is
+	// looked at again, for a while, before it is taken for a living
+	// instance's.
+	for wait := 0; ; wait++ {
+		all := s.proxy.Backends()
+		if len(all) == 0 {
+			return nil, nil, nil
+		}
+		pids := make([]int32, len(all))
+		for i, b := range all {
+			pids[i], byPID[b.PID] = b.PID, b
+		}
+		busy, err := s.db.Busy(ctx, pids)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.proxy.Forget(without(pids, busy))
+		open := 0
+		for _, pid := range busy {
+			if byPID[pid].Open {
+				open++
+			}
+		}
+		if open == 0 || wait == 10 {
+			return busy, byPID, nil
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return nil, nil, err
+		}
+	}
 }
 
 // waitEnded waits up to d until none of pids is busy, and returns those

@@ -40,44 +40,14 @@ func (sys *system) brokerRaced(ctx context.Context, c runner.Call, ev Event, spa
 		w.Stop()
 		return nil, err
 	}
-	answers := make([]Answer, n)
-	for i := range answers {
-		spans[i].Sent = time.Now()
-		if parts != nil {
-			answers[i] = s.dl.(*brokerDeliverer).deliverTo(ctx, ev, parts[i])
-		} else {
-			answers[i] = s.dl.Deliver(ctx, ev, nil)
-		}
-		spans[i].Answered = time.Now()
-		if answers[i].Err != nil {
-			// The broker refused a copy: the run stops there (harnessError).
-			w.Cut()
-			w.Stop()
-			return answers, nil
-		}
+	answers, refused := s.publishCopies(ctx, ev, parts, spans, n)
+	if refused {
+		// The broker refused a copy: the run stops there (harnessError).
+		w.Cut()
+		w.Stop()
+		return answers, nil
 	}
-	dctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	drained := make(chan error, 1)
-	go func() { drained <- s.taken(dctx) }()
-	reached, raced := false, false
-	select {
-	case <-w.Held():
-		reached = true
-		heldAt := time.Now()
-		ran := len(w.Statements())
-		held := s.letCopiesRun(ctx, w, n)
-		raced = s.raced(w, ran, held)
-		w.Release()
-		spans[0].Held, spans[0].Released, spans[0].HeldAt = heldAt, time.Now(), consumer.FaultPoint(heldWords(*at))
-		err = <-drained
-	case err = <-drained:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err == nil {
-		err = s.copiesDone(ctx, w)
-	}
+	reached, raced, err := s.holdCopies(ctx, w, n, at, spans)
 	if err != nil {
 		w.Cut()
 		w.Stop()
@@ -102,19 +72,63 @@ func (sys *system) brokerRaced(ctx context.Context, c runner.Call, ev Event, spa
 		// other's marker): the run was unforced, and says so.
 		c.Rec.Unreached()
 	default:
-		stmts := statementsOf(trace, at)
-		for i := range stmts {
-			if stmts[i].Held {
-				// Let go, it ran: its answer stands.
-				stmts[i].Released, stmts[i].Answer = true, trace[i].Answer
-			}
-		}
-		c.Rec.Trace(stmts)
+		c.Rec.Trace(statementsReleased(trace, at))
 		if !raced {
 			c.Rec.Counters().Unraced++
 		}
 	}
 	return answers, nil
+}
+
+// publishCopies publishes n copies of ev one after another, each to its
+// own member's partition where the broker is told where (parts), and
+// times each on its span. refused: the broker refused a copy, and those
+// after it were not published.
+func (s *Session) publishCopies(ctx context.Context, ev Event, parts []int32, spans []invariant.Span, n int) (answers []Answer, refused bool) {
+	answers = make([]Answer, n)
+	for i := range answers {
+		spans[i].Sent = time.Now()
+		if parts != nil {
+			answers[i] = s.dl.(*brokerDeliverer).deliverTo(ctx, ev, parts[i])
+		} else {
+			answers[i] = s.dl.Deliver(ctx, ev, nil)
+		}
+		spans[i].Answered = time.Now()
+		if answers[i].Err != nil {
+			return answers, true
+		}
+	}
+	return answers, false
+}
+
+// holdCopies waits until the broker says every copy was taken and the
+// work of each is over (copiesDone). A worker held at the boundary first
+// waits there while the other copies run (letCopiesRun), is let go, and
+// its hold is drawn on the first span. reached: a worker was held;
+// raced: the hold raced the copies (Session.raced).
+func (s *Session) holdCopies(ctx context.Context, w *sqlproxy.Watch, n int, at *sqlproxy.Boundary, spans []invariant.Span) (reached, raced bool, err error) {
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- s.taken(dctx) }()
+	select {
+	case <-w.Held():
+		reached = true
+		heldAt := time.Now()
+		ran := len(w.Statements())
+		held := s.letCopiesRun(ctx, w, n)
+		raced = s.raced(w, ran, held)
+		w.Release()
+		spans[0].Held, spans[0].Released, spans[0].HeldAt = heldAt, time.Now(), consumer.FaultPoint(heldWords(*at))
+		err = <-drained
+	case err = <-drained:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = s.copiesDone(ctx, w)
+	}
+	return reached, raced, err
 }
 
 // letCopiesRun waits, while a worker is held, until the other n-1

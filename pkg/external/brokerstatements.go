@@ -34,34 +34,10 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 		return bw.a, err
 	})
 	trace, others, marked, reached := bw.trace, bw.others, bw.marked, bw.reached
-	// traced is the delivery's trace, the ack marked where the broker
-	// showed it.
-	traced := func(hit *sqlproxy.Boundary) []consumer.Statement {
-		stmts := statementsOf(trace, hit)
-		if bw.ackAtKill {
-			// Seen only once the instance was gone: before the kill,
-			// which came at the held statement.
-			for i := range stmts {
-				if stmts[i].Held {
-					stmts[i].AnsweredBefore = bw.said
-					break
-				}
-			}
-			return stmts
-		}
-		markAnswer(stmts, trace, watch{a: bw.a, said: bw.said, reached: reached})
-		if unseen := sys.sess.ackUnseen(); unseen != "" && len(stmts) > 0 {
-			stmts[0].AckUnseen = unseen
-		}
-		return stmts
-	}
 	if err != nil || a.Err != nil {
 		return a, err
 	}
-	what := "crash: " + st.Crash.String()
-	if c.Hold.Statement != nil {
-		what = "crash: statements, " + c.Hold.Statement.Name + ","
-	}
+	what := crashWords(c)
 	switch {
 	case len(trace) == 0 && len(others) == 0:
 		// No statement came through the proxy while the delivery was
@@ -80,20 +56,20 @@ func (sys *system) brokerStatementCrash(ctx context.Context, c runner.Call, ev E
 		return a, nil
 	case at == nil:
 		if past, err := sys.wrotePast(ctx, c, ev, key, before, trace); past || err != nil {
-			c.Rec.Trace(traced(nil))
+			c.Rec.Trace(bw.traced(sys.sess, nil))
 			return a, err
 		}
 		c.Rec.Boundaries(killBoundaries(trace, true, false))
-		c.Rec.Trace(traced(nil))
+		c.Rec.Trace(bw.traced(sys.sess, nil))
 		return a, nil
 	case !reached:
-		c.Rec.Trace(traced(nil))
+		c.Rec.Trace(bw.traced(sys.sess, nil))
 		c.Rec.Fail(runner.Miss{Kind: runner.MissNotReached, What: what, Lines: traceLines(trace), Said: "its broker (it took the message)"})
 		return a, nil
 	}
 	// The redelivery the broker made on its own after the kill follows
 	// the killed attempt's statements, as over HTTP.
-	c.Rec.Trace(withRedelivery(traced(at), statementsOf(bw.again, nil)))
+	c.Rec.Trace(withRedelivery(bw.traced(sys.sess, at), statementsOf(bw.again, nil)))
 	return a, nil
 }
 
@@ -119,6 +95,28 @@ type brokerWatch struct {
 	// broker showed no ack before it and a statement of them carried the
 	// delivery's mark.
 	again []sqlproxy.Statement
+}
+
+// traced is the delivery's trace, the ack marked where the broker
+// showed it (s's ackUnseen where it cannot show it).
+func (bw *brokerWatch) traced(s *Session, hit *sqlproxy.Boundary) []consumer.Statement {
+	stmts := statementsOf(bw.trace, hit)
+	if bw.ackAtKill {
+		// Seen only once the instance was gone: before the kill,
+		// which came at the held statement.
+		for i := range stmts {
+			if stmts[i].Held {
+				stmts[i].AnsweredBefore = bw.said
+				break
+			}
+		}
+		return stmts
+	}
+	markAnswer(stmts, bw.trace, watch{a: bw.a, said: bw.said, reached: bw.reached})
+	if unseen := s.ackUnseen(); unseen != "" && len(stmts) > 0 {
+		stmts[0].AckUnseen = unseen
+	}
+	return stmts
 }
 
 // ackPoll is how often the broker is asked whether the delivery was
@@ -172,33 +170,10 @@ func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boun
 		w.Stop()
 		return f.out, err
 	}
-	var killed time.Time
-	var open bool
-	var owner *proc.Process // the instance that holds the connection
 	if f.out.reached {
 		cancel()
-		if f.drained != nil {
-			<-f.drained
-		}
-		if !f.acked && f.ackWord != "" && s.ackedNow(ctx) {
-			// The held instance can ack nothing more: an ack the
-			// broker shows now came before the held statement.
-			f.ack(f.ackWord)
-		}
-		open = w.InTransaction()
-		if owner = s.holder(w); owner == nil {
-			w.Cut()
-			w.Stop()
-			return f.out, s.unowned()
-		}
-		owner.Kill()
-		killed = time.Now()
-		w.Cut()
-		if !f.acked && s.ackUnseen() != "" {
-			if empty, known := s.emptyOnceGone(ctx); known && empty {
-				f.ack("acked at the latest")
-				f.out.ackAtKill = true
-			}
+		if err := f.killHeld(ctx); err != nil {
+			return f.out, err
 		}
 	}
 	out := f.out
@@ -207,35 +182,14 @@ func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boun
 	if !out.reached {
 		return out, nil
 	}
-	out.inWork = !at.After || open || !txEnded(out.trace, at)
+	out.inWork = !at.After || f.open || !txEnded(out.trace, at)
 	out.a.Crashed, out.a.CrashCame = true, Unknown
 	if f.acked {
 		// The broker showed the ack before the hold: the kill came
 		// after it.
 		out.a.CrashCame, out.a.InWork = AfterAnswer, out.inWork
 	}
-	// The watch of the redelivery is on before the restart: a broker
-	// hands the message to the restarted instance as soon as it
-	// consumes.
-	var next *sqlproxy.Watch
-	if again && !f.acked {
-		if next, err = s.proxy.Watch(nil, ev.ID, ev.Key); err != nil {
-			return out, err
-		}
-	}
-	if err := owner.Restart(ctx); err != nil {
-		if next != nil {
-			next.Stop()
-		}
-		return out, err
-	}
-	out.a.KilledAt, out.a.Restarted = killed, time.Now()
-	if next != nil {
-		if out.again, err = s.redelivered(ctx, next); err != nil {
-			return out, err
-		}
-	}
-	return out, nil
+	return f.restart(ctx, ev, again, out)
 }
 
 // brokerFollowing is one delivery of brokerWatched while the proxy
@@ -251,10 +205,79 @@ type brokerFollowing struct {
 	// tick and limit run once the consumer took the message.
 	ticker      *time.Ticker
 	tick, limit <-chan time.Time
-	out         brokerWatch
+	// owner is the instance that held the connection, killed at killed;
+	// open: a transaction was open on that connection then.
+	owner  *proc.Process
+	killed time.Time
+	open   bool
+	out    brokerWatch
 }
 
 func (f *brokerFollowing) ack(said string) { f.acked, f.out.said = true, said }
+
+// killHeld, once the delivery is held, waits for the drain to end, takes
+// an ack the broker shows now for one that came before the hold, kills
+// the instance that holds the held connection (owner) and cuts that
+// connection. Where the broker shows no ack, a queue found empty once
+// the instance is gone says it acked before the kill. No instance found
+// holding the connection stops the watch, and is the error.
+func (f *brokerFollowing) killHeld(ctx context.Context) error {
+	s, w := f.s, f.w
+	if f.drained != nil {
+		<-f.drained
+	}
+	if !f.acked && f.ackWord != "" && s.ackedNow(ctx) {
+		// The held instance can ack nothing more: an ack the
+		// broker shows now came before the held statement.
+		f.ack(f.ackWord)
+	}
+	f.open = w.InTransaction()
+	if f.owner = s.holder(w); f.owner == nil {
+		w.Cut()
+		w.Stop()
+		return s.unowned()
+	}
+	f.owner.Kill()
+	f.killed = time.Now()
+	w.Cut()
+	if !f.acked && s.ackUnseen() != "" {
+		if empty, known := s.emptyOnceGone(ctx); known && empty {
+			f.ack("acked at the latest")
+			f.out.ackAtKill = true
+		}
+	}
+	return nil
+}
+
+// restart restarts the killed instance and returns out with the kill's
+// and the restart's times; with again, and no ack shown before the
+// kill, it returns the statements of the broker's redelivery too
+// (redelivered).
+func (f *brokerFollowing) restart(ctx context.Context, ev Event, again bool, out brokerWatch) (brokerWatch, error) {
+	// The watch of the redelivery is on before the restart: a broker
+	// hands the message to the restarted instance as soon as it
+	// consumes.
+	var next *sqlproxy.Watch
+	var err error
+	if again && !f.acked {
+		if next, err = f.s.proxy.Watch(nil, ev.ID, ev.Key); err != nil {
+			return out, err
+		}
+	}
+	if err := f.owner.Restart(ctx); err != nil {
+		if next != nil {
+			next.Stop()
+		}
+		return out, err
+	}
+	out.a.KilledAt, out.a.Restarted = f.killed, time.Now()
+	if next != nil {
+		if out.again, err = f.s.redelivered(ctx, next); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
 
 // watchAck starts the drain, and, where the broker shows acks, the looks
 // for the ack: seen is closed on the first that shows it, and the drain

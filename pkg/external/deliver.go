@@ -386,6 +386,15 @@ func (d *execDeliverer) Deliver(ctx context.Context, ev Event, kill <-chan struc
 	if err != nil {
 		return Answer{Kind: Unacked, Err: &ExecError{fmt.Errorf("cannot run %s: %v", d.spec.Command[0], proc.UnwrapExec(err))}}
 	}
+	a, err := d.waitExit(ctx, c, kill)
+	return exitAnswer(a, cmd, err, &stderr)
+}
+
+// waitExit waits for a started delivery's process to exit, up to the
+// target's timeout, a kill, or ctx's end, and kills it when it does not
+// exit first; it returns the answer so far (timed out, killed) and how
+// the process ended.
+func (d *execDeliverer) waitExit(ctx context.Context, c *proc.Child, kill <-chan struct{}) (Answer, error) {
 	done := make(chan error, 1)
 	// Once the process exits, what it left in its group and outside it
 	// is stopped, and its stderr read to the end.
@@ -393,6 +402,7 @@ func (d *execDeliverer) Deliver(ctx context.Context, ev Event, kill <-chan struc
 	timer := time.NewTimer(d.spec.Timeout)
 	defer timer.Stop()
 	var a Answer
+	var err error
 	select {
 	case err = <-done:
 	case <-timer.C:
@@ -410,6 +420,13 @@ func (d *execDeliverer) Deliver(ctx context.Context, ev Event, kill <-chan struc
 		c.Kill()
 		err = <-done
 	}
+	return a, err
+}
+
+// exitAnswer is a's answer from how the delivery's process ended (err,
+// cmd's state): its exit status, with the end of its stderr when it
+// failed.
+func exitAnswer(a Answer, cmd *exec.Cmd, err error, stderr *proc.Tail) Answer {
 	var ee *exec.ExitError
 	switch {
 	case a.TimedOut:

@@ -105,21 +105,7 @@ func (r *replayer) reproducer(steps []reproStep, v invariant.Violation, key stri
 	if err := yaml.Unmarshal(r.t.Source, &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, 0, fmt.Errorf("read the --target file again to write the reproducer: %v", err)
 	}
-	root := &yaml.Node{Kind: yaml.MappingNode}
-	scalar := func(k, v string) {
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &yaml.Node{Kind: yaml.ScalarNode, Value: v})
-	}
-	scalar("version", "1")
-	root.Content[1].Tag = "!!int"
-	scalar("name", "replay reproducer")
-	from := doc.Content[0].Content
-	for _, want := range []string{"externals", "target", "effects"} {
-		for i := 0; i+1 < len(from); i += 2 {
-			if from[i].Value == want {
-				root.Content = append(root.Content, from[i], from[i+1])
-			}
-		}
-	}
+	root := reproducerRoot(doc.Content[0].Content)
 	var b bytes.Buffer
 	what := "event " + v.EventID
 	if key != "" {
@@ -140,40 +126,64 @@ func (r *replayer) reproducer(steps []reproStep, v invariant.Violation, key stri
 	b.WriteString("checks:\n")
 	fmt.Fprintf(&b, "  - name: %s\n    steps:\n", escape.Quote("replayed deliveries of "+what+" break "+string(v.Invariant)))
 	n := 0
-	deliver := func(s reproStep, fault inject.Fault, note string) error {
-		ev, err := stepEvent(s.ev)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "      - deliver: %s # %s%s\n", ev, escape.Line(s.at), note)
-		switch fault {
-		case inject.Redeliver:
-			b.WriteString("        drop: response\n")
-		case inject.Crash:
-			if r.sess != nil && r.sess.proxy != nil {
-				// The replay killed it at a statement boundary drawn by
-				// position; a scenario names statements by their words,
-				// and tries every boundary with crash: statements.
-				b.WriteString("        crash: statements\n")
-				break
-			}
-			fmt.Fprintf(&b, "        crash: {after: %s}\n", s.after.Round(time.Microsecond))
-		case inject.Concurrent:
-			b.WriteString("        concurrent: 2\n")
-		}
-		n++
-		return nil
-	}
 	for _, s := range steps {
 		fault, note := s.fault, faultNote(s.fault)
 		if s.rewound {
 			fault, note = inject.None, ", delivered again by --rewind"
 		}
-		if err := deliver(s, fault, note); err != nil {
+		if err := r.writeDeliverStep(&b, s, fault, note); err != nil {
 			return nil, 0, err
 		}
+		n++
 	}
 	return b.Bytes(), n, nil
+}
+
+// reproducerRoot is the reproducer's top mapping: its version and name,
+// then the externals, target and effects nodes of the --target file's
+// top mapping (from) as they are.
+func reproducerRoot(from []*yaml.Node) *yaml.Node {
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	scalar := func(k, v string) {
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &yaml.Node{Kind: yaml.ScalarNode, Value: v})
+	}
+	scalar("version", "1")
+	root.Content[1].Tag = "!!int"
+	scalar("name", "replay reproducer")
+	for _, want := range []string{"externals", "target", "effects"} {
+		for i := 0; i+1 < len(from); i += 2 {
+			if from[i].Value == want {
+				root.Content = append(root.Content, from[i], from[i+1])
+			}
+		}
+	}
+	return root
+}
+
+// writeDeliverStep writes to b the deliver step of one captured event,
+// with fault as a scenario says it and note after its capture line.
+func (r *replayer) writeDeliverStep(b *bytes.Buffer, s reproStep, fault inject.Fault, note string) error {
+	ev, err := stepEvent(s.ev)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "      - deliver: %s # %s%s\n", ev, escape.Line(s.at), note)
+	switch fault {
+	case inject.Redeliver:
+		b.WriteString("        drop: response\n")
+	case inject.Crash:
+		if r.sess != nil && r.sess.proxy != nil {
+			// The replay killed it at a statement boundary drawn by
+			// position; a scenario names statements by their words,
+			// and tries every boundary with crash: statements.
+			b.WriteString("        crash: statements\n")
+			break
+		}
+		fmt.Fprintf(b, "        crash: {after: %s}\n", s.after.Round(time.Microsecond))
+	case inject.Concurrent:
+		b.WriteString("        concurrent: 2\n")
+	}
+	return nil
 }
 
 func faultNote(f inject.Fault) string {

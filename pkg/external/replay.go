@@ -143,6 +143,22 @@ func (t *ReplayTarget) Check(o *replay.Options) error {
 			return err
 		}
 	}
+	if err := t.killsRefused(o); err != nil {
+		return err
+	}
+	c := t.Target
+	switch {
+	case c.Broker != nil && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
+		return problem.Usagef("--redeliver, --crash and --concurrent act on a delivery's answer, and a %s target has none; kill instances with --kill-every", c.Channel())
+	case o.Crash > 0 && c.Start == nil && c.Exec == nil:
+		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", t.File)
+	}
+	return nil
+}
+
+// killsRefused refuses, in the words of the flags, the instance kills
+// (--kill-every, --kill-working) this target cannot take.
+func (t *ReplayTarget) killsRefused(o *replay.Options) error {
 	c := t.Target
 	switch {
 	case o.KillEvery > 0 && c.Broker == nil:
@@ -160,10 +176,6 @@ func (t *ReplayTarget) Check(o *replay.Options) error {
 		return problem.Usagef("--kill-working kills the consumer instance redeliver started, and %s has no target start", t.File)
 	case o.KillWorking > 0 && (t.Effects == nil || !t.Effects.Proxy):
 		return problem.Usagef("--kill-working kills an instance at the statements of the delivery it works on, which redeliver sees only through its database proxy: set effects.proxy: true in %s", t.File)
-	case c.Broker != nil && (o.Redeliver > 0 || o.Crash > 0 || o.Concurrent > 0):
-		return problem.Usagef("--redeliver, --crash and --concurrent act on a delivery's answer, and a %s target has none; kill instances with --kill-every", c.Channel())
-	case o.Crash > 0 && c.Start == nil && c.Exec == nil:
-		return problem.Usagef("--crash kills the consumer redeliver started, and %s has no target start", t.File)
 	}
 	return nil
 }
@@ -535,13 +547,7 @@ func (r *replayer) rowsBefore(ctx context.Context, j job, ev Event) (seen, judge
 	if r.sess.t.Broker != nil {
 		return false, false, nil, false, nil
 	}
-	r.mu.Lock()
-	if r.ids.Maybe(ev.ID) {
-		seen, judged, err = r.j.Seen(ctx, ev.ID)
-	}
-	judged = judged || r.committed[ev.ID]
-	r.mu.Unlock()
-	if err != nil {
+	if seen, judged, err = r.seenBefore(ctx, ev.ID); err != nil {
 		return false, false, nil, false, err
 	}
 	if before, err = r.sess.db.Rows(ctx, &j.key); err != nil {
@@ -577,14 +583,7 @@ func (r *replayer) committedBy(d *Delivery, judged bool, before, after []effects
 // one delivers once; with drop, the answer is lost and the delivery
 // counts as unacked.
 func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer, error) {
-	var seen, acked bool
-	var err error
-	r.mu.Lock()
-	if r.ids.Maybe(ev.ID) {
-		seen, acked, err = r.j.Seen(ctx, ev.ID)
-	}
-	acked = acked || r.committed[ev.ID]
-	r.mu.Unlock()
+	seen, acked, err := r.seenBefore(ctx, ev.ID)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -623,22 +622,46 @@ func (r *replayer) one(ctx context.Context, j job, ev Event, drop bool) (Answer,
 		return a, err
 	}
 	if seen && (a.Kind == Conflict || acked) {
-		after, err := r.sess.db.Rows(ctx, &key)
-		if err != nil {
+		if err := r.judgeAgain(ctx, d, a.Kind, key, before); err != nil {
 			return a, err
-		}
-		if a.Kind == Conflict {
-			d.Changed = changed(before, after)
-		} else {
-			d.Duplicated = d.afterAll(duplicated(before, after))
-		}
-		if d.Changed != "" || d.Duplicated != "" {
-			r.mu.Lock()
-			r.j.Changed(d)
-			r.mu.Unlock()
 		}
 	}
 	return a, nil
+}
+
+// seenBefore says whether the event id was delivered before, and whether
+// its effect was acked or committed then (the journal, and what a crash
+// left, say so).
+func (r *replayer) seenBefore(ctx context.Context, id string) (seen, acked bool, err error) {
+	r.mu.Lock()
+	if r.ids.Maybe(id) {
+		seen, acked, err = r.j.Seen(ctx, id)
+	}
+	acked = acked || r.committed[id]
+	r.mu.Unlock()
+	return seen, acked, err
+}
+
+// judgeAgain judges a delivery d of an event delivered before, answered
+// kind, by the key's rows before it and after: a conflict answer must
+// not change them, nor a redelivery of an event whose effect was
+// committed. The journal keeps d when it did.
+func (r *replayer) judgeAgain(ctx context.Context, d *Delivery, kind Kind, key string, before []effects.Row) error {
+	after, err := r.sess.db.Rows(ctx, &key)
+	if err != nil {
+		return err
+	}
+	if kind == Conflict {
+		d.Changed = changed(before, after)
+	} else {
+		d.Duplicated = d.afterAll(duplicated(before, after))
+	}
+	if d.Changed != "" || d.Duplicated != "" {
+		r.mu.Lock()
+		r.j.Changed(d)
+		r.mu.Unlock()
+	}
+	return nil
 }
 
 // record counts a delivery and keeps in the journal what the judge needs

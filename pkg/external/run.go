@@ -142,22 +142,10 @@ func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []
 		return nil, err
 	}
 	s.db = db
-	vars := map[string]string{}
-	if fx.Proxy {
-		if err := s.startProxy(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
-		s.setDBVar(t)
-		vars[scenario.DBURLVar], vars[scenario.JDBCURLVar] = s.dbURL, s.jdbcURL
-		s.ownConnections(t)
-	}
-	if err := s.startStandins(ctx, exts); err != nil {
+	vars, err := s.startProxyAndStandins(ctx, t, exts)
+	if err != nil {
 		s.Close()
 		return nil, err
-	}
-	for k, v := range s.externalVars() {
-		vars[k] = v
 	}
 	if len(vars) > 0 {
 		t = withVars(t, vars)
@@ -196,6 +184,28 @@ func open(ctx context.Context, t *scenario.Target, fx *scenario.Effects, exts []
 		return nil, err
 	}
 	return s, nil
+}
+
+// startProxyAndStandins starts the effects proxy, when the effects ask
+// for it, and the externals' stand-ins, and returns the variables that
+// point the consumer at them.
+func (s *Session) startProxyAndStandins(ctx context.Context, t *scenario.Target, exts []*scenario.External) (map[string]string, error) {
+	vars := map[string]string{}
+	if s.fx.Proxy {
+		if err := s.startProxy(ctx); err != nil {
+			return nil, err
+		}
+		s.setDBVar(t)
+		vars[scenario.DBURLVar], vars[scenario.JDBCURLVar] = s.dbURL, s.jdbcURL
+		s.ownConnections(t)
+	}
+	if err := s.startStandins(ctx, exts); err != nil {
+		return nil, err
+	}
+	for k, v := range s.externalVars() {
+		vars[k] = v
+	}
+	return vars, nil
 }
 
 // Close stops the started consumer (SIGTERM, then SIGKILL to its process
@@ -953,74 +963,101 @@ func (sys *system) faulted(ctx context.Context, c runner.Call, ev Event, key str
 	st := c.St
 	switch {
 	case st.Drop:
-		a, err := sys.once(ctx, c, ev, key, tolerate, func() (Answer, error) {
-			a := sys.sess.deliver(ctx, ev, nil)
-			if a.Err == nil {
-				a.Kind, a.Dropped = Unacked, true
-			}
-			return a, nil
-		})
-		if err != nil || !a.Dropped {
-			return a, err
-		}
-		return sys.plain(ctx, c, ev, key, tolerate)
+		return sys.dropped(ctx, c, ev, key, tolerate)
 	case st.Crash.Statement() && sys.sess.t.Broker != nil:
 		return sys.brokerStatementCrash(ctx, c, ev, key, tolerate)
 	case st.Crash.Statement():
 		return sys.statementCrash(ctx, c, ev, key, tolerate)
 	case st.Crash != nil && st.Crash.Kind == scenario.CrashExternal:
-		a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
-			a, _, reached, err := sys.sess.crashAtCall(ctx, ev, st.Crash)
-			if err == nil && !reached {
-				answered := a.Short()
-				if sys.sess.t.Broker != nil {
-					answered = "its broker (it took the message)"
-				}
-				c.Rec.Fail(runner.Miss{Kind: runner.MissCallNotReached, What: "crash: " + st.Crash.String(), Calls: sys.sess.callsSaid(ev.ID), Said: answered})
+		return sys.externalCrash(ctx, c, ev, key, tolerate)
+	case st.Crash != nil && sys.sess.t.Broker != nil:
+		return sys.instanceCrash(ctx, c, ev, key)
+	case st.Crash != nil:
+		return sys.delayedCrash(ctx, c, ev, key, tolerate)
+	}
+	return sys.plain(ctx, c, ev, key, tolerate)
+}
+
+// dropped makes a delivery whose answer is lost (drop: response): it
+// counts as unacked, and the event is delivered again, plainly.
+func (sys *system) dropped(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
+	a, err := sys.once(ctx, c, ev, key, tolerate, func() (Answer, error) {
+		a := sys.sess.deliver(ctx, ev, nil)
+		if a.Err == nil {
+			a.Kind, a.Dropped = Unacked, true
+		}
+		return a, nil
+	})
+	if err != nil || !a.Dropped {
+		return a, err
+	}
+	return sys.plain(ctx, c, ev, key, tolerate)
+}
+
+// externalCrash makes a delivery killed at the external call its crash
+// names, and redelivers it when no ack arrived; a delivery that made no
+// such call fails the check.
+func (sys *system) externalCrash(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
+	st := c.St
+	a, err := sys.once(ctx, c, ev, key, true, func() (Answer, error) {
+		a, _, reached, err := sys.sess.crashAtCall(ctx, ev, st.Crash)
+		if err == nil && !reached {
+			answered := a.Short()
+			if sys.sess.t.Broker != nil {
+				answered = "its broker (it took the message)"
 			}
+			c.Rec.Fail(runner.Miss{Kind: runner.MissCallNotReached, What: "crash: " + st.Crash.String(), Calls: sys.sess.callsSaid(ev.ID), Said: answered})
+		}
+		return a, err
+	})
+	if err != nil || a.Kind != Unacked {
+		return a, err
+	}
+	// No ack arrived: the broker redelivers.
+	return sys.plain(ctx, c, ev, key, tolerate)
+}
+
+// instanceCrash publishes a delivery behind a broker and, the crash's
+// delay after, kills a started instance at random and restarts it.
+func (sys *system) instanceCrash(ctx context.Context, c runner.Call, ev Event, key string) (Answer, error) {
+	// Publish, then kill a random instance: the broker redelivers
+	// whatever that instance held unacknowledged.
+	d := sys.crashDelays(c.St.Crash)[0]
+	return sys.once(ctx, c, ev, key, true, func() (Answer, error) {
+		a := sys.sess.deliver(ctx, ev, nil)
+		if a.Err != nil {
+			return a, nil
+		}
+		if err := sleep(ctx, d); err != nil {
+			return a, err
+		}
+		a.Crashed, a.CrashCame = true, Unknown
+		killed := time.Now()
+		if err := sys.sess.crashInstance(ctx, sys.rng); err != nil || len(sys.sess.procs) == 0 {
+			return a, err
+		}
+		a.KilledAt, a.Restarted = killed, time.Now()
+		return a, nil
+	})
+}
+
+// delayedCrash delivers the event once for each of the crash's delays,
+// the consumer killed that long after, until a delivery is answered;
+// when none is, the event is redelivered plainly.
+func (sys *system) delayedCrash(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
+	var a Answer
+	var err error
+	for _, d := range sys.crashDelays(c.St.Crash) {
+		a, err = sys.once(ctx, c, ev, key, true, func() (Answer, error) {
+			a, err := sys.sess.crash(ctx, ev, d)
+			a.Crashed = true
 			return a, err
 		})
 		if err != nil || a.Kind != Unacked {
 			return a, err
 		}
-		// No ack arrived: the broker redelivers.
-		return sys.plain(ctx, c, ev, key, tolerate)
-	case st.Crash != nil && sys.sess.t.Broker != nil:
-		// Publish, then kill a random instance: the broker redelivers
-		// whatever that instance held unacknowledged.
-		d := sys.crashDelays(st.Crash)[0]
-		return sys.once(ctx, c, ev, key, true, func() (Answer, error) {
-			a := sys.sess.deliver(ctx, ev, nil)
-			if a.Err != nil {
-				return a, nil
-			}
-			if err := sleep(ctx, d); err != nil {
-				return a, err
-			}
-			a.Crashed, a.CrashCame = true, Unknown
-			killed := time.Now()
-			if err := sys.sess.crashInstance(ctx, sys.rng); err != nil || len(sys.sess.procs) == 0 {
-				return a, err
-			}
-			a.KilledAt, a.Restarted = killed, time.Now()
-			return a, nil
-		})
-	case st.Crash != nil:
-		var a Answer
-		var err error
-		for _, d := range sys.crashDelays(st.Crash) {
-			a, err = sys.once(ctx, c, ev, key, true, func() (Answer, error) {
-				a, err := sys.sess.crash(ctx, ev, d)
-				a.Crashed = true
-				return a, err
-			})
-			if err != nil || a.Kind != Unacked {
-				return a, err
-			}
-		}
-		// No ack arrived: the broker redelivers.
-		return sys.plain(ctx, c, ev, key, tolerate)
 	}
+	// No ack arrived: the broker redelivers.
 	return sys.plain(ctx, c, ev, key, tolerate)
 }
 
@@ -1063,15 +1100,8 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 	read := seen || !broker
 	if read {
 		var err error
-		if before, err = sys.sess.db.Rows(ctx, &key); err != nil {
-			if committed {
-				return Answer{}, err
-			}
-			// A consumer may create its table (or SQLite file) on its
-			// first delivery, and one killed before it did left none: an
-			// event whose effect was never committed has no rows yet. (An
-			// error that lasts is the judge's, which reads every row.)
-			before = nil
+		if before, err = sys.rowsBefore(ctx, key, committed); err != nil {
+			return Answer{}, err
 		}
 	}
 	span := invariant.Span{Sent: time.Now()}
@@ -1116,6 +1146,23 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 		sys.committed[ev.ID] = true
 	}
 	return a, nil
+}
+
+// rowsBefore reads the key's rows before a delivery; only an event whose
+// effect was committed (committed) must have them.
+func (sys *system) rowsBefore(ctx context.Context, key string, committed bool) ([]effects.Row, error) {
+	before, err := sys.sess.db.Rows(ctx, &key)
+	if err != nil {
+		if committed {
+			return nil, err
+		}
+		// A consumer may create its table (or SQLite file) on its
+		// first delivery, and one killed before it did left none: an
+		// event whose effect was never committed has no rows yet. (An
+		// error that lasts is the judge's, which reads every row.)
+		return nil, nil
+	}
+	return before, nil
 }
 
 // duplicate judges a redelivery of an event whose effect was committed,
@@ -1183,16 +1230,7 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 	st := c.St
 	ev, key := sys.event(st)
 	if c.One {
-		res, err := sys.oneCopy(ctx, c, ev, key)
-		if err != nil {
-			return res, err
-		}
-		rows, err := sys.sess.db.Rows(ctx, &key)
-		if err != nil {
-			return res, err
-		}
-		c.Rec.OneCopy(key, rowsOf(rows))
-		return res, nil
+		return sys.oneCopyKept(ctx, c, ev, key)
 	}
 	var answers []Answer
 	spans := make([]invariant.Span, st.Concurrent)
@@ -1205,25 +1243,7 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 			return consumer.Result{}, tailed(err)
 		}
 	} else {
-		gate := make(chan struct{})
-		answers = make([]Answer, st.Concurrent)
-		var wg sync.WaitGroup
-		each := ctx
-		if sys.sess.t.Exec != nil {
-			each = startTogether(ctx, st.Concurrent)
-		}
-		for i := range answers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-gate
-				spans[i].Sent = time.Now()
-				answers[i] = sys.sess.deliver(each, ev, nil)
-				spans[i].Answered = time.Now()
-			}()
-		}
-		close(gate)
-		wg.Wait()
+		answers = sys.atOnce(ctx, ev, st.Concurrent, spans)
 	}
 	if err := ctx.Err(); err != nil {
 		return consumer.Result{}, err
@@ -1251,6 +1271,48 @@ func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Resu
 		return consumer.Result{}, err
 	}
 	return resultOf(answers[0]), nil
+}
+
+// oneCopyKept is a concurrent step in a trial that delivers each event
+// once (oneCopy), and keeps the key's rows that one copy left, for the
+// step's copies to be compared with in the trials that make them.
+func (sys *system) oneCopyKept(ctx context.Context, c runner.Call, ev Event, key string) (consumer.Result, error) {
+	res, err := sys.oneCopy(ctx, c, ev, key)
+	if err != nil {
+		return res, err
+	}
+	rows, err := sys.sess.db.Rows(ctx, &key)
+	if err != nil {
+		return res, err
+	}
+	c.Rec.OneCopy(key, rowsOf(rows))
+	return res, nil
+}
+
+// atOnce makes n deliveries of ev at once, one worker each, when neither
+// the proxy nor a stand-in holds them: each is timed on its span, and an
+// exec target's processes read the event once all have started.
+func (sys *system) atOnce(ctx context.Context, ev Event, n int, spans []invariant.Span) []Answer {
+	gate := make(chan struct{})
+	answers := make([]Answer, n)
+	var wg sync.WaitGroup
+	each := ctx
+	if sys.sess.t.Exec != nil {
+		each = startTogether(ctx, n)
+	}
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			spans[i].Sent = time.Now()
+			answers[i] = sys.sess.deliver(each, ev, nil)
+			spans[i].Answered = time.Now()
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	return answers
 }
 
 // copies compares what a concurrent step's copies left its key's rows

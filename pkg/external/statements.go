@@ -518,7 +518,6 @@ func paramsOf(ps []sqlproxy.Param) []consumer.Param {
 // the one the file names, or, under crash: statements, the boundary of
 // this trial (c.Hold.Kill; 0 records the delivery's boundaries instead).
 func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool) (Answer, error) {
-	st := c.St
 	if h := c.Hold.Statement; h != nil && h.Call != "" {
 		return sys.callCrash(ctx, c, ev, key, tolerate, h)
 	}
@@ -526,7 +525,7 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 		// No statement is seen: the boundaries are the external calls'.
 		return sys.callsRecorded(ctx, c, ev, key, tolerate)
 	}
-	at := boundary(st.Crash, c.Hold.Statement)
+	at := boundary(c.St.Crash, c.Hold.Statement)
 	calledBefore := sys.sess.callCount()
 	var wd watch
 	// An exec consumer may create the effect table on its first
@@ -564,12 +563,8 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 		c.Rec.Trace(traced(nil))
 		return a, nil
 	case !wd.reached:
-		what := "crash: " + st.Crash.String()
-		if c.Hold.Statement != nil {
-			what = "crash: statements, " + c.Hold.Statement.Name + ","
-		}
 		c.Rec.Trace(traced(nil))
-		c.Rec.Fail(runner.Miss{Kind: runner.MissNotReached, What: what, Lines: traceLines(trace), Said: a.Short()})
+		c.Rec.Fail(runner.Miss{Kind: runner.MissNotReached, What: crashWords(c), Lines: traceLines(trace), Said: a.Short()})
 		return a, nil
 	}
 	killed := traced(at)
@@ -577,15 +572,21 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 	if a.Kind != Unacked {
 		return a, nil
 	}
-	// No ack arrived: the broker redelivers. The redelivery is followed
-	// past its answer too, so that what it commits after answering is
-	// judged, not what it had committed when its answer came; its
-	// statements follow the killed attempt's in the trace, for what the
-	// redelivery did (found the marker, or wrote the effect again) is
-	// the other half of a duplicate's evidence.
+	// No ack arrived: the broker redelivers.
+	return sys.redeliveredAfterKill(ctx, c, ev, key, tolerate, killed)
+}
+
+// redeliveredAfterKill makes the redelivery of a delivery killed at a
+// statement (killed: its trace) and returns its answer. The redelivery
+// is followed past its answer too, so that what it commits after
+// answering is judged, not what it had committed when its answer came;
+// its statements follow the killed attempt's in the trace, for what the
+// redelivery did (found the marker, or wrote the effect again) is the
+// other half of a duplicate's evidence.
+func (sys *system) redeliveredAfterKill(ctx context.Context, c runner.Call, ev Event, key string, tolerate bool, killed []consumer.Statement) (Answer, error) {
 	calledAgain := sys.sess.callCount()
 	var again watch
-	a, err = sys.once(ctx, c, ev, key, tolerate, func() (Answer, error) {
+	a, err := sys.once(ctx, c, ev, key, tolerate, func() (Answer, error) {
 		var err error
 		again, err = sys.sess.watchedMarked(ctx, ev, nil, nil)
 		return again.a, err
@@ -595,6 +596,17 @@ func (sys *system) statementCrash(ctx context.Context, c runner.Call, ev Event, 
 		c.Rec.Trace(withRedelivery(killed, stmts))
 	}
 	return a, err
+}
+
+// crashWords names the crash a step asked for as a miss says it: its
+// crash:, or the statement boundary of crash: statements the schedule
+// held.
+func crashWords(c runner.Call) string {
+	what := "crash: " + c.St.Crash.String()
+	if c.Hold.Statement != nil {
+		what = "crash: statements, " + c.Hold.Statement.Name + ","
+	}
+	return what
 }
 
 // withRedelivery is a killed attempt's statements followed by those of
@@ -794,13 +806,7 @@ func (sys *system) recordRace(ctx context.Context, c runner.Call, ev Event, r *r
 		// other's marker): the run was unforced, and says so.
 		c.Rec.Unreached()
 	default:
-		stmts := statementsOf(trace, r.at)
-		for i := range stmts {
-			if stmts[i].Held {
-				// Let go, it ran: its answer stands.
-				stmts[i].Released, stmts[i].Answer = true, trace[i].Answer
-			}
-		}
+		stmts := statementsReleased(trace, r.at)
 		lane := 0
 		if r.sure {
 			matchLanes(stmts, r.heldLane, r.n)
@@ -809,6 +815,19 @@ func (sys *system) recordRace(ctx context.Context, c runner.Call, ev Event, r *r
 		c.Rec.Trace(sys.sess.raceTrace(stmts, trace, ev.ID, calledBefore, r.heldCall, r.h != nil && r.h.After, lane))
 	}
 	return nil
+}
+
+// statementsReleased is the trace of a race whose worker was held at at
+// and then let go, in the reports' vocabulary.
+func statementsReleased(trace []sqlproxy.Statement, at *sqlproxy.Boundary) []consumer.Statement {
+	stmts := statementsOf(trace, at)
+	for i := range stmts {
+		if stmts[i].Held {
+			// Let go, it ran: its answer stands.
+			stmts[i].Released, stmts[i].Answer = true, trace[i].Answer
+		}
+	}
+	return stmts
 }
 
 // raceTrace is a race's statements with the workers' calls among them,
