@@ -332,15 +332,8 @@ func runReplay(o *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Emit != "" && o.Target != "" {
-		if err := writable(o.Emit); err != nil {
-			return problem.Usagef("cannot write the reproducer %s: %v", o.Emit, err)
-		}
-	}
-	if o.Findings != "" {
-		if err := writable(o.Findings); err != nil {
-			return problem.Usagef("cannot write the findings %s: %v", o.Findings, err)
-		}
+	if err := o.checkWritable(); err != nil {
+		return err
 	}
 	var logs *proc.ConsumerLogs
 	if o.Target != "" {
@@ -378,6 +371,22 @@ func runReplay(o *ReplayOptions) error {
 	}
 	if !res.Report.Passed() {
 		return problem.ErrVerdict
+	}
+	return nil
+}
+
+// checkWritable refuses, before anything is replayed, a reproducer (of a
+// --target replay) or a findings file that cannot be written.
+func (o *ReplayOptions) checkWritable() error {
+	if o.Emit != "" && o.Target != "" {
+		if err := writable(o.Emit); err != nil {
+			return problem.Usagef("cannot write the reproducer %s: %v", o.Emit, err)
+		}
+	}
+	if o.Findings != "" {
+		if err := writable(o.Findings); err != nil {
+			return problem.Usagef("cannot write the findings %s: %v", o.Findings, err)
+		}
 	}
 	return nil
 }

@@ -217,6 +217,7 @@ func lineShaped(br *bufio.Reader) bool {
 	return validJSON(line) && !isDocumentWrapper(line)
 }
 
+// detect tells the format of a capture from its first 64 KiB.
 func detect(name string, br *bufio.Reader, opts Options) (Format, error) {
 	head, err := br.Peek(64 << 10)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
@@ -250,17 +251,29 @@ func detect(name string, br *bufio.Reader, opts Options) (Format, error) {
 	first := bytes.TrimSpace(head[:end])
 	if !validJSON(first) {
 		// A value over several lines: one pretty-printed document.
-		if bytes.Contains(head, []byte(`"Messages"`)) || bytes.Contains(head, []byte(`"Records"`)) {
-			return SQS, nil
-		}
-		if bytes.Contains(head, []byte(`"specversion"`)) {
-			return CloudEvents, nil
-		}
-		if opts.ID != "" {
-			return NDJSON, nil
-		}
-		return "", &UnknownFormatError{File: name, Why: "the first line is not a JSON object of a known format"}
+		return detectDocument(name, head, opts)
 	}
+	return detectLine(name, first, opts)
+}
+
+// detectDocument tells the format of a capture whose first value spans
+// several lines, from the names its first 64 KiB hold.
+func detectDocument(name string, head []byte, opts Options) (Format, error) {
+	if bytes.Contains(head, []byte(`"Messages"`)) || bytes.Contains(head, []byte(`"Records"`)) {
+		return SQS, nil
+	}
+	if bytes.Contains(head, []byte(`"specversion"`)) {
+		return CloudEvents, nil
+	}
+	if opts.ID != "" {
+		return NDJSON, nil
+	}
+	return "", &UnknownFormatError{File: name, Why: "the first line is not a JSON object of a known format"}
+}
+
+// detectLine tells the format of a capture whose first line is the JSON
+// object first, from the fields it names.
+func detectLine(name string, first []byte, opts Options) (Format, error) {
 	switch {
 	case isDocumentWrapper(first):
 		return SQS, nil

@@ -76,103 +76,154 @@ func (d *docSource) peek() byte {
 	return 0
 }
 
+// next returns the next event of the documents, or io.EOF after the last,
+// walking into and out of arrays and SQS/Lambda wrappers on the way.
 func (d *docSource) next() (Event, error) {
 	if d.err != nil {
 		return Event{}, d.err
 	}
 	for {
-		top := byte(0)
-		if len(d.stack) > 0 {
-			top = d.stack[len(d.stack)-1]
-		}
-		switch top {
+		var (
+			ev   Event
+			err  error
+			done bool
+		)
+		switch d.top() {
 		case 0:
-			if !d.dec.More() {
-				if _, err := d.dec.Token(); err != io.EOF {
-					if err == nil {
-						err = errors.New("unexpected closing delimiter")
-					}
-					return d.fail(err)
-				}
-				d.err = io.EOF
-				return Event{}, io.EOF
-			}
-			switch d.peek() {
-			case '[':
-				if _, err := d.dec.Token(); err != nil {
-					return d.fail(err)
-				}
-				d.stack = append(d.stack, '[')
-			case '{':
-				if d.sqs {
-					if _, err := d.dec.Token(); err != nil {
-						return d.fail(err)
-					}
-					d.stack = append(d.stack, '{')
-					d.wrapLine, d.wrapArray, d.wrapIs, d.wrapAny = d.cr.lineAt(d.dec.InputOffset()-1), false, false, false
-					continue
-				}
-				return d.element()
-			default:
-				return d.fail(errors.New("expected a JSON object or array"))
-			}
+			ev, done, err = d.nextAtTop()
 		case '[':
-			if d.dec.More() {
-				return d.element()
-			}
-			if _, err := d.dec.Token(); err != nil {
-				return d.fail(err)
-			}
-			d.stack = d.stack[:len(d.stack)-1]
+			ev, done, err = d.nextInArray()
 		case '{':
-			if !d.dec.More() {
-				if _, err := d.dec.Token(); err != nil {
-					return d.fail(err)
-				}
-				d.stack = d.stack[:len(d.stack)-1]
-				switch {
-				case d.wrapArray:
-				case d.wrapIs:
-					return Event{}, &BadRecordError{At: consumer.Location{File: d.name, Line: d.wrapLine}, Reason: "an SQS message on its own: an SQS capture holds ReceiveMessage responses (their \"Messages\") or Lambda events (their \"Records\")"}
-				case d.wrapAny:
-					return Event{}, &BadRecordError{At: consumer.Location{File: d.name, Line: d.wrapLine}, Reason: "the object is neither a ReceiveMessage response (\"Messages\") nor a Lambda event (\"Records\")"}
-				}
-				continue
-			}
-			tok, err := d.dec.Token()
-			if err != nil {
-				return d.fail(err)
-			}
-			if k, _ := tok.(string); k == "Messages" || k == "Records" {
-				// The value's first token tells whether it holds the
-				// messages: the decoder reads it in whatever it has to.
-				tok, err := d.dec.Token()
-				if err != nil {
-					return d.fail(err)
-				}
-				d.wrapArray = true
-				if tok == json.Delim('[') {
-					d.stack = append(d.stack, '[')
-					continue
-				}
-				at := consumer.Location{File: d.name, Line: d.cr.lineAt(d.dec.InputOffset())}
-				if err := d.skipRest(tok); err != nil {
-					return d.fail(err)
-				}
-				return Event{}, &BadRecordError{At: at, Reason: fmt.Sprintf("%q holds no array of messages", k)}
-			}
-			switch tok {
-			case "MessageId", "messageId", "Sns":
-				d.wrapIs = true
-			case "ResponseMetadata":
-			default:
-				d.wrapAny = true
-			}
-			if _, err := d.decode(); err != nil {
-				return d.failValue(err)
-			}
+			ev, done, err = d.nextInWrapper()
+		}
+		if done {
+			return ev, err
 		}
 	}
+}
+
+// top is the container open innermost, or 0 at the top level.
+func (d *docSource) top() byte {
+	if len(d.stack) > 0 {
+		return d.stack[len(d.stack)-1]
+	}
+	return 0
+}
+
+// handBack marks what a step of next hands back to its caller: an event, or
+// the error that ends the read or skips a record. A step that only opens
+// or closes a container returns false instead, and next goes on.
+func handBack(ev Event, err error) (Event, bool, error) { return ev, true, err }
+
+// nextAtTop is a step of next at the top level: the end of the input, an
+// array of events or an SQS/Lambda wrapper to open, or a lone event.
+func (d *docSource) nextAtTop() (Event, bool, error) {
+	if !d.dec.More() {
+		if _, err := d.dec.Token(); err != io.EOF {
+			if err == nil {
+				err = errors.New("unexpected closing delimiter")
+			}
+			return handBack(d.fail(err))
+		}
+		d.err = io.EOF
+		return handBack(Event{}, io.EOF)
+	}
+	switch d.peek() {
+	case '[':
+		if _, err := d.dec.Token(); err != nil {
+			return handBack(d.fail(err))
+		}
+		d.stack = append(d.stack, '[')
+	case '{':
+		if d.sqs {
+			if _, err := d.dec.Token(); err != nil {
+				return handBack(d.fail(err))
+			}
+			d.stack = append(d.stack, '{')
+			d.wrapLine, d.wrapArray, d.wrapIs, d.wrapAny = d.cr.lineAt(d.dec.InputOffset()-1), false, false, false
+			return Event{}, false, nil
+		}
+		return handBack(d.element())
+	default:
+		return handBack(d.fail(errors.New("expected a JSON object or array")))
+	}
+	return Event{}, false, nil
+}
+
+// nextInArray is a step of next inside an array: its next event, or its end.
+func (d *docSource) nextInArray() (Event, bool, error) {
+	if d.dec.More() {
+		return handBack(d.element())
+	}
+	if _, err := d.dec.Token(); err != nil {
+		return handBack(d.fail(err))
+	}
+	d.stack = d.stack[:len(d.stack)-1]
+	return Event{}, false, nil
+}
+
+// nextInWrapper is a step of next inside an SQS/Lambda wrapper: its end, the
+// array of messages to open, or another field, noted and passed over.
+func (d *docSource) nextInWrapper() (Event, bool, error) {
+	if !d.dec.More() {
+		return d.closeWrapper()
+	}
+	tok, err := d.dec.Token()
+	if err != nil {
+		return handBack(d.fail(err))
+	}
+	if k, _ := tok.(string); k == "Messages" || k == "Records" {
+		return d.openMessages(k)
+	}
+	switch tok {
+	case "MessageId", "messageId", "Sns":
+		d.wrapIs = true
+	case "ResponseMetadata":
+	default:
+		d.wrapAny = true
+	}
+	if _, err := d.decode(); err != nil {
+		return handBack(d.failValue(err))
+	}
+	return Event{}, false, nil
+}
+
+// closeWrapper reads the end of an SQS/Lambda wrapper and refuses one that
+// gave no array of messages but named something else.
+func (d *docSource) closeWrapper() (Event, bool, error) {
+	if _, err := d.dec.Token(); err != nil {
+		return handBack(d.fail(err))
+	}
+	d.stack = d.stack[:len(d.stack)-1]
+	switch {
+	case d.wrapArray:
+	case d.wrapIs:
+		return handBack(Event{}, &BadRecordError{At: consumer.Location{File: d.name, Line: d.wrapLine}, Reason: "an SQS message on its own: an SQS capture holds ReceiveMessage responses (their \"Messages\") or Lambda events (their \"Records\")"})
+	case d.wrapAny:
+		return handBack(Event{}, &BadRecordError{At: consumer.Location{File: d.name, Line: d.wrapLine}, Reason: "the object is neither a ReceiveMessage response (\"Messages\") nor a Lambda event (\"Records\")"})
+	}
+	return Event{}, false, nil
+}
+
+// openMessages reads the value of a wrapper's field k ("Messages" or
+// "Records"): an array of messages is opened, anything else is refused.
+func (d *docSource) openMessages(k string) (Event, bool, error) {
+	// The value's first token tells whether it holds the
+	// messages: the decoder reads it in whatever it has to.
+	tok, err := d.dec.Token()
+	if err != nil {
+		return handBack(d.fail(err))
+	}
+	d.wrapArray = true
+	if tok == json.Delim('[') {
+		d.stack = append(d.stack, '[')
+		return Event{}, false, nil
+	}
+	at := consumer.Location{File: d.name, Line: d.cr.lineAt(d.dec.InputOffset())}
+	if err := d.skipRest(tok); err != nil {
+		return handBack(d.fail(err))
+	}
+	return handBack(Event{}, &BadRecordError{At: at, Reason: fmt.Sprintf("%q holds no array of messages", k)})
 }
 
 // element decodes one event of the current array (or a lone top-level event).

@@ -225,15 +225,19 @@ func kcatKey(k gjson.Result) string {
 
 // kcatEvent is a kcat record as an event of the given id.
 func kcatEvent(f []gjson.Result, hdrs []byte, id, source string, redelivered bool, opts Options) Event {
-	body := kcatEnvelope(f, hdrs)
-	body = append(body[:len(body)-1], `,"id":`...)
-	body = appendString(body, id)
-	body = append(body, '}')
+	body := withID(kcatEnvelope(f, hdrs), id)
 	key := kcatKey(f[3])
 	if key == "" {
 		key = keyValue(body, opts.Key)
 	}
 	return Event{ID: id, Source: source, Key: key, Envelope: body, Redelivered: redelivered}
+}
+
+// withID adds the event's id to a finished envelope, as its last field.
+func withID(body []byte, id string) []byte {
+	body = append(body[:len(body)-1], `,"id":`...)
+	body = appendString(body, id)
+	return append(body, '}')
 }
 
 // kcatHeaders turns kcat's headers into an object of strings.
@@ -260,67 +264,82 @@ func kcatHeaders(h gjson.Result) []byte {
 // Notification in the body is unwrapped: its MessageId and Message count.
 func sqsRecord(name string, opts Options) recordParser {
 	return func(rec []byte, _ consumer.Location) (Event, string) {
-		r := gjson.ParseBytes(rec)
-		var id, body, group, count string
-		var sns gjson.Result
-		switch {
-		case r.Get("Sns").IsObject():
-			sns = r.Get("Sns")
-		case r.Get("MessageId").Exists():
-			id, body = r.Get("MessageId").String(), r.Get("Body").String()
-			group, count = r.Get("Attributes.MessageGroupId").String(), r.Get("Attributes.ApproximateReceiveCount").String()
-		case r.Get("messageId").Exists():
-			id, body = r.Get("messageId").String(), r.Get("body").String()
-			group, count = r.Get("attributes.MessageGroupId").String(), r.Get("attributes.ApproximateReceiveCount").String()
-		default:
+		m, ok := readSQSMessage(rec)
+		if !ok {
 			return Event{}, "not an SQS message (no MessageId or messageId) nor an SNS record"
 		}
-		if !sns.Exists() && strings.HasPrefix(strings.TrimSpace(body), "{") && gjson.Valid(body) {
-			if b := gjson.Parse(body); b.Get("Type").String() == "Notification" && b.Get("MessageId").Exists() {
-				sns = b
-			}
-		}
+		id := m.id
 		env := newEnvelope(len(rec))
 		if id != "" {
 			env.str("sqsMessageId", id)
 		}
 		var data []byte
-		if sns.Exists() {
-			id = sns.Get("MessageId").String()
-			env.str("topicArn", sns.Get("TopicArn").String())
-			if s := sns.Get("Subject"); s.Type == gjson.String {
+		if m.sns.Exists() {
+			id = m.sns.Get("MessageId").String()
+			env.str("topicArn", m.sns.Get("TopicArn").String())
+			if s := m.sns.Get("Subject"); s.Type == gjson.String {
 				env.str("subject", s.Str)
 			}
-			data = payload(sns.Get("Message"))
+			data = payload(m.sns.Get("Message"))
 		} else {
-			data = payload(gjson.Result{Type: gjson.String, Str: body, Raw: string(appendString(nil, body))})
+			data = payload(gjson.Result{Type: gjson.String, Str: m.body, Raw: string(appendString(nil, m.body))})
 		}
 		if id == "" {
 			return Event{}, "the message has no MessageId"
 		}
-		if group != "" {
-			env.str("messageGroupId", group)
+		if m.group != "" {
+			env.str("messageGroupId", m.group)
 		}
-		n, _ := strconv.Atoi(count)
-		if count != "" {
+		n, _ := strconv.Atoi(m.count)
+		if m.count != "" {
 			env.raw("receiveCount", []byte(strconv.Itoa(n)))
 		}
 		env.raw("data", data)
-		body2 := env.bytes()
+		body := env.bytes()
 		if opts.ID != "" {
-			if v := idValue(gjson.GetBytes(body2, opts.ID)); v != "" {
+			if v := idValue(gjson.GetBytes(body, opts.ID)); v != "" {
 				id = v
 			}
 		}
-		body2 = append(body2[:len(body2)-1], `,"id":`...)
-		body2 = appendString(body2, id)
-		body2 = append(body2, '}')
-		key := group
+		body = withID(body, id)
+		key := m.group
 		if key == "" {
-			key = keyValue(body2, opts.Key)
+			key = keyValue(body, opts.Key)
 		}
-		return Event{ID: id, Key: key, Envelope: body2, Redelivered: n > 1}, ""
+		return Event{ID: id, Key: key, Envelope: body, Redelivered: n > 1}, ""
 	}
+}
+
+// sqsMessage is what one SQS record names: the message's id, body, group
+// and receive count, or the SNS notification it carries instead.
+type sqsMessage struct {
+	id, body, group, count string
+	sns                    gjson.Result
+}
+
+// readSQSMessage reads the fields of an SQS record in whichever spelling it
+// has, and finds an SNS Notification in the body; ok is false for a record
+// that is neither an SQS message nor an SNS record.
+func readSQSMessage(rec []byte) (m sqsMessage, ok bool) {
+	r := gjson.ParseBytes(rec)
+	switch {
+	case r.Get("Sns").IsObject():
+		m.sns = r.Get("Sns")
+	case r.Get("MessageId").Exists():
+		m.id, m.body = r.Get("MessageId").String(), r.Get("Body").String()
+		m.group, m.count = r.Get("Attributes.MessageGroupId").String(), r.Get("Attributes.ApproximateReceiveCount").String()
+	case r.Get("messageId").Exists():
+		m.id, m.body = r.Get("messageId").String(), r.Get("body").String()
+		m.group, m.count = r.Get("attributes.MessageGroupId").String(), r.Get("attributes.ApproximateReceiveCount").String()
+	default:
+		return sqsMessage{}, false
+	}
+	if !m.sns.Exists() && strings.HasPrefix(strings.TrimSpace(m.body), "{") && gjson.Valid(m.body) {
+		if b := gjson.Parse(m.body); b.Get("Type").String() == "Notification" && b.Get("MessageId").Exists() {
+			m.sns = b
+		}
+	}
+	return m, true
 }
 
 // natsRecord reads one message of `nats sub --dump -`: a JSON-encoded
@@ -348,34 +367,11 @@ func natsRecord(name string, opts Options) recordParser {
 		}
 		env := newEnvelope(len(rec))
 		env.str("subject", f[0].String())
-		var msgID, ceID, ceSource, ceKey, contentType string
+		var h natsHeaders
 		headers := newEnvelope(len(f[2].Raw))
-		f[2].ForEach(func(k, v gjson.Result) bool {
-			val := v.String()
-			if v.IsArray() {
-				val = v.Get("0").String()
-			}
-			switch strings.ToLower(k.String()) {
-			case "nats-msg-id":
-				msgID = val
-			case "ce-id":
-				ceID = val
-			case "ce-source":
-				ceSource = val
-			case "ce-partitionkey":
-				ceKey = val
-			case "ce-subject":
-				if ceKey == "" {
-					ceKey = val
-				}
-			case "content-type":
-				contentType = val
-			}
-			headers.str(k.String(), val)
-			return true
-		})
+		h.read(f[2], headers)
 		stream, seq, delivered := jsAck(f[1].String())
-		if strings.HasPrefix(strings.ToLower(contentType), "application/cloudevents+json") && validJSON(raw) {
+		if strings.HasPrefix(strings.ToLower(h.contentType), "application/cloudevents+json") && validJSON(raw) {
 			ev, why := structured(bytes.TrimSpace(raw), at)
 			ev.Redelivered = delivered > 1
 			return ev, why
@@ -391,32 +387,72 @@ func natsRecord(name string, opts Options) recordParser {
 		}
 		env.raw("data", data)
 		body := env.bytes()
-		id := ""
-		if opts.ID != "" {
-			id = idValue(gjson.GetBytes(body, opts.ID))
-		}
-		source := ""
-		if id == "" && ceID != "" {
-			id, source = cloudEventID(ceSource, ceID), ceSource
-		}
-		if id == "" {
-			id = msgID
-		}
-		if id == "" && stream != "" {
-			id = fmt.Sprintf("%s/%d", stream, seq)
-		}
+		id, source := h.eventID(body, opts, stream, seq)
 		if id == "" {
 			return Event{}, "the message has no Nats-Msg-Id header and no JetStream reply subject to take a stream sequence from"
 		}
-		body = append(body[:len(body)-1], `,"id":`...)
-		body = appendString(body, id)
-		body = append(body, '}')
+		body = withID(body, id)
 		key := keyValue(body, opts.Key)
 		if opts.Key == "" {
-			key = ceKey // as a CloudEvent's partitionkey or subject is
+			key = h.ceKey // as a CloudEvent's partitionkey or subject is
 		}
 		return Event{ID: id, Source: source, Key: key, Envelope: body, Redelivered: delivered > 1}, ""
 	}
+}
+
+// natsHeaders is what a NATS message's headers say about the event it
+// carries: the ids it may go by, its key and its content type.
+type natsHeaders struct {
+	msgID, ceID, ceSource, ceKey, contentType string
+}
+
+// read takes those from a message's Header and copies each header into
+// headers as a string: of one given several values, the first.
+func (h *natsHeaders) read(hdr gjson.Result, headers *envelope) {
+	hdr.ForEach(func(k, v gjson.Result) bool {
+		val := v.String()
+		if v.IsArray() {
+			val = v.Get("0").String()
+		}
+		switch strings.ToLower(k.String()) {
+		case "nats-msg-id":
+			h.msgID = val
+		case "ce-id":
+			h.ceID = val
+		case "ce-source":
+			h.ceSource = val
+		case "ce-partitionkey":
+			h.ceKey = val
+		case "ce-subject":
+			if h.ceKey == "" {
+				h.ceKey = val
+			}
+		case "content-type":
+			h.contentType = val
+		}
+		headers.str(k.String(), val)
+		return true
+	})
+}
+
+// eventID chooses the id a NATS message goes by, body being its envelope:
+// the one at the --id path, the CloudEvent's (source is then its source),
+// the Nats-Msg-Id header's, or the stream and sequence of its JetStream
+// delivery; "" when it has none of them.
+func (h *natsHeaders) eventID(body []byte, opts Options, stream string, seq uint64) (id, source string) {
+	if opts.ID != "" {
+		id = idValue(gjson.GetBytes(body, opts.ID))
+	}
+	if id == "" && h.ceID != "" {
+		id, source = cloudEventID(h.ceSource, h.ceID), h.ceSource
+	}
+	if id == "" {
+		id = h.msgID
+	}
+	if id == "" && stream != "" {
+		id = fmt.Sprintf("%s/%d", stream, seq)
+	}
+	return id, source
 }
 
 // jsAck reads a JetStream ack subject: $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>,

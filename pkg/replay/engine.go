@@ -187,69 +187,81 @@ func (e *Engine[T]) fan(ctx context.Context, cancel context.CancelFunc, lanes La
 		feeds[i] = make(chan []Planned[T], 4)
 	}
 	dispatched := make(chan error, 1)
-	go func() {
-		bufs := make([][]Planned[T], n)
-		send := func(i int) bool {
-			select {
-			case feeds[i] <- bufs[i]:
-				bufs[i] = make([]Planned[T], 0, laneChunk)
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		err := e.dispatch(ctx, func(i int, p Planned[T]) error {
-			bufs[i] = append(bufs[i], p)
-			if len(bufs[i]) == laneChunk && !send(i) {
-				return ctx.Err()
-			}
-			return nil
-		})
-		for i := range bufs {
-			if err == nil && len(bufs[i]) > 0 && !send(i) {
-				err = ctx.Err()
-			}
-			close(feeds[i])
-		}
-		if err != nil {
-			cancel()
-		}
-		dispatched <- err
-	}()
-	err := lanes(ctx, func(ctx context.Context, i int, l Lane[T]) (err error) {
-		defer func() {
-			if err != nil {
-				cancel()
-			}
-		}()
-		for {
-			var ps []Planned[T]
-			var more bool
-			select {
-			case ps, more = <-feeds[i]:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if !more {
-				break
-			}
-			for j := range ps {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				if err := l.Deliver(ctx, ps[j]); err != nil {
-					return err
-				}
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return l.Finish(ctx)
+	go func() { dispatched <- e.feed(ctx, cancel, feeds) }()
+	err := lanes(ctx, func(ctx context.Context, i int, l Lane[T]) error {
+		return serveFeed(ctx, cancel, feeds[i], l)
 	})
 	// A runner that returned has no lane left to feed.
 	cancel()
 	return firstError(<-dispatched, err)
+}
+
+// feed is fan's dispatcher: it hands the deliveries to the lanes' feeds
+// laneChunk at a time, closes every feed at the end, and stops the lanes
+// if it fails.
+func (e *Engine[T]) feed(ctx context.Context, cancel context.CancelFunc, feeds []chan []Planned[T]) error {
+	bufs := make([][]Planned[T], len(feeds))
+	send := func(i int) bool {
+		select {
+		case feeds[i] <- bufs[i]:
+			bufs[i] = make([]Planned[T], 0, laneChunk)
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	err := e.dispatch(ctx, func(i int, p Planned[T]) error {
+		bufs[i] = append(bufs[i], p)
+		if len(bufs[i]) == laneChunk && !send(i) {
+			return ctx.Err()
+		}
+		return nil
+	})
+	for i := range bufs {
+		if err == nil && len(bufs[i]) > 0 && !send(i) {
+			err = ctx.Err()
+		}
+		close(feeds[i])
+	}
+	if err != nil {
+		cancel()
+	}
+	return err
+}
+
+// serveFeed has lane l deliver what its feed brings, in order, and finish
+// once the feed is closed; a lane that fails, or whose context ends, stops
+// the dispatcher and the other lanes.
+func serveFeed[T any](ctx context.Context, cancel context.CancelFunc, feed <-chan []Planned[T], l Lane[T]) (err error) {
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
+	for {
+		var ps []Planned[T]
+		var more bool
+		select {
+		case ps, more = <-feed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !more {
+			break
+		}
+		for j := range ps {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := l.Deliver(ctx, ps[j]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return l.Finish(ctx)
 }
 
 // dispatch reads the captures, hands each chunk to Read, and places every

@@ -190,28 +190,8 @@ const maxRewind = 1_000_000
 // Check refuses what the built-in handler cannot replay with and fills in
 // its defaults.
 func (*builtinReplay) Check(o *Options) error {
-	if strings.HasPrefix(o.DB, "postgres://") || strings.HasPrefix(o.DB, "postgresql://") {
-		return inputf("replay runs on embedded SQLite: --db takes :memory: or a file, not a PostgreSQL URL (redeliver run --db postgres://… runs scenarios on PostgreSQL)")
-	}
-	if o.Concurrent > 0 {
-		return inputf("--concurrent needs a store that runs transactions side by side; the embedded SQLite store runs one at a time, so two workers cannot race on it (drop --concurrent)")
-	}
-	if o.KillEvery != 0 || o.KillWorking != 0 {
-		return inputf("--kill-every and --kill-working kill consumer instances a --target file starts; the built-in handler has none (use --crash)")
-	}
-	if len(o.CrashAt) == 0 {
-		o.CrashAt = DefaultCrashAt
-	}
-	for _, p := range o.CrashAt {
-		if p == consumer.BeforeBegin || p == consumer.AfterCommit || (p == consumer.AfterExternal && !o.Handler.Strategy.CallsOut()) {
-			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, CrashPointWords())
-		}
-	}
-	if o.Handler.Strategy.CallsOut() {
-		return inputf("strategy external-key calls a payment gateway; replay does not simulate one yet (use redeliver run for external-key scenarios)")
-	}
-	if o.Batch < 0 {
-		return inputf("--batch must not be negative")
+	if err := refuseForBuiltin(o); err != nil {
+		return err
 	}
 	if o.Examples <= 0 {
 		o.Examples = 5
@@ -236,6 +216,36 @@ func (*builtinReplay) Check(o *Options) error {
 	}
 	if o.Open == nil || o.EmitScenario != "" && o.OpenScenario == nil {
 		return errors.New("replay: no store to replay into (Options.Open, Options.OpenScenario)")
+	}
+	return nil
+}
+
+// refuseForBuiltin refuses, for Check, the store, the faults and the
+// strategy the built-in handler cannot replay with, filling in the default
+// crash points on the way.
+func refuseForBuiltin(o *Options) error {
+	if strings.HasPrefix(o.DB, "postgres://") || strings.HasPrefix(o.DB, "postgresql://") {
+		return inputf("replay runs on embedded SQLite: --db takes :memory: or a file, not a PostgreSQL URL (redeliver run --db postgres://… runs scenarios on PostgreSQL)")
+	}
+	if o.Concurrent > 0 {
+		return inputf("--concurrent needs a store that runs transactions side by side; the embedded SQLite store runs one at a time, so two workers cannot race on it (drop --concurrent)")
+	}
+	if o.KillEvery != 0 || o.KillWorking != 0 {
+		return inputf("--kill-every and --kill-working kill consumer instances a --target file starts; the built-in handler has none (use --crash)")
+	}
+	if len(o.CrashAt) == 0 {
+		o.CrashAt = DefaultCrashAt
+	}
+	for _, p := range o.CrashAt {
+		if p == consumer.BeforeBegin || p == consumer.AfterCommit || (p == consumer.AfterExternal && !o.Handler.Strategy.CallsOut()) {
+			return inputf("--crash-at %s is not a mid-transaction point; use %s (after-commit is --redeliver)", p, CrashPointWords())
+		}
+	}
+	if o.Handler.Strategy.CallsOut() {
+		return inputf("strategy external-key calls a payment gateway; replay does not simulate one yet (use redeliver run for external-key scenarios)")
+	}
+	if o.Batch < 0 {
+		return inputf("--batch must not be negative")
 	}
 	return nil
 }
@@ -348,44 +358,13 @@ func (b *builtinReplay) Replay(ctx context.Context, o *Options) (*Report, error)
 		// An empty capture file proves nothing; so does a closed stdin,
 		// which reads as empty. (A stream read from a sequence past its
 		// end has simply nothing new.)
-		names := make([]string, len(o.Inputs))
-		for i, in := range o.Inputs {
-			names[i] = in
-			if in == "-" {
-				names[i] = "stdin"
-			}
-		}
-		return nil, inputf("%s held no events: nothing was replayed", escape.Line(describeInputs(names)))
+		return nil, heldNoEvents(o.Inputs)
 	}
 	if rep.Effects, err = db.CountEffects(ctx); err != nil {
 		return nil, err
 	}
 	rep.NewEffects = rep.Effects - before
-	// The findings (on the replay's connection, which holds the capture
-	// log) and the invariants (on another) answer side by side.
-	var found ledger.CaptureFindings
-	var ferr error
-	done := make(chan struct{})
-	findings := func() {
-		defer close(done)
-		found, ferr = log.Findings(ctx, o.Examples)
-	}
-	judge := db.Invariants
-	if rep.keyed > 0 {
-		judge = db.KeyedInvariants
-	}
-	// A ledger whose database lives in one connection answers one query
-	// at a time.
-	if one, ok := db.(interface{ SideBySide() bool }); ok && !one.SideBySide() {
-		findings()
-	} else {
-		go findings()
-	}
-	broken, err := judge(ctx, o.Handler.Strategy, o.Examples)
-	<-done
-	if err == nil {
-		err = ferr
-	}
+	found, broken, err := b.judge(ctx, o, rep.keyed > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -398,23 +377,81 @@ func (b *builtinReplay) Replay(ctx context.Context, o *Options) (*Report, error)
 	}
 	rep.decide(o.FailOn)
 	if o.Compare && rep.keyed > 0 {
-		if slices.Contains(o.Inputs, "-") {
-			rep.NotCompared = "stdin cannot be read again"
-		} else if slices.ContainsFunc(o.Inputs, broker.IsStreamURL) {
-			rep.NotCompared = "a stream is replayed once"
-		} else if slices.ContainsFunc(o.Inputs, broker.IsTopicURL) {
-			rep.NotCompared = "a topic is replayed once"
-		} else {
-			own, err := row(ctx, db, rep)
-			if err != nil {
-				return nil, err
-			}
-			if rep.Strategies, err = compare(ctx, *o, own); err != nil {
-				return nil, err
-			}
+		if err := b.compareStrategies(ctx, o, rep); err != nil {
+			return nil, err
 		}
 	}
 	return rep, nil
+}
+
+// heldNoEvents is the error of a replay whose inputs held no events, stdin
+// named as such.
+func heldNoEvents(inputs []string) error {
+	names := make([]string, len(inputs))
+	for i, in := range inputs {
+		names[i] = in
+		if in == "-" {
+			names[i] = "stdin"
+		}
+	}
+	return inputf("%s held no events: nothing was replayed", escape.Line(describeInputs(names)))
+}
+
+// judge asks the store, once the captures are replayed, for the capture's
+// findings and for the invariants it breaks (those of the business key
+// too when keyed).
+func (b *builtinReplay) judge(ctx context.Context, o *Options, keyed bool) (ledger.CaptureFindings, []ledger.Broken, error) {
+	// The findings (on the replay's connection, which holds the capture
+	// log) and the invariants (on another) answer side by side.
+	var found ledger.CaptureFindings
+	var ferr error
+	done := make(chan struct{})
+	findings := func() {
+		defer close(done)
+		found, ferr = b.log.Findings(ctx, o.Examples)
+	}
+	judge := b.db.Invariants
+	if keyed {
+		judge = b.db.KeyedInvariants
+	}
+	// A ledger whose database lives in one connection answers one query
+	// at a time.
+	if one, ok := b.db.(interface{ SideBySide() bool }); ok && !one.SideBySide() {
+		findings()
+	} else {
+		go findings()
+	}
+	broken, err := judge(ctx, o.Handler.Strategy, o.Examples)
+	<-done
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return ledger.CaptureFindings{}, nil, err
+	}
+	return found, broken, nil
+}
+
+// compareStrategies replays the captures again under the other strategies
+// into rep.Strategies, beside the row of this replay; rep.NotCompared says
+// why not when an input cannot be read twice.
+func (b *builtinReplay) compareStrategies(ctx context.Context, o *Options, rep *Report) error {
+	if slices.Contains(o.Inputs, "-") {
+		rep.NotCompared = "stdin cannot be read again"
+	} else if slices.ContainsFunc(o.Inputs, broker.IsStreamURL) {
+		rep.NotCompared = "a stream is replayed once"
+	} else if slices.ContainsFunc(o.Inputs, broker.IsTopicURL) {
+		rep.NotCompared = "a topic is replayed once"
+	} else {
+		own, err := row(ctx, b.db, rep)
+		if err != nil {
+			return err
+		}
+		if rep.Strategies, err = compare(ctx, *o, own); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Findings lists every entry behind the capture findings, from the

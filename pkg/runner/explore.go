@@ -187,36 +187,15 @@ func scheduleVerdict(res *CheckResult, c *scenario.Check) {
 // only if a declared violation broke in none.
 func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult {
 	n := len(results)
-	failed, first := 0, -1
-	broken := map[invariant.Name]int{}
-	held := map[consumer.FaultPoint]bool{}
-	for k := range results {
-		r := &results[k]
-		if !r.Passed {
-			failed++
-			if first < 0 {
-				first = k
-			}
-		}
-		seen := map[invariant.Name]bool{}
-		for _, v := range r.Violations {
-			if !seen[v.Invariant] {
-				seen[v.Invariant] = true
-				broken[v.Invariant]++
-			}
-		}
-		for _, p := range r.Held {
-			held[p] = true
-		}
-	}
+	t := tallySchedules(results)
 	out := results[0]
-	if first >= 0 {
-		out = results[first]
+	if t.first >= 0 {
+		out = results[t.first]
 	}
 	out.Schedules = n
 	out.Held = nil
 	for _, p := range consumer.FaultPoints {
-		if held[p] {
+		if t.held[p] {
 			out.Held = append(out.Held, p)
 		}
 	}
@@ -224,19 +203,70 @@ func fold(c *scenario.Check, plan []schedule, results []CheckResult) CheckResult
 	for _, r := range results {
 		out.Duration += r.Duration
 	}
-	if first >= 0 {
-		fs := append([]Failure(nil), out.Failures...)
-		ef := &ExploredFailure{Schedules: n, Failed: failed, First: first + 1, Schedule: plan[first].facts()}
-		if cnt := results[first].Counters; cnt.CrashedInWork+cnt.CrashedSpent > 0 {
-			// The trial's kill at its statement came after the
-			// consumer's answer, whatever the recording saw.
-			ef.AfterAnswer = true
-		}
-		fs[0].Explored = ef
-		out.Failures = fs
-		out.Passed = false
-		return out
+	if t.first >= 0 {
+		return foldFailed(out, plan, results, t)
 	}
+	return foldPassed(c, out, results, t.broken)
+}
+
+// scheduleTally is what fold counts over the schedules of one check.
+type scheduleTally struct {
+	failed int // schedules that failed
+	first  int // the first of them (0-based), -1 if none did
+	// broken counts, for each invariant, the schedules that broke it;
+	// held is every fault point a schedule held at.
+	broken map[invariant.Name]int
+	held   map[consumer.FaultPoint]bool
+}
+
+// tallySchedules counts, for fold, the schedules that failed, those that
+// broke each invariant, and the fault points they held at.
+func tallySchedules(results []CheckResult) scheduleTally {
+	t := scheduleTally{first: -1, broken: map[invariant.Name]int{}, held: map[consumer.FaultPoint]bool{}}
+	for k := range results {
+		r := &results[k]
+		if !r.Passed {
+			t.failed++
+			if t.first < 0 {
+				t.first = k
+			}
+		}
+		seen := map[invariant.Name]bool{}
+		for _, v := range r.Violations {
+			if !seen[v.Invariant] {
+				seen[v.Invariant] = true
+				t.broken[v.Invariant]++
+			}
+		}
+		for _, p := range r.Held {
+			t.held[p] = true
+		}
+	}
+	return t
+}
+
+// foldFailed is fold's result, out, when a schedule failed: the first
+// failing schedule's, its first failure naming that schedule.
+func foldFailed(out CheckResult, plan []schedule, results []CheckResult, t scheduleTally) CheckResult {
+	fs := append([]Failure(nil), out.Failures...)
+	ef := &ExploredFailure{Schedules: len(results), Failed: t.failed, First: t.first + 1, Schedule: plan[t.first].facts()}
+	if cnt := results[t.first].Counters; cnt.CrashedInWork+cnt.CrashedSpent > 0 {
+		// The trial's kill at its statement came after the
+		// consumer's answer, whatever the recording saw.
+		ef.AfterAnswer = true
+	}
+	fs[0].Explored = ef
+	out.Failures = fs
+	out.Passed = false
+	return out
+}
+
+// foldPassed is fold's result, out, when every schedule passed: the
+// violations any schedule broke, and a failure for a declared violation
+// that none broke, or for a race that no schedule raced; broken counts
+// the schedules that broke each invariant.
+func foldPassed(c *scenario.Check, out CheckResult, results []CheckResult, broken map[invariant.Name]int) CheckResult {
+	n := len(results)
 	// Every schedule passed: the violations are those any schedule broke,
 	// each invariant once, and each declared one must be among them.
 	have := map[invariant.Name]bool{}

@@ -45,8 +45,30 @@ func notCompleted(s *scenario.Scenario, ci int, err error) error {
 		from, done = se.step, se.done
 		err = se.err
 	}
-	var left []string
-	count := 0
+	left, count := undelivered(s, ci, from, done)
+	if count == 0 {
+		return err
+	}
+	more := ""
+	if n := count - len(left); n > 0 && len(left) == maxListed {
+		more = ", and more"
+	}
+	list := fmt.Sprintf("; %s: %s%s", howManyUndelivered(s.Checks[ci].Steps, from, count), strings.Join(left, ", "), more)
+	var t Tailed
+	if errors.As(err, &t) {
+		// The consumer's stderr lines stay last.
+		msg := err.Error()
+		at := t.Tail()
+		return &listed{msg: msg[:at] + list + msg[at:], err: err}
+	}
+	return fmt.Errorf("%w%s", err, list)
+}
+
+// undelivered lists, for notCompleted, the deliveries of check ci from its
+// step from on, and of every later check, done of step from's having
+// completed: the first maxListed of them by event id and position, and
+// how many there are in all.
+func undelivered(s *scenario.Scenario, ci, from, done int) (left []string, count int) {
 	for c := ci; c < len(s.Checks); c++ {
 		steps := s.Checks[c].Steps
 		for i := range steps {
@@ -74,15 +96,15 @@ func notCompleted(s *scenario.Scenario, ci int, err error) error {
 			}
 		}
 	}
-	if count == 0 {
-		return err
-	}
-	more := ""
-	if n := count - len(left); n > 0 && len(left) == maxListed {
-		more = ", and more"
-	}
+	return left, count
+}
+
+// howManyUndelivered says how many of the deliveries count were not
+// completed, or did not run when the system did not open (from < 0); steps
+// are the failed check's, from the step that failed.
+func howManyUndelivered(steps []*scenario.Step, from, count int) string {
 	what := fmt.Sprintf("%d deliveries did not complete", count)
-	if steps := s.Checks[ci].Steps; from >= 0 && from < len(steps) && steps[from].Kind == scenario.Deliver {
+	if from >= 0 && from < len(steps) && steps[from].Kind == scenario.Deliver {
 		what = fmt.Sprintf("%d deliveries, from the one that failed on, did not complete", count)
 	}
 	if count == 1 {
@@ -95,15 +117,7 @@ func notCompleted(s *scenario.Scenario, ci int, err error) error {
 			what = "1 delivery did not run"
 		}
 	}
-	list := fmt.Sprintf("; %s: %s%s", what, strings.Join(left, ", "), more)
-	var t Tailed
-	if errors.As(err, &t) {
-		// The consumer's stderr lines stay last.
-		msg := err.Error()
-		at := t.Tail()
-		return &listed{msg: msg[:at] + list + msg[at:], err: err}
-	}
-	return fmt.Errorf("%w%s", err, list)
+	return what
 }
 
 // listed is an error with the list of deliveries that did not complete

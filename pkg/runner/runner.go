@@ -198,9 +198,8 @@ func runSnapshotted(ctx context.Context, s *scenario.Scenario, k *Kind, plans []
 	// An error ends the run as replaying the prefixes would: before any
 	// check's result when a later check is explored (its schedules, run
 	// first, would have met it), after the checks before it otherwise.
-	orig := k.Open
 	opening := time.Now()
-	sys, err := orig(ctx, s)
+	sys, err := k.Open(ctx, s)
 	if err != nil {
 		return bare(s), nil, harnessError(s.File, err)
 	}
@@ -208,15 +207,7 @@ func runSnapshotted(ctx context.Context, s *scenario.Scenario, k *Kind, plans []
 	if !ok || !snap.CanSnapshot() {
 		// The first run of the prefixes takes this system, and the time
 		// its opening took.
-		k.opened = time.Since(opening)
-		handed := false
-		k.Open = func(ctx context.Context, sc *scenario.Scenario) (System, error) {
-			if handed {
-				return orig(ctx, sc)
-			}
-			handed = true
-			return sys, nil
-		}
+		k.handOver(sys, time.Since(opening))
 		return nil, nil, nil
 	}
 	defer sys.Close()
@@ -255,6 +246,21 @@ func runSnapshotted(ctx context.Context, s *scenario.Scenario, k *Kind, plans []
 		sys.Total(&res.Counters, cr.Counters)
 	}
 	return res, explored, nil
+}
+
+// handOver makes k.Open hand sys, opened already, to its next caller,
+// which counts opening as its own time; later callers open their own.
+func (k *Kind) handOver(sys System, opening time.Duration) {
+	orig := k.Open
+	k.opened = opening
+	handed := false
+	k.Open = func(ctx context.Context, sc *scenario.Scenario) (System, error) {
+		if handed {
+			return orig(ctx, sc)
+		}
+		handed = true
+		return sys, nil
+	}
 }
 
 // explore runs check i under each of its schedules, the file's own run

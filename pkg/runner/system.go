@@ -133,7 +133,7 @@ type Kind struct {
 	// refs are those trials' references, by check and step (1-based).
 	refs map[[2]int]invariant.Reference
 	// opened is how long opening the system Open hands to its next caller
-	// took (see runSnapshotted): the trial that takes it counts it.
+	// took (see handOver): the trial that takes it counts it.
 	opened time.Duration
 }
 

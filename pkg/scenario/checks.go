@@ -44,60 +44,11 @@ func (l *loader) check(n *yaml.Node) *Check {
 	c := &Check{Pos: l.pos(n)}
 	var nameSeen, stepsSeen bool
 	ok := l.mapping(n, "a check", []field{
-		{"name", func(k, v *yaml.Node) {
-			nameSeen = true
-			c.Name, _ = l.str(v, "check name")
-			if strings.ContainsAny(c.Name, "\n\r") {
-				l.errorf(v, "check name must be one line")
-			} else if strings.TrimSpace(c.Name) == "" && v.Kind == yaml.ScalarNode {
-				l.errorf(v, "check name is empty; expected a few words that say what the check shows")
-			}
-		}},
-		{"steps", func(k, v *yaml.Node) {
-			stepsSeen = true
-			if v.Kind != yaml.SequenceNode {
-				l.errorf(v, "steps must be a list of steps, not %s", describe(v))
-				return
-			}
-			if len(v.Content) == 0 {
-				l.errorf(v, "steps is empty; a check needs at least one step")
-			}
-			for _, sn := range v.Content {
-				// Steps are counted as they are expanded: aliased checks
-				// and step lists could otherwise make millions of them.
-				if l.steps++; l.steps > maxFileSteps {
-					if l.steps == maxFileSteps+1 {
-						l.errorf(sn, "the file has more than %d steps here, aliases expanded; a scenario file is written by hand", maxFileSteps)
-					}
-					return
-				}
-				if st := l.step(resolve(sn)); st != nil {
-					c.Steps = append(c.Steps, st)
-				}
-			}
-		}},
+		{"name", func(k, v *yaml.Node) { nameSeen = true; l.checkName(c, v) }},
+		{"steps", func(k, v *yaml.Node) { stepsSeen = true; l.checkSteps(c, v) }},
 		{"expect", func(k, v *yaml.Node) { c.Expect = l.state(v, "the check's expect") }},
 		{"say", func(k, v *yaml.Node) { c.Say = l.tmpl(v, "say"); l.sayFields(v, c.Say) }},
-		{"violations", func(k, v *yaml.Node) {
-			c.ViolationsDeclared = true
-			c.ViolationsPos = l.pos(v)
-			if v.Kind != yaml.SequenceNode {
-				l.errorf(v, "violations must be a list of invariant names, not %s", describe(v))
-				return
-			}
-			for _, e := range v.Content {
-				e = resolve(e)
-				s, ok := l.str(e, "violation")
-				if !ok {
-					continue
-				}
-				if !invariant.Known(s) {
-					l.errorf(e, "unknown invariant %q; expected %s", s, oneOf(invariant.Names()))
-					continue
-				}
-				c.Violations = append(c.Violations, s)
-			}
-		}},
+		{"violations", func(k, v *yaml.Node) { l.checkViolations(c, v) }},
 	})
 	if !ok {
 		return nil
@@ -109,6 +60,64 @@ func (l *loader) check(n *yaml.Node) *Check {
 		l.errorf(n, "check %q has no steps", c.Name)
 	}
 	return c
+}
+
+// checkName reads a check's name: one line of a few words.
+func (l *loader) checkName(c *Check, v *yaml.Node) {
+	c.Name, _ = l.str(v, "check name")
+	if strings.ContainsAny(c.Name, "\n\r") {
+		l.errorf(v, "check name must be one line")
+	} else if strings.TrimSpace(c.Name) == "" && v.Kind == yaml.ScalarNode {
+		l.errorf(v, "check name is empty; expected a few words that say what the check shows")
+	}
+}
+
+// checkSteps reads a check's list of steps, up to the file's bound on
+// steps.
+func (l *loader) checkSteps(c *Check, v *yaml.Node) {
+	if v.Kind != yaml.SequenceNode {
+		l.errorf(v, "steps must be a list of steps, not %s", describe(v))
+		return
+	}
+	if len(v.Content) == 0 {
+		l.errorf(v, "steps is empty; a check needs at least one step")
+	}
+	for _, sn := range v.Content {
+		// Steps are counted as they are expanded: aliased checks
+		// and step lists could otherwise make millions of them.
+		if l.steps++; l.steps > maxFileSteps {
+			if l.steps == maxFileSteps+1 {
+				l.errorf(sn, "the file has more than %d steps here, aliases expanded; a scenario file is written by hand", maxFileSteps)
+			}
+			return
+		}
+		if st := l.step(resolve(sn)); st != nil {
+			c.Steps = append(c.Steps, st)
+		}
+	}
+}
+
+// checkViolations reads the violations a check declares: the invariants
+// it expects to break, each a known one.
+func (l *loader) checkViolations(c *Check, v *yaml.Node) {
+	c.ViolationsDeclared = true
+	c.ViolationsPos = l.pos(v)
+	if v.Kind != yaml.SequenceNode {
+		l.errorf(v, "violations must be a list of invariant names, not %s", describe(v))
+		return
+	}
+	for _, e := range v.Content {
+		e = resolve(e)
+		s, ok := l.str(e, "violation")
+		if !ok {
+			continue
+		}
+		if !invariant.Known(s) {
+			l.errorf(e, "unknown invariant %q; expected %s", s, oneOf(invariant.Names()))
+			continue
+		}
+		c.Violations = append(c.Violations, s)
+	}
 }
 
 // SayPlaceholders are the placeholders a check's say line may use, besides
@@ -190,25 +199,12 @@ func (l *loader) stepFields(st *Step, f *stepNodes) []field {
 		{"fail", func(k, v *yaml.Node) {
 			f.modifiers = append(f.modifiers, k)
 			f.handlerOnly["fail"] = true
-			s, ok := l.str(v, "fail")
-			if !ok {
-				return
-			}
-			if p, ok := consumer.ParseFaultPoint(s); ok {
-				st.Fail = p
-				return
-			}
-			l.errorf(v, "unknown fault point %q; expected %s", s, oneOf(words(consumer.FaultPoints)))
+			l.stepFail(st, v)
 		}},
 		{"consumer", func(k, v *yaml.Node) {
 			f.modifiers = append(f.modifiers, k)
 			f.handlerOnly["consumer"] = true
-			if s, ok := l.str(v, "consumer"); ok {
-				st.Consumer = s
-				if s == "" {
-					l.errorf(v, "consumer must not be empty")
-				}
-			}
+			l.stepConsumer(st, v)
 		}},
 		{"times", func(k, v *yaml.Node) {
 			f.modifiers = append(f.modifiers, k)
@@ -226,27 +222,14 @@ func (l *loader) stepFields(st *Step, f *stepNodes) []field {
 		}},
 		{"label", func(k, v *yaml.Node) {
 			f.modifiers = append(f.modifiers, k)
-			s, ok := l.str(v, "label")
-			if !ok {
-				return
-			}
-			if first, dup := l.labels[s]; dup {
-				l.errorf(v, "label %q is already defined at line %d; labels must be unique in a file", s, first.Line)
-				return
-			}
-			st.Label = s
+			l.stepLabel(st, v)
 		}},
 		{"expect", func(k, v *yaml.Node) { f.expect = v }},
 		{"advance", func(k, v *yaml.Node) { f.advance = v; st.Advance, _ = l.duration(v, "advance") }},
 		{"drop", func(k, v *yaml.Node) {
 			f.modifiers = append(f.modifiers, k)
 			f.targetOnly = append(f.targetOnly, k)
-			if s, ok := l.str(v, "drop"); ok {
-				if s != "response" {
-					l.errorf(v, "drop must be response (the answer is cut off, so the delivery is redelivered), not %q", s)
-				}
-				st.Drop = true
-			}
+			l.stepDrop(st, v)
 		}},
 		{"crash", func(k, v *yaml.Node) {
 			f.modifiers = append(f.modifiers, k)
@@ -262,13 +245,67 @@ func (l *loader) stepFields(st *Step, f *stepNodes) []field {
 			f.modifiers = append(f.modifiers, k)
 			f.targetOnly = append(f.targetOnly, k)
 			f.messageID = k
-			if s, ok := l.str(v, "message_id"); ok {
-				if strings.TrimSpace(s) == "" {
-					l.errorf(v, "message_id is empty; it is the broker's message id to publish the event under")
-				}
-				st.MessageID = s
-			}
+			l.stepMessageID(st, v)
 		}},
+	}
+}
+
+// stepFail reads a step's fail: the fault point the built-in handler
+// fails the delivery at.
+func (l *loader) stepFail(st *Step, v *yaml.Node) {
+	s, ok := l.str(v, "fail")
+	if !ok {
+		return
+	}
+	if p, ok := consumer.ParseFaultPoint(s); ok {
+		st.Fail = p
+		return
+	}
+	l.errorf(v, "unknown fault point %q; expected %s", s, oneOf(words(consumer.FaultPoints)))
+}
+
+// stepConsumer reads a step's consumer: the one of a consumer-scoped
+// handler the delivery goes to.
+func (l *loader) stepConsumer(st *Step, v *yaml.Node) {
+	if s, ok := l.str(v, "consumer"); ok {
+		st.Consumer = s
+		if s == "" {
+			l.errorf(v, "consumer must not be empty")
+		}
+	}
+}
+
+// stepLabel reads a step's label, which no other step of the file has.
+func (l *loader) stepLabel(st *Step, v *yaml.Node) {
+	s, ok := l.str(v, "label")
+	if !ok {
+		return
+	}
+	if first, dup := l.labels[s]; dup {
+		l.errorf(v, "label %q is already defined at line %d; labels must be unique in a file", s, first.Line)
+		return
+	}
+	st.Label = s
+}
+
+// stepDrop reads a step's drop, which cuts off the target's answer.
+func (l *loader) stepDrop(st *Step, v *yaml.Node) {
+	if s, ok := l.str(v, "drop"); ok {
+		if s != "response" {
+			l.errorf(v, "drop must be response (the answer is cut off, so the delivery is redelivered), not %q", s)
+		}
+		st.Drop = true
+	}
+}
+
+// stepMessageID reads a step's message_id: the broker's message id the
+// event is published under.
+func (l *loader) stepMessageID(st *Step, v *yaml.Node) {
+	if s, ok := l.str(v, "message_id"); ok {
+		if strings.TrimSpace(s) == "" {
+			l.errorf(v, "message_id is empty; it is the broker's message id to publish the event under")
+		}
+		st.MessageID = s
 	}
 }
 
@@ -320,37 +357,11 @@ func (l *loader) event(n *yaml.Node) *Event {
 			switch name {
 			case "id":
 				idSeen = true
-				if s, ok := l.str(v, "event id"); ok {
-					if s == "" {
-						l.errorf(v, "event id must not be empty")
-					} else if len(s) > consumer.MaxIDBytes {
-						l.errorf(v, "event id is %d bytes long; ids are limited to %d bytes on every store", len(s), consumer.MaxIDBytes)
-					}
-					ev.ID = s
-					env["id"] = s
-				}
+				l.eventID(ev, env, v)
 			case "headers":
-				hs := map[string]string{}
-				l.mappingAny(v, "headers", func(k, v *yaml.Node) {
-					if s, ok := l.str(v, "header "+k.Value); ok {
-						hs[k.Value] = s
-					}
-				})
-				env["headers"] = hs
+				l.eventHeaders(env, v)
 			case "data":
-				if l.dataSize > maxFileDataSize {
-					return // said once, where the file went over
-				}
-				raw, err := toJSON(v)
-				if err != nil {
-					l.errorf(v, "data cannot be written as JSON: %v", err)
-					return
-				}
-				if l.dataSize += len(raw); l.dataSize > maxFileDataSize {
-					l.errorf(v, "the events' data up to here expands to more than %d MiB in all (aliases included); a scenario file is written by hand", maxFileDataSize>>20)
-					return
-				}
-				env["data"] = json.RawMessage(raw)
+				l.eventData(env, v)
 			default:
 				if s, ok := l.str(v, name); ok {
 					env[name] = s
@@ -372,6 +383,49 @@ func (l *loader) event(n *yaml.Node) *Event {
 	}
 	ev.Envelope, _ = json.Marshal(env) // keys are strings, values are marshalable
 	return ev
+}
+
+// eventID reads an event's id into the event and its envelope: not empty,
+// and no longer than a store keeps.
+func (l *loader) eventID(ev *Event, env map[string]any, v *yaml.Node) {
+	if s, ok := l.str(v, "event id"); ok {
+		if s == "" {
+			l.errorf(v, "event id must not be empty")
+		} else if len(s) > consumer.MaxIDBytes {
+			l.errorf(v, "event id is %d bytes long; ids are limited to %d bytes on every store", len(s), consumer.MaxIDBytes)
+		}
+		ev.ID = s
+		env["id"] = s
+	}
+}
+
+// eventHeaders reads an event's headers, each a string, into its envelope.
+func (l *loader) eventHeaders(env map[string]any, v *yaml.Node) {
+	hs := map[string]string{}
+	l.mappingAny(v, "headers", func(k, v *yaml.Node) {
+		if s, ok := l.str(v, "header "+k.Value); ok {
+			hs[k.Value] = s
+		}
+	})
+	env["headers"] = hs
+}
+
+// eventData reads an event's data into its envelope as JSON, as long as
+// the data of the file's events stays within its bound.
+func (l *loader) eventData(env map[string]any, v *yaml.Node) {
+	if l.dataSize > maxFileDataSize {
+		return // said once, where the file went over
+	}
+	raw, err := toJSON(v)
+	if err != nil {
+		l.errorf(v, "data cannot be written as JSON: %v", err)
+		return
+	}
+	if l.dataSize += len(raw); l.dataSize > maxFileDataSize {
+		l.errorf(v, "the events' data up to here expands to more than %d MiB in all (aliases included); a scenario file is written by hand", maxFileDataSize>>20)
+		return
+	}
+	env["data"] = json.RawMessage(raw)
 }
 
 var outcomeWords = words(consumer.Outcomes)

@@ -53,50 +53,7 @@ func (c *Crash) Statement() bool {
 func (l *loader) crash(n *yaml.Node) *Crash {
 	c := &Crash{Pos: l.pos(n)}
 	if n.Kind == yaml.MappingNode {
-		seen := 0
-		words := func(v *yaml.Node, what string) string {
-			s, ok := l.str(v, what)
-			if !ok {
-				return ""
-			}
-			if strings.TrimSpace(s) == "" {
-				l.errorf(v, "%s names no statement: write its leading words, such as \"INSERT INTO payments\" or commit", what)
-			}
-			return strings.Join(strings.Fields(s), " ")
-		}
-		l.mapping(n, "crash", []field{
-			{"after", func(k, v *yaml.Node) {
-				seen++
-				if v.Kind == yaml.ScalarNode && looksLikeDuration(v.Value) {
-					c.Kind = CrashAfter
-					c.After = l.delay(v, "crash after")
-					return
-				}
-				c.Kind, c.AfterStatement, c.Words = CrashStatement, true, words(v, "crash after")
-				if m, p, ok := externalCall(c.Words); ok {
-					c.Kind, c.Method, c.Path = CrashExternal, m, p
-				}
-			}},
-			{"before", func(k, v *yaml.Node) {
-				seen++
-				if v.Kind == yaml.ScalarNode && looksLikeDuration(v.Value) {
-					// No statement begins with a number: this is a time,
-					// and a kill comes a time after a delivery, not before.
-					l.errorf(v, "crash before takes a statement's leading words, such as \"INSERT INTO payments\", not a duration (%s): to kill the consumer a time after the delivery was sent, write crash: {after: %s}", strings.TrimSpace(v.Value), strings.TrimSpace(v.Value))
-					return
-				}
-				c.Kind, c.Words = CrashStatement, words(v, "crash before")
-				if m, p, ok := externalCall(c.Words); ok {
-					c.Kind, c.Method, c.Path = CrashExternal, m, p
-				}
-			}},
-		})
-		switch seen {
-		case 0:
-			l.errorf(n, "crash needs after: how long after the delivery was sent to kill the consumer, such as 5ms, or the statement to kill it at: {before: \"INSERT INTO payments\"}, {after: commit}")
-		case 2:
-			l.errorf(n, "crash takes before or after, not both")
-		}
+		l.crashBeforeAfter(n, c)
 		return c
 	}
 	s, ok := l.str(n, "crash")
@@ -111,6 +68,58 @@ func (l *loader) crash(n *yaml.Node) *Crash {
 		return nil
 	}
 	return c
+}
+
+// crashBeforeAfter reads the mapping form of a crash into c: {after: D},
+// or the statement or external call to kill at, {before: …} or {after: …}.
+func (l *loader) crashBeforeAfter(n *yaml.Node, c *Crash) {
+	seen := 0
+	l.mapping(n, "crash", []field{
+		{"after", func(k, v *yaml.Node) {
+			seen++
+			if v.Kind == yaml.ScalarNode && looksLikeDuration(v.Value) {
+				c.Kind = CrashAfter
+				c.After = l.delay(v, "crash after")
+				return
+			}
+			c.Kind, c.AfterStatement, c.Words = CrashStatement, true, l.crashWords(v, "crash after")
+			if m, p, ok := externalCall(c.Words); ok {
+				c.Kind, c.Method, c.Path = CrashExternal, m, p
+			}
+		}},
+		{"before", func(k, v *yaml.Node) {
+			seen++
+			if v.Kind == yaml.ScalarNode && looksLikeDuration(v.Value) {
+				// No statement begins with a number: this is a time,
+				// and a kill comes a time after a delivery, not before.
+				l.errorf(v, "crash before takes a statement's leading words, such as \"INSERT INTO payments\", not a duration (%s): to kill the consumer a time after the delivery was sent, write crash: {after: %s}", strings.TrimSpace(v.Value), strings.TrimSpace(v.Value))
+				return
+			}
+			c.Kind, c.Words = CrashStatement, l.crashWords(v, "crash before")
+			if m, p, ok := externalCall(c.Words); ok {
+				c.Kind, c.Method, c.Path = CrashExternal, m, p
+			}
+		}},
+	})
+	switch seen {
+	case 0:
+		l.errorf(n, "crash needs after: how long after the delivery was sent to kill the consumer, such as 5ms, or the statement to kill it at: {before: \"INSERT INTO payments\"}, {after: commit}")
+	case 2:
+		l.errorf(n, "crash takes before or after, not both")
+	}
+}
+
+// crashWords reads the statement a crash names by its leading words,
+// spaced as one line; what names the field in errors.
+func (l *loader) crashWords(v *yaml.Node, what string) string {
+	s, ok := l.str(v, what)
+	if !ok {
+		return ""
+	}
+	if strings.TrimSpace(s) == "" {
+		l.errorf(v, "%s names no statement: write its leading words, such as \"INSERT INTO payments\" or commit", what)
+	}
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // looksLikeDuration reports whether s is written as a duration (5ms, 1.5s,

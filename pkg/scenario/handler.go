@@ -62,6 +62,14 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 		base := l.file[strings.LastIndexAny(l.file, `/\`)+1:]
 		s.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
 	}
+	l.validateFile(root, handlerNode, effectsNode, externalsNode)
+	return s
+}
+
+// validateFile checks, once the whole file is read, what one part of it
+// says against the others; handlerNode, effectsNode and externalsNode are
+// where those blocks are written, or nil.
+func (l *loader) validateFile(root, handlerNode, effectsNode, externalsNode *yaml.Node) {
 	l.validateTarget(root, handlerNode, effectsNode)
 	l.validateExternals(externalsNode)
 	for _, st := range l.stateChecks {
@@ -72,7 +80,6 @@ func (l *loader) scenario(doc *yaml.Node) *Scenario {
 	l.validateFaultSteps()
 	l.validateDeliverSteps()
 	l.validateConsumerSteps()
-	return s
 }
 
 // validateCrashSteps checks each crash against the rest of the file:
@@ -139,18 +146,7 @@ func (l *loader) handler(n *yaml.Node) {
 	h.Pos = l.pos(n)
 	var keyNode, externalNode, retentionNode, strategyNode *yaml.Node
 	l.mapping(n, "the handler", []field{
-		{"strategy", func(k, v *yaml.Node) {
-			strategyNode = v
-			s, ok := l.str(v, "strategy")
-			if !ok {
-				return
-			}
-			if known, ok := handler.ParseStrategy(s); ok {
-				h.Strategy = known
-				return
-			}
-			l.errorf(v, "unknown strategy %q; expected %s", s, oneOf(words(handler.Strategies)))
-		}},
+		{"strategy", func(k, v *yaml.Node) { strategyNode = v; l.strategy(h, v) }},
 		{"consumer", func(k, v *yaml.Node) {
 			if s, ok := l.str(v, "consumer"); ok {
 				if s == "" {
@@ -194,6 +190,19 @@ func (l *loader) handler(n *yaml.Node) {
 	if retentionNode != nil && !h.Strategy.KeepsMarkers() {
 		l.errorf(retentionNode, "retention purges processed markers, and strategy %s keeps none", h.Strategy)
 	}
+}
+
+// strategy reads the handler's strategy, one of those it knows.
+func (l *loader) strategy(h *Handler, v *yaml.Node) {
+	s, ok := l.str(v, "strategy")
+	if !ok {
+		return
+	}
+	if known, ok := handler.ParseStrategy(s); ok {
+		h.Strategy = known
+		return
+	}
+	l.errorf(v, "unknown strategy %q; expected %s", s, oneOf(words(handler.Strategies)))
 }
 
 func (l *loader) identity(n *yaml.Node) {

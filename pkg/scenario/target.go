@@ -150,43 +150,14 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 	var urlSeen bool
 	var idHeaderNode, secretNode, modeNode *yaml.Node
 	l.mapping(n, "target http", []field{
-		{"url", func(k, v *yaml.Node) {
-			urlSeen = true
-			if s, ok := l.xstr(v, "url"); ok {
-				u, err := url.Parse(s)
-				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					l.errorf(v, "url must be an http:// or https:// URL such as http://127.0.0.1:8080/events, not %s", redact.URL(s))
-				}
-				h.URL = s
-			}
-		}},
-		{"method", func(k, v *yaml.Node) {
-			if s, ok := l.xstr(v, "method"); ok {
-				switch strings.ToUpper(s) {
-				case "POST", "PUT", "PATCH":
-					h.Method = strings.ToUpper(s)
-				default:
-					l.errorf(v, "method must be POST, PUT or PATCH (a delivery carries a body), not %q", s)
-				}
-			}
-		}},
+		{"url", func(k, v *yaml.Node) { urlSeen = true; l.httpURL(h, v) }},
+		{"method", func(k, v *yaml.Node) { l.httpMethod(h, v) }},
 		{"headers", func(k, v *yaml.Node) {
 			h.Headers = l.xmap(v, "header")
 			l.httpHeaders(v, h.Headers)
 		}},
 		{"timeout", func(k, v *yaml.Node) { h.Timeout = l.timeout(v, "timeout") }},
-		{"mode", func(k, v *yaml.Node) {
-			modeNode = v
-			if s, ok := l.xstr(v, "mode"); ok {
-				for _, m := range HTTPModes {
-					if m == s {
-						h.Mode = s
-						return
-					}
-				}
-				l.errorf(v, "unknown mode %q; expected %s", s, oneOf(HTTPModes))
-			}
-		}},
+		{"mode", func(k, v *yaml.Node) { modeNode = v; l.wireMode(h, v) }},
 		{"id_header", func(k, v *yaml.Node) {
 			idHeaderNode = k
 			if s, ok := l.xstr(v, "id_header"); ok {
@@ -206,6 +177,45 @@ func (l *loader) httpTarget(n *yaml.Node) *HTTPTarget {
 	}
 	l.httpMode(n, h, idHeaderNode, secretNode, modeNode)
 	return h
+}
+
+// httpURL reads the URL an HTTP target listens on: http:// or https://,
+// with a host.
+func (l *loader) httpURL(h *HTTPTarget, v *yaml.Node) {
+	if s, ok := l.xstr(v, "url"); ok {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			l.errorf(v, "url must be an http:// or https:// URL such as http://127.0.0.1:8080/events, not %s", redact.URL(s))
+		}
+		h.URL = s
+	}
+}
+
+// httpMethod reads the method a delivery is sent with, one that carries a
+// body.
+func (l *loader) httpMethod(h *HTTPTarget, v *yaml.Node) {
+	if s, ok := l.xstr(v, "method"); ok {
+		switch strings.ToUpper(s) {
+		case "POST", "PUT", "PATCH":
+			h.Method = strings.ToUpper(s)
+		default:
+			l.errorf(v, "method must be POST, PUT or PATCH (a delivery carries a body), not %q", s)
+		}
+	}
+}
+
+// wireMode reads an HTTP target's mode, how an event is put on the wire:
+// one of HTTPModes.
+func (l *loader) wireMode(h *HTTPTarget, v *yaml.Node) {
+	if s, ok := l.xstr(v, "mode"); ok {
+		for _, m := range HTTPModes {
+			if m == s {
+				h.Mode = s
+				return
+			}
+		}
+		l.errorf(v, "unknown mode %q; expected %s", s, oneOf(HTTPModes))
+	}
 }
 
 // secretEnv reads secret_env: the environment variable holding a
