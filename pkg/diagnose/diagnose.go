@@ -320,27 +320,14 @@ func (d *diagnosis) ackBeforeCommit() *Diagnosis {
 	if len(d.broke(invariant.LostEffect)) == 0 {
 		return nil
 	}
-	answered, killed := -1, -1
-	for i, st := range d.Trace {
-		if st.AnsweredBefore != "" && answered < 0 {
-			answered = i
-		}
-		if d.stmts[i].killed {
-			killed = i
-		}
-	}
+	answered, killed := d.answeredAndKilled()
 	if answered < 0 || killed < answered {
 		return nil
 	}
 	// Nothing of the effect committed before the kill.
-	var open []int
-	for _, s := range d.stmts[:killed+1] {
-		if s.kind == write && d.effect != "" && s.on(d.effect) {
-			if s.committed != 0 && s.committed <= killed+1 && !(s.committed == killed+1 && d.Trace[killed].Before) {
-				return nil
-			}
-			open = append(open, s.n)
-		}
+	open, ok := d.openAtKill(killed)
+	if !ok {
+		return nil
 	}
 	said := d.Trace[answered].AnsweredBefore
 	k := d.stmts[killed]
@@ -348,15 +335,7 @@ func (d *diagnosis) ackBeforeCommit() *Diagnosis {
 	if !d.Trace[killed].Before {
 		where = "after it ran, before the consumer saw its answer"
 	}
-	answer := "the consumer answered " + said
-	switch said {
-	case offsetCommitted:
-		answer = "the consumer group's offset was committed past the record"
-	case brokerAcked:
-		answer = "the broker showed the message acked"
-	case ackedAtTheLatest:
-		answer = "the broker showed, once the instance was killed, the message acked"
-	}
+	answer := ackWords(said)
 	why := fmt.Sprintf("%s before statement %d, with its effect not yet committed", answer, answered+1)
 	if len(open) > 0 {
 		why = fmt.Sprintf("%s before statement %d, while %s (%s) waited uncommitted", answer, answered+1, stmtWords(open), d.effect)
@@ -383,6 +362,51 @@ func (d *diagnosis) ackBeforeCommit() *Diagnosis {
 		Why:      why,
 		Fix:      fix,
 	}
+}
+
+// answeredAndKilled finds, in the trace, the first statement the
+// consumer answered before and the last one the kill came at: their
+// indexes, -1 for none.
+func (d *diagnosis) answeredAndKilled() (answered, killed int) {
+	answered, killed = -1, -1
+	for i, st := range d.Trace {
+		if st.AnsweredBefore != "" && answered < 0 {
+			answered = i
+		}
+		if d.stmts[i].killed {
+			killed = i
+		}
+	}
+	return answered, killed
+}
+
+// openAtKill lists the writes of the effect, up to the kill at index
+// killed, that waited uncommitted there. ok is false when one of them
+// had committed before the kill.
+func (d *diagnosis) openAtKill(killed int) (open []int, ok bool) {
+	for _, s := range d.stmts[:killed+1] {
+		if s.kind == write && d.effect != "" && s.on(d.effect) {
+			if s.committed != 0 && s.committed <= killed+1 && !(s.committed == killed+1 && d.Trace[killed].Before) {
+				return nil, false
+			}
+			open = append(open, s.n)
+		}
+	}
+	return open, true
+}
+
+// ackWords says what the consumer's answer said was done with the
+// delivery: the answer itself, or the ack a broker showed.
+func ackWords(said string) string {
+	switch said {
+	case offsetCommitted:
+		return "the consumer group's offset was committed past the record"
+	case brokerAcked:
+		return "the broker showed the message acked"
+	case ackedAtTheLatest:
+		return "the broker showed, once the instance was killed, the message acked"
+	}
+	return "the consumer answered " + said
 }
 
 // notScoped: an effect was lost with no kill in the trace, and the

@@ -160,32 +160,11 @@ var (
 // (a placeholder whose bound value was not seen or not decoded, an
 // expression).
 func idempotencyKey(s stmt) (column string, key *string, ok bool) {
-	m := insertColumnsRE.FindStringSubmatchIndex(s.text)
-	if m == nil {
+	cols, values, ok := insertedValues(s.text)
+	if !ok {
 		return "", nil, false
 	}
-	cols := splitTop(s.text[m[2]:m[3]])
-	var values []string
-	if strings.EqualFold(s.text[m[4]:m[4]+1], "s") {
-		values, ok = selectList(s.text[m[1]:])
-	} else {
-		var rest string
-		values, rest, ok = tuple(s.text[m[1]:])
-		ok = ok && !strings.HasPrefix(strings.TrimSpace(rest), ",")
-	}
-	if !ok || len(values) != len(cols) {
-		return "", nil, false
-	}
-	at := -1
-	for i, c := range cols {
-		name := unquote(strings.TrimSpace(c))
-		if strings.Contains(name, "idempoten") || name == "idem_key" || name == "idemkey" {
-			if at >= 0 {
-				return "", nil, false
-			}
-			at, column = i, name
-		}
-	}
+	at, column := keyColumn(cols)
 	if at < 0 {
 		return "", nil, false
 	}
@@ -196,29 +175,15 @@ func idempotencyKey(s stmt) (column string, key *string, ok bool) {
 		question += placeholders(v)
 	}
 	v := strings.TrimSpace(castRE.ReplaceAllString(strings.TrimSpace(values[at]), ""))
-	param := func(i int) (*string, bool) {
-		if i < 0 || i >= len(s.params) {
-			return nil, false
-		}
-		p := s.params[i]
-		switch {
-		case p.Null:
-			return nil, true
-		case p.Undecoded:
-			return nil, false
-		}
-		t := p.Text
-		return &t, true
-	}
 	switch {
 	case strings.EqualFold(v, "null"):
 		return column, nil, true
 	case v == "?":
-		key, ok = param(question)
+		key, ok = s.boundValue(question)
 		return column, key, ok
 	case dollarRE.MatchString(v):
 		n, _ := strconv.Atoi(v[1:])
-		key, ok = param(n - 1)
+		key, ok = s.boundValue(n - 1)
 		return column, key, ok
 	case len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'' && !strings.Contains(v[1:len(v)-1], `\`):
 		t := strings.ReplaceAll(v[1:len(v)-1], "''", "'")
@@ -228,6 +193,61 @@ func idempotencyKey(s stmt) (column string, key *string, ok bool) {
 		return column, &t, true
 	}
 	return "", nil, false
+}
+
+// insertedValues reads the columns an insert of one row names and the
+// text of the value it gives each, from a VALUES tuple or a SELECT list.
+// ok is false when it cannot read them, or their counts differ.
+func insertedValues(text string) (cols, values []string, ok bool) {
+	m := insertColumnsRE.FindStringSubmatchIndex(text)
+	if m == nil {
+		return nil, nil, false
+	}
+	cols = splitTop(text[m[2]:m[3]])
+	if strings.EqualFold(text[m[4]:m[4]+1], "s") {
+		values, ok = selectList(text[m[1]:])
+	} else {
+		var rest string
+		values, rest, ok = tuple(text[m[1]:])
+		ok = ok && !strings.HasPrefix(strings.TrimSpace(rest), ",")
+	}
+	if !ok || len(values) != len(cols) {
+		return nil, nil, false
+	}
+	return cols, values, true
+}
+
+// keyColumn finds the one column whose name says it holds an
+// idempotency key: its index and name, or -1 when none or several do.
+func keyColumn(cols []string) (at int, column string) {
+	at = -1
+	for i, c := range cols {
+		name := unquote(strings.TrimSpace(c))
+		if strings.Contains(name, "idempoten") || name == "idem_key" || name == "idemkey" {
+			if at >= 0 {
+				return -1, ""
+			}
+			at, column = i, name
+		}
+	}
+	return at, column
+}
+
+// boundValue is the text of the statement's i-th bound value (0-based):
+// nil for NULL. ok is false when it was not seen or not decoded.
+func (s stmt) boundValue(i int) (*string, bool) {
+	if i < 0 || i >= len(s.params) {
+		return nil, false
+	}
+	p := s.params[i]
+	switch {
+	case p.Null:
+		return nil, true
+	case p.Undecoded:
+		return nil, false
+	}
+	t := p.Text
+	return &t, true
 }
 
 // tuple reads the values of a VALUES tuple whose "(" came before s, to

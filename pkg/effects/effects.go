@@ -358,31 +358,9 @@ func (d *DB) scanRows(ctx context.Context, rows *sql.Rows, src rowSource, key *s
 	if err != nil {
 		return errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
 	}
-	ki, ei := -1, -1
-	for i, c := range cols {
-		if strings.EqualFold(c, src.keyCol) {
-			ki = i
-		}
-		if src.eventCol != "" && strings.EqualFold(c, src.eventCol) {
-			ei = i
-		}
-	}
-	if ki < 0 {
-		if d.spec.Query != "" {
-			return errorf("the effects query returns no column named key (it returns %s); write SELECT your_key_column AS key …", strings.Join(cols, ", "))
-		}
-		return errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, src.keyCol, strings.Join(cols, ", "))
-	}
-	if src.eventCol != "" && ei < 0 && d.spec.Query == "" {
-		return errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, src.eventCol, strings.Join(cols, ", "))
-	}
-	keep, err := d.compared(cols, what)
+	l, err := d.layout(cols, src)
 	if err != nil {
 		return err
-	}
-	var compared []string
-	for _, i := range keep {
-		compared = append(compared, cols[i])
 	}
 	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
@@ -393,20 +371,7 @@ func (d *DB) scanRows(ctx context.Context, rows *sql.Rows, src rowSource, key *s
 		if err := rows.Scan(ptrs...); err != nil {
 			return errorf("cannot read %s in %s: %v", what, d.where, oneLine(err))
 		}
-		strs := make([]string, len(vals))
-		for i, v := range vals {
-			strs[i] = text(v)
-		}
-		r := Row{Key: strs[ki], Columns: compared}
-		if ei >= 0 {
-			r.Event = strs[ei]
-		}
-		values := make([]string, len(keep))
-		for j, i := range keep {
-			values[j] = strs[i]
-		}
-		b, _ := json.Marshal(values)
-		r.Values = string(b)
+		r := l.row(vals)
 		if key == nil || r.Key == *key {
 			if err := f(r); err != nil {
 				return err
@@ -420,6 +385,66 @@ func (d *DB) scanRows(ctx context.Context, rows *sql.Rows, src rowSource, key *s
 		return d.readError(what, err)
 	}
 	return nil
+}
+
+// rowLayout is where a row's parts are among the columns read: the
+// key's and the event's (-1 when none), and the compared ones, by index
+// and by name.
+type rowLayout struct {
+	key, event int
+	keep       []int
+	compared   []string
+}
+
+// layout checks the columns read, cols, for the key's, the event's and
+// those ignore_columns names, and returns where each part of a row is.
+func (d *DB) layout(cols []string, src rowSource) (rowLayout, error) {
+	ki, ei := -1, -1
+	for i, c := range cols {
+		if strings.EqualFold(c, src.keyCol) {
+			ki = i
+		}
+		if src.eventCol != "" && strings.EqualFold(c, src.eventCol) {
+			ei = i
+		}
+	}
+	if ki < 0 {
+		if d.spec.Query != "" {
+			return rowLayout{}, errorf("the effects query returns no column named key (it returns %s); write SELECT your_key_column AS key …", strings.Join(cols, ", "))
+		}
+		return rowLayout{}, errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, src.keyCol, strings.Join(cols, ", "))
+	}
+	if src.eventCol != "" && ei < 0 && d.spec.Query == "" {
+		return rowLayout{}, errorf("the effects table %s in %s has no column %s (it has %s)", d.spec.Table, d.where, src.eventCol, strings.Join(cols, ", "))
+	}
+	keep, err := d.compared(cols, src.what)
+	if err != nil {
+		return rowLayout{}, err
+	}
+	var compared []string
+	for _, i := range keep {
+		compared = append(compared, cols[i])
+	}
+	return rowLayout{key: ki, event: ei, keep: keep, compared: compared}, nil
+}
+
+// row is the Row of one scanned row's values, vals.
+func (l rowLayout) row(vals []any) Row {
+	strs := make([]string, len(vals))
+	for i, v := range vals {
+		strs[i] = text(v)
+	}
+	r := Row{Key: strs[l.key], Columns: l.compared}
+	if l.event >= 0 {
+		r.Event = strs[l.event]
+	}
+	values := make([]string, len(l.keep))
+	for j, i := range l.keep {
+		values[j] = strs[i]
+	}
+	b, _ := json.Marshal(values)
+	r.Values = string(b)
+	return r
 }
 
 // compared returns the indexes of the columns a row's Values hold: all of

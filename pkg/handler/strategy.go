@@ -271,18 +271,8 @@ func (w *work) fail(tx Tx, err error) consumer.Result {
 func (w *work) run(ctx context.Context) consumer.Result {
 	cfg := w.h.cfg
 	if cfg.Strategy == CheckThenAct {
-		// The check runs on its own, outside the transaction that acts.
-		tx, err := w.h.store.Begin(ctx)
-		if err != nil {
-			return w.fail(nil, err)
-		}
-		res, done := w.check(ctx, tx)
-		if done {
+		if res, done := w.checkApart(ctx); done {
 			return res
-		}
-		_ = tx.Rollback()
-		if err := w.at(consumer.AfterCheck); err != nil {
-			return w.fail(nil, err)
 		}
 	}
 	tx, err := w.h.store.Begin(ctx)
@@ -290,71 +280,25 @@ func (w *work) run(ctx context.Context) consumer.Result {
 		return w.fail(nil, err)
 	}
 	now := w.h.now()
-	if cfg.Retention > 0 && cfg.Strategy.KeepsMarkers() {
-		if err := tx.PurgeMarkers(ctx, now.Add(-cfg.Retention)); err != nil {
-			return w.fail(tx, err)
-		}
-	}
-	switch cfg.Strategy {
-	case None:
-	case CheckThenAct:
-		if err := w.insertMarker(ctx, tx, now); err != nil {
-			return w.fail(tx, err)
-		}
-	default:
-		if res, done := w.check(ctx, tx); done {
-			return res
-		}
-		if err := w.at(consumer.AfterCheck); err != nil {
-			return w.fail(tx, err)
-		}
-		if cfg.Strategy != MarkerAfterEffect {
-			if err := w.insertMarker(ctx, tx, now); err != nil {
-				return w.fail(tx, err)
-			}
-		}
+	if res, done := w.mark(ctx, tx, now); done {
+		return res
 	}
 	if cfg.Strategy.UsesKey() {
-		if id, ev, found, err := tx.EffectByKey(ctx, w.key); err != nil {
-			return w.fail(tx, err)
-		} else if found {
-			// The same business event under another event id: this id is
-			// now marked, and the original effect is returned.
-			if err := tx.Commit(); err != nil {
-				return w.fail(nil, err)
-			}
-			return consumer.Result{Outcome: consumer.Duplicate, EffectID: id, DuplicateOf: ev}
+		if res, done := w.duplicateByKey(ctx, tx); done {
+			return res
 		}
 	}
-	effectID, err := tx.InsertEffect(ctx, Effect{EventID: w.d.EventID, Consumer: w.consumer, BusinessKey: w.key, Payload: payloadOf(w.d), At: now})
+	effectID, err := w.writeEffect(ctx, tx, now)
 	if err != nil {
 		return w.fail(tx, err)
-	}
-	if err := w.at(consumer.AfterEffect); err != nil {
-		return w.fail(tx, err)
-	}
-	if cfg.Strategy.CallsOut() {
-		if err := w.callOut(ctx); err != nil {
-			return w.fail(tx, err)
-		}
-		if err := w.at(consumer.AfterExternal); err != nil {
-			return w.fail(tx, err)
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return w.fail(nil, err)
 	}
 	if cfg.Strategy == MarkerAfterEffect {
 		// The unsafe part: the effect is durable before the marker exists.
-		tx, err := w.h.store.Begin(ctx)
-		if err != nil {
-			return w.fail(nil, err)
-		}
-		if err := w.insertMarker(ctx, tx, now); err != nil {
-			return w.fail(tx, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return w.fail(nil, err)
+		if res, done := w.markAfterEffect(ctx, now); done {
+			return res
 		}
 	}
 	res := consumer.Result{Outcome: consumer.Processed, EffectID: effectID, External: w.external}
@@ -362,6 +306,116 @@ func (w *work) run(ctx context.Context) consumer.Result {
 		res.Outcome, res.Err = consumer.Crashed, err
 	}
 	return res
+}
+
+// checkApart looks the marker up in a transaction of its own, as the
+// check-then-act strategy does, and passes the after-check fault point.
+// done is set when the delivery ends there: a duplicate, a conflict or a
+// failure.
+func (w *work) checkApart(ctx context.Context) (res consumer.Result, done bool) {
+	// The check runs on its own, outside the transaction that acts.
+	tx, err := w.h.store.Begin(ctx)
+	if err != nil {
+		return w.fail(nil, err), true
+	}
+	if res, done := w.check(ctx, tx); done {
+		return res, true
+	}
+	_ = tx.Rollback()
+	if err := w.at(consumer.AfterCheck); err != nil {
+		return w.fail(nil, err), true
+	}
+	return consumer.Result{}, false
+}
+
+// mark does, in the transaction that acts, what the strategy does before
+// the effect: it purges the markers past retention, then checks for the
+// marker and inserts it, as the strategy has it. done is set when the
+// delivery ends there.
+func (w *work) mark(ctx context.Context, tx Tx, now time.Time) (res consumer.Result, done bool) {
+	cfg := w.h.cfg
+	if cfg.Retention > 0 && cfg.Strategy.KeepsMarkers() {
+		if err := tx.PurgeMarkers(ctx, now.Add(-cfg.Retention)); err != nil {
+			return w.fail(tx, err), true
+		}
+	}
+	switch cfg.Strategy {
+	case None:
+	case CheckThenAct:
+		if err := w.insertMarker(ctx, tx, now); err != nil {
+			return w.fail(tx, err), true
+		}
+	default:
+		if res, done := w.check(ctx, tx); done {
+			return res, true
+		}
+		if err := w.at(consumer.AfterCheck); err != nil {
+			return w.fail(tx, err), true
+		}
+		if cfg.Strategy != MarkerAfterEffect {
+			if err := w.insertMarker(ctx, tx, now); err != nil {
+				return w.fail(tx, err), true
+			}
+		}
+	}
+	return consumer.Result{}, false
+}
+
+// duplicateByKey looks for an effect of the delivery's business key. done
+// is set when one exists (the delivery is its duplicate, committed with
+// its marker) or the lookup failed.
+func (w *work) duplicateByKey(ctx context.Context, tx Tx) (res consumer.Result, done bool) {
+	if id, ev, found, err := tx.EffectByKey(ctx, w.key); err != nil {
+		return w.fail(tx, err), true
+	} else if found {
+		// The same business event under another event id: this id is
+		// now marked, and the original effect is returned.
+		if err := tx.Commit(); err != nil {
+			return w.fail(nil, err), true
+		}
+		return consumer.Result{Outcome: consumer.Duplicate, EffectID: id, DuplicateOf: ev}, true
+	}
+	return consumer.Result{}, false
+}
+
+// writeEffect writes the delivery's effect in tx and, for a strategy that
+// calls out, makes the external call, passing the fault points after
+// each. It returns the effect's id; on an error the caller fails the
+// delivery with tx still open.
+func (w *work) writeEffect(ctx context.Context, tx Tx, now time.Time) (int64, error) {
+	effectID, err := tx.InsertEffect(ctx, Effect{EventID: w.d.EventID, Consumer: w.consumer, BusinessKey: w.key, Payload: payloadOf(w.d), At: now})
+	if err != nil {
+		return 0, err
+	}
+	if err := w.at(consumer.AfterEffect); err != nil {
+		return 0, err
+	}
+	if w.h.cfg.Strategy.CallsOut() {
+		if err := w.callOut(ctx); err != nil {
+			return 0, err
+		}
+		if err := w.at(consumer.AfterExternal); err != nil {
+			return 0, err
+		}
+	}
+	return effectID, nil
+}
+
+// markAfterEffect inserts the marker in a transaction of its own, once
+// the effect committed, as the marker-after-effect strategy does. done is
+// set when that failed.
+func (w *work) markAfterEffect(ctx context.Context, now time.Time) (res consumer.Result, done bool) {
+	tx, err := w.h.store.Begin(ctx)
+	if err != nil {
+		return w.fail(nil, err), true
+	}
+	if err := w.insertMarker(ctx, tx, now); err != nil {
+		return w.fail(tx, err), true
+	}
+	if err := tx.Commit(); err != nil {
+		return w.fail(nil, err), true
+	}
+	return consumer.Result{}, false
 }
 
 func (w *work) insertMarker(ctx context.Context, tx Tx, now time.Time) error {

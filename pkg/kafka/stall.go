@@ -64,25 +64,7 @@ func (p *Publisher) describe(ctx context.Context) group {
 // partitions with records left that no member holds.
 func stalled(name string, first, last []partitionOffsets, d time.Duration, g group) string {
 	var b strings.Builder
-	was := map[int32]int64{}
-	for _, o := range first {
-		was[o.partition] = o.committedOrStart()
-	}
-	var moved []string
-	var total int64
-	quiet := map[int32]bool{} // records left, and no commit over the window
-	for _, o := range last {
-		from, ok := was[o.partition]
-		if !ok {
-			from = o.committedOrStart()
-		}
-		if n := o.committedOrStart() - from; n > 0 {
-			total += n
-			moved = append(moved, fmt.Sprintf("partition %d from %d to %d", o.partition, from, o.committedOrStart()))
-		} else if o.uncommitted() > 0 {
-			quiet[o.partition] = true
-		}
-	}
+	moved, total, quiet := progress(first, last)
 	over := d.Round(time.Millisecond)
 	if total > 0 {
 		fmt.Fprintf(&b, "; in the last %s the group committed %s (%s): it is moving, not stuck", over, records(total), strings.Join(moved, ", "))
@@ -102,9 +84,51 @@ func stalled(name string, first, last []partitionOffsets, d time.Duration, g gro
 	default:
 		fmt.Fprintf(&b, "; consumer group %s is %s with %d members: ", name, g.state, len(g.members))
 	}
+	held := writeHolders(&b, g.members, quiet, over)
+	var orphans []int32
+	for _, o := range last {
+		if o.uncommitted() > 0 && !held[o.partition] {
+			orphans = append(orphans, o.partition)
+		}
+	}
+	if len(orphans) > 0 {
+		fmt.Fprintf(&b, "; %s with records left held by no member", partitionList(orphans))
+	}
+	return b.String()
+}
+
+// progress compares the group's committed offsets at the window's start
+// (first) and end (last): the partitions that moved, in words, how many
+// records were committed in all, and the partitions with records left
+// that no commit moved (quiet).
+func progress(first, last []partitionOffsets) (moved []string, total int64, quiet map[int32]bool) {
+	was := map[int32]int64{}
+	for _, o := range first {
+		was[o.partition] = o.committedOrStart()
+	}
+	quiet = map[int32]bool{} // records left, and no commit over the window
+	for _, o := range last {
+		from, ok := was[o.partition]
+		if !ok {
+			from = o.committedOrStart()
+		}
+		if n := o.committedOrStart() - from; n > 0 {
+			total += n
+			moved = append(moved, fmt.Sprintf("partition %d from %d to %d", o.partition, from, o.committedOrStart()))
+		} else if o.uncommitted() > 0 {
+			quiet[o.partition] = true
+		}
+	}
+	return moved, total, quiet
+}
+
+// writeHolders writes which member holds which partitions, then the
+// members holding a quiet partition (not heard from over the window),
+// and returns the partitions some member holds.
+func writeHolders(b *strings.Builder, members []member, quiet map[int32]bool, over time.Duration) map[int32]bool {
 	held := map[int32]bool{}
 	var silent, parts []string
-	for _, m := range g.members {
+	for _, m := range members {
 		who := memberName(m)
 		s := who + " holds "
 		if len(m.partitions) == 0 {
@@ -122,18 +146,9 @@ func stalled(name string, first, last []partitionOffsets, d time.Duration, g gro
 	}
 	b.WriteString(strings.Join(parts, ", "))
 	if len(silent) > 0 {
-		fmt.Fprintf(&b, "; not heard from in the last %s (records left on their partitions, nothing committed): %s", over, strings.Join(silent, ", "))
+		fmt.Fprintf(b, "; not heard from in the last %s (records left on their partitions, nothing committed): %s", over, strings.Join(silent, ", "))
 	}
-	var orphans []int32
-	for _, o := range last {
-		if o.uncommitted() > 0 && !held[o.partition] {
-			orphans = append(orphans, o.partition)
-		}
-	}
-	if len(orphans) > 0 {
-		fmt.Fprintf(&b, "; %s with records left held by no member", partitionList(orphans))
-	}
-	return b.String()
+	return held
 }
 
 // memberName names a member: its member id, client id and host.

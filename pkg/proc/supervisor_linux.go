@@ -99,17 +99,7 @@ func supervise(parent int, path string, argv []string) int {
 			status = nil
 		}
 	}
-	sigs := make(chan os.Signal, 16)
-	// A group's SIGINT or SIGHUP must not end the supervisor before the
-	// process; but one redeliver ignores (started by nohup) stays
-	// ignored, for the process too, as when it is started directly.
-	caught := []os.Signal{syscall.SIGCHLD, syscall.SIGTERM}
-	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
-		if !signal.Ignored(sig) {
-			caught = append(caught, sig)
-		}
-	}
-	signal.Notify(sigs, caught...)
+	sigs := catchSignals()
 	// The parent-death signal (SIGTERM) is caught from here on; a
 	// redeliver that died before is seen here.
 	if os.Getppid() != parent {
@@ -130,7 +120,30 @@ func supervise(parent int, path string, argv []string) int {
 		return 127
 	}
 	report("ok " + strconv.Itoa(proc.Pid))
-	pid := proc.Pid
+	return awaitExit(sigs, parent, proc.Pid)
+}
+
+// catchSignals starts catching the signals the supervisor waits on: a
+// child's exit, and a stop or redeliver's death.
+func catchSignals() chan os.Signal {
+	sigs := make(chan os.Signal, 16)
+	// A group's SIGINT or SIGHUP must not end the supervisor before the
+	// process; but one redeliver ignores (started by nohup) stays
+	// ignored, for the process too, as when it is started directly.
+	caught := []os.Signal{syscall.SIGCHLD, syscall.SIGTERM}
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
+		if !signal.Ignored(sig) {
+			caught = append(caught, sig)
+		}
+	}
+	signal.Notify(sigs, caught...)
+	return sigs
+}
+
+// awaitExit waits, signal by signal, for the started process (pid) to
+// exit, and returns what the supervisor then exits with: the process's
+// ending mirrored, or 137 once redeliver (parent) is gone.
+func awaitExit(sigs chan os.Signal, parent, pid int) int {
 	for sig := range sigs {
 		if sig != syscall.SIGCHLD {
 			if os.Getppid() != parent {
@@ -142,27 +155,35 @@ func supervise(parent int, path string, argv []string) int {
 			// supervisor's own; the process's exit is waited for.
 			continue
 		}
-		for {
-			var ws syscall.WaitStatus
-			got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if err == syscall.EINTR {
-				continue
-			}
-			if got <= 0 || err != nil {
-				break
-			}
-			if got == pid {
-				if os.Getppid() != parent {
-					// redeliver died as the process exited: what it
-					// left would be reparented past it.
-					endDescendants()
-				}
-				return mirror(ws)
-			}
-			// An adopted orphan that exited: reaped, so no zombie stays.
+		if code, exited := reapChildren(parent, pid); exited {
+			return code
 		}
 	}
 	return 1
+}
+
+// reapChildren reaps every child that has exited. Once the started
+// process (pid) is one, it returns the exit mirroring it, and true.
+func reapChildren(parent, pid int) (code int, exited bool) {
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if got <= 0 || err != nil {
+			return 0, false
+		}
+		if got == pid {
+			if os.Getppid() != parent {
+				// redeliver died as the process exited: what it
+				// left would be reparented past it.
+				endDescendants()
+			}
+			return mirror(ws), true
+		}
+		// An adopted orphan that exited: reaped, so no zombie stays.
+	}
 }
 
 // mirror ends the supervisor as the process ended: with its exit status,

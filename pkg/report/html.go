@@ -734,13 +734,35 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 		p.Errors = append(p.Errors, errorLine(e.Pos.String(), e.Msg))
 	}
 	hr := &htmlReplay{}
+	replayAbout(hr, rep)
+	replayTotals(hr, rep)
+	in := rep.Injected
+	hr.Lines = append(hr.Lines,
+		fmt.Sprintf("injected: %d redelivered after a crash before the ack, %d crashed mid-transaction and retried, %d rewound by %s, %d republished under a new id",
+			in.Redelivered, in.Crashed, in.Rewound, count(in.Rebalances, "rebalance", "rebalances"), in.Republished))
+	replayInvariants(hr, rep)
+	replayStrategies(hr, rep)
+	if len(rep.Strategies) == 0 && rep.NotCompared != "" {
+		hr.Lines = append(hr.Lines, "strategies: not compared ("+escape.Line(rep.NotCompared)+")")
+	}
+	if rep.Reproducer != "" {
+		hr.Lines = append(hr.Lines, fmt.Sprintf("reproducer: %s (%s); its page, from redeliver run --report html=FILE, draws the timeline of the first broken key",
+			escape.Input(rep.Reproducer), count(int64(rep.ReproducerSteps), "delivery", "deliveries")))
+	}
+	replaySummary(p, hr, rep)
+	p.Replay = hr
+	return htmlPage.Execute(w, p)
+}
+
+// replayAbout adds what a replay read and what took its deliveries, then
+// its line and counters.
+func replayAbout(hr *htmlReplay, rep *replay.Report) {
 	var ins []string
 	for _, in := range rep.Inputs {
 		ins = append(ins, fmt.Sprintf("%s (%s)", escape.Input(in.File), in.Format))
 	}
 	hr.About = append(hr.About, "captures: "+strings.Join(ins, ", "))
 	k := rep.Counters
-	in := rep.Injected
 	// What took the deliveries, from the facts the report holds: the
 	// handler's strategy and store, or the consumer redeliver reached and
 	// its effects; then the replay's line when it has one, and its
@@ -761,19 +783,13 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 		hr.Lines = append(hr.Lines,
 			fmt.Sprintf("%s, %s, %s written", count(int64(k.Deliveries), "delivery", "deliveries"), count(int64(k.Redeliveries), "redelivery", "redeliveries"), count(rep.Effects, "effect", "effects")))
 	}
-	replayTotals(hr, rep)
-	hr.Lines = append(hr.Lines,
-		fmt.Sprintf("injected: %d redelivered after a crash before the ack, %d crashed mid-transaction and retried, %d rewound by %s, %d republished under a new id",
-			in.Redelivered, in.Crashed, in.Rewound, count(in.Rebalances, "rebalance", "rebalances"), in.Republished))
-	replayInvariants(hr, rep)
-	replayStrategies(hr, rep)
-	if len(rep.Strategies) == 0 && rep.NotCompared != "" {
-		hr.Lines = append(hr.Lines, "strategies: not compared ("+escape.Line(rep.NotCompared)+")")
-	}
-	if rep.Reproducer != "" {
-		hr.Lines = append(hr.Lines, fmt.Sprintf("reproducer: %s (%s); its page, from redeliver run --report html=FILE, draws the timeline of the first broken key",
-			escape.Input(rep.Reproducer), count(int64(rep.ReproducerSteps), "delivery", "deliveries")))
-	}
+}
+
+// replaySummary says what a replay's page draws of its deliveries: the
+// timelines of its first broken keys when it kept them, and why not
+// otherwise.
+func replaySummary(p *page, hr *htmlReplay, rep *replay.Report) {
+	k := rep.Counters
 	switch {
 	case rep.Timelines && rep.Verdict != invariant.Error:
 		drawn := brokenKeys(hr, rep)
@@ -789,8 +805,6 @@ func ReplayHTML(w io.Writer, r *Replay) error {
 	default:
 		hr.Summary = summarised(int64(k.Deliveries), false) + " The built-in replay judges the rows it stored and keeps no history of its deliveries; a reproducer (--emit-scenario) replays the first broken key as a scenario, whose page draws it."
 	}
-	p.Replay = hr
-	return htmlPage.Execute(w, p)
 }
 
 // replayTotals adds what came of a replay's deliveries: what the handler
@@ -927,6 +941,23 @@ type burst struct {
 const burstGap = 0.4
 
 func newClock(history []invariant.Record, drains []runner.Drain) *clock {
+	bs := burstsOf(history, drains)
+	sizeBursts(bs)
+	c := &clock{}
+	for i := range bs {
+		if i > 0 {
+			c.units += burstGap
+		}
+		bs[i].at = c.units
+		c.units += bs[i].w
+	}
+	c.bursts = bs
+	return c
+}
+
+// burstsOf groups the deliveries of a history into bursts, in the order
+// they were sent, and puts each drain in its place among them.
+func burstsOf(history []invariant.Record, drains []runner.Drain) []burst {
 	spans := make([]invariant.Span, len(history))
 	for i, r := range history {
 		spans[i] = r.Span
@@ -951,6 +982,13 @@ func newClock(history []invariant.Record, drains []runner.Drain) *clock {
 		i, _ := slices.BinarySearchFunc(bs, d.From, func(b burst, t time.Time) int { return b.from.Compare(t) })
 		bs = slices.Insert(bs, i, burst{from: d.From, to: d.To, drain: true})
 	}
+	return bs
+}
+
+// sizeBursts sets each burst's width: a delivery burst's grows with how
+// long it took, next to the longest; the drains share the wall clock
+// they took.
+func sizeBursts(bs []burst) {
 	longest, all := time.Duration(0), time.Duration(0)
 	for _, b := range bs {
 		if !b.drain {
@@ -960,7 +998,6 @@ func newClock(history []invariant.Record, drains []runner.Drain) *clock {
 	if len(bs) > 0 {
 		all = bs[len(bs)-1].to.Sub(bs[0].from)
 	}
-	c := &clock{}
 	var share float64 // of the time, the drains'
 	for i := range bs {
 		w := 1.0
@@ -990,15 +1027,6 @@ func newClock(history []invariant.Record, drains []runner.Drain) *clock {
 			}
 		}
 	}
-	for i := range bs {
-		if i > 0 {
-			c.units += burstGap
-		}
-		bs[i].at = c.units
-		c.units += bs[i].w
-	}
-	c.bursts = bs
-	return c
 }
 
 // drainShare is the most of a timeline its drains take.

@@ -67,28 +67,8 @@ func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart 
 	if !capture && over.Settled > 0 {
 		top = chartStripH
 	}
-	series := func(label, class string, v func(b replay.Bucket) int64) {
-		var most, sum int64
-		for _, b := range over.Buckets {
-			x := v(b)
-			most, sum = max(most, x), sum+x
-		}
-		if sum == 0 {
-			return
-		}
-		y := top + len(c.Strips)*(chartStripH+chartGap) + 2
-		base := y + chartStripH
-		var p strings.Builder
-		fmt.Fprintf(&p, "M%d,%d", chartLabelW, base)
-		for _, b := range over.Buckets {
-			h := (v(b)*chartStripH + most - 1) / most // a bucket that counts one shows
-			fmt.Fprintf(&p, "V%dh%d", base-int(h), step)
-		}
-		fmt.Fprintf(&p, "V%dZ", base)
-		c.Strips = append(c.Strips, htmlStrip{Label: fmt.Sprintf("%s: %d, at most %d a step", label, sum, most), Class: class,
-			TextY: base - 6, Base: base, Path: p.String(), X0: chartLabelW, X1: chartLabelW + n*step, Line: base})
-	}
-	series("all deliveries", "all", func(b replay.Bucket) int64 {
+	scale := stripScale{over: over, step: step, top: top}
+	c.addStrip(scale, "all deliveries", "all", func(b replay.Bucket) int64 {
 		s := int64(0)
 		for _, x := range b.Outcomes {
 			s += x
@@ -96,9 +76,9 @@ func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart 
 		return s
 	})
 	for k, o := range outcomes {
-		series(o.Glyph+" "+o.Word, "o-"+o.Class, func(b replay.Bucket) int64 { return b.Outcomes[k] })
+		c.addStrip(scale, o.Glyph+" "+o.Word, "o-"+o.Class, func(b replay.Bucket) int64 { return b.Outcomes[k] })
 	}
-	series("↯ crashes", "crashes", func(b replay.Bucket) int64 { return b.Crashes })
+	c.addStrip(scale, "↯ crashes", "crashes", func(b replay.Bucket) int64 { return b.Crashes })
 	c.AxisY = top + len(c.Strips)*(chartStripH+chartGap) + 14
 	c.Height = c.AxisY + 4
 	end := over.Places()
@@ -120,6 +100,39 @@ func chartOf(over replay.Over, outcomes []htmlOutcome, capture bool) *htmlChart 
 		}
 	}
 	return c
+}
+
+// stripScale is what places a chart's strips: the buckets they draw, a
+// bucket's width, and the room left above the first strip.
+type stripScale struct {
+	over      replay.Over
+	step, top int
+}
+
+// addStrip draws one series, v of each bucket, as a strip below the
+// chart's others, scaled to its own largest bucket. A series that counts
+// nothing gets no strip.
+func (c *htmlChart) addStrip(s stripScale, label, class string, v func(b replay.Bucket) int64) {
+	var most, sum int64
+	for _, b := range s.over.Buckets {
+		x := v(b)
+		most, sum = max(most, x), sum+x
+	}
+	if sum == 0 {
+		return
+	}
+	n := len(s.over.Buckets)
+	y := s.top + len(c.Strips)*(chartStripH+chartGap) + 2
+	base := y + chartStripH
+	var p strings.Builder
+	fmt.Fprintf(&p, "M%d,%d", chartLabelW, base)
+	for _, b := range s.over.Buckets {
+		h := (v(b)*chartStripH + most - 1) / most // a bucket that counts one shows
+		fmt.Fprintf(&p, "V%dh%d", base-int(h), s.step)
+	}
+	fmt.Fprintf(&p, "V%dZ", base)
+	c.Strips = append(c.Strips, htmlStrip{Label: fmt.Sprintf("%s: %d, at most %d a step", label, sum, most), Class: class,
+		TextY: base - 6, Base: base, Path: p.String(), X0: chartLabelW, X1: chartLabelW + n*s.step, Line: base})
 }
 
 // chartCrashes is how many crashes the chart placed.

@@ -64,27 +64,10 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 				}
 			} else {
 				failed++
-				first := c.Failures[0]
-				fmt.Fprintf(&b, "%s%s: %s %s\n", indent, escape.Line(c.Name), p.fail.Sprint("FAIL:"), locatedLines(first))
-				for _, more := range c.Failures[1:] {
-					fmt.Fprintf(&b, "%s  %s\n", indent, locatedLines(more))
-				}
-				for _, line := range diagnosisLines(diagnosisOf(f, &c)) {
-					fmt.Fprintf(&b, "%s  %s\n", indent, escape.Line(line))
-				}
-				writeTrace(&b, p, indent, c.Trace)
+				writeFailure(&b, p, indent, f, &c)
 			}
 			if opts.Verbose {
-				for _, v := range c.Violations {
-					// Only a declared violation was caught; one nobody
-					// declared is the check's failure, printed above.
-					if slices.Contains(c.Declared, string(v.Invariant)) {
-						fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("caught: "+escape.Line(v.String())))
-					}
-				}
-				for _, r := range c.Reconciliation {
-					fmt.Fprintf(&b, "%s  %s\n", indent, p.dim.Sprint("reconcile: "+escape.Line(r)))
-				}
+				writeCaught(&b, p, indent, &c)
 			}
 		}
 		if opts.Verbose {
@@ -103,6 +86,36 @@ func Text(w io.Writer, files []*runner.FileResult, opts Options) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeFailure writes a failed check: its first failure on the check's
+// line, the others under it, then the diagnosis and the statements of
+// its delivery.
+func writeFailure(b *strings.Builder, p painter, indent string, f *runner.FileResult, c *runner.CheckResult) {
+	first := c.Failures[0]
+	fmt.Fprintf(b, "%s%s: %s %s\n", indent, escape.Line(c.Name), p.fail.Sprint("FAIL:"), locatedLines(first))
+	for _, more := range c.Failures[1:] {
+		fmt.Fprintf(b, "%s  %s\n", indent, locatedLines(more))
+	}
+	for _, line := range diagnosisLines(diagnosisOf(f, c)) {
+		fmt.Fprintf(b, "%s  %s\n", indent, escape.Line(line))
+	}
+	writeTrace(b, p, indent, c.Trace)
+}
+
+// writeCaught writes, under a check's line, the violations it caught
+// and what its reconciliation said.
+func writeCaught(b *strings.Builder, p painter, indent string, c *runner.CheckResult) {
+	for _, v := range c.Violations {
+		// Only a declared violation was caught; one nobody
+		// declared is the check's failure, printed above.
+		if slices.Contains(c.Declared, string(v.Invariant)) {
+			fmt.Fprintf(b, "%s  %s\n", indent, p.dim.Sprint("caught: "+escape.Line(v.String())))
+		}
+	}
+	for _, r := range c.Reconciliation {
+		fmt.Fprintf(b, "%s  %s\n", indent, p.dim.Sprint("reconcile: "+escape.Line(r)))
+	}
 }
 
 // writeTrace writes the statements of a check's delivery, if it kept

@@ -135,40 +135,63 @@ func statementLines(stmts []consumer.Statement, short bool) []string {
 		if notes[i] != "" {
 			line += " [" + notes[i] + "]"
 		}
-		switch {
-		case len(workers) > 1 && st.Worker == 0:
-			// A race's call: which worker made it is not known.
-			line = "worker ?: " + line
-		case len(workers) > 1 && st.Instance > 0:
-			line = fmt.Sprintf("worker %d (instance %d): %s", st.Worker, st.Instance, line)
-		case len(workers) > 1:
-			line = fmt.Sprintf("worker %d: %s", st.Worker, line)
-		case st.Instance > 0:
-			line = fmt.Sprintf("instance %d: %s", st.Instance, line)
-		}
-		switch {
-		case st.Held && st.External != "" && st.Released && st.Before:
-			line += fmt.Sprintf(" → %s ⏸ held here, before %s performed it, while the others ran", answerOf(st), st.External)
-		case st.Held && st.External != "" && st.Released:
-			line += fmt.Sprintf(" → %s ⏸ answer held here, its effect performed, while the others ran", answerOf(st))
-		case st.Held && st.External != "" && st.Before:
-			line += fmt.Sprintf(" ✂ killed here, before %s performed it", st.External)
-		case st.Held && st.External != "":
-			line += fmt.Sprintf(" → %s ✂ killed here, its effect performed, before the consumer saw the answer", answerOf(st))
-		case st.Held && st.Released && st.Before:
-			line += fmt.Sprintf(" → %s ⏸ held here, before it reached the database, while the others ran", answerOf(st))
-		case st.Held && st.Released:
-			line += fmt.Sprintf(" → %s ⏸ answer held here while the others ran", answerOf(st))
-		case st.Held && st.Before:
-			line += " ✂ killed here, before it reached the database"
-		case st.Held:
-			line += fmt.Sprintf(" → %s ✂ killed here, before the consumer saw the answer", answerOf(st))
-		default:
-			line += " → " + answerOf(st)
-		}
+		line = byWorker(line, st, len(workers) > 1)
+		line += answerNote(st)
 		out = append(out, line)
 	}
 	return out
+}
+
+// byWorker puts ahead of a statement's line the worker that sent it,
+// when there were several, and the started instance whose process held
+// the connection, when it is known.
+func byWorker(line string, st consumer.Statement, several bool) string {
+	switch {
+	case several && st.Worker == 0:
+		// A race's call: which worker made it is not known.
+		return "worker ?: " + line
+	case several && st.Instance > 0:
+		return fmt.Sprintf("worker %d (instance %d): %s", st.Worker, st.Instance, line)
+	case several:
+		return fmt.Sprintf("worker %d: %s", st.Worker, line)
+	case st.Instance > 0:
+		return fmt.Sprintf("instance %d: %s", st.Instance, line)
+	}
+	return line
+}
+
+// answerNote ends a statement's line with its answer, and with where a
+// hold or the kill stopped it when one did.
+func answerNote(st consumer.Statement) string {
+	if !st.Held {
+		return " → " + answerOf(st)
+	}
+	if st.External != "" {
+		return heldCallNote(st)
+	}
+	switch {
+	case st.Released && st.Before:
+		return fmt.Sprintf(" → %s ⏸ held here, before it reached the database, while the others ran", answerOf(st))
+	case st.Released:
+		return fmt.Sprintf(" → %s ⏸ answer held here while the others ran", answerOf(st))
+	case st.Before:
+		return " ✂ killed here, before it reached the database"
+	}
+	return fmt.Sprintf(" → %s ✂ killed here, before the consumer saw the answer", answerOf(st))
+}
+
+// heldCallNote is the answerNote of a held call to an external: whether
+// the external performed it before the hold or the kill.
+func heldCallNote(st consumer.Statement) string {
+	switch {
+	case st.Released && st.Before:
+		return fmt.Sprintf(" → %s ⏸ held here, before %s performed it, while the others ran", answerOf(st), st.External)
+	case st.Released:
+		return fmt.Sprintf(" → %s ⏸ answer held here, its effect performed, while the others ran", answerOf(st))
+	case st.Before:
+		return fmt.Sprintf(" ✂ killed here, before %s performed it", st.External)
+	}
+	return fmt.Sprintf(" → %s ✂ killed here, its effect performed, before the consumer saw the answer", answerOf(st))
 }
 
 // traceHeading names a trace: the statements of the delivery, or its

@@ -235,32 +235,14 @@ func (s *SplitDB) broken(ctx context.Context, a splitAnswers, pairs bool) ([]Bro
 	if err != nil {
 		return nil, err
 	}
-	ids := func(xs []int64) []string {
-		out := make([]string, len(xs))
-		for i, x := range xs {
-			out[i] = strconv.FormatInt(rank[x], 10)
-		}
-		return out
-	}
 
 	var out []Broken
-	add := func(inv *invariant.Invariant, count int64, fs []splitFinding) {
-		if count == 0 {
-			return
-		}
-		b := Broken{Invariant: inv.Name, Count: count}
-		for _, f := range fs {
-			f.facts.IDs = ids(f.ids)
-			f.facts.Events = f.eventIDs
-			if f.facts.Key != "" {
-				b.Keys = append(b.Keys, f.facts.Key)
-			}
-			b.Examples = append(b.Examples, invariant.Violation{Invariant: inv.Name, EventID: f.facts.Event, Consumer: f.facts.Consumer, Detail: inv.Say(f.facts)})
-		}
+	if b, ok := brokenBy(invariant.DuplicateEffect, a.dupCount, a.dups, rank); ok {
 		out = append(out, b)
 	}
-	add(invariant.DuplicateEffect, a.dupCount, a.dups)
-	add(invariant.DuplicateKey, a.keyCount, a.keys)
+	if b, ok := brokenBy(invariant.DuplicateKey, a.keyCount, a.keys, rank); ok {
+		out = append(out, b)
+	}
 	if !pairs {
 		return out, nil
 	}
@@ -276,13 +258,41 @@ func (s *SplitDB) broken(ctx context.Context, a splitAnswers, pairs bool) ([]Bro
 		for _, m := range u.rows {
 			f := invariant.Facts{Event: m.event, Consumer: m.consumer, Table: s.effect}
 			if u.inv == invariant.MissingMarker {
-				f.IDs = ids([]int64{m.id})
+				f.IDs = rankedIDs(rank, []int64{m.id})
 			}
 			b.Examples = append(b.Examples, invariant.Violation{Invariant: u.inv.Name, EventID: m.event, Consumer: m.consumer, Detail: u.inv.Say(f)})
 		}
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// brokenBy words the findings of inv, count in all, as the invariant
+// broken, their effect ids counted back by rank. ok is false when count
+// is 0: the invariant held.
+func brokenBy(inv *invariant.Invariant, count int64, fs []splitFinding, rank map[int64]int64) (b Broken, ok bool) {
+	if count == 0 {
+		return Broken{}, false
+	}
+	b = Broken{Invariant: inv.Name, Count: count}
+	for _, f := range fs {
+		f.facts.IDs = rankedIDs(rank, f.ids)
+		f.facts.Events = f.eventIDs
+		if f.facts.Key != "" {
+			b.Keys = append(b.Keys, f.facts.Key)
+		}
+		b.Examples = append(b.Examples, invariant.Violation{Invariant: inv.Name, EventID: f.facts.Event, Consumer: f.facts.Consumer, Detail: inv.Say(f.facts)})
+	}
+	return b, true
+}
+
+// rankedIDs words effect ids as their places in the whole replay, rank.
+func rankedIDs(rank map[int64]int64, xs []int64) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.FormatInt(rank[x], 10)
+	}
+	return out
 }
 
 // firstFindings keeps the limit findings with the first effect ids, in
@@ -345,30 +355,15 @@ func parseIDs(s string) ([]int64, error) {
 // eachKey calls f for every business key the effects of the parts carry,
 // in key order, with its effects' ids (ascending) and their events.
 func (s *SplitDB) eachKey(ctx context.Context, f func(key string, ids []int64, events []string)) error {
-	type cursor struct {
-		rows  *sql.Rows
-		key   string
-		id    int64
-		event string
-		ok    bool
-		err   error
-	}
-	next := func(c *cursor) {
-		if c.ok = c.err == nil && c.rows.Next(); c.ok {
-			if c.err = c.rows.Scan(&c.key, &c.id, &c.event); c.err != nil {
-				c.ok = false
-			}
-		}
-	}
-	var cs []*cursor
+	var cs []*keyCursor
 	for _, r := range s.parts {
 		rows, err := r.conn.QueryContext(ctx, `SELECT business_key, id, event_id FROM "`+r.effect+`" WHERE business_key IS NOT NULL ORDER BY business_key, id`)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		c := &cursor{rows: rows}
-		next(c)
+		c := &keyCursor{rows: rows}
+		c.next()
 		cs = append(cs, c)
 	}
 	type eff struct {
@@ -377,12 +372,7 @@ func (s *SplitDB) eachKey(ctx context.Context, f func(key string, ids []int64, e
 	}
 	var group []eff
 	for {
-		key, found := "", false
-		for _, c := range cs {
-			if c.ok && (!found || c.key < key) {
-				key, found = c.key, true
-			}
-		}
+		key, found := lowestKey(cs)
 		if !found {
 			break
 		}
@@ -390,7 +380,7 @@ func (s *SplitDB) eachKey(ctx context.Context, f func(key string, ids []int64, e
 		for _, c := range cs {
 			for c.ok && c.key == key {
 				group = append(group, eff{c.id, c.event})
-				next(c)
+				c.next()
 			}
 		}
 		slices.SortFunc(group, func(a, b eff) int { return cmp.Compare(a.id, b.id) })
@@ -410,6 +400,38 @@ func (s *SplitDB) eachKey(ctx context.Context, f func(key string, ids []int64, e
 		}
 	}
 	return ctx.Err()
+}
+
+// keyCursor walks one part's effects in business key order: ok while it
+// stands on one (its key, id and event).
+type keyCursor struct {
+	rows  *sql.Rows
+	key   string
+	id    int64
+	event string
+	ok    bool
+	err   error
+}
+
+// next moves the cursor to the part's next effect; past the last one, or
+// on an error, ok turns false.
+func (c *keyCursor) next() {
+	if c.ok = c.err == nil && c.rows.Next(); c.ok {
+		if c.err = c.rows.Scan(&c.key, &c.id, &c.event); c.err != nil {
+			c.ok = false
+		}
+	}
+}
+
+// lowestKey is the first business key any of the cursors stands on;
+// found is false when all are past their last effect.
+func lowestKey(cs []*keyCursor) (key string, found bool) {
+	for _, c := range cs {
+		if c.ok && (!found || c.key < key) {
+			key, found = c.key, true
+		}
+	}
+	return key, found
 }
 
 // ranks counts each id back to the one a single store would have given

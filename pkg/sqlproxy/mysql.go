@@ -157,50 +157,14 @@ func (c *conn) command(pk myPacket, w *bufio.Writer) bool {
 	switch pl[0] {
 	case comQuit, comStmtClose, comStmtSendLongData:
 		// No answer comes.
-		if id, ok := stmtID(pl); ok && pl[0] != comQuit {
-			c.mu.Lock()
-			ps := c.my.prepared[id]
-			if pl[0] == comStmtClose {
-				delete(c.my.prepared, id)
-			}
-			c.mu.Unlock()
-			if ps != nil && pl[0] == comStmtSendLongData && len(pl) >= 7 {
-				param := int(pl[5]) | int(pl[6])<<8
-				if ps.long == nil {
-					ps.long = map[int][]byte{}
-				}
-				ps.long[param] = append(ps.long[param], pl[7:]...)
-			}
-		}
+		c.unanswered(pl)
 		return true
 	case comQuery:
-		parts := splitMySQL(string(pl[1:]))
-		c.mu.Lock()
-		implicit := c.my.noAutocommit
-		c.mu.Unlock()
-		for i, text := range parts {
-			st := &Statement{Text: text, Implicit: implicit}
-			if len(parts) > 1 {
-				st.Part, st.Parts = i+1, len(parts)
-			}
-			cmd.stmts = append(cmd.stmts, st)
-		}
+		cmd.stmts = c.queryStatements(pl)
 	case comStmtPrepare:
 		cmd.text = string(pl[1:])
 	case comStmtExecute:
-		id, _ := stmtID(pl)
-		c.mu.Lock()
-		ps := c.my.prepared[id]
-		implicit := c.my.noAutocommit
-		c.mu.Unlock()
-		if ps != nil {
-			st := &Statement{Text: ps.text, Extended: true, Binary: true, Name: strconv.FormatUint(uint64(id), 10), Implicit: implicit}
-			values := executeValues(pl, ps.params, &ps.types, ps.long)
-			ps.long = nil
-			if c.p.current() != nil {
-				st.values = values
-				st.Params = mysqlParams(values, ps.types, ps.params)
-			}
+		if st := c.executeStatement(pl); st != nil {
 			cmd.stmts = []*Statement{st}
 		}
 	case comStmtReset:
@@ -221,6 +185,69 @@ func (c *conn) command(pk myPacket, w *bufio.Writer) bool {
 	c.my.queue = append(c.my.queue, cmd)
 	c.mu.Unlock()
 	return true
+}
+
+// unanswered notes a command the server does not answer: a closed
+// prepared statement is forgotten, and the long data sent for a
+// parameter is kept for the statement's next execute.
+func (c *conn) unanswered(pl []byte) {
+	id, ok := stmtID(pl)
+	if !ok || pl[0] == comQuit {
+		return
+	}
+	c.mu.Lock()
+	ps := c.my.prepared[id]
+	if pl[0] == comStmtClose {
+		delete(c.my.prepared, id)
+	}
+	c.mu.Unlock()
+	if ps != nil && pl[0] == comStmtSendLongData && len(pl) >= 7 {
+		param := int(pl[5]) | int(pl[6])<<8
+		if ps.long == nil {
+			ps.long = map[int][]byte{}
+		}
+		ps.long[param] = append(ps.long[param], pl[7:]...)
+	}
+}
+
+// queryStatements are the statements of a COM_QUERY, one per part of
+// its text, each implicit when autocommit is off.
+func (c *conn) queryStatements(pl []byte) []*Statement {
+	parts := splitMySQL(string(pl[1:]))
+	c.mu.Lock()
+	implicit := c.my.noAutocommit
+	c.mu.Unlock()
+	var stmts []*Statement
+	for i, text := range parts {
+		st := &Statement{Text: text, Implicit: implicit}
+		if len(parts) > 1 {
+			st.Part, st.Parts = i+1, len(parts)
+		}
+		stmts = append(stmts, st)
+	}
+	return stmts
+}
+
+// executeStatement is the statement a COM_STMT_EXECUTE runs, with the
+// values it bound when a watch is on, or nil for a statement the proxy
+// did not see prepared.
+func (c *conn) executeStatement(pl []byte) *Statement {
+	id, _ := stmtID(pl)
+	c.mu.Lock()
+	ps := c.my.prepared[id]
+	implicit := c.my.noAutocommit
+	c.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	st := &Statement{Text: ps.text, Extended: true, Binary: true, Name: strconv.FormatUint(uint64(id), 10), Implicit: implicit}
+	values := executeValues(pl, ps.params, &ps.types, ps.long)
+	ps.long = nil
+	if c.p.current() != nil {
+		st.values = values
+		st.Params = mysqlParams(values, ps.types, ps.params)
+	}
+	return st
 }
 
 // nextCommand is the oldest command whose answer has not begun, or nil.
@@ -247,40 +274,8 @@ func (c *conn) queued() bool {
 func (c *conn) fromServerMySQL() {
 	r := bufio.NewReaderSize(c.server, 32<<10)
 	w := bufio.NewWriterSize(c.client, 32<<10)
-	relay := func(pk myPacket) bool {
-		if _, err := w.Write(pk.raw); err != nil {
-			return false
-		}
-		return r.Buffered() > 0 || w.Flush() == nil
-	}
-	pk, err := readPacket(r, nil)
-	if err != nil {
+	if !c.handshakeMySQL(r, w) {
 		return
-	}
-	if g, ok := narrowGreeting(pk.payload); ok {
-		c.my.serverCaps.Store(g.caps &^ capCleared)
-		c.pid.Store(int32(g.connID))
-		c.p.keepMySQL(g.connID)
-	}
-	if !relay(pk) {
-		return
-	}
-	// Authentication, whatever the plugin: over at the server's OK or
-	// ERR (an auth switch starts 0xfe, more data 0x01).
-	for {
-		pk, err := readPacket(r, nil)
-		if err != nil || !relay(pk) {
-			return
-		}
-		if len(pk.payload) > 0 && pk.payload[0] == 0x00 {
-			if _, status, ok := okPacket(pk.payload); ok {
-				c.settleStatus(status)
-			}
-			break
-		}
-		if len(pk.payload) > 0 && pk.payload[0] == 0xff {
-			return
-		}
 	}
 	var buf []byte
 	var resp *myResponse
@@ -310,22 +305,63 @@ func (c *conn) fromServerMySQL() {
 				held = final
 			}
 		}
-		if held != nil {
-			// The statement ran and its answer is here: the client does
-			// not see it until the hold is lifted.
-			if err := w.Flush(); err != nil {
-				return
-			}
-			held.reached()
-			if !held.waitRelease() {
-				return
-			}
+		if held != nil && !held.awaitRelease(w) {
+			return
 		}
-		if !relay(pk) {
+		// Relayed here, not through relayMySQL: this runs for every
+		// packet, and the call would not be inlined.
+		if _, err := w.Write(pk.raw); err != nil {
+			return
+		}
+		if r.Buffered() == 0 && w.Flush() != nil {
 			return
 		}
 		if len(pk.raw) < 1<<20 {
 			buf = pk.raw[:0]
+		}
+	}
+}
+
+// relayMySQL passes a server's packet on to the client, flushed once
+// nothing more is buffered. It returns false when the client is gone.
+func relayMySQL(r *bufio.Reader, w *bufio.Writer, pk myPacket) bool {
+	if _, err := w.Write(pk.raw); err != nil {
+		return false
+	}
+	return r.Buffered() > 0 || w.Flush() == nil
+}
+
+// handshakeMySQL relays the server's greeting, narrowed, and the
+// authentication that follows it. It returns false when the connection
+// is to end.
+func (c *conn) handshakeMySQL(r *bufio.Reader, w *bufio.Writer) bool {
+	pk, err := readPacket(r, nil)
+	if err != nil {
+		return false
+	}
+	if g, ok := narrowGreeting(pk.payload); ok {
+		c.my.serverCaps.Store(g.caps &^ capCleared)
+		c.pid.Store(int32(g.connID))
+		c.p.keepMySQL(g.connID)
+	}
+	if !relayMySQL(r, w, pk) {
+		return false
+	}
+	// Authentication, whatever the plugin: over at the server's OK or
+	// ERR (an auth switch starts 0xfe, more data 0x01).
+	for {
+		pk, err := readPacket(r, nil)
+		if err != nil || !relayMySQL(r, w, pk) {
+			return false
+		}
+		if len(pk.payload) > 0 && pk.payload[0] == 0x00 {
+			if _, status, ok := okPacket(pk.payload); ok {
+				c.settleStatus(status)
+			}
+			return true
+		}
+		if len(pk.payload) > 0 && pk.payload[0] == 0xff {
+			return false
 		}
 	}
 }

@@ -359,40 +359,13 @@ func binaryValue(b []byte, typ byte, unsigned bool) (v []byte, n int, ok bool) {
 	case typeNull:
 		return nil, 0, true
 	case typeTiny:
-		if !fixed(1) {
-			return nil, 0, false
-		}
-		if unsigned {
-			return strconv.AppendUint(nil, uint64(b[0]), 10), 1, true
-		}
-		return strconv.AppendInt(nil, int64(int8(b[0])), 10), 1, true
+		return binaryInteger(b, 1, unsigned)
 	case typeShort, typeYear:
-		if !fixed(2) {
-			return nil, 0, false
-		}
-		u := binary.LittleEndian.Uint16(b)
-		if unsigned {
-			return strconv.AppendUint(nil, uint64(u), 10), 2, true
-		}
-		return strconv.AppendInt(nil, int64(int16(u)), 10), 2, true
+		return binaryInteger(b, 2, unsigned)
 	case typeLong, typeInt24:
-		if !fixed(4) {
-			return nil, 0, false
-		}
-		u := binary.LittleEndian.Uint32(b)
-		if unsigned {
-			return strconv.AppendUint(nil, uint64(u), 10), 4, true
-		}
-		return strconv.AppendInt(nil, int64(int32(u)), 10), 4, true
+		return binaryInteger(b, 4, unsigned)
 	case typeLongLong:
-		if !fixed(8) {
-			return nil, 0, false
-		}
-		u := binary.LittleEndian.Uint64(b)
-		if unsigned {
-			return strconv.AppendUint(nil, u, 10), 8, true
-		}
-		return strconv.AppendInt(nil, int64(u), 10), 8, true
+		return binaryInteger(b, 8, unsigned)
 	case typeFloat:
 		if !fixed(4) {
 			return nil, 0, false
@@ -417,6 +390,34 @@ func binaryValue(b []byte, typ byte, unsigned bool) (v []byte, n int, ok bool) {
 		return nil, 0, false
 	}
 	return bytes.Clone(b[k : k+int(l)]), k + int(l), true
+}
+
+// binaryInteger reads an integer of the binary protocol, size bytes
+// little-endian (1, 2, 4 or 8), as text: signed unless unsigned says so.
+// It returns how many bytes it took.
+func binaryInteger(b []byte, size int, unsigned bool) (v []byte, n int, ok bool) {
+	if len(b) < size {
+		return nil, 0, false
+	}
+	var u uint64
+	var i int64
+	switch size {
+	case 1:
+		u, i = uint64(b[0]), int64(int8(b[0]))
+	case 2:
+		x := binary.LittleEndian.Uint16(b)
+		u, i = uint64(x), int64(int16(x))
+	case 4:
+		x := binary.LittleEndian.Uint32(b)
+		u, i = uint64(x), int64(int32(x))
+	default:
+		u = binary.LittleEndian.Uint64(b)
+		i = int64(u)
+	}
+	if unsigned {
+		return strconv.AppendUint(nil, u, 10), size, true
+	}
+	return strconv.AppendInt(nil, i, 10), size, true
 }
 
 // mysqlAnswer is the answer a statement got, in the form the proxy's

@@ -271,7 +271,16 @@ func numeric(v []byte) (string, bool) {
 	if x.Sign() == 0 {
 		exp = 0
 	}
-	digits := x.String()
+	digits := decimalPoint(x.String(), exp, scale)
+	if sign == 0x4000 && strings.Trim(digits, "0.") != "" {
+		digits = "-" + digits
+	}
+	return digits, true
+}
+
+// decimalPoint writes the integer digits times 10^exp as a decimal with
+// scale digits after the point, cut or padded with zeros.
+func decimalPoint(digits string, exp, scale int) string {
 	switch {
 	case exp >= 0:
 		digits += strings.Repeat("0", exp)
@@ -295,10 +304,7 @@ func numeric(v []byte) (string, bool) {
 			digits += "." + part
 		}
 	}
-	if sign == 0x4000 && strings.Trim(digits, "0.") != "" {
-		digits = "-" + digits
-	}
-	return digits, true
+	return digits
 }
 
 // mysqlParams are the values an execute bound, as executeValues read

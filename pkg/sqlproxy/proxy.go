@@ -574,22 +574,8 @@ func (c *conn) fromServer() {
 			}
 		}
 		if done != nil && done.holdAnswer {
-			ready, ok := done.holdsAtReady()
-			if !ok {
-				return
-			}
-			if ready && m.typ != 'Z' {
-				atReady, done = done, nil
-			}
-		}
-		if done != nil && done.holdAnswer {
-			// The statement ran and its answer is here: the client does
-			// not see it until the hold is lifted.
-			if err := w.Flush(); err != nil {
-				return
-			}
-			done.reached()
-			if !done.waitRelease() {
+			var ok bool
+			if atReady, ok = done.holdAnswerOf(m.typ, atReady, w); !ok {
 				return
 			}
 		}
@@ -602,6 +588,36 @@ func (c *conn) fromServer() {
 			}
 		}
 	}
+}
+
+// holdAnswerOf holds st's answer, come in a message of type typ, where
+// the client side settled it is held: here, until the hold is lifted, or
+// at the next ReadyForQuery, when it returns st as the statement held
+// there (else atReady as it was). ok is false when the connection is to
+// end.
+func (st *Statement) holdAnswerOf(typ byte, atReady *Statement, w *bufio.Writer) (*Statement, bool) {
+	ready, ok := st.holdsAtReady()
+	if !ok {
+		return atReady, false
+	}
+	if ready && typ != 'Z' {
+		return st, true
+	}
+	return atReady, st.awaitRelease(w)
+}
+
+// awaitRelease holds st's answer, which has come, from the client: it
+// flushes what came before it, marks the hold reached and waits until
+// the hold is lifted. It returns false when the connection is to end
+// instead.
+func (st *Statement) awaitRelease(w *bufio.Writer) bool {
+	// The statement ran and its answer is here: the client does
+	// not see it until the hold is lifted.
+	if err := w.Flush(); err != nil {
+		return false
+	}
+	st.reached()
+	return st.waitRelease()
 }
 
 // answer gives the first statement still waiting its answer. The last

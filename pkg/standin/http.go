@@ -208,27 +208,15 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 	what, entry, status, answer := h.lookUp(c.IdemKey, c.Body)
 	h.mu.Unlock()
 
-	// abandon ends the call before it was performed: no effect, no answer.
-	abandon := func() {
-		h.mu.Lock()
-		if entry != nil && h.idem[c.IdemKey] == entry {
-			delete(h.idem, c.IdemKey) // a retry with the key is performed
-		}
-		c.Performed, c.Replayed, c.Status, c.Answer = false, false, 0, ""
-		h.record(gen, c)
-		h.mu.Unlock()
-		hijackClose(w)
-	}
-
 	if hold != nil && !hold.after {
 		if !h.wait(hold, c, r) {
-			abandon()
+			h.abandon(w, c, gen, entry)
 			hold.finish()
 			return
 		}
 	}
 	if !h.latency() {
-		abandon()
+		h.abandon(w, c, gen, entry)
 		return
 	}
 
@@ -252,6 +240,23 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 		hijackClose(w)
 		return
 	}
+	writeAnswer(w, what, status, contentType, answer)
+}
+
+// abandon ends the call before it was performed: no effect, no answer.
+func (h *HTTP) abandon(w http.ResponseWriter, c *Call, gen int, entry *idemEntry) {
+	h.mu.Lock()
+	if entry != nil && h.idem[c.IdemKey] == entry {
+		delete(h.idem, c.IdemKey) // a retry with the key is performed
+	}
+	c.Performed, c.Replayed, c.Status, c.Answer = false, false, 0, ""
+	h.record(gen, c)
+	h.mu.Unlock()
+	hijackClose(w)
+}
+
+// writeAnswer sends the call's answer: a replayed one says so in its header.
+func writeAnswer(w http.ResponseWriter, what outcome, status int, contentType, answer string) {
 	w.Header().Set("Content-Type", contentType)
 	if what == replay {
 		w.Header().Set("Idempotent-Replayed", "true")

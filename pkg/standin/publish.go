@@ -190,17 +190,7 @@ func (p *Published) startAMQP(ctx context.Context, server, queue string) error {
 		return fail("cannot consume queue %s: %w", err)
 	}
 	closed := conn.NotifyClose(make(chan *amqp091.Error, 1))
-	go func() {
-		defer close(p.done)
-		for d := range deliveries {
-			p.record(queue, amqpHeader(d), d.Body, d.MessageId, amqpIDHeaders)
-		}
-		if err, ok := <-closed; ok && err != nil {
-			p.setLost(fmt.Errorf("RabbitMQ connection lost: %w", err))
-		} else {
-			p.setLost(errors.New("RabbitMQ ended the consumer"))
-		}
-	}()
+	go p.consumeAMQP(queue, deliveries, closed)
 	p.stop = func() error {
 		err := conn.Close()
 		if errors.Is(err, amqp091.ErrClosed) {
@@ -210,6 +200,21 @@ func (p *Published) startAMQP(ctx context.Context, server, queue string) error {
 		return err
 	}
 	return nil
+}
+
+// consumeAMQP records each message of the queue as it is delivered,
+// until the consumer ends; then it says why: the connection was lost
+// (closed says how), or RabbitMQ ended the consumer.
+func (p *Published) consumeAMQP(queue string, deliveries <-chan amqp091.Delivery, closed <-chan *amqp091.Error) {
+	defer close(p.done)
+	for d := range deliveries {
+		p.record(queue, amqpHeader(d), d.Body, d.MessageId, amqpIDHeaders)
+	}
+	if err, ok := <-closed; ok && err != nil {
+		p.setLost(fmt.Errorf("RabbitMQ connection lost: %w", err))
+	} else {
+		p.setLost(errors.New("RabbitMQ ended the consumer"))
+	}
 }
 
 // amqpHeader is a delivery's headers: its table headers as strings, and
@@ -253,9 +258,31 @@ func (p *Published) startKafka(ctx context.Context, brokers []string, topic stri
 		kgo.ClientID("redeliver-standin"),
 		kgo.DialTimeout(5 * time.Second),
 	}
-	adm, err := kgo.NewClient(opts...)
+	parts, err := kafkaEnds(ctx, opts, topic)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))...)
 	if err != nil {
 		return fmt.Errorf("cannot reach Kafka: %w", err)
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	go p.consumeKafka(pctx, cl)
+	p.stop = func() error {
+		cancel()
+		<-p.done
+		cl.Close()
+		return nil
+	}
+	return nil
+}
+
+// kafkaEnds is where the stand-in starts reading each partition of the
+// topic: at its end as it is now.
+func kafkaEnds(ctx context.Context, opts []kgo.Opt, topic string) (map[int32]kgo.Offset, error) {
+	adm, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Kafka: %w", err)
 	}
 	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
 	adm.Close()
@@ -263,7 +290,7 @@ func (p *Published) startKafka(ctx context.Context, brokers []string, topic stri
 		err = ends.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("cannot read the end offsets of Kafka topic %s: %w", topic, err)
+		return nil, fmt.Errorf("cannot read the end offsets of Kafka topic %s: %w", topic, err)
 	}
 	// Each partition is read directly from its end as it is now: a record
 	// produced after Start returns has an offset at or past it.
@@ -272,38 +299,30 @@ func (p *Published) startKafka(ctx context.Context, brokers []string, topic stri
 		parts[part] = kgo.NewOffset().At(o.Offset)
 	}
 	if len(parts) == 0 {
-		return fmt.Errorf("the Kafka topic %s has no partitions", topic)
+		return nil, fmt.Errorf("the Kafka topic %s has no partitions", topic)
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))...)
-	if err != nil {
-		return fmt.Errorf("cannot reach Kafka: %w", err)
-	}
-	pctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		defer close(p.done)
-		for {
-			fs := cl.PollFetches(pctx)
-			if pctx.Err() != nil || fs.IsClientClosed() {
-				return
-			}
-			// Fetch errors are retried by the client; records come in
-			// offset order per partition.
-			fs.EachRecord(func(r *kgo.Record) {
-				h := make(map[string][]string, len(r.Headers))
-				for _, rh := range r.Headers {
-					h[rh.Key] = append(h[rh.Key], string(rh.Value))
-				}
-				p.record(r.Topic, h, r.Value, "", kafkaIDHeaders)
-			})
+	return parts, nil
+}
+
+// consumeKafka records each record the client fetches, until ctx ends
+// or the client is closed.
+func (p *Published) consumeKafka(ctx context.Context, cl *kgo.Client) {
+	defer close(p.done)
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil || fs.IsClientClosed() {
+			return
 		}
-	}()
-	p.stop = func() error {
-		cancel()
-		<-p.done
-		cl.Close()
-		return nil
+		// Fetch errors are retried by the client; records come in
+		// offset order per partition.
+		fs.EachRecord(func(r *kgo.Record) {
+			h := make(map[string][]string, len(r.Headers))
+			for _, rh := range r.Headers {
+				h[rh.Key] = append(h[rh.Key], string(rh.Value))
+			}
+			p.record(r.Topic, h, r.Value, "", kafkaIDHeaders)
+		})
 	}
-	return nil
 }
 
 // timeLeft is how long ctx still has, at least a second.
