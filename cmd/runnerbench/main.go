@@ -26,7 +26,10 @@ import (
 )
 
 // cases are the scenario files timed, by name.
-var cases = []struct{ name, src string }{
+// benchCase is a scenario the builds are timed on.
+type benchCase struct{ name, src string }
+
+var cases = []benchCase{
 	{"times-20000", timesFile(20000)},
 	{"times-100000", timesFile(100000)},
 	{"explore-after-5000", exploreFile(5000)},
@@ -97,40 +100,14 @@ func run(args []string) error {
 	defer os.RemoveAll(dir)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	type row struct {
-		name     string
-		new, old []result
-	}
 	var rows []row
 	for _, c := range cases {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), c.name) {
 			continue
 		}
-		file := filepath.Join(dir, c.name+".yaml")
-		if err := os.WriteFile(file, []byte(c.src), 0o644); err != nil {
+		r, err := timeCase(ctx, dir, c, *bin, *base, *rounds)
+		if err != nil {
 			return err
-		}
-		r := row{name: c.name}
-		for round := 1; round <= *rounds; round++ {
-			for _, who := range []string{"new", "base"} {
-				b := *bin
-				if who == "base" {
-					b = *base
-				}
-				res, err := time1(ctx, b, file)
-				if err != nil {
-					return err
-				}
-				fmt.Printf("%-20s round %d %-4s %7.2f s %6d MB\n", c.name, round, who, res.secs, res.kib/1024)
-				if who == "new" {
-					r.new = append(r.new, res)
-				} else {
-					r.old = append(r.old, res)
-				}
-			}
-		}
-		if r.new[0].out != r.old[0].out {
-			return fmt.Errorf("%s: the two builds' reports differ:\n--- base\n%s--- new\n%s", c.name, r.old[0].out, r.new[0].out)
 		}
 		rows = append(rows, r)
 	}
@@ -142,6 +119,45 @@ func run(args []string) error {
 		fmt.Printf("%-20s %9.2f %9.2f %6.2fx %9.0f %9.0f\n", r.name, ns, os_, os_/ns, nk/1024, ok/1024)
 	}
 	return nil
+}
+
+// row is one scenario's times, of the build timed and of the baseline.
+type row struct {
+	name     string
+	new, old []result
+}
+
+// timeCase writes the scenario c into dir and runs it with the two
+// builds in turn, rounds times, printing each time; the two builds'
+// reports must be the same.
+func timeCase(ctx context.Context, dir string, c benchCase, bin, base string, rounds int) (row, error) {
+	file := filepath.Join(dir, c.name+".yaml")
+	if err := os.WriteFile(file, []byte(c.src), 0o644); err != nil {
+		return row{}, err
+	}
+	r := row{name: c.name}
+	for round := 1; round <= rounds; round++ {
+		for _, who := range []string{"new", "base"} {
+			b := bin
+			if who == "base" {
+				b = base
+			}
+			res, err := time1(ctx, b, file)
+			if err != nil {
+				return row{}, err
+			}
+			fmt.Printf("%-20s round %d %-4s %7.2f s %6d MB\n", c.name, round, who, res.secs, res.kib/1024)
+			if who == "new" {
+				r.new = append(r.new, res)
+			} else {
+				r.old = append(r.old, res)
+			}
+		}
+	}
+	if r.new[0].out != r.old[0].out {
+		return row{}, fmt.Errorf("%s: the two builds' reports differ:\n--- base\n%s--- new\n%s", c.name, r.old[0].out, r.new[0].out)
+	}
+	return r, nil
 }
 
 func names() string {

@@ -118,6 +118,12 @@ func (c *consumer) processAs(ctx context.Context, ev event, f flaw) (result, err
 	if err != nil {
 		return result{}, err
 	}
+	return c.commitAs(ctx, ev, f, charge)
+}
+
+// commitAs commits the delivery's payment, charged already, as flaw f
+// does: where it writes the marker, and what it does between.
+func (c *consumer) commitAs(ctx context.Context, ev event, f flaw, charge int64) (result, error) {
 	switch f {
 	case flawMarkerAfterEffect:
 		id, err := c.store.commitEffect(ctx, ev, charge)
@@ -151,40 +157,52 @@ func (c *consumer) processAs(ctx context.Context, ev event, f flaw) (result, err
 		}
 		return c.store.commit(ctx, ev, charge, false)
 	case flawMailBeforeCommit:
-		r, commit, err := c.store.uncommitted(ctx, ev, charge)
-		if err != nil || r.Outcome != "processed" {
-			return r, err
-		}
-		// Window: the customer is mailed, nothing is committed yet; a
-		// crash now rolls back, and the redelivery mails again.
-		if c.mail == nil {
-			return result{}, errNoMailer
-		}
-		if err := c.mail.confirm(ev); err != nil {
-			return result{}, err
-		}
-		if err := c.window(); err != nil {
-			return result{}, err
-		}
-		return r, commit()
+		return c.mailThenCommit(ctx, ev, charge)
 	default:
-		// Window: the provider has charged, nothing is committed here
-		// yet; a crash now is retried, and only the idempotency key keeps
-		// the retry from charging twice (external-without-key has none).
-		if err := c.window(); err != nil {
-			return result{}, err
-		}
-		r, err := c.store.commit(ctx, ev, charge, true)
-		if err == nil && r.Outcome == "processed" && c.mail != nil {
-			// Mailed once the payment is committed, by the delivery that
-			// committed it: at most once (a crash between the commit and
-			// the mail loses it; at least once needs an outbox).
-			if err := c.mail.confirm(ev); err != nil {
-				c.logf("%v", err)
-			}
-		}
+		return c.chargedThenCommit(ctx, ev, charge)
+	}
+}
+
+// mailThenCommit is mail-before-commit: the customer is mailed inside
+// the payment's transaction, before it commits.
+func (c *consumer) mailThenCommit(ctx context.Context, ev event, charge int64) (result, error) {
+	r, commit, err := c.store.uncommitted(ctx, ev, charge)
+	if err != nil || r.Outcome != "processed" {
 		return r, err
 	}
+	// Window: the customer is mailed, nothing is committed yet; a
+	// crash now rolls back, and the redelivery mails again.
+	if c.mail == nil {
+		return result{}, errNoMailer
+	}
+	if err := c.mail.confirm(ev); err != nil {
+		return result{}, err
+	}
+	if err := c.window(); err != nil {
+		return result{}, err
+	}
+	return r, commit()
+}
+
+// chargedThenCommit commits the payment the provider charged, with its
+// marker in the same transaction, then mails the customer.
+func (c *consumer) chargedThenCommit(ctx context.Context, ev event, charge int64) (result, error) {
+	// Window: the provider has charged, nothing is committed here
+	// yet; a crash now is retried, and only the idempotency key keeps
+	// the retry from charging twice (external-without-key has none).
+	if err := c.window(); err != nil {
+		return result{}, err
+	}
+	r, err := c.store.commit(ctx, ev, charge, true)
+	if err == nil && r.Outcome == "processed" && c.mail != nil {
+		// Mailed once the payment is committed, by the delivery that
+		// committed it: at most once (a crash between the commit and
+		// the mail loses it; at least once needs an outbox).
+		if err := c.mail.confirm(ev); err != nil {
+			c.logf("%v", err)
+		}
+	}
+	return r, err
 }
 
 // charge charges the order at the provider: over HTTP with --provider,
