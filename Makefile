@@ -38,10 +38,11 @@ MY_LOCAL := mysql://root@127.0.0.1:3306/test
 # four in the heavy tier). make test is the quick tier. A package's
 # binary may run TEST_TIMEOUT: on a machine shared at load average 20,
 # or one whose processes start slowly, the root package's scripts (each
-# redeliver and consumer they start the race-enabled test binary) have
-# taken 11 to 15 minutes, past go test's own 10 (docs/development.md). A race-enabled program sleeps a
-# second at exit by default; GORACE=atexit_sleep_ms=10 keeps its report
-# and drops the wait.
+# redeliver they start the race-enabled test binary; their consumers were
+# too, until they were built on their own) have taken 11 to 15 minutes,
+# past go test's own 10 (docs/development.md). A race-enabled program
+# sleeps a second at exit by default; GORACE=atexit_sleep_ms=10 keeps
+# its report and drops the wait.
 TEST_PKGS    := ./examples/consumer . ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...
 TEST_P       ?= 4
 TEST_TIMEOUT ?= 30m
