@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=10")
 	}
-	testscript.Main(withSupervisor{m}, map[string]func(){
+	testscript.Main(withBuiltPrograms{m}, map[string]func(){
 		"redeliver": func() { os.Exit(cmd.Main()) },
 		// drop-kept-schemas FILE drops the PostgreSQL schemas that the
 		// "kept schema NAME" lines of FILE (a --keep run's stderr) name.
@@ -58,15 +58,15 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// withSupervisor runs the tests with the supervisor and the scripts'
+// withBuiltPrograms runs the tests with the supervisor and the scripts'
 // consumer built on their own, without the race detector: the scripts'
 // redeliver, the race-enabled test binary, would otherwise start itself
 // again as the supervisor of every process it starts, and each consumer
 // would be that binary too.
-type withSupervisor struct{ m *testing.M }
+type withBuiltPrograms struct{ m *testing.M }
 
-func (w withSupervisor) Run() int {
-	dir, err := os.MkdirTemp("", "redeliver-supervisor-")
+func (w withBuiltPrograms) Run() int {
+	dir, err := os.MkdirTemp("", "redeliver-test-programs-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -166,12 +166,8 @@ func awaitExit(sigs chan os.Signal, parent, pid int) int {
 // process (pid) is one, it returns the exit mirroring it, and true.
 func reapChildren(parent, pid int) (code int, exited bool) {
 	for {
-		var ws syscall.WaitStatus
-		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-		if err == syscall.EINTR {
-			continue
-		}
-		if got <= 0 || err != nil {
+		got, ws := reapOne()
+		if got == 0 {
 			return 0, false
 		}
 		if got == pid {
@@ -183,6 +179,21 @@ func reapChildren(parent, pid int) (code int, exited bool) {
 			return mirror(ws), true
 		}
 		// An adopted orphan that exited: reaped, so no zombie stays.
+	}
+}
+
+// reapOne reaps one child that has exited, without waiting: its pid and
+// how it ended, or pid 0 when none has (or there is no child left).
+func reapOne() (pid int, ws syscall.WaitStatus) {
+	for {
+		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if got <= 0 || err != nil {
+			return 0, ws
+		}
+		return got, ws
 	}
 }
 
@@ -232,12 +243,7 @@ func endDescendants() {
 		}
 		signalLeft(ids, syscall.SIGKILL)
 		for {
-			var ws syscall.WaitStatus
-			got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if err == syscall.EINTR {
-				continue
-			}
-			if got <= 0 || err != nil {
+			if got, _ := reapOne(); got == 0 {
 				break
 			}
 		}
