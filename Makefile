@@ -38,11 +38,11 @@ MY_LOCAL := mysql://root@127.0.0.1:3306/test
 # four in the heavy tier). make test is the quick tier. A package's
 # binary may run TEST_TIMEOUT: on a machine shared at load average 20,
 # or one whose processes start slowly, the root package's scripts (each
-# redeliver they start the race-enabled test binary; their consumers were
-# too, until they were built on their own) have taken 11 to 15 minutes,
-# past go test's own 10 (docs/development.md). A race-enabled program
-# sleeps a second at exit by default; GORACE=atexit_sleep_ms=10 keeps
-# its report and drops the wait.
+# redeliver they started the race-enabled test binary, until they were
+# given one built plain) have taken 11 to 15 minutes, past go test's own
+# 10 (docs/development.md). A race-enabled program sleeps a second at
+# exit by default; GORACE=atexit_sleep_ms=10 keeps its report and drops
+# the wait.
 TEST_PKGS    := ./examples/consumer . ./pkg/sqlite ./pkg/replay ./pkg/runner ./cmd ./...
 TEST_P       ?= 4
 TEST_TIMEOUT ?= 30m
@@ -53,9 +53,14 @@ TEST_TIMEOUT ?= 30m
 # long runs (repetitions and event counts), longer than CI's hour.
 HEAVY_PKGS    := ./examples/consumer
 HEAVY_TIMEOUT ?= 60m
-# The heavy tier runs without the race detector: make test has run each of
-# its code paths under it, and the heavy tier repeats them on more seeds,
-# databases and brokers, the evidence of their verdicts; the race
+# In make test the root package's scripts start redeliver built plain, as a
+# user builds it (main_test.go): the packages' own tests run its code under
+# the race detector. The heavy tier runs the scripts again with the
+# race-enabled test binary as their redeliver.
+# The example consumer's heavy tier runs without the race detector: make
+# test has run each of its code paths under it, and the heavy tier
+# repeats them on more seeds, databases and brokers, the evidence of
+# their verdicts; the race
 # detector's cost (a race-enabled redeliver takes about three times the
 # CPU, and starts several times slower) would not fit it beside make test
 # in CI's 90 minutes. HEAVY_RACE=-race puts it back.
@@ -89,10 +94,12 @@ test: ## vet, then the quick tier of every test with the race detector
 	$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE)
 
-test-heavy: cross ## the heavy tier: the builds for other systems, every seed, both databases' twins, the broker matrices
+test-heavy: cross ## the heavy tier: the builds for other systems, every seed, both databases' twins, the broker matrices, the scripts under the race detector
 	@$(TEST_DBS); \
 	echo "REDELIVER_TEST_HEAVY=1 $(GO) test $(HEAVY_RACE) -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS)"; \
-	REDELIVER_TEST_HEAVY=1 $(GO) test $(HEAVY_RACE) -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS)
+	REDELIVER_TEST_HEAVY=1 $(GO) test $(HEAVY_RACE) -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS); \
+	echo "REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestScripts$$' ."; \
+	REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestScripts$$' .
 
 # What only Linux or Unix has (the supervisor and /proc, process groups,
 # file locks, a child's peak memory) sits behind build tags, with a

@@ -27,9 +27,10 @@ var update = flag.Bool("update", false, "rewrite the expected output in testdata
 
 func TestMain(m *testing.M) {
 	// A race-enabled program sleeps a second at exit, by default, for
-	// goroutines still running to report; every redeliver the scripts
-	// start is one. Ten milliseconds keep that report and drop the wait
-	// (GORACE set by the caller wins; testscript passes it on).
+	// goroutines still running to report; in the heavy tier every
+	// redeliver the scripts start is one. Ten milliseconds keep that
+	// report and drop the wait (GORACE set by the caller wins; testscript
+	// passes it on).
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=10")
 	}
@@ -58,11 +59,15 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// withBuiltPrograms runs the tests with the supervisor and the scripts'
-// consumer built on their own, without the race detector: the scripts'
-// redeliver, the race-enabled test binary, would otherwise start itself
-// again as the supervisor of every process it starts, and each consumer
-// would be that binary too.
+// withBuiltPrograms runs the tests with the programs the scripts start
+// built on their own, without the race detector: redeliver, as a user
+// builds it, the supervisor and the scripts' consumer. Each script starts
+// redeliver several times, hundreds in all, and a race-enabled binary
+// takes about three times the CPU and starts several times slower; the
+// packages' own tests run their code under the race detector. The heavy
+// tier (REDELIVER_TEST_HEAVY, make test-heavy) runs the scripts with the
+// race-enabled test binary as redeliver, which would otherwise start
+// itself again as the supervisor of every process it starts.
 type withBuiltPrograms struct{ m *testing.M }
 
 func (w withBuiltPrograms) Run() int {
@@ -72,13 +77,15 @@ func (w withBuiltPrograms) Run() int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if err := proctest.UseBuiltSupervisor(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	builds := []func(string) error{proctest.UseBuiltSupervisor, consumertest.UseBuilt}
+	if os.Getenv("REDELIVER_TEST_HEAVY") == "" {
+		builds = append(builds, proctest.UseBuiltRedeliver)
 	}
-	if err := consumertest.UseBuilt(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	for _, build := range builds {
+		if err := build(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	return w.m.Run()
 }
