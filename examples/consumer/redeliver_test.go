@@ -144,6 +144,13 @@ func onTurn(t testing.TB, i int, dbs []statementDB, db statementDB) {
 	}
 }
 
+// onTurnHere is onTurn for a row that is not a subtest of its own (one
+// run of a table runConcurrently starts): whether this tier runs row i
+// on db.
+func onTurnHere(i int, dbs []statementDB, db statementDB) bool {
+	return heavy() || dbs[i%len(dbs)].name == db.name
+}
+
 // seedRuns says whether a row of a table run on seeds 1–3 runs on seed
 // in this tier: seed 1 in make test, where the row's verdict is the same
 // on every seed (the heavy tier shows it on each), every seed in the
@@ -261,9 +268,9 @@ var plainRedeliver struct {
 // the race detector. It is for the tests whose subject is the consumer
 // (the shipped scenarios, safe and flawed, on SQLite and PostgreSQL, the
 // Python consumer, the replays into the consumer): redeliver's own code on
-// those paths is race-checked by the root package's target scripts, and a
-// race-enabled redeliver takes about three times the CPU, most of these
-// tests' cost. The broker runs, the nemesis and Ctrl-C keep the
+// those paths is race-checked by its packages' tests and by the root
+// package's target scripts in the heavy tier, and a race-enabled
+// redeliver takes about three times the CPU, most of these tests' cost. The broker runs, the nemesis and Ctrl-C keep the
 // race-enabled one. The heavy tier keeps the plain one too: it runs every
 // seed and twin of these tests, and three times their CPU would not fit
 // beside make test in CI's hour.
