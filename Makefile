@@ -97,8 +97,8 @@ test: ## vet, then the quick tier of every test with the race detector
 test-heavy: cross ## the heavy tier: the builds for other systems, every seed, both databases' twins, the broker matrices, the scripts under the race detector
 	@$(TEST_DBS); \
 	echo "REDELIVER_TEST_HEAVY=1 $(GO) test $(HEAVY_RACE) -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS)"; \
-	REDELIVER_TEST_HEAVY=1 $(GO) test $(HEAVY_RACE) -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS); \
-	echo "REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestScripts$$' ."; \
+	REDELIVER_TEST_HEAVY=1 $(GO) test $(HEAVY_RACE) -count=1 -timeout $(HEAVY_TIMEOUT) $(HEAVY_PKGS) && \
+	echo "REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestScripts$$' ." && \
 	REDELIVER_TEST_HEAVY=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestScripts$$' .
 
 # What only Linux or Unix has (the supervisor and /proc, process groups,
