@@ -60,10 +60,10 @@ HEAVY_TIMEOUT ?= 60m
 # The example consumer's heavy tier runs without the race detector: make
 # test has run each of its code paths under it, and the heavy tier
 # repeats them on more seeds, databases and brokers, the evidence of
-# their verdicts; the race
-# detector's cost (a race-enabled redeliver takes about three times the
-# CPU, and starts several times slower) would not fit it beside make test
-# in CI's 90 minutes. HEAVY_RACE=-race puts it back.
+# their verdicts; the race detector's cost (a race-enabled redeliver
+# takes about three times the CPU, and starts several times slower) would
+# not fit it beside make test in CI's 90 minutes. HEAVY_RACE=-race puts
+# it back.
 HEAVY_RACE    ?=
 # The patched copy of the in-process Kafka the tests start (pkg/kafka/kfake,
 # a module of its own, outside ./...): its classic group coordinator's

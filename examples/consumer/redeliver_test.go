@@ -270,10 +270,11 @@ var plainRedeliver struct {
 // Python consumer, the replays into the consumer): redeliver's own code on
 // those paths is race-checked by its packages' tests and by the root
 // package's target scripts in the heavy tier, and a race-enabled
-// redeliver takes about three times the CPU, most of these tests' cost. The broker runs, the nemesis and Ctrl-C keep the
-// race-enabled one. The heavy tier keeps the plain one too: it runs every
-// seed and twin of these tests, and three times their CPU would not fit
-// beside make test in CI's hour.
+// redeliver takes about three times the CPU, most of these tests' cost.
+// The broker runs, the nemesis and Ctrl-C keep the race-enabled one. The
+// heavy tier keeps the plain one too: it runs every seed and twin of these
+// tests, and three times their CPU would not fit beside make test in CI's
+// hour.
 func withPlainRedeliver(t testing.TB, env map[string]string) {
 	t.Helper()
 	buildConsumer(t) // the folder, and the go command
@@ -290,9 +291,9 @@ func buildPlainRedeliver() {
 	if built.dir == "" {
 		built.once.Do(buildTheConsumer)
 	}
-	plainRedeliver.bin = filepath.Join(built.dir, "redeliver")
-	if out, err := exec.Command("go", "build", "-o", plainRedeliver.bin, repoRoot).CombinedOutput(); err != nil {
-		plainRedeliver.err = fmt.Errorf("go build redeliver: %v\n%s", err, out)
+	plainRedeliver.bin, plainRedeliver.err = proctest.BuildRedeliver(built.dir)
+	if plainRedeliver.bin == "" && plainRedeliver.err == nil {
+		plainRedeliver.err = errors.New("no go command to build redeliver with")
 	}
 }
 
