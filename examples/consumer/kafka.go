@@ -74,6 +74,10 @@ func consumeKafka(ctx context.Context, c *consumer, b brokerConfig, stdout io.Wr
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	defer cl.Close()
+	// A poll blocks the group's rebalances until AllowRebalance; leaving
+	// the group on the way out is one, so the last poll's hold is let go
+	// first (deferred after Close, it runs before it).
+	defer cl.AllowRebalance()
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	err = cl.Ping(pctx)
 	cancel()
