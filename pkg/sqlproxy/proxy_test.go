@@ -338,6 +338,51 @@ func TestHoldAndRelease(t *testing.T) {
 	}
 }
 
+// TestReleaseRestartsTheQuiet: a held connection's part of the delivery
+// is not over the moment it is let go, however long it was held: its
+// consumer gets the held answer only then and goes on a moment after.
+// Over's quiet counts from the release; once it passes, the connection
+// is over.
+func TestReleaseRestartsTheQuiet(t *testing.T) {
+	const quiet = 500 * time.Millisecond
+	p, dsn := through(t)
+	c := connect(t, dsn)
+	tbl := table(t, c)
+	ctx := context.Background()
+	w, err := p.Watch(&Boundary{Words: "insert", After: true}, "evt-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, "INSERT INTO "+tbl+" (k, n) VALUES ($1, 1)", "evt-q")
+		done <- err
+	}()
+	<-w.Held()
+	time.Sleep(quiet + 100*time.Millisecond) // held longer than the quiet
+	w.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("after the release: %v", err)
+	}
+	over := w.Over(quiet)
+	if len(over) != 1 {
+		t.Fatalf("want the one connection, got %v", over)
+	}
+	for id, o := range over {
+		if o {
+			t.Errorf("connection %d is over right after its release", id)
+		}
+	}
+	deadline := time.Now().Add(10 * quiet)
+	for !w.Over(quiet)[w.Hit().Conn] {
+		if time.Now().After(deadline) {
+			t.Fatalf("connection still not over %s after its release", 10*quiet)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.Stop()
+}
+
 func TestMatches(t *testing.T) {
 	tests := []struct {
 		text, words string

@@ -151,10 +151,19 @@ func (w *Watch) Cut() {
 }
 
 // Release lets the held connection go on as if it had not been held.
+// The held statement's answer reaches the consumer only now, and its next
+// statement comes a moment after: the connection's quiet (Over) counts
+// from the release, not from when the held statement came.
 func (w *Watch) Release() {
-	if w.h != nil {
-		w.h.end(true)
+	if w.h == nil {
+		return
 	}
+	w.mu.Lock()
+	if w.hit != nil {
+		w.noteOn(w.hit.Conn, time.Now())
+	}
+	w.mu.Unlock()
+	w.h.end(true)
 }
 
 // Answered tells the watch that the consumer answered the delivery: the
