@@ -110,7 +110,12 @@ func (s *Session) holdCopies(ctx context.Context, w *sqlproxy.Watch, n int, at *
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	drained := make(chan error, 1)
-	go func() { drained <- s.taken(dctx) }()
+	// Every copy handed out is all the hold needs to know: no instance
+	// is killed in a race, and the check's own drain, before any effect
+	// is read, still waits for the broker to stay drained for its full
+	// settle time (a copy a consumer put back shows there). The broker's
+	// settle here as well made each schedule a second longer.
+	go func() { drained <- s.takenAs(dctx, broker.DrainOptions{Settle: answerQuiet}) }()
 	select {
 	case <-w.Held():
 		reached = true

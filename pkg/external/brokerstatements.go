@@ -284,7 +284,7 @@ func (f *brokerFollowing) restart(ctx context.Context, ev Event, again bool, out
 // waits for a second one.
 func (f *brokerFollowing) watchAck(ctx context.Context) {
 	f.drained = make(chan error, 1)
-	go func() { f.drained <- f.s.takenEvery(ctx, ackPoll) }()
+	go func() { f.drained <- f.s.takenAs(ctx, broker.DrainOptions{Poll: ackPoll}) }()
 	if f.ackWord == "" {
 		return
 	}
@@ -467,16 +467,18 @@ func (s *Session) ackUnseen() string {
 // published (acked it, or, for RabbitMQ, holds it), as the check's drain
 // does, without counting.
 func (s *Session) taken(ctx context.Context) error {
-	return s.takenEvery(ctx, 0)
+	return s.takenAs(ctx, broker.DrainOptions{})
 }
 
-// takenEvery is taken asking the broker every poll (0: its default).
-func (s *Session) takenEvery(ctx context.Context, poll time.Duration) error {
+// takenAs is taken with the drain's poll and settle time of o (zero:
+// the broker's defaults); its timeout is the target's.
+func (s *Session) takenAs(ctx context.Context, o broker.DrainOptions) error {
 	bd, ok := s.dl.(*brokerDeliverer)
 	if !ok {
 		return nil
 	}
-	_, err := bd.pub.Drain(ctx, broker.DrainOptions{Timeout: s.t.DrainTimeout(), Poll: poll})
+	o.Timeout = s.t.DrainTimeout()
+	_, err := bd.pub.Drain(ctx, o)
 	if err != nil {
 		if died, msg := s.diedByItself(); died {
 			return errors.New(msg)
