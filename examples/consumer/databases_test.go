@@ -41,6 +41,9 @@ type statementDB struct {
 	// brokerSlot (the server's connections are shared with every other
 	// test); on MySQL the MySQL slot fresh took already bounds them.
 	slot func(t testing.TB)
+	// slots is what slot takes, for a run that is not a test of its own
+	// (invocation.slot): brokerSlots on PostgreSQL, mySlots on MySQL.
+	slots chan struct{}
 }
 
 // brokerSlot waits until a broker case may run on this database, after
@@ -78,6 +81,7 @@ func statementDBs(t *testing.T) []statementDB {
 			statements: "examples/consumer/statements.yaml",
 			dbVar:      "PGDB",
 			slot:       brokerSlot,
+			slots:      brokerSlots,
 			exec:       "examples/consumer/exec-statements.yaml",
 			provider:   "examples/consumer/statements-provider.yaml",
 			target:     "examples/consumer/target-proxy.yaml",
@@ -100,6 +104,7 @@ func statementDBs(t *testing.T) []statementDB {
 			statements: "examples/consumer/statements-mysql.yaml",
 			dbVar:      "MYDB",
 			slot:       func(testing.TB) {},
+			slots:      mySlots,
 			exec:       "examples/consumer/exec-statements-mysql.yaml",
 			provider:   "examples/consumer/statements-provider-mysql.yaml",
 			target:     "examples/consumer/target-proxy-mysql.yaml",

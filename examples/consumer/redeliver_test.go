@@ -348,6 +348,9 @@ type invocation struct {
 	env   map[string]string
 	args  []string
 	check func(t *testing.T, o outcome)
+	// slot, when given, is taken for the run, before one of runAtMost's:
+	// a database's broker slots (statementDB.slots).
+	slot chan struct{}
 }
 
 // runConcurrently starts every run at once (they spend their time waiting
@@ -369,6 +372,10 @@ func runAtMost(t *testing.T, runs []invocation, n int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if r.slot != nil {
+				r.slot <- struct{}{}
+				defer func() { <-r.slot }()
+			}
 			slots <- struct{}{}
 			defer func() { <-slots }()
 			results[i].o, results[i].marker = runRedeliver(r.env, r.args...)
