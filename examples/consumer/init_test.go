@@ -58,6 +58,9 @@ func TestInitTargetStarterOnEachDB(t *testing.T) {
 				t.Fatalf("the starter has no proxy, no statement check or not the database:\n%s", data)
 			}
 			fillStarter(t, dir, data, "${REDELIVER_DB_URL}")
+			// The two runs side by side, each on an empty database of its
+			// own (the starter reads it from DATABASE_URL).
+			var runs []invocation
 			for _, tt := range []struct {
 				flaw, want string
 				exit       int
@@ -65,10 +68,10 @@ func TestInitTargetStarterOnEachDB(t *testing.T) {
 				{"safe", "PASS: redelivered three times, killed at every statement, then redelivery, lost answer, concurrent duplicates", 0},
 				{"marker-after-effect", "invariant duplicate-effect broken", 1},
 			} {
-				t.Run(tt.flaw, func(t *testing.T) {
-					env := consumerEnv(t, bin, tt.flaw)
-					withPlainRedeliver(t, env)
-					o := redeliver(t, env, "run", dir, "-v")
+				env := consumerEnv(t, bin, tt.flaw)
+				env["DATABASE_URL"] = db.another(t)
+				withPlainRedeliver(t, env)
+				runs = append(runs, invocation{name: tt.flaw, env: env, args: []string{"run", dir, "-v"}, check: func(t *testing.T, o outcome) {
 					if o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) {
 						t.Fatalf("want exit %d and %q, got\n%s", tt.exit, tt.want, o)
 					}
@@ -77,8 +80,9 @@ func TestInitTargetStarterOnEachDB(t *testing.T) {
 					if want := db.text("commit → COMMIT"); !strings.Contains(o.stdout, want) {
 						t.Errorf("the trace lacks %q:\n%s", want, o)
 					}
-				})
+				}})
 			}
+			runConcurrently(t, runs)
 		})
 	}
 }

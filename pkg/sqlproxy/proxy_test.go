@@ -360,6 +360,7 @@ func TestReleaseRestartsTheQuiet(t *testing.T) {
 	}()
 	<-w.Held()
 	time.Sleep(quiet + 100*time.Millisecond) // held longer than the quiet
+	released := time.Now()
 	w.Release()
 	if err := <-done; err != nil {
 		t.Fatalf("after the release: %v", err)
@@ -368,8 +369,10 @@ func TestReleaseRestartsTheQuiet(t *testing.T) {
 	if len(over) != 1 {
 		t.Fatalf("want the one connection, got %v", over)
 	}
+	// On a machine so loaded that the insert's answer took the quiet to
+	// come back, the connection is rightly over by now.
 	for id, o := range over {
-		if o {
+		if o && time.Since(released) < quiet {
 			t.Errorf("connection %d is over right after its release", id)
 		}
 	}
