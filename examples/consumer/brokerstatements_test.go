@@ -99,18 +99,12 @@ func TestBrokerStatementFaults(t *testing.T) {
 				// proxies are the statement tests'), on its first seed,
 				// behind JetStream and RabbitMQ (TestDiagnosisBehindEachBroker
 				// kills at statements behind Kafka, commit-before-work).
-				if !heavy() && (b.name == "kafka" || (tt.flaw != "safe" && tt.seed != b.seeds[0])) || !onTurnHere(bi+ti, dbs, db) {
+				if !brokerRowRuns(bi+ti, dbs, db, b.name, tt.flaw, tt.seed, b.seeds) {
 					continue
 				}
-				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": db.another(t)}
-				b.setup(t, env)
-				runs = append(runs, invocation{
-					name:  fmt.Sprintf("%s/%s/%s/seed-%s", db.name, b.name, tt.flaw, tt.seed),
-					env:   env,
-					args:  []string{"run", file, "-v", "--seed", tt.seed},
-					slot:  db.slots,
-					check: func(t *testing.T, o outcome) { checkBrokerStatements(t, o, db, tt.exit, tt.want) },
-				})
+				runs = append(runs, brokerFileRun(t, db, bin, b.name, b.setup, file, tt.flaw, tt.seed, func(t *testing.T, o outcome) {
+					checkBrokerStatements(t, o, db, tt.exit, tt.want)
+				}))
 			}
 		}
 	}
