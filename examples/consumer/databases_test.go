@@ -27,7 +27,8 @@ type statementDB struct {
 	// hold waits for what fresh waits for, a MySQL slot, held until the
 	// test ends; another then returns the URL of another empty database
 	// of the test's own without waiting: a test running several cases
-	// side by side on one database holds once and takes one for each.
+	// side by side on one database holds once and takes one for each (or
+	// has each run take a slot of slots, invocation.slot).
 	hold    func(t testing.TB)
 	another func(t testing.TB) string
 	says    *strings.Replacer

@@ -348,8 +348,10 @@ type invocation struct {
 	env   map[string]string
 	args  []string
 	check func(t *testing.T, o outcome)
-	// slot, when given, is taken for the run, before one of runAtMost's:
-	// a database's broker slots (statementDB.slots).
+	// slot, when given, is taken for the run once it has one of
+	// runAtMost's: a database's broker slots (statementDB.slots), shared
+	// with the package's other tests, which a run still waiting for its
+	// turn here does not hold.
 	slot chan struct{}
 }
 
@@ -372,12 +374,12 @@ func runAtMost(t *testing.T, runs []invocation, n int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			if r.slot != nil {
 				r.slot <- struct{}{}
 				defer func() { <-r.slot }()
 			}
-			slots <- struct{}{}
-			defer func() { <-slots }()
 			results[i].o, results[i].marker = runRedeliver(r.env, r.args...)
 		}()
 	}
