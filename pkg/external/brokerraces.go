@@ -104,8 +104,9 @@ func (s *Session) publishCopies(ctx context.Context, ev Event, parts []int32, sp
 // holdCopies waits until the broker says every copy was taken and the
 // work of each is over (copiesDone). A worker held at the boundary first
 // waits there while the other copies run (letCopiesRun), is let go, and
-// its hold is drawn on the first span. reached: a worker was held;
-// raced: the hold raced the copies (Session.raced).
+// its hold is drawn on the first span; it may be held after every copy
+// was taken, its instance slow to start on it. reached: a worker was
+// held; raced: the hold raced the copies (Session.raced).
 func (s *Session) holdCopies(ctx context.Context, w *sqlproxy.Watch, n int, at *sqlproxy.Boundary, spans []invariant.Span) (reached, raced bool, err error) {
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -116,22 +117,31 @@ func (s *Session) holdCopies(ctx context.Context, w *sqlproxy.Watch, n int, at *
 	// settle time (a copy a consumer put back shows there). The broker's
 	// settle here as well made each schedule a second longer.
 	go func() { drained <- s.takenAs(dctx, broker.DrainOptions{Settle: answerQuiet}) }()
+	taken := false
 	select {
 	case <-w.Held():
 		reached = true
+	case err = <-drained:
+		taken = true
+		if err == nil {
+			reached, err = s.copiesFinished(ctx, w, n, w.Held())
+		}
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if reached && err == nil {
 		heldAt := time.Now()
 		ran := len(w.Statements())
 		held := s.letCopiesRun(ctx, w, n)
 		raced = s.raced(w, ran, held)
 		w.Release()
 		spans[0].Held, spans[0].Released, spans[0].HeldAt = heldAt, time.Now(), consumer.FaultPoint(heldWords(*at))
-		err = <-drained
-	case err = <-drained:
-	case <-ctx.Done():
-		err = ctx.Err()
+		if !taken {
+			err = <-drained
+		}
 	}
 	if err == nil {
-		err = s.copiesDone(ctx, w)
+		err = s.copiesDone(ctx, w, n)
 	}
 	return reached, raced, err
 }
@@ -210,24 +220,61 @@ func (s *Session) copiesOver(w *sqlproxy.Watch, held int) int {
 }
 
 // copiesDone waits, once the broker says every copy was taken, until
-// the work of each is over on every connection it came on (idle, outside
-// a transaction, quiet), then until the consumer's connections are all
-// idle: what the copies committed is all they will.
-func (s *Session) copiesDone(ctx context.Context, w *sqlproxy.Watch) error {
-	limit := time.Now().Add(idleLimit)
-	for time.Now().Before(limit) {
-		done := true
-		for _, over := range w.Over(answerQuiet) {
-			done = done && over
-		}
-		if done {
-			break
-		}
-		if err := sleep(ctx, 5*time.Millisecond); err != nil {
-			return err
-		}
+// their work is over (copiesFinished), then until the consumer's connections
+// are all idle: what the copies committed is all they will.
+func (s *Session) copiesDone(ctx context.Context, w *sqlproxy.Watch, n int) error {
+	if _, err := s.copiesFinished(ctx, w, n, nil); err != nil {
+		return err
 	}
 	return s.quiet(ctx)
+}
+
+// copiesFinished waits until the instances that ran statements of the event
+// are as many as the copies (or as the instances started, when fewer)
+// and the work of each is over on every connection it came on (idle,
+// outside a transaction, quiet), or idleLimit passed, or held is closed
+// (held: true). A copy taken is not yet begun: an instance slow to start
+// on it (a loaded machine, a cache to warm) runs no statement of it for a
+// while, and a trial that ended then read the effects before that copy's
+// work and stopped the instance with the copy unacknowledged, back in
+// the queue for the next trial to find.
+func (s *Session) copiesFinished(ctx context.Context, w *sqlproxy.Watch, n int, hold <-chan struct{}) (held bool, err error) {
+	if k := len(s.procs); k > 0 && k < n {
+		n = k
+	}
+	limit := time.Now().Add(idleLimit)
+	for time.Now().Before(limit) {
+		over := w.Over(answerQuiet)
+		done := true
+		for _, o := range over {
+			done = done && o
+		}
+		if done && s.instancesOf(over) >= n {
+			return false, nil
+		}
+		select {
+		case <-hold:
+			return true, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return false, nil
+}
+
+// instancesOf counts the instances owning the connections conns names
+// (by id); a connection whose owner cannot be known counts as one.
+func (s *Session) instancesOf(conns map[int]bool) int {
+	seen := map[int]bool{}
+	for id := range conns {
+		if i := s.proxy.Owner(id, ownerWait); i != 0 {
+			seen[i] = true
+		} else {
+			seen[-1-id] = true
+		}
+	}
+	return len(seen)
 }
 
 // pullersWaiting waits, behind JetStream, until the durable holds n pull
