@@ -41,6 +41,9 @@ type brokerConfig struct {
 	// sessionTimeout is how long the group waits for a member's
 	// heartbeat before it takes the member for dead and rebalances.
 	sessionTimeout time.Duration
+	// take is how long a delivery waits once taken, before its first
+	// statement: a consumer slow to start on what it took.
+	take time.Duration
 }
 
 func (b *brokerConfig) flags(fs *flag.FlagSet) {
@@ -56,6 +59,7 @@ func (b *brokerConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&b.topic, "topic", "", "Kafka: the topic to read")
 	fs.StringVar(&b.group, "group", "", "Kafka: the consumer group to read it as (offsets committed after each batch's transactions)")
 	fs.DurationVar(&b.sessionTimeout, "session-timeout", 6*time.Second, "Kafka: how long the group waits for a member's heartbeat before it rebalances its partitions away (at least the cluster's group.min.session.timeout.ms)")
+	fs.DurationVar(&b.take, "take", 0, "wait this long after taking a delivery before its first statement, as a consumer slow to start on it does (0: none)")
 }
 
 func (b *brokerConfig) on() bool { return b.nats != "" || b.amqp != "" || b.kafka != "" }
@@ -66,6 +70,8 @@ func (b *brokerConfig) check() error {
 		return errors.New("give one of --nats, --amqp and --kafka")
 	case b.kafka != "" && (b.topic == "" || b.group == ""):
 		return errors.New("--kafka needs --topic and --group")
+	case b.take < 0:
+		return errors.New("--take must not be negative")
 	case b.kafka != "" && b.sessionTimeout <= 0:
 		return errors.New("--session-timeout must be positive")
 	case b.nats != "" && (b.stream == "" || b.durable == ""):
@@ -92,6 +98,12 @@ type delivery struct {
 
 // handleDelivery is the broker-side twin of handleEvent.
 func (c *consumer) handleDelivery(ctx context.Context, d delivery) {
+	if c.take > 0 {
+		select {
+		case <-time.After(c.take):
+		case <-ctx.Done():
+		}
+	}
 	if d.redelivered {
 		c.store.noteRedelivery(ctx)
 	}

@@ -66,7 +66,8 @@ type consumer struct {
 	// simulated provider's table; mail sends the confirmation (--smtp).
 	provider *provider
 	mail     *mailer
-	publish  *publisher // --publish: order.paid after each commit
+	publish  *publisher    // --publish: order.paid after each commit
+	take     time.Duration // --take: the wait before a broker delivery's first statement
 
 	logMu      sync.Mutex
 	background sync.WaitGroup // ack-before-commit's work still running

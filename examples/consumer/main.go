@@ -151,7 +151,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		stop := store.poll(cfg.poll, cfg.pollTx, stderr)
 		defer stop()
 	}
-	c := &consumer{store: store, flaw: cfg.flaw, window: sleepFor(cfg.work), secret: secret, idHeader: cfg.idHeader, log: stderr}
+	c := &consumer{store: store, flaw: cfg.flaw, window: sleepFor(cfg.work), secret: secret, idHeader: cfg.idHeader, log: stderr, take: cfg.broker.take}
 	if cfg.provider != "" {
 		c.provider = &provider{url: cfg.provider, client: &http.Client{Timeout: 10 * time.Second}}
 	}
