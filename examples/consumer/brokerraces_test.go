@@ -92,6 +92,60 @@ func TestBrokerRaces(t *testing.T) {
 	runAtMost(t, runs, 4)
 }
 
+// TestBrokerRaceSlowStart races two copies behind RabbitMQ on two
+// instances that wait 600 ms after taking each message before their
+// first statement (--take): every copy is handed out, and a worker may
+// reach its boundary, only after the broker has drained. The safe
+// consumer passes every schedule; a trial that took the copies to be
+// done once handed out failed it, as if it ran no statement through the
+// proxy. check-then-act is still caught (the heavy tier; TestBrokerRaces
+// catches it at once). On PostgreSQL.
+func TestBrokerRaceSlowStart(t *testing.T) {
+	t.Parallel()
+	var pg []statementDB
+	for _, db := range statementDBs(t) {
+		if db.name == "postgres" {
+			pg = append(pg, db)
+		}
+	}
+	if len(pg) == 0 {
+		t.Skip("needs PostgreSQL")
+	}
+	db := pg[0]
+	bin := buildConsumer(t)
+	src := readExample(t, "examples/consumer/brokers/amqp-races.yaml")
+	const race = "two copies raced on two instances at every statement boundary"
+	src = rewrite(t, "amqp-races.yaml", src, `--prefetch, "1",`, `--prefetch, "1", --take, 600ms,`)
+	kill := strings.Index(src, "  - name: the instance holding the commit")
+	if kill < 0 {
+		t.Fatal("amqp-races.yaml changed: its kill check is not where this test looks")
+	}
+	src = src[:kill]
+	file := writeTemp(t, "slow-start.yaml", src)
+	var runs []invocation
+	for _, tt := range []struct {
+		flaw string
+		exit int
+		want []*regexp.Regexp
+	}{
+		{"safe", 0, []*regexp.Regexp{
+			regexp.MustCompile(`(?m)^` + race + `: 2 deliveries: 2 acked; table payments holds 1 row \(\d+ schedules\)`),
+			regexp.MustCompile(`(?m)^PASS: ` + race + `$`),
+		}},
+		{"check-then-act", 1, []*regexp.Regexp{
+			regexp.MustCompile(`invariant duplicate-effect broken: key O-40 has 2 rows in payments \(events evt-40, evt-40\)`),
+		}},
+	} {
+		if tt.flaw != "safe" && !heavy() {
+			continue
+		}
+		runs = append(runs, brokerFileRun(t, db, bin, "amqp", amqpQueue, file, tt.flaw, "1", func(t *testing.T, o outcome) {
+			checkBrokerRace(t, o, race, tt.exit, tt.want)
+		}))
+	}
+	runAtMost(t, runs, 2)
+}
+
 // brokerRowRuns says whether this tier runs row i of a broker file's
 // table (TestBrokerRaces, TestBrokerStatementFaults) on db, with flaw
 // on seed: make test runs JetStream's and RabbitMQ's rows (Kafka's are
