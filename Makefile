@@ -92,13 +92,13 @@ TEST_DBS = pg="$${REDELIVER_TEST_POSTGRES:-}"; \
 test: ## vet, then the quick tier of every test with the race detector
 	$(GO) vet ./... $(KFAKE)
 	@$(TEST_DBS); \
-	kout=$$(mktemp); \
+	kout=$$(mktemp); trap 'rm -f "$$kout"' EXIT; \
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE) >"$$kout" 2>&1 & kpid=$$!; \
 	echo "$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)"; \
 	$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS); rc=$$?; \
 	wait $$kpid; krc=$$?; \
 	echo "$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE)"; \
-	cat "$$kout"; rm -f "$$kout"; \
+	cat "$$kout"; \
 	[ $$rc -eq 0 ] && [ $$krc -eq 0 ]
 
 test-heavy: cross ## the heavy tier: the builds for other systems, every seed, both databases' twins, the broker matrices, the scripts under the race detector

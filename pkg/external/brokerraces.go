@@ -244,6 +244,13 @@ func (s *Session) copiesFinished(ctx context.Context, w *sqlproxy.Watch, n int, 
 	}
 	limit := time.Now().Add(idleLimit)
 	for time.Now().Before(limit) {
+		// A held worker first: however its connection looks while it
+		// waits, the hold must be let go before the trial ends.
+		select {
+		case <-hold:
+			return true, nil
+		default:
+		}
 		over := w.Over(answerQuiet)
 		done := true
 		for _, o := range over {
@@ -252,12 +259,8 @@ func (s *Session) copiesFinished(ctx context.Context, w *sqlproxy.Watch, n int, 
 		if done && s.instancesOf(over) >= n {
 			return false, nil
 		}
-		select {
-		case <-hold:
-			return true, nil
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return false, err
 		}
 	}
 	return false, nil
