@@ -257,6 +257,48 @@ func TestBrokerReplayAgain(t *testing.T) {
 	}
 }
 
+// TestBrokerDrainHeldBack replays five events into three instances
+// behind RabbitMQ, each taking 1.5 s over a payment: the queue stands
+// empty long before the work is done, and RabbitMQ shows no other client
+// what a consumer holds unacknowledged. The drain's end stops the
+// instances and sees what they put back; the safe consumer, started again
+// to take it, pays each order once, where reading the table once the
+// queue stood empty said every payment lost. ack-before-commit, its acks
+// sent and its work cut by the stop, loses them.
+func TestBrokerDrainHeldBack(t *testing.T) {
+	t.Parallel()
+	pg := pgDSN(t)
+	bin := buildConsumer(t)
+	capture := filepath.Join(t.TempDir(), "capture.jsonl")
+	var b strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&b, `{"specversion":"1.0","id":"evt-%d","source":"/orders","type":"order_paid","data":{"orderId":"O-%d","amount":%d}}`+"\n", i, i, i+1)
+	}
+	if err := os.WriteFile(capture, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	held := regexp.MustCompile(`; the instances, stopped once the queue stood empty, still held [1-5] messages? unacknowledged; started again (once|[0-9]+ times) to take them\n`)
+	for _, tt := range []struct {
+		flaw string
+		exit int
+		want string
+	}{
+		{"safe", 0, "into the target: 5 published, 0 instance kills, redeliveries not counted by the broker, 5 effect rows in payments; "},
+		{"ack-before-commit", 1, "invariant lost-effect broken "},
+	} {
+		t.Run(tt.flaw, func(t *testing.T) {
+			t.Parallel()
+			brokerSlot(t)
+			env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg), "FLAW": tt.flaw, "WORK": "1500ms"}
+			amqpQueue(t, env)
+			o := redeliver(t, env, "replay", capture, "--target", "examples/consumer/brokers/amqp-target.yaml")
+			if o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) || (tt.exit == 0 && !held.MatchString(o.stdout)) {
+				t.Fatalf("want exit %d, %q and what the stopped instances held, got\n%s", tt.exit, tt.want, o)
+			}
+		})
+	}
+}
+
 // instanceKills finds how many instances a replay into a broker killed.
 var instanceKills = regexp.MustCompile(`, ([0-9]+) instance kills, `)
 

@@ -283,31 +283,31 @@ func (p *Publisher) look() (broker.Counts, amqp091.Queue, error) {
 	return c, q, nil
 }
 
-// EmptyOnceGone waits, at most wait, until the queue has no consumer,
-// then reports whether it holds no ready message. It is how an ack shows
-// once the instance that took a message is killed: RabbitMQ shows
-// another client no ack, but when a consumer's channel closes the queue
-// drops its consumers and puts back what they had not acked in one step,
-// so a queue with no consumer left and no message ready holds nothing an
-// instance took and did not ack — it acked it (or rejected it for good,
-// which looks the same) before it went. known is
-// false when a consumer stayed (another instance) or the queue could not
-// be read.
-func (p *Publisher) EmptyOnceGone(ctx context.Context, wait time.Duration) (empty, known bool) {
+// ReadyOnceGone waits, at most wait, until the queue has no consumer,
+// then reports how many messages it holds ready. It is how an ack shows
+// once the instance that took a message is gone: RabbitMQ shows another
+// client no ack, but when a consumer's channel closes the queue drops its
+// consumers and puts back what they had not acked in one step, so a queue
+// with no consumer left and no message ready holds nothing an instance
+// took and did not ack — it acked it (or rejected it for good, which
+// looks the same) before it went. known is false when a consumer stayed
+// (another instance, or one redeliver did not start) or the queue could
+// not be read.
+func (p *Publisher) ReadyOnceGone(ctx context.Context, wait time.Duration) (ready int, known bool) {
 	deadline := time.Now().Add(wait)
 	for {
 		_, q, err := p.look()
 		switch {
 		case err != nil:
-			return false, false
+			return 0, false
 		case q.Consumers == 0:
-			return q.Messages == 0, true
+			return q.Messages, true
 		case time.Now().After(deadline):
-			return false, false
+			return 0, false
 		}
 		select {
 		case <-ctx.Done():
-			return false, false
+			return 0, false
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

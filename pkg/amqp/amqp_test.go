@@ -260,22 +260,23 @@ func TestDrainTimesOutWithCounts(t *testing.T) {
 	}
 }
 
-// TestEmptyOnceGone: a consumer takes the message and its connection
-// goes (as a killed instance's does). Acked before, the queue is empty
-// with no consumer; held unacked, the message is back, ready; with a
-// consumer still there, nothing is known.
-func TestEmptyOnceGone(t *testing.T) {
+// TestReadyOnceGone: a consumer takes the message and its connection
+// goes (as a killed or stopped instance's does). Acked before, the queue
+// is empty with no consumer; held unacked, the message is back, ready;
+// with a consumer still there, nothing is known.
+func TestReadyOnceGone(t *testing.T) {
 	u := server(t)
 	ctx := context.Background()
 	adm := admin(t, u)
 	for _, tt := range []struct {
-		name         string
-		ack, stay    bool
-		empty, known bool
+		name      string
+		ack, stay bool
+		ready     int
+		known     bool
 	}{
-		{"acked, then gone", true, false, true, true},
-		{"taken unacked, then gone", false, false, false, true},
-		{"acked, the consumer still there", true, true, false, false},
+		{"acked, then gone", true, false, 0, true},
+		{"taken unacked, then gone", false, false, 1, true},
+		{"acked, the consumer still there", true, true, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			q := unique("redeliver.q")
@@ -310,9 +311,9 @@ func TestEmptyOnceGone(t *testing.T) {
 			if !tt.stay {
 				conn.Close()
 			}
-			empty, known := p.EmptyOnceGone(ctx, 500*time.Millisecond)
-			if empty != tt.empty || known != tt.known {
-				t.Fatalf("EmptyOnceGone = %v, %v; want %v, %v", empty, known, tt.empty, tt.known)
+			ready, known := p.ReadyOnceGone(ctx, 500*time.Millisecond)
+			if ready != tt.ready || known != tt.known {
+				t.Fatalf("ReadyOnceGone = %v, %v; want %v, %v", ready, known, tt.ready, tt.known)
 			}
 		})
 	}

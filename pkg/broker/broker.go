@@ -215,12 +215,16 @@ type DrainOptions struct {
 	Poll time.Duration
 }
 
+// DefaultSettle is how long a broker must stay drained, by default,
+// before a run ends.
+const DefaultSettle = time.Second
+
 func (o *DrainOptions) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
 	}
 	if o.Settle <= 0 {
-		o.Settle = time.Second
+		o.Settle = DefaultSettle
 	}
 	if o.Poll <= 0 {
 		o.Poll = 50 * time.Millisecond

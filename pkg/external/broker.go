@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/proc"
+	"github.com/redeliver/redeliver/pkg/replay"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
@@ -101,11 +103,17 @@ func (d *brokerDeliverer) Describe() string { return d.desc }
 // drain waits until the broker says the consumer has taken everything
 // published, and counts what the broker did since the last drain.
 func (s *Session) drain(ctx context.Context, c *brokerCounts) error {
+	return s.drainAs(ctx, c, 0)
+}
+
+// drainAs is drain with the broker's settle time settle (zero: its
+// default).
+func (s *Session) drainAs(ctx context.Context, c *brokerCounts, settle time.Duration) error {
 	bd, ok := s.dl.(*brokerDeliverer)
 	if !ok {
 		return nil
 	}
-	counts, err := bd.pub.Drain(ctx, broker.DrainOptions{Timeout: s.t.DrainTimeout()})
+	counts, err := bd.pub.Drain(ctx, broker.DrainOptions{Timeout: s.t.DrainTimeout(), Settle: settle})
 	if err != nil {
 		if died, msg := s.diedByItself(); died {
 			return errors.New(msg)
@@ -117,6 +125,71 @@ func (s *Session) drain(ctx context.Context, c *brokerCounts) error {
 	} else {
 		c.delta = counts.Redelivered - c.seen
 		c.seen = counts.Redelivered
+	}
+	return nil
+}
+
+// drainStopped ends a drain exactly where the broker shows no other
+// client a consumer's unacknowledged messages (RabbitMQ) and redeliver
+// started the consumer. A queue that stood empty for the settle time may
+// still have messages at work in an instance, whose effects would be read
+// before they were written. So the instances are stopped, as at the end
+// of a run (SIGTERM, then SIGKILL after proc.StopGrace): a queue with no
+// consumer left and nothing ready holds nothing an instance took and did
+// not ack. What a stop put back, the instances started again take, and
+// the queue is drained again with twice the settle time, until a stop
+// puts nothing back, within the target's drain timeout. The instances are
+// left stopped. Where a consumer redeliver did not start stays on the
+// queue, nothing more can be known and the drain is as the settle time
+// left it.
+func (s *Session) drainStopped(ctx context.Context, c *brokerCounts) (replay.HeldBack, error) {
+	var held replay.HeldBack
+	if len(s.procs) == 0 || s.ackUnseen() == "" {
+		return held, nil
+	}
+	deadline := time.Now().Add(s.t.DrainTimeout())
+	settle := broker.DefaultSettle
+	for {
+		s.stopInstances()
+		ready, known := s.readyOnceGone(ctx)
+		if !known || ready == 0 {
+			return held, ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			bd := s.dl.(*brokerDeliverer)
+			counts, _ := bd.pub.Counts(ctx)
+			return held, &broker.Error{Msg: fmt.Sprintf("the consumer did not drain within %s: each time the queue had stood empty and its instances were stopped, they had held messages unacknowledged (%d put back the last time), which RabbitMQ shows no other client while they live; %s", s.t.DrainTimeout(), ready, counts), Counts: counts}
+		}
+		held.Restarts++
+		held.Messages += ready
+		if err := s.restartInstances(ctx); err != nil {
+			return held, err
+		}
+		settle *= 2
+		if err := s.drainAs(ctx, c, settle); err != nil {
+			return held, err
+		}
+	}
+}
+
+// stopInstances stops every started instance at once.
+func (s *Session) stopInstances() {
+	var wg sync.WaitGroup
+	for _, p := range s.procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop() }()
+	}
+	wg.Wait()
+}
+
+// restartInstances starts every stopped instance again, in order, as
+// they were started first (their output files are named in that order),
+// each once the one before is ready.
+func (s *Session) restartInstances(ctx context.Context) error {
+	for _, p := range s.procs {
+		if err := p.Restart(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -148,7 +148,7 @@ const ackPoll = 10 * time.Millisecond
 // like one taken and held, and the watch, which follows on all the same,
 // marks no ack while the instance lives. Once it is killed, a queue with
 // no consumer and nothing ready shows the message was acked before the
-// kill (amqp.Publisher.EmptyOnceGone), and the held statement is marked.
+// kill (amqp.Publisher.ReadyOnceGone), and the held statement is marked.
 func (s *Session) brokerWatched(ctx context.Context, ev Event, at *sqlproxy.Boundary, again bool) (brokerWatch, error) {
 	s.settleBefore(ctx)
 	w, err := s.proxy.Watch(at, ev.ID, ev.Key)
@@ -241,7 +241,7 @@ func (f *brokerFollowing) killHeld(ctx context.Context) error {
 	f.killed = time.Now()
 	w.Cut()
 	if !f.acked && s.ackUnseen() != "" {
-		if empty, known := s.emptyOnceGone(ctx); known && empty {
+		if ready, known := s.readyOnceGone(ctx); known && ready == 0 {
 			f.ack("acked at the latest")
 			f.out.ackAtKill = true
 		}
@@ -429,20 +429,21 @@ func (s *Session) ackedNow(ctx context.Context) bool {
 	return err == nil && c.Acked != broker.Unknown && c.Pending == 0 && (c.Unacked == broker.Unknown || c.Unacked == 0)
 }
 
-// emptyOnceGone asks a RabbitMQ target's queue, once the instance is
-// killed, whether it holds nothing ready with no consumer left.
-func (s *Session) emptyOnceGone(ctx context.Context) (empty, known bool) {
+// readyOnceGone asks a RabbitMQ target's queue, once the instances are
+// gone, how many messages it holds ready with no consumer left (known:
+// none was left within 5 s).
+func (s *Session) readyOnceGone(ctx context.Context) (ready int, known bool) {
 	bd, ok := s.dl.(*brokerDeliverer)
 	if !ok {
-		return false, false
+		return 0, false
 	}
 	q, ok := bd.pub.(interface {
-		EmptyOnceGone(context.Context, time.Duration) (bool, bool)
+		ReadyOnceGone(context.Context, time.Duration) (int, bool)
 	})
 	if !ok {
-		return false, false
+		return 0, false
 	}
-	return q.EmptyOnceGone(ctx, 5*time.Second)
+	return q.ReadyOnceGone(ctx, 5*time.Second)
 }
 
 // ackWord is how the trace marks the ack where the target's broker shows

@@ -255,6 +255,9 @@ func (r *replayer) deliverAll(ctx context.Context) error {
 	if serr := stop(); err == nil {
 		err = serr
 	}
+	if err == nil {
+		err = r.drainStopped(ctx)
+	}
 	if err != nil || paceOf == nil {
 		return err
 	}
@@ -747,5 +750,30 @@ func (r *replayer) drain(ctx context.Context) error {
 	r.mu.Unlock()
 	r.rep.Counters.BrokerRedelivered = int(bc.delta)
 	r.rep.Counters.Uncounted = bc.uncounted
+	return nil
+}
+
+// drainStopped makes the end of a RabbitMQ drain exact, once the
+// nemesis is over (Session.drainStopped): what the stopped instances put
+// back is taken by a restart, and said.
+func (r *replayer) drainStopped(ctx context.Context) error {
+	if r.sess.t.Broker == nil {
+		return nil
+	}
+	from := time.Since(r.began).Milliseconds()
+	var bc brokerCounts
+	held, err := r.sess.drainStopped(ctx, &bc)
+	if err != nil {
+		return err
+	}
+	if held.Restarts == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	r.over.Waited(from, time.Since(r.began).Milliseconds())
+	r.rep.Drains = append(r.rep.Drains, runner.Drain{From: r.began.Add(time.Duration(from) * time.Millisecond), To: time.Now()})
+	r.mu.Unlock()
+	r.rep.Counters.BrokerRedelivered += int(bc.delta)
+	r.rep.Target.HeldBack = &held
 	return nil
 }

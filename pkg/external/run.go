@@ -211,12 +211,7 @@ func (s *Session) startProxyAndStandins(ctx context.Context, t *scenario.Target,
 // Close stops the started consumer (SIGTERM, then SIGKILL to its process
 // group) and closes the database.
 func (s *Session) Close() {
-	var wg sync.WaitGroup
-	for _, p := range s.procs {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.Stop() }()
-	}
-	wg.Wait()
+	s.stopInstances()
 	s.closeBroker()
 	for _, st := range s.stands {
 		st.rec.Close()

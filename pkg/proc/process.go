@@ -93,6 +93,7 @@ type Process struct {
 	done    chan struct{} // closed when the current process has exited
 	waitErr error
 	killing bool // an exit now is one redeliver caused
+	stopped bool // Stop ended the current process: a second Stop has nothing to do
 	stderr  *Tail
 	ready   chan struct{} // closed when the ready line was printed
 }
@@ -190,7 +191,7 @@ func (p *Process) start(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	p.mu.Lock()
-	p.cmd, p.pid, p.done, p.stderr, p.ready, p.killing, p.waitErr = cmd, c.pid, done, st, ready, false, nil
+	p.cmd, p.pid, p.done, p.stderr, p.ready, p.killing, p.stopped, p.waitErr = cmd, c.pid, done, st, ready, false, false, nil
 	p.Started++
 	p.mu.Unlock()
 	go func() {
@@ -421,13 +422,16 @@ func (p *Process) buried(ctx context.Context) {
 
 // Stop ends the consumer: SIGTERM to its process group and to the
 // descendants that left it, then SIGKILL after StopGrace. Whatever is
-// left of them once the consumer exited is killed too.
+// left of them once the consumer exited is killed too. A process Stop
+// ended already is not signalled again: its group id may be another's by
+// now.
 func (p *Process) Stop() {
 	p.mu.Lock()
 	p.killing = true
-	cmd, done := p.cmd, p.done
+	cmd, done, stopped := p.cmd, p.done, p.stopped
+	p.stopped = true
 	p.mu.Unlock()
-	if cmd == nil || done == nil {
+	if cmd == nil || done == nil || stopped {
 		return
 	}
 	pgid := cmd.Process.Pid

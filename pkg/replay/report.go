@@ -97,6 +97,9 @@ type Target struct {
 	Kills *Kills `json:"kills,omitempty"`
 	// Working is what --kill-working did, when it was given.
 	Working *WorkingKills `json:"working_kills,omitempty"`
+	// HeldBack is what stopping the instances at the end of a RabbitMQ
+	// drain put back in the queue, when it put anything back.
+	HeldBack *HeldBack `json:"held_back,omitempty"`
 	// Given are the captures as --input gave them, which name the replay;
 	// Broker says the consumer reads a broker the replay published to,
 	// and Table is its effect table ("" for an effects query). With the
@@ -120,6 +123,15 @@ type Kills struct {
 	// Asked, Every and Restart are the same periods before their
 	// rounding to the millisecond, which the text words.
 	Asked, Every, Restart time.Duration `json:"-"`
+}
+
+// HeldBack is what the end of a drain found where the broker shows no
+// other client a consumer's unacknowledged messages (RabbitMQ): the
+// instances, stopped once the queue had stood empty, had held Messages
+// unacknowledged, and were started again Restarts times to take them.
+type HeldBack struct {
+	Restarts int `json:"restarts"`
+	Messages int `json:"messages"`
 }
 
 // WorkingKills are the kills of --kill-working: the deliveries drawn,

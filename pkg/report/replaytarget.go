@@ -53,6 +53,9 @@ func replayLine(rep *replay.Report) string {
 	if k := t.Working; k != nil {
 		line += "; " + workingKills(k)
 	}
+	if h := t.HeldBack; h != nil {
+		line += "; " + words.HeldBack(h.Messages, h.Restarts)
+	}
 	if skipped := rep.Capture.BadRecords; skipped > 0 {
 		line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
 	}

@@ -55,3 +55,15 @@ func WorkingKills(p float64, drawn, killed, interrupted, missed, untied int) str
 	}
 	return s
 }
+
+// HeldBack words what stopping a RabbitMQ consumer's instances at the end
+// of its drain put back: "the instances, stopped once the queue stood
+// empty, still held 3 messages unacknowledged; started again once to
+// take them".
+func HeldBack(messages, restarts int) string {
+	again := "once"
+	if restarts != 1 {
+		again = Count(int64(restarts), "time")
+	}
+	return fmt.Sprintf("the instances, stopped once the queue stood empty, still held %s unacknowledged; started again %s to take them", Count(int64(messages), "message"), again)
+}
