@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	amqp091 "github.com/rabbitmq/amqp091-go"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // TestShippedBrokerScenarios runs examples/consumer/brokers/*.yaml through
@@ -264,7 +266,8 @@ func TestBrokerReplayAgain(t *testing.T) {
 // instances and sees what they put back; the safe consumer, started again
 // to take it, pays each order once, where reading the table once the
 // queue stood empty said every payment lost. ack-before-commit, its acks
-// sent and its work cut by the stop, loses them.
+// sent and its work cut by the stop, loses them. The checks of amqp.yaml
+// pass with the same work time, where each one failed with lost-effect.
 func TestBrokerDrainHeldBack(t *testing.T) {
 	t.Parallel()
 	pg := pgDSN(t)
@@ -291,11 +294,58 @@ func TestBrokerDrainHeldBack(t *testing.T) {
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg), "FLAW": tt.flaw, "WORK": "1500ms"}
 			amqpQueue(t, env)
-			o := redeliver(t, env, "replay", capture, "--target", "examples/consumer/brokers/amqp-target.yaml")
+			doc := filepath.Join(t.TempDir(), "replay.json")
+			o := redeliver(t, env, "replay", capture, "--target", "examples/consumer/brokers/amqp-target.yaml", "--report", "json="+doc)
 			if o.exit != tt.exit || !strings.Contains(o.stdout, tt.want) || (tt.exit == 0 && !held.MatchString(o.stdout)) {
 				t.Fatalf("want exit %d, %q and what the stopped instances held, got\n%s", tt.exit, tt.want, o)
 			}
+			if tt.exit == 0 {
+				wantHeldBackInJSON(t, doc)
+			}
 		})
+	}
+	t.Run("checks", func(t *testing.T) {
+		t.Parallel()
+		brokerSlot(t)
+		env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg), "WORK": "1500ms"}
+		amqpQueue(t, env)
+		o := redeliver(t, env, "run", "examples/consumer/brokers/amqp.yaml")
+		if o.exit != 0 || !strings.Contains(o.stdout, "PASS: the outbox publishes twice, the same event published three times, an instance killed while it works") {
+			t.Fatalf("want every check of amqp.yaml passed, got\n%s", o)
+		}
+	})
+}
+
+// wantHeldBackInJSON holds the JSON report of a replay whose drain's stop
+// put messages back to replay.schema.json, and to a target.held_back of
+// at least one restart and message.
+func wantHeldBackInJSON(t *testing.T, doc string) {
+	t.Helper()
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join(repoRoot, "docs/replay.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("the JSON report does not match replay.schema.json: %v", err)
+	}
+	var d struct {
+		Target struct {
+			HeldBack *struct{ Restarts, Messages int } `json:"held_back"`
+		} `json:"target"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	if h := d.Target.HeldBack; h == nil || h.Restarts < 1 || h.Messages < 1 {
+		t.Errorf("JSON target.held_back = %+v, want a restart and the messages it took", h)
 	}
 }
 

@@ -144,7 +144,7 @@ func (s *Session) drainAs(ctx context.Context, c *brokerCounts, settle time.Dura
 // left it.
 func (s *Session) drainStopped(ctx context.Context, c *brokerCounts) (replay.HeldBack, error) {
 	var held replay.HeldBack
-	if len(s.procs) == 0 || s.ackUnseen() == "" {
+	if !s.stopsToDrain() {
 		return held, nil
 	}
 	deadline := time.Now().Add(s.t.DrainTimeout())
@@ -171,6 +171,11 @@ func (s *Session) drainStopped(ctx context.Context, c *brokerCounts) (replay.Hel
 		}
 	}
 }
+
+// stopsToDrain says drainStopped stops the instances: the broker shows
+// no other client a consumer's unacknowledged messages, and redeliver
+// started the consumer.
+func (s *Session) stopsToDrain() bool { return len(s.procs) > 0 && s.ackUnseen() != "" }
 
 // stopInstances stops every started instance at once.
 func (s *Session) stopInstances() {

@@ -597,6 +597,9 @@ type system struct {
 	// copied: the envelopes a trial that delivers each event once
 	// (runner.Call.One) has delivered.
 	copied map[string]bool
+	// stopped: a settle stopped the instances (behind RabbitMQ), and the
+	// next delivery starts them again (resume).
+	stopped bool
 }
 
 // dupRun is the redeliveries of one event, its effect committed, that
@@ -781,6 +784,16 @@ func (sys *system) Settle(ctx context.Context, c *consumer.Counters) error {
 	if err := sys.sess.drain(ctx, &sys.broker); err != nil {
 		return tailed(err)
 	}
+	// Behind RabbitMQ the instances are stopped to see that they hold
+	// nothing (Session.drainStopped), and started again only when the
+	// check delivers more (resume): a check's last settle leaves them
+	// stopped, as Close would.
+	if sys.sess.stopsToDrain() {
+		if _, err := sys.sess.drainStopped(ctx, &sys.broker); err != nil {
+			return tailed(err)
+		}
+		sys.stopped = true
+	}
 	c.BrokerRedelivered += int(sys.broker.delta)
 	c.Uncounted = sys.broker.uncounted
 	sys.broker.delta = 0
@@ -902,7 +915,20 @@ func (sys *system) event(st *scenario.Step) (Event, string) {
 
 // Deliver makes one delivery of a step with its faults; without an
 // expectation, an unacked one is redelivered as a broker would.
+// resume starts the instances a settle stopped again, before the check
+// delivers more.
+func (sys *system) resume(ctx context.Context) error {
+	if !sys.stopped {
+		return nil
+	}
+	sys.stopped = false
+	return sys.sess.restartInstances(ctx)
+}
+
 func (sys *system) Deliver(ctx context.Context, c runner.Call) (consumer.Result, error) {
+	if err := sys.resume(ctx); err != nil {
+		return consumer.Result{}, err
+	}
 	st := c.St
 	ev, key := sys.event(st)
 	if c.One {
@@ -1222,6 +1248,9 @@ func (sys *system) record(c runner.Call, ev Event, key string, a Answer, span in
 // database proxy or an HTTP stand-in, as the schedule holds their
 // statements or calls.
 func (sys *system) Concurrent(ctx context.Context, c runner.Call) (consumer.Result, error) {
+	if err := sys.resume(ctx); err != nil {
+		return consumer.Result{}, err
+	}
 	st := c.St
 	ev, key := sys.event(st)
 	if c.One {
