@@ -913,8 +913,6 @@ func (sys *system) event(st *scenario.Step) (Event, string) {
 	return ev, ev.Key
 }
 
-// Deliver makes one delivery of a step with its faults; without an
-// expectation, an unacked one is redelivered as a broker would.
 // resume starts the instances a settle stopped again, before the check
 // delivers more.
 func (sys *system) resume(ctx context.Context) error {
@@ -925,6 +923,8 @@ func (sys *system) resume(ctx context.Context) error {
 	return sys.sess.restartInstances(ctx)
 }
 
+// Deliver makes one delivery of a step with its faults; without an
+// expectation, an unacked one is redelivered as a broker would.
 func (sys *system) Deliver(ctx context.Context, c runner.Call) (consumer.Result, error) {
 	if err := sys.resume(ctx); err != nil {
 		return consumer.Result{}, err
