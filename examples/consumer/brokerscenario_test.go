@@ -273,13 +273,7 @@ func TestBrokerDrainHeldBack(t *testing.T) {
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	capture := filepath.Join(t.TempDir(), "capture.jsonl")
-	var b strings.Builder
-	for i := range 5 {
-		fmt.Fprintf(&b, `{"specversion":"1.0","id":"evt-%d","source":"/orders","type":"order_paid","data":{"orderId":"O-%d","amount":%d}}`+"\n", i, i, i+1)
-	}
-	if err := os.WriteFile(capture, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeCapture(t, capture, 5)
 	held := regexp.MustCompile(`; the instances, stopped once the queue stood empty, still held [1-5] messages? unacknowledged; started again (once|[0-9]+ times) to take them\n`)
 	for _, tt := range []struct {
 		flaw string

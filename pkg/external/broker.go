@@ -158,7 +158,7 @@ func (s *Session) drainStopped(ctx context.Context, c *brokerCounts) (replay.Hel
 		if time.Now().After(deadline) {
 			bd := s.dl.(*brokerDeliverer)
 			counts, _ := bd.pub.Counts(ctx)
-			return held, &broker.Error{Msg: fmt.Sprintf("the consumer did not drain within %s: each time the queue had stood empty and its instances were stopped, they had held messages unacknowledged (%d put back the last time), which RabbitMQ shows no other client while they live; %s", s.t.DrainTimeout(), ready, counts), Counts: counts}
+			return held, &broker.Error{Msg: fmt.Sprintf("the consumer did not drain within %s: each time the queue had stood empty and its instances were stopped, they had held messages unacknowledged (%d put back the last time), which %s shows no other client while they live; %s", s.t.DrainTimeout(), ready, s.ackUnseen(), counts), Counts: counts}
 		}
 		held.Restarts++
 		held.Messages += ready

@@ -744,13 +744,19 @@ func (r *replayer) drain(ctx context.Context) error {
 	if err := r.sess.drain(ctx, &bc); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	r.over.Waited(from, time.Since(r.began).Milliseconds())
-	r.rep.Drains = append(r.rep.Drains, runner.Drain{From: r.began.Add(time.Duration(from) * time.Millisecond), To: time.Now()})
-	r.mu.Unlock()
+	r.waited(from)
 	r.rep.Counters.BrokerRedelivered = int(bc.delta)
 	r.rep.Counters.Uncounted = bc.uncounted
 	return nil
+}
+
+// waited records a wait for the broker to drain, from from (ms into the
+// replay) until now, for the chart and the timelines.
+func (r *replayer) waited(from int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.over.Waited(from, time.Since(r.began).Milliseconds())
+	r.rep.Drains = append(r.rep.Drains, runner.Drain{From: r.began.Add(time.Duration(from) * time.Millisecond), To: time.Now()})
 }
 
 // drainStopped makes the end of a RabbitMQ drain exact, once the
@@ -769,10 +775,7 @@ func (r *replayer) drainStopped(ctx context.Context) error {
 	if held.Restarts == 0 {
 		return nil
 	}
-	r.mu.Lock()
-	r.over.Waited(from, time.Since(r.began).Milliseconds())
-	r.rep.Drains = append(r.rep.Drains, runner.Drain{From: r.began.Add(time.Duration(from) * time.Millisecond), To: time.Now()})
-	r.mu.Unlock()
+	r.waited(from)
 	r.rep.Counters.BrokerRedelivered += int(bc.delta)
 	r.rep.Target.HeldBack = &held
 	return nil
