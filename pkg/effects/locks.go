@@ -23,6 +23,12 @@ const LockWait = 3 * time.Second
 // holding the lock.
 type LockError struct{ Msg string }
 
+// askHolder bounds the query that names a lock's holder. It is not the
+// lock wait: on a busy server a new connection alone can take longer
+// than a short wait, and a query cut short at each try would name no
+// holder while the read waits on.
+const askHolder = 10 * time.Second
+
 func (e *LockError) Error() string { return e.Msg }
 
 // watchLocks runs f. On PostgreSQL and MySQL, when f is still running
@@ -40,7 +46,7 @@ func (d *DB) watchLocks(ctx context.Context, what string, f func(context.Context
 	finished := false
 	var t *time.Timer
 	check := func() {
-		c, stop := context.WithTimeout(context.Background(), d.lockWait)
+		c, stop := context.WithTimeout(context.Background(), askHolder)
 		h, e, err := d.lockHolder(c)
 		stop()
 		mu.Lock()
