@@ -303,23 +303,45 @@ func TestBrokerDrainHeldBack(t *testing.T) {
 		brokerSlot(t)
 		env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg), "WORK": "1500ms"}
 		amqpQueue(t, env)
-		o := redeliver(t, env, "run", "examples/consumer/brokers/amqp.yaml")
+		doc := filepath.Join(t.TempDir(), "report.json")
+		o := redeliver(t, env, "run", "-v", "--report", "json="+doc, "examples/consumer/brokers/amqp.yaml")
 		if o.exit != 0 || !strings.Contains(o.stdout, "PASS: the outbox publishes twice, the same event published three times, an instance killed while it works") {
 			t.Fatalf("want every check of amqp.yaml passed, got\n%s", o)
+		}
+		// Each settle stopped instances still at work on what they took:
+		// the counters say so, in words and in JSON.
+		if !heldBackWords.MatchString(o.stdout) {
+			t.Errorf("want the counters line to say what the stops put back (%s), got\n%s", heldBackWords, o)
+		}
+		var d struct {
+			Counters heldBack `json:"counters"`
+		}
+		readReport(t, doc, "docs/report.schema.json", &d)
+		if h := d.Counters; h.Restarts < 1 || h.Messages < 1 {
+			t.Errorf("JSON counters held_back = %d, held_back_restarts = %d, want a restart and the messages it took", h.Messages, h.Restarts)
 		}
 	})
 }
 
-// wantHeldBackInJSON holds the JSON report of a replay whose drain's stop
-// put messages back to replay.schema.json, and to a target.held_back of
-// at least one restart and message.
-func wantHeldBackInJSON(t *testing.T, doc string) {
+// heldBackWords is what a -v counters line says when a check's settles
+// stopped instances that still held messages.
+var heldBackWords = regexp.MustCompile(`(?m)^counters \(target\): .*; the instances, stopped once the queue stood empty, still held [0-9]+ messages? unacknowledged; started again (once|[0-9]+ times) to take them$`)
+
+// heldBack is what a check's counters say the stops put back.
+type heldBack struct {
+	Messages int `json:"held_back"`
+	Restarts int `json:"held_back_restarts"`
+}
+
+// readReport holds the JSON report doc to the schema (a path from the
+// repository's root) and decodes it into v.
+func readReport(t *testing.T, doc, schema string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sch, err := jsonschema.NewCompiler().Compile(filepath.Join(repoRoot, "docs/replay.schema.json"))
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join(repoRoot, schema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,16 +350,24 @@ func wantHeldBackInJSON(t *testing.T, doc string) {
 		t.Fatal(err)
 	}
 	if err := sch.Validate(inst); err != nil {
-		t.Errorf("the JSON report does not match replay.schema.json: %v", err)
+		t.Errorf("the JSON report does not match %s: %v", schema, err)
 	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantHeldBackInJSON holds the JSON report of a replay whose drain's stop
+// put messages back to replay.schema.json, and to a target.held_back of
+// at least one restart and message.
+func wantHeldBackInJSON(t *testing.T, doc string) {
+	t.Helper()
 	var d struct {
 		Target struct {
 			HeldBack *struct{ Restarts, Messages int } `json:"held_back"`
 		} `json:"target"`
 	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatal(err)
-	}
+	readReport(t, doc, "docs/replay.schema.json", &d)
 	if h := d.Target.HeldBack; h == nil || h.Restarts < 1 || h.Messages < 1 {
 		t.Errorf("JSON target.held_back = %+v, want a restart and the messages it took", h)
 	}

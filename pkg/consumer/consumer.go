@@ -138,6 +138,12 @@ type Counters struct {
 	Published         int  `json:"published,omitempty"`          // stored (JetStream) or confirmed (RabbitMQ)
 	BrokerRedelivered int  `json:"broker_redelivered,omitempty"` // JetStream's redeliveries to the consumer
 	Uncounted         bool `json:"-"`                            // the broker does not count its redeliveries (RabbitMQ)
+	// HeldBack counts the messages a check's instances still held
+	// unacknowledged when they were stopped at a settle, behind a broker
+	// that shows no acks (RabbitMQ): the broker put them back, and
+	// HeldBackRestarts counts the restarts that took them.
+	HeldBack         int `json:"held_back,omitempty"`
+	HeldBackRestarts int `json:"held_back_restarts,omitempty"`
 	// Apart counts the statements the database proxy let through while a
 	// delivery was watched that were not the delivery's (a background
 	// job's): never counted in its boundaries, never crashed at.
@@ -196,6 +202,8 @@ func (c *Counters) Add(o Counters) {
 	c.Published += o.Published
 	c.BrokerRedelivered += o.BrokerRedelivered
 	c.Uncounted = c.Uncounted || o.Uncounted
+	c.HeldBack += o.HeldBack
+	c.HeldBackRestarts += o.HeldBackRestarts
 	c.Apart += o.Apart
 	c.CrashedBeforeAnswer += o.CrashedBeforeAnswer
 	c.CrashedAfterAnswer += o.CrashedAfterAnswer

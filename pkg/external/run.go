@@ -789,10 +789,13 @@ func (sys *system) Settle(ctx context.Context, c *consumer.Counters) error {
 	// check delivers more (resume): a check's last settle leaves them
 	// stopped, as Close would.
 	if sys.sess.stopsToDrain() {
-		if _, err := sys.sess.drainStopped(ctx, &sys.broker); err != nil {
+		held, err := sys.sess.drainStopped(ctx, &sys.broker)
+		if err != nil {
 			return tailed(err)
 		}
 		sys.stopped = true
+		c.HeldBack += held.Messages
+		c.HeldBackRestarts += held.Restarts
 	}
 	c.BrokerRedelivered += int(sys.broker.delta)
 	c.Uncounted = sys.broker.uncounted

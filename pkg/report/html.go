@@ -18,6 +18,7 @@ import (
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/invariant"
 	"github.com/redeliver/redeliver/pkg/replay"
+	"github.com/redeliver/redeliver/pkg/report/words"
 	"github.com/redeliver/redeliver/pkg/runner"
 )
 
@@ -304,6 +305,9 @@ func htmlCheckOf(id string, c *runner.CheckResult, broker string, d *diagnose.Di
 			note = "across its schedules, workers were held at " + strings.Join(ps, ", ")
 		}
 		hc.Notes = append(hc.Notes, note)
+	}
+	if k := c.Counters; k.HeldBack > 0 {
+		hc.Notes = append(hc.Notes, words.HeldBack(k.HeldBack, k.HeldBackRestarts))
 	}
 	drain := ""
 	if n := c.Counters.BrokerRedelivered; n > 0 {

@@ -125,6 +125,9 @@ func targetCounterLine(c consumer.Counters) string {
 			s += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
 		}
 	}
+	if c.HeldBack > 0 {
+		s += "; " + words.HeldBack(c.HeldBack, c.HeldBackRestarts)
+	}
 	return s
 }
 

@@ -72,6 +72,32 @@ func TestTargetReplayLine(t *testing.T) {
 	}
 }
 
+// TestTargetCounterLine: -v's counters line of a target's check adds
+// what the broker did, and what stopping the instances at a settle put
+// back, only where something was.
+func TestTargetCounterLine(t *testing.T) {
+	const plain = "counters (target): 3 deliveries, 0 redeliveries, 3 acked, 0 conflicts, 0 rejected or unacked, 0 crashes, 3 effect rows"
+	for _, tt := range []struct {
+		name string
+		c    consumer.Counters
+		want string
+	}{
+		{"no broker", consumer.Counters{Deliveries: 3, Processed: 3, Effects: 3}, plain},
+		{"JetStream", consumer.Counters{Deliveries: 3, Processed: 3, Effects: 3, Published: 3, BrokerRedelivered: 1},
+			plain + "; broker: 3 published, 1 redelivered by the broker"},
+		{"RabbitMQ, nothing held", consumer.Counters{Deliveries: 3, Processed: 3, Effects: 3, Published: 3, Uncounted: true},
+			plain + "; broker: 3 published, redeliveries not counted by the broker"},
+		{"RabbitMQ, stops that put messages back", consumer.Counters{Deliveries: 3, Processed: 3, Effects: 3, Published: 3, Uncounted: true, HeldBack: 4, HeldBackRestarts: 2},
+			plain + "; broker: 3 published, redeliveries not counted by the broker; the instances, stopped once the queue stood empty, still held 4 messages unacknowledged; started again 2 times to take them"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := targetCounterLine(tt.c); got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestReplayUnexpectedCheck: the CI formats list the check that no
 // delivery failed without an injected fault when the report counts such
 // failures, failing it when one did, and leave it out when the report
