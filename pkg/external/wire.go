@@ -10,6 +10,22 @@
 // it may import any package of pkg/ but the renderers (pkg/report), the
 // sets of files (pkg/suite), the built-in handler's PostgreSQL store and
 // the benchmark tools (pkg/bench).
+//
+// Its files, by what they hold:
+//   - session.go: the Session (open, the instances, the proxy, a
+//     delivery, a crash, close); wire.go and deliver.go, an event on the
+//     wire and the consumer's answer; broker.go, the deliveries through
+//     a broker and its drain; externals.go, the stand-ins of the
+//     services the consumer calls; owner.go, which instance owns a
+//     connection or a call; backends.go, the consumer's database
+//     sessions a crash ends;
+//   - system.go: the runner.System a scenario's checks drive, with
+//     statements.go, brokerstatements.go and brokerraces.go, its crashes
+//     and races at the consumer's statements, and invariants.go and
+//     diagnose.go, how its deliveries are judged and its traces named;
+//   - replay.go: the replay.Consumer a replay drives, with
+//     replayreport.go (its verdict), emit.go (its reproducer) and
+//     findings.go.
 package external
 
 import (
