@@ -137,21 +137,30 @@ func (s *Session) drainAs(ctx context.Context, c *brokerCounts, settle time.Dura
 // of a run (SIGTERM, then SIGKILL after proc.StopGrace): a queue with no
 // consumer left and nothing ready holds nothing an instance took and did
 // not ack. What a stop put back, the instances started again take, and
-// the queue is drained again with twice the settle time, until a stop
-// puts nothing back, within the target's drain timeout. The instances are
+// the queue is drained again with twice the settle time the drain before
+// it had (settle; zero: the broker's default), until a stop puts nothing
+// back, within the target's drain timeout. The instances are
 // left stopped. Where a consumer redeliver did not start stays on the
 // queue, nothing more can be known and the drain is as the settle time
-// left it.
-func (s *Session) drainStopped(ctx context.Context, c *brokerCounts) (replay.HeldBack, error) {
+// left it, or as the broker's default settle time leaves it when settle
+// was shorter.
+func (s *Session) drainStopped(ctx context.Context, c *brokerCounts, settle time.Duration) (replay.HeldBack, error) {
 	var held replay.HeldBack
 	if !s.stopsToDrain() {
 		return held, nil
 	}
 	deadline := time.Now().Add(s.t.DrainTimeout())
-	settle := broker.DefaultSettle
+	if settle <= 0 {
+		settle = broker.DefaultSettle
+	}
 	for {
 		s.stopInstances()
 		ready, known := s.readyOnceGone(ctx)
+		if !known && settle < broker.DefaultSettle {
+			// Another client stays on the queue: the settle time alone
+			// decides, and a short one would not do.
+			return held, s.drainAs(ctx, c, broker.DefaultSettle)
+		}
 		if !known || ready == 0 {
 			return held, ctx.Err()
 		}
@@ -171,6 +180,14 @@ func (s *Session) drainStopped(ctx context.Context, c *brokerCounts) (replay.Hel
 		}
 	}
 }
+
+// stoppedSettle is how long a check's drain waits on an empty queue
+// before drainStopped stops the instances, where it does: the stop, not
+// the wait, tells that nothing is held, so the wait need only spare the
+// instances a needless restart when a message is still on its way to
+// one. A stop that puts messages back costs a restart and a drain with
+// twice the wait.
+const stoppedSettle = 200 * time.Millisecond
 
 // stopsToDrain says drainStopped stops the instances: the broker shows
 // no other client a consumer's unacknowledged messages, and redeliver

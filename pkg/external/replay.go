@@ -768,7 +768,7 @@ func (r *replayer) drainStopped(ctx context.Context) error {
 	}
 	from := time.Since(r.began).Milliseconds()
 	var bc brokerCounts
-	held, err := r.sess.drainStopped(ctx, &bc)
+	held, err := r.sess.drainStopped(ctx, &bc, 0)
 	if err != nil {
 		return err
 	}

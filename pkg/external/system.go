@@ -238,15 +238,21 @@ func (sys *system) Settle(ctx context.Context, c *consumer.Counters) error {
 	if sys.sess.t.Broker == nil {
 		return tailed(sys.sess.quiet(ctx))
 	}
-	if err := sys.sess.drain(ctx, &sys.broker); err != nil {
-		return tailed(err)
-	}
 	// Behind RabbitMQ the instances are stopped to see that they hold
 	// nothing (Session.drainStopped), and started again only when the
 	// check delivers more (resume): a check's last settle leaves them
-	// stopped, as Close would.
-	if sys.sess.stopsToDrain() {
-		held, err := sys.sess.drainStopped(ctx, &sys.broker)
+	// stopped, as Close would. The stop tells what they held, so the
+	// queue need stand empty only briefly before it (stoppedSettle).
+	stops := sys.sess.stopsToDrain()
+	var settle time.Duration
+	if stops {
+		settle = stoppedSettle
+	}
+	if err := sys.sess.drainAs(ctx, &sys.broker, settle); err != nil {
+		return tailed(err)
+	}
+	if stops {
+		held, err := sys.sess.drainStopped(ctx, &sys.broker, settle)
 		if err != nil {
 			return tailed(err)
 		}
