@@ -80,7 +80,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		// The HTTP client of the deliveries to an http:// consumer.
 		"plainhttp": {[]string{"rawio"}, join(none, []string{mod + "external", mod + "scenario"})},
 		// The processes redeliver starts, and what they leave behind.
-		"proc": {[]string{"escape", "inject", "redact", "scenario"},
+		"proc": {[]string{"consumer", "escape", "inject", "redact", "scenario"},
 			join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},
 		// The supervisor alone, and its build for the end-to-end tests.
 		"proc/internal/supervisor": {[]string{"proc"}, join(none, []string{mod + "external", mod + "runner", mod + "replay", mod + "report"})},

@@ -164,7 +164,7 @@ func startInstances(t testing.TB, bin string, n int, r rig, dsn, flaw string, wo
 		if err != nil {
 			t.Fatalf("instance %d: %v", i+1, err)
 		}
-		t.Cleanup(p.Stop)
+		t.Cleanup(func() { p.Stop() })
 		ps = append(ps, p)
 	}
 	return ps

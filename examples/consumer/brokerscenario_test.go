@@ -268,6 +268,7 @@ func TestBrokerReplayAgain(t *testing.T) {
 // queue stood empty said every payment lost. ack-before-commit, its acks
 // sent and its work cut by the stop, loses them. The checks of amqp.yaml
 // pass with the same work time, where each one failed with lost-effect.
+// Instances that do not end on SIGTERM are killed at the stop, and said.
 func TestBrokerDrainHeldBack(t *testing.T) {
 	t.Parallel()
 	pg := pgDSN(t)
@@ -298,6 +299,36 @@ func TestBrokerDrainHeldBack(t *testing.T) {
 			}
 		})
 	}
+	// Instances that do not end on SIGTERM (their shell ignores it and
+	// waits on): the drain's stop waits 5 s for them, kills them, and the
+	// line and the JSON say so; the safe consumer still pays each order
+	// once, and nothing of them is left behind (redeliver's own check).
+	t.Run("ignoring SIGTERM", func(t *testing.T) {
+		t.Parallel()
+		brokerSlot(t)
+		src := rewrite(t, "amqp-target.yaml", readExample(t, "examples/consumer/brokers/amqp-target.yaml"),
+			`command: ["${CONSUMER:-bin/consumer}",`, `command: [sh, -c, "trap '' TERM; \"$0\" \"$@\"; sleep 60", "${CONSUMER:-bin/consumer}",`)
+		file := writeTemp(t, "amqp-target.yaml", src)
+		env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg)}
+		amqpQueue(t, env)
+		doc := filepath.Join(t.TempDir(), "replay.json")
+		o := redeliver(t, env, "replay", capture, "--target", file, "--report", "json="+doc)
+		killed := regexp.MustCompile(`; (an instance did not end within 5s of its SIGTERM and was killed \(SIGKILL\)|instances did not end within 5s of their SIGTERM and were killed \(SIGKILL\) [0-9]+ times)\n`)
+		if o.exit != 0 || !strings.Contains(o.stdout, " 5 effect rows in payments; ") || !killed.MatchString(o.stdout) {
+			t.Fatalf("want exit 0, 5 effect rows and the instances killed at the stop, got\n%s", o)
+		}
+		var d struct {
+			Target struct {
+				HeldBack *struct {
+					Killed int `json:"killed_at_stop"`
+				} `json:"held_back"`
+			} `json:"target"`
+		}
+		readReport(t, doc, "docs/replay.schema.json", &d)
+		if h := d.Target.HeldBack; h == nil || h.Killed < 1 {
+			t.Errorf("JSON target.held_back = %+v, want killed_at_stop of at least 1", h)
+		}
+	})
 	t.Run("checks", func(t *testing.T) {
 		t.Parallel()
 		brokerSlot(t)

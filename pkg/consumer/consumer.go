@@ -8,7 +8,15 @@
 // driver or broker client, so that every other package may import it.
 package consumer
 
-import "github.com/redeliver/redeliver/pkg/problem"
+import (
+	"time"
+
+	"github.com/redeliver/redeliver/pkg/problem"
+)
+
+// StopGrace is how long a consumer redeliver started has to exit after
+// SIGTERM before its process group is killed.
+const StopGrace = 5 * time.Second
 
 // MaxIDBytes is the longest event id any store accepts. PostgreSQL cannot
 // index a key of more than about 2.7 KB, so one limit below that holds for
@@ -141,9 +149,12 @@ type Counters struct {
 	// HeldBack counts the messages a check's instances still held
 	// unacknowledged when they were stopped at a settle, behind a broker
 	// that shows no acks (RabbitMQ): the broker put them back, and
-	// HeldBackRestarts counts the restarts that took them.
+	// HeldBackRestarts counts the restarts that took them. KilledAtStop
+	// counts the instances that did not end within the grace of those
+	// stops after their SIGTERM, and were killed.
 	HeldBack         int `json:"held_back,omitempty"`
 	HeldBackRestarts int `json:"held_back_restarts,omitempty"`
+	KilledAtStop     int `json:"killed_at_stop,omitempty"`
 	// Apart counts the statements the database proxy let through while a
 	// delivery was watched that were not the delivery's (a background
 	// job's): never counted in its boundaries, never crashed at.
@@ -204,6 +215,7 @@ func (c *Counters) Add(o Counters) {
 	c.Uncounted = c.Uncounted || o.Uncounted
 	c.HeldBack += o.HeldBack
 	c.HeldBackRestarts += o.HeldBackRestarts
+	c.KilledAtStop += o.KilledAtStop
 	c.Apart += o.Apart
 	c.CrashedBeforeAnswer += o.CrashedBeforeAnswer
 	c.CrashedAfterAnswer += o.CrashedAfterAnswer

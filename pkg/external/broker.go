@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/broker"
@@ -154,7 +155,7 @@ func (s *Session) drainStopped(ctx context.Context, c *brokerCounts, settle time
 		settle = broker.DefaultSettle
 	}
 	for {
-		s.stopInstances()
+		held.KilledAtStop += s.stopInstances()
 		ready, known := s.readyOnceGone(ctx)
 		if !known && settle < broker.DefaultSettle {
 			// Another client stays on the queue: the settle time alone
@@ -194,14 +195,22 @@ const stoppedSettle = 200 * time.Millisecond
 // started the consumer.
 func (s *Session) stopsToDrain() bool { return len(s.procs) > 0 && s.ackUnseen() != "" }
 
-// stopInstances stops every started instance at once.
-func (s *Session) stopInstances() {
+// stopInstances stops every started instance at once, and says how many
+// did not end within proc.StopGrace of their SIGTERM and were killed.
+func (s *Session) stopInstances() (overran int) {
 	var wg sync.WaitGroup
+	var n atomic.Int32
 	for _, p := range s.procs {
 		wg.Add(1)
-		go func() { defer wg.Done(); p.Stop() }()
+		go func() {
+			defer wg.Done()
+			if p.Stop() {
+				n.Add(1)
+			}
+		}()
 	}
 	wg.Wait()
+	return int(n.Load())
 }
 
 // restartInstances starts every stopped instance again, in order, as

@@ -772,7 +772,7 @@ func (r *replayer) drainStopped(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if held.Restarts == 0 {
+	if held.Restarts == 0 && held.KilledAtStop == 0 {
 		return nil
 	}
 	r.waited(from)

@@ -259,6 +259,7 @@ func (sys *system) Settle(ctx context.Context, c *consumer.Counters) error {
 		sys.stopped = true
 		c.HeldBack += held.Messages
 		c.HeldBackRestarts += held.Restarts
+		c.KilledAtStop += held.KilledAtStop
 	}
 	c.BrokerRedelivered += int(sys.broker.delta)
 	c.Uncounted = sys.broker.uncounted

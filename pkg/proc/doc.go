@@ -8,7 +8,8 @@
 // kills started instances at random or at the delivery they work on (the
 // nemesis, nemesis.go and working.go).
 //
-// Of this module it imports only pkg/escape, pkg/inject (the kills
+// Of this module it imports only pkg/consumer (the stop's grace, which
+// the reports word), pkg/escape, pkg/inject (the kills
 // --kill-working draws from --seed), pkg/redact and pkg/scenario (the
 // consumer's start: command, environment, ready check), and it links no
 // database driver and no broker client.

@@ -16,14 +16,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/consumer"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/redact"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )
 
 // StopGrace is how long a started consumer has to exit after SIGTERM
-// before its process group is killed.
-const StopGrace = 5 * time.Second
+// before its process group is killed (the reports word it too).
+const StopGrace = consumer.StopGrace
 
 // tailLines is how many of the consumer's last stderr lines an error shows.
 const tailLines = 10
@@ -424,15 +425,16 @@ func (p *Process) buried(ctx context.Context) {
 // descendants that left it, then SIGKILL after StopGrace. Whatever is
 // left of them once the consumer exited is killed too. A process Stop
 // ended already is not signalled again: its group id may be another's by
-// now.
-func (p *Process) Stop() {
+// now. overran says the consumer did not exit within StopGrace of its
+// SIGTERM, and was killed.
+func (p *Process) Stop() (overran bool) {
 	p.mu.Lock()
 	p.killing = true
 	cmd, done, stopped := p.cmd, p.done, p.stopped
 	p.stopped = true
 	p.mu.Unlock()
 	if cmd == nil || done == nil || stopped {
-		return
+		return false
 	}
 	pgid := cmd.Process.Pid
 	left := leftGroup(pgid)
@@ -443,9 +445,11 @@ func (p *Process) Stop() {
 	case <-time.After(StopGrace):
 		signalGroup(pgid, sigKill)
 		<-done
+		overran = true
 	}
 	// Descendants that outlived the consumer go with it: those in its
 	// group went when it exited, and those redeliver adopted too; these
 	// are the ones it could not adopt.
 	signalLeft(left, sigKill)
+	return overran
 }

@@ -129,9 +129,13 @@ type Kills struct {
 // other client a consumer's unacknowledged messages (RabbitMQ): the
 // instances, stopped once the queue had stood empty, had held Messages
 // unacknowledged, and were started again Restarts times to take them.
+// KilledAtStop counts the instances that did not end within the stop's
+// grace after their SIGTERM, and were killed: each such stop waited the
+// whole grace.
 type HeldBack struct {
-	Restarts int `json:"restarts"`
-	Messages int `json:"messages"`
+	Restarts     int `json:"restarts"`
+	Messages     int `json:"messages"`
+	KilledAtStop int `json:"killed_at_stop,omitempty"`
 }
 
 // WorkingKills are the kills of --kill-working: the deliveries drawn,

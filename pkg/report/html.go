@@ -306,8 +306,8 @@ func htmlCheckOf(id string, c *runner.CheckResult, broker string, d *diagnose.Di
 		}
 		hc.Notes = append(hc.Notes, note)
 	}
-	if k := c.Counters; k.HeldBack > 0 {
-		hc.Notes = append(hc.Notes, words.HeldBack(k.HeldBack, k.HeldBackRestarts))
+	if k := c.Counters; k.HeldBack > 0 || k.KilledAtStop > 0 {
+		hc.Notes = append(hc.Notes, words.HeldBack(k.HeldBack, k.HeldBackRestarts, k.KilledAtStop, consumer.StopGrace))
 	}
 	drain := ""
 	if n := c.Counters.BrokerRedelivered; n > 0 {

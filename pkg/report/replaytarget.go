@@ -54,7 +54,7 @@ func replayLine(rep *replay.Report) string {
 		line += "; " + workingKills(k)
 	}
 	if h := t.HeldBack; h != nil {
-		line += "; " + words.HeldBack(h.Messages, h.Restarts)
+		line += "; " + words.HeldBack(h.Messages, h.Restarts, h.KilledAtStop, consumer.StopGrace)
 	}
 	if skipped := rep.Capture.BadRecords; skipped > 0 {
 		line += "; " + words.Count(skipped, "bad record") + " skipped (--max-bad)"
@@ -125,8 +125,8 @@ func targetCounterLine(c consumer.Counters) string {
 			s += fmt.Sprintf("%d redelivered by the broker", c.BrokerRedelivered)
 		}
 	}
-	if c.HeldBack > 0 {
-		s += "; " + words.HeldBack(c.HeldBack, c.HeldBackRestarts)
+	if c.HeldBack > 0 || c.KilledAtStop > 0 {
+		s += "; " + words.HeldBack(c.HeldBack, c.HeldBackRestarts, c.KilledAtStop, consumer.StopGrace)
 	}
 	return s
 }

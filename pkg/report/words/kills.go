@@ -59,11 +59,23 @@ func WorkingKills(p float64, drawn, killed, interrupted, missed, untied int) str
 // HeldBack words what stopping a RabbitMQ consumer's instances at the end
 // of its drain put back: "the instances, stopped once the queue stood
 // empty, still held 3 messages unacknowledged; started again once to
-// take them".
-func HeldBack(messages, restarts int) string {
-	again := "once"
-	if restarts != 1 {
-		again = Count(int64(restarts), "time")
+// take them", and how many of them did not end within grace of their
+// SIGTERM and were killed: "…; an instance did not end within 5s of its
+// SIGTERM and was killed (SIGKILL)".
+func HeldBack(messages, restarts, killed int, grace time.Duration) string {
+	s := "the instances, stopped once the queue stood empty, held nothing unacknowledged"
+	if messages > 0 {
+		again := "once"
+		if restarts != 1 {
+			again = Count(int64(restarts), "time")
+		}
+		s = fmt.Sprintf("the instances, stopped once the queue stood empty, still held %s unacknowledged; started again %s to take them", Count(int64(messages), "message"), again)
 	}
-	return fmt.Sprintf("the instances, stopped once the queue stood empty, still held %s unacknowledged; started again %s to take them", Count(int64(messages), "message"), again)
+	switch {
+	case killed == 1:
+		s += fmt.Sprintf("; an instance did not end within %s of its SIGTERM and was killed (SIGKILL)", grace)
+	case killed > 1:
+		s += fmt.Sprintf("; instances did not end within %s of their SIGTERM and were killed (SIGKILL) %d times", grace, killed)
+	}
+	return s
 }
