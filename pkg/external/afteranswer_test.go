@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,10 @@ import (
 // "ack-first" answers 202 once its lookup found nothing, then inserts the
 // payment in a transaction; "safe" inserts it, commits, then answers 200;
 // "trailing" is safe, and after its answer looks the payment up once
-// more.
+// more; "trailing-late" too, 50 ms after its first answer (the
+// recording's) and 600 ms after each later one, as on a machine busy
+// enough to delay it past redeliver's quiet after the answer
+// (REDELIVER_TEST_LATE_FIRST names the file that marks the first).
 func lateWorker(dsn string) int {
 	ctx := context.Background()
 	db, err := sql.Open(driverOf(dsn), dsn)
@@ -59,6 +63,17 @@ func lateWorker(dsn string) int {
 		w.(http.Flusher).Flush()
 	}
 	later := func() { time.Sleep(50 * time.Millisecond) }
+	if mode == "trailing-late" {
+		first := os.Getenv("REDELIVER_TEST_LATE_FIRST")
+		later = func() {
+			if f, err := os.OpenFile(first, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+				f.Close()
+				time.Sleep(50 * time.Millisecond)
+				return
+			}
+			time.Sleep(600 * time.Millisecond)
+		}
+	}
 	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var ev struct {
 			ID   string `json:"id"`
@@ -93,7 +108,7 @@ func lateWorker(dsn string) int {
 			return
 		}
 		answer(w, 200)
-		if mode == "trailing" {
+		if strings.HasPrefix(mode, "trailing") {
 			later()
 			db.QueryRowContext(ctx, lookup, ev.ID).Scan(&n)
 		}
@@ -124,6 +139,12 @@ func TestBoundariesAfterTheAnswer(t *testing.T) {
 			{"ack-first", false, 9, "begin", []string{"after the answer):", "was acked but key O-1 has no row"}, nil},
 			{"safe", true, 9, "", nil, []string{"interrupted nothing"}},
 			{"trailing", true, 11, "SELECT count(*)", []string{"(11 schedules); 1 schedule's kill came after the answer and after the delivery's last statement, its work over: it interrupted nothing"}, nil},
+			// A trial held at the lookup after the answer waits for it
+			// past the quiet that ends a delivery's statements: its
+			// recording met it there. The trace shown, the unforced
+			// schedule's, ends at the commit: that schedule's lookup
+			// came after the quiet.
+			{"trailing-late", true, 11, "", []string{"(11 schedules); 1 schedule's kill came after the answer and after the delivery's last statement, its work over: it interrupted nothing"}, nil},
 		} {
 			t.Run(tc.mode, func(t *testing.T) {
 				tbl := db.table(t, ctx, "late_"+strings.ReplaceAll(tc.mode, "-", "_"), "event_id "+db.text+" PRIMARY KEY, order_id "+db.text)
@@ -141,7 +162,7 @@ target:
   start:
     command: [%q]
     ready: "tcp://%s"
-    env: {REDELIVER_TEST_LATE: "${REDELIVER_DB_URL}", REDELIVER_TEST_LISTEN: %q, REDELIVER_TEST_LATE_LOOKUP: %q, REDELIVER_TEST_LATE_PAY: %q, REDELIVER_TEST_LATE_MODE: %q}
+    env: {REDELIVER_TEST_LATE: "${REDELIVER_DB_URL}", REDELIVER_TEST_LISTEN: %q, REDELIVER_TEST_LATE_LOOKUP: %q, REDELIVER_TEST_LATE_PAY: %q, REDELIVER_TEST_LATE_MODE: %q, REDELIVER_TEST_LATE_FIRST: %q}
 effects:
   db: %q
   proxy: true
@@ -157,7 +178,7 @@ checks:
         crash: statements
     expect:
       effects: {O-1: 1}
-`, addr, os.Args[0], addr, addr, lookup, pay, tc.mode, db.dsn, tbl, tbl)
+`, addr, os.Args[0], addr, addr, lookup, pay, tc.mode, filepath.Join(t.TempDir(), "first"), db.dsn, tbl, tbl)
 				c := firstCheck(t, ctx, "late.yaml", src)
 				said := report.CheckLine(c.Line)
 				for _, f := range c.Failures {

@@ -76,7 +76,8 @@ const answerQuiet = 250 * time.Millisecond
 // answerInFlight bounds how long a trial held at a boundary its
 // recording met after the consumer's answer waits for that answer
 // before the kill: the consumer gave it before this statement, so it is
-// on its way.
+// on its way. It is also the quiet after the answer such a trial waits
+// for its boundary's statement, which the recording saw come.
 const answerInFlight = time.Second
 
 // answerRace is how long a trial held at the statement the recording had
@@ -97,6 +98,11 @@ func (s *Session) watchedMarked(ctx context.Context, ev Event, at *sqlproxy.Boun
 	}
 	f := &following{s: s, w: w, kill: make(chan struct{}), answers: make(chan Answer, 1)}
 	f.got = f.answers
+	if at != nil && rec != nil && rec.afterAnswer {
+		// The recording met this boundary after the answer: its
+		// statement comes, if later than answerQuiet on a busy machine.
+		f.quiet = answerInFlight
+	}
 	go func() { f.answers <- s.dl.Deliver(ctx, ev, f.kill) }()
 	if err := f.follow(ctx); err != nil {
 		return f.out, err
@@ -135,6 +141,9 @@ type following struct {
 	answered bool
 	killed   time.Time
 	out      watch
+	// quiet, when longer than answerQuiet, is how long follow waits for
+	// a statement of the delivery once the consumer answered.
+	quiet time.Duration
 }
 
 // take is the delivery's answer: the consumer's own goes on being
@@ -150,11 +159,12 @@ func (f *following) take(a Answer) bool {
 }
 
 // follow waits until the delivery is held at the watched boundary, or,
-// once the consumer answered, its statements are over (answerQuiet; none
-// for an exec delivery, whose process has exited) or idleLimit passed. A
-// context ending first kills the delivery and returns its error.
+// once the consumer answered, its statements are over (answerQuiet, or
+// f.quiet when longer; none for an exec delivery, whose process has
+// exited) or idleLimit passed. A context ending first kills the delivery
+// and returns its error.
 func (f *following) follow(ctx context.Context) error {
-	quiet := answerQuiet
+	quiet := max(answerQuiet, f.quiet)
 	if f.s.t.Exec != nil {
 		quiet = 0
 	}
