@@ -99,7 +99,10 @@ func TestBrokerRaces(t *testing.T) {
 // consumer passes every schedule; a trial that took the copies to be
 // done once handed out failed it, as if it ran no statement through the
 // proxy. check-then-act is still caught (the heavy tier; TestBrokerRaces
-// catches it at once). On PostgreSQL.
+// catches it at once). Its kill at the commit, with instances that wait
+// 1.5 s, is held and passes: a watch that took the message for done once
+// the broker had handed it out followed no statement of it. On
+// PostgreSQL.
 func TestBrokerRaceSlowStart(t *testing.T) {
 	t.Parallel()
 	var pg []statementDB
@@ -120,9 +123,22 @@ func TestBrokerRaceSlowStart(t *testing.T) {
 	if kill < 0 {
 		t.Fatal("amqp-races.yaml changed: its kill check is not where this test looks")
 	}
+	// The kill check alone, its instances taking 1.5 s over a message:
+	// longer than the broker's settle time and the quiet after it, so
+	// that the broker says the message was taken well before a statement
+	// of it comes.
+	killSrc := rewrite(t, "amqp-races.yaml", src[:strings.Index(src, "checks:")]+"checks:\n"+src[kill:], `--take, 600ms,`, `--take, 1500ms,`)
 	src = src[:kill]
 	file := writeTemp(t, "slow-start.yaml", src)
 	var runs []invocation
+	killRun := brokerFileRun(t, db, bin, "amqp", amqpQueue, writeTemp(t, "slow-start-kill.yaml", killSrc), "safe", "1", func(t *testing.T, o outcome) {
+		t.Log(o.stdout)
+		if o.exit != 0 || !strings.Contains(o.stdout, "\nPASS: the instance holding the commit killed right after it\n") {
+			t.Fatalf("want the kill check passed, got\n%s", o)
+		}
+	})
+	killRun.name += "/kill-at-commit"
+	runs = append(runs, killRun)
 	for _, tt := range []struct {
 		flaw string
 		exit int

@@ -338,7 +338,7 @@ follow:
 			}
 			f.took()
 		case <-f.tick:
-			if f.w.Finished(answerQuiet) {
+			if f.w.Finished(answerQuiet) && f.s.begun(f.w) {
 				break follow
 			}
 		case <-f.limit:
@@ -376,7 +376,7 @@ func (s *Session) redelivered(ctx context.Context, w *sqlproxy.Watch) ([]sqlprox
 		defer tick.Stop()
 		limit := time.After(idleLimit)
 	follow:
-		for !w.Finished(answerQuiet) {
+		for !w.Finished(answerQuiet) || !s.begun(w) {
 			select {
 			case <-tick.C:
 			case <-limit:
@@ -394,6 +394,15 @@ func (s *Session) redelivered(ctx context.Context, w *sqlproxy.Watch) ([]sqlprox
 		return nil, nil
 	}
 	return stmts, nil
+}
+
+// begun says whether the delivery watched on w may be over as far as
+// its statements go: where the broker shows acks, its drain said so;
+// where it shows none (RabbitMQ), a message taken is not a message done,
+// and an instance may take a while before its first statement, so none
+// of its statements yet means it has not begun (until idleLimit).
+func (s *Session) begun(w *sqlproxy.Watch) bool {
+	return s.ackUnseen() == "" || w.Began()
 }
 
 // txEnded reports whether a transaction of a delivery killed at at had

@@ -394,6 +394,13 @@ func (w *Watch) Waiting() []int32 {
 	return out
 }
 
+// Began reports whether a statement of the delivery has come yet.
+func (w *Watch) Began() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.stmts) > 0
+}
+
 // Statements are the delivery's statements so far, with their answers.
 func (w *Watch) Statements() []Statement {
 	w.mu.Lock()
