@@ -338,7 +338,7 @@ follow:
 			}
 			f.took()
 		case <-f.tick:
-			if f.w.Finished(answerQuiet) && f.s.begun(f.w) {
+			if f.s.begun(f.w) && f.w.Finished(answerQuiet) {
 				break follow
 			}
 		case <-f.limit:
@@ -376,7 +376,7 @@ func (s *Session) redelivered(ctx context.Context, w *sqlproxy.Watch) ([]sqlprox
 		defer tick.Stop()
 		limit := time.After(idleLimit)
 	follow:
-		for !w.Finished(answerQuiet) || !s.begun(w) {
+		for !s.begun(w) || !w.Finished(answerQuiet) {
 			select {
 			case <-tick.C:
 			case <-limit:
