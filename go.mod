@@ -64,3 +64,5 @@ require (
 // group coordinator expires and times out members as a real cluster does
 // (docs/dependencies.md).
 replace github.com/twmb/franz-go/pkg/kfake => ./pkg/kafka/kfake
+
+replace github.com/go-sql-driver/mysql => ./pkg/mysqldriver
