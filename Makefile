@@ -72,6 +72,11 @@ HEAVY_RACE    ?=
 # tests time acquisition locks in seconds and fail on a loaded machine.
 KFAKE     := github.com/twmb/franz-go/pkg/kfake
 KFAKE_RUN ?= Classic
+# The patched copy of the MySQL driver (pkg/mysqldriver, a module of its
+# own too): its authentication tests, the fix's among them, which need no
+# server (most of its others want a database of their own, gotest).
+MYDRIVER     := github.com/go-sql-driver/mysql
+MYDRIVER_RUN ?= ^Test(Auth|Ed25519)
 
 # The databases the tests run against, said in one line each, exported to
 # the go test beside them (a shell prefix of the recipes below).
@@ -87,17 +92,20 @@ TEST_DBS = pg="$${REDELIVER_TEST_POSTGRES:-}"; \
 	else echo "make $@: no MySQL at 127.0.0.1:3306, its tests are skipped; set REDELIVER_TEST_MYSQL=mysql://USER@HOST:PORT/DB to run them"; fi; \
 	export REDELIVER_TEST_POSTGRES="$$pg" REDELIVER_TEST_MYSQL="$$my" GORACE="$${GORACE:-atexit_sleep_ms=10}"
 
-# The patched Kafka's tests run beside the module's (about 8 s, most of it
-# waiting on its group timers), their output held and shown after them.
+# The patched copies' tests run beside the module's (about 9 s, most of it
+# waiting on the Kafka's group timers), their output held and shown after
+# them.
 test: ## vet, then the quick tier of every test with the race detector
-	$(GO) vet ./... $(KFAKE)
+	$(GO) vet ./... $(KFAKE) $(MYDRIVER)
 	@$(TEST_DBS); \
 	kout=$$(mktemp); trap 'rm -f "$$kout"' EXIT; \
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE) >"$$kout" 2>&1 & kpid=$$!; \
+	{ echo "$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE)"; \
+	  $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE) && \
+	  echo "$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(MYDRIVER_RUN)' $(MYDRIVER)" && \
+	  $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(MYDRIVER_RUN)' $(MYDRIVER); } >"$$kout" 2>&1 & kpid=$$!; \
 	echo "$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)"; \
 	$(GO) test -race -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_PKGS); rc=$$?; \
 	wait $$kpid; krc=$$?; \
-	echo "$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(KFAKE_RUN)' $(KFAKE)"; \
 	cat "$$kout"; \
 	[ $$rc -eq 0 ] && [ $$krc -eq 0 ]
 

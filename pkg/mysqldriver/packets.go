@@ -525,7 +525,10 @@ func (mc *mysqlConn) readAuthResult() ([]byte, string, error) {
 		}
 		plugin := string(data[1:pluginEndIndex])
 		authData := data[pluginEndIndex+1:]
-		if len(authData) > 0 && authData[len(authData)-1] == 0 {
+		// A scramble of 20 bytes comes with a NUL after it. MariaDB's
+		// client_ed25519 nonce is 32 random bytes and nothing after them:
+		// its last byte may be 0 and is part of it.
+		if plugin != "client_ed25519" && len(authData) > 0 && authData[len(authData)-1] == 0 {
 			authData = authData[:len(authData)-1]
 		}
 		return authData, plugin, nil
