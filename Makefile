@@ -65,17 +65,16 @@ HEAVY_TIMEOUT ?= 60m
 # not fit it beside make test in CI's 90 minutes. HEAVY_RACE=-race puts
 # it back.
 HEAVY_RACE    ?=
-# The patched copy of the in-process Kafka the tests start (pkg/kafka/kfake,
-# a module of its own, outside ./...): its classic group coordinator's
-# tests, each fix's among them, run as a dependency of this module, whose
-# franz-go the copy builds against (docs/dependencies.md). Its share-group
-# tests time acquisition locks in seconds and fail on a loaded machine.
-KFAKE     := github.com/twmb/franz-go/pkg/kfake
-KFAKE_RUN ?= Classic
-# The patched copy of the MySQL driver (pkg/mysqldriver, a module of its
-# own too): its authentication tests, the fix's among them, which need no
-# server (most of its others want a database of their own, gotest).
-MYDRIVER     := github.com/go-sql-driver/mysql
+# The patched copies of other modules' code, packages of this module whose
+# leading _ keeps them out of ./... (docs/dependencies.md): the in-process
+# Kafka the tests start, whose classic group coordinator's tests, each
+# fix's among them, run here (its share-group tests time acquisition locks
+# in seconds and fail on a loaded machine); and the MySQL driver, whose
+# authentication tests, the fix's among them, need no server (most of its
+# others want a database of their own).
+KFAKE        := ./pkg/kafka/_kfake
+KFAKE_RUN    ?= Classic
+MYDRIVER     := ./pkg/_mysqldriver
 MYDRIVER_RUN ?= ^Test(Auth|Ed25519)
 
 # The databases the tests run against, said in one line each, exported to

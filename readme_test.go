@@ -49,6 +49,25 @@ func TestReadmeIsAFrontDoor(t *testing.T) {
 	}
 }
 
+// TestGoInstallTakesTheModule: README's `go install
+// github.com/redeliver/redeliver@latest` refuses a module whose go.mod has
+// a replace or exclude directive ("It must not contain directives that
+// would cause it to be interpreted differently than if it were the main
+// module"), so the patched copies are packages of this module, imported by
+// its own path, not replacements.
+func TestGoInstallTakesTheModule(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "replace" || f[0] == "exclude") {
+			t.Errorf("go.mod:%d: %s: go install ...@latest refuses a module with this directive", i+1, f[0])
+		}
+	}
+}
+
 // TestNoUnshippedReferences: nothing in the repository refers to documents
 // it does not ship.
 func TestNoUnshippedReferences(t *testing.T) {
@@ -60,7 +79,7 @@ func TestNoUnshippedReferences(t *testing.T) {
 	// Lower-cased phrases, matched as words (a letter after one is another word).
 	forbidden := []string{"design.md", "style.md", "perf-notes", "the seed", "the article", "the design", "seed-peer"}
 	for _, file := range strings.Fields(string(out)) {
-		if file == "readme_test.go" || strings.HasPrefix(file, "pkg/kafka/kfake/") {
+		if file == "readme_test.go" || strings.HasPrefix(file, "pkg/kafka/_kfake/") {
 			// The patched copy of kfake keeps its authors' words as
 			// published ("the seed" of a random sweep is theirs).
 			continue

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
+	mysql "github.com/redeliver/redeliver/pkg/_mysqldriver"
 )
 
 // statementDB is a database a statement test runs on: PostgreSQL, or

@@ -18,8 +18,8 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/kafka"
+	"github.com/redeliver/redeliver/pkg/kafka/_kfake"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

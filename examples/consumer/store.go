@@ -12,10 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
-	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
+	// go-sql-driver/mysql as patched here (docs/dependencies.md); a
+	// consumer of your own imports github.com/go-sql-driver/mysql.
+	mysql "github.com/redeliver/redeliver/pkg/_mysqldriver"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
 
 //go:embed schema_postgres.sql

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	mysql "github.com/redeliver/redeliver/pkg/_mysqldriver"
 	"github.com/redeliver/redeliver/pkg/escape"
 	"github.com/redeliver/redeliver/pkg/problem"
 	"github.com/redeliver/redeliver/pkg/scenario"

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	mysql "github.com/redeliver/redeliver/pkg/_mysqldriver"
 	"github.com/redeliver/redeliver/pkg/runner"
 	"github.com/redeliver/redeliver/pkg/scenario"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/redeliver/redeliver/pkg/broker"
+	"github.com/redeliver/redeliver/pkg/kafka/_kfake"
 	"github.com/tidwall/gjson"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redeliver/redeliver/pkg/broker"
 	"github.com/redeliver/redeliver/pkg/kafka"
+	"github.com/redeliver/redeliver/pkg/kafka/_kfake"
 	"github.com/redeliver/redeliver/pkg/problem"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // kafkaCluster starts an in-process Kafka cluster, closed when the test

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	mysql "github.com/redeliver/redeliver/pkg/_mysqldriver"
 )
 
 func init() {

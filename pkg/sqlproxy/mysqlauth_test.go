@@ -13,7 +13,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
+	mysql "github.com/redeliver/redeliver/pkg/_mysqldriver"
 )
 
 // fakeSHA2Server is a MySQL 8 server as far as caching_sha2_password

@@ -15,9 +15,9 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	amqp091 "github.com/rabbitmq/amqp091-go"
+	"github.com/redeliver/redeliver/pkg/kafka/_kfake"
 	"github.com/redeliver/redeliver/pkg/template"
 	"github.com/tidwall/gjson"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/redeliver/redeliver/pkg/kafka/_kfake"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/kafka/_kfake"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

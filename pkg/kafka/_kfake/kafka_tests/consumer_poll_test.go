@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/redeliver/redeliver/pkg/kafka/_kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redeliver/redeliver/pkg/kafka/_kfake"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
