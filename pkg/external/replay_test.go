@@ -52,7 +52,10 @@ func naiveTarget(t *testing.T, db string) *scenario.Target {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	t.Cleanup(srv.Close)
-	return &scenario.Target{HTTP: &scenario.HTTPTarget{URL: srv.URL, Method: "POST", Mode: scenario.ModeStructured, Timeout: 5 * time.Second}}
+	// The tests that use it are not about a slow answer: in make test,
+	// beside every other package, an insert into the SQLite file has
+	// kept an answer past 5 s.
+	return &scenario.Target{HTTP: &scenario.HTTPTarget{URL: srv.URL, Method: "POST", Mode: scenario.ModeStructured, Timeout: 30 * time.Second}}
 }
 
 // writeCapture writes n CloudEvents, evt-1 to evt-n, one order each.
