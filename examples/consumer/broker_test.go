@@ -325,7 +325,7 @@ func pgDSN(t testing.TB) string {
 // at full speed.
 func TestBrokersUnderNemesis(t *testing.T) {
 	heavyOnly(t, "its nemesis is the test's own; make test kills instances behind each broker through redeliver (TestBrokerReplayUnderNemesis)")
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	events, work := 600, 100*time.Millisecond
 	if heavyAll() {
@@ -339,7 +339,7 @@ func TestBrokersUnderNemesis(t *testing.T) {
 	} {
 		r := mk(t)
 		t.Run(r.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			brokerSlot(t)
 			dsn := freshSchema(t, pg)
 			ps := startInstances(t, bin, 3, r, dsn, "", work, 8)
@@ -371,7 +371,7 @@ func TestBrokersUnderNemesis(t *testing.T) {
 // kills).
 func TestBrokerFlawsCaught(t *testing.T) {
 	heavyOnly(t, "it judges by the test's own counts; make test catches these flaws behind each broker through redeliver (TestShippedBrokerScenarios, TestBrokerReplayUnderNemesis, TestBrokerRaces)")
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	cases := []struct {
 		name, flaw string
@@ -390,7 +390,7 @@ func TestBrokerFlawsCaught(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			brokerSlot(t)
 			r := c.rig(t)
 			dsn := freshSchema(t, pg)

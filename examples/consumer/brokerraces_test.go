@@ -21,7 +21,7 @@ import (
 // after a commit lands in the instance that holds the payment's
 // connection. On PostgreSQL and on MySQL or MariaDB.
 func TestBrokerRaces(t *testing.T) {
-	t.Parallel()
+	defer parallelFirst(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	var runs []invocation
@@ -104,7 +104,7 @@ func TestBrokerRaces(t *testing.T) {
 // the broker had handed it out followed no statement of it. On
 // PostgreSQL.
 func TestBrokerRaceSlowStart(t *testing.T) {
-	t.Parallel()
+	defer parallelFirst(t)()
 	var pg []statementDB
 	for _, db := range statementDBs(t) {
 		if db.name == "postgres" {

@@ -29,7 +29,7 @@ import (
 // publishes it twice, and the run says duplicate-effect; the event
 // published three times is paid three times, as each publish reached it.
 func TestShippedBrokerScenarios(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	for _, b := range []struct {
@@ -43,7 +43,7 @@ func TestShippedBrokerScenarios(t *testing.T) {
 	} {
 		for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"none", "duplicate-effect"}} {
 			t.Run(strings.TrimSuffix(b.file[strings.LastIndex(b.file, "/")+1:], ".yaml")+"/"+tt.flaw, func(t *testing.T) {
-				t.Parallel()
+				defer parallelInHeavy(t)()
 				brokerSlot(t)
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 				b.setup(t, env)
@@ -67,7 +67,7 @@ func TestShippedBrokerScenarios(t *testing.T) {
 // passes and publishes all 8 deliveries it asks for, JetStream's duplicate
 // window (2 minutes) notwithstanding, and the stream holds them all.
 func TestBrokerScenarioRunsAgain(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	for _, b := range []struct {
@@ -81,7 +81,7 @@ func TestBrokerScenarioRunsAgain(t *testing.T) {
 			if b.file == "examples/consumer/brokers/amqp.yaml" {
 				heavyOnly(t, "make test runs again into the same JetStream stream, whose duplicate window is the case")
 			}
-			t.Parallel()
+			defer parallelInHeavy(t)()
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg)}
 			b.setup(t, env)
@@ -177,7 +177,7 @@ func amqpQueue(t *testing.T, env map[string]string) {
 // that instances were killed, and the flawed ones that payments were
 // lost, which takes a kill; more events only repeat those kills.
 func TestBrokerReplayUnderNemesis(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	events := scaled(500, 2000)
@@ -198,7 +198,7 @@ func TestBrokerReplayUnderNemesis(t *testing.T) {
 	} {
 		for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"ack-before-commit", "lost-effect"}} {
 			t.Run(strings.TrimSuffix(filepath.Base(br.file), "-target.yaml")+"/"+tt.flaw, func(t *testing.T) {
-				t.Parallel()
+				defer parallelInHeavy(t)()
 				brokerSlot(t)
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 				br.setup(t, env)
@@ -220,7 +220,7 @@ func TestBrokerReplayUnderNemesis(t *testing.T) {
 // publishes every event it reads (and the rewound ones again), within
 // JetStream's duplicate window, and the consumer pays each order once.
 func TestBrokerReplayAgain(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	capture := filepath.Join(t.TempDir(), "capture.jsonl")
@@ -239,7 +239,7 @@ func TestBrokerReplayAgain(t *testing.T) {
 		{"examples/consumer/brokers/amqp-target.yaml", amqpQueue},
 	} {
 		t.Run(strings.TrimSuffix(filepath.Base(br.file), "-target.yaml"), func(t *testing.T) {
-			t.Parallel()
+			defer parallelInHeavy(t)()
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg)}
 			br.setup(t, env)
@@ -270,7 +270,7 @@ func TestBrokerReplayAgain(t *testing.T) {
 // pass with the same work time, where each one failed with lost-effect.
 // Instances that do not end on SIGTERM are killed at the stop, and said.
 func TestBrokerDrainHeldBack(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	capture := filepath.Join(t.TempDir(), "capture.jsonl")
@@ -285,7 +285,7 @@ func TestBrokerDrainHeldBack(t *testing.T) {
 		{"ack-before-commit", 1, "invariant lost-effect broken "},
 	} {
 		t.Run(tt.flaw, func(t *testing.T) {
-			t.Parallel()
+			defer parallelInHeavy(t)()
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg), "FLAW": tt.flaw, "WORK": "1500ms"}
 			amqpQueue(t, env)
@@ -304,7 +304,7 @@ func TestBrokerDrainHeldBack(t *testing.T) {
 	// line and the JSON say so; the safe consumer still pays each order
 	// once, and nothing of them is left behind (redeliver's own check).
 	t.Run("ignoring SIGTERM", func(t *testing.T) {
-		t.Parallel()
+		defer parallelInHeavy(t)()
 		brokerSlot(t)
 		src := rewrite(t, "amqp-target.yaml", readExample(t, "examples/consumer/brokers/amqp-target.yaml"),
 			`command: ["${CONSUMER:-bin/consumer}",`, `command: [sh, -c, "trap '' TERM; \"$0\" \"$@\"; sleep 60", "${CONSUMER:-bin/consumer}",`)
@@ -330,7 +330,7 @@ func TestBrokerDrainHeldBack(t *testing.T) {
 		}
 	})
 	t.Run("checks", func(t *testing.T) {
-		t.Parallel()
+		defer parallelInHeavy(t)()
 		brokerSlot(t)
 		env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg), "WORK": "1500ms"}
 		amqpQueue(t, env)
@@ -493,7 +493,7 @@ func wantNemesisVerdict(t *testing.T, o outcome, events int, invariant, who stri
 // checks' deliveries. The run refuses it, exit 3, before starting
 // anything, and takes nothing from the broker.
 func TestBrokerLeftoverRefused(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	for _, b := range []struct {
@@ -508,7 +508,7 @@ func TestBrokerLeftoverRefused(t *testing.T) {
 			"RabbitMQ queue %s holds 1 message before the run"},
 	} {
 		t.Run(strings.TrimSuffix(filepath.Base(b.file), ".yaml"), func(t *testing.T) {
-			t.Parallel()
+			defer parallelInHeavy(t)()
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": bin, "DATABASE_URL": freshSchema(t, pg)}
 			b.setup(t, env)

@@ -24,7 +24,7 @@ import (
 // with the broker's redelivery after it, named marker ignored. Nothing
 // is left running.
 func TestBrokerStatementFaults(t *testing.T) {
-	t.Parallel()
+	defer parallelFirst(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	none := []string{
@@ -138,7 +138,7 @@ func checkBrokerStatements(t *testing.T, o outcome, db statementDB, exit int, wa
 // consumer's retry under its key is replayed, one charge; without a key
 // the redelivery charges again. On PostgreSQL and on MySQL or MariaDB.
 func TestBrokerCallCrash(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	for bi, b := range []struct {
@@ -177,7 +177,7 @@ func TestBrokerCallCrash(t *testing.T) {
 			} {
 				t.Run(db.name+"/"+b.name+"/"+tt.flaw, func(t *testing.T) {
 					onTurn(t, bi+ti, dbs, db)
-					t.Parallel()
+					defer parallelInHeavy(t)()
 					dsn := db.fresh(t)
 					db.brokerSlot(t)
 					env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}
@@ -203,7 +203,7 @@ func TestBrokerCallCrash(t *testing.T) {
 // redeliver while the instance works, RabbitMQ once it is killed, and the
 // trace marks it. On PostgreSQL and on MySQL or MariaDB.
 func TestBrokerStatementFaultsAfterAck(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	kafka := func(t *testing.T, env map[string]string) { kafkaCluster(t, env) }
@@ -237,7 +237,7 @@ func TestBrokerStatementFaultsAfterAck(t *testing.T) {
 					}
 					onTurn(t, i, dbs, db)
 					firstSeed(t, seed, tt.seeds)
-					t.Parallel()
+					defer parallelInHeavy(t)()
 					dsn := db.fresh(t)
 					db.brokerSlot(t)
 					env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}

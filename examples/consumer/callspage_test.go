@@ -16,7 +16,7 @@ import (
 // it, framed as broken by the invariants they broke, and the breach
 // points at the second.
 func TestCallsOnThePage(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	bin := buildConsumer(t)
 	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/scenarios/externals.yaml"))
 	if err != nil {

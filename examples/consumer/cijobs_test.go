@@ -20,7 +20,7 @@ import (
 // them; the password in the job's DATABASE_URL shows nowhere in the
 // output.
 func TestCIJobs(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	root, err := filepath.Abs(repoRoot)
@@ -35,7 +35,7 @@ func TestCIJobs(t *testing.T) {
 		{"rabbitmq", "docs/ci/github/rabbitmq.yml", "docs/ci/gitlab/rabbitmq.gitlab-ci.yml", true},
 	} {
 		t.Run(job.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallelInHeavy(t)()
 			cmds := githubCommands(t, filepath.Join(root, job.github))
 			if gl := gitlabCommands(t, filepath.Join(root, job.gitlab)); strings.Join(gl, "\n") != strings.Join(cmds, "\n") {
 				t.Fatalf("the GitHub and GitLab jobs run different commands:\n%q\n%q", cmds, gl)

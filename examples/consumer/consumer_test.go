@@ -134,7 +134,7 @@ func sign(key []byte, id, ts, body string) string {
 
 // TestModes sends one event in each wire mode, well and badly formed.
 func TestModes(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	key := []byte("0123456789abcdef0123456789abcdef")
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
 	now := strconv.FormatInt(time.Now().Unix(), 10)
@@ -199,7 +199,7 @@ func TestModes(t *testing.T) {
 // TestRedeliveries: what the safe consumer answers to the deliveries a
 // broker makes, in order.
 func TestRedeliveries(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	type delivery struct {
 		id, order string
 		amount    int
@@ -246,7 +246,7 @@ var errCrash = errors.New("crashed in the window")
 // makes one payment and one charge every time; each flaw breaks exactly
 // where it should.
 func TestFlawWindows(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	tests := []struct {
 		flaw              flaw
 		fault             string // twice | concurrent | crash
@@ -343,7 +343,7 @@ func barrier(n int) func() error {
 // TestAckBeforeCommit: the answer is out while the payment is not yet
 // written.
 func TestAckBeforeCommit(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			c, srv := newConsumer(t, b.dsn(t), flawAckBeforeCommit, nil)
@@ -366,7 +366,7 @@ func TestAckBeforeCommit(t *testing.T) {
 
 // TestExec runs --exec through run(), as redeliver's exec channel does.
 func TestExec(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			dsn := b.dsn(t)

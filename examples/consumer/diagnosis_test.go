@@ -35,7 +35,7 @@ type diagnosed struct {
 // evidence says not-recognised); the safe consumer passes, carrying no
 // diagnosis.
 func TestDiagnosisOfEachFlaw(t *testing.T) {
-	t.Parallel()
+	defer parallelFirst(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	// The exec file, with a race appended: two processes at once, each
@@ -172,7 +172,7 @@ func checkDiagnoses(t *testing.T, o outcome, pattern string, must []string) {
 // or broker a row needs and the machine lacks skips that row, saying so
 // (under CI it fails, as elsewhere).
 func TestDiagnosisBehindEachBroker(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	bin := buildConsumer(t)
 	const (
 		one    = "killed at every statement boundary of one payment"
@@ -237,7 +237,7 @@ func TestDiagnosisBehindEachBroker(t *testing.T) {
 					if !brokerDiagnosisQuick(r.broker, r.flaw) {
 						heavyOnly(t, "make test names this flaw over HTTP (TestDiagnosisOfEachFlaw) and behind JetStream and RabbitMQ (TestBrokerStatementFaults, TestBrokerStatementFaultsAfterAck, TestBrokerRaces), Kafka's offset mark in its commit-before-work row")
 					}
-					t.Parallel()
+					defer parallelInHeavy(t)()
 					file := "examples/consumer/brokers/" + r.broker + "-statements.yaml"
 					if r.races {
 						file = "examples/consumer/brokers/" + r.broker + "-races.yaml"
@@ -282,7 +282,7 @@ func brokerDiagnosisQuick(broker, flaw string) bool {
 // invariant, with the statement numbers of the trace below. On
 // PostgreSQL and on MySQL or MariaDB, whose fix is said in its own SQL.
 func TestDiagnosisInTheTextReport(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	eachDB(t, dbs, func(t *testing.T, db statementDB) {
@@ -320,7 +320,7 @@ func TestDiagnosisInTheTextReport(t *testing.T) {
 // words: a pattern of the diagnosis); the safe consumer passes with
 // none. On PostgreSQL and on MySQL or MariaDB.
 func TestReplayGroupsByPattern(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	capture := filepath.Join(t.TempDir(), "capture.ndjson")

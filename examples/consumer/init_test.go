@@ -14,7 +14,7 @@ import (
 // and passes against the safe consumer, and fails the consumer that does
 // not deduplicate.
 func TestInitTargetStarter(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	bin := buildConsumer(t)
 	dir, data := initStarter(t, "my-consumer")
 	fillStarter(t, dir, data, "${DATABASE_URL}")
@@ -46,12 +46,12 @@ func TestInitTargetStarter(t *testing.T) {
 // lies between two of its commits, which a timed kill rarely hits. On
 // PostgreSQL and on MySQL or MariaDB.
 func TestInitTargetStarterOnEachDB(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	for _, db := range dbs {
 		t.Run(db.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallelInHeavy(t)()
 			dsn := db.fresh(t)
 			dir, data := initStarter(t, "my-service", "--db", dsn)
 			if !strings.Contains(string(data), "proxy: true") || !strings.Contains(string(data), "crash: statements") || !strings.Contains(string(data), `db: "${DATABASE_URL:-`+dsn+`}"`) {

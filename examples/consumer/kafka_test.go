@@ -47,12 +47,12 @@ func kafkaCluster(t testing.TB, env map[string]string) {
 // pays the order an outbox produced twice twice, and the order produced
 // three times three times: duplicate-effect.
 func TestKafkaScenario(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	for _, tt := range []struct{ flaw, invariant string }{{"safe", ""}, {"none", "duplicate-effect"}} {
 		t.Run(tt.flaw, func(t *testing.T) {
-			t.Parallel()
+			defer parallelInHeavy(t)()
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": freshSchema(t, pg)}
 			kafkaCluster(t, env)
@@ -80,7 +80,7 @@ func TestKafkaScenario(t *testing.T) {
 // (lost-effect), and so does ack-before-commit, which commits each
 // record's offset just before its work.
 func TestKafkaReplayUnderNemesis(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	events := scaled(300, 2000)
@@ -105,7 +105,7 @@ func TestKafkaReplayUnderNemesis(t *testing.T) {
 			if tt.flaw != "commit-before-work" {
 				heavyOnly(t, "make test catches lost-effect behind Kafka under kills with commit-before-work, and the safe consumer passes the kills of TestKafkaScenario")
 			}
-			t.Parallel()
+			defer parallelInHeavy(t)()
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "WORK": tt.work, "DATABASE_URL": freshSchema(t, pg)}
 			kafkaCluster(t, env)
@@ -121,7 +121,7 @@ func TestKafkaReplayUnderNemesis(t *testing.T) {
 // produced in the CloudEvents Kafka binding, reach the three members, and
 // each order is paid once.
 func TestKafkaTopicReplaysIntoTheTarget(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	brokerSlot(t)
@@ -157,7 +157,7 @@ func TestKafkaTopicReplaysIntoTheTarget(t *testing.T) {
 // until its session timeout; one that says it is ready before it joins
 // is TestKafkaGoReplayUnderNemesis's).
 func TestKafkaReadyOnceInTheGroup(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	bin := buildConsumer(t)
 	brokerSlot(t)

@@ -122,7 +122,7 @@ func runKafkaGo(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // safe one ends with one payment per event, commit-before-work loses
 // payments, as the franz-go consumer does (TestKafkaReplayUnderNemesis).
 func TestKafkaGoReplayUnderNemesis(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := pgDSN(t)
 	events := scaled(300, 2000)
 	capture := filepath.Join(t.TempDir(), "capture.jsonl")
@@ -139,7 +139,7 @@ func TestKafkaGoReplayUnderNemesis(t *testing.T) {
 	} {
 		t.Run(tt.flaw, func(t *testing.T) {
 			heavyOnly(t, "its subject is the example's kafka-go client; make test replays under kills into the franz-go members (TestKafkaReplayUnderNemesis)")
-			t.Parallel()
+			defer parallel(t)()
 			brokerSlot(t)
 			env := map[string]string{"CONSUMER": kafkaGoCommand, "FLAW": tt.flaw, "WORK": tt.work, "DATABASE_URL": freshSchema(t, pg)}
 			kafkaCluster(t, env)

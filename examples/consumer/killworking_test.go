@@ -25,7 +25,7 @@ var workingLine = regexp.MustCompile(`; --kill-working 1: ([0-9]+) deliveries dr
 // between its two commits, pays twice. The line and the JSON report count
 // the kills, and those that interrupted a delivery's work.
 func TestBrokerReplayKillWorking(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	const events = 20
@@ -47,7 +47,7 @@ func TestBrokerReplayKillWorking(t *testing.T) {
 		} {
 			t.Run(db.name+"/"+tt.flaw, func(t *testing.T) {
 				onTurn(t, i, dbs, db)
-				t.Parallel()
+				defer parallelInHeavy(t)()
 				dsn := db.fresh(t)
 				db.brokerSlot(t)
 				env := map[string]string{"CONSUMER": bin, "FLAW": tt.flaw, "DATABASE_URL": dsn}

@@ -17,7 +17,7 @@ import (
 // insert wrote no row, and it paid again); no failing check of the flaw
 // is named by another pattern.
 func TestDiagnosisMarkerIgnored(t *testing.T) {
-	t.Parallel()
+	defer parallelFirst(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	const (

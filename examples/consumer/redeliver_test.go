@@ -74,19 +74,24 @@ func (r removeBuilt) Run() int {
 	// whose processes start several times slower, make test ran at load
 	// average 20 to 30, and the windows the flawed consumers open were
 	// missed. The heavy tier, its broker matrices and nemeses timed
-	// against one another, keeps four.
+	// against one another, keeps four. The package's own turns hand them
+	// out (turns_test.go), longest first; go test's -parallel is set past
+	// the package's test count.
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		n := "6"
-		if heavy() {
-			n = "4"
-		}
-		flag.Set("test.parallel", n)
+	turns.size = 6
+	if heavy() {
+		turns.size = 4
 	}
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "test.parallel" {
+			if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
+				turns.size = n
+			}
+		}
+	})
+	flag.Set("test.parallel", "1000")
 	// The consumer and the plain redeliver build side by side, beside the
 	// first tests, rather than one after the other inside the first test
 	// to ask for them, with the tests behind it waiting.
@@ -481,7 +486,7 @@ const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // consumer start costs a process, which is most of this test's time.
 // REDELIVER_TEST_HEAVY=all runs every file 50 times.
 func TestShippedScenariosSafe(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	bin := buildConsumer(t)
 	var runs []invocation
 	for _, file := range scenarioFiles {
@@ -509,7 +514,7 @@ func TestShippedScenariosSafe(t *testing.T) {
 // TestFlawCaught: each flaw fails the scenario written for it, by the
 // invariant it breaks, and the report names that invariant.
 func TestFlawCaught(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	tests := []struct {
 		flaw, file, invariant string
 		work                  string // "" = the scenario's default
@@ -566,7 +571,7 @@ func TestFlawCaught(t *testing.T) {
 // already holds eight deliveries at once and a sweep of kills, each kill
 // a new Python process, which is most of this test's time.
 func TestPythonConsumerScenario(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	if _, err := exec.LookPath("python3"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CI=true but python3 is not installed: the Python consumer's scenario cannot run")
@@ -587,7 +592,7 @@ func TestPythonConsumerScenario(t *testing.T) {
 // passes them all; check-then-act is caught by the two whose deliveries
 // race (the others cannot catch it: TestFlawCaught).
 func TestShippedScenariosPostgres(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	pg := postgresDSN(t)
 	if pg == "" {
 		t.Skip("no PostgreSQL")
@@ -602,7 +607,7 @@ func TestShippedScenariosPostgres(t *testing.T) {
 		{"check-then-act", "duplicate-effect", racing},
 	} {
 		t.Run(tt.flaw+"/scenarios", func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			env := consumerEnv(t, bin, tt.flaw)
 			env["DB"] = freshSchema(t, pg)
 			env["WORK"] = "300ms"
@@ -685,7 +690,7 @@ func countRows(t *testing.T, db, table string) int {
 // database shows), restarts it, and redelivers as a broker would: only
 // if no 2xx came back.
 func TestKillInWindow(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	tests := []struct {
 		flaw              string
 		killWhen          string // the table whose first row says the window is open
@@ -699,7 +704,7 @@ func TestKillInWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.flaw, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			marker := newMarker()
 			port, db := freePort(t), filepath.Join(t.TempDir(), "payments.db")
 			p := startConsumer(t, port, db, tt.flaw, "1h", marker)
@@ -742,7 +747,7 @@ func postStatus(url, id, order string) int {
 // TestInterrupt: Ctrl-C while the consumer holds a delivery stops
 // redeliver with 130, and the consumer it started with it.
 func TestInterrupt(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	env := consumerEnv(t, "consumer", "safe")
 	env["WORK"] = "1h"
 	c, marker := redeliverCmd(env, "run", "examples/consumer/scenarios/redelivery.yaml")
@@ -809,7 +814,7 @@ func countRowsIfAny(table, db string) int {
 // after the charge: 3 schedules), and a crash at a call the delivery
 // never makes fails its check naming the calls it made.
 func TestCrashAtExternalCall(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/scenarios/externals.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -867,7 +872,7 @@ func TestCrashAtExternalCall(t *testing.T) {
 // other runs: the safe consumer passes all five schedules, each hold
 // reached; check-then-act is caught in each of them.
 func TestRaceAtExternalCall(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/scenarios/externals.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -914,7 +919,7 @@ func TestRaceAtExternalCall(t *testing.T) {
 // passes under kills and lost answers; charge-without-key is caught
 // (external-duplicate), and the reproducer it writes fails the same way.
 func TestReplayIntoExternals(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	src, err := os.ReadFile(filepath.Join(repoRoot, "examples/consumer/scenarios/externals.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -967,7 +972,7 @@ func TestReplayIntoExternals(t *testing.T) {
 // a fresh id each time, is caught as external-duplicate, named unstable
 // key.
 func TestPublishedEvents(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	url := natsURL()
 	reachable(t, "NATS", strings.TrimPrefix(url, "nats://"))
 	bin := buildConsumer(t)

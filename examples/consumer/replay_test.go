@@ -49,7 +49,7 @@ var crashesRe = regexp.MustCompile(`, \d+ crash(?:es)? \((\d+) before the answer
 // seeded redeliveries and crashes (safe: passes), and with concurrent
 // duplicates (check-then-act: caught). The two replays go side by side.
 func TestReplayIntoConsumer(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	bin := buildConsumer(t)
 	capture := filepath.Join(t.TempDir(), "capture.ndjson")
 	lines := replayLines()
@@ -67,7 +67,7 @@ func TestReplayIntoConsumer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			env := consumerEnv(t, bin, tt.flaw)
 			env["WORK"] = tt.work
 			withPlainRedeliver(t, env)

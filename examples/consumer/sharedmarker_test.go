@@ -161,7 +161,7 @@ checks:
 // keyed by (consumer, event_id), the same consumers pass with no
 // diagnosis.
 func TestDiagnosisMarkerNotScoped(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	buildConsumer(t) // the go command, for the plain redeliver
 	exe, err := os.Executable()
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 func eachDB(t *testing.T, dbs []statementDB, body func(t *testing.T, db statementDB)) {
 	for _, db := range dbs {
 		t.Run(db.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallelInHeavy(t)()
 			db.hold(t)
 			body(t, db)
 		})
@@ -71,7 +71,7 @@ func expect(db statementDB, exit int, want, lack []string) func(t *testing.T, o 
 // schedule and showing the statements; the lost race is drawn on the HTML
 // page; nothing is left running. On PostgreSQL and on MySQL or MariaDB.
 func TestStatementFaults(t *testing.T) {
-	t.Parallel()
+	defer parallelFirst(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	eachDB(t, dbs, func(t *testing.T, db statementDB) {
@@ -144,7 +144,7 @@ func schemaDSN(t testing.TB, dsn, schema string) string {
 // by a seed that lands a kill between its two commits, and the safe
 // consumer passes that seed. On PostgreSQL and on MySQL or MariaDB.
 func TestReplayCrashAtStatements(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	capture := filepath.Join(t.TempDir(), "capture.ndjson")
@@ -194,7 +194,7 @@ func TestReplayCrashAtStatements(t *testing.T) {
 // is caught by both checks, the statements shown; nothing is left
 // running. On PostgreSQL and on MySQL or MariaDB.
 func TestExecStatementFaults(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	eachDB(t, dbs, func(t *testing.T, db statementDB) {
@@ -239,7 +239,7 @@ func TestStatementFaultsWithATransactionalPoller(t *testing.T) {
 }
 
 func statementFaultsWithAPoller(t *testing.T, inTx bool) {
-	t.Parallel()
+	defer parallelFirst(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	eachDB(t, dbs, func(t *testing.T, db statementDB) {
@@ -294,12 +294,12 @@ func statementFaultsWithAPoller(t *testing.T, inTx bool) {
 // check fails in one sentence that names the delivery and says so. On
 // PostgreSQL and on MySQL or MariaDB.
 func TestStatementsPastTheProxy(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	for _, db := range dbs {
 		t.Run(db.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			dsn := db.fresh(t)
 			file := writeTemp(t, "past.yaml", rewrite(t, db.statements, readExample(t, db.statements), `--db, "${REDELIVER_DB_URL}"`, `--db, "${`+db.dbVar+`}"`))
 			env := consumerEnv(t, bin, "safe")
@@ -334,12 +334,12 @@ func TestStatementsPastTheProxy(t *testing.T) {
 // to the delivery behind it, and the run ended "did not answer".) On
 // PostgreSQL and on MySQL or MariaDB.
 func TestRaceOnOneSharedConnection(t *testing.T) {
-	t.Parallel()
+	defer parallelFirst(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	for _, db := range dbs {
 		t.Run(db.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallelFirst(t)()
 			dsn := db.fresh(t)
 			s := rewrite(t, db.statements, readExample(t, db.statements), "timeout: 10s", "timeout: 6s", `--poll, "${POLL:-0s}"]`, `--poll, "${POLL:-0s}", --pool, "1"]`)
 			race := strings.Index(s, "  - name: two deliveries raced")
@@ -370,7 +370,7 @@ func TestRaceOnOneSharedConnection(t *testing.T) {
 // to interrupt, and the trial passes. On PostgreSQL and on MySQL or
 // MariaDB.
 func TestAnswerBeforeItsCommit(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	const src = `version: 1
@@ -433,7 +433,7 @@ checks:
 // answers by exiting, and what its process left is ended then, so it has
 // none. On PostgreSQL and on MySQL or MariaDB.
 func TestAckBeforeCommitAtStatements(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	eachDB(t, dbs, func(t *testing.T, db statementDB) {
@@ -516,7 +516,7 @@ func TestAckBeforeCommitAtStatements(t *testing.T) {
 // failing in its unforced run shows that run's statements. On
 // PostgreSQL and on MySQL or MariaDB.
 func TestStatementTrialsKeepTheConsumer(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	const src = `version: 1
@@ -543,7 +543,7 @@ checks:
 `
 	for _, db := range dbs {
 		t.Run(db.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			dsn := db.fresh(t)
 			dir := t.TempDir()
 			starts := filepath.Join(dir, "starts")
@@ -604,7 +604,7 @@ checks:
 // from the key each attempt's insert bound (none; one per attempt). On
 // PostgreSQL and on MySQL or MariaDB.
 func TestCallsInTheTrace(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dbs := statementDBs(t)
 	bin := buildConsumer(t)
 	eachDB(t, dbs, func(t *testing.T, db statementDB) {

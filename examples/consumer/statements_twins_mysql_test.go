@@ -15,7 +15,7 @@ import (
 // consumer carries no diagnosis. Its externals rows have no twin: they
 // kill at the stand-ins, not at statements, through no proxy.
 func TestMySQLDiagnosisOfEachFlaw(t *testing.T) {
-	t.Parallel()
+	defer parallelFirst(t)()
 	my := myDSN(t)
 	bin := buildConsumer(t)
 	// The exec file's reset drops the tables, and InnoDB starts their
