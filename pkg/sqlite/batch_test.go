@@ -123,8 +123,18 @@ func TestInvariantsCatch(t *testing.T) {
 }
 
 // TestUnmatchedRows: a marker without its effect and an effect without its
-// marker are both named, wherever they fall in the index order.
+// marker are both named, wherever they fall in the index order, through
+// the C API and through database/sql alike.
 func TestUnmatchedRows(t *testing.T) {
+	for _, raw := range []bool{true, false} {
+		t.Run(map[bool]string{true: "C API", false: "database-sql"}[raw], func(t *testing.T) {
+			runRaw(t, raw)
+			testUnmatchedRows(t)
+		})
+	}
+}
+
+func testUnmatchedRows(t *testing.T) {
 	tests := []struct {
 		name     string
 		strategy handler.Strategy
@@ -139,6 +149,9 @@ func TestUnmatchedRows(t *testing.T) {
 		{"both, interleaved", handler.EventID, []string{"a", "c", "e"}, []string{"b", "c", "d"}, []string{"a", "e"}, []string{"b", "d"}},
 		{"nothing stored", handler.EventID, nil, nil, nil, nil},
 		{"repeated markers (check-then-act)", handler.CheckThenAct, []string{"a", "a", "b"}, []string{"a", "c"}, []string{"b"}, []string{"c"}},
+		{"repeated effects", handler.CheckThenAct, []string{"a", "a", "c"}, []string{"a", "a", "a", "b", "c", "c"}, nil, []string{"b"}},
+		{"only markers", handler.EventID, []string{"a", "b"}, nil, []string{"a", "b"}, nil},
+		{"only effects", handler.EventID, nil, []string{"a", "b"}, nil, []string{"a", "b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -197,6 +197,65 @@ func (r *ReplayDB) effectOrder() string {
 	return `SELECT event_id, consumer, id FROM "` + r.effect + `" ORDER BY event_id, consumer`
 }
 
+// A joinSide is one of the two scans unmatchedRows walks in step, in
+// (event_id, consumer) order: next steps it, key is the current row's
+// (valid until the next step), row is that row kept.
+type joinSide interface {
+	next() (bool, error)
+	key() (event, consumer []byte)
+	row() unmatchedRow
+}
+
+// rawSide is a scan through the C API: the key is read where SQLite holds
+// it, and a Go string is made only for a row kept.
+type rawSide struct {
+	s               *rawStmt
+	withID          bool
+	event, consumer []byte
+}
+
+func (s *rawSide) next() (bool, error) {
+	ok, err := s.s.next()
+	if ok {
+		s.event, s.consumer = s.s.text(0), s.s.text(1)
+	}
+	return ok, err
+}
+
+func (s *rawSide) key() ([]byte, []byte) { return s.event, s.consumer }
+
+func (s *rawSide) row() unmatchedRow {
+	r := unmatchedRow{event: string(s.event), consumer: string(s.consumer)}
+	if s.withID {
+		r.id = s.s.int64(2)
+	}
+	return r
+}
+
+// sqlSide is a scan through database/sql.
+type sqlSide struct {
+	rows            *sql.Rows
+	withID          bool
+	event, consumer sql.RawBytes
+	id              int64
+}
+
+func (s *sqlSide) next() (bool, error) {
+	if !s.rows.Next() {
+		return false, s.rows.Err()
+	}
+	if s.withID {
+		return true, s.rows.Scan(&s.event, &s.consumer, &s.id)
+	}
+	return true, s.rows.Scan(&s.event, &s.consumer)
+}
+
+func (s *sqlSide) key() ([]byte, []byte) { return s.event, s.consumer }
+
+func (s *sqlSide) row() unmatchedRow {
+	return unmatchedRow{event: string(s.event), consumer: string(s.consumer), id: s.id}
+}
+
 func (r *ReplayDB) unmatchedRaw(ctx context.Context, raw *rawConn, limit int) (nLost, nMissing int64, lost, missing []unmatchedRow, err error) {
 	ps, err := raw.prepare(markerOrder)
 	if err != nil {
@@ -211,70 +270,10 @@ func (r *ReplayDB) unmatchedRaw(ctx context.Context, raw *rawConn, limit int) (n
 	if err = ps.start(nil); err == nil {
 		err = es.start(nil)
 	}
-	// Each side's current row: its event id and consumer where SQLite
-	// holds them, read once a step.
-	var pOK, eOK bool
-	var pe, pc, ee, ec []byte
-	nextP := func() {
-		if pOK, err = ps.next(); pOK {
-			pe, pc = ps.text(0), ps.text(1)
-		}
-	}
-	nextE := func() {
-		if eOK, err = es.next(); eOK {
-			ee, ec = es.text(0), es.text(1)
-		}
-	}
-	if err == nil {
-		nextP()
-	}
-	if err == nil {
-		nextE()
-	}
-	var event, consumer []byte // the key both sides are passing
-	for n := 0; err == nil && (pOK || eOK); n++ {
-		if n%4096 == 0 && ctx.Err() != nil {
-			return 0, 0, nil, nil, ctx.Err()
-		}
-		c := 0
-		switch {
-		case !eOK:
-			c = -1
-		case !pOK:
-			c = 1
-		default:
-			if c = bytes.Compare(pe, ee); c == 0 {
-				c = bytes.Compare(pc, ec)
-			}
-		}
-		switch {
-		case c < 0:
-			nLost++
-			if len(lost) < limit {
-				lost = append(lost, unmatchedRow{event: string(pe), consumer: string(pc)})
-			}
-			nextP()
-		case c > 0:
-			nMissing++
-			if len(missing) < limit {
-				missing = append(missing, unmatchedRow{event: string(ee), consumer: string(ec), id: es.int64(2)})
-			}
-			nextE()
-		default:
-			// Matched: pass every row of this key on both sides.
-			event, consumer = append(event[:0], pe...), append(consumer[:0], pc...)
-			for err == nil && pOK && bytes.Equal(pe, event) && bytes.Equal(pc, consumer) {
-				nextP()
-			}
-			for err == nil && eOK && bytes.Equal(ee, event) && bytes.Equal(ec, consumer) {
-				nextE()
-			}
-		}
-	}
 	if err != nil {
 		return 0, 0, nil, nil, err
 	}
-	return nLost, nMissing, lost, missing, nil
+	return mergeUnmatched(ctx, &rawSide{s: ps}, &rawSide{s: es, withID: true}, limit)
 }
 
 // unmatchedSQL is unmatchedRows through database/sql.
@@ -289,69 +288,75 @@ func (r *ReplayDB) unmatchedSQL(ctx context.Context, conn *sql.Conn, limit int) 
 		return 0, 0, nil, nil, fmt.Errorf("check %s: %w", invariant.MissingMarker, err)
 	}
 	defer es.Close()
-	var p, e struct {
-		event, consumer string
-		id              int64
-		ok              bool
-	}
-	nextP := func() error {
-		if p.ok = ps.Next(); p.ok {
-			return ps.Scan(&p.event, &p.consumer)
-		}
-		return ps.Err()
-	}
-	nextE := func() error {
-		if e.ok = es.Next(); e.ok {
-			return es.Scan(&e.event, &e.consumer, &e.id)
-		}
-		return es.Err()
-	}
-	if err := nextP(); err != nil {
+	return mergeUnmatched(ctx, &sqlSide{rows: ps}, &sqlSide{rows: es, withID: true}, limit)
+}
+
+// mergeUnmatched walks the markers (p) and the effects (e) in step: a key
+// only p has is a lost effect, one only e has a missing marker; each is
+// counted, and the first limit of each kept.
+func mergeUnmatched(ctx context.Context, p, e joinSide, limit int) (nLost, nMissing int64, lost, missing []unmatchedRow, err error) {
+	pOK, err := p.next()
+	if err != nil {
 		return 0, 0, nil, nil, err
 	}
-	if err := nextE(); err != nil {
-		return 0, 0, nil, nil, err
-	}
-	for p.ok || e.ok {
-		c := 0
-		switch {
-		case !e.ok:
-			c = -1
-		case !p.ok:
-			c = 1
-		case p.event != e.event:
-			c = strings.Compare(p.event, e.event)
-		default:
-			c = strings.Compare(p.consumer, e.consumer)
+	eOK, err := e.next()
+	var event, consumer []byte // the key both sides are passing
+	for n := 0; err == nil && (pOK || eOK); n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return 0, 0, nil, nil, ctx.Err()
 		}
-		switch {
+		switch c := compareSides(p, pOK, e, eOK); {
 		case c < 0:
 			nLost++
 			if len(lost) < limit {
-				lost = append(lost, unmatchedRow{event: p.event, consumer: p.consumer})
+				lost = append(lost, p.row())
 			}
-			err = nextP()
+			pOK, err = p.next()
 		case c > 0:
 			nMissing++
 			if len(missing) < limit {
-				missing = append(missing, unmatchedRow{event: e.event, consumer: e.consumer, id: e.id})
+				missing = append(missing, e.row())
 			}
-			err = nextE()
+			eOK, err = e.next()
 		default:
 			// Matched: pass every row of this key on both sides.
-			ev, consumer := p.event, p.consumer
-			for err == nil && p.ok && p.event == ev && p.consumer == consumer {
-				err = nextP()
+			pe, pc := p.key()
+			event, consumer = append(event[:0], pe...), append(consumer[:0], pc...)
+			for err == nil && pOK && hasKey(p, event, consumer) {
+				pOK, err = p.next()
 			}
-			for err == nil && e.ok && e.event == ev && e.consumer == consumer {
-				err = nextE()
+			for err == nil && eOK && hasKey(e, event, consumer) {
+				eOK, err = e.next()
 			}
-		}
-		if err != nil {
-			return 0, 0, nil, nil, err
 		}
 	}
+	if err != nil {
+		return 0, 0, nil, nil, err
+	}
 	return nLost, nMissing, lost, missing, nil
+}
+
+// compareSides orders the two sides' current rows by key, a side at its
+// end coming after any row.
+func compareSides(p joinSide, pOK bool, e joinSide, eOK bool) int {
+	switch {
+	case !eOK:
+		return -1
+	case !pOK:
+		return 1
+	}
+	pe, pc := p.key()
+	ee, ec := e.key()
+	if c := bytes.Compare(pe, ee); c != 0 {
+		return c
+	}
+	return bytes.Compare(pc, ec)
+}
+
+// hasKey says whether a side's current row has the key given.
+func hasKey(s joinSide, event, consumer []byte) bool {
+	e, c := s.key()
+	return bytes.Equal(e, event) && bytes.Equal(c, consumer)
 }
 
 // each runs a query whose rows have four columns, read as text.
