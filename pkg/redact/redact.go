@@ -446,32 +446,8 @@ func flags(s string, found func(string)) string {
 	var b strings.Builder
 	done := 0
 	for i := 0; i < len(s); i++ {
-		if s[i] != '-' || (i > 0 && !space(s[i-1]) && s[i-1] != '"' && s[i-1] != '\'') {
-			continue
-		}
-		j := i
-		for j < len(s) && s[j] == '-' {
-			j++
-		}
-		if j-i > 2 {
-			continue
-		}
-		k := j
-		for k < len(s) && nameChar(s[k]) {
-			k++
-		}
-		if k == j || k >= len(s) || !space(s[k]) || !SecretName(s[j:k]) {
-			continue
-		}
-		v := k
-		for v < len(s) && space(s[v]) && s[v] != '\n' {
-			v++
-		}
-		if v == k || v >= len(s) || s[v] == '-' {
-			continue
-		}
-		end := value(s, v, false)
-		if end == v || masked(s[v:end]) {
+		v, end, ok := secretFlagValue(s, i)
+		if !ok {
 			continue
 		}
 		b.WriteString(s[done:v])
@@ -485,6 +461,42 @@ func flags(s string, found func(string)) string {
 	}
 	b.WriteString(s[done:])
 	return b.String()
+}
+
+// secretFlagValue says whether a flag whose name says it is a secret
+// starts at s[i], one or two dashes after a space or a quote, and where
+// its value stands: s[v:end], the word after it on the same line, not a
+// flag and not masked already.
+func secretFlagValue(s string, i int) (v, end int, ok bool) {
+	if s[i] != '-' || (i > 0 && !space(s[i-1]) && s[i-1] != '"' && s[i-1] != '\'') {
+		return 0, 0, false
+	}
+	j := i
+	for j < len(s) && s[j] == '-' {
+		j++
+	}
+	if j-i > 2 {
+		return 0, 0, false
+	}
+	k := j
+	for k < len(s) && nameChar(s[k]) {
+		k++
+	}
+	if k == j || k >= len(s) || !space(s[k]) || !SecretName(s[j:k]) {
+		return 0, 0, false
+	}
+	v = k
+	for v < len(s) && space(s[v]) && s[v] != '\n' {
+		v++
+	}
+	if v == k || v >= len(s) || s[v] == '-' {
+		return 0, 0, false
+	}
+	end = value(s, v, false)
+	if end == v || masked(s[v:end]) {
+		return 0, 0, false
+	}
+	return v, end, true
 }
 
 func space(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
