@@ -18,13 +18,7 @@ func (d *diagnosis) ignoredAgain() *Diagnosis {
 	if !d.duplicated() {
 		return nil
 	}
-	var first *stmt
-	for i, e := range d.stmts {
-		if !e.again && e.wrote(d.effect) && e.committed != 0 {
-			first = &d.stmts[i]
-			break
-		}
-	}
+	first := d.killedAttemptsEffect()
 	if first == nil {
 		return nil
 	}
@@ -39,16 +33,35 @@ func (d *diagnosis) ignoredAgain() *Diagnosis {
 			}
 			ev := []int{first.n, first.committed, g.n, e.n, e.committed}
 			with := ""
-			for _, m := range d.stmts {
-				if !m.again && m.kind == write && m.verb == "insert" && m.ran && m.rows > 0 && m.committed == first.committed && m.on(marker) {
-					with = fmt.Sprintf(", with its row in %s (statement %d)", marker, m.n)
-					ev = append(ev, m.n)
-					break
-				}
+			if m := d.markerCommittedWith(first.committed, marker); m != nil {
+				with = fmt.Sprintf(", with its row in %s (statement %d)", marker, m.n)
+				ev = append(ev, m.n)
 			}
 			why := fmt.Sprintf("the killed attempt wrote %s at statement %d, committed at statement %d%s; after the restart, the redelivery's insert into %s at statement %d wrote no row (the event's marker was there), and it wrote %s anyway at statement %d, committed at statement %d — the marker's insert guards nothing when its answer is not read",
 				d.effect, first.n, first.committed, with, marker, g.n, d.effect, e.n, e.committed)
 			return &Diagnosis{Pattern: MarkerIgnored, Evidence: ev, Why: why, Fix: d.ignoredFix(marker)}
+		}
+	}
+	return nil
+}
+
+// killedAttemptsEffect is the first write of the effect, committed,
+// before the restart: the killed attempt's.
+func (d *diagnosis) killedAttemptsEffect() *stmt {
+	for i, e := range d.stmts {
+		if !e.again && e.wrote(d.effect) && e.committed != 0 {
+			return &d.stmts[i]
+		}
+	}
+	return nil
+}
+
+// markerCommittedWith is the killed attempt's insert of a row into the
+// marker's table, committed by the statement committed, or nil.
+func (d *diagnosis) markerCommittedWith(committed int, marker string) *stmt {
+	for i, m := range d.stmts {
+		if !m.again && m.kind == write && m.verb == "insert" && m.ran && m.rows > 0 && m.committed == committed && m.on(marker) {
+			return &d.stmts[i]
 		}
 	}
 	return nil
