@@ -612,15 +612,26 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 	if !read || (broker && a.Kind != Conflict) {
 		return a, nil
 	}
+	return a, sys.compareAfter(ctx, ev.ID, key, a, d, rec, before, seen, committed)
+}
+
+// compareAfter reads the key's rows once the consumer is quiet and
+// compares them with those before the delivery (d, recorded as rec): a
+// conflict answer to an event seen before must not have changed them, nor
+// a redelivery of an event whose effect was committed. An answer that is
+// not a conflict here is not a broker's (once compares a broker's
+// conflicts only), and one that acked or changed the rows marks the
+// event's effect committed.
+func (sys *system) compareAfter(ctx context.Context, id, key string, a Answer, d *Delivery, rec *invariant.Record, before []effects.Row, seen, committed bool) error {
 	if err := sys.sess.quiet(ctx); err != nil {
-		return a, err
+		return err
 	}
 	after, err := sys.sess.db.Rows(ctx, &key)
 	if err != nil {
 		if committed {
-			return a, err
+			return err
 		}
-		return a, nil // the consumer has not created its table yet
+		return nil // the consumer has not created its table yet
 	}
 	switch {
 	case a.Kind == Conflict && seen:
@@ -628,12 +639,12 @@ func (sys *system) once(ctx context.Context, c runner.Call, ev Event, key string
 		d.ChangedStore = d.Changed != ""
 		rec.ChangedStore = d.ChangedStore
 	case committed:
-		sys.duplicate(ev.ID, d, before, after)
+		sys.duplicate(id, d, before, after)
 	}
-	if !broker && a.Kind != Conflict && (a.consumerAcked() || changed(before, after) != "") {
-		sys.committed[ev.ID] = true
+	if a.Kind != Conflict && (a.consumerAcked() || changed(before, after) != "") {
+		sys.committed[id] = true
 	}
-	return a, nil
+	return nil
 }
 
 // rowsBefore reads the key's rows before a delivery; only an event whose
