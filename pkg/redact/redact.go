@@ -464,25 +464,11 @@ func flags(s string, found func(string)) string {
 }
 
 // secretFlagValue says whether a flag whose name says it is a secret
-// starts at s[i], one or two dashes after a space or a quote, and where
-// its value stands: s[v:end], the word after it on the same line, not a
-// flag and not masked already.
+// starts at s[i] and where its value stands: s[v:end], the word after it
+// on the same line, not a flag and not masked already.
 func secretFlagValue(s string, i int) (v, end int, ok bool) {
-	if s[i] != '-' || (i > 0 && !space(s[i-1]) && s[i-1] != '"' && s[i-1] != '\'') {
-		return 0, 0, false
-	}
-	j := i
-	for j < len(s) && s[j] == '-' {
-		j++
-	}
-	if j-i > 2 {
-		return 0, 0, false
-	}
-	k := j
-	for k < len(s) && nameChar(s[k]) {
-		k++
-	}
-	if k == j || k >= len(s) || !space(s[k]) || !SecretName(s[j:k]) {
+	k, ok := secretFlag(s, i)
+	if !ok {
 		return 0, 0, false
 	}
 	v = k
@@ -497,6 +483,30 @@ func secretFlagValue(s string, i int) (v, end int, ok bool) {
 		return 0, 0, false
 	}
 	return v, end, true
+}
+
+// secretFlag says whether s[i:k] is a flag whose name says it is a
+// secret, one or two dashes after a space or a quote, followed by a
+// space.
+func secretFlag(s string, i int) (k int, ok bool) {
+	if s[i] != '-' || (i > 0 && !space(s[i-1]) && s[i-1] != '"' && s[i-1] != '\'') {
+		return 0, false
+	}
+	j := i
+	for j < len(s) && s[j] == '-' {
+		j++
+	}
+	if j-i > 2 {
+		return 0, false
+	}
+	k = j
+	for k < len(s) && nameChar(s[k]) {
+		k++
+	}
+	if k == j || k >= len(s) || !space(s[k]) || !SecretName(s[j:k]) {
+		return 0, false
+	}
+	return k, true
 }
 
 func space(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
