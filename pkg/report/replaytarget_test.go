@@ -50,7 +50,7 @@ func TestTargetReplayLine(t *testing.T) {
 		{"a RabbitMQ drain whose stop killed instances that ignored SIGTERM",
 			replay.Report{Counters: consumer.Counters{Published: 5, Uncounted: true, Effects: 5}, Target: &replay.Target{Given: []string{"c"}, Table: "payments", Broker: true, HeldBack: &replay.HeldBack{KilledAtStop: 3}}},
 			"replay of c into the target",
-			"5 published, 0 instance kills, redeliveries not counted by the broker, 5 effect rows in payments; the instances, stopped once the queue stood empty, held nothing unacknowledged; instances did not end within 5s of their SIGTERM and were killed (SIGKILL) 3 times"},
+			"5 published, 0 instance kills, redeliveries not counted by the broker, 5 effect rows in payments; the instances, stopped once the queue stood empty, held nothing unacknowledged; 3 times an instance did not end within 5s of its SIGTERM, and the stop ended it with SIGKILL"},
 		{"kills, bad records and invariants caught",
 			replay.Report{Counters: crashes(2, 0, 0), Capture: replay.CaptureReport{BadRecords: 1},
 				Violations: []replay.Violation{{Invariant: "duplicate-effect"}, {Invariant: "lost-effect"}},
@@ -94,7 +94,7 @@ func TestTargetCounterLine(t *testing.T) {
 		{"RabbitMQ, stops that put messages back", consumer.Counters{Deliveries: 3, Processed: 3, Effects: 3, Published: 3, Uncounted: true, HeldBack: 4, HeldBackRestarts: 2},
 			plain + "; broker: 3 published, redeliveries not counted by the broker; the instances, stopped once the queue stood empty, still held 4 messages unacknowledged; started again 2 times to take them"},
 		{"RabbitMQ, instances killed at a stop", consumer.Counters{Deliveries: 3, Processed: 3, Effects: 3, Published: 3, Uncounted: true, KilledAtStop: 1},
-			plain + "; broker: 3 published, redeliveries not counted by the broker; the instances, stopped once the queue stood empty, held nothing unacknowledged; an instance did not end within 5s of its SIGTERM and was killed (SIGKILL)"},
+			plain + "; broker: 3 published, redeliveries not counted by the broker; the instances, stopped once the queue stood empty, held nothing unacknowledged; an instance did not end within 5s of its SIGTERM, and the stop ended it with SIGKILL"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := targetCounterLine(tt.c); got != tt.want {

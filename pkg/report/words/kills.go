@@ -61,7 +61,8 @@ func WorkingKills(p float64, drawn, killed, interrupted, missed, untied int) str
 // empty, still held 3 messages unacknowledged; started again once to
 // take them", and how many of them did not end within grace of their
 // SIGTERM and were killed: "…; an instance did not end within 5s of its
-// SIGTERM and was killed (SIGKILL)".
+// SIGTERM, and the stop ended it with SIGKILL" (a stop's, not one of the
+// instance kills the counters count).
 func HeldBack(messages, restarts, killed int, grace time.Duration) string {
 	s := "the instances, stopped once the queue stood empty, held nothing unacknowledged"
 	if messages > 0 {
@@ -73,9 +74,9 @@ func HeldBack(messages, restarts, killed int, grace time.Duration) string {
 	}
 	switch {
 	case killed == 1:
-		s += fmt.Sprintf("; an instance did not end within %s of its SIGTERM and was killed (SIGKILL)", grace)
+		s += fmt.Sprintf("; an instance did not end within %s of its SIGTERM, and the stop ended it with SIGKILL", grace)
 	case killed > 1:
-		s += fmt.Sprintf("; instances did not end within %s of their SIGTERM and were killed (SIGKILL) %d times", grace, killed)
+		s += fmt.Sprintf("; %d times an instance did not end within %s of its SIGTERM, and the stop ended it with SIGKILL", killed, grace)
 	}
 	return s
 }

@@ -48,8 +48,8 @@ func TestWords(t *testing.T) {
 		{"explored and failed", Explored("invariant x broken", 11, 2, 4, "held at after-check, released together", nil), "failed in 2 of 11 schedules; first in schedule 4 (held at after-check, released together): invariant x broken"},
 		{"held back, one restart", HeldBack(5, 1, 0, 5*time.Second), "the instances, stopped once the queue stood empty, still held 5 messages unacknowledged; started again once to take them"},
 		{"held back, restarts", HeldBack(1, 2, 0, 5*time.Second), "the instances, stopped once the queue stood empty, still held 1 message unacknowledged; started again 2 times to take them"},
-		{"held back, an instance killed at a stop", HeldBack(2, 1, 1, 5*time.Second), "the instances, stopped once the queue stood empty, still held 2 messages unacknowledged; started again once to take them; an instance did not end within 5s of its SIGTERM and was killed (SIGKILL)"},
-		{"nothing held, instances killed at stops", HeldBack(0, 0, 3, 5*time.Second), "the instances, stopped once the queue stood empty, held nothing unacknowledged; instances did not end within 5s of their SIGTERM and were killed (SIGKILL) 3 times"},
+		{"held back, an instance killed at a stop", HeldBack(2, 1, 1, 5*time.Second), "the instances, stopped once the queue stood empty, still held 2 messages unacknowledged; started again once to take them; an instance did not end within 5s of its SIGTERM, and the stop ended it with SIGKILL"},
+		{"nothing held, instances killed at stops", HeldBack(0, 0, 3, 5*time.Second), "the instances, stopped once the queue stood empty, held nothing unacknowledged; 3 times an instance did not end within 5s of its SIGTERM, and the stop ended it with SIGKILL"},
 		{"in no schedule", InNoSchedule("expected exactly the violations duplicate-effect, got none", 11), "expected exactly the violations duplicate-effect, got none (in 11 schedules)"},
 	}
 	for _, tt := range tests {
